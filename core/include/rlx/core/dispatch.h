@@ -1,0 +1,62 @@
+// The dispatch contract (ARCHITECTURE.md section 3): for each HIR node, native -> shared IR ->
+// rewritten -> CompileError. The result is a graph of MIR primitives plus natively claimed
+// nodes, and a DispatchReport recording each node's path.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "rlx/core/graph.h"
+#include "rlx/core/target.h"
+
+namespace rlx {
+
+enum class LoweringPath { kNative, kSharedIr, kRewritten };
+std::string_view path_name(LoweringPath p);  // "native", "shared-ir", "rewritten"
+
+struct DispatchEntry {
+  std::string value;     // first output's name
+  std::string op;
+  std::string loc;
+  std::string dtypes;    // "f32,f32 -> f32"
+  LoweringPath path = LoweringPath::kSharedIr;
+  std::string detail;    // the rewrite's name for kRewritten
+  std::vector<std::string> refused;  // why earlier paths were not taken ("native: ...")
+  int primitives = 0;    // MIR nodes the path produced (0 for native)
+};
+
+struct DispatchReport {
+  std::string target;
+  std::vector<DispatchEntry> entries;
+  std::string to_text() const;
+  std::string to_json() const;
+};
+
+// A rewrite turns a node into another form built from ops that are then dispatched again.
+struct Rewrite {
+  std::string name;     // "conv-im2col"
+  std::string op;       // the op it applies to
+  std::string summary;
+  // Returns a refusal reason when the rewrite does not apply to this node.
+  std::function<Verdict(const Graph&, const Node&)> applies;
+  std::function<std::vector<ValueId>(class GraphBuilder&, const Node&,
+                                     const std::vector<ValueId>&)> build;
+};
+const std::vector<Rewrite>& rewrites();
+
+struct DispatchResult {
+  Graph graph;  // MIR primitives and native nodes
+  DispatchReport report;
+};
+
+DispatchResult dispatch(const Graph& hir, const Target& target);
+
+// Legality of one op at one dtype on a target, from the op's sample signature; used by the
+// registry's legality table. `detail` holds the reason for an illegal or n/a entry.
+struct OpLegality {
+  enum Kind { kNative, kSharedIr, kRewritten, kIllegal, kNotApplicable } kind;
+  std::string detail;
+};
+OpLegality op_legality(const std::string& op, DType dtype, const Target& target);
+
+}  // namespace rlx

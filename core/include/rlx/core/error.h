@@ -1,0 +1,52 @@
+// One error type for the whole project. Libraries throw; the plugin boundary and the CLI
+// convert to messages. Every error carries the source location where it was raised so an
+// internal error can be traced without a debugger.
+#pragma once
+#include <source_location>
+#include <stdexcept>
+#include <string>
+
+namespace rlx {
+
+enum class ErrorKind {
+  kUser,      // bad input: unreadable file, wrong tensor, malformed IR text
+  kCompile,   // the graph cannot be compiled for the chosen target (dispatch refusal)
+  kPlugin,    // a plugin reported a failure across the boundary
+  kInternal,  // a bug in rlx
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, std::string message,
+        std::source_location where = std::source_location::current());
+  ErrorKind kind() const { return kind_; }
+  const std::source_location& where() const { return where_; }
+  // "file:line" of the raise site, for --verbose diagnostics.
+  std::string where_string() const;
+
+ private:
+  ErrorKind kind_;
+  std::source_location where_;
+};
+
+// Raised when no lowering path is legal for a node; the message names node, op, dtypes,
+// target and each path's refusal.
+class CompileError : public Error {
+ public:
+  explicit CompileError(std::string message,
+                        std::source_location where = std::source_location::current())
+      : Error(ErrorKind::kCompile, std::move(message), where) {}
+};
+
+[[noreturn]] void throw_user_error(std::string message,
+                                   std::source_location where = std::source_location::current());
+[[noreturn]] void throw_internal_error(
+    std::string message, std::source_location where = std::source_location::current());
+
+// Invariant check that stays on in release builds: a failed check is an rlx bug.
+#define RLX_CHECK(cond, msg)                                                    \
+  do {                                                                          \
+    if (!(cond)) ::rlx::throw_internal_error(std::string("check failed: ") + #cond + ": " + (msg)); \
+  } while (0)
+
+}  // namespace rlx

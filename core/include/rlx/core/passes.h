@@ -1,0 +1,21 @@
+// Graph passes over MIR (and native nodes). Each returns whether it changed the graph.
+#pragma once
+#include "rlx/core/graph.h"
+#include "rlx/core/lir.h"
+
+namespace rlx {
+
+bool canonicalize(Graph& g);      // identity reshapes/transposes/converts, x*1, x+0
+bool fold_constants(Graph& g);    // evaluates MIR nodes whose inputs are all constants
+bool eliminate_common_subexpressions(Graph& g);
+bool eliminate_dead_code(Graph& g);
+void run_default_passes(Graph& g);  // the four above to a fixed point
+
+// Substitutes symbol bindings into every shape and shape attribute.
+Graph specialize(const Graph& g, const Bindings& bindings);
+
+// MIR -> LIR: fuses elementwise chains, index maps and reductions into loop kernels, emits
+// library calls for the rest, then plans buffers. The graph must have static shapes.
+lir::Program lower_to_lir(const Graph& g);
+
+}  // namespace rlx

@@ -1,0 +1,48 @@
+// The public runtime API: compile a graph for a target and run it with named tensors.
+//
+//   rlx::Session session(target);                  // a Target from the registry
+//   rlx::CompiledModel model = session.compile(graph);
+//   auto outputs = model.run({{"x", x}});          // name -> Tensor
+//
+// A CompiledModel specialises itself per input shape (symbolic dims bound from the inputs) and
+// caches each specialisation; it is not thread-safe.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+
+#include "rlx/core/dispatch.h"
+#include "rlx/core/graph.h"
+#include "rlx/core/target.h"
+#include "rlx/core/tensor.h"
+
+namespace rlx {
+
+using NamedTensors = std::map<std::string, Tensor>;
+
+class CompiledModel {
+ public:
+  NamedTensors run(const NamedTensors& inputs);
+  const DispatchReport& report() const;
+  // The MIR graph after dispatch and passes (symbolic).
+  const Graph& mir() const;
+  // LIR for the given bindings of the graph's symbols.
+  lir::Program lir_for(const Bindings& bindings) const;
+
+ private:
+  friend class Session;
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+class Session {
+ public:
+  explicit Session(std::shared_ptr<Target> target);
+  CompiledModel compile(const Graph& graph);
+  Target& target() { return *target_; }
+
+ private:
+  std::shared_ptr<Target> target_;
+};
+
+}  // namespace rlx

@@ -1,0 +1,138 @@
+#include "rlx/core/builder.h"
+
+#include <fmt/format.h>
+
+#include "rlx/core/error.h"
+#include "rlx/core/op_registry.h"
+
+namespace rlx {
+
+ValueId GraphBuilder::param(const std::string& name, Tensor data) {
+  TensorType t{data.dtype(), Shape(data.shape().begin(), data.shape().end())};
+  return g_.add_param(name, t, std::move(data));
+}
+
+std::vector<ValueId> GraphBuilder::op_n(const std::string& op, std::vector<ValueId> inputs,
+                                        Attrs attrs) {
+  int32_t idx = g_.add_node(op, std::move(inputs), {}, std::move(attrs), loc_);
+  auto types = infer_node(g_, idx);
+  Node& n = g_.nodes[idx];
+  for (auto& t : types) n.outputs.push_back(g_.add_value({}, std::move(t), idx));
+  return n.outputs;
+}
+
+ValueId GraphBuilder::op(const std::string& op, std::vector<ValueId> inputs, Attrs attrs) {
+  auto outs = op_n(op, std::move(inputs), std::move(attrs));
+  RLX_CHECK(outs.size() == 1, op + " does not have exactly one result");
+  return outs[0];
+}
+
+ValueId GraphBuilder::constant(Tensor value) { return op("constant", {}, {{"value", std::move(value)}}); }
+
+ValueId GraphBuilder::scalar(DType dtype, double value) {
+  Tensor t(dtype, {});
+  // Write through f64 then convert once, so a scalar of any dtype holds the nearest value.
+  Tensor d = Tensor::from<double>(DType::kF64, {}, {value});
+  if (dtype == DType::kF64) return constant(d);
+  ValueId c = constant(d);
+  return convert(c, dtype);
+}
+
+ValueId GraphBuilder::full_like(ValueId like, double value) {
+  const TensorType& t = type(like);
+  return broadcast_in_dim(scalar(t.dtype, value), t.shape, {});
+}
+
+ValueId GraphBuilder::convert(ValueId x, DType to) {
+  if (type(x).dtype == to) return x;
+  return op("convert", {x}, {{"dtype", to}});
+}
+
+ValueId GraphBuilder::broadcast_in_dim(ValueId x, Shape shape, IntList dims) {
+  return op("broadcast_in_dim", {x}, {{"shape", std::move(shape)}, {"dims", std::move(dims)}});
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const Dim* da = i < rank - a.size() ? nullptr : &a[i - (rank - a.size())];
+    const Dim* db = i < rank - b.size() ? nullptr : &b[i - (rank - b.size())];
+    auto is_one = [](const Dim* d) { return !d || (d->is_static() && d->value == 1); };
+    if (is_one(da)) out[i] = db ? *db : Dim(1);
+    else if (is_one(db) || *da == *db) out[i] = *da;
+    else
+      throw_user_error(fmt::format("shapes {} and {} do not broadcast (dim {}: {} vs {})",
+                                   shape_str(a), shape_str(b), i, da->str(), db->str()));
+  }
+  return out;
+}
+
+ValueId GraphBuilder::broadcast_to(ValueId x, const Shape& shape) {
+  const Shape& s = type(x).shape;
+  if (s == shape) return x;
+  size_t lead = shape.size() - s.size();
+  IntList dims;
+  for (size_t i = 0; i < s.size(); ++i) dims.push_back(static_cast<int64_t>(lead + i));
+  return broadcast_in_dim(x, shape, dims);
+}
+
+ValueId GraphBuilder::reshape(ValueId x, Shape shape) {
+  if (type(x).shape == shape) return x;
+  return op("reshape", {x}, {{"shape", std::move(shape)}});
+}
+
+ValueId GraphBuilder::transpose(ValueId x, IntList perm) {
+  return op("transpose", {x}, {{"perm", std::move(perm)}});
+}
+
+std::string reduce_op_name(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::kSum: return "reduce_sum";
+    case ReduceKind::kMax: return "reduce_max";
+    case ReduceKind::kMin: return "reduce_min";
+    case ReduceKind::kProd: return "reduce_prod";
+  }
+  return "";
+}
+
+ValueId GraphBuilder::reduce(ValueId x, IntList axes, ReduceKind kind) {
+  return op(reduce_op_name(kind), {x}, {{"axes", std::move(axes)}});
+}
+
+ValueId GraphBuilder::reduce_keep(ValueId x, IntList axes, ReduceKind kind) {
+  const Shape& s = type(x).shape;
+  auto rank = static_cast<int64_t>(s.size());
+  std::vector<bool> drop(rank, false);
+  for (int64_t& a : axes) {
+    if (a < 0) a += rank;
+    drop.at(a) = true;
+  }
+  ValueId r = reduce(x, axes, kind);
+  IntList dims;
+  for (int64_t i = 0; i < rank; ++i)
+    if (!drop[i]) dims.push_back(i);
+  return broadcast_in_dim(r, type(x).shape, dims);
+}
+
+ValueId GraphBuilder::dot_general(ValueId a, ValueId b, IntList lb, IntList rb, IntList lc,
+                                  IntList rc) {
+  return op("dot_general", {a, b},
+            {{"lhs_batch", std::move(lb)}, {"rhs_batch", std::move(rb)},
+             {"lhs_contract", std::move(lc)}, {"rhs_contract", std::move(rc)}});
+}
+
+ValueId GraphBuilder::select(ValueId pred, ValueId t, ValueId f) { return op("select", {pred, t, f}); }
+
+ValueId GraphBuilder::slice(ValueId x, IntList start, IntList limit, IntList strides) {
+  if (strides.empty()) strides.assign(start.size(), 1);
+  return op("slice", {x},
+            {{"start", std::move(start)}, {"limit", std::move(limit)}, {"strides", std::move(strides)}});
+}
+
+ValueId GraphBuilder::concat(std::vector<ValueId> xs, int64_t axis) {
+  if (xs.size() == 1) return xs[0];
+  return op("concat", std::move(xs), {{"axis", axis}});
+}
+
+}  // namespace rlx

@@ -1,0 +1,22 @@
+#include "rlx/core/error.h"
+
+#include <fmt/format.h>
+
+namespace rlx {
+
+Error::Error(ErrorKind kind, std::string message, std::source_location where)
+    : std::runtime_error(std::move(message)), kind_(kind), where_(where) {}
+
+std::string Error::where_string() const {
+  return fmt::format("{}:{}", where_.file_name(), where_.line());
+}
+
+void throw_user_error(std::string message, std::source_location where) {
+  throw Error(ErrorKind::kUser, std::move(message), where);
+}
+
+void throw_internal_error(std::string message, std::source_location where) {
+  throw Error(ErrorKind::kInternal, std::move(message), where);
+}
+
+}  // namespace rlx

@@ -1,0 +1,393 @@
+// MIR -> LIR. Values are either materialised (they own a buffer) or inlined into the loop kernel
+// of their single consumer. Index maps (broadcast_in_dim, transpose, slice) compose into the
+// affine maps of loads, so they never move data unless their result is a graph output or feeds a
+// library call. reshape reinterprets a materialised buffer (an alias, no kernel).
+#include <fmt/format.h>
+
+#include "passes_util.h"
+#include "rlx/core/error.h"
+#include "rlx/core/op_registry.h"
+#include "rlx/core/passes.h"
+
+namespace rlx {
+
+namespace {
+
+using lir::BufferKind;
+using lir::Expr;
+using lir::ExprKind;
+using lir::LoopKernel;
+
+// value index d = off[d] + sum_j coef[d][j] * i_j over the kernel's loop indices i.
+struct IMap {
+  std::vector<std::vector<int64_t>> coef;
+  std::vector<int64_t> off;
+  static IMap identity(size_t rank, size_t loops) {
+    IMap m;
+    m.coef.assign(rank, std::vector<int64_t>(loops, 0));
+    m.off.assign(rank, 0);
+    for (size_t d = 0; d < rank; ++d) m.coef[d][d] = 1;
+    return m;
+  }
+};
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+bool fusible(const OpDef* def) {
+  return def && def->level == OpLevel::kMir &&
+         (def->cls == OpClass::kElementwise || def->cls == OpClass::kIndexMap ||
+          def->cls == OpClass::kReduce) &&
+         def->name != "reshape";
+}
+
+class Lowering {
+ public:
+  explicit Lowering(const Graph& g) : g_(g), buf_(g.values.size(), -1) {}
+
+  lir::Program run() {
+    decide();
+    for (ValueId v : g_.inputs) buf_[v] = add_buffer(v, BufferKind::kInput);
+    for (ValueId v : g_.params) {
+      auto it = g_.weights.find(g_.values[v].name);
+      if (it == g_.weights.end())
+        throw_user_error(fmt::format("param %{} has no weight data", g_.values[v].name));
+      buf_[v] = add_buffer(v, BufferKind::kConstant);
+      p_.buffers[buf_[v]].data = it->second;
+    }
+    for (int32_t i = 0; i < static_cast<int32_t>(g_.nodes.size()); ++i) emit(i);
+    bind_outputs();
+    lifetimes();
+    lir::plan_buffers(p_);
+    return std::move(p_);
+  }
+
+ private:
+  const Graph& g_;
+  lir::Program p_;
+  std::vector<int32_t> buf_;
+  std::vector<bool> mat_;
+  std::vector<int> uses_;
+
+  const OpDef* def_of(ValueId v) const {
+    int32_t p = g_.values[v].producer;
+    return p < 0 ? nullptr : OpRegistry::instance().find(g_.nodes[p].op);
+  }
+  const Node* producer(ValueId v) const {
+    int32_t p = g_.values[v].producer;
+    return p < 0 ? nullptr : &g_.nodes[p];
+  }
+
+  // Which values own a buffer.
+  void decide() {
+    uses_ = passes::use_counts(g_);
+    std::vector<bool> forced(g_.values.size(), false), fusible_use(g_.values.size(), true);
+    for (ValueId v : g_.outputs) forced[v] = true;
+    for (const Node& n : g_.nodes) {
+      const OpDef* d = OpRegistry::instance().find(n.op);
+      bool f = fusible(d);
+      for (ValueId v : n.inputs) {
+        if (!f) forced[v] = true;
+        if (!f) fusible_use[v] = false;
+      }
+    }
+    mat_.assign(g_.values.size(), true);
+    for (const Node& n : g_.nodes) {
+      const OpDef* d = OpRegistry::instance().find(n.op);
+      if (!fusible(d) || d->cls == OpClass::kReduce) continue;  // calls and reductions write buffers
+      ValueId v = n.outputs[0];
+      if (forced[v]) continue;
+      bool over_buffer = d->cls == OpClass::kIndexMap && !n.inputs.empty() && mat_[n.inputs[0]];
+      mat_[v] = !(uses_[v] == 1 || over_buffer);
+    }
+    // Scalar constants inline as immediates; other constants are buffers.
+    for (const Node& n : g_.nodes)
+      if (n.op == "constant" && !forced[n.outputs[0]] && n.attr_tensor("value").numel() == 1 &&
+          n.attr_tensor("value").dtype() != DType::kC64)
+        mat_[n.outputs[0]] = false;
+  }
+
+  int32_t add_buffer(ValueId v, BufferKind kind) {
+    lir::Buffer b;
+    b.id = static_cast<int32_t>(p_.buffers.size());
+    b.name = g_.values[v].name;
+    b.dtype = g_.type(v).dtype;
+    b.shape = static_dims(g_.type(v).shape);
+    b.kind = kind;
+    p_.buffers.push_back(std::move(b));
+    return p_.buffers.back().id;
+  }
+
+  int32_t add_expr(LoopKernel& k, Expr e) {
+    k.exprs.push_back(std::move(e));
+    return static_cast<int32_t>(k.exprs.size() - 1);
+  }
+
+  int32_t load(LoopKernel& k, int32_t buffer, const IMap& m, std::vector<lir::Guard> guards = {}) {
+    const lir::Buffer& b = p_.buffers[buffer];
+    auto strides = row_major_strides(b.shape);
+    Expr e;
+    e.kind = ExprKind::kLoad;
+    e.dtype = b.dtype;
+    e.load.buffer = buffer;
+    e.load.strides.assign(k.domain.size(), 0);
+    for (size_t d = 0; d < b.shape.size(); ++d) {
+      if (b.shape[d] == 1) continue;  // size-1 dims never move the address
+      e.load.offset += strides[d] * m.off[d];
+      for (size_t j = 0; j < k.domain.size(); ++j) e.load.strides[j] += strides[d] * m.coef[d][j];
+    }
+    e.load.guards = std::move(guards);
+    return add_expr(k, std::move(e));
+  }
+
+  // The expression computing value v at map m inside kernel k.
+  int32_t build(LoopKernel& k, ValueId v, const IMap& m, std::string* name) {
+    if (mat_[v]) return load(k, buf_[v], m);
+    const Node& n = *producer(v);
+    const TensorType& t = g_.type(v);
+    if (name->size() < 48) *name += "_" + n.op;
+    if (n.op == "constant") {
+      Expr e;
+      e.kind = ExprKind::kConst;
+      e.dtype = t.dtype;
+      e.value = n.attr_tensor("value").scalar_at(0);
+      return add_expr(k, e);
+    }
+    if (n.op == "broadcast_in_dim") {
+      const IntList& dims = n.attr_ints("dims");
+      const TensorType& in = g_.type(n.inputs[0]);
+      IMap im;
+      for (size_t i = 0; i < dims.size(); ++i) {
+        bool stretched = in.shape[i].value == 1 && t.shape[dims[i]].value != 1;
+        im.coef.push_back(stretched ? std::vector<int64_t>(k.domain.size(), 0) : m.coef[dims[i]]);
+        im.off.push_back(stretched ? 0 : m.off[dims[i]]);
+      }
+      return build(k, n.inputs[0], im, name);
+    }
+    if (n.op == "transpose") {
+      const IntList& perm = n.attr_ints("perm");
+      IMap im = m;
+      for (size_t i = 0; i < perm.size(); ++i) im.coef[perm[i]] = m.coef[i], im.off[perm[i]] = m.off[i];
+      return build(k, n.inputs[0], im, name);
+    }
+    if (n.op == "slice") {
+      const IntList& start = n.attr_ints("start");
+      IntList strides = n.has_attr("strides") ? n.attr_ints("strides") : IntList(start.size(), 1);
+      IMap im = m;
+      for (size_t d = 0; d < start.size(); ++d) {
+        for (auto& c : im.coef[d]) c *= strides[d];
+        im.off[d] = start[d] + strides[d] * m.off[d];
+      }
+      return build(k, n.inputs[0], im, name);
+    }
+    Expr e;
+    e.dtype = t.dtype;
+    if (n.op == "iota") {
+      int64_t dim = n.attr_int("dim");
+      if (dim < 0) dim += t.rank();
+      e.kind = ExprKind::kIndex;
+      e.load.offset = m.off[dim];
+      e.load.strides = m.coef[dim];
+      return add_expr(k, e);
+    }
+    for (ValueId in : n.inputs) e.args.push_back(build(k, in, m, name));
+    if (n.op == "convert") e.kind = ExprKind::kConvert;
+    else if (n.op == "select") e.kind = ExprKind::kSelect;
+    else e.kind = n.inputs.size() == 1 ? ExprKind::kUnary : ExprKind::kBinary, e.op = n.op;
+    return add_expr(k, e);
+  }
+
+  void emit(int32_t idx) {
+    const Node& n = g_.nodes[idx];
+    const OpDef* d = OpRegistry::instance().find(n.op);
+    if (n.op == "constant") {
+      ValueId v = n.outputs[0];
+      if (!mat_[v]) return;
+      buf_[v] = add_buffer(v, BufferKind::kConstant);
+      p_.buffers[buf_[v]].data = n.attr_tensor("value");
+      return;
+    }
+    if (n.op == "reshape") {
+      ValueId v = n.outputs[0];
+      buf_[v] = add_buffer(v, BufferKind::kAlias);
+      p_.buffers[buf_[v]].alias_of = buf_[n.inputs[0]];
+      return;
+    }
+    if (n.op == "dim_size") throw_internal_error("dim_size survived specialisation");
+    if (fusible(d)) {
+      ValueId v = n.outputs[0];
+      if (!mat_[v]) return;
+      buf_[v] = add_buffer(v, BufferKind::kTemp);
+      LoopKernel k;
+      std::string name;
+      const TensorType& t = g_.type(v);
+      if (d->cls == OpClass::kReduce) {
+        const TensorType& in = g_.type(n.inputs[0]);
+        IntList axes = n.attr_ints("axes");
+        for (auto& a : axes) a = a < 0 ? a + in.rank() : a;
+        std::vector<int64_t> kept, red;
+        for (int64_t i = 0; i < in.rank(); ++i)
+          (std::find(axes.begin(), axes.end(), i) != axes.end() ? red : kept).push_back(i);
+        for (int64_t i : kept) k.domain.push_back(in.shape[i].value);
+        for (int64_t i : red) k.domain.push_back(in.shape[i].value);
+        k.num_parallel = static_cast<int32_t>(kept.size());
+        k.reduce = n.op.substr(std::string("reduce_").size());
+        IMap m;
+        m.coef.assign(in.rank(), std::vector<int64_t>(k.domain.size(), 0));
+        m.off.assign(in.rank(), 0);
+        for (size_t j = 0; j < kept.size(); ++j) m.coef[kept[j]][j] = 1;
+        for (size_t j = 0; j < red.size(); ++j) m.coef[red[j]][kept.size() + j] = 1;
+        name = n.op;
+        int32_t root = build(k, n.inputs[0], m, &name);
+        k.stores.push_back({buf_[v], root});
+      } else {
+        k.domain = static_dims(t.shape);
+        k.num_parallel = static_cast<int32_t>(k.domain.size());
+        int32_t root = build(k, v, IMap::identity(k.domain.size(), k.domain.size()), &name);
+        if (name.empty()) name = "_copy";
+        name = name.substr(1);
+        k.stores.push_back({buf_[v], root});
+      }
+      k.name = fmt::format("k{}_{}", p_.kernels.size(), name);
+      p_.kernels.push_back(std::move(k));
+      return;
+    }
+    for (ValueId v : n.outputs) buf_[v] = add_buffer(v, BufferKind::kTemp);
+    if (n.op == "pad") return emit_pad(n);
+    if (n.op == "concat") return emit_concat(n);
+    lir::CallKernel c;
+    c.callee = d && d->level == OpLevel::kMir ? n.op : "native:" + n.op;
+    for (ValueId v : n.inputs) c.inputs.push_back(buf_[v]);
+    for (ValueId v : n.outputs) c.outputs.push_back(buf_[v]);
+    c.attrs = n.attrs;
+    c.loc = n.loc;
+    for (auto& r : n.regions) c.regions.push_back(std::make_shared<lir::Program>(lower_to_lir(*r)));
+    p_.kernels.push_back(std::move(c));
+  }
+
+  void emit_pad(const Node& n) {
+    LoopKernel k;
+    k.domain = static_dims(g_.type(n.outputs[0]).shape);
+    k.num_parallel = static_cast<int32_t>(k.domain.size());
+    const IntList& low = n.attr_ints("low");
+    IMap m = IMap::identity(k.domain.size(), k.domain.size());
+    std::vector<lir::Guard> guards;
+    auto in_dims = static_dims(g_.type(n.inputs[0]).shape);
+    for (size_t d = 0; d < k.domain.size(); ++d) {
+      m.off[d] = -low[d];
+      if (in_dims[d] != k.domain[d]) guards.push_back({static_cast<int32_t>(d), low[d], low[d] + in_dims[d]});
+    }
+    int32_t val = load(k, buf_[n.inputs[0]], m, guards);
+    int32_t inside = -1;
+    for (auto& gd : guards) {
+      Expr r;
+      r.kind = ExprKind::kInRange, r.dtype = DType::kBool, r.dim = gd.dim, r.lo = gd.lo, r.hi = gd.hi;
+      int32_t e = add_expr(k, r);
+      if (inside >= 0) {
+        Expr a;
+        a.kind = ExprKind::kBinary, a.op = "and", a.dtype = DType::kBool, a.args = {inside, e};
+        e = add_expr(k, a);
+      }
+      inside = e;
+    }
+    int32_t root = val;
+    if (inside >= 0) {
+      int32_t padv = load(k, buf_[n.inputs[1]], IMap{});
+      Expr s;
+      s.kind = ExprKind::kSelect, s.dtype = p_.buffers[buf_[n.inputs[0]]].dtype, s.args = {inside, val, padv};
+      root = add_expr(k, s);
+    }
+    k.stores.push_back({buf_[n.outputs[0]], root});
+    k.name = fmt::format("k{}_pad", p_.kernels.size());
+    p_.kernels.push_back(std::move(k));
+  }
+
+  void emit_concat(const Node& n) {
+    LoopKernel k;
+    k.domain = static_dims(g_.type(n.outputs[0]).shape);
+    k.num_parallel = static_cast<int32_t>(k.domain.size());
+    int64_t axis = n.attr_int("axis");
+    if (axis < 0) axis += static_cast<int64_t>(k.domain.size());
+    std::vector<int32_t> loads;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    int64_t at = 0;
+    for (ValueId v : n.inputs) {
+      int64_t len = g_.type(v).shape[axis].value;
+      IMap m = IMap::identity(k.domain.size(), k.domain.size());
+      m.off[axis] = -at;
+      loads.push_back(load(k, buf_[v], m, {{static_cast<int32_t>(axis), at, at + len}}));
+      ranges.emplace_back(at, at + len);
+      at += len;
+    }
+    int32_t e = loads.back();
+    for (int64_t i = static_cast<int64_t>(loads.size()) - 2; i >= 0; --i) {
+      Expr r;
+      r.kind = ExprKind::kInRange, r.dtype = DType::kBool, r.dim = static_cast<int32_t>(axis);
+      r.lo = ranges[i].first, r.hi = ranges[i].second;
+      int32_t cond = add_expr(k, r);
+      Expr s;
+      s.kind = ExprKind::kSelect, s.dtype = g_.type(n.outputs[0]).dtype, s.args = {cond, loads[i], e};
+      e = add_expr(k, s);
+    }
+    k.stores.push_back({buf_[n.outputs[0]], e});
+    k.name = fmt::format("k{}_concat", p_.kernels.size());
+    p_.kernels.push_back(std::move(k));
+  }
+
+  // Graph outputs get buffers of kind kOutput: a temp written by a kernel becomes the output
+  // itself; anything else (an input, a constant, an alias, a repeated output) is copied.
+  void bind_outputs() {
+    std::vector<bool> taken(p_.buffers.size(), false);
+    for (ValueId v : g_.outputs) {
+      int32_t b = buf_[v];
+      const std::string& name = g_.values[v].name;
+      if (b >= 0 && p_.buffers[b].kind == BufferKind::kTemp && !taken[b]) {
+        p_.buffers[b].kind = BufferKind::kOutput;
+        taken[b] = true;
+        p_.outputs.emplace_back(name, b);
+        continue;
+      }
+      int32_t out = add_buffer(v, BufferKind::kOutput);
+      taken.push_back(true);
+      LoopKernel k;
+      k.domain = p_.buffers[out].shape;
+      k.num_parallel = static_cast<int32_t>(k.domain.size());
+      std::string kname;
+      int32_t root = b >= 0 ? load(k, b, IMap::identity(k.domain.size(), k.domain.size()))
+                            : build(k, v, IMap::identity(k.domain.size(), k.domain.size()), &kname);
+      k.stores.push_back({out, root});
+      k.name = fmt::format("k{}_output_copy", p_.kernels.size());
+      p_.kernels.push_back(std::move(k));
+      p_.outputs.emplace_back(name, out);
+    }
+    for (ValueId v : g_.inputs) p_.inputs.emplace_back(g_.values[v].name, buf_[v]);
+  }
+
+  void lifetimes() {
+    auto touch = [&](int32_t b, int32_t k) {
+      lir::Buffer& s = p_.buffers[p_.storage_of(b)];
+      if (s.first_use < 0) s.first_use = k;
+      s.last_use = std::max(s.last_use, k);
+    };
+    for (int32_t k = 0; k < static_cast<int32_t>(p_.kernels.size()); ++k) {
+      if (auto* l = std::get_if<LoopKernel>(&p_.kernels[k])) {
+        for (auto& s : l->stores) touch(s.buffer, k);
+        for (auto& e : l->exprs)
+          if (e.kind == ExprKind::kLoad) touch(e.load.buffer, k);
+      } else {
+        auto& c = std::get<lir::CallKernel>(p_.kernels[k]);
+        for (int32_t b : c.outputs) touch(b, k);
+        for (int32_t b : c.inputs) touch(b, k);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+lir::Program lower_to_lir(const Graph& g) { return Lowering(g).run(); }
+
+}  // namespace rlx

@@ -1,0 +1,28 @@
+#include "op_helpers.h"
+
+namespace rlx::ops {
+
+int64_t norm_axis(int64_t axis, int64_t rank, const char* what) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) fail("{} {} is out of range for rank {}", what, axis, rank);
+  return a;
+}
+
+void expect_same_dtype(const std::vector<TensorType>& in, const char* op) {
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].dtype != in[0].dtype)
+      fail("{} needs operands of one dtype, got {} and {}", op, dtype_name(in[0].dtype),
+           dtype_name(in[i].dtype));
+}
+
+std::vector<TensorType> one(TensorType t) { return {std::move(t)}; }
+
+std::optional<OpSample> sample_of(std::vector<TensorType> in, Attrs attrs) {
+  return OpSample{std::move(in), std::move(attrs)};
+}
+
+TensorType tt(DType d, Shape s) { return TensorType{d, std::move(s)}; }
+
+bool float_like(DType d) { return is_float(d) || is_complex(d); }
+
+}  // namespace rlx::ops

@@ -1,0 +1,136 @@
+// Canonicalisation, CSE and DCE. Constant folding lives in passes_fold.cpp.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <unordered_map>
+
+#include "passes_util.h"
+#include "rlx/core/op_registry.h"
+#include "rlx/core/passes.h"
+
+namespace rlx {
+
+using passes::replace_uses;
+
+namespace {
+
+bool is_identity_perm(const IntList& p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+// The operand a node is equivalent to, or kNoValue.
+ValueId identity_of(const Graph& g, const Node& n) {
+  if (n.inputs.empty() || n.outputs.size() != 1) return kNoValue;
+  const TensorType& in = g.type(n.inputs[0]);
+  const TensorType& out = g.type(n.outputs[0]);
+  if (!(in == out)) return kNoValue;
+  if (n.op == "reshape" || n.op == "convert") return n.inputs[0];
+  if (n.op == "transpose" && is_identity_perm(n.attr_ints("perm"))) return n.inputs[0];
+  if (n.op == "broadcast_in_dim" && is_identity_perm(n.attr_ints("dims"))) return n.inputs[0];
+  if (n.op == "slice") return n.inputs[0];  // same type means the whole operand
+  if (n.op == "concat" && n.inputs.size() == 1) return n.inputs[0];
+  return kNoValue;
+}
+
+}  // namespace
+
+bool canonicalize(Graph& g) {
+  bool changed = false;
+  for (Node& n : g.nodes) {
+    if (ValueId id = identity_of(g, n); id != kNoValue) {
+      replace_uses(g, n.outputs[0], id);
+      changed = true;
+      continue;
+    }
+    // reshape(reshape(x)) -> reshape(x); transpose(transpose(x)) -> one transpose.
+    if ((n.op == "reshape" || n.op == "transpose") && g.values[n.inputs[0]].producer >= 0) {
+      const Node& p = g.nodes[g.values[n.inputs[0]].producer];
+      if (p.op == n.op) {
+        if (n.op == "transpose") {
+          const IntList &inner = p.attr_ints("perm"), &outer = n.attr_ints("perm");
+          IntList fused;
+          for (int64_t k : outer) fused.push_back(inner[k]);
+          n.attrs["perm"] = fused;
+        }
+        n.inputs[0] = p.inputs[0];
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+namespace {
+
+// Attributes are part of a node's identity; large constants are compared by content only when
+// small, to keep CSE linear.
+bool cse_key(const Node& n, std::string* key) {
+  if (!n.regions.empty()) return false;
+  *key = n.op + "(";
+  for (ValueId v : n.inputs) *key += std::to_string(v) + ",";
+  *key += ")";
+  for (auto& [k, v] : n.attrs) {
+    if (auto* t = std::get_if<Tensor>(&v); t && t->numel() > 64) return false;
+    *key += k + "=" + attr_str(v) + ";";
+  }
+  return true;
+}
+
+}  // namespace
+
+bool eliminate_common_subexpressions(Graph& g) {
+  std::unordered_map<std::string, int32_t> seen;
+  bool changed = false;
+  std::vector<bool> keep(g.nodes.size(), true);
+  for (int32_t i = 0; i < static_cast<int32_t>(g.nodes.size()); ++i) {
+    std::string key;
+    if (!cse_key(g.nodes[i], &key)) continue;
+    auto [it, fresh] = seen.emplace(key, i);
+    if (fresh) continue;
+    const Node& first = g.nodes[it->second];
+    for (size_t k = 0; k < first.outputs.size(); ++k) replace_uses(g, g.nodes[i].outputs[k], first.outputs[k]);
+    keep[i] = false;
+    changed = true;
+  }
+  if (changed) passes::compact(g, keep);
+  return changed;
+}
+
+bool eliminate_dead_code(Graph& g) {
+  std::vector<bool> live_value(g.values.size(), false), keep(g.nodes.size(), false);
+  for (ValueId v : g.outputs) live_value[v] = true;
+  for (int32_t i = static_cast<int32_t>(g.nodes.size()) - 1; i >= 0; --i) {
+    const Node& n = g.nodes[i];
+    for (ValueId v : n.outputs) keep[i] = keep[i] || live_value[v];
+    if (keep[i])
+      for (ValueId v : n.inputs) live_value[v] = true;
+  }
+  bool changed = std::find(keep.begin(), keep.end(), false) != keep.end();
+  if (changed) passes::compact(g, keep);
+  return changed;
+}
+
+void run_default_passes(Graph& g) {
+  for (int round = 0; round < 16; ++round) {
+    bool changed = canonicalize(g);
+    changed |= fold_constants(g);
+    changed |= eliminate_common_subexpressions(g);
+    changed |= eliminate_dead_code(g);
+    if (!changed) return;
+  }
+}
+
+Graph specialize(const Graph& src, const Bindings& bindings) {
+  Graph g = src;
+  for (Value& v : g.values) v.type.shape = bind_shape(v.type.shape, bindings);
+  for (Node& n : g.nodes)
+    for (auto& [k, a] : n.attrs)
+      if (auto* s = std::get_if<Shape>(&a)) *s = bind_shape(*s, bindings);
+  for (Node& n : g.nodes)
+    for (auto& r : n.regions) r = std::make_shared<Graph>(specialize(*r, bindings));
+  return g;
+}
+
+}  // namespace rlx

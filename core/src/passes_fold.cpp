@@ -1,0 +1,180 @@
+// Constant folding: small elementwise computations on constants, conversions, reshapes and
+// dim_size of static dims. Folding computes in f64 (integers in i64) and rounds once to the
+// result dtype, so a folded value is at least as accurate as the kernel it replaces.
+#include <cmath>
+#include <cstring>
+
+#include "passes_util.h"
+#include "rlx/core/half.h"
+#include "rlx/core/op_registry.h"
+#include "rlx/core/passes.h"
+
+namespace rlx {
+
+namespace {
+
+constexpr int64_t kMaxFoldElements = 4096;
+
+void set_element(Tensor& t, int64_t i, double v, int64_t iv, bool use_int) {
+  switch (t.dtype()) {
+    case DType::kBool: t.as<uint8_t>()[i] = use_int ? iv != 0 : v != 0; break;
+    case DType::kI8: t.as<int8_t>()[i] = static_cast<int8_t>(use_int ? iv : (int64_t)v); break;
+    case DType::kU8: t.as<uint8_t>()[i] = static_cast<uint8_t>(use_int ? iv : (int64_t)v); break;
+    case DType::kI16: t.as<int16_t>()[i] = static_cast<int16_t>(use_int ? iv : (int64_t)v); break;
+    case DType::kI32: t.as<int32_t>()[i] = static_cast<int32_t>(use_int ? iv : (int64_t)v); break;
+    case DType::kI64: t.as<int64_t>()[i] = use_int ? iv : static_cast<int64_t>(v); break;
+    case DType::kF16: t.as<uint16_t>()[i] = f32_to_f16(static_cast<float>(use_int ? iv : v)); break;
+    case DType::kBF16: t.as<uint16_t>()[i] = f32_to_bf16(static_cast<float>(use_int ? iv : v)); break;
+    case DType::kF32: t.as<float>()[i] = static_cast<float>(use_int ? iv : v); break;
+    case DType::kF64: t.as<double>()[i] = use_int ? static_cast<double>(iv) : v; break;
+    case DType::kC64: t.as<float>()[2 * i] = static_cast<float>(use_int ? iv : v); t.as<float>()[2 * i + 1] = 0; break;
+  }
+}
+
+int64_t int_element(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kI64: return t.as<int64_t>()[i];
+    case DType::kI32: return t.as<int32_t>()[i];
+    case DType::kI16: return t.as<int16_t>()[i];
+    case DType::kI8: return t.as<int8_t>()[i];
+    case DType::kU8: case DType::kBool: return t.as<uint8_t>()[i];
+    default: return static_cast<int64_t>(t.scalar_at(i));
+  }
+}
+
+std::optional<double> float_op(const std::string& op, double a, double b) {
+  if (op == "neg") return -a;
+  if (op == "abs") return std::fabs(a);
+  if (op == "exp") return std::exp(a);
+  if (op == "log") return std::log(a);
+  if (op == "sqrt") return std::sqrt(a);
+  if (op == "rsqrt") return 1.0 / std::sqrt(a);
+  if (op == "tanh") return std::tanh(a);
+  if (op == "erf") return std::erf(a);
+  if (op == "sin") return std::sin(a);
+  if (op == "cos") return std::cos(a);
+  if (op == "floor") return std::floor(a);
+  if (op == "ceil") return std::ceil(a);
+  if (op == "round") return std::nearbyint(a);
+  if (op == "logistic") return 1.0 / (1.0 + std::exp(-a));
+  if (op == "sign") return static_cast<double>((a > 0) - (a < 0));
+  if (op == "add") return a + b;
+  if (op == "sub") return a - b;
+  if (op == "mul") return a * b;
+  if (op == "div") return a / b;
+  if (op == "max") return std::fmax(a, b);
+  if (op == "min") return std::fmin(a, b);
+  if (op == "pow") return std::pow(a, b);
+  if (op == "rem") return std::fmod(a, b);
+  return std::nullopt;
+}
+
+std::optional<int64_t> int_op(const std::string& op, int64_t a, int64_t b) {
+  if (op == "neg") return -a;
+  if (op == "abs") return a < 0 ? -a : a;
+  if (op == "sign") return (a > 0) - (a < 0);
+  if (op == "add") return a + b;
+  if (op == "sub") return a - b;
+  if (op == "mul") return a * b;
+  if (op == "div") { if (b == 0) return std::nullopt; return a / b; }
+  if (op == "rem") { if (b == 0) return std::nullopt; return a % b; }
+  if (op == "max") return std::max(a, b);
+  if (op == "min") return std::min(a, b);
+  if (op == "and") return a & b;
+  if (op == "or") return a | b;
+  if (op == "xor") return a ^ b;
+  if (op == "not") return ~a;
+  return std::nullopt;
+}
+
+std::optional<bool> compare(const std::string& op, double a, double b) {
+  if (op == "eq") return a == b;
+  if (op == "ne") return a != b;
+  if (op == "lt") return a < b;
+  if (op == "le") return a <= b;
+  if (op == "gt") return a > b;
+  if (op == "ge") return a >= b;
+  return std::nullopt;
+}
+
+const Tensor* constant_value(const Graph& g, ValueId v) {
+  int32_t p = g.values[v].producer;
+  if (p < 0 || g.nodes[p].op != "constant") return nullptr;
+  return &g.nodes[p].attr_tensor("value");
+}
+
+std::optional<Tensor> fold(const Graph& g, const Node& n) {
+  if (n.outputs.size() != 1) return std::nullopt;
+  const TensorType& out = g.type(n.outputs[0]);
+  if (n.op == "dim_size") {
+    const Dim& d = g.type(n.inputs[0]).shape[n.attr_int("dim") < 0 ? n.attr_int("dim") + g.type(n.inputs[0]).rank() : n.attr_int("dim")];
+    if (!d.is_static()) return std::nullopt;
+    return Tensor::from<int64_t>(DType::kI64, {}, {d.value});
+  }
+  if (n.op == "constant" || n.inputs.empty() || !is_static(out.shape)) return std::nullopt;
+  std::vector<const Tensor*> ins;
+  for (ValueId v : n.inputs) {
+    const Tensor* t = constant_value(g, v);
+    if (!t) return std::nullopt;
+    ins.push_back(t);
+  }
+  Tensor result(out.dtype, static_dims(out.shape));
+  if (n.op == "reshape") {
+    std::memcpy(result.data(), ins[0]->data(), result.nbytes());
+    return result;
+  }
+  if (result.numel() > kMaxFoldElements) return std::nullopt;
+  const OpDef& def = OpRegistry::instance().get(n.op);
+  if (def.cls != OpClass::kElementwise || n.op == "iota") return std::nullopt;
+  for (const Tensor* t : ins)
+    if (t->dtype() == DType::kC64) return std::nullopt;
+  DType in_dtype = ins[0]->dtype();
+  bool ints = in_dtype == DType::kBool || is_integer(in_dtype);
+  for (int64_t i = 0; i < result.numel(); ++i) {
+    if (n.op == "convert") {
+      if (ints) set_element(result, i, 0, int_element(*ins[0], i), true);
+      else set_element(result, i, ins[0]->scalar_at(i), 0, false);
+      continue;
+    }
+    if (n.op == "select") {
+      const Tensor* src = int_element(*ins[0], i) ? ins[1] : ins[2];
+      if (is_integer(src->dtype()) || src->dtype() == DType::kBool) set_element(result, i, 0, int_element(*src, i), true);
+      else set_element(result, i, src->scalar_at(i), 0, false);
+      continue;
+    }
+    double a = ins[0]->scalar_at(i), b = ins.size() > 1 ? ins[1]->scalar_at(i) : 0;
+    if (auto c = compare(n.op, a, b)) {
+      if (ints) c = compare(n.op, (double)int_element(*ins[0], i), (double)int_element(*ins[1], i));
+      set_element(result, i, 0, *c, true);
+      continue;
+    }
+    if (ints) {
+      auto r = int_op(n.op, int_element(*ins[0], i), ins.size() > 1 ? int_element(*ins[1], i) : 0);
+      if (!r) return std::nullopt;
+      set_element(result, i, 0, *r, true);
+    } else {
+      auto r = float_op(n.op, a, b);
+      if (!r) return std::nullopt;
+      set_element(result, i, *r, 0, false);
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+bool fold_constants(Graph& g) {
+  bool changed = false;
+  for (Node& n : g.nodes) {
+    auto folded = fold(g, n);
+    if (!folded) continue;
+    n.op = "constant";
+    n.inputs.clear();
+    n.attrs = {{"value", std::move(*folded)}};
+    n.regions.clear();
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace rlx

@@ -1,0 +1,84 @@
+#include "rlx/core/shape.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "rlx/core/error.h"
+
+namespace rlx {
+
+std::string Dim::str() const {
+  return is_static() ? std::to_string(value) : sym;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';
+    out += s[i].str();
+  }
+  return out + "]";
+}
+
+bool is_static(const Shape& s) {
+  return std::all_of(s.begin(), s.end(), [](const Dim& d) { return d.is_static(); });
+}
+
+std::vector<int64_t> static_dims(const Shape& s) {
+  std::vector<int64_t> dims;
+  dims.reserve(s.size());
+  for (const Dim& d : s) {
+    if (!d.is_static())
+      throw_user_error(fmt::format("shape {} has symbolic dim '{}' where a static shape is needed",
+                                   shape_str(s), d.sym));
+    dims.push_back(d.value);
+  }
+  return dims;
+}
+
+bool same_num_elements(const Shape& a, const Shape& b) {
+  auto split = [](const Shape& s, int64_t& product, std::vector<std::string>& syms) {
+    product = 1;
+    for (const Dim& d : s) {
+      if (d.is_static())
+        product *= d.value;
+      else
+        syms.push_back(d.sym);
+    }
+    std::sort(syms.begin(), syms.end());
+  };
+  int64_t pa, pb;
+  std::vector<std::string> sa, sb;
+  split(a, pa, sa);
+  split(b, pb, sb);
+  return pa == pb && sa == sb;
+}
+
+Shape bind_shape(const Shape& s, const Bindings& b) {
+  Shape out;
+  out.reserve(s.size());
+  for (const Dim& d : s) {
+    if (d.is_static()) {
+      out.push_back(d);
+      continue;
+    }
+    auto it = b.find(d.sym);
+    if (it == b.end())
+      throw_user_error(fmt::format("symbol '{}' is not bound (shape {})", d.sym, shape_str(s)));
+    out.emplace_back(it->second);
+  }
+  return out;
+}
+
+int64_t num_elements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::string TensorType::str() const {
+  return fmt::format("{}{}", dtype_name(dtype), shape_str(shape));
+}
+
+}  // namespace rlx

@@ -1,0 +1,42 @@
+// The ABI handshake. Every plugin exports the C function rlx_plugin_abi(); the registry calls it
+// before touching any C++ symbol. Major must equal the host's; the host's minor must be >= the
+// plugin's; the toolchain tag must match because C++ types cross the boundary.
+#pragma once
+#include <cstdint>
+
+#define RLX_ABI_MAJOR 1
+#define RLX_ABI_MINOR 0
+
+#define RLX_STR2(x) #x
+#define RLX_STR(x) RLX_STR2(x)
+#if defined(__clang__)
+#define RLX_TOOLCHAIN_COMPILER "clang"
+#elif defined(__GNUC__)
+#define RLX_TOOLCHAIN_COMPILER "gcc"
+#else
+#define RLX_TOOLCHAIN_COMPILER "unknown"
+#endif
+#if defined(_GLIBCXX_USE_CXX11_ABI) && _GLIBCXX_USE_CXX11_ABI
+#define RLX_TOOLCHAIN_STDLIB "libstdc++-cxx11"
+#elif defined(_LIBCPP_VERSION)
+#define RLX_TOOLCHAIN_STDLIB "libc++"
+#else
+#define RLX_TOOLCHAIN_STDLIB "libstdc++"
+#endif
+// Compilers of one family share an ABI across versions, so the tag names family and library.
+#define RLX_TOOLCHAIN_TAG RLX_TOOLCHAIN_COMPILER "/" RLX_TOOLCHAIN_STDLIB
+
+#define RLX_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+extern "C" {
+struct RlxPluginAbi {
+  uint32_t major;
+  uint32_t minor;
+  const char* toolchain;  // RLX_TOOLCHAIN_TAG at the plugin's build
+  const char* kind;       // "target" or "importer"
+};
+}
+
+// The names the registry looks up.
+#define RLX_ABI_SYMBOL "rlx_plugin_abi"
+#define RLX_FACTORY_SYMBOL "rlx_plugin_factory"
