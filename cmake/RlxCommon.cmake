@@ -7,5 +7,5 @@ set(RLX_BUILD_PLUGIN_DIR ${CMAKE_BINARY_DIR}/share/rlx/plugins.d)
 set(RLX_INSTALL_PLUGIN_DIR ${CMAKE_INSTALL_DATADIR}/rlx/plugins.d)
 
 function(rlx_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
 endfunction()

@@ -14,10 +14,23 @@ ValueId GraphBuilder::param(const std::string& name, Tensor data) {
 
 std::vector<ValueId> GraphBuilder::op_n(const std::string& op, std::vector<ValueId> inputs,
                                         Attrs attrs) {
-  int32_t idx = g_.add_node(op, std::move(inputs), {}, std::move(attrs), loc_);
-  auto types = infer_node(g_, idx);
+  // Results are created before inference so an inference error can name them (%t4); the node
+  // and its results are removed again when inference fails.
+  const OpDef& def = OpRegistry::instance().get(op);
+  size_t count = def.num_outputs >= 0 ? def.num_outputs : inputs.size();
+  size_t values_before = g_.values.size();
+  int32_t idx = g_.add_node(op, std::move(inputs), std::vector<TensorType>(count), std::move(attrs), loc_);
+  std::vector<TensorType> types;
+  try {
+    types = infer_node(g_, idx);
+  } catch (...) {
+    g_.nodes.pop_back();
+    g_.values.resize(values_before);
+    throw;
+  }
   Node& n = g_.nodes[idx];
-  for (auto& t : types) n.outputs.push_back(g_.add_value({}, std::move(t), idx));
+  RLX_CHECK(types.size() == n.outputs.size(), op + ": result count differs from its definition");
+  for (size_t k = 0; k < types.size(); ++k) g_.values[n.outputs[k]].type = std::move(types[k]);
   return n.outputs;
 }
 
@@ -39,7 +52,7 @@ ValueId GraphBuilder::scalar(DType dtype, double value) {
 }
 
 ValueId GraphBuilder::full_like(ValueId like, double value) {
-  const TensorType& t = type(like);
+  TensorType t = type(like);
   return broadcast_in_dim(scalar(t.dtype, value), t.shape, {});
 }
 
@@ -69,7 +82,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 }
 
 ValueId GraphBuilder::broadcast_to(ValueId x, const Shape& shape) {
-  const Shape& s = type(x).shape;
+  Shape s = type(x).shape;
   if (s == shape) return x;
   size_t lead = shape.size() - s.size();
   IntList dims;
@@ -101,7 +114,7 @@ ValueId GraphBuilder::reduce(ValueId x, IntList axes, ReduceKind kind) {
 }
 
 ValueId GraphBuilder::reduce_keep(ValueId x, IntList axes, ReduceKind kind) {
-  const Shape& s = type(x).shape;
+  Shape s = type(x).shape;
   auto rank = static_cast<int64_t>(s.size());
   std::vector<bool> drop(rank, false);
   for (int64_t& a : axes) {

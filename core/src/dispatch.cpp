@@ -4,9 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "rlx/core/builder.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
+#include "rlx/core/passes.h"
 
 namespace rlx {
 
@@ -41,7 +44,7 @@ NodeSignature signature(const Graph& g, const Node& n) {
 struct Outcome {
   bool ok = false;
   LoweringPath path = LoweringPath::kSharedIr;
-  std::string rewrite;
+  std::string rewrite;               // rewrites used, here or by any piece ("a,b")
   std::vector<std::string> refused;  // one line per refused path
   std::vector<ValueId> outputs;
 };
@@ -71,8 +74,11 @@ class Lowerer {
         out.refused.push_back(fmt::format("shared IR: {} has no MIR decomposition", n.op));
       } else {
         std::string why;
-        auto r = expand(src, n, ins, def.decompose, depth, &why);
-        if (r) return success(std::move(out), LoweringPath::kSharedIr, *r);
+        std::set<std::string> used;
+        auto r = expand(src, n, ins, def.decompose, depth, &why, &used);
+        // A decomposition that is legal only because a piece of it was rewritten is a
+        // rewritten lowering, and says which rewrite.
+        if (r) return with_rewrites(success(std::move(out), LoweringPath::kSharedIr, *r), used);
         out.refused.push_back("shared IR: " + why);
       }
     }
@@ -86,12 +92,9 @@ class Lowerer {
       }
       any = true;
       std::string why;
-      auto r = expand(src, n, ins, rw.build, depth, &why);
-      if (r) {
-        Outcome ok = success(std::move(out), LoweringPath::kRewritten, *r);
-        ok.rewrite = rw.name;
-        return ok;
-      }
+      std::set<std::string> used = {rw.name};
+      auto r = expand(src, n, ins, rw.build, depth, &why, &used);
+      if (r) return with_rewrites(success(std::move(out), LoweringPath::kRewritten, *r), used);
       out.refused.push_back(fmt::format("rewritten: {}: {}", rw.name, why));
     }
     if (!any && std::none_of(out.refused.begin(), out.refused.end(),
@@ -104,6 +107,13 @@ class Lowerer {
   Graph& dst_;
   const Target& target_;
 
+  static Outcome with_rewrites(Outcome o, const std::set<std::string>& used) {
+    if (used.empty()) return o;
+    o.path = LoweringPath::kRewritten;
+    for (const auto& r : used) o.rewrite += (o.rewrite.empty() ? "" : ",") + r;
+    return o;
+  }
+
   Outcome success(Outcome o, LoweringPath p, const std::vector<ValueId>& outs) {
     o.ok = true;
     o.path = p;
@@ -114,6 +124,12 @@ class Lowerer {
   Outcome copy(const Graph& src, const Node& n, const std::vector<ValueId>& ins, LoweringPath p) {
     Node c = n;
     c.inputs = ins;
+    // Region bodies (while) go through the same contract, as graphs of their own.
+    for (auto& r : c.regions) {
+      DispatchResult sub = dispatch(*r, target_);
+      run_default_passes(sub.graph);
+      r = std::make_shared<Graph>(std::move(sub.graph));
+    }
     c.outputs.clear();
     auto idx = static_cast<int32_t>(dst_.nodes.size());
     for (ValueId v : n.outputs) c.outputs.push_back(dst_.add_value({}, src.type(v), idx));
@@ -126,7 +142,8 @@ class Lowerer {
   // Rolls dst back when any of them has no legal path.
   std::optional<std::vector<ValueId>> expand(const Graph& src, const Node& n,
                                              const std::vector<ValueId>& ins, const DecomposeFn& fn,
-                                             int depth, std::string* why) {
+                                             int depth, std::string* why,
+                                             std::set<std::string>* used) {
     Graph tmp;
     GraphBuilder b(tmp);
     b.set_loc(n.loc);
@@ -154,6 +171,15 @@ class Lowerer {
         return std::nullopt;
       }
       for (size_t k = 0; k < sub.outputs.size(); ++k) map[sub.outputs[k]] = o.outputs[k];
+      if (!o.rewrite.empty()) {
+        size_t at = 0;
+        while (at <= o.rewrite.size()) {
+          size_t comma = o.rewrite.find(',', at);
+          used->insert(o.rewrite.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+          if (comma == std::string::npos) break;
+          at = comma + 1;
+        }
+      }
     }
     std::vector<ValueId> result;
     for (ValueId v : outs) result.push_back(map[v]);

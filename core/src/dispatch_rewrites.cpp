@@ -60,7 +60,7 @@ Rewrite conv_im2col() {
     return Verdict::yes();
   };
   r.build = [](GraphBuilder& b, const Node& n, const std::vector<ValueId>& in) {
-    const TensorType &tx = b.type(in[0]), &tw = b.type(in[1]);
+    TensorType tx = b.type(in[0]), tw = b.type(in[1]);
     IntList st = n.has_attr("strides") ? n.attr_ints("strides") : IntList{1, 1};
     IntList pads = n.has_attr("pads") ? n.attr_ints("pads") : IntList{0, 0, 0, 0};
     int64_t c = tx.shape[1].value, h = tx.shape[2].value, w = tx.shape[3].value;

@@ -144,8 +144,9 @@ class Lowering {
   }
 
   // The expression computing value v at map m inside kernel k.
-  int32_t build(LoopKernel& k, ValueId v, const IMap& m, std::string* name) {
-    if (mat_[v]) return load(k, buf_[v], m);
+  // `root`: v is the value this kernel computes, so it is built even though it owns a buffer.
+  int32_t build(LoopKernel& k, ValueId v, const IMap& m, std::string* name, bool root = false) {
+    if (mat_[v] && !root) return load(k, buf_[v], m);
     const Node& n = *producer(v);
     const TensorType& t = g_.type(v);
     if (name->size() < 48) *name += "_" + n.op;
@@ -246,7 +247,7 @@ class Lowering {
       } else {
         k.domain = static_dims(t.shape);
         k.num_parallel = static_cast<int32_t>(k.domain.size());
-        int32_t root = build(k, v, IMap::identity(k.domain.size(), k.domain.size()), &name);
+        int32_t root = build(k, v, IMap::identity(k.domain.size(), k.domain.size()), &name, true);
         if (name.empty()) name = "_copy";
         name = name.substr(1);
         k.stores.push_back({buf_[v], root});

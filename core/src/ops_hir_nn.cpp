@@ -31,7 +31,7 @@ void expect_float(const TensorType& t, const char* op) {
 
 // numpy.matmul: [..., M, K] x [..., K, N] with broadcast batch dims; a rank-2 rhs is shared.
 Outs matmul(GraphBuilder& b, const Node&, const Ins& in) {
-  const TensorType &ta = b.type(in[0]), &tb = b.type(in[1]);
+  TensorType ta = b.type(in[0]), tb = b.type(in[1]);
   if (ta.rank() < 2 || tb.rank() < 2) fail("MatMul needs operands of rank >= 2, got {} and {}", ta.str(), tb.str());
   int64_t ra = ta.rank(), rb = tb.rank();
   if (rb == 2) return {b.dot_general(in[0], in[1], {}, {}, {ra - 1}, {0})};
@@ -51,7 +51,7 @@ Outs matmul(GraphBuilder& b, const Node&, const Ins& in) {
 
 // Linear: y = x W^T (+ bias), W stored [out, in] as in PyTorch and safetensors checkpoints.
 Outs linear(GraphBuilder& b, const Node&, const Ins& in) {
-  const TensorType &tx = b.type(in[0]), &tw = b.type(in[1]);
+  TensorType tx = b.type(in[0]), tw = b.type(in[1]);
   if (tw.rank() != 2) fail("Linear weight must be rank 2 [out, in], got {}", tw.str());
   ValueId y = b.dot_general(in[0], in[1], {}, {}, {tx.rank() - 1}, {1});
   if (in.size() == 3) y = b.add(y, b.broadcast_to(in[2], b.type(y).shape));
@@ -67,7 +67,7 @@ Outs softmax(GraphBuilder& b, const Node& n, const Ins& in) {
 }
 
 ValueId mean_keep(GraphBuilder& b, ValueId x, int64_t axis) {
-  const Dim& d = b.type(x).shape[axis];
+  Dim d = b.type(x).shape[axis];
   if (!d.is_static()) fail("normalisation over a symbolic dim ({}) is not supported", d.sym);
   return b.div(b.reduce_keep(x, {axis}, ReduceKind::kSum), b.full_like(x, static_cast<double>(d.value)));
 }
@@ -131,9 +131,9 @@ Outs embedding(GraphBuilder& b, const Node&, const Ins& in) {
 // RoPE(x, positions) rotates pairs (i, i + D/2) of the last dim ("half" layout, as in Llama and
 // Qwen checkpoints) by angle position * base^(-2i/D). seq_axis names x's sequence dim.
 Outs rope(GraphBuilder& b, const Node& n, const Ins& in) {
-  const TensorType& tx = b.type(in[0]);
+  TensorType tx = b.type(in[0]);
   expect_float(tx, "RoPE");
-  const TensorType& tp = b.type(in[1]);
+  TensorType tp = b.type(in[1]);
   if (tp.rank() != 1 || (tp.dtype != DType::kI64 && tp.dtype != DType::kI32))
     fail("RoPE positions must be a rank-1 integer tensor, got {}", tp.str());
   int64_t rank = tx.rank();
@@ -173,7 +173,7 @@ Outs rope(GraphBuilder& b, const Node& n, const Ins& in) {
 // kv heads (H a multiple of Hkv). mask = "none" | "causal" | "padding"; causal aligns the last
 // query with the last key, so decoding with a KV cache (Sq < Sk) is causal too.
 Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
-  const TensorType &tq = b.type(in[0]), &tk = b.type(in[1]), &tv = b.type(in[2]);
+  TensorType tq = b.type(in[0]), tk = b.type(in[1]), tv = b.type(in[2]);
   expect_float(tq, "Attention");
   if (tq.rank() != 4 || tk.rank() != 4 || tv.rank() != 4)
     fail("Attention needs rank-4 q, k, v [batch, heads, seq, dim], got {}, {}, {}", tq.str(), tk.str(), tv.str());
@@ -187,7 +187,7 @@ Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
   if (h.value % hkv.value) fail("Attention: {} query heads is not a multiple of {} kv heads", h.value, hkv.value);
   auto expand = [&](ValueId kv) {  // [B,Hkv,S,D] -> [B,H,S,D]
     if (h.value == hkv.value) return kv;
-    const Shape& s = b.type(kv).shape;
+    Shape s = b.type(kv).shape;
     Shape wide{s[0], hkv, h.value / hkv.value, s[2], s[3]};
     return b.reshape(b.broadcast_in_dim(kv, wide, {0, 1, 3, 4}), Shape{s[0], h, s[2], s[3]});
   };
@@ -195,7 +195,7 @@ Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
   double scale = n.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(d.value)));
   ValueId scores = b.dot_general(in[0], k, {0, 1}, {0, 1}, {3}, {3});  // [B,H,Sq,Sk]
   scores = b.mul(scores, b.full_like(scores, scale));
-  const Shape& ss = b.type(scores).shape;
+  Shape ss = b.type(scores).shape;
   ValueId neg = b.full_like(scores, -INFINITY);
   if (mask == "causal") {
     Shape qk{ss[2], ss[3]};
@@ -208,7 +208,7 @@ Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
     ValueId keep = b.binary("le", col, b.add(row, off));
     scores = b.select(b.broadcast_in_dim(keep, ss, {2, 3}), scores, neg);
   } else if (mask == "padding") {
-    const TensorType& tm = b.type(in[3]);
+    TensorType tm = b.type(in[3]);
     if (tm.rank() != 2) fail("Attention: padding mask must be [batch, kv_seq], got {}", tm.str());
     ValueId m = in[3];
     ValueId keep = tm.dtype == DType::kBool ? m : b.binary("ne", m, b.full_like(m, 0.0));

@@ -14,7 +14,8 @@ class GraphBuilder {
  public:
   explicit GraphBuilder(Graph& g) : g_(g) {}
   Graph& graph() { return g_; }
-  const TensorType& type(ValueId v) const { return g_.type(v); }
+  // By value: building appends values, which may move the graph's value storage.
+  TensorType type(ValueId v) const { return g_.type(v); }
   // Source name attached to every node added until changed (a decomposed node keeps its origin).
   void set_loc(std::string loc) { loc_ = std::move(loc); }
 

@@ -1,0 +1,212 @@
+// `rlx compile MODEL --target T -o DIR`: everything a target produces for a model, on disk, with
+// a manifest saying what each file is. Intermediate levels (MIR, LIR, dispatch report) are
+// written too, so a generated artifact can always be traced back to the decisions behind it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "commands.h"
+#include "json_out.h"
+#include "model.h"
+#include "rlx/core/ir_text.h"
+#include "rlx/core/lir.h"
+#include "rlx/core/runtime.h"
+#include "table.h"
+
+namespace rlx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Wall time of each stage, in the order they ran.
+class StageTimer {
+ public:
+  void stage(std::string name) {
+    auto now = std::chrono::steady_clock::now();
+    if (!current_.empty())
+      stages_.emplace_back(current_,
+                           std::chrono::duration<double, std::milli>(now - start_).count());
+    current_ = std::move(name);
+    start_ = now;
+  }
+  void finish() { stage(""); }
+  const std::vector<std::pair<std::string, double>>& stages() const { return stages_; }
+
+ private:
+  std::string current_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<std::pair<std::string, double>> stages_;
+};
+
+Bindings parse_bindings(const std::vector<std::string>& specs, const Graph& graph) {
+  const std::vector<std::string> symbols = graph.symbols();
+  auto known = [&](const std::string& s) {
+    return std::find(symbols.begin(), symbols.end(), s) != symbols.end();
+  };
+  std::string all;
+  for (const auto& s : symbols) all += (all.empty() ? "" : ", ") + s;
+
+  Bindings bindings;
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    std::string name = spec.substr(0, eq);
+    std::string text = eq == std::string::npos ? "" : spec.substr(eq + 1);
+    int64_t value = -1;
+    size_t used = 0;
+    try {
+      value = std::stoll(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (name.empty() || used == 0 || used != text.size() || value < 0)
+      throw UsageError(fmt::format("--bind '{}' is not NAME=SIZE with a size >= 0", spec),
+                       "write e.g. --bind batch=4");
+    if (!known(name))
+      throw CliError(
+          fmt::format("--bind {}: the model has no symbolic dim '{}' ({})", spec, name,
+                      symbols.empty() ? "its shapes are all static" : "its symbols: " + all),
+          "bind only the symbols of the model's input shapes");
+    if (!bindings.emplace(name, value).second)
+      throw UsageError(fmt::format("symbol '{}' is bound twice", name), "give each --bind once");
+  }
+  std::string missing, example;
+  for (const auto& s : symbols)
+    if (!bindings.count(s)) {
+      missing += (missing.empty() ? "" : ", ") + s;
+      example += fmt::format(" --bind {}=<size>", s);
+    }
+  if (!missing.empty())
+    throw CliError(fmt::format("the model has symbolic dims without a size: {}", missing),
+                   fmt::format("compiling needs every size; add{}", example));
+  return bindings;
+}
+
+void write_file(const fs::path& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out << content;
+  out.close();
+  if (!out)
+    throw CliError(fmt::format("cannot write {}", path.string()),
+                   "check that the output folder is writable and the disk is not full");
+}
+
+int compile_main(const Args& args, const GlobalOptions& global) {
+  const fs::path model_path = args.positional(0);
+  const std::string target_name = args.required("target");
+  const fs::path out_dir = args.required("output-dir");
+  const bool timings = args.flag("timings");
+  const bool json_output = args.flag("json");
+
+  StageTimer timer;
+  timer.stage("plugin discovery");
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  std::shared_ptr<Target> target = choose_target(reg, target_name);
+
+  timer.stage("import");
+  Graph graph = load_model(reg, model_path);
+  Bindings bindings = parse_bindings(args.values("bind"), graph);
+
+  timer.stage("dispatch+passes");
+  Session session(target);
+  CompiledModel model = session.compile(graph);
+
+  timer.stage("lowering");
+  lir::Program program = model.lir_for(bindings);
+
+  timer.stage("codegen/emit");
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir))
+    throw CliError(fmt::format("cannot create the output folder {}: {}", out_dir.string(),
+                               ec ? ec.message() : "a file of that name exists"),
+                   "choose another -o DIR");
+  std::vector<Artifact> files;
+  write_file(out_dir / "model.mir", print_graph(model.mir()));
+  files.push_back({"model.mir", "mir"});
+  write_file(out_dir / "model.lir", lir::print_program(program));
+  files.push_back({"model.lir", "lir"});
+  std::string report = model.report().to_json();
+  write_file(out_dir / "dispatch.json", report + "\n");
+  files.push_back({"dispatch.json", "dispatch-report"});
+  for (Artifact& a : target->emit(program, out_dir)) {
+    // A target that writes one of our file names wins; the manifest lists each path once.
+    std::erase_if(files, [&](const Artifact& f) { return f.path == a.path; });
+    files.push_back(std::move(a));
+  }
+  timer.finish();
+
+  json::Array file_list;
+  for (const Artifact& f : files) {
+    json::Object entry = {{"path", jstring(f.path)}, {"kind", jstring(f.kind)}};
+    auto size = fs::file_size(out_dir / f.path, ec);
+    if (!ec) entry.emplace_back("bytes", jint(static_cast<int64_t>(size)));
+    file_list.push_back(json::Value{std::move(entry)});
+  }
+  json::Object bound;
+  for (const auto& [name, value] : bindings) bound.emplace_back(name, jint(value));
+  json::Object manifest = {{"rlx_version", jstring(RLX_VERSION)},
+                           {"model", jstring(fs::absolute(model_path).lexically_normal().string())},
+                           {"target", jstring(target_name)},
+                           {"bindings", json::Value{bound}},
+                           {"files", json::Value{file_list}}};
+  write_file(out_dir / "manifest.json", to_json_text(json::Value{manifest}) + "\n");
+
+  double total = 0;
+  json::Object timing_json;
+  std::string timing_text;
+  for (const auto& [stage, ms] : timer.stages()) {
+    total += ms;
+    timing_json.emplace_back(stage, jms(ms));
+    timing_text += fmt::format("  {:<18} {:>10.3f} ms\n", stage, ms);
+  }
+  timing_json.emplace_back("total", jms(total));
+  timing_text += fmt::format("  {:<18} {:>10.3f} ms\n", "total", total);
+
+  if (json_output) {
+    json::Array all_files = file_list;
+    all_files.push_back(json::Value{
+        json::Object{{"path", jstring("manifest.json")}, {"kind", jstring("manifest")}}});
+    json::Object doc = {{"output_dir", jstring(out_dir.string())},
+                        {"target", jstring(target_name)},
+                        {"files", json::Value{std::move(all_files)}}};
+    if (timings) doc.emplace_back("timings_ms", json::Value{std::move(timing_json)});
+    std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const Artifact& f : files) rows.push_back({f.path, f.kind});
+  rows.push_back({"manifest.json", "manifest"});
+  std::string out = fmt::format("wrote {} files to {}:\n", rows.size(), out_dir.string());
+  out += format_table(rows);
+  if (timings) out += "timings:\n" + timing_text;
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+Command compile_command() {
+  CommandSpec spec;
+  spec.name = "compile";
+  spec.summary = "compile a model and write the target's artifacts to a folder";
+  spec.usage = "MODEL --target T -o DIR [--bind NAME=SIZE]... [--timings] [--json]";
+  spec.description =
+      "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
+      "passes), model.lir (the kernel program), dispatch.json (the path of every node), the\n"
+      "target's own artifacts, and manifest.json listing every file with its kind.\n"
+      "Symbolic dims of the inputs need a size: --bind batch=4.";
+  spec.positionals = {"MODEL"};
+  spec.options = {
+      {"target", 't', "T", "the target to compile for (see `rlx --list-targets`)"},
+      {"output-dir", 'o', "DIR", "the folder to write into (created when missing)"},
+      {"bind", 0, "NAME=SIZE", "the size of a symbolic dim", true},
+      {"timings", 0, "", "print the time of each stage in ms"},
+      {"json", 0, "", "print a JSON summary of the files written (and the timings)"},
+  };
+  return {spec, &compile_main};
+}
+
+}  // namespace rlx::cli

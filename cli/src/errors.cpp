@@ -1,0 +1,69 @@
+#include "errors.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <new>
+#include <string>
+
+#include "args.h"
+#include "rlx/core/error.h"
+
+namespace rlx::cli {
+namespace {
+
+constexpr const char* kBugHint =
+    "this is a bug in rlx; please report it with the command and the output of --verbose";
+
+void print(const std::string& what, const std::string& hint) {
+  std::string out = "rlx: error: " + what;
+  if (out.back() != '\n') out += '\n';
+  if (!hint.empty()) out += "hint: " + hint + "\n";
+  std::fputs(out.c_str(), stderr);
+}
+
+// What the user can do about each kind of library error; the message already says what and why.
+std::string hint_for(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kCompile:
+      return "choose another target with --target, or see `rlx --list-targets -v` for what each "
+             "target covers";
+    case ErrorKind::kPlugin:
+      return "the plugin failed; check it with `rlx --list-targets -v`, or reinstall it";
+    case ErrorKind::kInternal:
+      return kBugHint;
+    case ErrorKind::kUser:
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
+int report_exception(std::exception_ptr error, bool verbose) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const CliError& e) {
+    print(e.what(), e.hint());
+    return kExitUser;
+  } catch (const Error& e) {
+    const bool internal = e.kind() == ErrorKind::kInternal;
+    std::string what = e.what();
+    // Compile errors from core already end in their own "what to do" line.
+    std::string hint = what.find("what to do") == std::string::npos ? hint_for(e.kind()) : "";
+    print(internal ? "internal error: " + what : what, hint);
+    if (verbose) std::fprintf(stderr, "rlx: note: raised at %s\n", e.where_string().c_str());
+    return internal ? kExitInternal : kExitUser;
+  } catch (const std::bad_alloc&) {
+    print("out of memory", "try a smaller model or input, or free memory on this machine");
+    return kExitInternal;
+  } catch (const std::exception& e) {
+    print(std::string("internal error: ") + e.what(), kBugHint);
+    return kExitInternal;
+  } catch (...) {
+    print("internal error: an unknown exception", kBugHint);
+    return kExitInternal;
+  }
+}
+
+}  // namespace rlx::cli

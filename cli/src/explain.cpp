@@ -1,0 +1,46 @@
+// `rlx explain MODEL --target T`: the dispatch path (native, shared IR, rewritten) chosen for
+// every node, and why the earlier paths were refused. An illegal node makes compile() throw the
+// CompileError that names it, so explain fails exactly where `rlx compile` would.
+#include <cstdio>
+
+#include "commands.h"
+#include "model.h"
+#include "rlx/core/runtime.h"
+
+namespace rlx::cli {
+namespace {
+
+int explain_main(const Args& args, const GlobalOptions& global) {
+  const std::string model_path = args.positional(0);
+  const std::string target_name = args.required("target");
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  Graph graph = load_model(reg, model_path);
+  Session session(target);
+  CompiledModel model = session.compile(graph);
+  std::string out = args.flag("json") ? model.report().to_json() : model.report().to_text();
+  if (out.empty() || out.back() != '\n') out += '\n';
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+Command explain_command() {
+  CommandSpec spec;
+  spec.name = "explain";
+  spec.summary = "show the dispatch path chosen for every node of a model";
+  spec.usage = "MODEL --target T [--json]";
+  spec.description =
+      "Compiles MODEL (an rlx IR text file) for target T and prints, for every node, the path\n"
+      "that lowers it (native, shared-ir or rewritten) and the reasons earlier paths refused.\n"
+      "Exits 1 with the node, op, dtypes and refusals when no path is legal.";
+  spec.positionals = {"MODEL"};
+  spec.options = {
+      {"target", 't', "T", "the target to compile for (see `rlx --list-targets`)"},
+      {"json", 0, "", "print the dispatch report as JSON"},
+  };
+  return {spec, &explain_main};
+}
+
+}  // namespace rlx::cli

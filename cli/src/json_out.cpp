@@ -1,0 +1,97 @@
+#include "json_out.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace rlx::cli {
+namespace {
+
+bool is_scalar(const json::Value& v) {
+  return !v.as_array() && !v.as_object();
+}
+
+void write(const json::Value& v, int indent, std::string& out);
+
+std::string scalar_text(const json::Value& v) {
+  if (v.is_null()) return "null";
+  if (const bool* b = v.as_bool()) return *b ? "true" : "false";
+  if (const json::Number* n = v.as_number()) return n->raw;
+  return json::json_quote(*v.as_string());
+}
+
+// One line for containers of scalars ("shape": [2, 3]) keeps listings readable.
+std::optional<std::string> inline_text(const json::Value& v) {
+  std::string s;
+  if (const json::Array* a = v.as_array()) {
+    s = "[";
+    for (size_t i = 0; i < a->size(); ++i) {
+      if (!is_scalar((*a)[i])) return std::nullopt;
+      s += (i ? ", " : "") + scalar_text((*a)[i]);
+    }
+    s += "]";
+  } else if (const json::Object* o = v.as_object()) {
+    s = "{";
+    for (size_t i = 0; i < o->size(); ++i) {
+      if (!is_scalar((*o)[i].second)) return std::nullopt;
+      s += (i ? ", " : "") + json::json_quote((*o)[i].first) + ": " + scalar_text((*o)[i].second);
+    }
+    s += "}";
+  } else {
+    return scalar_text(v);
+  }
+  if (s.size() > 80) return std::nullopt;
+  return s;
+}
+
+void write(const json::Value& v, int indent, std::string& out) {
+  if (auto s = inline_text(v)) {
+    out += *s;
+    return;
+  }
+  std::string pad(indent + 2, ' ');
+  if (const json::Array* a = v.as_array()) {
+    out += "[\n";
+    for (size_t i = 0; i < a->size(); ++i) {
+      out += pad;
+      write((*a)[i], indent + 2, out);
+      out += i + 1 < a->size() ? ",\n" : "\n";
+    }
+    out += std::string(indent, ' ') + "]";
+    return;
+  }
+  const json::Object& o = *v.as_object();
+  out += "{\n";
+  for (size_t i = 0; i < o.size(); ++i) {
+    out += pad + json::json_quote(o[i].first) + ": ";
+    write(o[i].second, indent + 2, out);
+    out += i + 1 < o.size() ? ",\n" : "\n";
+  }
+  out += std::string(indent, ' ') + "}";
+}
+
+}  // namespace
+
+json::Value jstring(std::string_view s) {
+  return json::Value{std::string(s)};
+}
+
+json::Value jint(int64_t v) {
+  return json::Value{json::Number{static_cast<double>(v), std::to_string(v)}};
+}
+
+json::Value jms(double ms) {
+  return json::Value{json::Number{ms, fmt::format("{:.3f}", ms)}};
+}
+
+json::Value jnull() {
+  return json::Value{nullptr};
+}
+
+std::string to_json_text(const json::Value& v) {
+  std::string out;
+  write(v, 0, out);
+  return out;
+}
+
+}  // namespace rlx::cli

@@ -1,0 +1,28 @@
+// What explain, run and compile share: finding the plugins, choosing the target and loading the
+// model.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "rlx/core/graph.h"
+#include "rlx/core/target.h"
+#include "rlx/registry/registry.h"
+
+namespace rlx::cli {
+
+// Discovers plugins once per process. The registry is never destroyed: the targets it hands out
+// live in its libraries, and an error report or a static destructor running after an unload
+// would touch unmapped code.
+const registry::Registry& plugin_registry(const GlobalOptions& global, bool build_legality);
+
+// The target named by --target; a user error (with the registry's reason) when it is unknown or
+// cannot be used here.
+std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::string& name);
+
+// Loads MODEL: an importer claims it by extension, otherwise it is read as IR text (with the
+// sibling .safetensors holding its params).
+Graph load_model(const registry::Registry& reg, const std::filesystem::path& path);
+
+}  // namespace rlx::cli

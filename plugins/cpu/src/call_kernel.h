@@ -1,0 +1,34 @@
+// Library calls of the cpu target: dot_general, gather, scatter, while, and the HIR ops it
+// claims natively (MatMul, Linear).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "rlx/core/lir.h"
+
+namespace rlx::cpu {
+
+class CpuExecutable;
+
+class CallKernelRunner {
+ public:
+  CallKernelRunner(const lir::CallKernel& k, const lir::Program& p);
+  ~CallKernelRunner();
+  CallKernelRunner(CallKernelRunner&&) noexcept;
+  void run(const std::vector<void*>& ptrs) const;
+
+ private:
+  lir::CallKernel k_;
+  std::vector<lir::Buffer> in_, out_;
+  std::vector<std::unique_ptr<CpuExecutable>> regions_;  // while: cond, body
+
+  void dot_general(const std::vector<void*>& ptrs) const;
+  void matmul(const std::vector<void*>& ptrs) const;
+  void linear(const std::vector<void*>& ptrs) const;
+  void gather(const std::vector<void*>& ptrs) const;
+  void scatter(const std::vector<void*>& ptrs) const;
+  void while_loop(const std::vector<void*>& ptrs) const;
+  std::string where() const;
+};
+
+}  // namespace rlx::cpu

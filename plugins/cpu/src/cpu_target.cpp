@@ -1,0 +1,63 @@
+// The cpu target: every MIR primitive through loop kernels and library calls, MatMul and
+// Linear claimed natively by its GEMM, parallel with oneTBB.
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "cpu_executable.h"
+#include "rlx/core/error.h"
+#include "rlx/core/op_registry.h"
+#include "rlx/sdk/plugin.h"
+
+namespace rlx::cpu {
+
+namespace {
+
+bool all_of_dtypes(const NodeSignature& s, std::initializer_list<DType> ok) {
+  auto in = [&](const TensorType& t) { return std::find(ok.begin(), ok.end(), t.dtype) != ok.end(); };
+  return std::all_of(s.inputs.begin(), s.inputs.end(), in) && std::all_of(s.outputs.begin(), s.outputs.end(), in);
+}
+
+class CpuTarget final : public sdk::TargetPlugin {
+ public:
+  std::string name() const override { return "cpu"; }
+  std::string version() const override { return "0.1.0"; }
+
+  Verdict claim_native(const NodeSignature& s) const override {
+    if (s.op == "MatMul" || s.op == "Linear") {
+      if (all_of_dtypes(s, {DType::kF32, DType::kF64})) return Verdict::yes();
+      return Verdict::no(fmt::format("cpu's GEMM takes {} in f32 or f64 only", s.op));
+    }
+    return Verdict::no(fmt::format("cpu has no native kernel for {}", s.op));
+  }
+
+  Verdict accepts_primitive(const NodeSignature& s) const override {
+    const OpDef* def = OpRegistry::instance().find(s.op);
+    if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
+    for (const auto* list : {&s.inputs, &s.outputs})
+      for (const TensorType& t : *list)
+        if (t.dtype == DType::kC64)
+          return Verdict::no(fmt::format("the cpu code generator has no c64 kernels for {}", s.op));
+    return Verdict::yes();
+  }
+
+  Verdict can_execute() const override { return Verdict::yes(); }
+
+  std::unique_ptr<Executable> compile(const lir::Program& program) override {
+    return std::make_unique<CpuExecutable>(program);
+  }
+
+  std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
+    std::filesystem::create_directories(dir);
+    std::ofstream c(dir / "cpu_program.lir");
+    c << lir::print_program(program);
+    if (!c) throw_user_error(fmt::format("cannot write {}", (dir / "cpu_program.lir").string()));
+    return {Artifact{"cpu_program.lir", "lir"}};
+  }
+};
+
+}  // namespace
+
+}  // namespace rlx::cpu
+
+RLX_DEFINE_TARGET_PLUGIN(rlx::cpu::CpuTarget)

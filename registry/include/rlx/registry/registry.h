@@ -1,0 +1,98 @@
+// Finds plugins, reads and validates their manifests, probes the system libraries they need,
+// loads them with Boost.DLL after the ABI handshake, and keeps a status per plugin plus a
+// legality table per target. Listing never throws: every failure becomes a status or a problem.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rlx/core/dispatch.h"
+#include "rlx/core/graph.h"
+#include "rlx/core/target.h"
+
+namespace rlx::registry {
+
+enum class PluginStatus { kAvailable, kCodegenOnly, kUnavailable, kIncompatible, kBroken, kShadowed };
+std::string_view status_name(PluginStatus s);  // "available", "codegen-only", ...
+
+// op x dtype -> path or refusal, evaluated from each op's sample signature when a target loads.
+struct LegalityTable {
+  std::map<std::pair<std::string, DType>, OpLegality> entries;
+  struct Counts { int native = 0, shared_ir = 0, rewritten = 0, illegal = 0; };
+  Counts counts() const;
+};
+
+class Importer {
+ public:
+  virtual ~Importer() = default;
+  virtual std::string name() const = 0;
+  virtual Graph load(const std::filesystem::path& path) = 0;
+};
+
+struct Manifest {
+  std::string name, kind, version, abi, library, description;
+  std::vector<std::string> requires_libraries, platforms;
+  std::vector<std::string> extensions;  // importers: file extensions they read (".onnx")
+  std::map<std::string, std::string> capabilities;
+};
+// Parses and validates a manifest; throws a user error naming the file and the key.
+Manifest read_manifest(const std::filesystem::path& path);
+
+struct PluginRecord {
+  std::string name;
+  std::string kind;  // "target" | "importer"
+  std::string version;
+  std::string abi;   // "1.0"
+  PluginStatus status = PluginStatus::kBroken;
+  std::string detail;  // why it has this status, in words a user can act on
+  std::string description;
+  std::filesystem::path manifest_path, library_path;
+  std::vector<std::string> extensions;
+  std::shared_ptr<Target> target;      // set when a target loaded
+  std::shared_ptr<Importer> importer;  // set when an importer loaded
+  std::optional<LegalityTable> legality;
+};
+
+struct Problem {
+  std::filesystem::path path;
+  std::string message;
+};
+
+struct SearchDir {
+  std::filesystem::path path;
+  std::string origin;  // "--plugin-path", "RLX_PLUGIN_PATH", "user", "install prefix", "system"
+};
+
+struct Options {
+  std::vector<std::filesystem::path> plugin_paths;  // --plugin-path, highest precedence
+  bool build_legality = true;
+};
+
+class Registry {
+ public:
+  // Search order of ARCHITECTURE.md section 4; RLX_DISABLE_PLUGINS=1 loads nothing.
+  static Registry discover(const Options& options = {});
+  const std::vector<PluginRecord>& plugins() const { return plugins_; }
+  const std::vector<Problem>& problems() const { return problems_; }
+  const std::vector<SearchDir>& search_dirs() const { return search_dirs_; }
+  // The target to compile for; throws a user error naming its status and reason, or listing
+  // the available targets when the name is unknown.
+  std::shared_ptr<Target> target(const std::string& name) const;
+  // The importer that reads `path` (by extension), or nullptr.
+  std::shared_ptr<Importer> importer_for(const std::filesystem::path& path) const;
+
+ private:
+  std::vector<PluginRecord> plugins_;
+  std::vector<Problem> problems_;
+  std::vector<SearchDir> search_dirs_;
+  std::vector<std::shared_ptr<void>> libraries_;  // keeps loaded libraries alive
+  friend class RegistryBuilder;
+};
+
+// The directories searched, in order, given the process environment and the rlx binary's path.
+std::vector<SearchDir> plugin_search_dirs(const Options& options);
+
+}  // namespace rlx::registry

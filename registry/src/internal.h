@@ -1,0 +1,61 @@
+// Declarations shared by the registry's source files and nothing else. Each step of discovery
+// lives in its own file (manifest, search paths, probe, loader, adapters, legality) and reports
+// failures as values, so that registry.cpp can turn every failure into a status or a problem
+// and listing never throws.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "rlx/registry/registry.h"
+
+namespace boost::dll {
+class shared_library;
+}
+
+namespace rlx::sdk {
+class TargetBoundary;
+class ImporterBoundary;
+}  // namespace rlx::sdk
+
+namespace rlx::registry::detail {
+
+// Manifest parsing without the file name in the message: read_manifest() prefixes the path for
+// exceptions, while problems() keep the path in its own field.
+std::variant<Manifest, std::string> parse_manifest(const std::filesystem::path& path);
+
+// The note to show when RLX_DISABLE_PLUGINS switches plugins off, or nullopt when they are on.
+std::optional<std::string> plugins_disabled_note();
+
+// "linux-x86_64": what [requires] platforms entries are matched against.
+std::string platform_tag();
+// Why this machine cannot run the plugin (platform or a [requires] library missing), or nullopt.
+std::optional<std::string> probe_requirements(const Manifest& manifest);
+
+using LibraryHandle = std::shared_ptr<boost::dll::shared_library>;
+
+struct LoadResult {
+  PluginStatus status = PluginStatus::kBroken;  // kAvailable here means "loaded"
+  std::string detail;
+  std::string abi;      // what the library reported, "major.minor"
+  std::string version;  // what the plugin object reported
+  LibraryHandle library;
+  std::shared_ptr<Target> target;
+  std::shared_ptr<Importer> importer;
+};
+// ABI handshake, factory call and name check; never throws.
+LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& library_path);
+
+// Adapters from the noexcept boundary back to the host interfaces. They hold `library` so the
+// code behind the boundary objects stays mapped while any of them lives.
+std::shared_ptr<Target> make_target_adapter(LibraryHandle library,
+                                            std::unique_ptr<sdk::TargetBoundary> target);
+std::shared_ptr<Importer> make_importer_adapter(LibraryHandle library,
+                                                std::unique_ptr<sdk::ImporterBoundary> importer);
+
+// Every registered op at every dtype; never throws (a failure becomes an illegal entry).
+LegalityTable build_legality_table(const Target& target);
+
+}  // namespace rlx::registry::detail

@@ -1,0 +1,214 @@
+// Discovery: walks the search folders in order, gives each manifest a record with a status, and
+// loads the plugins that can be used here. Every failure becomes a status or a problem, so one
+// bad plugin never hides the others.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include "internal.h"
+#include "rlx/core/error.h"
+
+namespace rlx::registry {
+
+namespace fs = std::filesystem;
+
+std::string_view status_name(PluginStatus s) {
+  switch (s) {
+    case PluginStatus::kAvailable:
+      return "available";
+    case PluginStatus::kCodegenOnly:
+      return "codegen-only";
+    case PluginStatus::kUnavailable:
+      return "unavailable";
+    case PluginStatus::kIncompatible:
+      return "incompatible";
+    case PluginStatus::kBroken:
+      return "broken";
+    case PluginStatus::kShadowed:
+      return "shadowed";
+  }
+  return "unknown";
+}
+
+// Fills a Registry's private members (it is the friend named in registry.h).
+class RegistryBuilder {
+ public:
+  explicit RegistryBuilder(const Options& options) : options_(options) {}
+
+  Registry build() && {
+    if (auto note = detail::plugins_disabled_note()) {
+      reg_.problems_.push_back({{}, *note});
+      return std::move(reg_);
+    }
+    // A folder the user named explicitly and that is missing is worth saying; the default
+    // folders are expected to be missing and are skipped silently.
+    for (const fs::path& p : options_.plugin_paths) {
+      std::error_code ec;
+      if (!fs::is_directory(p, ec)) reg_.problems_.push_back({p, "--plugin-path folder not found"});
+    }
+    reg_.search_dirs_ = plugin_search_dirs(options_);
+    for (const SearchDir& dir : reg_.search_dirs_) scan(dir.path);
+    return std::move(reg_);
+  }
+
+ private:
+  void scan(const fs::path& dir) {
+    std::vector<fs::path> manifests;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code type_ec;
+      if (it->path().extension() == ".toml" && it->is_regular_file(type_ec))
+        manifests.push_back(it->path());
+    }
+    if (ec) reg_.problems_.push_back({dir, "cannot list the folder: " + ec.message()});
+    // Directory order is arbitrary; sorting makes listings and shadowing reproducible.
+    std::sort(manifests.begin(), manifests.end());
+    for (const fs::path& m : manifests) add(m);
+  }
+
+  void add(const fs::path& manifest_path) {
+    auto parsed = detail::parse_manifest(manifest_path);
+    if (auto* reason = std::get_if<std::string>(&parsed)) {
+      reg_.problems_.push_back({manifest_path, *reason});
+      return;
+    }
+    const Manifest& m = std::get<Manifest>(parsed);
+    PluginRecord rec;
+    rec.name = m.name;
+    rec.kind = m.kind;
+    rec.version = m.version;
+    rec.abi = m.abi;
+    rec.description = m.description;
+    rec.manifest_path = manifest_path;
+    rec.library_path = fs::path(m.library).is_absolute() ? fs::path(m.library)
+                                                         : manifest_path.parent_path() / m.library;
+    rec.extensions = m.extensions;
+
+    auto [winner, inserted] = winners_.emplace(m.name, manifest_path);
+    if (!inserted) {
+      rec.status = PluginStatus::kShadowed;
+      rec.detail = "shadowed by " + winner->second.string();
+    } else {
+      evaluate(m, rec);
+    }
+    reg_.plugins_.push_back(std::move(rec));
+  }
+
+  void evaluate(const Manifest& m, PluginRecord& rec) {
+    std::error_code ec;
+    if (!fs::is_regular_file(rec.library_path, ec)) {
+      rec.status = PluginStatus::kBroken;
+      rec.detail = fmt::format("library {} not found (looked for {}): reinstall the plugin",
+                               m.library, rec.library_path.string());
+      return;
+    }
+    // Probing before loading gives "unavailable, install X" instead of a loader error for a
+    // plugin linked against a runtime this machine lacks.
+    if (auto missing = detail::probe_requirements(m)) {
+      rec.status = PluginStatus::kUnavailable;
+      rec.detail = *missing;
+      return;
+    }
+    detail::LoadResult loaded = detail::load_plugin(m, rec.library_path);
+    if (!loaded.abi.empty()) rec.abi = loaded.abi;
+    if (loaded.status != PluginStatus::kAvailable) {
+      rec.status = loaded.status;
+      rec.detail = loaded.detail;
+      return;
+    }
+    // The plugin's own answers are authoritative over the manifest's.
+    if (!loaded.version.empty()) rec.version = loaded.version;
+    reg_.libraries_.push_back(loaded.library);
+    rec.target = loaded.target;
+    rec.importer = loaded.importer;
+    rec.status = PluginStatus::kAvailable;
+    if (rec.target) {
+      Verdict v = rec.target->can_execute();
+      if (!v.ok) {
+        rec.status = PluginStatus::kCodegenOnly;
+        rec.detail = v.reason.empty() ? "cannot execute on this machine" : v.reason;
+      }
+      if (options_.build_legality) rec.legality = detail::build_legality_table(*rec.target);
+    }
+  }
+
+  const Options& options_;
+  Registry reg_;
+  std::map<std::string, fs::path> winners_;  // plugin name -> manifest that provides it
+};
+
+Registry Registry::discover(const Options& options) {
+  return RegistryBuilder(options).build();
+}
+
+namespace {
+
+bool usable(const PluginRecord& p) {
+  return p.status == PluginStatus::kAvailable || p.status == PluginStatus::kCodegenOnly;
+}
+
+std::string usable_targets(const std::vector<PluginRecord>& plugins) {
+  std::vector<std::string> names;
+  for (const PluginRecord& p : plugins) {
+    if (p.kind != "target" || !usable(p) || !p.target) continue;
+    names.push_back(p.status == PluginStatus::kCodegenOnly ? p.name + " (codegen-only)" : p.name);
+  }
+  if (names.empty()) return "none";
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::shared_ptr<Target> Registry::target(const std::string& name) const {
+  const std::string others = "available targets: " + usable_targets(plugins_);
+  for (const PluginRecord& p : plugins_) {
+    if (p.name != name || p.status == PluginStatus::kShadowed) continue;
+    if (p.kind != "target")
+      throw_user_error(fmt::format("'{}' is an {} plugin, not a target; {}", name, p.kind, others));
+    if (usable(p) && p.target) return p.target;
+    std::string todo;
+    switch (p.status) {
+      case PluginStatus::kUnavailable:
+        todo = "install what it needs, or choose another target";
+        break;
+      case PluginStatus::kIncompatible:
+        todo = "update the plugin, or choose another target";
+        break;
+      default:
+        todo = fmt::format("reinstall the plugin (manifest {}), or choose another target",
+                           p.manifest_path.string());
+    }
+    throw_user_error(fmt::format("target '{}' is {}: {}\n{}; {}", name, status_name(p.status),
+                                 p.detail, todo, others));
+  }
+  std::string message = fmt::format("unknown target '{}'; {}", name, others);
+  // Say why nothing was found when plugins are switched off (the note has no path).
+  for (const Problem& pr : problems_)
+    if (pr.path.empty()) message += "\n" + pr.message;
+  message += "\nrun `rlx --list-targets` to see every plugin and its status";
+  throw_user_error(std::move(message));
+}
+
+std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
+  // Suffix match rather than path.extension(), so multi-part extensions (".tar.gz") work.
+  const std::string file = lower(path.filename().string());
+  for (const PluginRecord& p : plugins_) {
+    if (p.kind != "importer" || !usable(p) || !p.importer) continue;
+    for (const std::string& ext : p.extensions) {
+      std::string e = lower(ext);
+      if (file.size() > e.size() && file.compare(file.size() - e.size(), e.size(), e) == 0)
+        return p.importer;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace rlx::registry

@@ -1,0 +1,397 @@
+// Discovery against deliberately broken plugins: each case folder under RLX_ABI_CASES_DIR holds
+// one plugin (or manifest) and the test checks the exact status and message a user would see.
+#include "rlx/sdk/abi.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "rlx/core/error.h"
+#include "rlx/core/op_registry.h"
+#include "rlx/registry/registry.h"
+
+namespace rlx::registry {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+fs::path case_dir(const std::string& name) {
+  return fs::path(RLX_ABI_CASES_DIR) / name;
+}
+
+std::string host_abi() {
+  return fmt::format("{}.{}", RLX_ABI_MAJOR, RLX_ABI_MINOR);
+}
+
+// Every test starts from an environment that points nowhere, so plugins installed on the machine
+// (~/.local/share, /usr/share) cannot leak into the expectations.
+class AbiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    nowhere_ = fs::path(::testing::TempDir()) / "rlx-abi-nowhere";
+    setenv("XDG_DATA_HOME", nowhere_.c_str(), 1);
+    setenv("XDG_DATA_DIRS", nowhere_.c_str(), 1);
+    unsetenv("RLX_PLUGIN_PATH");
+    unsetenv("RLX_DISABLE_PLUGINS");
+  }
+
+  // Legality tables are left to the one test about them, so a core bug in op_legality shows up
+  // there and not in every loading test.
+  static Registry discover(std::vector<fs::path> paths, bool build_legality = false) {
+    Options o;
+    o.plugin_paths = std::move(paths);
+    o.build_legality = build_legality;
+    return Registry::discover(o);
+  }
+
+  // The one record of a single-plugin case folder.
+  static PluginRecord only(const std::string& folder) {
+    Registry r = discover({case_dir(folder)});
+    EXPECT_TRUE(r.problems().empty()) << r.problems().front().message;
+    EXPECT_EQ(r.plugins().size(), 1u);
+    if (r.plugins().empty()) return {};
+    return r.plugins().front();
+  }
+
+  fs::path nowhere_;
+};
+
+TEST_F(AbiTest, GoodTargetIsCodegenOnlyWithItsReason) {
+  Registry r = discover({case_dir("good")});
+  ASSERT_EQ(r.plugins().size(), 1u);
+  const PluginRecord& p = r.plugins()[0];
+  EXPECT_EQ(p.name, "abi_good");
+  EXPECT_EQ(p.kind, "target");
+  EXPECT_EQ(p.status, PluginStatus::kCodegenOnly);
+  EXPECT_EQ(status_name(p.status), "codegen-only");
+  EXPECT_EQ(p.detail, "no device");
+  EXPECT_EQ(p.abi, host_abi());
+  EXPECT_EQ(p.version, "0.0.1");
+  EXPECT_EQ(p.manifest_path, case_dir("good") / "abi_good.toml");
+  ASSERT_TRUE(p.target);
+  EXPECT_EQ(p.target->name(), "abi_good");
+  EXPECT_EQ(r.target("abi_good"), p.target);
+}
+
+TEST_F(AbiTest, LegalityTableCoversEveryOpAndDtype) {
+  Registry r = discover({case_dir("good")}, /*build_legality=*/true);
+  ASSERT_EQ(r.plugins().size(), 1u);
+  const auto& legality = r.plugins()[0].legality;
+  ASSERT_TRUE(legality.has_value());
+  EXPECT_EQ(legality->entries.size(), OpRegistry::instance().ops().size() * kNumDTypes);
+  // The plugin refuses every op natively.
+  EXPECT_EQ(legality->counts().native, 0);
+
+  EXPECT_FALSE(discover({case_dir("good")}).plugins()[0].legality.has_value());
+}
+
+TEST_F(AbiTest, PluginExceptionComesBackAsPluginError) {
+  std::shared_ptr<Target> target = discover({case_dir("good")}).target("abi_good");
+  // The registry is gone: the target must keep its library loaded.
+  EXPECT_EQ(target->can_execute().reason, "no device");
+  EXPECT_FALSE(target->claim_native(NodeSignature{"add", {}, {}, {}}).ok);
+  try {
+    target->compile(lir::Program{});
+    FAIL() << "compile should have thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPlugin);
+    EXPECT_STREQ(e.what(), "abi_good plugin: codegen exploded");
+  }
+  std::vector<Artifact> artifacts = target->emit(lir::Program{}, nowhere_);
+  ASSERT_EQ(artifacts.size(), 1u);
+  EXPECT_EQ(artifacts[0].path, "kernel.txt");
+}
+
+TEST_F(AbiTest, ImporterIsFoundByExtension) {
+  Registry r = discover({case_dir("importer")});
+  ASSERT_EQ(r.plugins().size(), 1u);
+  EXPECT_EQ(r.plugins()[0].status, PluginStatus::kAvailable);
+  EXPECT_EQ(r.plugins()[0].version, "0.0.2");
+  EXPECT_EQ(r.importer_for("model.onnx"), nullptr);
+  std::shared_ptr<Importer> imp = r.importer_for("dir/Model.TST");
+  ASSERT_TRUE(imp);
+  EXPECT_EQ(imp->name(), "abi_importer");
+  EXPECT_EQ(r.importer_for("x.tst.gz"), imp);
+  EXPECT_EQ(imp->load("dir/model.tst").name, "model");
+  try {
+    imp->load("fail.tst");
+    FAIL() << "load should have thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kPlugin);
+    EXPECT_STREQ(e.what(), "abi_importer plugin: cannot parse fail.tst");
+  }
+  // An importer is not a target.
+  EXPECT_THROW(r.target("abi_importer"), Error);
+}
+
+TEST_F(AbiTest, AbiMajorMismatchIsIncompatible) {
+  PluginRecord p = only("abi_major");
+  EXPECT_EQ(p.status, PluginStatus::kIncompatible);
+  EXPECT_EQ(status_name(p.status), "incompatible");
+  EXPECT_EQ(p.abi, "2.0");
+  EXPECT_EQ(p.detail, fmt::format("built for ABI 2.0, this rlx has ABI {}: rebuild the plugin "
+                                  "against this SDK",
+                                  host_abi()));
+  EXPECT_FALSE(p.target);
+}
+
+TEST_F(AbiTest, NewerAbiMinorIsIncompatible) {
+  PluginRecord p = only("abi_minor");
+  EXPECT_EQ(p.status, PluginStatus::kIncompatible);
+  EXPECT_THAT(p.detail, StartsWith(fmt::format("built for ABI {}.7, this rlx has ABI {}:",
+                                               RLX_ABI_MAJOR, host_abi())));
+}
+
+TEST_F(AbiTest, OtherToolchainIsIncompatible) {
+  PluginRecord p = only("toolchain");
+  EXPECT_EQ(p.status, PluginStatus::kIncompatible);
+  EXPECT_THAT(p.detail, StartsWith(fmt::format("built with toolchain msvc/msvcrt, this rlx was "
+                                               "built with {}:",
+                                               RLX_TOOLCHAIN_TAG)));
+}
+
+TEST_F(AbiTest, KindDisagreeingWithManifestIsIncompatible) {
+  PluginRecord p = only("kind");
+  EXPECT_EQ(p.status, PluginStatus::kIncompatible);
+  EXPECT_EQ(p.detail, "the library says kind \"importer\" but its manifest says kind \"target\"");
+}
+
+TEST_F(AbiTest, MissingEntrySymbolIsBroken) {
+  PluginRecord p = only("no_entry");
+  EXPECT_EQ(p.status, PluginStatus::kBroken);
+  EXPECT_EQ(status_name(p.status), "broken");
+  EXPECT_THAT(p.detail, StartsWith("missing entry symbol rlx_plugin_abi"));
+}
+
+TEST_F(AbiTest, MissingFactoryIsBroken) {
+  PluginRecord p = only("no_factory");
+  EXPECT_EQ(p.status, PluginStatus::kBroken);
+  EXPECT_EQ(p.detail, "missing factory symbol rlx_plugin_factory");
+}
+
+TEST_F(AbiTest, ThrowingFactoryIsBroken) {
+  PluginRecord p = only("throws");
+  EXPECT_EQ(p.status, PluginStatus::kBroken);
+  EXPECT_EQ(p.detail, "the plugin failed to start: boom");
+}
+
+TEST_F(AbiTest, UndefinedSymbolIsBrokenWithLoaderMessage) {
+  PluginRecord p = only("undefined");
+  EXPECT_EQ(p.status, PluginStatus::kBroken);
+  EXPECT_THAT(p.detail, StartsWith("cannot load librlx_target_abi_undefined.so: "));
+  EXPECT_THAT(p.detail, HasSubstr("undefined symbol: rlx_test_symbol_defined_nowhere"));
+}
+
+TEST_F(AbiTest, NameMismatchIsBroken) {
+  PluginRecord p = only("name_mismatch");
+  EXPECT_EQ(p.status, PluginStatus::kBroken);
+  EXPECT_THAT(p.detail, StartsWith("the manifest names the plugin \"abi_claimed\" but the "
+                                   "library's plugin is named \"abi_actual\""));
+}
+
+TEST_F(AbiTest, MissingLibraryFileIsBroken) {
+  PluginRecord p = only("no_library");
+  EXPECT_EQ(p.status, PluginStatus::kBroken);
+  EXPECT_THAT(p.detail,
+              StartsWith("library librlx_target_abi_ghost.so not found (looked for " +
+                         (case_dir("no_library") / "librlx_target_abi_ghost.so").string() + ")"));
+}
+
+TEST_F(AbiTest, MissingSystemLibraryIsUnavailable) {
+  Registry r = discover({case_dir("missing_lib")});
+  ASSERT_EQ(r.plugins().size(), 1u);
+  const PluginRecord& p = r.plugins()[0];
+  EXPECT_EQ(p.status, PluginStatus::kUnavailable);
+  EXPECT_EQ(status_name(p.status), "unavailable");
+  EXPECT_EQ(p.detail,
+            "requires libdefinitely-not-here.so.9, which was not found: install the package that "
+            "provides it, or add its folder to LD_LIBRARY_PATH");
+  try {
+    r.target("abi_needs_lib");
+    FAIL() << "an unavailable target must not be returned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUser);
+    EXPECT_THAT(e.what(), StartsWith("target 'abi_needs_lib' is unavailable: requires "
+                                     "libdefinitely-not-here.so.9, which was not found"));
+  }
+}
+
+TEST_F(AbiTest, WrongPlatformIsUnavailable) {
+  PluginRecord p = only("wrong_platform");
+  EXPECT_EQ(p.status, PluginStatus::kUnavailable);
+  EXPECT_THAT(p.detail, StartsWith("built for plan9-mips, this machine is linux-"));
+}
+
+TEST_F(AbiTest, MalformedManifestsAreProblemsAndListingContinues) {
+  Registry r = discover({case_dir("malformed"), case_dir("good")});
+  ASSERT_EQ(r.problems().size(), 2u);
+  // Sorted by file name: bad_kind.toml before broken_syntax.toml.
+  EXPECT_EQ(r.problems()[0].path, case_dir("malformed") / "bad_kind.toml");
+  EXPECT_EQ(r.problems()[0].message, "[plugin] kind must be \"target\" or \"importer\", got \"x\"");
+  EXPECT_EQ(r.problems()[1].path, case_dir("malformed") / "broken_syntax.toml");
+  EXPECT_THAT(r.problems()[1].message, StartsWith("TOML syntax error at 3:"));
+  ASSERT_EQ(r.plugins().size(), 1u);
+  EXPECT_EQ(r.plugins()[0].name, "abi_good");
+}
+
+TEST_F(AbiTest, ReadManifestNamesFileAndKey) {
+  fs::path bad = case_dir("malformed") / "bad_kind.toml";
+  try {
+    read_manifest(bad);
+    FAIL() << "read_manifest should have thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUser);
+    EXPECT_EQ(std::string(e.what()),
+              bad.string() + ": [plugin] kind must be \"target\" or \"importer\", got \"x\"");
+  }
+  Manifest m = read_manifest(case_dir("missing_lib") / "abi_needs_lib.toml");
+  EXPECT_EQ(m.name, "abi_needs_lib");
+  EXPECT_EQ(m.requires_libraries, std::vector<std::string>{"libdefinitely-not-here.so.9"});
+  Manifest imp = read_manifest(case_dir("importer") / "abi_importer.toml");
+  EXPECT_EQ(imp.extensions, (std::vector<std::string>{".tst", ".tst.gz"}));
+}
+
+TEST_F(AbiTest, DuplicateNameIsShadowedByTheFirst) {
+  Registry r = discover({case_dir("dup_a"), case_dir("dup_b")});
+  ASSERT_EQ(r.plugins().size(), 2u);
+  EXPECT_EQ(r.plugins()[0].status, PluginStatus::kCodegenOnly);
+  EXPECT_EQ(r.plugins()[0].manifest_path, case_dir("dup_a") / "abi_dup.toml");
+  EXPECT_EQ(r.plugins()[1].status, PluginStatus::kShadowed);
+  EXPECT_EQ(status_name(r.plugins()[1].status), "shadowed");
+  EXPECT_EQ(r.plugins()[1].detail, "shadowed by " + (case_dir("dup_a") / "abi_dup.toml").string());
+  EXPECT_EQ(r.target("abi_dup"), r.plugins()[0].target);
+}
+
+TEST_F(AbiTest, PluginPathTakesPrecedenceOverEnvironment) {
+  setenv("RLX_PLUGIN_PATH", case_dir("dup_b").c_str(), 1);
+  Registry r = discover({case_dir("dup_a")});
+  ASSERT_GE(r.search_dirs().size(), 2u);
+  EXPECT_EQ(r.search_dirs()[0].path, case_dir("dup_a"));
+  EXPECT_EQ(r.search_dirs()[0].origin, "--plugin-path");
+  EXPECT_EQ(r.search_dirs()[1].path, case_dir("dup_b"));
+  EXPECT_EQ(r.search_dirs()[1].origin, "RLX_PLUGIN_PATH");
+  ASSERT_EQ(r.plugins().size(), 2u);
+  EXPECT_EQ(r.plugins()[0].manifest_path, case_dir("dup_a") / "abi_dup.toml");
+  EXPECT_EQ(r.plugins()[1].status, PluginStatus::kShadowed);
+}
+
+TEST_F(AbiTest, PluginPathEnvironmentIsSearchedInOrder) {
+  std::string both = case_dir("dup_b").string() + "::" + case_dir("dup_a").string();
+  setenv("RLX_PLUGIN_PATH", both.c_str(), 1);
+  Registry r = discover({});
+  ASSERT_EQ(r.plugins().size(), 2u);
+  EXPECT_EQ(r.plugins()[0].manifest_path, case_dir("dup_b") / "abi_dup.toml");
+  EXPECT_EQ(r.plugins()[1].detail, "shadowed by " + (case_dir("dup_b") / "abi_dup.toml").string());
+}
+
+TEST_F(AbiTest, SameFolderTwiceIsSearchedOnce) {
+  setenv("RLX_PLUGIN_PATH", case_dir("good").c_str(), 1);
+  Registry r = discover({case_dir("good"), case_dir("good") / ".", case_dir("no_such_case")});
+  ASSERT_EQ(r.plugins().size(), 1u);
+  EXPECT_EQ(r.plugins()[0].status, PluginStatus::kCodegenOnly);
+  ASSERT_EQ(r.search_dirs().size(), 1u);
+  // The missing folder named on the command line is reported, not fatal.
+  ASSERT_EQ(r.problems().size(), 1u);
+  EXPECT_EQ(r.problems()[0].path, case_dir("no_such_case"));
+}
+
+TEST_F(AbiTest, SearchOrderCoversUserPrefixAndSystemFolders) {
+  fs::path root = fs::path(::testing::TempDir()) / "rlx-abi-search";
+  fs::remove_all(root);
+  fs::path user = root / "home/rlx/plugins.d";
+  fs::path sys1 = root / "sys1/rlx/plugins.d";
+  fs::path sys2 = root / "sys2/rlx/plugins.d";
+  for (const fs::path& p : {user, sys1, sys2}) fs::create_directories(p);
+  setenv("XDG_DATA_HOME", (root / "home").c_str(), 1);
+  std::string dirs =
+      (root / "sys1").string() + ":" + (root / "missing").string() + ":" + (root / "sys2").string();
+  setenv("XDG_DATA_DIRS", dirs.c_str(), 1);
+  setenv("RLX_PLUGIN_PATH", case_dir("dup_b").c_str(), 1);
+
+  std::vector<SearchDir> d = plugin_search_dirs(Options{{case_dir("dup_a")}, true});
+  std::vector<std::pair<fs::path, std::string>> got;
+  for (const SearchDir& s : d)
+    if (s.origin != "install prefix") got.emplace_back(s.path, s.origin);
+  std::vector<std::pair<fs::path, std::string>> want = {
+      {case_dir("dup_a"), "--plugin-path"},
+      {case_dir("dup_b"), "RLX_PLUGIN_PATH"},
+      {user, "user"},
+      {sys1, "system"},
+      {sys2, "system"},
+  };
+  EXPECT_EQ(got, want);
+
+  // Without XDG_DATA_HOME the user folder is ~/.local/share/rlx/plugins.d.
+  unsetenv("XDG_DATA_HOME");
+  unsetenv("RLX_PLUGIN_PATH");
+  fs::create_directories(root / "h/.local/share/rlx/plugins.d");
+  const char* home = std::getenv("HOME");
+  std::string saved_home = home ? home : "";
+  setenv("HOME", (root / "h").c_str(), 1);
+  d = plugin_search_dirs(Options{});
+  if (home) setenv("HOME", saved_home.c_str(), 1);
+  ASSERT_GE(d.size(), 1u);
+  EXPECT_EQ(d[0].path, root / "h/.local/share/rlx/plugins.d");
+  EXPECT_EQ(d[0].origin, "user");
+  fs::remove_all(root);
+}
+
+TEST_F(AbiTest, InstallPrefixFolderIsNextToTheBinary) {
+  fs::path exe = fs::read_symlink("/proc/self/exe");
+  fs::path dir = exe.parent_path().parent_path() / "share/rlx/plugins.d";
+  bool existed = fs::exists(dir);
+  fs::create_directories(dir);
+  std::vector<SearchDir> d = plugin_search_dirs(Options{});
+  bool found = false;
+  for (const SearchDir& s : d) found |= s.origin == "install prefix" && s.path == dir;
+  if (!existed) fs::remove_all(exe.parent_path().parent_path() / "share");
+  EXPECT_TRUE(found) << dir;
+}
+
+TEST_F(AbiTest, DisablePluginsLoadsNothingAndSaysWhy) {
+  setenv("RLX_DISABLE_PLUGINS", "1", 1);
+  Registry r = discover({case_dir("good")});
+  EXPECT_TRUE(r.plugins().empty());
+  EXPECT_TRUE(r.search_dirs().empty());
+  ASSERT_EQ(r.problems().size(), 1u);
+  EXPECT_THAT(r.problems()[0].message, HasSubstr("RLX_DISABLE_PLUGINS=1"));
+  try {
+    r.target("abi_good");
+    FAIL() << "no target may be found with plugins disabled";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), StartsWith("unknown target 'abi_good'; available targets: none"));
+    EXPECT_THAT(e.what(), HasSubstr("RLX_DISABLE_PLUGINS"));
+  }
+
+  for (const char* off : {"0", ""}) {
+    setenv("RLX_DISABLE_PLUGINS", off, 1);
+    EXPECT_EQ(discover({case_dir("good")}).plugins().size(), 1u) << "RLX_DISABLE_PLUGINS=" << off;
+  }
+}
+
+TEST_F(AbiTest, UnknownTargetListsTheUsableOnes) {
+  Registry r = discover({case_dir("good"), case_dir("abi_major")});
+  try {
+    r.target("nope");
+    FAIL() << "unknown target";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUser);
+    EXPECT_THAT(e.what(),
+                StartsWith("unknown target 'nope'; available targets: abi_good (codegen-only)"));
+  }
+  try {
+    r.target("abi_major");
+    FAIL() << "incompatible target";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), StartsWith("target 'abi_major' is incompatible: built for ABI 2.0"));
+  }
+}
+
+}  // namespace
+}  // namespace rlx::registry

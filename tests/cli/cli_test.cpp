@@ -1,0 +1,400 @@
+// End-to-end tests of the `rlx` binary: the commands, their --json output, exit codes and
+// messages, run the way a user (or a script) runs them.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "process.h"
+#include "rlx/core/json.h"
+#include "rlx/core/safetensors.h"
+
+namespace rlx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ProcessResult;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Shows the whole exchange when an expectation fails.
+std::string dump(const ProcessResult& r) {
+  return fmt::format("exit {}\n--- stdout\n{}--- stderr\n{}", r.exit_code, r.out, r.err);
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(::testing::TempDir()) /
+           fmt::format("rlx-cli-{}-{}-{}", info->test_suite_name(), info->name(), getpid());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // Runs rlx with an environment that sees only the build tree's plugins (found next to the
+  // binary), so plugins installed on the machine cannot change the results.
+  ProcessResult rlx(std::vector<std::string> args,
+                    std::map<std::string, std::optional<std::string>> env = {}) {
+    std::map<std::string, std::optional<std::string>> e = {
+        {"XDG_DATA_HOME", (dir_ / "no-user-data").string()},
+        {"XDG_DATA_DIRS", (dir_ / "no-system-data").string()},
+        {"RLX_PLUGIN_PATH", std::nullopt},
+        {"RLX_DISABLE_PLUGINS", std::nullopt},
+    };
+    for (auto& [k, v] : env) e[k] = v;
+    return test::run_process(RLX_BINARY, args, e);
+  }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  // y = (x + w) * x on f32[2,3]: two nodes, two inputs, values checkable by hand.
+  fs::path small_model() {
+    return write("small.rlx",
+                 "graph @small(%x: f32[2,3], %w: f32[2,3]) {\n"
+                 "  %s = Add(%x, %w) : f32[2,3]\n"
+                 "  %y = Mul(%s, %x) : f32[2,3]\n"
+                 "  return %y\n"
+                 "}\n");
+  }
+
+  fs::path dir_;
+};
+
+json::Value parse_json(const ProcessResult& r) {
+  try {
+    return json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "stdout is not JSON: " << e.what() << "\n" << dump(r);
+    return {};
+  }
+}
+
+const json::Value* find_named(const json::Value& array, const std::string& name) {
+  if (!array.as_array()) return nullptr;
+  for (const json::Value& v : *array.as_array())
+    if (const json::Value* n = v.find("name"); n && n->as_string() && *n->as_string() == name)
+      return &v;
+  return nullptr;
+}
+
+std::string str(const json::Value* v) {
+  return v && v->as_string() ? *v->as_string() : std::string("<missing>");
+}
+
+TEST_F(CliTest, VersionNamesReleaseAndAbi) {
+  ProcessResult r = rlx({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_TRUE(std::regex_match(r.out, std::regex(R"(rlx \d+\.\d+\.\d+ \(ABI \d+\.\d+\)\n)")))
+      << dump(r);
+}
+
+TEST_F(CliTest, TopLevelHelpListsEveryCommand) {
+  ProcessResult r = rlx({"--help"});
+  EXPECT_EQ(r.exit_code, 0) << dump(r);
+  for (const char* c : {"list-targets", "explain", "run", "compile"})
+    EXPECT_THAT(r.out, HasSubstr(c)) << dump(r);
+}
+
+TEST_F(CliTest, EveryCommandHasHelp) {
+  for (const std::string c : {"list-targets", "explain", "run", "compile"}) {
+    ProcessResult r = rlx({c, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << c << "\n" << dump(r);
+    EXPECT_THAT(r.out, StartsWith("usage: rlx " + c)) << dump(r);
+    EXPECT_TRUE(r.err.empty()) << dump(r);
+  }
+  ProcessResult r = rlx({"--list-targets", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.out, StartsWith("usage: rlx list-targets")) << dump(r);
+}
+
+TEST_F(CliTest, UnknownCommandIsAUserErrorWithAHint) {
+  ProcessResult r = rlx({"frobnicate"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, StartsWith("rlx: error: unknown command 'frobnicate'\n")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("\nhint: run `rlx --help`")) << dump(r);
+  EXPECT_TRUE(r.out.empty()) << dump(r);
+}
+
+TEST_F(CliTest, UnknownOptionIsAUserErrorThatSuggestsTheRightOne) {
+  ProcessResult r = rlx({"explain", "m.rlx", "--taget", "cpu"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("unknown option '--taget'")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("did you mean --target?")) << dump(r);
+}
+
+TEST_F(CliTest, NoCommandIsAUserError) {
+  ProcessResult r = rlx({});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("hint:")) << dump(r);
+}
+
+TEST_F(CliTest, MissingRequiredOptionIsAUserError) {
+  ProcessResult r = rlx({"explain", small_model().string()});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("needs -t, --target T")) << dump(r);
+}
+
+TEST_F(CliTest, ListTargetsJsonListsCpuAvailable) {
+  ProcessResult r = rlx({"--list-targets", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  ASSERT_TRUE(doc.as_object()) << dump(r);
+  // Exactly these keys, in this order, without -v.
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : *doc.as_object()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"targets", "importers", "problems"}));
+  ASSERT_TRUE(doc.find("importers") && doc.find("importers")->as_array());
+  ASSERT_TRUE(doc.find("problems") && doc.find("problems")->as_array());
+  const json::Value* cpu = find_named(*doc.find("targets"), "cpu");
+  ASSERT_TRUE(cpu) << dump(r);
+  EXPECT_EQ(str(cpu->find("status")), "available") << dump(r);
+  for (const char* key : {"version", "abi", "detail"}) EXPECT_TRUE(cpu->find(key)) << key;
+}
+
+TEST_F(CliTest, ListTargetsVerboseJsonAddsPathsCoverageAndSearchDirs) {
+  ProcessResult r = rlx({"list-targets", "-v", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  ASSERT_TRUE(doc.find("search_dirs") && doc.find("search_dirs")->as_array()) << dump(r);
+  const json::Value* cpu = find_named(*doc.find("targets"), "cpu");
+  ASSERT_TRUE(cpu) << dump(r);
+  EXPECT_THAT(str(cpu->find("manifest")), HasSubstr("cpu.toml"));
+  EXPECT_THAT(str(cpu->find("library")), HasSubstr("cpu"));
+  const json::Value* coverage = cpu->find("coverage");
+  ASSERT_TRUE(coverage && coverage->as_object()) << dump(r);
+  for (const char* key : {"native", "shared-ir", "rewritten", "illegal"})
+    EXPECT_TRUE(coverage->find(key) && coverage->find(key)->as_number()) << key;
+}
+
+TEST_F(CliTest, ListTargetsTextHasTargetsAndImportersSections) {
+  ProcessResult r = rlx({"--list-targets"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.out, StartsWith("targets:\n")) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("target")) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("\nimporters:\n")) << dump(r);
+  ProcessResult v = rlx({"--list-targets", "-v"});
+  ASSERT_EQ(v.exit_code, 0) << dump(v);
+  EXPECT_THAT(v.out, HasSubstr("coverage  native ")) << dump(v);
+  EXPECT_THAT(v.out, HasSubstr("search order:\n  1. ")) << dump(v);
+  EXPECT_THAT(v.out, HasSubstr("(install prefix)")) << dump(v);
+}
+
+TEST_F(CliTest, MalformedManifestIsAProblemNotAFailure) {
+  fs::path plugins = dir_ / "plugins";
+  fs::create_directories(plugins);
+  std::ofstream(plugins / "mangled.toml") << "[plugin\nname = = \"mangled\"\n";
+  ProcessResult r = rlx({"--list-targets", "--json"}, {{"RLX_PLUGIN_PATH", plugins.string()}});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  ASSERT_TRUE(doc.find("problems") && doc.find("problems")->as_array()) << dump(r);
+  bool reported = false;
+  for (const json::Value& p : *doc.find("problems")->as_array()) {
+    if (str(p.find("path")).ends_with("mangled.toml")) {
+      reported = true;
+      EXPECT_FALSE(str(p.find("message")).empty()) << dump(r);
+    }
+  }
+  EXPECT_TRUE(reported) << dump(r);
+  // The good plugins are still listed.
+  EXPECT_TRUE(find_named(*doc.find("targets"), "cpu")) << dump(r);
+
+  // The same through --plugin-path, after the command, in the text listing.
+  ProcessResult t = rlx({"list-targets", "--plugin-path", plugins.string()});
+  ASSERT_EQ(t.exit_code, 0) << dump(t);
+  EXPECT_THAT(t.out, HasSubstr("\nproblems:\n")) << dump(t);
+  EXPECT_THAT(t.out, HasSubstr("mangled.toml: ")) << dump(t);
+}
+
+TEST_F(CliTest, DisabledPluginsStillList) {
+  ProcessResult r = rlx({"--list-targets", "--json"}, {{"RLX_DISABLE_PLUGINS", "1"}});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  ASSERT_TRUE(doc.find("targets") && doc.find("targets")->as_array()) << dump(r);
+  EXPECT_TRUE(doc.find("targets")->as_array()->empty()) << dump(r);
+}
+
+TEST_F(CliTest, RunComputesOutputsByName) {
+  fs::path model = small_model();
+  fs::path in = dir_ / "in.safetensors", out = dir_ / "out.safetensors";
+  write_safetensors(in, {{"x", Tensor::from<float>(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6})},
+                         {"w", Tensor::from<float>(DType::kF32, {2, 3}, {1, 1, 1, -1, 0, 0.5f})}});
+  ProcessResult r = rlx({"run", model.string(), "--target", "cpu", "--inputs", in.string(),
+                         "--output", out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  TensorMap result = read_safetensors(out);
+  ASSERT_EQ(result.size(), 1u);
+  ASSERT_TRUE(result.count("y"));
+  const Tensor& y = result.at("y");
+  EXPECT_EQ(y.dtype(), DType::kF32);
+  EXPECT_EQ(y.shape(), (std::vector<int64_t>{2, 3}));
+  // (x + w) * x
+  const std::vector<float> expected = {2, 6, 12, 12, 25, 39};
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.as<float>()[i], expected[i]) << "element " << i;
+
+  json::Value doc = parse_json(r);
+  const json::Value* y_summary = find_named(*doc.find("outputs"), "y");
+  ASSERT_TRUE(y_summary) << dump(r);
+  EXPECT_EQ(str(y_summary->find("dtype")), "f32");
+  const json::Array* shape = y_summary->find("shape")->as_array();
+  ASSERT_TRUE(shape && shape->size() == 2) << dump(r);
+  EXPECT_EQ((*shape)[0].as_number()->raw, "2");
+  EXPECT_EQ((*shape)[1].as_number()->raw, "3");
+}
+
+// A natively claimed op (a library call rather than a generated loop) through the same path.
+TEST_F(CliTest, RunMatMul) {
+  fs::path model = write("mm.rlx",
+                         "graph @mm(%x: f32[2,3], %w: f32[3,2]) {\n"
+                         "  %y = MatMul(%x, %w) : f32[2,2]\n"
+                         "  return %y\n"
+                         "}\n");
+  fs::path in = dir_ / "in.safetensors", out = dir_ / "out.safetensors";
+  write_safetensors(in, {{"x", Tensor::from<float>(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6})},
+                         {"w", Tensor::from<float>(DType::kF32, {3, 2}, {1, 0, 0, 1, 1, -1})}});
+  ProcessResult r =
+      rlx({"run", model.string(), "-t", "cpu", "-i", in.string(), "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("y f32[2,2]")) << dump(r);
+  TensorMap result = read_safetensors(out);
+  ASSERT_TRUE(result.count("y"));
+  const Tensor& y = result.at("y");
+  ASSERT_EQ(y.shape(), (std::vector<int64_t>{2, 2}));
+  // [[1,2,3],[4,5,6]] x [[1,0],[0,1],[1,-1]]
+  const std::vector<float> expected = {4, -1, 10, -1};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(y.as<float>()[i], expected[i]) << "element " << i;
+}
+
+TEST_F(CliTest, RunWithAMissingInputNamesIt) {
+  fs::path in = dir_ / "in.safetensors";
+  write_safetensors(in, {{"x", Tensor::from<float>(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6})}});
+  ProcessResult r = rlx({"run", small_model().string(), "--target", "cpu", "--inputs", in.string(),
+                         "--output", (dir_ / "out.safetensors").string()});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("input 'w' (f32[2,3]) is not in")) << dump(r);
+}
+
+TEST_F(CliTest, ExplainJsonShowsAPathForEveryNode) {
+  ProcessResult r = rlx({"explain", small_model().string(), "--target", "cpu", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  const json::Value* nodes = doc.find("nodes");
+  ASSERT_TRUE(nodes && nodes->as_array()) << dump(r);
+  ASSERT_EQ(nodes->as_array()->size(), 2u) << dump(r);
+  for (const json::Value& n : *nodes->as_array())
+    EXPECT_THAT(str(n.find("path")), ::testing::AnyOf("native", "shared-ir", "rewritten"))
+        << dump(r);
+
+  ProcessResult text = rlx({"explain", small_model().string(), "--target", "cpu"});
+  ASSERT_EQ(text.exit_code, 0) << dump(text);
+  EXPECT_THAT(text.out, HasSubstr("%y")) << dump(text);
+}
+
+TEST_F(CliTest, MissingModelIsAUserError) {
+  ProcessResult r = rlx({"explain", (dir_ / "absent.rlx").string(), "--target", "cpu"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, StartsWith("rlx: error: model file '")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("absent.rlx' does not exist")) << dump(r);
+}
+
+TEST_F(CliTest, UnknownTargetIsAUserError) {
+  ProcessResult r = rlx({"explain", small_model().string(), "--target", "no-such-target"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, StartsWith("rlx: error: unknown target 'no-such-target'")) << dump(r);
+}
+
+TEST_F(CliTest, MalformedModelIsAUserErrorAndVerboseSaysWhere) {
+  fs::path bad = write("bad.rlx", "graph @g(%x: f32[2]) {\n  %y = Add(%x) : \n}\n");
+  ProcessResult r = rlx({"explain", bad.string(), "--target", "cpu"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, StartsWith("rlx: error: ")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("bad.rlx")) << dump(r);
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("raised at"))) << dump(r);
+  ProcessResult v = rlx({"--verbose", "explain", bad.string(), "--target", "cpu"});
+  EXPECT_EQ(v.exit_code, 1) << dump(v);
+  EXPECT_THAT(v.err, HasSubstr("rlx: note: raised at ")) << dump(v);
+}
+
+TEST_F(CliTest, CompileWritesArtifactsAndAManifest) {
+  fs::path out = dir_ / "out";
+  ProcessResult r = rlx({"compile", small_model().string(), "--target", "cpu", "-o", out.string(),
+                         "--timings", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  for (const char* f : {"model.mir", "model.lir", "dispatch.json", "manifest.json"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+
+  std::ifstream in(out / "manifest.json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  json::Value manifest = json::parse(text);
+  const json::Value* files = manifest.find("files");
+  ASSERT_TRUE(files && files->as_array()) << text;
+  std::vector<std::string> listed;
+  for (const json::Value& f : *files->as_array()) {
+    listed.push_back(str(f.find("path")));
+    EXPECT_FALSE(str(f.find("kind")).empty()) << text;
+    EXPECT_TRUE(fs::exists(out / str(f.find("path")))) << str(f.find("path"));
+  }
+  EXPECT_THAT(listed, ::testing::IsSupersetOf({"model.mir", "model.lir", "dispatch.json"}));
+  // The target wrote something of its own besides our three files.
+  EXPECT_GT(listed.size(), 3u) << text;
+  json::parse([&] {
+    std::ifstream d(out / "dispatch.json");
+    return std::string((std::istreambuf_iterator<char>(d)), {});
+  }());
+
+  json::Value doc = parse_json(r);
+  const json::Value* timings = doc.find("timings_ms");
+  ASSERT_TRUE(timings && timings->as_object()) << dump(r);
+  for (const char* stage : {"import", "dispatch+passes", "lowering", "codegen/emit", "total"})
+    EXPECT_TRUE(timings->find(stage) && timings->find(stage)->as_number()) << stage;
+}
+
+TEST_F(CliTest, CompileTextTimings) {
+  ProcessResult r = rlx({"compile", small_model().string(), "--target", "cpu", "-o",
+                         (dir_ / "out").string(), "--timings"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("manifest.json")) << dump(r);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(dispatch\+passes +[0-9.]+ ms)"))) << dump(r);
+}
+
+TEST_F(CliTest, CompileSymbolicModelNeedsBind) {
+  fs::path model = write("sym.rlx",
+                         "graph @sym(%x: f32[B,4]) {\n"
+                         "  %y = Add(%x, %x) : f32[B,4]\n"
+                         "  return %y\n"
+                         "}\n");
+  ProcessResult r =
+      rlx({"compile", model.string(), "--target", "cpu", "-o", (dir_ / "out").string()});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("symbolic dims without a size: B")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("hint: compiling needs every size; add --bind B=<size>")) << dump(r);
+
+  ProcessResult wrong = rlx({"compile", model.string(), "--target", "cpu", "-o",
+                             (dir_ / "out").string(), "--bind", "S=3"});
+  EXPECT_EQ(wrong.exit_code, 1) << dump(wrong);
+  EXPECT_THAT(wrong.err, HasSubstr("no symbolic dim 'S'")) << dump(wrong);
+
+  ProcessResult ok = rlx({"compile", model.string(), "--target", "cpu", "-o",
+                          (dir_ / "out").string(), "--bind", "B=5"});
+  ASSERT_EQ(ok.exit_code, 0) << dump(ok);
+  std::ifstream in(dir_ / "out" / "manifest.json");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  json::Value manifest = json::parse(text);
+  const json::Value* b = manifest.find("bindings");
+  ASSERT_TRUE(b && b->find("B")) << text;
+  EXPECT_EQ(b->find("B")->as_number()->raw, "5");
+}
+
+}  // namespace
+}  // namespace rlx::cli

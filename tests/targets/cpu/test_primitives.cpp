@@ -1,0 +1,238 @@
+// Every elementwise MIR primitive on the cpu target at every dtype it supports, against
+// references computed here in double precision (the C library) or by hand, then rounded once to
+// the dtype under test.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "rlx/core/half.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+using test::run_text;
+
+const std::vector<double> kX = {-2.0, -0.5, 0.0, 0.5, 2.0, 3.0};
+const std::vector<double> kY = {1.5, -0.25, 2.0, 0.5, -3.0, 4.0};
+
+Tensor make(DType d, const std::vector<double>& v) {
+  Tensor t(d, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) {
+    switch (d) {
+      case DType::kF16: t.as<uint16_t>()[i] = f32_to_f16(static_cast<float>(v[i])); break;
+      case DType::kBF16: t.as<uint16_t>()[i] = f32_to_bf16(static_cast<float>(v[i])); break;
+      case DType::kF32: t.as<float>()[i] = static_cast<float>(v[i]); break;
+      case DType::kF64: t.as<double>()[i] = v[i]; break;
+      case DType::kI32: t.as<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
+      case DType::kI64: t.as<int64_t>()[i] = static_cast<int64_t>(v[i]); break;
+      case DType::kBool: t.as<uint8_t>()[i] = v[i] != 0; break;
+      default: ADD_FAILURE() << "unsupported dtype in test";
+    }
+  }
+  return t;
+}
+
+double round_to(DType d, double v) {
+  switch (d) {
+    case DType::kF16: return f16_to_f32(f32_to_f16(static_cast<float>(v)));
+    case DType::kBF16: return bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
+    case DType::kF32: return static_cast<float>(v);
+    default: return v;
+  }
+}
+
+double tolerance(DType d) {
+  switch (d) {
+    case DType::kF16: return 1e-3;
+    case DType::kBF16: return 8e-3;
+    case DType::kF32: return 2e-6;
+    default: return 1e-13;
+  }
+}
+
+void expect_close(DType d, const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "] = " << got[i];
+      continue;
+    }
+    if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << what << " [" << i << "]";
+      continue;
+    }
+    EXPECT_NEAR(got[i], want[i], tolerance(d) * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
+  }
+}
+
+std::string unary_ir(const std::string& op, DType d) {
+  auto t = fmt::format("{}[6]", dtype_name(d));
+  return fmt::format("graph @t(%x: {0}) {{\n  %y = {1}(%x) : {0}\n  return %y\n}}\n", t, op);
+}
+
+std::string binary_ir(const std::string& op, DType d, DType out) {
+  return fmt::format("graph @t(%x: {0}[6], %y: {0}[6]) {{\n  %z = {1}(%x, %y) : {2}[6]\n  return %z\n}}\n",
+                     dtype_name(d), op, dtype_name(out));
+}
+
+struct FloatUnary {
+  const char* op;
+  std::function<double(double)> ref;
+};
+
+const std::vector<FloatUnary> kFloatUnary = {
+    {"neg", [](double x) { return -x; }},
+    {"abs", [](double x) { return std::fabs(x); }},
+    {"sign", [](double x) { return double((x > 0) - (x < 0)); }},
+    {"exp", [](double x) { return std::exp(x); }},
+    {"log", [](double x) { return std::log(x); }},
+    {"sqrt", [](double x) { return std::sqrt(x); }},
+    {"rsqrt", [](double x) { return 1 / std::sqrt(x); }},
+    {"tanh", [](double x) { return std::tanh(x); }},
+    {"erf", [](double x) { return std::erf(x); }},
+    {"sin", [](double x) { return std::sin(x); }},
+    {"cos", [](double x) { return std::cos(x); }},
+    {"floor", [](double x) { return std::floor(x); }},
+    {"ceil", [](double x) { return std::ceil(x); }},
+    {"round", [](double x) { return std::nearbyint(x); }},  // ties to even: -0.5 -> -0, 0.5 -> 0
+    {"logistic", [](double x) { return 1 / (1 + std::exp(-x)); }},
+};
+
+struct FloatBinary {
+  const char* op;
+  std::function<double(double, double)> ref;
+};
+
+const std::vector<FloatBinary> kFloatBinary = {
+    {"add", [](double a, double b) { return a + b; }},
+    {"sub", [](double a, double b) { return a - b; }},
+    {"mul", [](double a, double b) { return a * b; }},
+    {"div", [](double a, double b) { return a / b; }},
+    {"max", [](double a, double b) { return std::max(a, b); }},
+    {"min", [](double a, double b) { return std::min(a, b); }},
+    {"pow", [](double a, double b) { return std::pow(a, b); }},
+    {"rem", [](double a, double b) { return std::fmod(a, b); }},
+};
+
+const DType kFloats[] = {DType::kF32, DType::kF64, DType::kF16, DType::kBF16};
+
+TEST(CpuPrimitives, FloatUnaryOpsAtEveryFloatDtype) {
+  for (DType d : kFloats) {
+    for (const auto& c : kFloatUnary) {
+      auto out = run_text(unary_ir(c.op, d), {{"x", make(d, kX)}});
+      std::vector<double> want;
+      for (double x : kX) want.push_back(round_to(d, c.ref(round_to(d, x))));
+      expect_close(d, test::values(out.at("y")), want, fmt::format("{} {}", c.op, dtype_name(d)));
+    }
+  }
+}
+
+TEST(CpuPrimitives, FloatBinaryOpsAtEveryFloatDtype) {
+  for (DType d : kFloats) {
+    for (const auto& c : kFloatBinary) {
+      auto out = run_text(binary_ir(c.op, d, d), {{"x", make(d, kX)}, {"y", make(d, kY)}});
+      std::vector<double> want;
+      for (size_t i = 0; i < kX.size(); ++i) want.push_back(round_to(d, c.ref(kX[i], kY[i])));
+      expect_close(d, test::values(out.at("z")), want, fmt::format("{} {}", c.op, dtype_name(d)));
+    }
+  }
+}
+
+TEST(CpuPrimitives, ComparisonsYieldBool) {
+  const std::vector<std::pair<const char*, std::function<bool(double, double)>>> cases = {
+      {"eq", [](double a, double b) { return a == b; }}, {"ne", [](double a, double b) { return a != b; }},
+      {"lt", [](double a, double b) { return a < b; }},  {"le", [](double a, double b) { return a <= b; }},
+      {"gt", [](double a, double b) { return a > b; }},  {"ge", [](double a, double b) { return a >= b; }}};
+  std::vector<double> y = {-2.0, 1.0, 0.0, 0.25, 2.0, 5.0};
+  for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
+    for (auto& [op, ref] : cases) {
+      auto out = run_text(binary_ir(op, d, DType::kBool), {{"x", make(d, kX)}, {"y", make(d, y)}});
+      EXPECT_EQ(out.at("z").dtype(), DType::kBool);
+      std::vector<double> want;
+      for (size_t i = 0; i < kX.size(); ++i) {
+        double a = is_integer(d) ? std::trunc(kX[i]) : kX[i];
+        double b = is_integer(d) ? std::trunc(y[i]) : y[i];
+        want.push_back(ref(a, b));
+      }
+      EXPECT_EQ(test::values(out.at("z")), want) << op << " " << dtype_name(d);
+    }
+  }
+}
+
+TEST(CpuPrimitives, IntegerArithmeticTruncatesAndDivisionByZeroGivesZero) {
+  std::vector<double> a = {-7, -1, 0, 3, 8, 100}, b = {2, -3, 5, 0, 3, -7};
+  const std::vector<std::pair<const char*, std::vector<double>>> cases = {
+      {"add", {-5, -4, 5, 3, 11, 93}},   {"sub", {-9, 2, -5, 3, 5, 107}},
+      {"mul", {-14, 3, 0, 0, 24, -700}}, {"div", {-3, 0, 0, 0, 2, -14}},
+      {"rem", {-1, -1, 0, 0, 2, 2}},     {"max", {2, -1, 5, 3, 8, 100}},
+      {"min", {-7, -3, 0, 0, 3, -7}},    {"and", {-7 & 2, -1 & -3, 0 & 5, 3 & 0, 8 & 3, 100 & -7}},
+      {"or", {-7 | 2, -1 | -3, 0 | 5, 3 | 0, 8 | 3, 100 | -7}},
+      {"xor", {-7 ^ 2, -1 ^ -3, 0 ^ 5, 3 ^ 0, 8 ^ 3, 100 ^ -7}}};
+  for (DType d : {DType::kI32, DType::kI64})
+    for (auto& [op, want] : cases) {
+      auto out = run_text(binary_ir(op, d, d), {{"x", make(d, a)}, {"y", make(d, b)}});
+      EXPECT_EQ(test::values(out.at("z")), want) << op << " " << dtype_name(d);
+    }
+}
+
+TEST(CpuPrimitives, IntegerUnaryAndWrapAround) {
+  auto out = run_text(unary_ir("neg", DType::kI32), {{"x", make(DType::kI32, {-7, -1, 0, 3, 8, 100})}});
+  EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{7, 1, 0, -3, -8, -100}));
+  out = run_text(unary_ir("abs", DType::kI64), {{"x", make(DType::kI64, {-7, -1, 0, 3, 8, 100})}});
+  EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{7, 1, 0, 3, 8, 100}));
+  out = run_text(unary_ir("not", DType::kBool), {{"x", make(DType::kBool, {1, 0, 1, 1, 0, 0})}});
+  EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{0, 1, 0, 0, 1, 1}));
+  // i32 wraps: 2^31 - 1 + 1 = -2^31.
+  Tensor big = Tensor::from<int32_t>(DType::kI32, {1}, {2147483647});
+  Tensor one = Tensor::from<int32_t>(DType::kI32, {1}, {1});
+  out = run_text("graph @t(%x: i32[1], %y: i32[1]) {\n  %z = add(%x, %y) : i32[1]\n  return %z\n}\n",
+                 {{"x", big}, {"y", one}});
+  EXPECT_EQ(out.at("z").as<int32_t>()[0], -2147483647 - 1);
+}
+
+TEST(CpuPrimitives, LogicalOpsOnBool) {
+  std::vector<double> a = {1, 1, 0, 0, 1, 0}, b = {1, 0, 1, 0, 1, 1};
+  auto run = [&](const char* op) {
+    return test::values(run_text(binary_ir(op, DType::kBool, DType::kBool),
+                                 {{"x", make(DType::kBool, a)}, {"y", make(DType::kBool, b)}}).at("z"));
+  };
+  EXPECT_EQ(run("and"), (std::vector<double>{1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(run("or"), (std::vector<double>{1, 1, 1, 0, 1, 1}));
+  EXPECT_EQ(run("xor"), (std::vector<double>{0, 1, 1, 0, 0, 1}));
+}
+
+TEST(CpuPrimitives, ConvertRoundsTruncatesAndSaturatesAsDocumented) {
+  std::vector<double> x = {-2.7, -0.5, 0.0, 0.5, 2.7, 65519.0};
+  auto conv = [&](DType to) {
+    std::string ir = fmt::format("graph @t(%x: f32[6]) {{\n  %y = convert(%x) {{dtype = {0}}} : {0}[6]\n  return %y\n}}\n", dtype_name(to));
+    return test::values(run_text(ir, {{"x", make(DType::kF32, x)}}).at("y"));
+  };
+  EXPECT_EQ(conv(DType::kI32), (std::vector<double>{-2, 0, 0, 0, 2, 65519}));  // toward zero
+  EXPECT_EQ(conv(DType::kBool), (std::vector<double>{1, 1, 0, 1, 1, 1}));
+  auto h = conv(DType::kF16);
+  EXPECT_EQ(h[0], f16_to_f32(f32_to_f16(-2.7f)));
+  EXPECT_EQ(h[5], 65504.0);  // 65519 rounds to the largest finite f16
+  auto bf = conv(DType::kBF16);
+  EXPECT_EQ(bf[4], bf16_to_f32(f32_to_bf16(2.7f)));
+}
+
+TEST(CpuPrimitives, SelectPicksPerElement) {
+  auto out = run_text(
+      "graph @t(%p: bool[4], %a: f32[4], %b: f32[4]) {\n  %y = select(%p, %a, %b) : f32[4]\n  return %y\n}\n",
+      {{"p", make(DType::kBool, {1, 0, 0, 1})}, {"a", test::f32({4}, {1, 2, 3, 4})}, {"b", test::f32({4}, {-1, -2, -3, -4})}});
+  EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{1, -2, -3, 4}));
+}
+
+TEST(CpuPrimitives, NanPropagatesThroughMaxAndMin) {
+  auto out = run_text(binary_ir("max", DType::kF32, DType::kF32),
+                      {{"x", make(DType::kF32, {NAN, 1, 2, 3, 4, 5})}, {"y", make(DType::kF32, {0, NAN, 1, 1, 1, 1})}});
+  auto v = test::values(out.at("z"));
+  EXPECT_TRUE(std::isnan(v[0]) && std::isnan(v[1]));
+  EXPECT_EQ(v[2], 2);
+}
+
+}  // namespace
+}  // namespace rlx

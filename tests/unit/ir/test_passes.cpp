@@ -1,0 +1,65 @@
+// Graph passes: text in, text out.
+#include <gtest/gtest.h>
+
+#include "rlx/core/ir_text.h"
+#include "rlx/core/passes.h"
+
+namespace rlx {
+namespace {
+
+std::string run_passes(const char* text) {
+  Graph g = parse_graph(text);
+  run_default_passes(g);
+  return print_graph(g);
+}
+
+TEST(Passes, FoldsConstantsAndDimSizes) {
+  EXPECT_EQ(run_passes(R"(graph @g(%x: f32[2,3]) {
+  %a = constant() {value = dense<f64[]: [2.0]>} : f64[]
+  %b = convert(%a) {dtype = f32} : f32[]
+  %c = mul(%b, %b) : f32[]
+  %d = dim_size(%x) {dim = 1} : i64[]
+  %e = convert(%d) {dtype = f32} : f32[]
+  %f = add(%c, %e) : f32[]
+  %g = broadcast_in_dim(%f) {dims = [], shape = [2, 3]} : f32[2,3]
+  %y = add(%x, %g) : f32[2,3]
+  return %y
+}
+)"),
+            R"(graph @g(%x: f32[2,3]) {
+  %f = constant() {value = dense<f32[]: [7.0]>} : f32[]
+  %g = broadcast_in_dim(%f) {dims = [], shape = [2, 3]} : f32[2,3]
+  %y = add(%x, %g) : f32[2,3]
+  return %y
+}
+)");
+}
+
+TEST(Passes, CseDceAndIdentityRemoval) {
+  EXPECT_EQ(run_passes(R"(graph @g(%x: f32[2,3]) {
+  %a = exp(%x) : f32[2,3]
+  %b = exp(%x) : f32[2,3]
+  %dead = log(%x) : f32[2,3]
+  %r = reshape(%a) {shape = [2, 3]} : f32[2,3]
+  %t1 = transpose(%b) {perm = [1, 0]} : f32[3,2]
+  %t2 = transpose(%t1) {perm = [1, 0]} : f32[2,3]
+  %y = add(%r, %t2) : f32[2,3]
+  return %y
+}
+)"),
+            R"(graph @g(%x: f32[2,3]) {
+  %a = exp(%x) : f32[2,3]
+  %y = add(%a, %a) : f32[2,3]
+  return %y
+}
+)");
+}
+
+TEST(Passes, SpecializeBindsSymbols) {
+  Graph g = parse_graph("graph @g(%x: f32[B,4]) {\n  %y = reshape(%x) {shape = [B, 2, 2]} : f32[B,2,2]\n  return %y\n}\n");
+  EXPECT_EQ(print_graph(specialize(g, {{"B", 3}})),
+            "graph @g(%x: f32[3,4]) {\n  %y = reshape(%x) {shape = [3, 2, 2]} : f32[3,2,2]\n  return %y\n}\n");
+}
+
+}  // namespace
+}  // namespace rlx
