@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages rlx builds and tests with. Runs apt only when something is
+# missing, so a warm machine (and CI on it) pays nothing.
+set -euo pipefail
+packages=(cmake ninja-build g++ ccache pkg-config
+          libboost-dev libtomlplusplus-dev libfmt-dev libtbb-dev
+          googletest libgtest-dev libgmock-dev dpkg-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
