@@ -4,7 +4,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export CCACHE_BASEDIR="$root"
-export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+export CCACHE_DIR="${CCACHE_DIR:-${HOME:-/root}/.cache/ccache}"
 export CCACHE_COMPRESS=1
 build="${RLX_BUILD_DIR:-$root/build}"
 if [ ! -f "$build/build.ninja" ]; then

@@ -18,7 +18,7 @@ int explain_main(const Args& args, const GlobalOptions& global) {
   Graph graph = load_model(reg, model_path);
   Session session(target);
   CompiledModel model = session.compile(graph);
-  std::string out = args.flag("json") ? model.report().to_json() : model.report().to_text();
+  std::string out = args.flag("json") ? model.report().to_json() : model.report().to_text(global.verbose);
   if (out.empty() || out.back() != '\n') out += '\n';
   std::fputs(out.c_str(), stdout);
   return 0;
@@ -33,7 +33,8 @@ Command explain_command() {
   spec.usage = "MODEL --target T [--json]";
   spec.description =
       "Compiles MODEL (an rlx IR text file) for target T and prints, for every node, the path\n"
-      "that lowers it (native, shared-ir or rewritten) and the reasons earlier paths refused.\n"
+      "that lowers it (native, shared-ir or rewritten); rewritten nodes (and, with -v, every node)\n"
+      "list why the earlier paths refused.\n"
       "Exits 1 with the node, op, dtypes and refusals when no path is legal.";
   spec.positionals = {"MODEL"};
   spec.options = {

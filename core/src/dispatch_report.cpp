@@ -5,7 +5,7 @@
 
 namespace rlx {
 
-std::string DispatchReport::to_text() const {
+std::string DispatchReport::to_text(bool verbose) const {
   std::string out = fmt::format("dispatch for target '{}': {} nodes\n", target, entries.size());
   size_t wv = 5, wo = 2, wd = 6;
   for (auto& e : entries) {
@@ -22,7 +22,8 @@ std::string DispatchReport::to_text() const {
     if (!e.loc.empty()) detail += fmt::format("{}loc '{}'", detail.empty() ? "" : "; ", e.loc);
     out += fmt::format("  {:<{}}  {:<{}}  {:<{}}  {:<10} {}\n", "%" + e.value, wv, e.op, wo,
                        e.dtypes, wd, path_name(e.path), detail);
-    for (auto& r : e.refused) out += fmt::format("      refused {}\n", r);
+    if (verbose || e.path == LoweringPath::kRewritten)
+      for (auto& r : e.refused) out += fmt::format("      refused {}\n", r);
   }
   return out;
 }

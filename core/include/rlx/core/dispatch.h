@@ -28,7 +28,8 @@ struct DispatchEntry {
 struct DispatchReport {
   std::string target;
   std::vector<DispatchEntry> entries;
-  std::string to_text() const;
+  // `verbose` lists every refusal; otherwise only those behind a rewritten node.
+  std::string to_text(bool verbose = false) const;
   std::string to_json() const;
 };
 
