@@ -1,8 +1,13 @@
 #include "rlx/core/lir.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+#include <string_view>
 
 #include "rlx/core/error.h"
 
@@ -53,72 +58,230 @@ void plan_buffers(Program& p) {
 
 namespace {
 
-std::string kind_name(BufferKind k) {
+// The textual form (parsed back by parse_program in lir_text.cpp):
+//
+//   lir.program arena 128 {
+//     inputs(%x = b0, %"odd name" = b1)
+//     outputs(%y = b4)
+//     b0 = input %x : f32[4,8] live [0, 0]
+//     b1 = input %"odd name" : i64[] live [0, 0]
+//     b2 = constant %w : f32[8,2] live [1, 1] = dense<f32[8,2]: [1.0, 2.0, ...]>
+//     b3 = temp %t : f32[4,8] at 0 live [0, 1]
+//     b4 = output %y : f32[4,2] live [1, 2]
+//     k0 = loop @k0_add_exp domain [4, 8] parallel 2 {
+//       e0 = load b0 offset 0 strides [8, 1] : f32
+//       e1 = load b1 offset 0 strides [0, 0] where 0 <= i1 < 4 : i64
+//       e2 = convert(e1) : f32
+//       e3 = add(e0, e2) : f32
+//       e4 = exp(e3) : f32
+//       store b3 <- e4
+//     }
+//     k1 = call dot_general(b3, b2) -> (b4) {lhs_batch = [], ...} loc("fc1")
+//     k2 = call while(b4) -> (b4) [
+//       lir.program arena 0 { ... },
+//       lir.program arena 0 { ... }
+//     ]
+//   }
+//
+// Buffer ids, kernel numbers and expression numbers equal their positions; loads, stores and
+// calls refer to buffers by id and expressions refer to earlier expressions of their kernel.
+//
+// Optional buffer fields (of, at, live, data) are printed whenever they differ from their
+// defaults, so nothing is lost even for buffers of an unusual kind. Each expression prints the
+// fields its kind uses; the others keep their defaults when parsed.
+
+const char* kind_name(BufferKind k) {
   switch (k) {
-    case BufferKind::kInput: return "input";
-    case BufferKind::kOutput: return "output";
-    case BufferKind::kConstant: return "constant";
-    case BufferKind::kTemp: return "temp";
-    case BufferKind::kAlias: return "alias";
+    case BufferKind::kInput:
+      return "input";
+    case BufferKind::kOutput:
+      return "output";
+    case BufferKind::kConstant:
+      return "constant";
+    case BufferKind::kTemp:
+      return "temp";
+    case BufferKind::kAlias:
+      return "alias";
   }
-  return "";
+  return "?";
 }
 
-std::string ints(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
+bool name_chars(const std::string& s, std::string_view extra) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && extra.find(c) == extra.npos)
+      return false;
+  return true;
 }
 
-std::string expr_str(const Expr& e) {
-  std::string args;
-  for (size_t i = 0; i < e.args.size(); ++i) args += (i ? ", " : "") + fmt::format("e{}", e.args[i]);
-  std::string t(dtype_name(e.dtype));
-  switch (e.kind) {
-    case ExprKind::kLoad: {
-      std::string g;
-      for (auto& gd : e.load.guards) g += fmt::format(" guard(i{} in [{},{}))", gd.dim, gd.lo, gd.hi);
-      return fmt::format("load b{} offset {} strides {}{} : {}", e.load.buffer, e.load.offset,
-                         ints(e.load.strides), g, t);
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
     }
-    case ExprKind::kConst: return fmt::format("const {} : {}", e.value, t);
-    case ExprKind::kIndex: return fmt::format("index {} + {} . i : {}", e.load.offset, ints(e.load.strides), t);
-    case ExprKind::kInRange: return fmt::format("in_range i{} [{},{}) : bool", e.dim, e.lo, e.hi);
-    case ExprKind::kUnary: case ExprKind::kBinary: return fmt::format("{}({}) : {}", e.op, args, t);
-    case ExprKind::kSelect: return fmt::format("select({}) : {}", args, t);
-    case ExprKind::kConvert: return fmt::format("convert({}) : {}", args, t);
   }
-  return "";
+  return out + "\"";
+}
+
+// Names print bare when the graph printer would print them bare, quoted otherwise.
+std::string name_str(const std::string& s) {
+  return name_chars(s, ".") ? s : quote(s);
+}
+
+// ':' may appear in a bare callee so "native:MatMul" stays readable; the parser reads callees
+// with ':' as a name character.
+std::string callee_str(const std::string& s) {
+  return name_chars(s, ".:") ? s : quote(s);
+}
+
+// An elementwise op whose name collides with an expression keyword is quoted so the parser
+// cannot read it as that keyword's form.
+std::string op_str(const std::string& op) {
+  static const std::set<std::string, std::less<>> kKeywords = {"load",     "const",  "index",
+                                                               "in_range", "select", "convert"};
+  return name_chars(op, ".") && !kKeywords.count(op) ? op : quote(op);
+}
+
+std::string int_list(const std::vector<int64_t>& v) {
+  return fmt::format("[{}]", fmt::join(v, ", "));
+}
+
+std::string type_str(DType t, const std::vector<int64_t>& shape) {
+  return fmt::format("{}[{}]", dtype_name(t), fmt::join(shape, ","));
+}
+
+// Integral immediates of integer and bool expressions print as integers for readability; the
+// rest use the attribute printer's shortest round-trip form.
+std::string const_str(double v, DType t) {
+  bool integral = is_integer(t) || t == DType::kBool;
+  if (integral && std::isfinite(v) && v == std::trunc(v) && std::fabs(v) < 0x1p53)
+    return std::to_string(static_cast<int64_t>(v));
+  return attr_str(AttrValue{v});
+}
+
+std::string guards_str(const std::vector<Guard>& guards) {
+  std::string out;
+  for (size_t i = 0; i < guards.size(); ++i)
+    out += fmt::format("{}{} <= i{} < {}", i ? ", " : " where ", guards[i].lo, guards[i].dim,
+                       guards[i].hi);
+  return out;
+}
+
+std::string args_str(const std::vector<int32_t>& args) {
+  std::string out;
+  for (size_t i = 0; i < args.size(); ++i) out += fmt::format("{}e{}", i ? ", " : "", args[i]);
+  return out;
+}
+
+std::string expr_body(const Expr& e) {
+  switch (e.kind) {
+    case ExprKind::kLoad:
+      return fmt::format("load b{} offset {} strides {}{}", e.load.buffer, e.load.offset,
+                         int_list(e.load.strides), guards_str(e.load.guards));
+    case ExprKind::kConst:
+      return "const " + const_str(e.value, e.dtype);
+    case ExprKind::kIndex:
+      return fmt::format("index offset {} strides {}", e.load.offset, int_list(e.load.strides));
+    case ExprKind::kInRange:
+      return fmt::format("in_range {} <= i{} < {}", e.lo, e.dim, e.hi);
+    case ExprKind::kUnary:
+    case ExprKind::kBinary:
+      return fmt::format("{}({})", op_str(e.op), args_str(e.args));
+    case ExprKind::kSelect:
+      return fmt::format("select({})", args_str(e.args));
+    case ExprKind::kConvert:
+      return fmt::format("convert({})", args_str(e.args));
+  }
+  return "?";
+}
+
+std::string buffer_line(const Buffer& b) {
+  std::string out = fmt::format("b{} = {} %{} : {}", b.id, kind_name(b.kind), name_str(b.name),
+                                type_str(b.dtype, b.shape));
+  if (b.alias_of != -1) out += fmt::format(" of b{}", b.alias_of);
+  if (b.arena_offset != -1) out += fmt::format(" at {}", b.arena_offset);
+  if (b.first_use != -1 || b.last_use != -1)
+    out += fmt::format(" live [{}, {}]", b.first_use, b.last_use);
+  if (b.data.data()) out += " = " + attr_str(AttrValue{b.data});
+  return out;
+}
+
+std::string bindings_str(const std::vector<std::pair<std::string, int32_t>>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out += fmt::format("{}%{} = b{}", i ? ", " : "", name_str(v[i].first), v[i].second);
+  return out;
+}
+
+void print_into(const Program& p, int indent, std::string& out);
+
+void print_loop(const LoopKernel& l, size_t k, const std::string& pad, std::string& out) {
+  out += fmt::format("{}k{} = loop @{} domain {} parallel {}", pad, k, name_str(l.name),
+                     int_list(l.domain), l.num_parallel);
+  if (!l.reduce.empty()) out += " reduce " + name_str(l.reduce);
+  out += " {\n";
+  for (size_t i = 0; i < l.exprs.size(); ++i)
+    out += fmt::format("{}  e{} = {} : {}\n", pad, i, expr_body(l.exprs[i]),
+                       dtype_name(l.exprs[i].dtype));
+  for (const Store& s : l.stores)
+    out += fmt::format("{}  store b{} <- e{}\n", pad, s.buffer, s.expr);
+  out += pad + "}\n";
+}
+
+std::string buffer_list(const std::vector<int32_t>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) out += fmt::format("{}b{}", i ? ", " : "", ids[i]);
+  return out;
+}
+
+void print_call(const CallKernel& c, size_t k, const std::string& pad, std::string& out) {
+  out += fmt::format("{}k{} = call {}({}) -> ({})", pad, k, callee_str(c.callee),
+                     buffer_list(c.inputs), buffer_list(c.outputs));
+  if (!c.attrs.empty()) {
+    std::string attrs;
+    for (const auto& [key, v] : c.attrs)
+      attrs += fmt::format("{}{} = {}", attrs.empty() ? "" : ", ", name_str(key), attr_str(v));
+    out += " {" + attrs + "}";
+  }
+  if (!c.loc.empty()) out += " loc(" + quote(c.loc) + ")";
+  if (!c.regions.empty()) {
+    out += " [\n";
+    for (size_t r = 0; r < c.regions.size(); ++r) {
+      print_into(*c.regions[r], static_cast<int>(pad.size()) + 2, out);
+      out += r + 1 < c.regions.size() ? ",\n" : "\n";
+    }
+    out += pad + "]";
+  }
+  out += "\n";
+}
+
+void print_into(const Program& p, int indent, std::string& out) {
+  std::string pad(indent, ' '), inner(indent + 2, ' ');
+  out += fmt::format("{}lir.program arena {} {{\n", pad, p.arena_bytes);
+  out += fmt::format("{}inputs({})\n", inner, bindings_str(p.inputs));
+  out += fmt::format("{}outputs({})\n", inner, bindings_str(p.outputs));
+  for (const Buffer& b : p.buffers) out += inner + buffer_line(b) + "\n";
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    if (auto* l = std::get_if<LoopKernel>(&p.kernels[k]))
+      print_loop(*l, k, inner, out);
+    else
+      print_call(std::get<CallKernel>(p.kernels[k]), k, inner, out);
+  }
+  out += pad + "}";
 }
 
 }  // namespace
 
 std::string print_program(const Program& p) {
-  std::string out = fmt::format("lir.program arena {} bytes\n", p.arena_bytes);
-  for (const Buffer& b : p.buffers) {
-    out += fmt::format("  b{} {} {}{} {}", b.id, kind_name(b.kind), dtype_name(b.dtype), ints(b.shape), b.name);
-    if (b.kind == BufferKind::kTemp) out += fmt::format(" @{} live [{},{}]", b.arena_offset, b.first_use, b.last_use);
-    if (b.kind == BufferKind::kAlias) out += fmt::format(" = b{}", b.alias_of);
-    out += "\n";
-  }
-  for (size_t k = 0; k < p.kernels.size(); ++k) {
-    if (auto* l = std::get_if<LoopKernel>(&p.kernels[k])) {
-      out += fmt::format("  k{} loop {} domain {} parallel {}{}\n", k, l->name, ints(l->domain),
-                         l->num_parallel, l->reduce.empty() ? "" : " reduce " + l->reduce);
-      for (size_t i = 0; i < l->exprs.size(); ++i) out += fmt::format("    e{} = {}\n", i, expr_str(l->exprs[i]));
-      for (auto& s : l->stores) out += fmt::format("    store b{} <- e{}\n", s.buffer, s.expr);
-    } else {
-      auto& c = std::get<CallKernel>(p.kernels[k]);
-      std::string a;
-      for (auto& [key, v] : c.attrs) {
-        if (std::holds_alternative<Tensor>(v)) continue;
-        a += fmt::format(" {}={}", key, attr_str(v));
-      }
-      std::vector<int64_t> in(c.inputs.begin(), c.inputs.end()), o(c.outputs.begin(), c.outputs.end());
-      out += fmt::format("  k{} call {} in {} out {}{}\n", k, c.callee, ints(in), ints(o), a);
-    }
-  }
-  return out;
+  std::string out;
+  print_into(p, 0, out);
+  return out + "\n";
 }
 
 }  // namespace rlx::lir

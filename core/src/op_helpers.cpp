@@ -1,5 +1,7 @@
 #include "op_helpers.h"
 
+#include "rlx/core/builder.h"
+
 namespace rlx::ops {
 
 int64_t norm_axis(int64_t axis, int64_t rank, const char* what) {
@@ -24,5 +26,17 @@ std::optional<OpSample> sample_of(std::vector<TensorType> in, Attrs attrs) {
 TensorType tt(DType d, Shape s) { return TensorType{d, std::move(s)}; }
 
 bool float_like(DType d) { return is_float(d) || is_complex(d); }
+
+InferFn infer_by_decomposition(DecomposeFn dec) {
+  return [dec](const std::vector<TensorType>& in, const Node& n) {
+    Graph scratch;
+    GraphBuilder b(scratch);
+    std::vector<ValueId> args;
+    for (size_t i = 0; i < in.size(); ++i) args.push_back(b.input("a" + std::to_string(i), in[i]));
+    std::vector<TensorType> out;
+    for (ValueId v : dec(b, n, args)) out.push_back(scratch.type(v));
+    return out;
+  };
+}
 
 }  // namespace rlx::ops

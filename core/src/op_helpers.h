@@ -24,4 +24,8 @@ std::optional<OpSample> sample_of(std::vector<TensorType> in, Attrs attrs = {});
 TensorType tt(DType d, Shape s);
 bool float_like(DType d);  // floats and complex
 
+// Infers a HIR op by running its decomposition on a scratch graph: the decomposition is the op's
+// definition, so inference can never disagree with the lowering.
+InferFn infer_by_decomposition(DecomposeFn dec);
+
 }  // namespace rlx::ops

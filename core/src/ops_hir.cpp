@@ -17,19 +17,6 @@ OpDef hir(const std::string& name, int min_in, int max_in, InferFn infer, Decomp
   return d;
 }
 
-// Infers a HIR op by decomposing it into a scratch graph: one definition of the semantics, so
-// inference can never disagree with the lowering.
-InferFn infer_by_decomposition(DecomposeFn dec) {
-  return [dec](const std::vector<TensorType>& in, const Node& n) {
-    Graph scratch;
-    GraphBuilder b(scratch);
-    std::vector<ValueId> args;
-    for (size_t i = 0; i < in.size(); ++i) args.push_back(b.input("a" + std::to_string(i), in[i]));
-    std::vector<TensorType> out;
-    for (ValueId v : dec(b, n, args)) out.push_back(scratch.type(v));
-    return out;
-  };
-}
 
 SampleFn float_sample(int arity) {
   return [=](DType d) -> std::optional<OpSample> {

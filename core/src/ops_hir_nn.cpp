@@ -13,17 +13,6 @@ namespace {
 using Ins = std::vector<ValueId>;
 using Outs = std::vector<ValueId>;
 
-InferFn infer_by_decomposition(DecomposeFn dec) {
-  return [dec](const std::vector<TensorType>& in, const Node& n) {
-    Graph scratch;
-    GraphBuilder b(scratch);
-    Ins args;
-    for (size_t i = 0; i < in.size(); ++i) args.push_back(b.input("a" + std::to_string(i), in[i]));
-    std::vector<TensorType> out;
-    for (ValueId v : dec(b, n, args)) out.push_back(scratch.type(v));
-    return out;
-  };
-}
 
 void expect_float(const TensorType& t, const char* op) {
   if (!is_float(t.dtype)) fail("{} needs a floating-point operand, got {}", op, dtype_name(t.dtype));

@@ -8,6 +8,7 @@
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/sdk/plugin.h"
+#include "rlx/sdk/render.h"
 
 namespace rlx::cpu {
 
@@ -49,10 +50,12 @@ class CpuTarget final : public sdk::TargetPlugin {
 
   std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
     std::filesystem::create_directories(dir);
-    std::ofstream c(dir / "cpu_program.lir");
-    c << lir::print_program(program);
-    if (!c) throw_user_error(fmt::format("cannot write {}", (dir / "cpu_program.lir").string()));
-    return {Artifact{"cpu_program.lir", "lir"}};
+    // The loop kernels as C through the SDK's renderer: what the generated-code path of the cpu
+    // target compiles; library calls appear as comments naming the callee.
+    std::ofstream c(dir / "cpu_kernels.c");
+    c << sdk::render_program(program, sdk::c_dialect());
+    if (!c) throw_user_error(fmt::format("cannot write {}", (dir / "cpu_kernels.c").string()));
+    return {Artifact{"cpu_kernels.c", "c-source"}};
   }
 };
 

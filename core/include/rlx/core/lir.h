@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -110,6 +111,9 @@ struct Program {
 // Assigns arena offsets to temporaries from their lifetimes, reusing memory of buffers whose
 // lifetimes do not overlap (greedy best fit, 64-byte aligned).
 void plan_buffers(Program& p);
+// The textual form: print_program(parse_program(t)) reproduces t exactly for printed text.
 std::string print_program(const Program& p);
+// `source` names the text in error messages; errors carry line:column and name the bad reference.
+Program parse_program(std::string_view text, const std::string& source = "<lir>");
 
 }  // namespace rlx::lir

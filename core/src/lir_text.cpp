@@ -1,0 +1,688 @@
+// Recursive-descent parser for the textual LIR that print_program writes (the format is described
+// next to print_program in lir.cpp). Errors carry source:line:column, and references are checked
+// here so a hand-edited program fails at the offending token instead of deep inside a code
+// generator.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "rlx/core/error.h"
+#include "rlx/core/half.h"
+#include "rlx/core/lir.h"
+
+namespace rlx::lir {
+
+namespace {
+
+using Bindings = std::vector<std::pair<std::string, int32_t>>;
+
+// A buffer reference seen before the buffers were declared, checked once they are.
+struct PendingRef {
+  int32_t id;
+  size_t at;
+};
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string source) : s_(text), source_(std::move(source)) {}
+
+  Program parse_top() {
+    Program p = program();
+    skip_ws();
+    if (pos_ < s_.size()) error("unexpected text after the program");
+    return p;
+  }
+
+ private:
+  std::string_view s_;
+  std::string source_;
+  size_t pos_ = 0;
+
+  // ---- lexing -------------------------------------------------------------------------------
+
+  [[noreturn]] void error(const std::string& msg) const { error_at(pos_, msg); }
+  [[noreturn]] void error_at(size_t at, const std::string& msg) const {
+    int line = 1, col = 1;
+    for (size_t i = 0; i < at && i < s_.size(); ++i) {
+      if (s_[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    throw_user_error(fmt::format("{}:{}:{}: {}", source_, line, col, msg));
+  }
+
+  bool at_end() const { return pos_ >= s_.size(); }
+  char cur() const { return at_end() ? '\0' : s_[pos_]; }
+
+  void skip_ws() {
+    while (!at_end()) {
+      char c = s_[pos_];
+      if (c == '#' || (c == '/' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '/')) {
+        while (!at_end() && s_[pos_] != '\n') ++pos_;
+      } else if (std::isspace(static_cast<unsigned char>(c))) {
+        ++pos_;
+      } else {
+        break;
+      }
+    }
+  }
+  size_t here() {
+    skip_ws();
+    return pos_;
+  }
+  bool peek(char c) { return here() < s_.size() && s_[pos_] == c; }
+  bool accept(char c) {
+    if (!peek(c)) return false;
+    ++pos_;
+    return true;
+  }
+  void expect(char c, const char* context) {
+    if (!accept(c)) error(fmt::format("expected '{}' {}", c, context));
+  }
+  static bool ident_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  }
+  std::string ident(const char* what, bool allow_colon = false) {
+    size_t b = here();
+    while (!at_end() && (ident_char(s_[pos_]) || (allow_colon && s_[pos_] == ':'))) ++pos_;
+    if (b == pos_) error(fmt::format("expected {}", what));
+    return std::string(s_.substr(b, pos_ - b));
+  }
+  bool accept_word(std::string_view w) {
+    skip_ws();
+    if (s_.substr(pos_, w.size()) != w) return false;
+    if (pos_ + w.size() < s_.size() && ident_char(s_[pos_ + w.size()])) return false;
+    pos_ += w.size();
+    return true;
+  }
+  void expect_word(std::string_view w, const char* context) {
+    if (!accept_word(w)) error(fmt::format("expected '{}' {}", w, context));
+  }
+  std::string string_lit() {
+    expect('"', "to open a string");
+    std::string out;
+    while (!at_end() && s_[pos_] != '"') {
+      char c = s_[pos_++];
+      if (c == '\\' && !at_end()) {
+        char e = s_[pos_++];
+        out += e == 'n' ? '\n' : e;
+      } else {
+        out += c;
+      }
+    }
+    if (at_end()) error("unterminated string");
+    ++pos_;
+    return out;
+  }
+  // A name printed bare when it is a plain identifier and quoted otherwise.
+  std::string name(const char* what, bool allow_colon = false) {
+    if (peek('"')) return string_lit();
+    return ident(what, allow_colon);
+  }
+  std::string value_name() {
+    expect('%', "before a name");
+    if (cur() == '"') return string_lit();
+    size_t b = pos_;
+    while (!at_end() && ident_char(s_[pos_])) ++pos_;
+    if (b == pos_) error("expected a name after '%'");
+    return std::string(s_.substr(b, pos_ - b));
+  }
+
+  int64_t int_token(const char* what = "an integer") {
+    size_t b = here();
+    if (cur() == '-') ++pos_;
+    while (!at_end() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(s_.data() + b, s_.data() + pos_, v);
+    if (b == pos_ || end != s_.data() + pos_ || ec == std::errc::invalid_argument) {
+      pos_ = b;
+      error(fmt::format("expected {}", what));
+    }
+    if (ec == std::errc::result_out_of_range)
+      error_at(b, fmt::format("integer {} is out of range", s_.substr(b, pos_ - b)));
+    return v;
+  }
+  int32_t int32_token(const char* what) {
+    size_t b = here();
+    int64_t v = int_token(what);
+    if (v < INT32_MIN || v > INT32_MAX) error_at(b, fmt::format("{} is out of range", v));
+    return static_cast<int32_t>(v);
+  }
+  std::vector<int64_t> int_list(const char* what) {
+    std::vector<int64_t> out;
+    expect('[', fmt::format("to open {}", what).c_str());
+    if (accept(']')) return out;
+    do out.push_back(int_token());
+    while (accept(','));
+    expect(']', fmt::format("to close {}", what).c_str());
+    return out;
+  }
+
+  // Integers, decimals, exponents, inf and nan with an optional sign.
+  double number_token(bool* is_int) {
+    size_t b = here();
+    if (cur() == '-' || cur() == '+') ++pos_;
+    if (accept_word("inf")) {
+      *is_int = false;
+      return s_[b] == '-' ? -INFINITY : INFINITY;
+    }
+    if (accept_word("nan")) {
+      *is_int = false;
+      return NAN;
+    }
+    while (!at_end() &&
+           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' ||
+            ((s_[pos_] == '-' || s_[pos_] == '+') && (s_[pos_ - 1] == 'e' || s_[pos_ - 1] == 'E'))))
+      ++pos_;
+    std::string tok(s_.substr(b, pos_ - b));
+    *is_int = tok.find_first_of(".eE") == std::string::npos;
+    try {
+      size_t used = 0;
+      double v = *is_int ? static_cast<double>(std::stoll(tok, &used)) : std::stod(tok, &used);
+      if (used != tok.size()) throw std::invalid_argument(tok);
+      return v;
+    } catch (...) {
+      error_at(b, tok.empty() ? "expected a number" : "bad number '" + tok + "'");
+    }
+  }
+
+  DType dtype() {
+    size_t at = here();
+    std::string n = ident("a dtype");
+    auto d = parse_dtype(n);
+    if (!d) error_at(at, fmt::format("unknown dtype '{}'", n));
+    return *d;
+  }
+  // "f32[4,8]": the static types of buffers and dense constants.
+  std::pair<DType, std::vector<int64_t>> static_type() {
+    DType t = dtype();
+    std::vector<int64_t> shape;
+    if (cur() != '[') error("expected '[' right after the dtype");
+    ++pos_;
+    if (!accept(']')) {
+      do shape.push_back(dim_size());
+      while (accept(','));
+      expect(']', "to close a shape");
+    }
+    return {t, shape};
+  }
+  int64_t dim_size() {
+    size_t at = here();
+    int64_t d = int_token("a static dim size");
+    if (d < 0) error_at(at, fmt::format("dim size {} is negative", d));
+    return d;
+  }
+
+  // ---- attribute values (the forms rlx::attr_str prints) ------------------------------------
+
+  Tensor dense() {
+    expect('<', "after 'dense'");
+    auto [dt, shape] = static_type();
+    std::string type = fmt::format("{}[{}]", dtype_name(dt), fmt::join(shape, ","));
+    expect(':', "after a dense constant's type");
+    Tensor out(dt, shape);
+    size_t values_at = here();
+    expect('[', "to open a dense constant's values");
+    int64_t n = out.numel(), i = 0;
+    if (!peek(']')) {
+      do {
+        if (i >= n) error(fmt::format("more than {} values for {}", n, type));
+        store_element(out, i++);
+      } while (accept(','));
+    }
+    expect(']', "to close a dense constant's values");
+    if (i != n) error_at(values_at, fmt::format("{} values for {}, which holds {}", i, type, n));
+    expect('>', "to close 'dense<'");
+    return out;
+  }
+  void store_element(Tensor& t, int64_t i);
+
+  AttrValue list_attr() {
+    IntList ints;
+    Shape shape;
+    bool symbolic = false;
+    expect('[', "to open a list");
+    if (accept(']')) return ints;
+    do {
+      skip_ws();
+      if (std::isalpha(static_cast<unsigned char>(cur())) || cur() == '_') {
+        symbolic = true;
+        shape.push_back(Dim::symbol(ident("a symbol")));
+      } else {
+        int64_t v = int_token();
+        ints.push_back(v);
+        shape.push_back(Dim(v));
+      }
+    } while (accept(','));
+    expect(']', "to close a list");
+    if (symbolic) return shape;
+    return ints;
+  }
+
+  AttrValue attr_value() {
+    if (peek('"')) return string_lit();
+    if (peek('[')) return list_attr();
+    if (accept_word("true")) return true;
+    if (accept_word("false")) return false;
+    if (accept_word("dense")) return dense();
+    std::string_view rest = s_.substr(here());
+    if (std::isalpha(static_cast<unsigned char>(cur())) && rest.substr(0, 3) != "inf" &&
+        rest.substr(0, 3) != "nan")
+      return dtype();
+    size_t b = pos_;
+    bool is_int = false;
+    double v = number_token(&is_int);
+    if (!is_int) return v;
+    pos_ = b;
+    return int_token();
+  }
+
+  Attrs attrs() {
+    Attrs out;
+    if (!accept('{')) return out;
+    if (accept('}')) return out;
+    do {
+      size_t at = here();
+      std::string key = name("an attribute name");
+      expect('=', "after an attribute name");
+      if (out.count(key)) error_at(at, "attribute '" + key + "' is given twice");
+      out[key] = attr_value();
+    } while (accept(','));
+    expect('}', "to close the attribute list");
+    return out;
+  }
+
+  // ---- references ---------------------------------------------------------------------------
+
+  // "b3", "k0", "e12", "i1": a one-letter prefix and a non-negative number.
+  int32_t numbered(char prefix, const char* what) {
+    size_t b = here();
+    if (cur() != prefix) error(fmt::format("expected {}", what));
+    ++pos_;
+    size_t digits = pos_;
+    while (!at_end() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    if (digits == pos_ || (!at_end() && ident_char(s_[pos_]))) {
+      pos_ = b;
+      error(fmt::format("expected {}", what));
+    }
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(s_.data() + digits, s_.data() + pos_, v);
+    if (ec != std::errc() || v > INT32_MAX) error_at(b, fmt::format("{} is out of range", what));
+    return static_cast<int32_t>(v);
+  }
+  // A label that must continue the numbering (b0, b1, ...) so ids equal positions.
+  void label(char prefix, size_t expected, const char* plural) {
+    size_t at = here();
+    int32_t n = numbered(prefix, fmt::format("a label ({}N)", prefix).c_str());
+    if (static_cast<size_t>(n) != expected)
+      error_at(at, fmt::format("{}{} is out of order: {} are numbered from {}0, so {}{} comes next",
+                               prefix, n, plural, prefix, prefix, expected));
+  }
+  int32_t buffer_ref(const Program& p) {
+    size_t at = here();
+    int32_t b = numbered('b', "a buffer (bN)");
+    if (static_cast<size_t>(b) >= p.buffers.size())
+      error_at(at,
+               fmt::format("buffer b{} does not exist (the program has {})", b, p.buffers.size()));
+    return b;
+  }
+  int32_t dim_ref(const LoopKernel& k) {
+    size_t at = here();
+    int32_t d = numbered('i', "a loop index (iN)");
+    if (static_cast<size_t>(d) >= k.domain.size())
+      error_at(at,
+               fmt::format("loop index i{} is outside the domain of rank {}", d, k.domain.size()));
+    return d;
+  }
+  int32_t expr_ref(int32_t self) {
+    size_t at = here();
+    int32_t e = numbered('e', "an expression (eN)");
+    if (e >= self)
+      error_at(at, fmt::format("e{} uses e{}, which is not an earlier expression", self, e));
+    return e;
+  }
+
+  // ---- program ------------------------------------------------------------------------------
+
+  Program program() {
+    Program p;
+    if (!accept_word("lir.program")) error("expected 'lir.program'");
+    expect_word("arena", "after 'lir.program'");
+    p.arena_bytes = int_token("the arena size in bytes");
+    expect('{', "to open the program body");
+    std::vector<PendingRef> pending;
+    expect_word("inputs", "at the start of the program body");
+    p.inputs = bindings(&pending);
+    expect_word("outputs", "after the inputs");
+    p.outputs = bindings(&pending);
+    while (peek('b')) p.buffers.push_back(buffer(p));
+    for (const PendingRef& r : pending)
+      if (static_cast<size_t>(r.id) >= p.buffers.size())
+        error_at(r.at, fmt::format("buffer b{} does not exist (the program has {})", r.id,
+                                   p.buffers.size()));
+    while (peek('k')) p.kernels.push_back(kernel(p));
+    if (!accept('}')) {
+      if (peek('b')) error("buffers must come before the kernels");
+      error("expected a buffer (bN = ...), a kernel (kN = ...) or '}'");
+    }
+    return p;
+  }
+
+  Bindings bindings(std::vector<PendingRef>* pending) {
+    Bindings out;
+    expect('(', "to open a binding list");
+    if (accept(')')) return out;
+    do {
+      std::string n = value_name();
+      expect('=', "after a binding's name");
+      size_t at = here();
+      int32_t b = numbered('b', "a buffer (bN)");
+      pending->push_back({b, at});
+      out.emplace_back(std::move(n), b);
+    } while (accept(','));
+    expect(')', "to close a binding list");
+    return out;
+  }
+
+  BufferKind buffer_kind() {
+    size_t at = here();
+    std::string k = ident("a buffer kind");
+    if (k == "input") return BufferKind::kInput;
+    if (k == "output") return BufferKind::kOutput;
+    if (k == "constant") return BufferKind::kConstant;
+    if (k == "temp") return BufferKind::kTemp;
+    if (k == "alias") return BufferKind::kAlias;
+    error_at(at, fmt::format("unknown buffer kind '{}' (input, output, constant, temp, alias)", k));
+  }
+
+  Buffer buffer(const Program& p) {
+    Buffer b;
+    size_t at = here();
+    label('b', p.buffers.size(), "buffers");
+    b.id = static_cast<int32_t>(p.buffers.size());
+    expect('=', "after the buffer label");
+    b.kind = buffer_kind();
+    b.name = value_name();
+    expect(':', "before the buffer's type");
+    std::tie(b.dtype, b.shape) = static_type();
+    if (accept_word("of")) b.alias_of = alias_target(b.id);
+    if (accept_word("at")) b.arena_offset = int_token("an arena offset");
+    if (accept_word("live")) {
+      expect('[', "to open the live range");
+      b.first_use = int32_token("the first use");
+      expect(',', "in the live range");
+      b.last_use = int32_token("the last use");
+      expect(']', "to close the live range");
+    }
+    if (accept('=')) {
+      expect_word("dense", "for the buffer's data");
+      b.data = dense();
+    }
+    if (b.kind == BufferKind::kAlias && b.alias_of < 0)
+      error_at(at, fmt::format("alias b{} needs 'of bN' naming the buffer it reinterprets", b.id));
+    return b;
+  }
+
+  // Aliases point backwards so alias chains cannot loop.
+  int32_t alias_target(int32_t self) {
+    size_t at = here();
+    int32_t t = numbered('b', "a buffer (bN)");
+    if (t >= self)
+      error_at(at, fmt::format("b{} is an alias of b{}, which is not an earlier buffer", self, t));
+    return t;
+  }
+
+  Kernel kernel(const Program& p) {
+    label('k', p.kernels.size(), "kernels");
+    expect('=', "after the kernel label");
+    if (accept_word("loop")) return loop(p);
+    if (accept_word("call")) return call(p);
+    error("expected 'loop' or 'call'");
+  }
+
+  LoopKernel loop(const Program& p) {
+    LoopKernel k;
+    expect('@', "before the kernel name");
+    k.name = name("a kernel name");
+    expect_word("domain", "after the kernel name");
+    k.domain = int_list("the domain");
+    expect_word("parallel", "after the domain");
+    size_t at = here();
+    k.num_parallel = int32_token("the number of parallel dims");
+    if (k.num_parallel < 0 || static_cast<size_t>(k.num_parallel) > k.domain.size())
+      error_at(at, fmt::format("parallel {} is outside the domain of rank {}", k.num_parallel,
+                               k.domain.size()));
+    if (accept_word("reduce")) k.reduce = name("a reduction");
+    expect('{', "to open the kernel body");
+    while (peek('e')) {
+      label('e', k.exprs.size(), "expressions");
+      expect('=', "after the expression label");
+      k.exprs.push_back(expr(p, k));
+    }
+    while (accept_word("store")) k.stores.push_back(store(p, k));
+    if (!accept('}')) {
+      if (peek('e')) error("expressions must come before the stores");
+      error("expected an expression (eN = ...), 'store' or '}'");
+    }
+    return k;
+  }
+
+  Store store(const Program& p, const LoopKernel& k) {
+    Store s;
+    s.buffer = buffer_ref(p);
+    expect('<', "in 'store bN <- eN'");
+    if (cur() != '-') error("expected '<-' in 'store bN <- eN'");
+    ++pos_;
+    size_t at = here();
+    s.expr = numbered('e', "an expression (eN)");
+    if (static_cast<size_t>(s.expr) >= k.exprs.size())
+      error_at(at, fmt::format("store of e{}, but the kernel has {} expressions", s.expr,
+                               k.exprs.size()));
+    return s;
+  }
+
+  Expr expr(const Program& p, const LoopKernel& k) {
+    auto self = static_cast<int32_t>(k.exprs.size());
+    Expr e;
+    size_t at = here();
+    bool quoted = cur() == '"';
+    std::string word = name("an expression");
+    if (!quoted && !peek('(')) {
+      keyword_expr(word, at, p, k, e);
+    } else {
+      e.args = operands(self);
+      classify_call(word, quoted, at, e);
+    }
+    expect(':', "before the expression's dtype");
+    e.dtype = dtype();
+    return e;
+  }
+
+  void keyword_expr(const std::string& word, size_t at, const Program& p, const LoopKernel& k,
+                    Expr& e) {
+    if (word == "load") {
+      e.kind = ExprKind::kLoad;
+      e.load.buffer = buffer_ref(p);
+      affine(k, e.load);
+      if (accept_word("where")) {
+        do e.load.guards.push_back(guard(k));
+        while (accept(','));
+      }
+    } else if (word == "const") {
+      e.kind = ExprKind::kConst;
+      bool is_int = false;
+      e.value = number_token(&is_int);
+    } else if (word == "index") {
+      e.kind = ExprKind::kIndex;
+      affine(k, e.load);
+    } else if (word == "in_range") {
+      e.kind = ExprKind::kInRange;
+      Guard g = guard(k);
+      e.dim = g.dim, e.lo = g.lo, e.hi = g.hi;
+    } else {
+      error_at(at, fmt::format("unknown expression '{}' (load, const, index, in_range, or an op "
+                               "applied to operands)",
+                               word));
+    }
+  }
+
+  // "offset N strides [...]", shared by loads and loop indices.
+  void affine(const LoopKernel& k, AffineLoad& a) {
+    expect_word("offset", "in an affine map");
+    a.offset = int_token("an offset");
+    expect_word("strides", "after the offset");
+    size_t at = here();
+    a.strides = int_list("the strides");
+    if (a.strides.size() != k.domain.size())
+      error_at(
+          at, fmt::format("{} strides for a domain of rank {}", a.strides.size(), k.domain.size()));
+  }
+
+  // "lo <= iD < hi"
+  Guard guard(const LoopKernel& k) {
+    Guard g;
+    g.lo = int_token("a lower bound");
+    expect('<', "in 'lo <= iN < hi'");
+    if (cur() != '=') error("expected '<=' in 'lo <= iN < hi'");
+    ++pos_;
+    g.dim = dim_ref(k);
+    expect('<', "in 'lo <= iN < hi'");
+    g.hi = int_token("an upper bound");
+    return g;
+  }
+
+  std::vector<int32_t> operands(int32_t self) {
+    std::vector<int32_t> out;
+    expect('(', "to open the operand list");
+    if (accept(')')) return out;
+    do out.push_back(expr_ref(self));
+    while (accept(','));
+    expect(')', "to close the operand list");
+    return out;
+  }
+
+  // select and convert have kinds of their own; every other op is unary or binary by arity.
+  // A quoted op is always an op, whatever its name.
+  void classify_call(const std::string& op, bool quoted, size_t at, Expr& e) {
+    size_t n = e.args.size();
+    if (!quoted && op == "select") {
+      if (n != 3) error_at(at, fmt::format("select takes 3 operands, got {}", n));
+      e.kind = ExprKind::kSelect;
+    } else if (!quoted && op == "convert") {
+      if (n != 1) error_at(at, fmt::format("convert takes 1 operand, got {}", n));
+      e.kind = ExprKind::kConvert;
+    } else if (n == 1 || n == 2) {
+      e.kind = n == 1 ? ExprKind::kUnary : ExprKind::kBinary;
+      e.op = op;
+    } else {
+      error_at(at, fmt::format("op '{}' takes 1 or 2 operands, got {}", op, n));
+    }
+  }
+
+  CallKernel call(const Program& p) {
+    CallKernel c;
+    c.callee = name("a callee", /*allow_colon=*/true);
+    c.inputs = buffer_refs(p);
+    expect('-', "before '->'");
+    if (cur() != '>') error("expected '->' before the call's outputs");
+    ++pos_;
+    c.outputs = buffer_refs(p);
+    c.attrs = attrs();
+    if (accept_word("loc")) {
+      expect('(', "after 'loc'");
+      c.loc = string_lit();
+      expect(')', "to close loc(");
+    }
+    if (accept('[')) {
+      do c.regions.push_back(std::make_shared<Program>(program()));
+      while (accept(','));
+      expect(']', "to close the region list");
+    }
+    return c;
+  }
+
+  std::vector<int32_t> buffer_refs(const Program& p) {
+    std::vector<int32_t> out;
+    expect('(', "to open a buffer list");
+    if (accept(')')) return out;
+    do out.push_back(buffer_ref(p));
+    while (accept(','));
+    expect(')', "to close a buffer list");
+    return out;
+  }
+};
+
+void Parser::store_element(Tensor& t, int64_t i) {
+  skip_ws();
+  if (t.dtype() == DType::kBool) {
+    if (accept_word("true")) {
+      t.as<uint8_t>()[i] = 1;
+    } else if (accept_word("false")) {
+      t.as<uint8_t>()[i] = 0;
+    } else {
+      error("expected true or false");
+    }
+    return;
+  }
+  bool is_int = false;
+  if (t.dtype() == DType::kC64) {
+    expect('(', "to open a complex value");
+    auto re = static_cast<float>(number_token(&is_int));
+    expect(',', "between real and imaginary parts");
+    auto im = static_cast<float>(number_token(&is_int));
+    expect(')', "to close a complex value");
+    t.as<float>()[2 * i] = re;
+    t.as<float>()[2 * i + 1] = im;
+    return;
+  }
+  if (is_integer(t.dtype())) {
+    int64_t v = int_token();
+    switch (t.dtype()) {
+      case DType::kI8:
+        t.as<int8_t>()[i] = static_cast<int8_t>(v);
+        break;
+      case DType::kU8:
+        t.as<uint8_t>()[i] = static_cast<uint8_t>(v);
+        break;
+      case DType::kI16:
+        t.as<int16_t>()[i] = static_cast<int16_t>(v);
+        break;
+      case DType::kI32:
+        t.as<int32_t>()[i] = static_cast<int32_t>(v);
+        break;
+      default:
+        t.as<int64_t>()[i] = v;
+        break;
+    }
+    return;
+  }
+  double v = number_token(&is_int);
+  switch (t.dtype()) {
+    case DType::kF16:
+      t.as<uint16_t>()[i] = f32_to_f16(static_cast<float>(v));
+      break;
+    case DType::kBF16:
+      t.as<uint16_t>()[i] = f32_to_bf16(static_cast<float>(v));
+      break;
+    case DType::kF32:
+      t.as<float>()[i] = static_cast<float>(v);
+      break;
+    default:
+      t.as<double>()[i] = v;
+      break;
+  }
+}
+
+}  // namespace
+
+Program parse_program(std::string_view text, const std::string& source) {
+  return Parser(text, source).parse_top();
+}
+
+}  // namespace rlx::lir

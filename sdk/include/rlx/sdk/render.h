@@ -1,0 +1,159 @@
+// Renders LIR loop kernels as source code for C-family kernel languages (ARCHITECTURE.md section
+// 5). One renderer serves every such language: a Dialect is a table of what differs between them
+// (type names, kernel signature, index builtins, address spaces, math function names) plus two
+// hooks for what a table cannot say. A new language is a new table, usually a copy of another
+// with a few fields changed, never a copy of the renderer (tinygrad's CStyleLanguage design).
+// Only C ships now: c_dialect().
+//
+// The numeric semantics are the renderer's, not the dialect's, so every language computes the
+// same thing (a hook that overrides an op must keep them):
+//  * f16 and bf16 are stored as their 16-bit patterns and computed in float. Every op whose
+//    result is f16/bf16 rounds it to nearest even, so a fused chain gives the bits of one
+//    kernel per op. (f64 -> f16 goes through float: two roundings, off by one ulp in rare ties.)
+//  * float max/min propagate NaN: if either operand is NaN the result is NaN, as in XLA, JAX and
+//    PyTorch. C's fmaxf/fminf return the other operand and would hide the NaN.
+//  * integer add, sub, mul and neg wrap (two's complement). Integer division and remainder by
+//    zero yield 0, and INT_MIN / -1 wraps to INT_MIN (remainder 0): a kernel never traps, and
+//    the compiler never sees undefined behaviour it could exploit.
+//  * integer pow with a negative exponent yields 0 unless the base is 1 or -1.
+//  * float -> integer conversion truncates toward zero, saturates out-of-range values and maps
+//    NaN to 0; anything -> bool is `x != 0`.
+//  * round is round-half-to-even (nearbyint in the default rounding mode); rem is fmod for
+//    floats (sign of the dividend) and C's % for integers.
+//
+// Every function here is pure and thread-safe; the dialect tables are immutable after creation.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rlx/core/dtype.h"
+#include "rlx/core/lir.h"
+
+namespace rlx::sdk {
+
+// How one kernel invocation covers the loop domain.
+enum class DomainMapping {
+  // One call runs the whole domain in nested loops (C on a CPU).
+  kSerialLoops,
+  // One work-item per output element (GPU languages): the parallel dims are flattened row-major
+  // into the work-item index, and each work-item loops over the reduced dims itself. The host
+  // launches work_items(kernel) items; extra items return at once.
+  kWorkItemPerOutput,
+};
+
+// How buffers reach a kernel.
+enum class BufferParams {
+  // One parameter `char* const* buffers`; buffers[id] is the address of storage buffer `id`
+  // (Program::storage_of: an alias reads and writes its storage's entry, so alias entries are
+  // never read). Lets a host call every kernel of a program with one table.
+  kPointerTable,
+  // One typed pointer parameter per storage buffer the kernel touches, in the order of
+  // kernel_buffers() (what OpenCL, CUDA and Metal bind).
+  kOnePerBuffer,
+};
+
+// Per-DType strings of a dialect; an empty entry means the dialect has no such type and
+// rendering a kernel that needs it fails with an rlx::Error naming the kernel and dtype.
+using DTypeTable = std::array<std::string, kNumDTypes>;
+
+// What an op hook sees: the expression, the dtype of its first operand (what a comparison
+// compares) and its operands, already rendered as names of locals.
+struct OpView {
+  const lir::Expr& expr;
+  DType operand_dtype;
+  const std::vector<std::string>& args;
+};
+
+// One pointer parameter of a kernel, for the signature hook.
+struct BufferParam {
+  int32_t storage;  // buffer id (a storage buffer: never an alias)
+  DType dtype;
+  bool written;  // stored to by this kernel (read-only buffers are const)
+};
+
+struct Dialect {
+  std::string name;  // "c"
+
+  // Types. Format strings take fmt named arguments, shown in braces.
+  DTypeTable storage_type;  // element type of a buffer in memory ("uint16_t" for f16 in C)
+  DTypeTable compute_type;  // type arithmetic runs in ("float" for f16)
+  DTypeTable load;          // storage element {x} -> compute value ("rlx_f16_to_f32({x})")
+  DTypeTable store;         // compute value {x} -> storage element
+  // Integer add/sub/mul/neg run in this unsigned type so that overflow wraps; empty: the
+  // language already defines signed overflow as wrapping.
+  DTypeTable wrap_type;
+  std::string index_type;     // loop indices and element offsets ("int64_t")
+  std::string cast;           // {type}, {x}: "(({type})({x}))"
+  std::string float_suffix;   // on f32 literals ("f")
+  std::string int64_suffix;   // on i64 literals ("LL")
+  std::string infinity, nan;  // f32 +inf and NaN ("INFINITY", "NAN")
+
+  // Statements.
+  std::string declare;          // immutable local: {type} {name} {x}: "const {type} {name} = {x};"
+  std::string declare_mutable;  // accumulator: "{type} {name} = {x};"
+  std::string loop;     // {type} {var} {end}: "for ({type} {var} = 0; {var} < {end}; ++{var}) {{"
+  std::string comment;  // "// "
+
+  // Math functions by op name ("exp", "erf", "round", "abs", "pow", "rem"), named for the
+  // double version; float-computed values append math_float_suffix ("expf"). Ops without an
+  // entry (rsqrt, logistic, sign) are written as formulas. "ipow" names the integer power
+  // helper the prelude defines.
+  std::map<std::string, std::string, std::less<>> math;
+  std::string math_float_suffix;
+
+  // Kernel signature and source layout.
+  std::string prelude;        // once per source file: includes, conversion helpers
+  std::string kernel_prefix;  // "void", "__kernel void", "extern \"C\" __global__ void"
+  BufferParams buffer_params = BufferParams::kPointerTable;
+  std::string global_space;  // address space of buffer pointers ("", "__global", "device")
+  std::string restrict_kw;   // "restrict", "__restrict__", or "" where the language has none
+  // Appended to the parameter list verbatim ("uint3 gid [[thread_position_in_grid]]").
+  std::vector<std::string> extra_params;
+
+  // Index space.
+  DomainMapping mapping = DomainMapping::kSerialLoops;
+  // Flat work-item index for kWorkItemPerOutput ("get_global_id(0)"). When empty it is composed
+  // as group_id[0] * group_size[0] + local_id[0] (CUDA: blockIdx.x * blockDim.x + threadIdx.x).
+  std::string global_id;
+  std::array<std::string, 3> group_id, local_id, group_size;
+
+  // Hooks. Each may be empty; a hook returning std::nullopt falls back to the table.
+  // Renders a unary, binary, select or convert expression (WGSL's select argument order, GLSL's
+  // mod): the returned text is the value of the expression.
+  std::function<std::optional<std::string>(const Dialect&, const OpView&)> render_op;
+  // Renders the kernel's signature up to and excluding the opening brace (WGSL's bindings).
+  std::function<std::optional<std::string>(const Dialect&, const std::string& kernel_name,
+                                           const std::vector<BufferParam>&)>
+      render_signature;
+};
+
+// C99 with <math.h>: kernels `void <name>(char* const* buffers)` run their whole domain in
+// serial loops. For the cpu target and C-based targets (cortex-m, hexagon).
+const Dialect& c_dialect();
+
+// One kernel as one function named after the kernel (made a valid identifier). The text needs
+// the dialect's prelude before it (render_program adds it). Throws rlx::Error (kCompile) when
+// the kernel uses a dtype or op the dialect cannot express, naming kernel and expression.
+std::string render_kernel(const lir::LoopKernel& kernel, const lir::Program& program,
+                          const Dialect& dialect);
+
+// One source file: the prelude, then every LoopKernel in program order. CallKernels are library
+// calls the target provides itself; they appear as a comment naming the callee and buffers.
+std::string render_program(const lir::Program& program, const Dialect& dialect);
+
+// The function name render_kernel gives `kernel` (its name with every character outside
+// [A-Za-z0-9_] replaced by '_').
+std::string kernel_symbol(const lir::LoopKernel& kernel);
+
+// The storage buffers a kernel touches, ascending: the parameter order under kOnePerBuffer.
+std::vector<int32_t> kernel_buffers(const lir::LoopKernel& kernel, const lir::Program& program);
+
+// How many work-items a kWorkItemPerOutput kernel needs: the product of its parallel dims.
+int64_t work_items(const lir::LoopKernel& kernel);
+
+}  // namespace rlx::sdk

@@ -1,0 +1,140 @@
+// The C dialect: C99 compiled by the system compiler (the cpu target's kernels, and the base that
+// cortex-m and hexagon start from). A new language copies this table and changes what differs.
+#include "rlx/sdk/render.h"
+
+namespace rlx::sdk {
+
+namespace {
+
+// f16/bf16 conversions are ports of core/src/half.cpp (round to nearest even, NaN kept quiet) so
+// that generated kernels round exactly like the host. Bit casts go through memcpy, which is
+// well defined in C and compiles to a register move.
+constexpr const char* kPrelude = R"(#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t rlx_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float rlx_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+static inline float rlx_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  /* subnormal half: every one is a normal float */
+    uint32_t e = 113;
+    while ((mant & 0x400u) == 0) { mant <<= 1; --e; }
+    bits = sign | (e << 23) | ((mant & 0x3FFu) << 13);
+  }
+  return rlx_bits_f32(bits);
+}
+
+static inline uint16_t rlx_f32_to_f16(float f) {
+  uint32_t x = rlx_f32_bits(f), ax = x & 0x7FFFFFFFu;
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  if (ax > 0x7F800000u) return sign | 0x7E00u | (uint16_t)((ax >> 13) & 0x3FFu);
+  if (ax >= 0x477FF000u) return sign | 0x7C00u;
+  if (ax >= 0x38800000u) {
+    ax += 0xC8000FFFu + ((ax >> 13) & 1u);
+    return sign | (uint16_t)(ax >> 13);
+  }
+  if (ax <= 0x33000000u) return sign;
+  uint32_t e = ax >> 23, m = (ax & 0x7FFFFFu) | 0x800000u, shift = 126 - e;
+  uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (r & 1u))) ++r;
+  return sign | (uint16_t)r;
+}
+
+static inline float rlx_bf16_to_f32(uint16_t b) { return rlx_bits_f32((uint32_t)b << 16); }
+
+static inline uint16_t rlx_f32_to_bf16(float f) {
+  uint32_t x = rlx_f32_bits(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+/* Integer power by squaring in unsigned arithmetic (wraps); negative exponents give 0 unless the
+   base is 1 or -1. */
+static inline int64_t rlx_ipow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, x = (uint64_t)a;
+  for (; b; b >>= 1) {
+    if (b & 1) r *= x;
+    x *= x;
+  }
+  return (int64_t)r;
+}
+)";
+
+Dialect make_c() {
+  using D = DType;
+  Dialect d;
+  d.name = "c";
+  // bool is stored as one byte and read as `!= 0`, so a byte other than 0 or 1 from the host is
+  // still a valid bool (reading it as _Bool would be undefined). Integer arithmetic wraps in 32
+  // bits for the narrow types too: uint16_t * uint16_t would promote to (signed) int and could
+  // overflow it.
+  struct Row {
+    DType dtype;
+    const char *storage, *compute, *load, *store, *wrap;
+  };
+  // clang-format off
+  const Row rows[] = {
+    // dtype     storage     compute    load                     store                    wrap
+    {D::kBool, "uint8_t",  "bool",    "({x} != 0)",            "(uint8_t)({x})",        ""},
+    {D::kI8,   "int8_t",   "int8_t",  "{x}",                   "{x}",                   "uint32_t"},
+    {D::kU8,   "uint8_t",  "uint8_t", "{x}",                   "{x}",                   "uint32_t"},
+    {D::kI16,  "int16_t",  "int16_t", "{x}",                   "{x}",                   "uint32_t"},
+    {D::kI32,  "int32_t",  "int32_t", "{x}",                   "{x}",                   "uint32_t"},
+    {D::kI64,  "int64_t",  "int64_t", "{x}",                   "{x}",                   "uint64_t"},
+    {D::kF16,  "uint16_t", "float",   "rlx_f16_to_f32({x})",   "rlx_f32_to_f16({x})",   ""},
+    {D::kBF16, "uint16_t", "float",   "rlx_bf16_to_f32({x})",  "rlx_f32_to_bf16({x})",  ""},
+    {D::kF32,  "float",    "float",   "{x}",                   "{x}",                   ""},
+    {D::kF64,  "double",   "double",  "{x}",                   "{x}",                   ""},
+  };  // c64 has no row: a target must split complex values before rendering
+  // clang-format on
+  for (const Row& r : rows) {
+    int i = static_cast<int>(r.dtype);
+    d.storage_type[i] = r.storage;
+    d.compute_type[i] = r.compute;
+    d.load[i] = r.load;
+    d.store[i] = r.store;
+    d.wrap_type[i] = r.wrap;
+  }
+  d.index_type = "int64_t";
+  d.cast = "(({type})({x}))";
+  d.float_suffix = "f";
+  d.int64_suffix = "LL";
+  d.infinity = "INFINITY";
+  d.nan = "NAN";
+  d.declare = "const {type} {name} = {x};";
+  d.declare_mutable = "{type} {name} = {x};";
+  d.loop = "for ({type} {var} = 0; {var} < {end}; ++{var}) {{";
+  d.comment = "// ";
+  d.math = {{"abs", "fabs"},    {"exp", "exp"},      {"log", "log"},         {"sqrt", "sqrt"},
+            {"tanh", "tanh"},   {"erf", "erf"},      {"sin", "sin"},         {"cos", "cos"},
+            {"floor", "floor"}, {"ceil", "ceil"},    {"round", "nearbyint"}, {"pow", "pow"},
+            {"rem", "fmod"},    {"ipow", "rlx_ipow"}};
+  d.math_float_suffix = "f";
+  d.prelude = kPrelude;
+  d.kernel_prefix = "void";
+  d.buffer_params = BufferParams::kPointerTable;
+  d.restrict_kw = "restrict";
+  d.mapping = DomainMapping::kSerialLoops;
+  return d;
+}
+
+}  // namespace
+
+const Dialect& c_dialect() {
+  static const Dialect d = make_c();
+  return d;
+}
+
+}  // namespace rlx::sdk

@@ -1,0 +1,565 @@
+// The C-family kernel renderer: one LIR loop kernel -> one function in a Dialect. How the text
+// looks comes from the dialect table; what it computes (the semantics listed in render.h) is
+// decided here, once for every language.
+//
+// Every expression becomes one immutable local (e<i> = ...), so operands are always plain names
+// and a formula may mention one twice without evaluating anything twice. Loop index d is i<d>,
+// the pointer to storage buffer b is b<b>, the accumulator of store s is acc<s>.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "rlx/core/error.h"
+#include "rlx/sdk/render.h"
+
+namespace rlx::sdk {
+
+namespace {
+
+using lir::Expr;
+using lir::ExprKind;
+
+bool is_signed_int(DType t) {
+  return t == DType::kI8 || t == DType::kI16 || t == DType::kI32 || t == DType::kI64;
+}
+
+// f16 and bf16 compute in the f32 compute type (render.h), so they share its literals and math.
+bool single_float(DType t) {
+  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
+}
+
+std::pair<int64_t, int64_t> int_limits(DType t) {
+  switch (t) {
+    case DType::kBool:
+      return {0, 1};
+    case DType::kI8:
+      return {INT8_MIN, INT8_MAX};
+    case DType::kU8:
+      return {0, UINT8_MAX};
+    case DType::kI16:
+      return {INT16_MIN, INT16_MAX};
+    case DType::kI32:
+      return {INT32_MIN, INT32_MAX};
+    default:
+      return {INT64_MIN, INT64_MAX};
+  }
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
+  return s;
+}
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
+  return s;
+}
+
+struct BufferUse {
+  DType dtype;
+  bool read = false, written = false;
+};
+
+// Storage buffer -> how the kernel uses it, ordered by id.
+std::map<int32_t, BufferUse> buffer_uses(const lir::LoopKernel& k, const lir::Program& p) {
+  std::map<int32_t, BufferUse> uses;
+  auto touch = [&](int32_t b, bool write) {
+    RLX_CHECK(b >= 0 && b < static_cast<int32_t>(p.buffers.size()),
+              fmt::format("kernel {} uses buffer {}, which the program lacks", k.name, b));
+    int32_t s = p.storage_of(b);
+    auto [it, fresh] = uses.try_emplace(s, BufferUse{p.buffers[b].dtype});
+    // A storage is one pointer, so every view of it in one kernel must agree on the dtype.
+    RLX_CHECK(it->second.dtype == p.buffers[b].dtype,
+              fmt::format("kernel {} views buffer {} as two dtypes", k.name, s));
+    (write ? it->second.written : it->second.read) = true;
+  };
+  for (const Expr& e : k.exprs)
+    if (e.kind == ExprKind::kLoad) touch(e.load.buffer, false);
+  for (const lir::Store& s : k.stores) touch(s.buffer, true);
+  return uses;
+}
+
+class KernelRenderer {
+ public:
+  KernelRenderer(const lir::LoopKernel& k, const lir::Program& p, const Dialect& d)
+      : k_(k), p_(p), d_(d) {}
+
+  std::string render() {
+    const int64_t rank = static_cast<int64_t>(k_.domain.size());
+    if (k_.num_parallel < 0 || k_.num_parallel > rank)
+      fail(fmt::format("num_parallel {} is outside [0, {}]", k_.num_parallel, rank));
+    if (k_.reduce.empty() && k_.num_parallel != rank)
+      fail("the domain has reduced dims but the kernel names no reduction");
+    auto uses = buffer_uses(k_, p_);
+    std::vector<BufferParam> params;
+    for (auto& [id, u] : uses) params.push_back({id, u.dtype, u.written});
+
+    line(d_.comment + describe(uses));
+    std::optional<std::string> sig;
+    if (d_.render_signature) sig = d_.render_signature(d_, kernel_symbol(k_), params);
+    line((sig ? *sig : default_signature(params)) + " {");
+    ++indent_;
+    if (d_.buffer_params == BufferParams::kPointerTable)
+      for (const BufferParam& b : params) {
+        std::string ptr = fmt::format("{}{}*", b.written ? "" : "const ", storage_type(b.dtype));
+        line(fmt::format("{} {}b{} = ({})buffers[{}];", ptr, restrict_space(), b.storage, ptr,
+                         b.storage));
+      }
+
+    std::vector<int64_t> par(k_.domain.begin(), k_.domain.begin() + k_.num_parallel);
+    std::vector<int64_t> out_strides = row_major_strides(par);
+    std::string out_index;
+    int opened = 0;
+    if (d_.mapping == DomainMapping::kSerialLoops) {
+      for (int32_t d = 0; d < k_.num_parallel; ++d) opened += open_loop(d);
+      out_index = affine(0, out_strides);
+    } else {
+      int64_t n = work_items(k_);
+      line(declare(d_.index_type, "gid", global_id()));
+      line(fmt::format("if (gid >= {}) {{ return; }}", n));
+      for (int32_t d = 0; d < k_.num_parallel; ++d) {
+        std::string v = out_strides[d] == 1 ? "gid" : fmt::format("gid / {}", out_strides[d]);
+        if (d > 0) v = fmt::format("({}) % {}", v, par[d]);
+        line(declare(d_.index_type, fmt::format("i{}", d), v));
+      }
+      out_index = "gid";
+    }
+
+    if (k_.reduce.empty()) {
+      body();
+      for (const lir::Store& s : k_.stores) store(s, out_index, value(s.expr));
+    } else {
+      for (size_t s = 0; s < k_.stores.size(); ++s)
+        line(fmt::format(fmt::runtime(d_.declare_mutable), fmt::arg("type", type(root(s).dtype)),
+                         fmt::arg("name", fmt::format("acc{}", s)),
+                         fmt::arg("x", reduce_init(root(s).dtype))));
+      int inner = 0;
+      for (int32_t d = k_.num_parallel; d < rank; ++d) inner += open_loop(d);
+      body();
+      for (size_t s = 0; s < k_.stores.size(); ++s) {
+        std::string acc = fmt::format("acc{}", s);
+        line(fmt::format("{} = {};", acc,
+                         binary(reduce_op(), root(s).dtype, acc, value(k_.stores[s].expr))));
+      }
+      close_loops(inner);
+      for (size_t s = 0; s < k_.stores.size(); ++s)
+        store(k_.stores[s], out_index, fmt::format("acc{}", s));
+    }
+    close_loops(opened);
+    --indent_;
+    line("}");
+    return out_;
+  }
+
+ private:
+  const lir::LoopKernel& k_;
+  const lir::Program& p_;
+  const Dialect& d_;
+  std::string out_;
+  int indent_ = 0;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(ErrorKind::kCompile,
+                fmt::format("cannot render kernel {} in dialect {}: {}", k_.name, d_.name, what));
+  }
+  void line(const std::string& s) { out_ += std::string(2 * indent_, ' ') + s + "\n"; }
+
+  // --- types and literals
+
+  const std::string& entry(const DTypeTable& t, DType dt, const char* what) const {
+    const std::string& s = t[static_cast<int>(dt)];
+    if (s.empty()) fail(fmt::format("the dialect has no {} for {}", what, dtype_name(dt)));
+    return s;
+  }
+  const std::string& type(DType t) const { return entry(d_.compute_type, t, "compute type"); }
+  const std::string& storage_type(DType t) const {
+    return entry(d_.storage_type, t, "storage type");
+  }
+  std::string cast_to(const std::string& type_name, const std::string& x) const {
+    return fmt::format(fmt::runtime(d_.cast), fmt::arg("type", type_name), fmt::arg("x", x));
+  }
+  std::string cast(DType t, const std::string& x) const { return cast_to(type(t), x); }
+  std::string declare(const std::string& type_name, const std::string& name,
+                      const std::string& x) const {
+    return fmt::format(fmt::runtime(d_.declare), fmt::arg("type", type_name),
+                       fmt::arg("name", name), fmt::arg("x", x));
+  }
+  std::string restrict_space() const { return d_.restrict_kw.empty() ? "" : d_.restrict_kw + " "; }
+
+  std::string literal(double v, DType t) const {
+    if (t == DType::kBool) return v != 0 ? "true" : "false";
+    if (is_float(t)) {
+      std::string s;
+      if (std::isnan(v))
+        s = d_.nan;
+      else if (std::isinf(v))
+        s = v > 0 ? d_.infinity : "(-" + d_.infinity + ")";
+      if (!s.empty()) return single_float(t) ? s : cast(t, s);
+      s = single_float(t) ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
+      if (s.find_first_of(".e") == std::string::npos) s += ".0";
+      return single_float(t) ? s + d_.float_suffix : s;
+    }
+    auto [lo, hi] = int_limits(t);
+    // Clamp before converting: a double outside the range would be undefined behaviour here.
+    int64_t i = v <= static_cast<double>(lo)   ? lo
+                : v >= static_cast<double>(hi) ? hi
+                                               : static_cast<int64_t>(v);
+    if (t == DType::kI64)
+      return i == INT64_MIN ? fmt::format("(-9223372036854775807{0} - 1{0})", d_.int64_suffix)
+                            : fmt::format("{}{}", i, d_.int64_suffix);
+    if (t == DType::kI32) return i == INT32_MIN ? "(-2147483647 - 1)" : std::to_string(i);
+    return cast(t, std::to_string(i));
+  }
+
+  std::optional<std::string> math(std::string_view op, DType t) const {
+    auto it = d_.math.find(op);
+    if (it == d_.math.end()) return std::nullopt;
+    return it->second + (single_float(t) ? d_.math_float_suffix : "");
+  }
+  std::string call(std::string_view op, DType t, const std::string& args) const {
+    auto fn = math(op, t);
+    if (!fn) fail(fmt::format("the dialect has no math function for {}", op));
+    return fmt::format("{}({})", *fn, args);
+  }
+
+  // --- index space
+
+  std::string global_id() const {
+    if (!d_.global_id.empty()) return d_.global_id;
+    if (d_.group_id[0].empty() || d_.group_size[0].empty() || d_.local_id[0].empty())
+      fail("the dialect maps work-items but names no global_id or group/local ids");
+    return fmt::format("{} * {} + {}", cast_to(d_.index_type, d_.group_id[0]), d_.group_size[0],
+                       d_.local_id[0]);
+  }
+
+  int open_loop(int32_t d) {
+    line(fmt::format(fmt::runtime(d_.loop), fmt::arg("type", d_.index_type),
+                     fmt::arg("var", fmt::format("i{}", d)), fmt::arg("end", k_.domain[d])));
+    ++indent_;
+    return 1;
+  }
+  void close_loops(int n) {
+    for (; n > 0; --n) {
+      --indent_;
+      line("}");
+    }
+  }
+
+  // offset + sum strides[d] * i<d>, zero terms left out.
+  std::string affine(int64_t offset, const std::vector<int64_t>& strides) const {
+    if (strides.size() > k_.domain.size())
+      fail(fmt::format("an affine map has {} strides for a domain of rank {}", strides.size(),
+                       k_.domain.size()));
+    std::string s;
+    for (size_t d = 0; d < strides.size(); ++d) {
+      int64_t c = strides[d];
+      if (c == 0) continue;
+      std::string term =
+          std::abs(c) == 1 ? fmt::format("i{}", d) : fmt::format("{} * i{}", std::abs(c), d);
+      s += s.empty() ? (c < 0 ? "-" + term : term) : (c < 0 ? " - " : " + ") + term;
+    }
+    if (offset != 0 || s.empty())
+      s += s.empty() ? std::to_string(offset)
+                     : fmt::format(" {} {}", offset < 0 ? '-' : '+', std::abs(offset));
+    return s;
+  }
+
+  std::string in_range(int32_t dim, int64_t lo, int64_t hi) const {
+    if (dim < 0 || dim >= static_cast<int32_t>(k_.domain.size()))
+      fail(
+          fmt::format("a range test names loop dim {} of a rank-{} domain", dim, k_.domain.size()));
+    return fmt::format("({} <= i{} && i{} < {})", lo, dim, dim, hi);
+  }
+
+  // --- expressions
+
+  const Expr& root(size_t store) const { return k_.exprs.at(k_.stores[store].expr); }
+  std::string value(int32_t e) const { return fmt::format("e{}", e); }
+
+  void body() {
+    for (size_t i = 0; i < k_.exprs.size(); ++i) {
+      const Expr& e = k_.exprs[i];
+      for (int32_t a : e.args)
+        if (a < 0 || a >= static_cast<int32_t>(i))
+          fail(fmt::format("e{} uses e{}, which is not an earlier expression", i, a));
+      line(declare(type(e.dtype), value(static_cast<int32_t>(i)), expr(e)));
+    }
+  }
+
+  std::string expr(const Expr& e) const {
+    std::vector<std::string> args;
+    for (int32_t a : e.args) args.push_back(value(a));
+    auto need = [&](size_t n) {
+      if (args.size() != n)
+        fail(fmt::format("a {} expression has {} operands, not {}", e.op, args.size(), n));
+    };
+    switch (e.kind) {
+      case ExprKind::kLoad:
+        return load(e);
+      case ExprKind::kConst:
+        return literal(e.value, e.dtype);
+      case ExprKind::kIndex: {
+        // Lowering fills an affine map (iota through transposes and slices); a bare index
+        // expression with no strides is loop index `dim` plus the offset.
+        std::vector<int64_t> strides = e.load.strides;
+        if (strides.empty()) {
+          strides.assign(k_.domain.size(), 0);
+          if (e.dim < 0 || e.dim >= static_cast<int32_t>(strides.size()))
+            fail(fmt::format("an index expression names loop dim {}", e.dim));
+          strides[e.dim] = 1;
+        }
+        return convert(affine(e.load.offset, strides), DType::kI64, e.dtype);
+      }
+      case ExprKind::kInRange:
+        return in_range(e.dim, e.lo, e.hi);
+      default:
+        break;
+    }
+    DType operand = e.args.empty() ? e.dtype : k_.exprs[e.args[0]].dtype;
+    if (e.kind == ExprKind::kSelect) operand = e.dtype;
+    if (d_.render_op)
+      if (auto s = d_.render_op(d_, OpView{e, operand, args})) return *s;
+    // A 16-bit float result is rounded after every op, as the graph defines it: fusing a chain
+    // must not change its bits (the cpu target does the same).
+    bool narrow = e.dtype == DType::kF16 || e.dtype == DType::kBF16;
+    switch (e.kind) {
+      case ExprKind::kUnary:
+        need(1);
+        return narrow ? convert(unary(e.op, operand, args[0]), DType::kF32, e.dtype)
+                      : unary(e.op, operand, args[0]);
+      case ExprKind::kBinary:
+        need(2);
+        return narrow ? convert(binary(e.op, operand, args[0], args[1]), DType::kF32, e.dtype)
+                      : binary(e.op, operand, args[0], args[1]);
+      case ExprKind::kSelect:
+        need(3);
+        return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);
+      case ExprKind::kConvert:
+        need(1);
+        return convert(args[0], operand, e.dtype);
+      default:
+        fail("unknown expression kind");
+    }
+  }
+
+  std::string load(const Expr& e) const {
+    const lir::AffineLoad& l = e.load;
+    DType dt = p_.buffers.at(l.buffer).dtype;
+    std::string element =
+        fmt::format("b{}[{}]", p_.storage_of(l.buffer), affine(l.offset, l.strides));
+    std::string v = convert(
+        fmt::format(fmt::runtime(entry(d_.load, dt, "load conversion")), fmt::arg("x", element)),
+        dt, e.dtype);
+    if (l.guards.empty()) return v;
+    // The conditional operator evaluates only the chosen branch, so nothing is read outside.
+    std::vector<std::string> inside;
+    for (const lir::Guard& g : l.guards) inside.push_back(in_range(g.dim, g.lo, g.hi));
+    return fmt::format("({} ? {} : {})", join(inside, " && "), v, literal(0, e.dtype));
+  }
+
+  void store(const lir::Store& s, const std::string& index, const std::string& v) {
+    DType dt = p_.buffers.at(s.buffer).dtype;
+    std::string x = convert(v, k_.exprs.at(s.expr).dtype, dt);
+    line(fmt::format(
+        "b{}[{}] = {};", p_.storage_of(s.buffer), index,
+        fmt::format(fmt::runtime(entry(d_.store, dt, "store conversion")), fmt::arg("x", x))));
+  }
+
+  // Integer add/sub/mul through the wrap type, so overflow wraps instead of being undefined.
+  std::string wrapping(DType t, const char* op, const std::string& a, const std::string& b) const {
+    const std::string& w = d_.wrap_type[static_cast<int>(t)];
+    if (w.empty()) return cast(t, fmt::format("{} {} {}", a, op, b));
+    return cast(t, fmt::format("{} {} {}", cast_to(w, a), op, cast_to(w, b)));
+  }
+  std::string negate(DType t, const std::string& a) const {
+    return is_float(t) ? "(-" + a + ")" : wrapping(t, "-", literal(0, t), a);
+  }
+
+  std::string unary(const std::string& op, DType t, const std::string& a) const {
+    if (op == "neg") return negate(t, a);
+    if (op == "not") return t == DType::kBool ? "(!" + a + ")" : cast(t, "~" + a);
+    if (is_float(t)) {
+      std::string one = literal(1, t);
+      if (op == "sign")  // keeps -0, +0 and NaN as they are, like XLA
+        return fmt::format("({0} > 0 ? {1} : {0} < 0 ? -{1} : {0})", a, one);
+      if (op == "rsqrt" && !math(op, t)) return fmt::format("({} / {})", one, call("sqrt", t, a));
+      if (op == "logistic" && !math(op, t))
+        return fmt::format("({0} / ({0} + {1}))", one, call("exp", t, "-" + a));
+      return call(op, t, a);  // exp log sqrt tanh erf sin cos floor ceil round abs
+    }
+    if (op == "abs")
+      return is_signed_int(t) ? fmt::format("({} < 0 ? {} : {})", a, negate(t, a), a) : a;
+    if (op == "sign") return cast(t, fmt::format("({0} > 0) - ({0} < 0)", a));
+    fail(fmt::format("unary {} is not defined on {}", op, dtype_name(t)));
+  }
+
+  // `t` is the operand dtype.
+  std::string binary(const std::string& op, DType t, const std::string& a,
+                     const std::string& b) const {
+    static const std::map<std::string, const char*, std::less<>> kCompare = {
+        {"eq", "=="}, {"ne", "!="}, {"lt", "<"}, {"le", "<="}, {"gt", ">"}, {"ge", ">="}};
+    if (auto it = kCompare.find(op); it != kCompare.end())
+      return fmt::format("({} {} {})", a, it->second, b);
+    if (op == "and" || op == "or" || op == "xor") {
+      if (t == DType::kBool) {
+        const char* c = op == "and" ? "&&" : op == "or" ? "||" : "!=";
+        return fmt::format("({} {} {})", a, c, b);
+      }
+      if (is_float(t)) fail(fmt::format("{} is not defined on {}", op, dtype_name(t)));
+      const char* c = op == "and" ? "&" : op == "or" ? "|" : "^";
+      return cast(t, fmt::format("{} {} {}", a, c, b));
+    }
+    bool f = is_float(t);
+    if (op == "add" || op == "sub" || op == "mul") {
+      const char* c = op == "add" ? "+" : op == "sub" ? "-" : "*";
+      return f ? fmt::format("({} {} {})", a, c, b) : wrapping(t, c, a, b);
+    }
+    // NaN-propagating: a is chosen when it is NaN; when only b is NaN both tests fail and b is.
+    if (op == "max")
+      return f ? fmt::format("(({0} > {1} || {0} != {0}) ? {0} : {1})", a, b)
+               : fmt::format("({0} > {1} ? {0} : {1})", a, b);
+    if (op == "min")
+      return f ? fmt::format("(({0} < {1} || {0} != {0}) ? {0} : {1})", a, b)
+               : fmt::format("({0} < {1} ? {0} : {1})", a, b);
+    std::string zero = literal(0, t);
+    if (op == "div") {
+      if (f) return fmt::format("({} / {})", a, b);
+      std::string q = cast(t, fmt::format("{} / {}", a, b));
+      if (is_signed_int(t))  // INT_MIN / -1 overflows (and traps on x86): negate with wrap
+        q = fmt::format("{} == -1 ? {} : {}", b, negate(t, a), q);
+      return fmt::format("({} == 0 ? {} : {})", b, zero, q);
+    }
+    if (op == "rem") {
+      if (f) return call("rem", t, a + ", " + b);
+      std::string cond =
+          is_signed_int(t) ? fmt::format("{0} == 0 || {0} == -1", b) : fmt::format("{} == 0", b);
+      return fmt::format("({} ? {} : {})", cond, zero, cast(t, fmt::format("{} % {}", a, b)));
+    }
+    if (op == "pow") {
+      if (f) return call("pow", t, a + ", " + b);
+      return cast(t, call("ipow", DType::kI64, cast(DType::kI64, a) + ", " + cast(DType::kI64, b)));
+    }
+    fail(fmt::format("binary {} is not defined on {}", op, dtype_name(t)));
+  }
+
+  std::string convert(const std::string& x, DType from, DType to) const {
+    if (from == to) return x;
+    if (to == DType::kBool) return fmt::format("({} != 0)", x);
+    if (to == DType::kF16 || to == DType::kBF16) {
+      // Round to the 16-bit format now; the value stays in its float compute type.
+      std::string f = single_float(from) ? x : cast(DType::kF32, x);
+      std::string bits =
+          fmt::format(fmt::runtime(entry(d_.store, to, "store conversion")), fmt::arg("x", f));
+      return fmt::format(fmt::runtime(entry(d_.load, to, "load conversion")), fmt::arg("x", bits));
+    }
+    if (is_float(to)) return single_float(from) && single_float(to) ? x : cast(to, x);
+    if (is_float(from)) {
+      auto [lo, hi] = int_limits(to);
+      // Compared in double, where every limit up to 2^63 is exact: >= 2^63 saturates to max.
+      return fmt::format("({0} != {0} ? {1} : {0} <= {2}.0 ? {3} : {0} >= {4}.0 ? {5} : {6})", x,
+                         literal(0, to), lo, literal(static_cast<double>(lo), to),
+                         hi == INT64_MAX ? std::string("9223372036854775808") : std::to_string(hi),
+                         literal(static_cast<double>(hi), to), cast(to, x));
+    }
+    return cast(to, x);  // integer and bool narrowing or widening: modular, as C defines it
+  }
+
+  // --- reductions
+
+  const std::string& reduce_op() const {
+    static const std::map<std::string, std::string, std::less<>> kOps = {
+        {"sum", "add"}, {"prod", "mul"}, {"max", "max"}, {"min", "min"}};
+    auto it = kOps.find(k_.reduce);
+    if (it == kOps.end()) fail(fmt::format("unknown reduction '{}'", k_.reduce));
+    return it->second;
+  }
+  std::string reduce_init(DType t) const {
+    const std::string& op = reduce_op();
+    if (op == "add") return literal(0, t);
+    if (op == "mul") return literal(1, t);
+    if (is_float(t)) return literal(op == "max" ? -INFINITY : INFINITY, t);
+    auto [lo, hi] = int_limits(t);
+    return literal(static_cast<double>(op == "max" ? lo : hi), t);
+  }
+
+  // --- signature and header
+
+  std::string default_signature(const std::vector<BufferParam>& params) const {
+    std::vector<std::string> ps;
+    if (d_.buffer_params == BufferParams::kPointerTable) {
+      ps.push_back("char* const* buffers");
+    } else {
+      for (const BufferParam& b : params)
+        ps.push_back(fmt::format(
+            "{}{}{}* {}b{}", d_.global_space.empty() ? "" : d_.global_space + " ",
+            b.written ? "" : "const ", storage_type(b.dtype), restrict_space(), b.storage));
+    }
+    ps.insert(ps.end(), d_.extra_params.begin(), d_.extra_params.end());
+    return fmt::format("{} {}({})", d_.kernel_prefix, kernel_symbol(k_), join(ps, ", "));
+  }
+
+  std::string describe(const std::map<int32_t, BufferUse>& uses) const {
+    std::vector<std::string> dims;
+    for (int64_t n : k_.domain) dims.push_back(std::to_string(n));
+    std::string s =
+        fmt::format("{}: domain [{}], {} parallel", k_.name, join(dims, ", "), k_.num_parallel);
+    if (!k_.reduce.empty()) s += ", reduce " + k_.reduce;
+    std::vector<std::string> bs;
+    for (auto& [id, u] : uses)
+      bs.push_back(fmt::format("b{} {}{} {}", id, u.read ? "r" : "", u.written ? "w" : "",
+                               p_.buffers[id].name));
+    return s + "; buffers: " + join(bs, ", ");
+  }
+};
+
+}  // namespace
+
+std::string kernel_symbol(const lir::LoopKernel& kernel) {
+  std::string s = kernel.name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;
+  return s;
+}
+
+std::vector<int32_t> kernel_buffers(const lir::LoopKernel& kernel, const lir::Program& program) {
+  std::vector<int32_t> ids;
+  for (auto& [id, use] : buffer_uses(kernel, program)) ids.push_back(id);
+  return ids;
+}
+
+int64_t work_items(const lir::LoopKernel& kernel) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < kernel.num_parallel; ++d) n *= kernel.domain[d];
+  return n;
+}
+
+std::string render_kernel(const lir::LoopKernel& kernel, const lir::Program& program,
+                          const Dialect& dialect) {
+  return KernelRenderer(kernel, program, dialect).render();
+}
+
+std::string render_program(const lir::Program& program, const Dialect& dialect) {
+  std::string out = dialect.prelude + "\n";
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    if (auto* k = std::get_if<lir::LoopKernel>(&program.kernels[i])) {
+      out += render_kernel(*k, program, dialect) + "\n";
+      continue;
+    }
+    const auto& c = std::get<lir::CallKernel>(program.kernels[i]);
+    std::vector<std::string> in, o;
+    for (int32_t b : c.inputs) in.push_back(fmt::format("b{}", b));
+    for (int32_t b : c.outputs) o.push_back(fmt::format("b{}", b));
+    out += fmt::format("{}kernel {}: library call {}({}) -> {}, provided by the target\n\n",
+                       dialect.comment, i, c.callee, join(in, ", "), join(o, ", "));
+  }
+  return out;
+}
+
+}  // namespace rlx::sdk

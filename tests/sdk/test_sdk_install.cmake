@@ -1,0 +1,73 @@
+# The SDK as a plugin author meets it: `cmake --install` the build into a temporary prefix,
+# build sdk/examples/hello_target against it with find_package(RLX), and check that the
+# installed `rlx --list-targets --json` lists the example, through RLX_PLUGIN_PATH, as
+# codegen-only. Run by CTest (tests/sdk/CMakeLists.txt passes the -D variables).
+foreach(var BUILD_DIR EXAMPLE_DIR WORK_DIR LIBDIR GENERATOR CXX)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "test_sdk_install.cmake needs -D${var}=...")
+  endif()
+endforeach()
+
+set(prefix ${WORK_DIR}/prefix)
+set(example_build ${WORK_DIR}/hello-build)
+file(REMOVE_RECURSE ${WORK_DIR})
+file(MAKE_DIRECTORY ${WORK_DIR})
+
+function(step what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${ARGN}\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+step("installing the build" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(f ${LIBDIR}/cmake/RLX/RLXConfig.cmake ${LIBDIR}/cmake/RLX/RLXPlugin.cmake
+          include/rlx/sdk/plugin.h include/rlx/sdk/render.h)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "the install lacks ${f}")
+  endif()
+endforeach()
+
+step("configuring the example" ${CMAKE_COMMAND} -S ${EXAMPLE_DIR} -B ${example_build}
+     -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX}
+     -DCMAKE_PREFIX_PATH=${prefix})
+step("building the example" ${CMAKE_COMMAND} --build ${example_build})
+foreach(f librlx_target_hello.so hello.toml)
+  if(NOT EXISTS ${example_build}/${f})
+    message(FATAL_ERROR "building the example did not produce ${f}")
+  endif()
+endforeach()
+
+if(NOT EXISTS ${prefix}/bin/rlx)
+  message("RLX_TEST_SKIPPED: the example builds, but the install has no bin/rlx to list it")
+  return()
+endif()
+step("listing targets"
+     ${CMAKE_COMMAND} -E env RLX_PLUGIN_PATH=${example_build}
+                             "LD_LIBRARY_PATH=${prefix}/${LIBDIR}:$ENV{LD_LIBRARY_PATH}"
+     ${prefix}/bin/rlx --list-targets --json)
+set(json "${step_output}")
+string(JSON n ERROR_VARIABLE err LENGTH "${json}" targets)
+if(err)
+  message(FATAL_ERROR "rlx --list-targets --json printed no targets array (${err}):\n${json}")
+endif()
+set(found FALSE)
+if(n GREATER 0)
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${json}" targets ${i} name)
+    if(name STREQUAL "hello")
+      set(found TRUE)
+      string(JSON status GET "${json}" targets ${i} status)
+      string(JSON detail GET "${json}" targets ${i} detail)
+    endif()
+  endforeach()
+endif()
+if(NOT found)
+  message(FATAL_ERROR "target hello is not listed with RLX_PLUGIN_PATH=${example_build}:\n${json}")
+endif()
+if(NOT status STREQUAL "codegen-only" OR NOT detail MATCHES "codegen-only example target")
+  message(FATAL_ERROR "hello is listed as '${status}' (${detail}), expected codegen-only:\n${json}")
+endif()
+message(STATUS "hello is listed: ${status} (${detail})")
