@@ -68,7 +68,7 @@ function(rlx_add_plugin)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     INSTALL_RPATH "${rpath}"
-    INSTALL_RPATH_USE_LINK_PATH ON)
+    INSTALL_RPATH_USE_LINK_PATH OFF)
 
   # TOML basic strings: escape backslashes and quotes.
   set(desc "${P_DESCRIPTION}")
