@@ -106,7 +106,8 @@ int compile_main(const Args& args, const GlobalOptions& global) {
   std::shared_ptr<Target> target = choose_target(reg, target_name);
 
   timer.stage("import");
-  Graph graph = load_model(reg, model_path);
+  Model model_file = load_model(reg, model_path);
+  const Graph& graph = model_file.graph();
   Bindings bindings = parse_bindings(args.values("bind"), graph);
 
   timer.stage("dispatch+passes");

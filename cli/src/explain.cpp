@@ -15,7 +15,8 @@ int explain_main(const Args& args, const GlobalOptions& global) {
   const std::string target_name = args.required("target");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
-  Graph graph = load_model(reg, model_path);
+  Model model_file = load_model(reg, model_path);
+  const Graph& graph = model_file.graph();
   Session session(target);
   CompiledModel model = session.compile(graph);
   std::string out = args.flag("json") ? model.report().to_json() : model.report().to_text(global.verbose);

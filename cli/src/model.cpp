@@ -29,16 +29,19 @@ std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::
   return reg.target(name);
 }
 
-Graph load_model(const registry::Registry& reg, const fs::path& path) {
+Model load_model(const registry::Registry& reg, const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec))
-    throw CliError(fmt::format("model file '{}' does not exist", path.string()),
-                   "check the path; MODEL is an rlx IR text file");
-  if (fs::is_directory(path, ec))
-    throw CliError(fmt::format("model '{}' is a directory, not a file", path.string()),
-                   "give the path of the model file");
+    throw CliError(fmt::format("model '{}' does not exist", path.string()),
+                   "check the path; MODEL is an rlx IR text file or a file an importer reads");
   if (auto importer = reg.importer_for(path)) return importer->load(path);
-  return load_graph_file(path);
+  if (fs::is_directory(path, ec))
+    throw CliError(fmt::format("no importer reads the folder '{}'", path.string()),
+                   "see the importers in `rlx --list-targets`; a Hugging Face folder needs its config.json");
+  Model m;
+  m.architecture = "ir";
+  m.graphs["main"] = load_graph_file(path);
+  return m;
 }
 
 }  // namespace rlx::cli

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "rlx/core/graph.h"
 #include "rlx/core/target.h"
+#include "rlx/core/model.h"
 #include "rlx/registry/registry.h"
 
 namespace rlx::cli {
@@ -21,8 +22,8 @@ const registry::Registry& plugin_registry(const GlobalOptions& global, bool buil
 // cannot be used here.
 std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::string& name);
 
-// Loads MODEL: an importer claims it by extension, otherwise it is read as IR text (with the
-// sibling .safetensors holding its params).
-Graph load_model(const registry::Registry& reg, const std::filesystem::path& path);
+// Loads MODEL: an importer claims it (folder marker, magic bytes or extension), otherwise it is
+// read as IR text (with the sibling .safetensors holding its params).
+Model load_model(const registry::Registry& reg, const std::filesystem::path& path);
 
 }  // namespace rlx::cli

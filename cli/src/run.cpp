@@ -60,7 +60,8 @@ int run_main(const Args& args, const GlobalOptions& global) {
         fmt::format("use `rlx compile {} --target {} -o DIR` to emit its artifacts, "
                     "or run on a target listed as available by `rlx --list-targets`",
                     model_path.string(), target_name));
-  Graph graph = load_model(reg, model_path);
+  Model model_file = load_model(reg, model_path);
+  const Graph& graph = model_file.graph();
   std::error_code ec;
   if (!fs::exists(inputs_path, ec))
     throw CliError(fmt::format("inputs file '{}' does not exist", inputs_path),

@@ -16,11 +16,11 @@ class ImporterAdapter final : public Importer {
 
   std::string name() const override { return name_; }
 
-  Graph load(const std::filesystem::path& path) override {
-    Graph graph;
-    sdk::Status s = impl_->load(path, &graph);
+  Model load(const std::filesystem::path& path) override {
+    Model model;
+    sdk::Status s = impl_->load(path, &model);
     if (!s.ok) throw Error(ErrorKind::kPlugin, fmt::format("{} plugin: {}", name_, s.message));
-    return graph;
+    return model;
   }
 
  private:

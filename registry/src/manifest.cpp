@@ -147,9 +147,14 @@ Manifest validate(const toml::table& root) {
     for (const auto& [key, value] : *caps) m.capabilities[std::string(key.str())] = display(value);
   }
   const toml::table* importer = get_table(root, "importer", false);
-  if (importer) m.extensions = get_string_array(*importer, "importer", "extensions");
-  if (m.kind == "importer" && m.extensions.empty())
-    invalid("[importer] extensions must list the file extensions it reads, e.g. [\".onnx\"]");
+  if (importer) {
+    m.extensions = get_string_array(*importer, "importer", "extensions");
+    m.magic = get_string_array(*importer, "importer", "magic");
+    m.folders = get_string_array(*importer, "importer", "folders");
+  }
+  if (m.kind == "importer" && m.extensions.empty() && m.magic.empty() && m.folders.empty())
+    invalid("[importer] must say which files it reads: extensions = [\".onnx\"], magic = "
+            "[\"GGUF\"] or folders = [\"config.json\"]");
   for (const std::string& ext : m.extensions)
     if (ext.size() < 2 || ext[0] != '.')
       invalid(fmt::format("[importer] extensions entries must start with '.', got \"{}\"", ext));

@@ -2,6 +2,8 @@
 // loads the plugins that can be used here. Every failure becomes a status or a problem, so one
 // bad plugin never hides the others.
 #include <fmt/format.h>
+
+#include <cstdio>
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -86,6 +88,8 @@ class RegistryBuilder {
     rec.library_path = fs::path(m.library).is_absolute() ? fs::path(m.library)
                                                          : manifest_path.parent_path() / m.library;
     rec.extensions = m.extensions;
+    rec.magic = m.magic;
+    rec.folders = m.folders;
 
     auto [winner, inserted] = winners_.emplace(m.name, manifest_path);
     if (!inserted) {
@@ -198,16 +202,38 @@ std::shared_ptr<Target> Registry::target(const std::string& name) const {
 }
 
 std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
+  std::error_code ec;
+  auto usable_importers = [&] {
+    std::vector<const PluginRecord*> out;
+    for (const PluginRecord& p : plugins_)
+      if (p.kind == "importer" && usable(p) && p.importer) out.push_back(&p);
+    return out;
+  };
+  if (fs::is_directory(path, ec)) {
+    for (const PluginRecord* p : usable_importers())
+      for (const std::string& marker : p->folders)
+        if (fs::exists(path / marker, ec)) return p->importer;
+    return nullptr;
+  }
+  // Magic bytes first: a file's contents say more than its name.
+  std::string head(64, '\0');
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    head.resize(std::fread(head.data(), 1, head.size(), f));
+    std::fclose(f);
+  } else {
+    head.clear();
+  }
+  for (const PluginRecord* p : usable_importers())
+    for (const std::string& magic : p->magic)
+      if (!magic.empty() && head.compare(0, magic.size(), magic) == 0) return p->importer;
   // Suffix match rather than path.extension(), so multi-part extensions (".tar.gz") work.
   const std::string file = lower(path.filename().string());
-  for (const PluginRecord& p : plugins_) {
-    if (p.kind != "importer" || !usable(p) || !p.importer) continue;
-    for (const std::string& ext : p.extensions) {
+  for (const PluginRecord* p : usable_importers())
+    for (const std::string& ext : p->extensions) {
       std::string e = lower(ext);
       if (file.size() > e.size() && file.compare(file.size() - e.size(), e.size(), e) == 0)
-        return p.importer;
+        return p->importer;
     }
-  }
   return nullptr;
 }
 

@@ -118,7 +118,7 @@ TEST_F(AbiTest, ImporterIsFoundByExtension) {
   ASSERT_TRUE(imp);
   EXPECT_EQ(imp->name(), "abi_importer");
   EXPECT_EQ(r.importer_for("x.tst.gz"), imp);
-  EXPECT_EQ(imp->load("dir/model.tst").name, "model");
+  EXPECT_EQ(imp->load("dir/model.tst").graph().name, "model");
   try {
     imp->load("fail.tst");
     FAIL() << "load should have thrown";
@@ -128,6 +128,20 @@ TEST_F(AbiTest, ImporterIsFoundByExtension) {
   }
   // An importer is not a target.
   EXPECT_THROW(r.target("abi_importer"), Error);
+}
+
+TEST_F(AbiTest, ImporterIsFoundByMagicBytesAndFolderMarker) {
+  Registry r = discover({case_dir("importer")});
+  fs::path dir = fs::temp_directory_path() / "rlx_abi_importer_detect";
+  fs::create_directories(dir / "model");
+  std::ofstream(dir / "weights.bin") << "TSTMAGIC and then data";
+  std::ofstream(dir / "other.bin") << "NOTMAGIC";
+  std::ofstream(dir / "model" / "tst-config.json") << "{}";
+  EXPECT_NE(r.importer_for(dir / "weights.bin"), nullptr);  // no known extension, magic matches
+  EXPECT_EQ(r.importer_for(dir / "other.bin"), nullptr);
+  EXPECT_NE(r.importer_for(dir / "model"), nullptr);       // a folder with the marker file
+  EXPECT_EQ(r.importer_for(dir), nullptr);                 // a folder without it
+  fs::remove_all(dir);
 }
 
 TEST_F(AbiTest, AbiMajorMismatchIsIncompatible) {

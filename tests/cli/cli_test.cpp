@@ -304,7 +304,7 @@ TEST_F(CliTest, ExplainJsonShowsAPathForEveryNode) {
 TEST_F(CliTest, MissingModelIsAUserError) {
   ProcessResult r = rlx({"explain", (dir_ / "absent.rlx").string(), "--target", "cpu"});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
-  EXPECT_THAT(r.err, StartsWith("rlx: error: model file '")) << dump(r);
+  EXPECT_THAT(r.err, StartsWith("rlx: error: model '")) << dump(r);
   EXPECT_THAT(r.err, HasSubstr("absent.rlx' does not exist")) << dump(r);
 }
 

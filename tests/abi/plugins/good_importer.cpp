@@ -10,12 +10,12 @@ class GoodImporter final : public rlx::sdk::ImporterPlugin {
  public:
   std::string name() const override { return "abi_importer"; }
   std::string version() const override { return "0.0.2"; }
-  rlx::Graph load(const std::filesystem::path& path) override {
+  rlx::Model load(const std::filesystem::path& path) override {
     if (path.filename().string().find("fail") != std::string::npos)
       throw std::runtime_error("cannot parse " + path.filename().string());
-    rlx::Graph g;
-    g.name = path.stem().string();
-    return g;
+    rlx::Model m;
+    m.graphs["main"].name = path.stem().string();
+    return m;
   }
 };
 

@@ -11,6 +11,7 @@
 
 #include "rlx/core/dispatch.h"
 #include "rlx/core/graph.h"
+#include "rlx/core/model.h"
 #include "rlx/core/target.h"
 
 namespace rlx::registry {
@@ -29,13 +30,15 @@ class Importer {
  public:
   virtual ~Importer() = default;
   virtual std::string name() const = 0;
-  virtual Graph load(const std::filesystem::path& path) = 0;
+  virtual Model load(const std::filesystem::path& path) = 0;
 };
 
 struct Manifest {
   std::string name, kind, version, abi, library, description;
   std::vector<std::string> requires_libraries, platforms;
   std::vector<std::string> extensions;  // importers: file extensions they read (".onnx")
+  std::vector<std::string> magic;       // importers: leading bytes of their files ("GGUF")
+  std::vector<std::string> folders;     // importers: a folder holding one of these files is theirs
   std::map<std::string, std::string> capabilities;
 };
 // Parses and validates a manifest; throws a user error naming the file and the key.
@@ -50,7 +53,7 @@ struct PluginRecord {
   std::string detail;  // why it has this status, in words a user can act on
   std::string description;
   std::filesystem::path manifest_path, library_path;
-  std::vector<std::string> extensions;
+  std::vector<std::string> extensions, magic, folders;
   std::shared_ptr<Target> target;      // set when a target loaded
   std::shared_ptr<Importer> importer;  // set when an importer loaded
   std::optional<LegalityTable> legality;
@@ -81,7 +84,8 @@ class Registry {
   // The target to compile for; throws a user error naming its status and reason, or listing
   // the available targets when the name is unknown.
   std::shared_ptr<Target> target(const std::string& name) const;
-  // The importer that reads `path` (by extension), or nullptr.
+  // The importer that reads `path`: for a folder, by the marker files its manifest names; for a
+  // file, by leading magic bytes, then by extension. nullptr when none claims it.
   std::shared_ptr<Importer> importer_for(const std::filesystem::path& path) const;
 
  private:

@@ -10,6 +10,7 @@
 
 #include "rlx/core/graph.h"
 #include "rlx/core/lir.h"
+#include "rlx/core/model.h"
 #include "rlx/core/target.h"
 
 namespace rlx::sdk {
@@ -46,7 +47,7 @@ class ImporterBoundary {
   virtual ~ImporterBoundary() = default;
   virtual std::string name() const noexcept = 0;
   virtual std::string version() const noexcept = 0;
-  virtual Status load(const std::filesystem::path& path, Graph* out) noexcept = 0;
+  virtual Status load(const std::filesystem::path& path, Model* out) noexcept = 0;
 };
 
 // The factory every plugin exports under RLX_FACTORY_SYMBOL. Exactly one of the two pointers is

@@ -27,7 +27,8 @@ class ImporterPlugin {
   virtual ~ImporterPlugin() = default;
   virtual std::string name() const = 0;
   virtual std::string version() const = 0;
-  virtual Graph load(const std::filesystem::path& path) = 0;
+  // Reads the model at `path` (a file, or a folder for formats stored as several files).
+  virtual Model load(const std::filesystem::path& path) = 0;
 };
 
 namespace detail {
@@ -103,7 +104,7 @@ class GuardedImporter final : public ImporterBoundary {
   explicit GuardedImporter(std::unique_ptr<ImporterPlugin> i) : impl_(std::move(i)) {}
   std::string name() const noexcept override { return impl_->name(); }
   std::string version() const noexcept override { return impl_->version(); }
-  Status load(const std::filesystem::path& path, Graph* out) noexcept override {
+  Status load(const std::filesystem::path& path, Model* out) noexcept override {
     return guarded([&] { *out = impl_->load(path); });
   }
 
