@@ -1,0 +1,56 @@
+// Model builders for formats that carry weights only (a Hugging Face folder, a GGUF file): a
+// normalised transformer config plus a source of weights becomes an rlx::Model. Importers map
+// their own metadata keys and tensor names onto these; the builders know nothing of files.
+//
+// Weight names are the Hugging Face ones ("model.layers.0.self_attn.q_proj.weight"); the GGUF
+// importer translates its names ("blk.0.attn_q.weight") before asking.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rlx/core/model.h"
+#include "rlx/core/tensor.h"
+
+namespace rlx::frontends {
+
+struct TransformerConfig {
+  std::string arch;  // "bert" | "qwen3" | "llama" | "gemma3"
+  int64_t vocab = 0, hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  int64_t intermediate = 0, max_positions = 0;
+  double norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_embeddings = false;
+  std::string hidden_act = "silu";  // "silu" | "gelu" | "gelu_tanh"
+  int64_t type_vocab = 0;           // bert: token_type embeddings
+  // gemma3: sliding-window layers, local rope base, query scale.
+  int64_t sliding_window = 0, sliding_window_pattern = 0;
+  double rope_local_theta = 10000.0, query_pre_attn_scalar = 0.0;
+  int64_t bos = -1, eos = -1;
+};
+
+// A weight as stored. Either `dense` is set, or `qtype` names a block format (GGUF "q4_k", ...)
+// and `raw` holds its rows as bytes ([rows, bytes_per_row], u8) for logical `shape`.
+struct Weight {
+  Tensor dense;
+  std::string qtype;
+  Tensor raw;
+  std::vector<int64_t> shape;
+};
+
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  virtual bool has(const std::string& name) const = 0;
+  // Throws a user error naming the tensor (and the file) when it is missing.
+  virtual Weight get(const std::string& name) const = 0;
+};
+
+// Builds the model's graphs (see rlx/core/model.h for the graph names and docs/models.md for
+// their inputs and outputs).
+Model build_model(const TransformerConfig& config, const WeightSource& weights);
+
+}  // namespace rlx::frontends
