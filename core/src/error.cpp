@@ -4,18 +4,18 @@
 
 namespace rlx {
 
-Error::Error(ErrorKind kind, std::string message, std::source_location where)
+Error::Error(ErrorKind kind, std::string message, SourceLocation where)
     : std::runtime_error(std::move(message)), kind_(kind), where_(where) {}
 
 std::string Error::where_string() const {
   return fmt::format("{}:{}", where_.file_name(), where_.line());
 }
 
-void throw_user_error(std::string message, std::source_location where) {
+void throw_user_error(std::string message, SourceLocation where) {
   throw Error(ErrorKind::kUser, std::move(message), where);
 }
 
-void throw_internal_error(std::string message, std::source_location where) {
+void throw_internal_error(std::string message, SourceLocation where) {
   throw Error(ErrorKind::kInternal, std::move(message), where);
 }
 

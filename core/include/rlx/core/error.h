@@ -2,11 +2,23 @@
 // convert to messages. Every error carries the source location where it was raised so an
 // internal error can be traced without a debugger.
 #pragma once
-#include <source_location>
 #include <stdexcept>
 #include <string>
 
 namespace rlx {
+
+// Where an error was raised. SourceLocation would do, but clang 14 (used for the fuzz
+// builds) cannot compile libstdc++'s; the builtins below work in gcc and clang alike.
+struct SourceLocation {
+  const char* file = "";
+  unsigned line_number = 0;
+  static constexpr SourceLocation current(const char* f = __builtin_FILE(),
+                                          unsigned l = __builtin_LINE()) {
+    return {f, l};
+  }
+  const char* file_name() const { return file; }
+  unsigned line() const { return line_number; }
+};
 
 enum class ErrorKind {
   kUser,      // bad input: unreadable file, wrong tensor, malformed IR text
@@ -18,15 +30,15 @@ enum class ErrorKind {
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, std::string message,
-        std::source_location where = std::source_location::current());
+        SourceLocation where = SourceLocation::current());
   ErrorKind kind() const { return kind_; }
-  const std::source_location& where() const { return where_; }
+  const SourceLocation& where() const { return where_; }
   // "file:line" of the raise site, for --verbose diagnostics.
   std::string where_string() const;
 
  private:
   ErrorKind kind_;
-  std::source_location where_;
+  SourceLocation where_;
 };
 
 // Raised when no lowering path is legal for a node; the message names node, op, dtypes,
@@ -34,14 +46,14 @@ class Error : public std::runtime_error {
 class CompileError : public Error {
  public:
   explicit CompileError(std::string message,
-                        std::source_location where = std::source_location::current())
+                        SourceLocation where = SourceLocation::current())
       : Error(ErrorKind::kCompile, std::move(message), where) {}
 };
 
 [[noreturn]] void throw_user_error(std::string message,
-                                   std::source_location where = std::source_location::current());
+                                   SourceLocation where = SourceLocation::current());
 [[noreturn]] void throw_internal_error(
-    std::string message, std::source_location where = std::source_location::current());
+    std::string message, SourceLocation where = SourceLocation::current());
 
 // Invariant check that stays on in release builds: a failed check is an rlx bug.
 #define RLX_CHECK(cond, msg)                                                    \

@@ -12,9 +12,11 @@
 namespace rlx::json {
 
 struct Value;
+struct Member;
 using Array = std::vector<Value>;
-// Members in document order; duplicate keys are kept so callers can reject them.
-using Object = std::vector<std::pair<std::string, Value>>;
+// Members in document order; duplicate keys are kept so callers can reject them. A struct
+// rather than std::pair so the recursive type is complete where clang requires it.
+using Object = std::vector<Member>;
 
 struct Number {
   double value = 0;
@@ -36,6 +38,13 @@ struct Value {
   // First member named `key` of an object; null when absent or not an object.
   const Value* find(std::string_view key) const;
   std::string_view kind() const;  // "null", "bool", "number", "string", "array", "object"
+};
+
+struct Member {
+  std::string first;
+  Value second;
+  Member() = default;
+  Member(std::string key, Value value) : first(std::move(key)), second(std::move(value)) {}
 };
 
 // Parses one JSON text surrounded by optional whitespace. Throws std::runtime_error whose
