@@ -4,7 +4,8 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ ccache pkg-config
           libboost-dev libtomlplusplus-dev libfmt-dev libtbb-dev
-          googletest libgtest-dev libgmock-dev dpkg-dev)
+          googletest libgtest-dev libgmock-dev dpkg-dev
+          libonnx-dev libprotobuf-dev protobuf-compiler clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

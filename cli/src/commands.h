@@ -24,6 +24,8 @@ Command list_targets_command();
 Command explain_command();
 Command run_command();
 Command compile_command();
+Command embed_command();
+Command generate_command();
 
 // The options of GlobalOptions, appended to every command's spec.
 std::vector<OptionSpec> global_option_specs();

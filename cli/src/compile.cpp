@@ -107,7 +107,7 @@ int compile_main(const Args& args, const GlobalOptions& global) {
 
   timer.stage("import");
   Model model_file = load_model(reg, model_path);
-  const Graph& graph = model_file.graph();
+  const Graph& graph = chosen_graph(model_file, args);
   Bindings bindings = parse_bindings(args.values("bind"), graph);
 
   timer.stage("dispatch+passes");
@@ -206,6 +206,7 @@ Command compile_command() {
       {"bind", 0, "NAME=SIZE", "the size of a symbolic dim", true},
       {"timings", 0, "", "print the time of each stage in ms"},
       {"json", 0, "", "print a JSON summary of the files written (and the timings)"},
+      graph_option(),
   };
   return {spec, &compile_main};
 }

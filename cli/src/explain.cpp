@@ -16,7 +16,7 @@ int explain_main(const Args& args, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   Model model_file = load_model(reg, model_path);
-  const Graph& graph = model_file.graph();
+  const Graph& graph = chosen_graph(model_file, args);
   Session session(target);
   CompiledModel model = session.compile(graph);
   std::string out = args.flag("json") ? model.report().to_json() : model.report().to_text(global.verbose);
@@ -33,14 +33,15 @@ Command explain_command() {
   spec.summary = "show the dispatch path chosen for every node of a model";
   spec.usage = "MODEL --target T [--json]";
   spec.description =
-      "Compiles MODEL (an rlx IR text file) for target T and prints, for every node, the path\n"
-      "that lowers it (native, shared-ir or rewritten); rewritten nodes (and, with -v, every node)\n"
-      "list why the earlier paths refused.\n"
+      "Compiles MODEL (rlx IR text, or a file or folder an importer reads) for target T and\n"
+      "prints, for every node, the path that lowers it (native, shared-ir or rewritten);\n"
+      "rewritten nodes (and, with -v, every node) list why the earlier paths refused.\n"
       "Exits 1 with the node, op, dtypes and refusals when no path is legal.";
   spec.positionals = {"MODEL"};
   spec.options = {
       {"target", 't', "T", "the target to compile for (see `rlx --list-targets`)"},
       {"json", 0, "", "print the dispatch report as JSON"},
+      graph_option(),
   };
   return {spec, &explain_main};
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "args.h"
+#include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
 
 namespace rlx::cli {
@@ -29,15 +30,46 @@ std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::
   return reg.target(name);
 }
 
+void require_can_execute(Target& target, const std::string& target_name,
+                         const std::string& model_path) {
+  if (Verdict v = target.can_execute(); !v.ok)
+    throw CliError(
+        fmt::format("target '{}' cannot execute on this machine: {}", target_name, v.reason),
+        fmt::format("use `rlx compile {} --target {} -o DIR` to emit its artifacts, "
+                    "or run on a target listed as available by `rlx --list-targets`",
+                    model_path, target_name));
+}
+
+OptionSpec graph_option() {
+  return {"graph", 'g', "NAME",
+          "the graph of MODEL to use (default main; decoders also have prefill and decode)"};
+}
+
+const Graph& chosen_graph(const Model& model, const Args& args) {
+  return model.graph(args.value("graph").value_or("main"));
+}
+
 Model load_model(const registry::Registry& reg, const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw CliError(fmt::format("model '{}' does not exist", path.string()),
                    "check the path; MODEL is an rlx IR text file or a file an importer reads");
-  if (auto importer = reg.importer_for(path)) return importer->load(path);
+  if (auto importer = reg.importer_for(path)) {
+    try {
+      return importer->load(path);
+    } catch (const Error& e) {
+      // The boundary reports every importer failure as a plugin error; almost always the
+      // model files are at fault, and the message names what is wrong with them.
+      if (e.kind() != ErrorKind::kPlugin) throw;
+      throw CliError(e.what(), fmt::format("the {} importer could not read {}; docs/models.md "
+                                           "lists what it reads",
+                                           importer->name(), path.string()));
+    }
+  }
   if (fs::is_directory(path, ec))
-    throw CliError(fmt::format("no importer reads the folder '{}'", path.string()),
-                   "see the importers in `rlx --list-targets`; a Hugging Face folder needs its config.json");
+    throw CliError(
+        fmt::format("no importer reads the folder '{}'", path.string()),
+        "see the importers in `rlx --list-targets`; a Hugging Face folder needs its config.json");
   Model m;
   m.architecture = "ir";
   m.graphs["main"] = load_graph_file(path);

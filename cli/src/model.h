@@ -7,8 +7,8 @@
 
 #include "commands.h"
 #include "rlx/core/graph.h"
-#include "rlx/core/target.h"
 #include "rlx/core/model.h"
+#include "rlx/core/target.h"
 #include "rlx/registry/registry.h"
 
 namespace rlx::cli {
@@ -21,6 +21,14 @@ const registry::Registry& plugin_registry(const GlobalOptions& global, bool buil
 // The target named by --target; a user error (with the registry's reason) when it is unknown or
 // cannot be used here.
 std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::string& name);
+
+// Refuses, before any work, a target that can compile but not run here (codegen-only).
+void require_can_execute(Target& target, const std::string& target_name,
+                         const std::string& model_path);
+
+// --graph NAME: which graph of a model several graphs (decoders: main, prefill, decode) to use.
+OptionSpec graph_option();
+const Graph& chosen_graph(const Model& model, const Args& args);
 
 // Loads MODEL: an importer claims it (folder marker, magic bytes or extension), otherwise it is
 // read as IR text (with the sibling .safetensors holding its params).

@@ -53,15 +53,9 @@ int run_main(const Args& args, const GlobalOptions& global) {
   const fs::path output_path = args.required("output");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
-  // Refuse before any work: a codegen-only target can compile but not run here.
-  if (Verdict v = target->can_execute(); !v.ok)
-    throw CliError(
-        fmt::format("target '{}' cannot execute on this machine: {}", target_name, v.reason),
-        fmt::format("use `rlx compile {} --target {} -o DIR` to emit its artifacts, "
-                    "or run on a target listed as available by `rlx --list-targets`",
-                    model_path.string(), target_name));
+  require_can_execute(*target, target_name, model_path.string());
   Model model_file = load_model(reg, model_path);
-  const Graph& graph = model_file.graph();
+  const Graph& graph = chosen_graph(model_file, args);
   std::error_code ec;
   if (!fs::exists(inputs_path, ec))
     throw CliError(fmt::format("inputs file '{}' does not exist", inputs_path),
@@ -118,6 +112,7 @@ Command run_command() {
       {"inputs", 'i', "IN.safetensors", "the input tensors, by graph input name"},
       {"output", 'o', "OUT.safetensors", "where to write the output tensors"},
       {"json", 0, "", "print a JSON summary: {\"outputs\": [{\"name\", \"dtype\", \"shape\"}]}"},
+      graph_option(),
   };
   return {spec, &run_main};
 }

@@ -6,6 +6,7 @@
 #include <complex>
 
 #include "rlx/core/half.h"
+#include "text_cursor.h"
 
 namespace rlx {
 namespace {
@@ -17,26 +18,6 @@ std::string float_str(F v) {
   std::string s = fmt::format("{}", v);
   if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // 'n' covers inf
   return s;
-}
-
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string element_str(const Tensor& t, int64_t i) {
@@ -96,7 +77,7 @@ struct Printer {
   std::string operator()(int64_t v) const { return std::to_string(v); }
   std::string operator()(double v) const { return float_str(v); }
   std::string operator()(bool v) const { return v ? "true" : "false"; }
-  std::string operator()(const std::string& v) const { return quote(v); }
+  std::string operator()(const std::string& v) const { return text::quote(v); }
   std::string operator()(const IntList& v) const {
     return list_str(v, [](int64_t x) { return std::to_string(x); });
   }

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include "text_cursor.h"
+
 #include "rlx/core/ir_text.h"
 
 namespace rlx {
@@ -13,15 +15,7 @@ bool bare_name(const std::string& s) {
   return true;
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out + "\"";
-}
+using text::quote;
 
 std::string value_ref(const Graph& g, ValueId v) {
   const std::string& n = g.values.at(v).name;

@@ -1,6 +1,8 @@
 #include "rlx/core/lir.h"
 
 #include <fmt/format.h>
+
+#include "text_cursor.h"
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -114,20 +116,7 @@ bool name_chars(const std::string& s, std::string_view extra) {
   return true;
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+using text::quote;
 
 // Names print bare when the graph printer would print them bare, quoted otherwise.
 std::string name_str(const std::string& s) {

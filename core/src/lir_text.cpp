@@ -1,17 +1,14 @@
 // Recursive-descent parser for the textual LIR that print_program writes (the format is described
-// next to print_program in lir.cpp). Errors carry source:line:column, and references are checked
-// here so a hand-edited program fails at the offending token instead of deep inside a code
-// generator.
+// next to print_program in lir.cpp). Tokens, attribute values and the source:line:column errors
+// come from the lexer it shares with the graph text (text_cursor.h). References are checked here
+// so a hand-edited program fails at the offending token instead of deep inside a code generator.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include <cctype>
 #include <charconv>
-#include <cmath>
+#include <cstdint>
 
-#include "rlx/core/error.h"
-#include "rlx/core/half.h"
 #include "rlx/core/lir.h"
+#include "text_cursor.h"
 
 namespace rlx::lir {
 
@@ -25,186 +22,42 @@ struct PendingRef {
   size_t at;
 };
 
-class Parser {
+class Parser : private text::Cursor {
  public:
-  Parser(std::string_view text, std::string source) : s_(text), source_(std::move(source)) {}
+  Parser(std::string_view input, std::string source)
+      : Cursor(input, std::move(source), text::kLirText) {}
 
   Program parse_top() {
     Program p = program();
-    skip_ws();
-    if (pos_ < s_.size()) error("unexpected text after the program");
+    expect_end("the program");
     return p;
   }
 
  private:
-  std::string_view s_;
-  std::string source_;
-  size_t pos_ = 0;
+  // ---- tokens beyond the shared ones --------------------------------------------------------
 
-  // ---- lexing -------------------------------------------------------------------------------
-
-  [[noreturn]] void error(const std::string& msg) const { error_at(pos_, msg); }
-  [[noreturn]] void error_at(size_t at, const std::string& msg) const {
-    int line = 1, col = 1;
-    for (size_t i = 0; i < at && i < s_.size(); ++i) {
-      if (s_[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    throw_user_error(fmt::format("{}:{}:{}: {}", source_, line, col, msg));
-  }
-
-  bool at_end() const { return pos_ >= s_.size(); }
-  char cur() const { return at_end() ? '\0' : s_[pos_]; }
-
-  void skip_ws() {
-    while (!at_end()) {
-      char c = s_[pos_];
-      if (c == '#' || (c == '/' && pos_ + 1 < s_.size() && s_[pos_ + 1] == '/')) {
-        while (!at_end() && s_[pos_] != '\n') ++pos_;
-      } else if (std::isspace(static_cast<unsigned char>(c))) {
-        ++pos_;
-      } else {
-        break;
-      }
-    }
-  }
-  size_t here() {
-    skip_ws();
-    return pos_;
-  }
-  bool peek(char c) { return here() < s_.size() && s_[pos_] == c; }
-  bool accept(char c) {
-    if (!peek(c)) return false;
-    ++pos_;
-    return true;
-  }
-  void expect(char c, const char* context) {
-    if (!accept(c)) error(fmt::format("expected '{}' {}", c, context));
-  }
-  static bool ident_char(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-  }
-  std::string ident(const char* what, bool allow_colon = false) {
-    size_t b = here();
-    while (!at_end() && (ident_char(s_[pos_]) || (allow_colon && s_[pos_] == ':'))) ++pos_;
-    if (b == pos_) error(fmt::format("expected {}", what));
-    return std::string(s_.substr(b, pos_ - b));
-  }
-  bool accept_word(std::string_view w) {
-    skip_ws();
-    if (s_.substr(pos_, w.size()) != w) return false;
-    if (pos_ + w.size() < s_.size() && ident_char(s_[pos_ + w.size()])) return false;
-    pos_ += w.size();
-    return true;
-  }
-  void expect_word(std::string_view w, const char* context) {
-    if (!accept_word(w)) error(fmt::format("expected '{}' {}", w, context));
-  }
-  std::string string_lit() {
-    expect('"', "to open a string");
-    std::string out;
-    while (!at_end() && s_[pos_] != '"') {
-      char c = s_[pos_++];
-      if (c == '\\' && !at_end()) {
-        char e = s_[pos_++];
-        out += e == 'n' ? '\n' : e;
-      } else {
-        out += c;
-      }
-    }
-    if (at_end()) error("unterminated string");
-    ++pos_;
-    return out;
-  }
-  // A name printed bare when it is a plain identifier and quoted otherwise.
-  std::string name(const char* what, bool allow_colon = false) {
-    if (peek('"')) return string_lit();
-    return ident(what, allow_colon);
-  }
-  std::string value_name() {
-    expect('%', "before a name");
-    if (cur() == '"') return string_lit();
-    size_t b = pos_;
-    while (!at_end() && ident_char(s_[pos_])) ++pos_;
-    if (b == pos_) error("expected a name after '%'");
-    return std::string(s_.substr(b, pos_ - b));
-  }
-
-  int64_t int_token(const char* what = "an integer") {
-    size_t b = here();
-    if (cur() == '-') ++pos_;
-    while (!at_end() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    int64_t v = 0;
-    auto [end, ec] = std::from_chars(s_.data() + b, s_.data() + pos_, v);
-    if (b == pos_ || end != s_.data() + pos_ || ec == std::errc::invalid_argument) {
-      pos_ = b;
-      error(fmt::format("expected {}", what));
-    }
-    if (ec == std::errc::result_out_of_range)
-      error_at(b, fmt::format("integer {} is out of range", s_.substr(b, pos_ - b)));
-    return v;
-  }
   int32_t int32_token(const char* what) {
     size_t b = here();
-    int64_t v = int_token(what);
+    int64_t v = integer(what);
     if (v < INT32_MIN || v > INT32_MAX) error_at(b, fmt::format("{} is out of range", v));
     return static_cast<int32_t>(v);
   }
   std::vector<int64_t> int_list(const char* what) {
     std::vector<int64_t> out;
-    expect('[', fmt::format("to open {}", what).c_str());
+    expect('[', fmt::format("to open {}", what));
     if (accept(']')) return out;
-    do out.push_back(int_token());
+    do out.push_back(integer());
     while (accept(','));
-    expect(']', fmt::format("to close {}", what).c_str());
+    expect(']', fmt::format("to close {}", what));
     return out;
   }
 
-  // Integers, decimals, exponents, inf and nan with an optional sign.
-  double number_token(bool* is_int) {
-    size_t b = here();
-    if (cur() == '-' || cur() == '+') ++pos_;
-    if (accept_word("inf")) {
-      *is_int = false;
-      return s_[b] == '-' ? -INFINITY : INFINITY;
-    }
-    if (accept_word("nan")) {
-      *is_int = false;
-      return NAN;
-    }
-    while (!at_end() &&
-           (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' ||
-            ((s_[pos_] == '-' || s_[pos_] == '+') && (s_[pos_ - 1] == 'e' || s_[pos_ - 1] == 'E'))))
-      ++pos_;
-    std::string tok(s_.substr(b, pos_ - b));
-    *is_int = tok.find_first_of(".eE") == std::string::npos;
-    try {
-      size_t used = 0;
-      double v = *is_int ? static_cast<double>(std::stoll(tok, &used)) : std::stod(tok, &used);
-      if (used != tok.size()) throw std::invalid_argument(tok);
-      return v;
-    } catch (...) {
-      error_at(b, tok.empty() ? "expected a number" : "bad number '" + tok + "'");
-    }
-  }
-
-  DType dtype() {
-    size_t at = here();
-    std::string n = ident("a dtype");
-    auto d = parse_dtype(n);
-    if (!d) error_at(at, fmt::format("unknown dtype '{}'", n));
-    return *d;
-  }
   // "f32[4,8]": the static types of buffers and dense constants.
   std::pair<DType, std::vector<int64_t>> static_type() {
     DType t = dtype();
     std::vector<int64_t> shape;
     if (cur() != '[') error("expected '[' right after the dtype");
-    ++pos_;
+    advance();
     if (!accept(']')) {
       do shape.push_back(dim_size());
       while (accept(','));
@@ -212,90 +65,12 @@ class Parser {
     }
     return {t, shape};
   }
+  std::pair<DType, std::vector<int64_t>> dense_type() override { return static_type(); }
   int64_t dim_size() {
     size_t at = here();
-    int64_t d = int_token("a static dim size");
+    int64_t d = integer("a static dim size");
     if (d < 0) error_at(at, fmt::format("dim size {} is negative", d));
     return d;
-  }
-
-  // ---- attribute values (the forms rlx::attr_str prints) ------------------------------------
-
-  Tensor dense() {
-    expect('<', "after 'dense'");
-    auto [dt, shape] = static_type();
-    std::string type = fmt::format("{}[{}]", dtype_name(dt), fmt::join(shape, ","));
-    expect(':', "after a dense constant's type");
-    Tensor out(dt, shape);
-    size_t values_at = here();
-    expect('[', "to open a dense constant's values");
-    int64_t n = out.numel(), i = 0;
-    if (!peek(']')) {
-      do {
-        if (i >= n) error(fmt::format("more than {} values for {}", n, type));
-        store_element(out, i++);
-      } while (accept(','));
-    }
-    expect(']', "to close a dense constant's values");
-    if (i != n) error_at(values_at, fmt::format("{} values for {}, which holds {}", i, type, n));
-    expect('>', "to close 'dense<'");
-    return out;
-  }
-  void store_element(Tensor& t, int64_t i);
-
-  AttrValue list_attr() {
-    IntList ints;
-    Shape shape;
-    bool symbolic = false;
-    expect('[', "to open a list");
-    if (accept(']')) return ints;
-    do {
-      skip_ws();
-      if (std::isalpha(static_cast<unsigned char>(cur())) || cur() == '_') {
-        symbolic = true;
-        shape.push_back(Dim::symbol(ident("a symbol")));
-      } else {
-        int64_t v = int_token();
-        ints.push_back(v);
-        shape.push_back(Dim(v));
-      }
-    } while (accept(','));
-    expect(']', "to close a list");
-    if (symbolic) return shape;
-    return ints;
-  }
-
-  AttrValue attr_value() {
-    if (peek('"')) return string_lit();
-    if (peek('[')) return list_attr();
-    if (accept_word("true")) return true;
-    if (accept_word("false")) return false;
-    if (accept_word("dense")) return dense();
-    std::string_view rest = s_.substr(here());
-    if (std::isalpha(static_cast<unsigned char>(cur())) && rest.substr(0, 3) != "inf" &&
-        rest.substr(0, 3) != "nan")
-      return dtype();
-    size_t b = pos_;
-    bool is_int = false;
-    double v = number_token(&is_int);
-    if (!is_int) return v;
-    pos_ = b;
-    return int_token();
-  }
-
-  Attrs attrs() {
-    Attrs out;
-    if (!accept('{')) return out;
-    if (accept('}')) return out;
-    do {
-      size_t at = here();
-      std::string key = name("an attribute name");
-      expect('=', "after an attribute name");
-      if (out.count(key)) error_at(at, "attribute '" + key + "' is given twice");
-      out[key] = attr_value();
-    } while (accept(','));
-    expect('}', "to close the attribute list");
-    return out;
   }
 
   // ---- references ---------------------------------------------------------------------------
@@ -304,15 +79,14 @@ class Parser {
   int32_t numbered(char prefix, const char* what) {
     size_t b = here();
     if (cur() != prefix) error(fmt::format("expected {}", what));
-    ++pos_;
-    size_t digits = pos_;
-    while (!at_end() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    if (digits == pos_ || (!at_end() && ident_char(s_[pos_]))) {
-      pos_ = b;
+    advance();
+    std::string_view num = digits();
+    if (num.empty() || ident_char(cur())) {
+      seek(b);
       error(fmt::format("expected {}", what));
     }
     int64_t v = 0;
-    auto [end, ec] = std::from_chars(s_.data() + digits, s_.data() + pos_, v);
+    auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
     if (ec != std::errc() || v > INT32_MAX) error_at(b, fmt::format("{} is out of range", what));
     return static_cast<int32_t>(v);
   }
@@ -354,7 +128,7 @@ class Parser {
     Program p;
     if (!accept_word("lir.program")) error("expected 'lir.program'");
     expect_word("arena", "after 'lir.program'");
-    p.arena_bytes = int_token("the arena size in bytes");
+    p.arena_bytes = integer("the arena size in bytes");
     expect('{', "to open the program body");
     std::vector<PendingRef> pending;
     expect_word("inputs", "at the start of the program body");
@@ -412,7 +186,7 @@ class Parser {
     expect(':', "before the buffer's type");
     std::tie(b.dtype, b.shape) = static_type();
     if (accept_word("of")) b.alias_of = alias_target(b.id);
-    if (accept_word("at")) b.arena_offset = int_token("an arena offset");
+    if (accept_word("at")) b.arena_offset = integer("an arena offset");
     if (accept_word("live")) {
       expect('[', "to open the live range");
       b.first_use = int32_token("the first use");
@@ -478,7 +252,7 @@ class Parser {
     s.buffer = buffer_ref(p);
     expect('<', "in 'store bN <- eN'");
     if (cur() != '-') error("expected '<-' in 'store bN <- eN'");
-    ++pos_;
+    advance();
     size_t at = here();
     s.expr = numbered('e', "an expression (eN)");
     if (static_cast<size_t>(s.expr) >= k.exprs.size())
@@ -517,7 +291,7 @@ class Parser {
     } else if (word == "const") {
       e.kind = ExprKind::kConst;
       bool is_int = false;
-      e.value = number_token(&is_int);
+      e.value = number(&is_int);
     } else if (word == "index") {
       e.kind = ExprKind::kIndex;
       affine(k, e.load);
@@ -535,7 +309,7 @@ class Parser {
   // "offset N strides [...]", shared by loads and loop indices.
   void affine(const LoopKernel& k, AffineLoad& a) {
     expect_word("offset", "in an affine map");
-    a.offset = int_token("an offset");
+    a.offset = integer("an offset");
     expect_word("strides", "after the offset");
     size_t at = here();
     a.strides = int_list("the strides");
@@ -547,13 +321,13 @@ class Parser {
   // "lo <= iD < hi"
   Guard guard(const LoopKernel& k) {
     Guard g;
-    g.lo = int_token("a lower bound");
+    g.lo = integer("a lower bound");
     expect('<', "in 'lo <= iN < hi'");
     if (cur() != '=') error("expected '<=' in 'lo <= iN < hi'");
-    ++pos_;
+    advance();
     g.dim = dim_ref(k);
     expect('<', "in 'lo <= iN < hi'");
-    g.hi = int_token("an upper bound");
+    g.hi = integer("an upper bound");
     return g;
   }
 
@@ -591,14 +365,10 @@ class Parser {
     c.inputs = buffer_refs(p);
     expect('-', "before '->'");
     if (cur() != '>') error("expected '->' before the call's outputs");
-    ++pos_;
+    advance();
     c.outputs = buffer_refs(p);
     c.attrs = attrs();
-    if (accept_word("loc")) {
-      expect('(', "after 'loc'");
-      c.loc = string_lit();
-      expect(')', "to close loc(");
-    }
+    c.loc = loc();
     if (accept('[')) {
       do c.regions.push_back(std::make_shared<Program>(program()));
       while (accept(','));
@@ -617,67 +387,6 @@ class Parser {
     return out;
   }
 };
-
-void Parser::store_element(Tensor& t, int64_t i) {
-  skip_ws();
-  if (t.dtype() == DType::kBool) {
-    if (accept_word("true")) {
-      t.as<uint8_t>()[i] = 1;
-    } else if (accept_word("false")) {
-      t.as<uint8_t>()[i] = 0;
-    } else {
-      error("expected true or false");
-    }
-    return;
-  }
-  bool is_int = false;
-  if (t.dtype() == DType::kC64) {
-    expect('(', "to open a complex value");
-    auto re = static_cast<float>(number_token(&is_int));
-    expect(',', "between real and imaginary parts");
-    auto im = static_cast<float>(number_token(&is_int));
-    expect(')', "to close a complex value");
-    t.as<float>()[2 * i] = re;
-    t.as<float>()[2 * i + 1] = im;
-    return;
-  }
-  if (is_integer(t.dtype())) {
-    int64_t v = int_token();
-    switch (t.dtype()) {
-      case DType::kI8:
-        t.as<int8_t>()[i] = static_cast<int8_t>(v);
-        break;
-      case DType::kU8:
-        t.as<uint8_t>()[i] = static_cast<uint8_t>(v);
-        break;
-      case DType::kI16:
-        t.as<int16_t>()[i] = static_cast<int16_t>(v);
-        break;
-      case DType::kI32:
-        t.as<int32_t>()[i] = static_cast<int32_t>(v);
-        break;
-      default:
-        t.as<int64_t>()[i] = v;
-        break;
-    }
-    return;
-  }
-  double v = number_token(&is_int);
-  switch (t.dtype()) {
-    case DType::kF16:
-      t.as<uint16_t>()[i] = f32_to_f16(static_cast<float>(v));
-      break;
-    case DType::kBF16:
-      t.as<uint16_t>()[i] = f32_to_bf16(static_cast<float>(v));
-      break;
-    case DType::kF32:
-      t.as<float>()[i] = static_cast<float>(v);
-      break;
-    default:
-      t.as<double>()[i] = v;
-      break;
-  }
-}
 
 }  // namespace
 

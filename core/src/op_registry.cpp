@@ -9,6 +9,7 @@ namespace rlx {
 void register_mir_ops(OpRegistry& r);
 void register_hir_ops(OpRegistry& r);
 void register_hir_nn_ops(OpRegistry& r);
+std::vector<OpDef> quant_op_defs();  // ops_quant.cpp
 
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry registry;
@@ -19,6 +20,7 @@ OpRegistry::OpRegistry() {
   register_mir_ops(*this);
   register_hir_ops(*this);
   register_hir_nn_ops(*this);
+  for (OpDef& d : quant_op_defs()) add(std::move(d));
 }
 
 void OpRegistry::add(OpDef def) {

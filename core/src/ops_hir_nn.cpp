@@ -56,6 +56,7 @@ Outs softmax(GraphBuilder& b, const Node& n, const Ins& in) {
 }
 
 ValueId mean_keep(GraphBuilder& b, ValueId x, int64_t axis) {
+  if (axis < 0) fail("normalisation needs an operand of rank >= 1");
   Dim d = b.type(x).shape[axis];
   if (!d.is_static()) fail("normalisation over a symbolic dim ({}) is not supported", d.sym);
   return b.div(b.reduce_keep(x, {axis}, ReduceKind::kSum), b.full_like(x, static_cast<double>(d.value)));
@@ -173,6 +174,7 @@ Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
     fail("Attention: mask \"{}\" {} a fourth (mask) input", mask, mask == "padding" ? "needs" : "takes no");
   const Dim &h = tq.shape[1], &hkv = tk.shape[1], &d = tq.shape[3];
   if (!h.is_static() || !hkv.is_static() || !d.is_static()) fail("Attention: head counts and head dim must be static");
+  if (h.value <= 0 || hkv.value <= 0) fail("Attention: head counts must be positive, got {} and {}", h.value, hkv.value);
   if (h.value % hkv.value) fail("Attention: {} query heads is not a multiple of {} kv heads", h.value, hkv.value);
   auto expand = [&](ValueId kv) {  // [B,Hkv,S,D] -> [B,H,S,D]
     if (h.value == hkv.value) return kv;

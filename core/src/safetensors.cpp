@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -49,10 +50,12 @@ std::string_view format_name(DType t) {
   throw_internal_error(fmt::format("no safetensors name for dtype {}", dtype_name(t)));
 }
 
-// Read-only private mapping of a whole file; unmapped when destroyed.
+// Private mapping of a whole file, read-only unless copy_on_write; unmapped when destroyed.
 class MappedFile {
  public:
-  explicit MappedFile(const std::filesystem::path& path) {
+  // `copy_on_write`: pages may be written, privately (never to the file), so tensors viewing
+  // the mapping behave like ordinary writable tensors.
+  explicit MappedFile(const std::filesystem::path& path, bool copy_on_write = false) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw_user_error(fmt::format("{}: cannot open: {}", path.string(), errno_str()));
     struct stat st {};
@@ -63,7 +66,8 @@ class MappedFile {
     }
     size_ = static_cast<size_t>(st.st_size);
     if (size_ > 0) {
-      void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      int prot = copy_on_write ? PROT_READ | PROT_WRITE : PROT_READ;
+      void* p = ::mmap(nullptr, size_, prot, MAP_PRIVATE, fd, 0);
       if (p == MAP_FAILED) {
         std::string why = errno_str();
         ::close(fd);
@@ -227,11 +231,17 @@ uint64_t check_layout(const HeaderReader& r, std::vector<Entry>& entries) {
   return pos;
 }
 
-}  // namespace
+// A mapped file whose header and layout passed the reference reader's checks.
+struct ValidatedFile {
+  std::shared_ptr<MappedFile> file;
+  std::vector<Entry> entries;
+  const unsigned char* data = nullptr;  // start of the data section
+};
 
-TensorMap read_safetensors(const std::filesystem::path& path) {
+ValidatedFile open_validated(const std::filesystem::path& path, bool copy_on_write) {
   HeaderReader r(path);
-  MappedFile file(path);
+  auto mapped = std::make_shared<MappedFile>(path, copy_on_write);
+  const MappedFile& file = *mapped;
   const unsigned char* base = file.data();
   if (file.size() < 8)
     r.fail(
@@ -267,16 +277,43 @@ TensorMap read_safetensors(const std::filesystem::path& path) {
                     "header",
                     data_bytes, available));
 
+  return {mapped, std::move(entries), base + 8 + n};
+}
+
+}  // namespace
+
+TensorMap read_safetensors(const std::filesystem::path& path) {
   // Tensors are copied out of the mapping rather than viewed in place: offsets are often
   // misaligned for the element type, and a view would fault (SIGBUS) if the file were later
   // truncated or rewritten, e.g. when a command writes its output over its input.
-  const unsigned char* data = base + 8 + n;
+  ValidatedFile v = open_validated(path, /*copy_on_write=*/false);
+  const std::vector<Entry>& entries = v.entries;
+  const unsigned char* data = v.data;
   TensorMap out;
   for (const Entry& e : entries) {
     std::vector<int64_t> shape(e.shape.begin(), e.shape.end());
     Tensor t(e.dtype, std::move(shape));
     if (t.nbytes() > 0) std::memcpy(t.data(), data + e.begin, t.nbytes());
     out.emplace(e.name, std::move(t));
+  }
+  return out;
+}
+
+TensorMap map_safetensors(const std::filesystem::path& path) {
+  ValidatedFile v = open_validated(path, /*copy_on_write=*/true);
+  TensorMap out;
+  for (const Entry& e : v.entries) {
+    std::vector<int64_t> shape(e.shape.begin(), e.shape.end());
+    const unsigned char* at = v.data + e.begin;
+    size_t align = dtype_size(e.dtype);
+    if (reinterpret_cast<uintptr_t>(at) % align == 0 && e.end > e.begin) {
+      out.emplace(e.name, Tensor::view(e.dtype, std::move(shape), const_cast<unsigned char*>(at),
+                                       v.file));
+    } else {  // misaligned for its element type (or empty): an owned copy
+      Tensor t(e.dtype, std::move(shape));
+      if (t.nbytes() > 0) std::memcpy(t.data(), at, t.nbytes());
+      out.emplace(e.name, std::move(t));
+    }
   }
   return out;
 }

@@ -8,6 +8,27 @@
 
 namespace rlx {
 
+namespace {
+
+// A symbolic dim may be a product of factors, "batch*seq" or "4*seq" (importers derive such
+// dims from reshapes and flattens); calls f(coefficient, "") for a number, f(1, name) for a symbol.
+template <typename F>
+void for_each_factor(const std::string& sym, F&& f) {
+  size_t start = 0;
+  for (;;) {
+    size_t end = sym.find('*', start);
+    std::string factor = sym.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    bool number = !factor.empty() && factor.size() < 19 &&
+                  std::all_of(factor.begin(), factor.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (number) f(std::stoll(factor), std::string());
+    else f(1, factor);
+    if (end == std::string::npos) return;
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
 std::string Dim::str() const {
   return is_static() ? std::to_string(value) : sym;
 }
@@ -44,7 +65,10 @@ bool same_num_elements(const Shape& a, const Shape& b) {
       if (d.is_static())
         product *= d.value;
       else
-        syms.push_back(d.sym);
+        for_each_factor(d.sym, [&](int64_t c, const std::string& f) {
+          if (f.empty()) product *= c;
+          else syms.push_back(f);
+        });
     }
     std::sort(syms.begin(), syms.end());
   };
@@ -63,10 +87,18 @@ Shape bind_shape(const Shape& s, const Bindings& b) {
       out.push_back(d);
       continue;
     }
-    auto it = b.find(d.sym);
-    if (it == b.end())
-      throw_user_error(fmt::format("symbol '{}' is not bound (shape {})", d.sym, shape_str(s)));
-    out.emplace_back(it->second);
+    int64_t value = 1;
+    for_each_factor(d.sym, [&](int64_t c, const std::string& f) {
+      if (f.empty()) {
+        value *= c;
+        return;
+      }
+      auto it = b.find(f);
+      if (it == b.end())
+        throw_user_error(fmt::format("symbol '{}' is not bound (shape {})", f, shape_str(s)));
+      value *= it->second;
+    });
+    out.emplace_back(value);
   }
   return out;
 }

@@ -3,12 +3,15 @@
 #
 #   rlx_add_plugin(NAME <name> KIND target|importer SOURCES <src>...
 #                  [VERSION <v>] [DESCRIPTION <text>] [REQUIRES <system library>...]
-#                  [EXTENSIONS <.ext>...] [COMPONENT <install component>])
+#                  [EXTENSIONS <.ext>...] [MAGIC <leading bytes>...] [FOLDERS <marker file>...]
+#                  [COMPONENT <install component>])
 #
 # VERSION defaults to the project's version, COMPONENT to "runtime". REQUIRES names system
 # libraries (libcuda.so.1) the registry probes before loading; EXTENSIONS the file extensions an
-# importer reads. The library is built with hidden visibility: only the entry points that
-# RLX_DEFINE_TARGET_PLUGIN / RLX_DEFINE_IMPORTER_PLUGIN export are visible to the registry.
+# importer reads, MAGIC the leading bytes of its files ("GGUF"), FOLDERS the marker files of the
+# folders it reads (a folder holding config.json). The library is built with hidden visibility:
+# only the entry points that RLX_DEFINE_TARGET_PLUGIN / RLX_DEFINE_IMPORTER_PLUGIN export are
+# visible to the registry.
 #
 # Outputs go to the current binary folder, so RLX_PLUGIN_PATH=<build dir> finds the plugin
 # before it is installed; `cmake --install` puts both files in <prefix>/share/rlx/plugins.d.
@@ -19,7 +22,7 @@ include(GNUInstallDirs)
 
 function(rlx_add_plugin)
   cmake_parse_arguments(PARSE_ARGV 0 P "" "NAME;KIND;VERSION;DESCRIPTION;COMPONENT"
-                        "SOURCES;REQUIRES;EXTENSIONS")
+                        "SOURCES;REQUIRES;EXTENSIONS;MAGIC;FOLDERS")
   if(P_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "rlx_add_plugin: unexpected arguments: ${P_UNPARSED_ARGUMENTS}")
   endif()
@@ -97,8 +100,21 @@ libraries = [${libs}]
     endforeach()
     list(JOIN exts ", " exts)
     string(APPEND toml "\n[importer]\nextensions = [${exts}]\n")
-  elseif(P_EXTENSIONS)
-    message(FATAL_ERROR "rlx_add_plugin(${P_NAME}): EXTENSIONS is for importers")
+    foreach(key magic folders)
+      string(TOUPPER ${key} arg)
+      if(P_${arg})
+        set(items "")
+        foreach(item IN LISTS P_${arg})
+          string(REPLACE "\\" "\\\\" item "${item}")
+          string(REPLACE "\"" "\\\"" item "${item}")
+          list(APPEND items "\"${item}\"")
+        endforeach()
+        list(JOIN items ", " items)
+        string(APPEND toml "${key} = [${items}]\n")
+      endif()
+    endforeach()
+  elseif(P_EXTENSIONS OR P_MAGIC OR P_FOLDERS)
+    message(FATAL_ERROR "rlx_add_plugin(${P_NAME}): EXTENSIONS, MAGIC and FOLDERS are for importers")
   endif()
   file(GENERATE OUTPUT "${out_dir}/${P_NAME}.toml" CONTENT "${toml}")
 

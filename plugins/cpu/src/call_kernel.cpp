@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cpu_executable.h"
+#include "dequant_matmul.h"
 #include "gemm.h"
 #include "rlx/core/error.h"
 #include "rlx/core/tensor.h"
@@ -85,7 +86,8 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
   for (int32_t b : k.inputs) in_.push_back(p.buffers[b]);
   for (int32_t b : k.outputs) out_.push_back(p.buffers[b]);
   for (auto& r : k.regions) regions_.push_back(std::make_unique<CpuExecutable>(*r));
-  static const char* kKnown[] = {"dot_general", "gather", "scatter", "while", "native:MatMul", "native:Linear"};
+  static const char* kKnown[] = {"dot_general", "gather", "scatter", "while", "native:MatMul", "native:Linear",
+                                 "native:DequantMatMul", "native:DequantizeRows"};
   if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* s) { return k.callee == s; }) == std::end(kKnown))
     throw_internal_error("cpu: no library call for " + k.callee);
 }
@@ -102,6 +104,8 @@ void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
   if (c == "dot_general") return dot_general(ptrs);
   if (c == "native:MatMul") return matmul(ptrs);
   if (c == "native:Linear") return linear(ptrs);
+  if (c == "native:DequantMatMul") return run_dequant_matmul(k_, in_, out_, ptrs);
+  if (c == "native:DequantizeRows") return run_dequantize_rows(k_, in_, ptrs);
   if (c == "gather") return gather(ptrs);
   if (c == "scatter") return scatter(ptrs);
   if (c == "while") return while_loop(ptrs);

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cpu_executable.h"
+#include "dequant_matmul.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/sdk/plugin.h"
@@ -29,6 +30,7 @@ class CpuTarget final : public sdk::TargetPlugin {
       if (all_of_dtypes(s, {DType::kF32, DType::kF64})) return Verdict::yes();
       return Verdict::no(fmt::format("cpu's GEMM takes {} in f32 or f64 only", s.op));
     }
+    if (s.op == "DequantMatMul" || s.op == "DequantizeRows") return claim_block_op(s);
     return Verdict::no(fmt::format("cpu has no native kernel for {}", s.op));
   }
 

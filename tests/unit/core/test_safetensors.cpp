@@ -437,6 +437,42 @@ TEST(SafetensorsConformance, ValuesOfValidVectors) {
   for (int k = 0; k < 6; ++k) EXPECT_EQ(m.at("attn0").scalar_at(k), k);
 }
 
+// map_safetensors: the zero-copy loader of model weights. Same tensors and the same validation
+// as read_safetensors; aligned tensors view the mapping, writes to them never reach the file.
+TEST_F(Safetensors, MapGivesTheSameTensorsAsRead) {
+  TensorMap in{{"a_byte", patterned(DType::kU8, {3})},  // leaves "b" at a misaligned offset
+               {"b", patterned(DType::kF32, {2, 3})},
+               {"c", patterned(DType::kF16, {4})},
+               {"d", patterned(DType::kI64, {0})}};
+  fs::path p = dir_ / "m.safetensors";
+  write_safetensors(p, in);
+  const std::string before = read_bytes(p);
+  TensorMap mapped = map_safetensors(p), read = read_safetensors(p);
+  ASSERT_EQ(mapped.size(), read.size());
+  for (const auto& [name, t] : read) {
+    const Tensor& m = mapped.at(name);
+    EXPECT_EQ(m.dtype(), t.dtype()) << name;
+    EXPECT_EQ(m.shape(), t.shape()) << name;
+    EXPECT_EQ(std::memcmp(m.data(), t.data(), t.nbytes()), 0) << name;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data()) % dtype_size(m.dtype()), 0u) << name;
+  }
+  for (auto& [name, t] : mapped)
+    if (t.nbytes() > 0) static_cast<uint8_t*>(t.data())[0] ^= 0xFF;
+  EXPECT_EQ(read_bytes(p), before);
+}
+
+TEST_F(Safetensors, MapRejectsWhatReadRejects) {
+  fs::path p = write_file("bad.safetensors",
+                          R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 4);
+  std::string read_message = read_error(p), map_message;
+  try {
+    map_safetensors(p);
+  } catch (const Error& e) {
+    map_message = e.what();
+  }
+  EXPECT_EQ(map_message, read_message);
+}
+
 TEST(SafetensorsConformance, WriterReproducesReferenceOutput) {
   fs::path up = shared_dir() / "conformance" / "safetensors" / "upstream-test-vectors";
   if (!fs::is_directory(up)) GTEST_SKIP() << "no conformance vectors at " << up;

@@ -1,30 +1,13 @@
 // MIR -> LIR: fusion decisions, aliases and the buffer plan.
 #include <gtest/gtest.h>
 
-#include "rlx/core/dispatch.h"
-#include "rlx/core/ir_text.h"
-#include "rlx/core/passes.h"
+#include "rlx/core/lir.h"
+#include "shared_ir_target.h"
 
 namespace rlx {
 namespace {
 
-// Lowers every HIR op through its decomposition, so these tests see core's fusion alone.
-class SharedIrOnly : public Target {
- public:
-  std::string name() const override { return "shared-ir-only"; }
-  Verdict claim_native(const NodeSignature&) const override { return Verdict::no("none"); }
-  Verdict accepts_primitive(const NodeSignature&) const override { return Verdict::yes(); }
-  Verdict can_execute() const override { return Verdict::no("none"); }
-  std::unique_ptr<Executable> compile(const lir::Program&) override { return nullptr; }
-  std::vector<Artifact> emit(const lir::Program&, const std::filesystem::path&) override { return {}; }
-};
-
-lir::Program lower(const char* text) {
-  SharedIrOnly target;
-  Graph g = dispatch(parse_graph(text), target).graph;
-  run_default_passes(g);
-  return lower_to_lir(g);
-}
+using ir_test::lower;
 
 int loops(const lir::Program& p) {
   int n = 0;

@@ -26,6 +26,7 @@ struct TokenizerSpec {
   int64_t bos = -1, eos = -1, unk = -1, pad = -1, sep = -1, cls = -1, mask = -1;
   bool add_bos = false, add_eos = false;
   bool lowercase = false;           // wordpiece: do_lower_case
+  bool add_space_prefix = true;     // spm: a space before the text (llama yes, gemma no)
 };
 
 struct Model {

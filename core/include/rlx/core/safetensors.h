@@ -12,6 +12,11 @@ namespace rlx {
 using TensorMap = std::map<std::string, Tensor>;
 
 TensorMap read_safetensors(const std::filesystem::path& path);
+// Validates exactly as read_safetensors, but returns tensors that view a copy-on-write mapping
+// of the file (zero-copy; writes stay private) wherever the data is aligned for its element type,
+// and copies only the others. For model weights: the mapping lives as long as any tensor, and
+// truncating the file while it is mapped faults the reader, as with any mmap-based loader.
+TensorMap map_safetensors(const std::filesystem::path& path);
 void write_safetensors(const std::filesystem::path& path, const TensorMap& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

@@ -13,7 +13,9 @@ namespace rlx {
 
 struct Dim {
   int64_t value = 0;   // meaningful when sym is empty
-  std::string sym;     // non-empty for a symbolic dim
+  // Non-empty for a symbolic dim: a name, or a product of names and at most one leading number
+  // ("batch*seq", "4*seq"; factors sorted) that importers derive from flattens and reshapes.
+  std::string sym;
 
   Dim() = default;
   Dim(int64_t v) : value(v) {}  // NOLINT: static dims read naturally as integers

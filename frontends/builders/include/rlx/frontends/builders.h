@@ -30,6 +30,16 @@ struct TransformerConfig {
   int64_t sliding_window = 0, sliding_window_pattern = 0;
   double rope_local_theta = 10000.0, query_pre_attn_scalar = 0.0;
   int64_t bos = -1, eos = -1;
+  // Further ids that end generation (a config may list several eos ids); eos is not repeated.
+  std::vector<int64_t> extra_eos;
+  int64_t pad = -1;
+  // gemma3: the attention of each layer, "sliding_attention" | "full_attention"; when empty,
+  // every sliding_window_pattern-th layer is full and the others slide.
+  std::vector<std::string> layer_types;
+  // gemma3 norms scale by (1 + w) where Hugging Face stores w; GGUF files store 1 + w (false).
+  bool norm_adds_one = true;
+  // Where the weights came from, for error messages ("qwen3 folder /x/y").
+  std::string source;
 };
 
 // A weight as stored. Either `dense` is set, or `qtype` names a block format (GGUF "q4_k", ...)
@@ -50,7 +60,14 @@ class WeightSource {
 };
 
 // Builds the model's graphs (see rlx/core/model.h for the graph names and docs/models.md for
-// their inputs and outputs).
+// their inputs and outputs). Throws a user error naming the config field or the tensor when the
+// config is incomplete or a weight is missing or has the wrong shape.
 Model build_model(const TransformerConfig& config, const WeightSource& weights);
+
+// Metadata keys build_model writes into Model::metadata, read by `rlx generate` and tests.
+inline constexpr const char* kMetaEosIds = "eos_token_ids";  // "2" or "151645,151643"; "" none
+inline constexpr const char* kMetaBosId = "bos_token_id";
+inline constexpr const char* kMetaVocab = "vocab_size";
+inline constexpr const char* kMetaMaxPositions = "max_position_embeddings";
 
 }  // namespace rlx::frontends

@@ -1,0 +1,114 @@
+#include "decoding.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "rlx/core/error.h"
+
+namespace rlx::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Copies the prompt's keys or values [B, H, S, D] into slots 0..S-1 of a zeroed [B, H, T, D]
+// cache; slots past the current position are masked out by the decode graph.
+Tensor cache_from_prompt(const Tensor& present, int64_t capacity) {
+  const auto& s = present.shape();
+  Tensor cache(present.dtype(), {s[0], s[1], capacity, s[3]});
+  size_t row = static_cast<size_t>(s[2] * s[3]) * dtype_size(present.dtype());
+  size_t cap_row = static_cast<size_t>(capacity * s[3]) * dtype_size(present.dtype());
+  auto* dst = static_cast<char*>(cache.data());
+  const auto* src = static_cast<const char*>(present.data());
+  for (int64_t bh = 0; bh < s[0] * s[1]; ++bh) std::memcpy(dst + bh * cap_row, src + bh * row, row);
+  return cache;
+}
+
+}  // namespace
+
+int64_t argmax_last(const Tensor& logits, int64_t row) {
+  const auto& s = logits.shape();
+  if (logits.dtype() != DType::kF32 || s.size() != 3)
+    throw_user_error(fmt::format("logits must be f32[B, S, vocab], got {}{}",
+                                 dtype_name(logits.dtype()), logits.shape_str()));
+  const float* p = logits.as<float>() + (row * s[1] + s[1] - 1) * s[2];
+  int64_t best = 0;
+  for (int64_t i = 1; i < s[2]; ++i)
+    if (p[i] > p[best]) best = i;
+  return best;
+}
+
+GreedyDecoder::GreedyDecoder(const Model& model, std::shared_ptr<Target> target) {
+  for (const char* name : {"prefill", "decode"})
+    if (!model.graphs.count(name))
+      throw_user_error(
+          fmt::format("the {} model has no '{}' graph: generation needs a decoder "
+                      "model (qwen3, llama, gemma3)",
+                      model.architecture, name));
+  const Graph& decode = model.graph("decode");
+  for (ValueId v : decode.inputs) {
+    const std::string& name = decode.values[v].name;
+    if (name.rfind("past_", 0) == 0) cache_names_.push_back(name);
+  }
+  auto t0 = Clock::now();
+  Session session(std::move(target));
+  prefill_ = session.compile(model.graph("prefill"));
+  decode_ = session.compile(decode);
+  compile_seconds_ = since(t0);
+}
+
+DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& options) {
+  if (prompt.dtype() != DType::kI64 || prompt.rank() != 2 || prompt.shape()[1] < 1)
+    throw_user_error(fmt::format("the prompt must be i64[batch, length >= 1], got {}{}",
+                                 dtype_name(prompt.dtype()), prompt.shape_str()));
+  const int64_t batch = prompt.shape()[0], len = prompt.shape()[1];
+  DecodeResult r;
+  r.compile_seconds = compile_seconds_;
+  r.tokens.resize(static_cast<size_t>(batch));
+  if (options.max_new_tokens <= 0) return r;
+  r.cache_capacity = len + options.max_new_tokens;
+
+  auto t0 = Clock::now();
+  NamedTensors out = prefill_.run({{"input_ids", prompt}});
+  r.prefill_seconds = since(t0);
+
+  std::vector<bool> done(static_cast<size_t>(batch), false);
+  Tensor next(DType::kI64, {batch, 1});
+  auto take = [&](const Tensor& logits) {
+    bool all = true;
+    for (int64_t b = 0; b < batch; ++b) {
+      int64_t id = argmax_last(logits, b);
+      next.as<int64_t>()[b] = id;
+      if (!done[b]) {
+        r.tokens[b].push_back(id);
+        done[b] = options.stop_ids.count(id) != 0;
+      }
+      all = all && done[b];
+    }
+    return all;
+  };
+  if (take(out.at("logits"))) return r;
+
+  NamedTensors inputs;
+  for (const std::string& name : cache_names_) {
+    std::string present = "present_" + name.substr(5);
+    inputs[name] = cache_from_prompt(out.at(present), r.cache_capacity);
+  }
+  t0 = Clock::now();
+  for (int64_t step = 1; step < options.max_new_tokens; ++step) {
+    inputs["input_ids"] = next.clone();
+    inputs["position"] = Tensor::from<int64_t>(DType::kI64, {1}, {len + step - 1});
+    out = decode_.run(inputs);
+    ++r.decode_steps;
+    for (const std::string& name : cache_names_) inputs[name] = out.at("present_" + name.substr(5));
+    if (take(out.at("logits"))) break;
+  }
+  r.decode_seconds = since(t0);
+  return r;
+}
+
+}  // namespace rlx::cli

@@ -1,0 +1,43 @@
+// Greedy decoding with the KV-cache graphs of a decoder model ("prefill" and "decode", see
+// docs/models.md). Depends on core only, so tests drive the same loop as `rlx generate`.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "rlx/core/model.h"
+#include "rlx/core/runtime.h"
+
+namespace rlx::cli {
+
+struct DecodeOptions {
+  int64_t max_new_tokens = 16;
+  std::set<int64_t> stop_ids;  // a row stops after producing one of these (it is kept)
+};
+
+struct DecodeResult {
+  std::vector<std::vector<int64_t>> tokens;  // per prompt row: the generated ids
+  double compile_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
+  int64_t decode_steps = 0;
+  int64_t cache_capacity = 0;  // T of the decode graph: prompt length + max_new_tokens
+};
+
+class GreedyDecoder {
+ public:
+  // Throws a user error when the model lacks the prefill/decode graphs.
+  GreedyDecoder(const Model& model, std::shared_ptr<Target> target);
+  // prompt: i64[B, S], rows of equal length (no padding).
+  DecodeResult run(const Tensor& prompt, const DecodeOptions& options);
+
+ private:
+  CompiledModel prefill_, decode_;
+  std::vector<std::string> cache_names_;  // past_* inputs of decode, in input order
+  double compile_seconds_ = 0;
+};
+
+// Index of the largest value in row `row` of the last position of logits [B, S, V] (the first
+// one on ties, like torch.argmax).
+int64_t argmax_last(const Tensor& logits, int64_t row);
+
+}  // namespace rlx::cli

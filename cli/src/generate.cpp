@@ -1,0 +1,172 @@
+// `rlx generate MODEL --target T --prompt-ids 1,2,3 --max-new-tokens N`: greedy decoding with the
+// model's KV-cache graphs (prefill once, then one decode step per token).
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdio>
+#include <optional>
+
+#include "commands.h"
+#include "decoding.h"
+#include "json_out.h"
+#include "model.h"
+#include "text_input.h"
+
+namespace rlx::cli {
+namespace {
+
+std::vector<int64_t> parse_ids(const std::string& text, const std::string& option) {
+  std::vector<int64_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = std::min(text.find(',', start), text.size());
+    std::string item = text.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    int64_t v = -1;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || p != item.data() + item.size() || v < 0)
+      throw UsageError(fmt::format("--{}: '{}' is not a token id (a non-negative integer); "
+                                   "expected a comma-separated list such as 1,2,3",
+                                   option, item),
+                       "run `rlx generate --help` to see its options");
+    ids.push_back(v);
+    start = end + 1;
+  }
+  return ids;
+}
+
+int64_t parse_count(const std::string& text, const std::string& option) {
+  int64_t v = -1;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || v < 0)
+    throw UsageError(fmt::format("--{}: '{}' is not a non-negative integer", option, text),
+                     "run `rlx generate --help` to see its options");
+  return v;
+}
+
+std::set<int64_t> stop_ids(const Model& model) {
+  std::set<int64_t> ids;
+  auto it = model.metadata.find("eos_token_ids");
+  if (it == model.metadata.end() || it->second.empty()) return ids;
+  for (int64_t id : parse_ids(it->second, "eos_token_ids")) ids.insert(id);
+  return ids;
+}
+
+void check_vocab(const Model& model, const std::vector<int64_t>& ids) {
+  auto it = model.metadata.find("vocab_size");
+  if (it == model.metadata.end()) return;
+  int64_t vocab = std::stoll(it->second);
+  for (int64_t id : ids)
+    if (id >= vocab)
+      throw CliError(
+          fmt::format("--prompt-ids: token id {} is not below the model's vocabulary "
+                      "size {}",
+                      id, vocab));
+}
+
+// Byte-level tokens can end inside a UTF-8 sequence; like transformers' decode (errors =
+// "replace"), each invalid byte becomes U+FFFD so the text (and the JSON holding it) is valid.
+std::string replace_invalid_utf8(std::string text) {
+  std::string out;
+  std::string_view rest = text;
+  while (auto bad = json::utf8_error_offset(rest)) {
+    out.append(rest.substr(0, *bad));
+    out += "\xEF\xBF\xBD";
+    rest.remove_prefix(*bad + 1);
+  }
+  out.append(rest);
+  return out;
+}
+
+int generate_main(const Args& args, const GlobalOptions& global) {
+  const std::string model_path = args.positional(0);
+  const std::string target_name = args.required("target");
+  const int64_t max_new =
+      parse_count(args.value("max-new-tokens").value_or("32"), "max-new-tokens");
+  if (args.value("prompt") && args.value("prompt-ids"))
+    throw UsageError("give either --prompt or --prompt-ids, not both",
+                     "run `rlx generate --help` to see its options");
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  require_can_execute(*target, target_name, model_path);
+  Model model = load_model(reg, model_path);
+  std::optional<Tokenizer> tokenizer;
+  std::vector<int64_t> prompt;
+  if (args.value("prompt")) {
+    tokenizer = model_tokenizer(model, "prompt", "--prompt-ids 1,2,3");
+    prompt = tokenizer->encode(*args.value("prompt"), /*add_special=*/true);
+    if (prompt.empty())
+      throw CliError("--prompt: the text gives no tokens", "give a non-empty prompt");
+  } else if (args.value("prompt-ids")) {
+    prompt = parse_ids(*args.value("prompt-ids"), "prompt-ids");
+  } else {
+    throw UsageError("give the prompt: --prompt-ids 1,2,3 or --prompt TEXT",
+                     "run `rlx generate --help` to see its options");
+  }
+  check_vocab(model, prompt);
+
+  GreedyDecoder decoder(model, target);
+  DecodeOptions options;
+  options.max_new_tokens = max_new;
+  if (!args.flag("ignore-eos")) options.stop_ids = stop_ids(model);
+  auto n = static_cast<int64_t>(prompt.size());
+  DecodeResult r = decoder.run(Tensor::from<int64_t>(DType::kI64, {1, n}, prompt), options);
+  const std::vector<int64_t>& tokens = r.tokens.at(0);
+
+  // Text in, text out: with --prompt the continuation is printed as text.
+  std::optional<std::string> text;
+  if (tokenizer) text = replace_invalid_utf8(tokenizer->decode(tokens));
+  if (args.flag("json")) {
+    json::Array ids;
+    for (int64_t t : tokens) ids.push_back(jint(t));
+    json::Object o{{"tokens", json::Value{std::move(ids)}}};
+    if (text) o.emplace_back("text", jstring(*text));
+    std::fputs((to_json_text(json::Value{std::move(o)}) + "\n").c_str(), stdout);
+  } else if (text) {
+    std::fputs((*text + "\n").c_str(), stdout);
+  } else {
+    std::string line;
+    for (int64_t t : tokens) line += (line.empty() ? "" : " ") + std::to_string(t);
+    std::fputs((line + "\n").c_str(), stdout);
+  }
+  if (global.verbose)
+    std::fputs(fmt::format("rlx: {} prompt tokens, {} generated; prefill {:.1f} ms, {} decode "
+                           "steps {:.1f} ms ({:.2f} ms/token), KV cache capacity {}\n",
+                           n, tokens.size(), 1e3 * r.prefill_seconds, r.decode_steps,
+                           1e3 * r.decode_seconds,
+                           r.decode_steps ? 1e3 * r.decode_seconds / r.decode_steps : 0.0,
+                           r.cache_capacity)
+                   .c_str(),
+               stderr);
+  return 0;
+}
+
+}  // namespace
+
+Command generate_command() {
+  CommandSpec spec;
+  spec.name = "generate";
+  spec.summary = "greedy text generation with a decoder model (qwen3, llama, gemma3)";
+  spec.usage =
+      "MODEL --target T (--prompt-ids 1,2,3 | --prompt TEXT) [--max-new-tokens N] "
+      "[--ignore-eos] [--json]";
+  spec.description =
+      "Runs the model's prefill graph over the prompt, then its decode graph once per new token\n"
+      "with a KV cache of fixed capacity (prompt + N), always taking the most likely token.\n"
+      "Stops after N tokens, or after an end-of-sequence token of the model unless --ignore-eos.\n"
+      "Prints the generated ids (not the prompt) separated by spaces, or with --prompt the\n"
+      "generated text (the model's tokenizer.json or vocab.txt); -v adds timings.";
+  spec.positionals = {"MODEL"};
+  spec.options = {
+      {"target", 't', "T", "the target to run on (see `rlx --list-targets`)"},
+      {"prompt-ids", 'p', "IDS", "the prompt as comma-separated token ids: 1,2,3"},
+      {"prompt", 0, "TEXT", "the prompt as text, tokenized with the model's tokenizer"},
+      {"max-new-tokens", 'n', "N", "how many tokens to generate at most (default 32)"},
+      {"ignore-eos", 0, "", "keep generating after an end-of-sequence token"},
+      {"json", 0, "", "print {\"tokens\": [generated ids]} (and \"text\" with --prompt)"},
+  };
+  return {spec, &generate_main};
+}
+
+}  // namespace rlx::cli

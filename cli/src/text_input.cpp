@@ -1,0 +1,19 @@
+#include "text_input.h"
+
+#include <fmt/format.h>
+
+#include "args.h"
+
+namespace rlx::cli {
+
+Tokenizer model_tokenizer(const Model& model, const std::string& option,
+                          const std::string& ids_option) {
+  if (!model.tokenizer)
+    throw CliError(fmt::format("--{} needs a tokenizer, and the {} model has none (no "
+                               "tokenizer.json or vocab.txt beside its weights)",
+                               option, model.architecture),
+                   fmt::format("give token ids instead: {}", ids_option));
+  return Tokenizer(*model.tokenizer);
+}
+
+}  // namespace rlx::cli

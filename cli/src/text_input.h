@@ -1,0 +1,17 @@
+// Text in place of token ids (--prompt, --text): the model's tokenizer, built by core from the
+// TokenizerSpec the importer found in the model's files.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "rlx/core/model.h"
+#include "rlx/core/tokenizer.h"
+
+namespace rlx::cli {
+
+// The model's tokenizer; a user error naming `option` (and suggesting `ids_option`) when the
+// model carries none.
+Tokenizer model_tokenizer(const Model& model, const std::string& option,
+                          const std::string& ids_option);
+
+}  // namespace rlx::cli

@@ -1,0 +1,80 @@
+// HIR ops on ggml block formats (rlx/core/quant.h), the way GGUF files carry weights:
+//   DequantMatMul(x f32[..., K], w u8[N, row_bytes(qtype, K)]) {qtype = "q4_k"} -> f32[..., N]
+//     y = x W^T, W decoded row by row (a Linear whose weight stays quantized)
+//   DequantizeRows(w u8[..., row_bytes(qtype, K)]) {qtype, k = K} -> f32[..., K]
+//     decodes rows, e.g. the few embedding-table rows a Embedding gathered
+// There is no MIR decomposition yet (MIR has no block-format primitives), so only a target
+// that claims them natively lowers them; other targets refuse them with that reason.
+#include "op_helpers.h"
+#include "rlx/core/quant.h"
+
+namespace rlx {
+using namespace ops;
+
+namespace {
+
+std::vector<TensorType> infer_dequant_matmul(const std::vector<TensorType>& in, const Node& n) {
+  const TensorType &x = in[0], &w = in[1];
+  std::string qname = n.attr_string("qtype", "");
+  const quant::QTypeInfo* q = quant::find_qtype(qname);
+  if (!q) fail("DequantMatMul: qtype \"{}\" is not a known block format", qname);
+  if (x.dtype != DType::kF32) fail("DequantMatMul takes f32 activations, got {}", x.str());
+  if (x.rank() < 1) fail("DequantMatMul: x must have rank >= 1, got {}", x.str());
+  if (w.dtype != DType::kU8 || w.rank() != 2)
+    fail("DequantMatMul: w must be u8[N, row bytes], got {}", w.str());
+  const Dim& k = x.shape.back();
+  if (!k.is_static() || !w.shape[0].is_static() || !w.shape[1].is_static())
+    fail("DequantMatMul: K ({}) and the weight's shape ({}) must be static", k.str(), w.str());
+  auto bytes = quant::row_bytes(q->type, k.value);
+  if (!bytes)
+    fail("DequantMatMul: K = {} is not a whole number of {} blocks ({} elements each)", k.value,
+         qname, q->block_size);
+  if (*bytes != w.shape[1].value)
+    fail("DequantMatMul: a {} row of {} elements takes {} bytes, w has {}", qname, k.value, *bytes,
+         w.shape[1].value);
+  Shape out = x.shape;
+  out.back() = w.shape[0];
+  return one(tt(DType::kF32, out));
+}
+
+std::vector<TensorType> infer_dequantize_rows(const std::vector<TensorType>& in, const Node& n) {
+  const TensorType& w = in[0];
+  std::string qname = n.attr_string("qtype", "");
+  const quant::QTypeInfo* q = quant::find_qtype(qname);
+  if (!q) fail("DequantizeRows: qtype \"{}\" is not a known block format", qname);
+  if (w.dtype != DType::kU8 || w.rank() < 1 || !w.shape.back().is_static())
+    fail("DequantizeRows: w must be u8[..., row bytes] with static row bytes, got {}", w.str());
+  int64_t k = n.attr_int("k", -1);
+  auto bytes = quant::row_bytes(q->type, k);
+  if (!bytes || *bytes != w.shape.back().value)
+    fail("DequantizeRows: k = {} elements of {} do not take the {} bytes of a row", k, qname,
+         w.shape.back().value);
+  Shape out = w.shape;
+  out.back() = k;
+  return one(tt(DType::kF32, out));
+}
+
+}  // namespace
+
+// Registered by OpRegistry's constructor (op_registry.cpp).
+std::vector<OpDef> quant_op_defs() {
+  OpDef d{"DequantMatMul", OpLevel::kHir, OpClass::kOpaque, 2, 2, 1};
+  d.infer = infer_dequant_matmul;
+  d.sample = [](DType dt) -> std::optional<OpSample> {
+    if (dt != DType::kF32) return std::nullopt;
+    return sample_of({tt(DType::kF32, {2, 32}), tt(DType::kU8, {3, 18})},
+                     {{"qtype", std::string("q4_0")}});
+  };
+  d.summary = "x W^T with W in a ggml block format {qtype}; native only (no MIR decomposition)";
+  OpDef r{"DequantizeRows", OpLevel::kHir, OpClass::kOpaque, 1, 1, 1};
+  r.infer = infer_dequantize_rows;
+  r.sample = [](DType dt) -> std::optional<OpSample> {
+    if (dt != DType::kF32) return std::nullopt;
+    return sample_of({tt(DType::kU8, {3, 18})},
+                     {{"qtype", std::string("q4_0")}, {"k", int64_t{32}}});
+  };
+  r.summary = "rows in a ggml block format {qtype, k} to f32; native only (no MIR decomposition)";
+  return {std::move(d), std::move(r)};
+}
+
+}  // namespace rlx

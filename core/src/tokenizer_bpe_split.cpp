@@ -1,0 +1,155 @@
+// Pre-tokenizer regexes of byte-level BPE models, written out by hand over codepoint classes
+// (as llama.cpp's unicode_regex_split_custom_* do) instead of through a regex engine:
+//   gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//   llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+//           ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//   qwen2:  llama3 with \p{N} (one digit per word) instead of \p{N}{1,3}
+#include "tokenizer_impl.h"
+#include "tokenizer_unicode.h"
+
+namespace rlx::tok {
+
+namespace {
+
+constexpr uint32_t kEnd = 0xFFFFFFFF;  // "past the text"
+
+class Splitter {
+ public:
+  explicit Splitter(std::string_view text) : text_(text), cps_(utf8_decode(text)) {
+    // Byte offset of each codepoint (invalid bytes decode to one U+FFFD each).
+    offsets_.reserve(cps_.size() + 1);
+    size_t at = 0;
+    for (size_t i = 0; i < cps_.size(); ++i) {
+      offsets_.push_back(at);
+      auto b0 = static_cast<uint8_t>(text[at]);
+      size_t n = utf8_len(b0);
+      at += cps_[i] == 0xFFFD && !valid_at(at, n) ? 1 : n;
+    }
+    offsets_.push_back(text.size());
+  }
+
+  size_t size() const { return cps_.size(); }
+  uint32_t cp(size_t i) const { return i < cps_.size() ? cps_[i] : kEnd; }
+  bool letter(size_t i) const { return i < size() && (cp_flags(cps_[i]) & kLetter); }
+  bool number(size_t i) const { return i < size() && (cp_flags(cps_[i]) & kNumber); }
+  bool space(size_t i) const { return i < size() && is_whitespace(cps_[i]); }
+  // Any codepoint class at all: false only past the end.
+  bool exists(size_t i) const { return i < size(); }
+  bool other(size_t i) const { return exists(i) && !space(i) && !letter(i) && !number(i); }
+
+  void emit(size_t from, size_t to, std::vector<std::string>& out) const {
+    if (to > from) out.emplace_back(text_.substr(offsets_[from], offsets_[to] - offsets_[from]));
+  }
+
+ private:
+  bool valid_at(size_t at, size_t n) const {
+    if (n == 1) return static_cast<uint8_t>(text_[at]) < 0x80;
+    if (at + n > text_.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<uint8_t>(text_[at + k]) & 0xC0) != 0x80) return false;
+    return true;
+  }
+  std::string_view text_;
+  std::vector<uint32_t> cps_;
+  std::vector<size_t> offsets_;
+};
+
+uint32_t lower_ascii(uint32_t c) {
+  return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+// 's 't 're 've 'm 'll 'd at pos: length matched (0 if none).
+size_t contraction(const Splitter& s, size_t pos, bool any_case) {
+  if (s.cp(pos) != '\'') return 0;
+  auto low = [&](size_t i) { return any_case ? lower_ascii(s.cp(i)) : s.cp(i); };
+  uint32_t c1 = low(pos + 1), c2 = low(pos + 2);
+  if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+  if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return 3;
+  return 0;
+}
+
+// \s+(?!\S)|\s+ at pos (which is whitespace): a run followed by more text leaves its last
+// whitespace to start the next word.
+size_t whitespace_run(const Splitter& s, size_t pos) {
+  size_t n = 0;
+  while (s.space(pos + n)) ++n;
+  if (n > 1 && s.exists(pos + n)) --n;
+  return n;
+}
+
+std::vector<std::string> split_gpt2(const Splitter& s) {
+  std::vector<std::string> out;
+  for (size_t pos = 0; pos < s.size();) {
+    size_t start = pos;
+    if (size_t n = contraction(s, pos, false)) {
+      pos += n;
+    } else {
+      size_t p = s.cp(pos) == ' ' ? pos + 1 : pos;  // optional leading space
+      if (s.letter(p)) {
+        for (pos = p; s.letter(pos);) ++pos;
+      } else if (s.number(p)) {
+        for (pos = p; s.number(pos);) ++pos;
+      } else if (s.other(p)) {
+        for (pos = p; s.other(pos);) ++pos;
+      } else if (s.space(pos)) {
+        pos += whitespace_run(s, pos);
+      } else {
+        ++pos;
+      }
+    }
+    s.emit(start, pos, out);
+  }
+  return out;
+}
+
+std::vector<std::string> split_llama3(const Splitter& s, size_t max_digits) {
+  std::vector<std::string> out;
+  auto crlf = [&](size_t i) { return s.cp(i) == '\r' || s.cp(i) == '\n'; };
+  for (size_t pos = 0; pos < s.size();) {
+    size_t start = pos;
+    uint32_t c = s.cp(pos);
+    if (size_t n = contraction(s, pos, true)) {
+      pos += n;
+    } else if (!crlf(pos) && !s.number(pos) && (s.letter(pos) || s.letter(pos + 1))) {
+      // [^\r\n\p{L}\p{N}]?\p{L}+
+      for (++pos; s.letter(pos);) ++pos;
+    } else if (s.number(pos)) {
+      // \p{N}{1,max}
+      while (s.number(pos) && pos - start < max_digits) ++pos;
+    } else if (s.other(c == ' ' ? pos + 1 : pos)) {
+      // ' '?[^\s\p{L}\p{N}]+[\r\n]*
+      pos += c == ' ';
+      while (s.other(pos)) ++pos;
+      while (crlf(pos)) ++pos;
+    } else if (s.space(pos)) {
+      // \s*[\r\n]+ | \s+(?!\S) | \s+
+      size_t n = 0, last_crlf = 0;
+      for (; s.space(pos + n); ++n)
+        if (crlf(pos + n)) last_crlf = n + 1;
+      if (last_crlf)
+        pos += last_crlf;
+      else
+        pos += whitespace_run(s, pos);
+    } else {
+      ++pos;
+    }
+    s.emit(start, pos, out);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> bpe_pre_split(std::string_view text, Tokenizer::Impl::Pre pre) {
+  Splitter s(text);
+  switch (pre) {
+    case Tokenizer::Impl::Pre::kLlama3:
+      return split_llama3(s, 3);
+    case Tokenizer::Impl::Pre::kQwen2:
+      return split_llama3(s, 1);
+    default:
+      return split_gpt2(s);
+  }
+}
+
+}  // namespace rlx::tok

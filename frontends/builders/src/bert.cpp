@@ -1,0 +1,96 @@
+// BERT encoders (BertModel and the sentence-transformers checkpoints built on it): post-norm
+// layers, learned absolute positions, token types, padding-masked attention. The sentence
+// embedding follows sentence-transformers' default recipe: mean over unmasked tokens, then L2
+// normalisation.
+#include <fmt/format.h>
+
+#include "builders_internal.h"
+#include "layers.h"
+#include "params.h"
+
+namespace rlx::frontends::detail {
+namespace {
+
+// Checkpoints saved from BertForMaskedLM & co. prefix the encoder's names with "bert.".
+std::string weight_prefix(const WeightSource& w) {
+  return w.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+}
+
+// Mean over the tokens whose mask is non-zero: sum(h * m) / max(sum(m), 1e-9), as
+// sentence-transformers' Pooling does (the clamp keeps an all-padding row finite).
+ValueId mean_pool(GraphBuilder& b, ValueId h, ValueId mask) {
+  ValueId m = b.op("Cast", {mask}, {{"dtype", DType::kF32}});              // [B,S]
+  ValueId m3 = b.op("Reshape", {m}, {{"shape", Shape{kBatch, kSeq, 1}}});  // [B,S,1]
+  ValueId summed = b.reduce(b.op("Mul", {h, m3}), {1}, ReduceKind::kSum);  // [B,H]
+  ValueId count = b.reduce(m, {1}, ReduceKind::kSum);                      // [B]
+  count = b.binary("max", count, b.full_like(count, 1e-9));
+  ValueId count2 = b.op("Reshape", {count}, {{"shape", Shape{kBatch, 1}}});
+  return b.op("Div", {summed, count2});
+}
+
+// x / max(||x||, 1e-12) over the last axis, as torch.nn.functional.normalize.
+ValueId l2_normalize(GraphBuilder& b, ValueId x) {
+  ValueId ss = b.reduce_keep(b.mul(x, x), {1}, ReduceKind::kSum);
+  ValueId norm = b.binary("max", b.unary("sqrt", ss), b.full_like(ss, 1e-12));
+  return b.div(x, norm);
+}
+
+}  // namespace
+
+Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
+  Graph g;
+  g.name = "main";
+  GraphBuilder b(g);
+  Params w(b, source, fmt::format("bert model ({})", c.source));
+  const std::string p = weight_prefix(source);
+  const int64_t H = c.hidden, D = c.head_dim;
+
+  ValueId ids = b.input("input_ids", {DType::kI64, {kBatch, kSeq}});
+  ValueId mask = b.input("attention_mask", {DType::kI64, {kBatch, kSeq}});
+  ValueId types = b.input("token_type_ids", {DType::kI64, {kBatch, kSeq}});
+
+  b.set_loc("embeddings");
+  auto embed = [&](const std::string& name, int64_t rows, ValueId at) {
+    return to_f32(b, b.op("Embedding", {w.stored(p + "embeddings." + name, {rows, H}), at}));
+  };
+  ValueId h = embed("word_embeddings.weight", c.vocab, ids);
+  h = b.op("Add", {h, embed("token_type_embeddings.weight", c.type_vocab, types)});
+  h = b.op("Add", {h, embed("position_embeddings.weight", c.max_positions, positions(b, kSeq))});
+  // Checkpoints converted from TensorFlow name LayerNorm's scale and shift gamma and beta.
+  auto layer_norm_at = [&](const std::string& prefix, ValueId x) {
+    auto named = [&](const char* torch, const char* tf) {
+      return w.has(prefix + torch) || !w.has(prefix + tf) ? prefix + torch : prefix + tf;
+    };
+    return layer_norm(b, x, w.f32(named(".weight", ".gamma"), {H}),
+                      w.f32(named(".bias", ".beta"), {H}), c.norm_eps);
+  };
+  h = layer_norm_at(p + "embeddings.LayerNorm", h);
+
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string l = fmt::format("{}encoder.layer.{}.", p, i);
+    b.set_loc(fmt::format("layer {}", i));
+    auto dense = [&](const std::string& name, int64_t out, int64_t in, ValueId x) {
+      return linear(b, x, w.f32(l + name + ".weight", {out, in}), w.f32(l + name + ".bias", {out}));
+    };
+    auto norm = [&](const std::string& name, ValueId x) { return layer_norm_at(l + name, x); };
+    auto heads = [&](const std::string& name) {
+      return swap_seq_heads(b, split_heads(b, dense(name, H, H, h), c.heads, D));
+    };
+    ValueId q = heads("attention.self.query"), k = heads("attention.self.key"),
+            v = heads("attention.self.value");
+    ValueId a = b.op("Attention", {q, k, v, mask}, {{"mask", std::string("padding")}});
+    a = dense("attention.output.dense", H, H, merge_heads(b, a));
+    h = norm("attention.output.LayerNorm", b.op("Add", {a, h}));
+    ValueId f = activation(b, dense("intermediate.dense", c.intermediate, H, h), c.hidden_act);
+    f = dense("output.dense", H, c.intermediate, f);
+    h = norm("output.LayerNorm", b.op("Add", {f, h}));
+  }
+
+  b.set_loc("pooling");
+  ValueId pooled = l2_normalize(b, mean_pool(b, h, mask));
+  output(b, h, "last_hidden_state");
+  output(b, pooled, "sentence_embedding");
+  return g;
+}
+
+}  // namespace rlx::frontends::detail

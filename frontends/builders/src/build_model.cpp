@@ -1,0 +1,103 @@
+// build_model: checks the normalised config, then hands it to the builder of its family.
+#include <fmt/format.h>
+
+#include "builders_internal.h"
+#include "rlx/core/error.h"
+
+namespace rlx::frontends {
+namespace detail {
+
+void output(GraphBuilder& b, ValueId v, const std::string& name) {
+  Graph& g = b.graph();
+  if (auto other = g.find_value(name); other && *other != v)
+    throw_internal_error(fmt::format("graph {}: output name '{}' is taken", g.name, name));
+  g.values[v].name = name;
+  g.reserve_name(name);
+  b.output(v);
+}
+
+}  // namespace detail
+
+namespace {
+
+[[noreturn]] void bad_config(const TransformerConfig& c, const std::string& what) {
+  throw_user_error(fmt::format("{} ({}): {}", c.arch, c.source, what));
+}
+
+// Sizes are bounded so the shape arithmetic of the builders (heads x head_dim, ...) cannot
+// overflow whatever a config says; real models are far below these limits.
+void require_size(const TransformerConfig& c, int64_t value, const char* field,
+                  int64_t limit = int64_t{1} << 24) {
+  if (value <= 0) bad_config(c, fmt::format("{} must be positive, got {}", field, value));
+  if (value > limit)
+    bad_config(c, fmt::format("{} = {} is implausibly large (limit {})", field, value, limit));
+}
+
+void check(const TransformerConfig& c) {
+  require_size(c, c.vocab, "vocab_size", int64_t{1} << 31);
+  require_size(c, c.hidden, "hidden_size");
+  require_size(c, c.layers, "num_hidden_layers", 4096);
+  require_size(c, c.heads, "num_attention_heads");
+  require_size(c, c.kv_heads, "num_key_value_heads");
+  require_size(c, c.head_dim, "head_dim");
+  require_size(c, c.intermediate, "intermediate_size");
+  if (c.heads % c.kv_heads)
+    bad_config(c, fmt::format("num_attention_heads ({}) is not a multiple of "
+                              "num_key_value_heads ({})",
+                              c.heads, c.kv_heads));
+  if (c.head_dim % 2 && c.arch != "bert")
+    bad_config(c, fmt::format("head_dim ({}) must be even for rotary embeddings", c.head_dim));
+  if (c.arch == "gemma3") {
+    if (c.sliding_window < 0 || c.sliding_window_pattern < 0)
+      bad_config(c, "sliding_window and sliding_window_pattern must not be negative");
+    if (!c.layer_types.empty() && static_cast<int64_t>(c.layer_types.size()) != c.layers)
+      bad_config(c, fmt::format("layer_types lists {} layers, num_hidden_layers is {}",
+                                c.layer_types.size(), c.layers));
+    for (const std::string& t : c.layer_types)
+      if (t != "sliding_attention" && t != "full_attention")
+        bad_config(c, fmt::format("layer_types holds '{}' (sliding_attention or full_attention "
+                                  "expected)",
+                                  t));
+  }
+  if (c.arch == "bert") {
+    require_size(c, c.max_positions, "max_position_embeddings", int64_t{1} << 31);
+    require_size(c, c.type_vocab, "type_vocab_size");
+    if (c.heads * c.head_dim != c.hidden)
+      bad_config(c, fmt::format("hidden_size ({}) is not num_attention_heads ({}) x head_dim ({})",
+                                c.hidden, c.heads, c.head_dim));
+  }
+}
+
+std::string eos_list(const TransformerConfig& c) {
+  std::string out = c.eos >= 0 ? std::to_string(c.eos) : "";
+  for (int64_t id : c.extra_eos)
+    if (id >= 0 && id != c.eos) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out;
+}
+
+}  // namespace
+
+Model build_model(const TransformerConfig& c, const WeightSource& weights) {
+  Model m;
+  m.architecture = c.arch;
+  if (c.arch != "bert" && c.arch != "qwen3" && c.arch != "llama" && c.arch != "gemma3")
+    bad_config(c,
+               "no model builder for this architecture (rlx builds bert, qwen3, llama and "
+               "gemma3)");
+  check(c);
+  if (c.arch == "bert") {
+    m.graphs["main"] = detail::build_bert_main(c, weights);
+  } else {
+    using detail::DecoderGraph;
+    m.graphs["main"] = detail::build_decoder(c, weights, DecoderGraph::kMain);
+    m.graphs["prefill"] = detail::build_decoder(c, weights, DecoderGraph::kPrefill);
+    m.graphs["decode"] = detail::build_decoder(c, weights, DecoderGraph::kDecode);
+    m.metadata[kMetaEosIds] = eos_list(c);
+    if (c.bos >= 0) m.metadata[kMetaBosId] = std::to_string(c.bos);
+  }
+  m.metadata[kMetaVocab] = std::to_string(c.vocab);
+  if (c.max_positions > 0) m.metadata[kMetaMaxPositions] = std::to_string(c.max_positions);
+  return m;
+}
+
+}  // namespace rlx::frontends

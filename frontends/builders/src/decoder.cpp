@@ -1,0 +1,172 @@
+// Decoder-only transformers (qwen3, llama, gemma3): RoPE, grouped-query attention, gated MLP.
+// One function builds the three graphs of the KV-cache design (docs/models.md,
+// docs/decisions.md): "prefill" returns the prompt's keys and values, "decode" writes one token's
+// keys and values into a fixed-capacity cache at `position` and attends over the filled part,
+// "main" is prefill without the cache outputs.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "builders_internal.h"
+#include "layers.h"
+#include "params.h"
+
+namespace rlx::frontends::detail {
+namespace {
+
+// What distinguishes the families, decided once from the config.
+struct Style {
+  bool qk_norm = false;        // qwen3, gemma3: RMSNorm over each q and k head before RoPE
+  bool sandwich_norm = false;  // gemma3: norms after attention and MLP as well as before
+  bool norm_adds_one = false;  // gemma3: norms scale by (1 + w)
+  double embed_scale = 1.0;    // gemma3: sqrt(hidden)
+};
+
+Style style_of(const TransformerConfig& c) {
+  Style s;
+  s.qk_norm = c.arch == "qwen3" || c.arch == "gemma3";
+  if (c.arch == "gemma3") {
+    s.sandwich_norm = true;
+    s.norm_adds_one = c.norm_adds_one;
+    s.embed_scale = std::sqrt(static_cast<double>(c.hidden));
+  }
+  return s;
+}
+
+bool sliding(const TransformerConfig& c, int64_t layer) {
+  if (c.arch != "gemma3" || c.sliding_window <= 0) return false;
+  if (!c.layer_types.empty()) return c.layer_types.at(layer) == "sliding_attention";
+  return c.sliding_window_pattern <= 0 || (layer + 1) % c.sliding_window_pattern != 0;
+}
+
+struct LayerCache {
+  ValueId past_key = kNoValue, past_value = kNoValue;
+};
+
+}  // namespace
+
+Graph build_decoder(const TransformerConfig& c, const WeightSource& source, DecoderGraph which) {
+  const bool decode = which == DecoderGraph::kDecode;
+  const Style style = style_of(c);
+  Graph g;
+  g.name = which == DecoderGraph::kMain ? "main" : decode ? "decode" : "prefill";
+  GraphBuilder b(g);
+  Params w(b, source, fmt::format("{} model ({})", c.arch, c.source));
+  const int64_t H = c.hidden, D = c.head_dim, NQ = c.heads, NKV = c.kv_heads;
+  const Dim S = decode ? Dim(1) : kSeq;
+  const double scale = c.query_pre_attn_scalar > 0 ? 1.0 / std::sqrt(c.query_pre_attn_scalar)
+                                                   : 1.0 / std::sqrt(static_cast<double>(D));
+
+  ValueId ids = b.input("input_ids", {DType::kI64, {kBatch, S}});
+  ValueId pos = decode ? b.input("position", {DType::kI64, {1}}) : positions(b, kSeq);
+  std::vector<LayerCache> cache(static_cast<size_t>(c.layers));
+  if (decode)
+    for (int64_t i = 0; i < c.layers; ++i) {
+      TensorType t{DType::kF32, {kBatch, NKV, kCacheLen, D}};
+      cache[i].past_key = b.input(fmt::format("past_key.{}", i), t);
+      cache[i].past_value = b.input(fmt::format("past_value.{}", i), t);
+    }
+  // Decode attends over cache slots 0..position; later slots hold stale or zero data.
+  ValueId slots = kNoValue, keep = kNoValue;
+  if (decode) {
+    slots = positions(b, kCacheLen);
+    ValueId filled = b.binary("le", slots, b.broadcast_in_dim(pos, {kCacheLen}, {0}));
+    keep = b.broadcast_in_dim(filled, {kBatch, kCacheLen}, {1});
+  }
+  // Sliding-window layers see keys at most sliding_window - 1 positions back: [Sq, Sk] masks.
+  ValueId window_keep = kNoValue;
+  auto window_mask = [&] {
+    if (window_keep != kNoValue) return window_keep;
+    auto i64 = [&](ValueId like, double v) { return b.full_like(like, v); };
+    if (decode) {  // slot <= p and p - slot < window, as [1, T]
+      ValueId p = b.broadcast_in_dim(pos, {kCacheLen}, {0});
+      ValueId near = b.binary("lt", b.sub(p, slots), i64(p, double(c.sliding_window)));
+      ValueId ok = b.binary("and", b.binary("le", slots, p), near);
+      window_keep = b.reshape(ok, Shape{1, kCacheLen});
+    } else {  // col <= row and row - col < window, as [S, S]
+      Shape qk{kSeq, kSeq};
+      Attrs row{{"shape", qk}, {"dim", int64_t{0}}, {"dtype", DType::kI64}};
+      Attrs col = row;
+      col["dim"] = int64_t{1};
+      ValueId r = b.op("iota", {}, row), k = b.op("iota", {}, col);
+      ValueId near = b.binary("lt", b.sub(r, k), i64(r, double(c.sliding_window)));
+      window_keep = b.binary("and", b.binary("le", k, r), near);
+    }
+    return window_keep;
+  };
+
+  // RMSNorm; gemma3 stores w and scales by 1 + w.
+  auto norm = [&](ValueId x, const std::string& name, int64_t n) {
+    ValueId s = w.f32(name, {n});
+    if (style.norm_adds_one) s = b.add(s, b.full_like(s, 1.0));
+    return rms_norm(b, x, s, c.norm_eps);
+  };
+
+  b.set_loc("embed_tokens");
+  ValueId embed = w.stored("model.embed_tokens.weight", {c.vocab, H});
+  ValueId h = to_f32(b, b.op("Embedding", {embed, ids}));
+  if (style.embed_scale != 1.0) h = b.mul(h, b.full_like(h, style.embed_scale));
+
+  std::vector<std::pair<std::string, ValueId>> presents;
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string l = fmt::format("model.layers.{}.", i);
+    const bool local = sliding(c, i);
+    b.set_loc(fmt::format("layer {}", i));
+    auto proj = [&](const std::string& name, int64_t out, int64_t in, ValueId x) {
+      return linear(b, x, w.f32(l + name + ".weight", {out, in}),
+                    w.optional_f32(l + name + ".bias", {out}));
+    };
+    ValueId x = norm(h, l + "input_layernorm.weight", H);
+    // [B,S,n*D] -> [B,n,S,D]; qwen3 and gemma3 normalise each head before RoPE.
+    auto heads = [&](const std::string& name, int64_t n, const char* head_norm) {
+      ValueId t = split_heads(b, proj("self_attn." + name, n * D, H, x), n, D);
+      if (style.qk_norm && head_norm) t = norm(t, l + "self_attn." + head_norm + ".weight", D);
+      return swap_seq_heads(b, t);
+    };
+    const double base = local ? c.rope_local_theta : c.rope_theta;
+    auto rope = [&](ValueId t) {
+      return b.op("RoPE", {t, pos}, {{"base", base}, {"seq_axis", int64_t{2}}});
+    };
+    ValueId q = rope(heads("q_proj", NQ, "q_norm"));
+    ValueId k = rope(heads("k_proj", NKV, "k_norm"));
+    ValueId v = heads("v_proj", NKV, nullptr);
+    if (decode) {
+      Attrs at{{"axis", int64_t{2}}, {"reduce", std::string("none")}};
+      k = b.op("scatter", {cache[i].past_key, pos, k}, at);
+      v = b.op("scatter", {cache[i].past_value, pos, v}, at);
+    }
+    ValueId a;
+    if (local) {
+      a = masked_attention(b, q, k, v, window_mask(), scale);
+    } else {
+      Attrs attrs{{"mask", std::string(decode ? "padding" : "causal")}, {"scale", scale}};
+      a = decode ? b.op("Attention", {q, k, v, keep}, attrs) : b.op("Attention", {q, k, v}, attrs);
+    }
+    presents.emplace_back(fmt::format("present_key.{}", i), k);
+    presents.emplace_back(fmt::format("present_value.{}", i), v);
+    a = proj("self_attn.o_proj", H, NQ * D, merge_heads(b, a));
+    if (style.sandwich_norm) a = norm(a, l + "post_attention_layernorm.weight", H);
+    h = b.op("Add", {h, a});
+
+    x = norm(h,
+             l + (style.sandwich_norm ? "pre_feedforward_layernorm.weight"
+                                      : "post_attention_layernorm.weight"),
+             H);
+    ValueId gate = activation(b, proj("mlp.gate_proj", c.intermediate, H, x), c.hidden_act);
+    ValueId up = proj("mlp.up_proj", c.intermediate, H, x);
+    ValueId f = proj("mlp.down_proj", H, c.intermediate, b.op("Mul", {gate, up}));
+    if (style.sandwich_norm) f = norm(f, l + "post_feedforward_layernorm.weight", H);
+    h = b.op("Add", {h, f});
+  }
+
+  b.set_loc("lm_head");
+  h = norm(h, "model.norm.weight", H);
+  const bool tied = c.tie_embeddings && !source.has("lm_head.weight");
+  ValueId head = w.f32(tied ? "model.embed_tokens.weight" : "lm_head.weight", {c.vocab, H});
+  output(b, linear(b, h, head), "logits");
+  if (which != DecoderGraph::kMain)
+    for (auto& [name, v] : presents) output(b, v, name);
+  return g;
+}
+
+}  // namespace rlx::frontends::detail

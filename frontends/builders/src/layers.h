@@ -1,0 +1,37 @@
+// Transformer building blocks shared by the encoder and decoder builders, written in HIR ops so
+// a target can claim Attention, RoPE or the norms natively. Activations are [B, S, hidden] with
+// B and S symbolic; attention works on [B, heads, S, head_dim].
+#pragma once
+#include <optional>
+#include <string>
+
+#include "rlx/core/builder.h"
+
+namespace rlx::frontends::detail {
+
+inline const Dim kBatch = Dim::symbol("B");
+inline const Dim kSeq = Dim::symbol("S");
+inline const Dim kCacheLen = Dim::symbol("T");
+
+ValueId linear(GraphBuilder& b, ValueId x, ValueId w, std::optional<ValueId> bias = {});
+ValueId rms_norm(GraphBuilder& b, ValueId x, ValueId w, double eps);
+ValueId layer_norm(GraphBuilder& b, ValueId x, ValueId w, ValueId bias, double eps);
+// x [..., n * d] -> [..., n, d]
+ValueId split_heads(GraphBuilder& b, ValueId x, int64_t n, int64_t d);
+// [B, S, n, d] <-> [B, n, S, d]
+ValueId swap_seq_heads(GraphBuilder& b, ValueId x);
+// [B, n, S, d] -> [B, S, n * d]
+ValueId merge_heads(GraphBuilder& b, ValueId x);
+// "silu" | "gelu" (erf) | "gelu_tanh"
+ValueId activation(GraphBuilder& b, ValueId x, const std::string& act);
+// 0, 1, ..., len - 1 as i64[len] (len may be symbolic).
+ValueId positions(GraphBuilder& b, const Dim& len);
+
+// Scaled dot-product attention of q [B,H,Sq,D] over k, v [B,Hkv,Sk,D] (grouped kv heads) where
+// query i may see key j only if keep[i, j] (bool [Sq, Sk], shared by every row and head). For
+// masks the Attention op has no kind for (sliding windows); the op stays the path for the rest,
+// so a target can claim it natively.
+ValueId masked_attention(GraphBuilder& b, ValueId q, ValueId k, ValueId v, ValueId keep,
+                         double scale);
+
+}  // namespace rlx::frontends::detail

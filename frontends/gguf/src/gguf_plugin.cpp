@@ -1,0 +1,16 @@
+// The GGUF importer plugin: llama.cpp model files (magic "GGUF").
+#include "gguf_model.h"
+#include "rlx/sdk/plugin.h"
+
+namespace rlx::gguf {
+
+class GgufImporter final : public sdk::ImporterPlugin {
+ public:
+  std::string name() const override { return "gguf"; }
+  std::string version() const override { return "0.1.0"; }
+  Model load(const std::filesystem::path& path) override { return load_model(path); }
+};
+
+}  // namespace rlx::gguf
+
+RLX_DEFINE_IMPORTER_PLUGIN(rlx::gguf::GgufImporter)

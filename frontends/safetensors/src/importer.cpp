@@ -1,0 +1,34 @@
+// The safetensors importer plugin. A folder is a Hugging Face model (config.json picks the
+// builder, the safetensors files hold the weights); a single file is tensors only.
+#include "checkpoint.h"
+#include "hf_config.h"
+#include "rlx/frontends/builders.h"
+#include "rlx/sdk/plugin.h"
+#include "tensor_file.h"
+#include "tokenizer_files.h"
+
+namespace rlx::frontends {
+namespace {
+
+class SafetensorsImporter final : public sdk::ImporterPlugin {
+ public:
+  std::string name() const override { return "safetensors"; }
+  std::string version() const override { return "0.1.0"; }
+
+  Model load(const std::filesystem::path& path) override {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(path, ec)) return load_tensor_file(path);
+    TransformerConfig config = read_hf_config(path);
+    Checkpoint weights = Checkpoint::open(path);
+    config.source = path.string() + "/" + weights.description();
+    Model m = build_model(config, weights);
+    m.metadata["source"] = path.string();
+    m.tokenizer = read_tokenizer_files(path, config);
+    return m;
+  }
+};
+
+}  // namespace
+}  // namespace rlx::frontends
+
+RLX_DEFINE_IMPORTER_PLUGIN(rlx::frontends::SafetensorsImporter)

@@ -1,0 +1,21 @@
+// The tokenizer files of a Hugging Face folder -> rlx::TokenizerSpec (core builds the tokenizer):
+//   tokenizer.json  WordPiece -> "wordpiece"; byte-level BPE -> "bpe" (pre-tokenizer from its
+//                   split regex: gpt2, llama3 or qwen2); BPE with byte fallback (converted
+//                   SentencePiece models) -> "spm"
+//   vocab.txt       (no tokenizer.json) -> "wordpiece"
+//   tokenizer_config.json  special tokens, add_bos_token / add_eos_token, do_lower_case
+#pragma once
+#include <filesystem>
+#include <optional>
+
+#include "rlx/core/model.h"
+#include "rlx/frontends/builders.h"
+
+namespace rlx::frontends {
+
+// nullopt when the folder has no tokenizer files or their model type has no rlx equivalent
+// (Unigram). `config` supplies bos/eos/pad ids the tokenizer files leave out.
+std::optional<TokenizerSpec> read_tokenizer_files(const std::filesystem::path& folder,
+                                                  const TransformerConfig& config);
+
+}  // namespace rlx::frontends

@@ -1,0 +1,18 @@
+// The block-format ops on the cpu (core/src/ops_quant.cpp), claimed natively:
+// DequantMatMul y[..., N] = x[..., K] W^T with W as rows of ggml blocks (rlx/core/quant.h),
+// each weight row decoded once per call; DequantizeRows decodes rows to f32.
+#pragma once
+#include <vector>
+
+#include "rlx/core/lir.h"
+#include "rlx/core/target.h"
+
+namespace rlx::cpu {
+
+Verdict claim_block_op(const NodeSignature& s);  // DequantMatMul, DequantizeRows
+void run_dequantize_rows(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+                         const std::vector<void*>& ptrs);
+void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+                        const std::vector<lir::Buffer>& out, const std::vector<void*>& ptrs);
+
+}  // namespace rlx::cpu

@@ -1,0 +1,157 @@
+// Bad Hugging Face folders: every error names the file, the key or tensor, and what is wrong.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "hf_folder.h"
+#include "model_support.h"
+#include "rlx/core/error.h"
+
+namespace rlx::test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string load_error(const fs::path& dir) {
+  try {
+    load_model(dir);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "loading " << dir << " succeeded";
+  return {};
+}
+
+// The tiny llama folder with its config text edited by `edit` (a regex replacement).
+fs::path llama_with(const std::string& pattern, const std::string& replacement,
+                    const std::string& name = "model") {
+  TinyDecoder d;
+  fs::path dir = fresh_dir(name);
+  write_text(dir / "config.json",
+             std::regex_replace(d.config_json(), std::regex(pattern), replacement));
+  write_safetensors(dir / "model.safetensors", d.weights());
+  return dir;
+}
+
+TEST(HfErrors, MissingConfigKey) {
+  fs::path dir = llama_with(R"("hidden_size": 16,)", "");
+  EXPECT_THAT(load_error(dir),
+              HasSubstr((dir / "config.json").string() + ": 'hidden_size' is missing"));
+}
+
+TEST(HfErrors, WrongTypeOfConfigValue) {
+  fs::path dir = llama_with(R"("num_hidden_layers": 2)", R"("num_hidden_layers": "two")");
+  EXPECT_THAT(load_error(dir), HasSubstr("'num_hidden_layers' must be an integer, not string"));
+}
+
+TEST(HfErrors, ConfigIsNotJson) {
+  fs::path dir = llama_with(R"(\}\s*$)", "");
+  EXPECT_THAT(load_error(dir), HasSubstr((dir / "config.json").string() + ": not valid JSON"));
+}
+
+TEST(HfErrors, UnknownArchitecture) {
+  fs::path dir = llama_with(R"("model_type": "llama")", R"("model_type": "gpt2")");
+  EXPECT_THAT(load_error(dir), HasSubstr("'model_type' names 'gpt2', which rlx has no model "
+                                         "builder for"));
+}
+
+TEST(HfErrors, RopeScalingIsRefused) {
+  fs::path dir = llama_with(R"("rope_theta": 10000.0,)",
+                            R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0},)");
+  EXPECT_THAT(load_error(dir), HasSubstr("'rope_scaling' asks for rope_type 'llama3'"));
+}
+
+TEST(HfErrors, HeadsNotAMultipleOfKvHeads) {
+  fs::path dir = llama_with(R"("num_key_value_heads": 2)", R"("num_key_value_heads": 3)");
+  EXPECT_THAT(load_error(dir), HasSubstr("num_attention_heads (4) is not a multiple of "
+                                         "num_key_value_heads (3)"));
+}
+
+TEST(HfErrors, MissingTensor) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("model");
+  write_text(dir / "config.json", d.config_json());
+  TensorMap w = d.weights();
+  w.erase("model.layers.1.mlp.up_proj.weight");
+  write_safetensors(dir / "model.safetensors", w);
+  EXPECT_THAT(load_error(dir), HasSubstr("weight 'model.layers.1.mlp.up_proj.weight' is missing"));
+}
+
+TEST(HfErrors, UntiedModelWithoutLmHead) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("model");
+  write_text(dir / "config.json", d.config_json());
+  TensorMap w = d.weights();
+  w.erase("lm_head.weight");
+  write_safetensors(dir / "model.safetensors", w);
+  EXPECT_THAT(load_error(dir), HasSubstr("weight 'lm_head.weight' is missing"));
+}
+
+TEST(HfErrors, TensorShapeDisagreesWithConfig) {
+  fs::path dir = llama_with(R"("intermediate_size": 24)", R"("intermediate_size": 20)");
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("weight 'model.layers.0.mlp.gate_proj.weight' has shape [24, 16], the "
+                        "config implies [20, 16]"));
+}
+
+TEST(HfErrors, FloatSixtyFourWeightsAreNotNarrowedSilently) {
+  TinyDecoder d;
+  d.dtype = DType::kF64;
+  fs::path dir = fresh_dir("model");
+  write_text(dir / "config.json", d.config_json());
+  write_safetensors(dir / "model.safetensors", d.weights());
+  EXPECT_THAT(load_error(dir), HasSubstr("is f64; the model builders compute in f32"));
+}
+
+TEST(HfErrors, FolderWithoutWeights) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("model");
+  write_text(dir / "config.json", d.config_json());
+  EXPECT_THAT(load_error(dir), HasSubstr(dir.string() + ": the folder has no model.safetensors "
+                                                        "and no model.safetensors.index.json"));
+}
+
+TEST(HfErrors, IndexNamesAMissingShard) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("model");
+  write_text(dir / "config.json", d.config_json());
+  write_text(dir / "model.safetensors.index.json",
+             R"({"weight_map": {"model.norm.weight": "model-00001-of-00002.safetensors"}})");
+  EXPECT_THAT(load_error(dir), HasSubstr("tensor 'model.norm.weight' is in shard"));
+  EXPECT_THAT(load_error(dir), HasSubstr("which does not exist"));
+}
+
+TEST(HfErrors, IndexListsATensorItsShardLacks) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("model");
+  write_text(dir / "config.json", d.config_json());
+  write_safetensors(dir / "a.safetensors", d.weights());
+  write_text(dir / "model.safetensors.index.json",
+             R"({"weight_map": {"model.norm.weight": "a.safetensors", "extra": "a.safetensors"}})");
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("tensor 'extra' is listed in shard '" + (dir / "a.safetensors").string() +
+                        "', which does not hold it"));
+}
+
+TEST(HfErrors, IndexMayNotLeaveTheFolder) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("model");
+  write_text(dir / "config.json", d.config_json());
+  write_text(dir / "model.safetensors.index.json",
+             R"({"weight_map": {"model.norm.weight": "../elsewhere.safetensors"}})");
+  EXPECT_THAT(load_error(dir), HasSubstr("which is not a file in the model folder"));
+}
+
+TEST(HfErrors, CorruptWeightsFileNamesTheFile) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("model");
+  write_text(dir / "config.json", d.config_json());
+  write_text(dir / "model.safetensors", "short");
+  EXPECT_THAT(load_error(dir),
+              HasSubstr((dir / "model.safetensors").string() + ": header too small"));
+}
+
+}  // namespace
+}  // namespace rlx::test

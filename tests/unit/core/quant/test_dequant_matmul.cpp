@@ -1,0 +1,145 @@
+// DequantMatMul: type inference and verification, and the cpu target's native kernel against
+// dequantize-then-multiply in double precision, for every block format.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "rlx/core/error.h"
+#include "rlx/core/half.h"
+#include "rlx/core/ir_text.h"
+#include "rlx/core/op_registry.h"
+#include "rlx/core/quant.h"
+#include "rlx/core/runtime.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+// Random rows of blocks whose scales are sane f16 (or f32) values.
+std::vector<uint8_t> random_rows(const quant::QTypeInfo& q, int64_t rows, int64_t k,
+                                 std::mt19937& rng) {
+  int64_t rb = *quant::row_bytes(q.type, k);
+  std::vector<uint8_t> w(rows * rb);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (auto& b : w) b = static_cast<uint8_t>(byte(rng));
+  // Overwrite anything that decodes to a non-finite value with a small f16/f32.
+  std::vector<float> tmp(k);
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* row = w.data() + r * rb;
+    for (int tries = 0; tries < 1000; ++tries) {
+      quant::dequantize(q.type, row, tmp.data(), k);
+      int64_t bad = -1;
+      for (int64_t i = 0; i < k && bad < 0; ++i)
+        if (!std::isfinite(tmp[i]) || std::abs(tmp[i]) > 1e4) bad = i;
+      if (bad < 0) break;
+      // Re-roll the block holding the bad element.
+      int64_t blk = bad / q.block_size;
+      for (int64_t j = 0; j < q.block_bytes; ++j)
+        row[blk * q.block_bytes + j] = static_cast<uint8_t>(byte(rng) & 0x3F);  // small exponents
+    }
+  }
+  return w;
+}
+
+TEST(DequantMatMul, EveryFormatOnCpuMatchesDequantizeThenMultiply) {
+  auto cpu = test::cpu_target();
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (const quant::QTypeInfo& q : quant::all_qtypes()) {
+    const int64_t K = q.block_size == 256 ? 512 : 64, N = 5, B = 2, S = 3;
+    const int64_t rb = *quant::row_bytes(q.type, K);
+    std::vector<uint8_t> w = random_rows(q, N, K, rng);
+    std::vector<float> x(B * S * K);
+    for (auto& v : x) v = u(rng);
+    std::string ir = fmt::format(R"(graph @t(%x: f32[B,{},{}], %w: u8[{},{}]) {{
+  %y = DequantMatMul(%x, %w) {{qtype = "{}"}} : f32[B,{},{}]
+  return %y
+}}
+)",
+                                 S, K, N, rb, q.name, S, N);
+    Graph g = parse_graph(ir);
+    Session session(cpu);
+    CompiledModel m = session.compile(g);
+    ASSERT_EQ(m.report().entries.size(), 1u);
+    EXPECT_EQ(m.report().entries[0].path, LoweringPath::kNative) << q.name;
+    Tensor wt(DType::kU8, {N, rb});
+    std::memcpy(wt.data(), w.data(), w.size());
+    NamedTensors out = m.run({{"x", Tensor::from(DType::kF32, {B, S, K}, x)}, {"w", wt}});
+    const Tensor& y = out.at("y");
+    ASSERT_EQ(y.shape(), (std::vector<int64_t>{B, S, N}));
+    std::vector<float> row(K);
+    double worst = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      quant::dequantize(q.type, w.data() + n * rb, row.data(), K);
+      for (int64_t m_ = 0; m_ < B * S; ++m_) {
+        double want = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          want += static_cast<double>(x[m_ * K + k]) * row[k];
+          mag += std::abs(static_cast<double>(x[m_ * K + k]) * row[k]);
+        }
+        double err = std::abs(y.as<float>()[m_ * N + n] - want) / std::max(1.0, mag);
+        worst = std::max(worst, err);
+      }
+    }
+    EXPECT_LT(worst, 1e-6) << q.name;
+  }
+}
+
+// An embedding table kept quantized: gather the rows, then decode only those.
+TEST(DequantizeRows, GatheredRowsOfEveryFormat) {
+  auto cpu = test::cpu_target();
+  std::mt19937 rng(9);
+  for (const quant::QTypeInfo& q : quant::all_qtypes()) {
+    const int64_t K = q.block_size == 256 ? 256 : 64, V = 7;
+    const int64_t rb = *quant::row_bytes(q.type, K);
+    std::vector<uint8_t> table = random_rows(q, V, K, rng);
+    std::string ir = fmt::format(R"(graph @t(%ids: i64[B,2], %w: u8[{},{}]) {{
+  %r = Embedding(%w, %ids) : u8[B,2,{}]
+  %y = DequantizeRows(%r) {{k = {}, qtype = "{}"}} : f32[B,2,{}]
+  return %y
+}}
+)",
+                                 V, rb, rb, K, q.name, K);
+    Session session(cpu);
+    CompiledModel m = session.compile(parse_graph(ir));
+    Tensor wt(DType::kU8, {V, rb});
+    std::memcpy(wt.data(), table.data(), table.size());
+    std::vector<int64_t> ids = {6, 0, 3, 3};
+    NamedTensors out = m.run({{"ids", Tensor::from(DType::kI64, {2, 2}, ids)}, {"w", wt}});
+    const Tensor& y = out.at("y");
+    ASSERT_EQ(y.shape(), (std::vector<int64_t>{2, 2, K}));
+    std::vector<float> row(K);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      quant::dequantize(q.type, table.data() + ids[i] * rb, row.data(), K);
+      EXPECT_EQ(0, std::memcmp(row.data(), y.as<float>() + i * K, K * 4)) << q.name << " row " << i;
+    }
+  }
+}
+
+TEST(DequantMatMul, InferenceChecksTheRowSize) {
+  auto bad = [](const std::string& body) {
+    try {
+      parse_graph("graph @t(%x: f32[2,64], %w: u8[3,68]) {\n" + body + "  return %y\n}\n");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(bad("  %y = DequantMatMul(%x, %w) {qtype = \"q8_0\"} : f32[2,3]\n"), "");
+  EXPECT_NE(bad("  %y = DequantMatMul(%x, %w) {qtype = \"q4_0\"} : f32[2,3]\n")
+                .find("takes 36 bytes, w has 68"),
+            std::string::npos);
+  EXPECT_NE(bad("  %y = DequantMatMul(%x, %w) {qtype = \"q9_9\"} : f32[2,3]\n")
+                .find("not a known block format"),
+            std::string::npos);
+  EXPECT_NE(bad("  %y = DequantMatMul(%x, %w) {qtype = \"q4_k\"} : f32[2,3]\n")
+                .find("not a whole number of q4_k blocks"),
+            std::string::npos);
+  EXPECT_NE(OpRegistry::instance().find("DequantMatMul"), nullptr);
+}
+
+}  // namespace
+}  // namespace rlx
