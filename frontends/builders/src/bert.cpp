@@ -51,7 +51,7 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
 
   b.set_loc("embeddings");
   auto embed = [&](const std::string& name, int64_t rows, ValueId at) {
-    return to_f32(b, b.op("Embedding", {w.stored(p + "embeddings." + name, {rows, H}), at}));
+    return w.embedding(p + "embeddings." + name, rows, H, at);
   };
   ValueId h = embed("word_embeddings.weight", c.vocab, ids);
   h = b.op("Add", {h, embed("token_type_embeddings.weight", c.type_vocab, types)});
@@ -70,7 +70,8 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
     const std::string l = fmt::format("{}encoder.layer.{}.", p, i);
     b.set_loc(fmt::format("layer {}", i));
     auto dense = [&](const std::string& name, int64_t out, int64_t in, ValueId x) {
-      return linear(b, x, w.f32(l + name + ".weight", {out, in}), w.f32(l + name + ".bias", {out}));
+      return linear(b, x, w.matrix(l + name + ".weight", out, in),
+                    w.f32(l + name + ".bias", {out}));
     };
     auto norm = [&](const std::string& name, ValueId x) { return layer_norm_at(l + name, x); };
     auto heads = [&](const std::string& name) {

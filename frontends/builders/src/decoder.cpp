@@ -103,8 +103,7 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
   };
 
   b.set_loc("embed_tokens");
-  ValueId embed = w.stored("model.embed_tokens.weight", {c.vocab, H});
-  ValueId h = to_f32(b, b.op("Embedding", {embed, ids}));
+  ValueId h = w.embedding("model.embed_tokens.weight", c.vocab, H, ids);
   if (style.embed_scale != 1.0) h = b.mul(h, b.full_like(h, style.embed_scale));
 
   std::vector<std::pair<std::string, ValueId>> presents;
@@ -113,7 +112,7 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
     const bool local = sliding(c, i);
     b.set_loc(fmt::format("layer {}", i));
     auto proj = [&](const std::string& name, int64_t out, int64_t in, ValueId x) {
-      return linear(b, x, w.f32(l + name + ".weight", {out, in}),
+      return linear(b, x, w.matrix(l + name + ".weight", out, in),
                     w.optional_f32(l + name + ".bias", {out}));
     };
     ValueId x = norm(h, l + "input_layernorm.weight", H);
@@ -162,7 +161,8 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
   b.set_loc("lm_head");
   h = norm(h, "model.norm.weight", H);
   const bool tied = c.tie_embeddings && !source.has("lm_head.weight");
-  ValueId head = w.f32(tied ? "model.embed_tokens.weight" : "lm_head.weight", {c.vocab, H});
+  // A tied head is the embedding table's param again: quantized, the same byte rows.
+  LinearWeight head = w.matrix(tied ? "model.embed_tokens.weight" : "lm_head.weight", c.vocab, H);
   output(b, linear(b, h, head), "logits");
   if (which != DecoderGraph::kMain)
     for (auto& [name, v] : presents) output(b, v, name);

@@ -8,9 +8,13 @@
 
 namespace rlx::frontends::detail {
 
-ValueId linear(GraphBuilder& b, ValueId x, ValueId w, std::optional<ValueId> bias) {
-  if (bias) return b.op("Linear", {x, w, *bias});
-  return b.op("Linear", {x, w});
+ValueId linear(GraphBuilder& b, ValueId x, const LinearWeight& w, std::optional<ValueId> bias) {
+  if (w.qtype.empty()) {
+    if (bias) return b.op("Linear", {x, w.w, *bias});
+    return b.op("Linear", {x, w.w});
+  }
+  ValueId y = b.op("DequantMatMul", {x, w.w}, {{"qtype", w.qtype}});
+  return bias ? b.op("Add", {y, *bias}) : y;
 }
 
 ValueId rms_norm(GraphBuilder& b, ValueId x, ValueId w, double eps) {

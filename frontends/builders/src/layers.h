@@ -13,7 +13,16 @@ inline const Dim kBatch = Dim::symbol("B");
 inline const Dim kSeq = Dim::symbol("S");
 inline const Dim kCacheLen = Dim::symbol("T");
 
-ValueId linear(GraphBuilder& b, ValueId x, ValueId w, std::optional<ValueId> bias = {});
+// A weight applied as x W^T, W [out, in]: f32, or, when qtype names a block format ("q4_k"),
+// u8 rows [out, row bytes] that DequantMatMul decodes as it multiplies, so quantized matrices
+// are never expanded in memory.
+struct LinearWeight {
+  ValueId w = kNoValue;
+  std::string qtype;
+};
+
+// x W^T (+ bias) over the last axis of x.
+ValueId linear(GraphBuilder& b, ValueId x, const LinearWeight& w, std::optional<ValueId> bias = {});
 ValueId rms_norm(GraphBuilder& b, ValueId x, ValueId w, double eps);
 ValueId layer_norm(GraphBuilder& b, ValueId x, ValueId w, ValueId bias, double eps);
 // x [..., n * d] -> [..., n, d]

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "rlx/core/error.h"
+#include "rlx/core/quant.h"
 
 namespace rlx::frontends::detail {
 
@@ -12,16 +13,50 @@ ValueId to_f32(GraphBuilder& b, ValueId x) {
   return b.op("Cast", {x}, {{"dtype", DType::kF32}});
 }
 
-ValueId Params::stored(const std::string& name, const std::vector<int64_t>& shape) {
-  if (auto it = stored_.find(name); it != stored_.end()) return it->second;
+namespace {
+
+// Checks a block-format weight against the logical shape the config implies: its bytes must be
+// rows of whole blocks, one row per element of the leading dims.
+void check_quantized(const std::string& what, const std::string& name, const Weight& w,
+                     const std::vector<int64_t>& shape) {
+  const quant::QTypeInfo* q = quant::find_qtype(w.qtype);
+  if (!q)
+    throw_user_error(fmt::format("{}: weight '{}' is stored as '{}', a format rlx cannot decode",
+                                 what, name, w.qtype));
+  if (w.shape != shape)
+    throw_user_error(fmt::format("{}: weight '{}' has shape [{}], the config implies [{}]", what,
+                                 name, fmt::join(w.shape, ", "), fmt::join(shape, ", ")));
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+  const int64_t k = shape.empty() ? 1 : shape.back();
+  std::optional<int64_t> row_bytes = quant::row_bytes(q->type, k);
+  if (!row_bytes)
+    throw_user_error(
+        fmt::format("{}: weight '{}' ({}) has rows of {} elements, not a whole "
+                    "number of {}-element blocks",
+                    what, name, w.qtype, k, q->block_size));
+  const std::vector<int64_t> raw_shape = {rows, *row_bytes};
+  if (!w.raw.defined() || w.raw.dtype() != DType::kU8 || w.raw.shape() != raw_shape)
+    throw_user_error(fmt::format("{}: weight '{}' ({}) should be u8 [{}] bytes, got {} [{}]", what,
+                                 name, w.qtype, fmt::join(raw_shape, ", "),
+                                 w.raw.defined() ? dtype_name(w.raw.dtype()) : "nothing",
+                                 fmt::join(w.raw.shape(), ", ")));
+}
+
+}  // namespace
+
+Weight Params::fetch(const std::string& name) const {
   if (!source_.has(name))
     throw_user_error(fmt::format("{}: weight '{}' is missing from the checkpoint", what_, name));
-  Weight w = source_.get(name);
-  if (!w.qtype.empty())
-    throw_user_error(fmt::format(
-        "{}: weight '{}' is stored as {}; the model builders take dense weights only so far "
-        "(quantized weights need the DequantMatMul op)",
-        what_, name, w.qtype));
+  return source_.get(name);
+}
+
+const Params::Stored& Params::keep(const std::string& name, const Weight& w,
+                                   const std::vector<int64_t>& shape) {
+  if (!w.qtype.empty()) {
+    check_quantized(what_, name, w, shape);
+    return stored_.emplace(name, Stored{b_.param(name, w.raw), w.qtype}).first->second;
+  }
   const Tensor& t = w.dense;
   if (!t.defined()) throw_user_error(fmt::format("{}: weight '{}' has no data", what_, name));
   if (t.shape() != shape)
@@ -30,21 +65,44 @@ ValueId Params::stored(const std::string& name, const std::vector<int64_t>& shap
   if (!is_float(t.dtype()) || t.dtype() == DType::kC64)
     throw_user_error(fmt::format("{}: weight '{}' is {}, a real floating-point dtype is needed",
                                  what_, name, dtype_name(t.dtype())));
-  ValueId v = b_.param(name, t);
-  stored_.emplace(name, v);
-  return v;
+  return stored_.emplace(name, Stored{b_.param(name, t), ""}).first->second;
+}
+
+const Params::Stored& Params::stored(const std::string& name, const std::vector<int64_t>& shape) {
+  if (auto it = stored_.find(name); it != stored_.end()) return it->second;
+  return keep(name, fetch(name), shape);
 }
 
 ValueId Params::f32(const std::string& name, const std::vector<int64_t>& shape) {
   if (auto it = cast_.find(name); it != cast_.end()) return it->second;
-  ValueId s = stored(name, shape);
+  auto it = stored_.find(name);
+  const Stored* s = it == stored_.end() ? nullptr : &it->second;
+  ValueId v;
+  if (!s) {
+    Weight w = fetch(name);
+    if (!w.qtype.empty()) {
+      // Decoded once here rather than per run: the builders ask for vectors (norms, biases)
+      // this way, and f32 holds exactly the values DequantMatMul would decode them to.
+      check_quantized(what_, name, w, shape);
+      Tensor t(DType::kF32, shape);
+      quant::dequantize(quant::find_qtype(w.qtype)->type, w.raw.data(), t.as<float>(), t.numel());
+      v = b_.param(name, t);
+      cast_.emplace(name, v);
+      return v;
+    }
+    s = &keep(name, w, shape);
+  }
+  if (!s->qtype.empty())
+    throw_internal_error(
+        fmt::format("{}: weight '{}' is asked for as f32 after being used as {} block rows", what_,
+                    name, s->qtype));
   // Narrowing is never silent (ARCHITECTURE.md: f64 -> f32 only when the user asks).
-  if (b_.type(s).dtype == DType::kF64)
+  if (b_.type(s->v).dtype == DType::kF64)
     throw_user_error(
         fmt::format("{}: weight '{}' is f64; the model builders compute in f32 and "
                     "do not narrow f64 weights silently: convert the checkpoint",
                     what_, name));
-  ValueId v = to_f32(b_, s);
+  v = to_f32(b_, s->v);
   cast_.emplace(name, v);
   return v;
 }
@@ -53,6 +111,19 @@ std::optional<ValueId> Params::optional_f32(const std::string& name,
                                             const std::vector<int64_t>& shape) {
   if (!source_.has(name)) return std::nullopt;
   return f32(name, shape);
+}
+
+LinearWeight Params::matrix(const std::string& name, int64_t out, int64_t in) {
+  const Stored& s = stored(name, {out, in});
+  if (s.qtype.empty()) return LinearWeight{f32(name, {out, in}), ""};
+  return LinearWeight{s.v, s.qtype};
+}
+
+ValueId Params::embedding(const std::string& name, int64_t rows, int64_t width, ValueId ids) {
+  const Stored& s = stored(name, {rows, width});
+  ValueId gathered = b_.op("Embedding", {s.v, ids});
+  if (s.qtype.empty()) return to_f32(b_, gathered);
+  return b_.op("DequantizeRows", {gathered}, {{"qtype", s.qtype}, {"k", width}});
 }
 
 }  // namespace rlx::frontends::detail

@@ -1,12 +1,17 @@
 // Turns checkpoint tensors into graph params for the model builders. Shapes are checked against
 // what the config implies, so a wrong config or a foreign checkpoint fails at build time with a
 // message naming the tensor, instead of as an opaque shape error deep inside a graph.
+//
+// Weights in a block format (GGUF's q4_k, q8_0, ...) stay in that format in the graph: matrices
+// are multiplied by DequantMatMul and embedding tables gathered as byte rows then decoded by
+// DequantizeRows, so only vectors (norms, biases) are ever decoded at load time.
 #pragma once
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "layers.h"
 #include "rlx/core/builder.h"
 #include "rlx/frontends/builders.h"
 
@@ -18,19 +23,33 @@ class Params {
       : b_(b), source_(source), what_(std::move(what)) {}
 
   bool has(const std::string& name) const { return source_.has(name); }
-  // The weight as a param in its stored dtype (an embedding table is gathered before casting,
-  // so only the rows used are converted).
-  ValueId stored(const std::string& name, const std::vector<int64_t>& shape);
-  // The weight converted to f32: 16-bit checkpoints are computed in f32 (a Cast node, so the IR
-  // says what happens to the stored values).
+  // A vector or small tensor converted to f32: 16-bit checkpoints through a Cast node (so the IR
+  // says what happens to the stored values); a block-format tensor decoded at load, which is
+  // exact (f32 holds every value a block decodes to, the same values DequantMatMul uses).
   ValueId f32(const std::string& name, const std::vector<int64_t>& shape);
   std::optional<ValueId> optional_f32(const std::string& name, const std::vector<int64_t>& shape);
+  // A Linear layer's weight [out, in]: f32 as above, or block rows for DequantMatMul.
+  LinearWeight matrix(const std::string& name, int64_t out, int64_t in);
+  // Rows `ids` of the table [rows, width] as f32 [..., width]. The table is gathered in its
+  // stored form, so only the rows used are converted or decoded.
+  ValueId embedding(const std::string& name, int64_t rows, int64_t width, ValueId ids);
 
  private:
+  // The weight as a param in its stored form: a float dtype, or u8 [rows, row bytes] with
+  // `qtype` naming the block format. A weight used twice (a tied embedding) is one param.
+  struct Stored {
+    ValueId v = kNoValue;
+    std::string qtype;
+  };
+  const Stored& stored(const std::string& name, const std::vector<int64_t>& shape);
+  Weight fetch(const std::string& name) const;  // throws naming the weight when it is missing
+  const Stored& keep(const std::string& name, const Weight& w, const std::vector<int64_t>& shape);
+
   GraphBuilder& b_;
   const WeightSource& source_;
-  std::string what_;                              // "qwen3 model", for messages
-  std::map<std::string, ValueId> stored_, cast_;  // a tied weight becomes one param
+  std::string what_;  // "qwen3 model", for messages
+  std::map<std::string, Stored> stored_;
+  std::map<std::string, ValueId> cast_;
 };
 
 // Stored dtype to f32 (identity for f32).

@@ -77,6 +77,12 @@ struct RefModel {
       for (size_t i = 0; i < in; ++i) y[o] += w[o * in + i] * x[i];
     return y;
   }
+  // Adds the tensor `name` to y when the file has it (llama's optional biases).
+  void add_bias(std::vector<double>& y, const std::string& name) const {
+    if (!f.tensor(name)) return;
+    auto b = weights(name);
+    for (size_t i = 0; i < y.size(); ++i) y[i] += b[i];
+  }
   std::vector<double> rms(const std::vector<double>& x, const std::vector<double>& g) const {
     double ms = 0;
     for (double v : x) ms += v * v / static_cast<double>(x.size());
@@ -109,13 +115,18 @@ struct RefModel {
       x[s].assign(embd.begin() + ids[s] * n_embd, embd.begin() + (ids[s] + 1) * n_embd);
     for (int64_t l = 0; l < n_layer; ++l) {
       auto W = [&](const char* n) { return weights(fmt::format("blk.{}.{}.weight", l, n)); };
+      auto bias = [&](std::vector<double> y, const char* n) {
+        add_bias(y, fmt::format("blk.{}.{}.bias", l, n));
+        return y;
+      };
       auto wq = W("attn_q"), wk = W("attn_k"), wv = W("attn_v"), wo = W("attn_output");
       auto an = W("attn_norm"), fn = W("ffn_norm"), wg = W("ffn_gate"), wu = W("ffn_up"),
            wd = W("ffn_down");
       std::vector<std::vector<double>> q(S), k(S), v(S);
       for (int64_t s = 0; s < S; ++s) {
         auto h = rms(x[s], an);
-        q[s] = matvec(wq, h), k[s] = matvec(wk, h), v[s] = matvec(wv, h);
+        q[s] = bias(matvec(wq, h), "attn_q"), k[s] = bias(matvec(wk, h), "attn_k");
+        v[s] = bias(matvec(wv, h), "attn_v");
         rope(q[s], n_head, s), rope(k[s], n_kv, s);
       }
       if (keys && l == 0) *keys = k;
@@ -135,16 +146,18 @@ struct RefModel {
           for (int64_t t = 0; t <= s; ++t)
             for (int64_t i = 0; i < hd; ++i) att[h * hd + i] += sc[t] / sum * v[t][kvh * hd + i];
         }
-        auto o = matvec(wo, att);
+        auto o = bias(matvec(wo, att), "attn_output");
         for (int64_t i = 0; i < n_embd; ++i) x[s][i] += o[i];
         auto h2 = rms(x[s], fn);
         auto g = matvec(wg, h2), u = matvec(wu, h2);
         for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-        auto d = matvec(wd, g);
+        auto d = bias(matvec(wd, g), "ffn_down");
         for (int64_t i = 0; i < n_embd; ++i) x[s][i] += d[i];
       }
     }
-    auto on = weights("output_norm.weight"), out = weights("output.weight");
+    // Without output.weight the head is tied to the embedding table.
+    auto on = weights("output_norm.weight");
+    auto out = weights(f.tensor("output.weight") ? "output.weight" : "token_embd.weight");
     std::vector<std::vector<double>> logits;
     for (int64_t s = 0; s < S; ++s) logits.push_back(matvec(out, rms(x[s], on)));
     return logits;
@@ -312,65 +325,133 @@ TEST(GgufModel, StoriesFileIsRejectedNamingItsPartialBlockTensors) {
   }
 }
 
+// A tensor of a GGUF file written by a test: ggml dims and type, its bytes.
+struct FileTensor {
+  std::string name;
+  std::vector<int64_t> ne;
+  uint32_t type;
+  std::string data;
+};
+
+struct LlamaDims {
+  int64_t hidden, ff, heads, kv_heads, layers;
+};
+
+// A llama GGUF file holding `ts`.
+std::string llama_file(const LlamaDims& d, const std::vector<FileTensor>& ts) {
+  gguf::test::Bytes b = gguf::test::header(3, static_cast<int64_t>(ts.size()), 8);
+  auto u32kv = [&](const char* k, int64_t v) { b.str(k).u32(4).u32(static_cast<uint32_t>(v)); };
+  b.str("general.architecture").u32(8).str("llama");
+  u32kv("llama.embedding_length", d.hidden);
+  u32kv("llama.block_count", d.layers);
+  u32kv("llama.attention.head_count", d.heads);
+  u32kv("llama.attention.head_count_kv", d.kv_heads);
+  u32kv("llama.feed_forward_length", d.ff);
+  u32kv("llama.context_length", 64);
+  b.str("llama.attention.layer_norm_rms_epsilon").u32(6).f32(1e-5f);
+  uint64_t off = 0;
+  for (const FileTensor& t : ts) {
+    gguf::test::tensor_info(b, t.name, t.ne, t.type, off);
+    off += (t.data.size() + 31) / 32 * 32;
+  }
+  b.pad_to(32);
+  for (const FileTensor& t : ts) b.raw(t.data).pad_to(32);
+  return b.str();
+}
+
+void put_f16(std::string& s, float v) {
+  uint16_t h = f32_to_f16(v);
+  s.append(reinterpret_cast<const char*>(&h), 2);
+}
+
+FileTensor f32_tensor(const std::string& name, int64_t n, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> g(lo, hi);
+  std::string s;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = g(rng);
+    s.append(reinterpret_cast<const char*>(&v), 4);
+  }
+  return FileTensor{name, {n}, 0, s};
+}
+
 // A one-layer llama whose matrices are Q8_0 (embedding and output included), written here.
 std::string quantized_llama_file() {
   const int64_t H = 64, FF = 128, V = 40, NH = 4, NKV = 2, HD = H / NH;
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> q(-127, 127);
-  std::uniform_real_distribution<float> d(0.002f, 0.02f), g(0.5f, 1.5f);
-  struct T {
-    std::string name;
-    std::vector<int64_t> ne;
-    uint32_t type;
-    std::string data;
-  };
+  std::uniform_real_distribution<float> d(0.002f, 0.02f);
   auto q8 = [&](const std::string& name, int64_t in, int64_t out) {
     std::string s;
     for (int64_t b = 0; b < in * out / 32; ++b) {
-      uint16_t h = f32_to_f16(d(rng));
-      s.append(reinterpret_cast<const char*>(&h), 2);
+      put_f16(s, d(rng));
       for (int i = 0; i < 32; ++i) s += static_cast<char>(q(rng));
     }
-    return T{name, {in, out}, 8, s};
+    return FileTensor{name, {in, out}, 8, s};
   };
-  auto norm = [&](const std::string& name) {
+  auto norm = [&](const std::string& name) { return f32_tensor(name, H, rng, 0.5f, 1.5f); };
+  std::vector<FileTensor> ts = {q8("token_embd.weight", H, V),
+                                norm("blk.0.attn_norm.weight"),
+                                q8("blk.0.attn_q.weight", H, NH * HD),
+                                q8("blk.0.attn_k.weight", H, NKV * HD),
+                                q8("blk.0.attn_v.weight", H, NKV * HD),
+                                q8("blk.0.attn_output.weight", H, H),
+                                norm("blk.0.ffn_norm.weight"),
+                                q8("blk.0.ffn_gate.weight", H, FF),
+                                q8("blk.0.ffn_up.weight", H, FF),
+                                q8("blk.0.ffn_down.weight", FF, H),
+                                norm("output_norm.weight"),
+                                q8("output.weight", H, V)};
+  return llama_file({H, FF, NH, NKV, 1}, ts);
+}
+
+// A two-layer llama laid out like a Q4_K_M file: Q4_K matrices, Q6_K for attn_v and ffn_down,
+// a Q4_K embedding table that the head shares (no output.weight), and f32 biases on attn_v and
+// ffn_down (DequantMatMul then Add). Blocks are random with scales picked so the weights are
+// about +-0.1 and centred.
+std::string q4_k_llama_file() {
+  const int64_t H = 256, FF = 512, V = 48, NH = 4, NKV = 2, HD = H / NH;
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> byte(0, 255), scale6(-40, 40);
+  std::uniform_real_distribution<float> d4(1e-4f, 2e-4f), d6(4e-5f, 8e-5f);
+  // block_q4_K: d, dmin (f16), 12 bytes of packed 6-bit scales and mins, 128 bytes of nibbles;
+  // x = d * sc * q - dmin * m, so dmin = 7.5 d centres the values.
+  auto q4k = [&](const std::string& name, int64_t in, int64_t out) {
     std::string s;
-    for (int64_t i = 0; i < H; ++i) {
-      float v = g(rng);
-      s.append(reinterpret_cast<const char*>(&v), 4);
+    for (int64_t b = 0; b < in * out / 256; ++b) {
+      const float d = d4(rng);
+      put_f16(s, d);
+      put_f16(s, 7.5f * d);
+      for (int i = 0; i < 12 + 128; ++i) s += static_cast<char>(byte(rng));
     }
-    return T{name, {H}, 0, s};
+    return FileTensor{name, {in, out}, 12, s};
   };
-  std::vector<T> ts = {q8("token_embd.weight", H, V),
-                       norm("blk.0.attn_norm.weight"),
-                       q8("blk.0.attn_q.weight", H, NH * HD),
-                       q8("blk.0.attn_k.weight", H, NKV * HD),
-                       q8("blk.0.attn_v.weight", H, NKV * HD),
-                       q8("blk.0.attn_output.weight", H, H),
-                       norm("blk.0.ffn_norm.weight"),
-                       q8("blk.0.ffn_gate.weight", H, FF),
-                       q8("blk.0.ffn_up.weight", H, FF),
-                       q8("blk.0.ffn_down.weight", FF, H),
-                       norm("output_norm.weight"),
-                       q8("output.weight", H, V)};
-  gguf::test::Bytes b = gguf::test::header(3, static_cast<int64_t>(ts.size()), 8);
-  auto u32kv = [&](const char* k, uint32_t v) { b.str(k).u32(4).u32(v); };
-  b.str("general.architecture").u32(8).str("llama");
-  u32kv("llama.embedding_length", H);
-  u32kv("llama.block_count", 1);
-  u32kv("llama.attention.head_count", NH);
-  u32kv("llama.attention.head_count_kv", NKV);
-  u32kv("llama.feed_forward_length", FF);
-  u32kv("llama.context_length", 64);
-  b.str("llama.attention.layer_norm_rms_epsilon").u32(6).f32(1e-5f);
-  uint64_t off = 0;
-  for (const T& t : ts) {
-    gguf::test::tensor_info(b, t.name, t.ne, t.type, off);
-    off += (t.data.size() + 31) / 32 * 32;
+  // block_q6_K: 128 bytes of low nibbles, 64 of high bits, 16 int8 scales, d (f16).
+  auto q6k = [&](const std::string& name, int64_t in, int64_t out) {
+    std::string s;
+    for (int64_t b = 0; b < in * out / 256; ++b) {
+      for (int i = 0; i < 128 + 64; ++i) s += static_cast<char>(byte(rng));
+      for (int i = 0; i < 16; ++i) s += static_cast<char>(scale6(rng));
+      put_f16(s, d6(rng));
+    }
+    return FileTensor{name, {in, out}, 14, s};
+  };
+  std::vector<FileTensor> ts = {q4k("token_embd.weight", H, V)};
+  for (int64_t l = 0; l < 2; ++l) {
+    auto n = [&](const char* what) { return fmt::format("blk.{}.{}", l, what); };
+    ts.push_back(f32_tensor(n("attn_norm.weight"), H, rng, 0.5f, 1.5f));
+    ts.push_back(q4k(n("attn_q.weight"), H, NH * HD));
+    ts.push_back(q4k(n("attn_k.weight"), H, NKV * HD));
+    ts.push_back(q6k(n("attn_v.weight"), H, NKV * HD));
+    ts.push_back(f32_tensor(n("attn_v.bias"), NKV * HD, rng, -0.1f, 0.1f));
+    ts.push_back(q4k(n("attn_output.weight"), H, H));
+    ts.push_back(f32_tensor(n("ffn_norm.weight"), H, rng, 0.5f, 1.5f));
+    ts.push_back(q4k(n("ffn_gate.weight"), H, FF));
+    ts.push_back(q4k(n("ffn_up.weight"), H, FF));
+    ts.push_back(q6k(n("ffn_down.weight"), FF, H));
+    ts.push_back(f32_tensor(n("ffn_down.bias"), H, rng, -0.1f, 0.1f));
   }
-  b.pad_to(32);
-  for (const T& t : ts) b.raw(t.data).pad_to(32);
-  return b.str();
+  ts.push_back(f32_tensor("output_norm.weight", H, rng, 0.5f, 1.5f));
+  return llama_file({H, FF, NH, NKV, 2}, ts);
 }
 
 // Largest |logit - reference| relative to the largest reference logit.
@@ -428,33 +509,136 @@ TEST(GgufModel, QuantizedLlamaWeightsDecodedMatchReference) {
   EXPECT_LT(worst, 1e-5);
 }
 
-// Quantized weights reach the builders as Weight{qtype, raw}; the graph multiplies them with
-// DequantMatMul, which the cpu target claims natively.
-TEST(GgufModel, QuantizedLlamaRunsWithDequantMatMul) {
-  fs::path path = fs::temp_directory_path() / fmt::format("rlx-q8-llama-{}.gguf", ::getpid());
-  std::ofstream(path, std::ios::binary) << quantized_llama_file();
+// How many of the compiled graph's ops named `op` the cpu target runs natively.
+int native_ops(const CompiledModel& m, const std::string& op) {
+  int n = 0;
+  for (const DispatchEntry& e : m.report().entries)
+    n += e.op == op && e.path == LoweringPath::kNative;
+  return n;
+}
+
+Model import_bytes(const std::string& bytes, const char* tag, GgufFile* file) {
+  fs::path path = fs::temp_directory_path() / fmt::format("rlx-{}-{}.gguf", tag, ::getpid());
+  std::ofstream(path, std::ios::binary) << bytes;
   Model m;
   try {
     m = import(path);
-  } catch (const Error& e) {
+    *file = read_gguf(path);
+  } catch (...) {
     fs::remove(path);
-    if (std::string(e.what()).find("dense weights only") != std::string::npos)
-      GTEST_SKIP() << "the model builders do not take quantized weights yet: " << e.what();
     throw;
   }
-  GgufFile f = read_gguf(path);
-  fs::remove(path);  // the mapping stays valid
+  fs::remove(path);  // the mappings stay valid
+  return m;
+}
+
+// Quantized weights reach the builders as Weight{qtype, raw}; the graph multiplies them with
+// DequantMatMul and decodes the gathered embedding rows with DequantizeRows, both of which the
+// cpu target claims natively.
+TEST(GgufModel, QuantizedLlamaRunsWithDequantMatMul) {
+  GgufFile f;
+  Model m = import_bytes(quantized_llama_file(), "q8-llama", &f);
   RefModel ref = ref_of(f);
   std::vector<int64_t> ids = {3, 17, 0, 39, 8, 8, 21};
   Session session(rlx::test::cpu_target());
   CompiledModel main = session.compile(m.graph("main"));
-  int native_dequant = 0;
-  for (const DispatchEntry& e : main.report().entries)
-    native_dequant += e.op == "DequantMatMul" && e.path == LoweringPath::kNative;
-  EXPECT_GE(native_dequant, 7) << main.report().to_text();
+  // 7 projections and the head; the embedding rows.
+  EXPECT_EQ(native_ops(main, "DequantMatMul"), 8) << main.report().to_text();
+  EXPECT_EQ(native_ops(main, "DequantizeRows"), 1) << main.report().to_text();
   double worst = max_logit_error(main, ref, ids);
   std::printf("q8_0 llama (DequantMatMul): max logit error %.3g of the largest\n", worst);
   EXPECT_LT(worst, 1e-5);
+}
+
+// Greedy tokens through prefill + decode (the KV cache), on cpu; `logits` gets the logits each
+// token was picked from.
+std::vector<int64_t> greedy_with_cache(const Model& m, const std::vector<int64_t>& prompt,
+                                       int64_t n_new, int64_t layers, int64_t vocab,
+                                       std::vector<std::vector<float>>* logits) {
+  const auto S = static_cast<int64_t>(prompt.size());
+  const int64_t T = S + n_new;
+  Session session(rlx::test::cpu_target());
+  CompiledModel prefill = session.compile(m.graph("prefill"));
+  CompiledModel decode = session.compile(m.graph("decode"));
+  NamedTensors out = prefill.run({{"input_ids", Tensor::from(DType::kI64, {1, S}, prompt)}});
+  std::vector<int64_t> tokens;
+  auto pick = [&](const float* row) {
+    logits->emplace_back(row, row + vocab);
+    tokens.push_back(argmax(row, vocab));
+  };
+  pick(out.at("logits").as<float>() + (S - 1) * vocab);
+  NamedTensors in;
+  for (int64_t l = 0; l < layers; ++l)
+    for (const char* kind : {"key", "value"}) {
+      const Tensor& p = out.at(fmt::format("present_{}.{}", kind, l));  // [1, kv, S, D]
+      const auto& s = p.shape();
+      Tensor cache(DType::kF32, {1, s[1], T, s[3]});
+      for (int64_t h = 0; h < s[1]; ++h)
+        std::memcpy(cache.as<float>() + h * T * s[3], p.as<float>() + h * S * s[3], S * s[3] * 4);
+      in[fmt::format("past_{}.{}", kind, l)] = cache;
+    }
+  for (int64_t step = 1; step < n_new; ++step) {
+    in["input_ids"] = Tensor::from<int64_t>(DType::kI64, {1, 1}, {tokens.back()});
+    in["position"] = Tensor::from<int64_t>(DType::kI64, {1}, {S + step - 1});
+    out = decode.run(in);
+    for (int64_t l = 0; l < layers; ++l)
+      for (const char* kind : {"key", "value"})
+        in[fmt::format("past_{}.{}", kind, l)] = out.at(fmt::format("present_{}.{}", kind, l));
+    pick(out.at("logits").as<float>());
+  }
+  return tokens;
+}
+
+// The K-quant path: Q4_K and Q6_K matrices, biases added after DequantMatMul, a tied head that
+// multiplies by the embedding table's own byte rows, and decoding through the KV cache.
+TEST(GgufModel, Q4KLlamaWithTiedHeadMatchesReference) {
+  GgufFile f;
+  Model m = import_bytes(q4_k_llama_file(), "q4k-llama", &f);
+  ASSERT_EQ(f.tensor("output.weight"), nullptr);
+  RefModel ref = ref_of(f);
+  // The table and the head are one u8 param: the bytes are neither copied nor expanded.
+  const Graph& g = m.graph("main");
+  int tables = 0;
+  for (ValueId p : g.params)
+    if (g.values[p].name == "model.embed_tokens.weight") {
+      ++tables;
+      EXPECT_EQ(g.values[p].type.dtype, DType::kU8);
+      EXPECT_EQ(g.values[p].type.shape, (Shape{48, 144}));  // one 256-element Q4_K block a row
+    }
+  EXPECT_EQ(tables, 1);
+  Session session(rlx::test::cpu_target());
+  CompiledModel main = session.compile(g);
+  // 2 layers x 7 projections, and the head.
+  EXPECT_EQ(native_ops(main, "DequantMatMul"), 15) << main.report().to_text();
+  EXPECT_EQ(native_ops(main, "DequantizeRows"), 1) << main.report().to_text();
+  std::vector<int64_t> ids = {1, 30, 7, 47, 12, 12, 5, 0};
+  double worst = max_logit_error(main, ref, ids);
+  std::printf("q4_k/q6_k llama, tied head (DequantMatMul): max logit error %.3g of the largest\n",
+              worst);
+  EXPECT_LT(worst, 1e-5);
+
+  // Every decode step's logits against the reference over the sequence so far: random tied
+  // weights favour repeating the last token, so the tokens alone would check little.
+  std::vector<int64_t> prompt = {2, 9, 40}, seq = prompt, want;
+  const int64_t n_new = 6;
+  std::vector<std::vector<float>> logits;
+  std::vector<int64_t> got = greedy_with_cache(m, prompt, n_new, ref.n_layer, ref.vocab, &logits);
+  double step_worst = 0;
+  for (int64_t step = 0; step < n_new; ++step) {
+    const auto last = ref.forward(seq).back();
+    double err = 0, scale = 0;
+    for (int64_t v = 0; v < ref.vocab; ++v) {
+      err = std::max(err, std::abs(logits[step][v] - last[v]));
+      scale = std::max(scale, std::abs(last[v]));
+    }
+    step_worst = std::max(step_worst, err / scale);
+    want.push_back(std::max_element(last.begin(), last.end()) - last.begin());
+    seq.push_back(want.back());
+  }
+  std::printf("q4_k llama: greedy %s through the KV cache, max logit error %.3g of the largest\n",
+              fmt::format("{}", fmt::join(got, ",")).c_str(), step_worst);
+  EXPECT_EQ(got, want);
+  EXPECT_LT(step_worst, 1e-5);
 }
 
 }  // namespace
