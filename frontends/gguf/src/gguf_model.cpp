@@ -61,28 +61,18 @@ frontends::Weight GgufWeights::get(const std::string& name) const {
 
   if (t.type->dense) {
     if (ref.transform == Transform::kUnpermuteRope) {
-      w.dense = owned_bytes(*t.type->dense, w.shape,
-                            unpermute_rows(bytes, rows, row_bytes, ref.heads, what));
-    } else if (ref.transform == Transform::kMinusOne) {
-      if (*t.type->dense != DType::kF32)
-        throw_user_error(
-            fmt::format("{}: a gemma norm weight must be f32, got {}", what, t.type->name));
-      w.dense = Tensor(DType::kF32, w.shape);
-      const auto* src = reinterpret_cast<const float*>(data);
-      for (int64_t i = 0; i < t.numel; ++i) {
-        float v;
-        std::memcpy(&v, src + i, 4);
-        w.dense.as<float>()[i] = v - 1.0f;
-      }
+      // A q/k bias is a vector: its elements are the rows to reorder.
+      const bool vector = t.ne.size() == 1;
+      const int64_t n = vector ? t.numel : rows;
+      const int64_t nb = vector ? static_cast<int64_t>(dtype_size(*t.type->dense)) : row_bytes;
+      w.dense =
+          owned_bytes(*t.type->dense, w.shape, unpermute_rows(bytes, n, nb, ref.heads, what));
     } else {
       w.dense = Tensor::view(*t.type->dense, w.shape, data, owner);
     }
     return w;
   }
   // A block format: rows of bytes, decoded by DequantMatMul / DequantizeRows.
-  if (ref.transform == Transform::kMinusOne)
-    throw_user_error(
-        fmt::format("{}: a gemma norm weight must be f32, got {}", what, t.type->name));
   w.qtype = std::string(t.type->name);
   if (ref.transform == Transform::kUnpermuteRope)
     w.raw =

@@ -19,8 +19,6 @@ enum class Transform {
   // llama: convert_hf_to_gguf interleaves the two rotary halves of each head's q/k rows
   // (llama.cpp rotates adjacent pairs); the builders rotate halves, so the rows go back.
   kUnpermuteRope,
-  // gemma: the converter stores norm weights as 1 + w; the builders follow Hugging Face's w.
-  kMinusOne,
 };
 
 struct WeightRef {

@@ -237,8 +237,9 @@ ArchMapping map_architecture(const GgufFile& f) {
     c.hidden_act = "gelu_tanh";
     reject_rope_scaling(f, m, arch);
     out.weights = map_names(f, gemma3_names(), arch, c.layers);
-    for (auto& [hf, ref] : out.weights)
-      if (hf.ends_with("norm.weight")) ref.transform = Transform::kMinusOne;
+    // llama.cpp's converter stores gemma norms as 1 + w; the builder scales by the stored value
+    // as is, which keeps every bit (subtracting 1 in f32 would round small weights).
+    c.norm_adds_one = false;
   } else if (arch == "bert") {
     c.hidden = m.integer("embedding_length");
     c.layers = m.integer("block_count");

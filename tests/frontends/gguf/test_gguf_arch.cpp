@@ -132,7 +132,23 @@ TEST(GgufArch, LlamaConfigNamesAndQuantizedWeights) {
   EXPECT_THROW(w.get("lm_head.weight"), Error);
 }
 
-TEST(GgufArch, Gemma3ConfigAndNormShift) {
+TEST(GgufArch, LlamaQueryBiasIsReorderedLikeItsRows) {
+  std::vector<float> bias(32);
+  for (int i = 0; i < 32; ++i) bias[i] = static_cast<float>(i);
+  Bytes b = build(llama_kv(), {{"token_embd.weight", {32, 10}, 8, q8_rows(10)},
+                               {"blk.0.attn_q.bias", {32}, 0, f32_data(bias)}});
+  GgufFile f = parse(b);
+  ArchMapping m = map_architecture(f);
+  GgufWeights w(f, m.weights);
+  frontends::Weight q = w.get("model.layers.0.self_attn.q_proj.bias");
+  std::vector<int> order;
+  for (int i = 0; i < 32; ++i) order.push_back(static_cast<int>(q.dense.as<float>()[i]));
+  EXPECT_EQ(order,
+            (std::vector<int>{0,  2,  4,  6,  8,  10, 12, 14, 1,  3,  5,  7,  9,  11, 13, 15,
+                              16, 18, 20, 22, 24, 26, 28, 30, 17, 19, 21, 23, 25, 27, 29, 31}));
+}
+
+TEST(GgufArch, Gemma3ConfigKeepsStoredNormsAndScalesByThemAsIs) {
   std::vector<KV> kv = llama_kv("gemma3");
   kv.push_back({"gemma3.attention.sliding_window", 4, "512"});
   kv.push_back({"gemma3.attention.key_length", 4, "16"});
@@ -147,9 +163,11 @@ TEST(GgufArch, Gemma3ConfigAndNormShift) {
   EXPECT_EQ(m.config.sliding_window_pattern, 6);
   EXPECT_EQ(m.config.hidden_act, "gelu_tanh");
   EXPECT_EQ(m.config.query_pre_attn_scalar, 16.0);
+  // The file stores 1 + w; the builder multiplies by the stored value, so nothing is shifted.
+  EXPECT_FALSE(m.config.norm_adds_one);
   GgufWeights w(f, m.weights);
-  EXPECT_EQ(w.get("model.layers.0.post_feedforward_layernorm.weight").dense.as<float>()[0], 0.25f);
-  EXPECT_EQ(w.get("model.layers.0.self_attn.q_norm.weight").dense.as<float>()[15], 2.f);
+  EXPECT_EQ(w.get("model.layers.0.post_feedforward_layernorm.weight").dense.as<float>()[0], 1.25f);
+  EXPECT_EQ(w.get("model.layers.0.self_attn.q_norm.weight").dense.as<float>()[15], 3.f);
 }
 
 std::string error_of(const Bytes& b) {
