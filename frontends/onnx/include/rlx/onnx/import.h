@@ -1,0 +1,50 @@
+// The ONNX importer as a library: the plugin (frontends/onnx/plugin) wraps it, the conformance
+// tests and the fuzzer call it directly. ModelProto -> rlx::Model with one HIR graph, "main".
+#pragma once
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rlx/core/error.h"
+#include "rlx/core/model.h"
+#include "rlx/core/tensor.h"
+
+namespace rlx::onnx {
+
+struct ImportOptions {
+  // Values for graph inputs that an op needs at compile time (a Reshape's shape, a Slice's
+  // starts, a TopK's k...). rlx compiles per shape, so an output shape may not depend on the
+  // value of a run-time input; a caller that knows such values specialises the model on them.
+  // A bound input is used as a constant everywhere and is no longer an input of the graph.
+  std::map<std::string, Tensor> input_values;
+};
+
+// Thrown when a node needs the value of a graph input at compile time (see input_values); the
+// message names the node and the inputs.
+class NeedsInputValues : public Error {
+ public:
+  NeedsInputValues(std::string message, std::vector<std::string> inputs)
+      : Error(ErrorKind::kUser, std::move(message)), inputs_(std::move(inputs)) {}
+  const std::vector<std::string>& inputs() const { return inputs_; }
+
+ private:
+  std::vector<std::string> inputs_;
+};
+
+// Reads `path` (external data files are found relative to its folder).
+Model import_file(const std::filesystem::path& path, const ImportOptions& options = {});
+// Reads a serialized ModelProto held in memory; `display_name` names it in messages and
+// `base_dir` is where external data files would be.
+Model import_bytes(std::string_view bytes, const std::string& display_name,
+                   const std::filesystem::path& base_dir, const ImportOptions& options = {});
+
+// A serialized TensorProto (the input_N.pb / output_N.pb files of ONNX's test data), with its
+// name. Throws a user error naming the file for anything rlx cannot represent.
+std::pair<std::string, Tensor> read_tensor_file(const std::filesystem::path& path);
+
+// ONNX's TensorProto.DataType number -> rlx dtype name, or a description of why it has none.
+std::string describe_onnx_dtype(int onnx_dtype);
+
+}  // namespace rlx::onnx

@@ -1,0 +1,272 @@
+// The ONNX importer on small models built in code: names, symbolic dims, shape-subgraph folding,
+// external data and the errors for what it cannot read.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <fstream>
+
+#include "rlx/core/runtime.h"
+#include "rlx/onnx/import.h"
+#include "rlx/registry/registry.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+namespace fs = std::filesystem;
+using ::onnx::TensorProto;
+
+// A tiny ModelProto builder.
+struct ModelMaker {
+  ::onnx::ModelProto m;
+  ::onnx::GraphProto* g = m.mutable_graph();
+
+  explicit ModelMaker(int opset = 17) {
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(opset);
+    g->set_name("test");
+  }
+  void input(const std::string& name, int elem, std::vector<std::string> dims) {
+    auto* t = g->add_input();
+    t->set_name(name);
+    auto* tt = t->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    auto* sh = tt->mutable_shape();
+    for (auto& d : dims) {
+      auto* dim = sh->add_dim();
+      if (d == "?") continue;
+      if (std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+      else dim->set_dim_param(d);
+    }
+  }
+  void output(const std::string& name) { g->add_output()->set_name(name); }
+  ::onnx::NodeProto* node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+                          const std::string& name = "") {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? op + "_" + std::to_string(g->node_size()) : name);
+    for (auto& s : in) n->add_input(s);
+    for (auto& s : out) n->add_output(s);
+    return n;
+  }
+  static void attr_i(::onnx::NodeProto* n, const std::string& k, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(k);
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  TensorProto* init_i64(const std::string& name, std::vector<int64_t> v) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+    return t;
+  }
+  TensorProto* init_f32(const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+    return t;
+  }
+  Model import(onnx::ImportOptions o = {}, const fs::path& dir = ".") const {
+    return onnx::import_bytes(m.SerializeAsString(), "test.onnx", dir, o);
+  }
+};
+
+Tensor iota_f32(std::vector<int64_t> shape) {
+  Tensor t(DType::kF32, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.as<float>()[i] = static_cast<float>(i);
+  return t;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OnnxImporter, KeepsValueNamesAndNodeNamesAsLocations) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"2", "3"});
+  mm.input("y", TensorProto::FLOAT, {"3"});
+  mm.node("Add", {"x", "y"}, {"sum"}, "the_add");
+  mm.node("Relu", {"sum"}, {"out"}, "the_relu");
+  mm.output("out");
+  Graph g = mm.import().graph();
+  EXPECT_EQ(g.values[g.outputs[0]].name, "out");
+  ASSERT_TRUE(g.find_value("sum"));
+  bool found = false;
+  for (const Node& n : g.nodes) found = found || n.loc == "the_relu";
+  EXPECT_TRUE(found);
+}
+
+TEST(OnnxImporter, DynamicAxesBecomeSymbolsNamedOrGenerated) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"batch", "?", "4"});
+  mm.node("Relu", {"x"}, {"y"});
+  mm.output("y");
+  Graph g = mm.import().graph();
+  EXPECT_EQ(g.type(g.inputs[0]).str(), "f32[batch,x_d1,4]");
+  EXPECT_EQ(g.type(g.outputs[0]).str(), "f32[batch,x_d1,4]");
+}
+
+TEST(OnnxImporter, FoldsShapeSubgraphsWithSymbolicDims) {
+  // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [2, -1])): what torch exports for
+  // x.view(x.size(0), 2, -1).
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"batch", "seq", "4"});
+  mm.init_i64("zero", {0});
+  mm.init_i64("tail", {2, -1});
+  mm.node("Shape", {"x"}, {"shape"});
+  auto* gather = mm.node("Gather", {"shape", "zero"}, {"b"});
+  ModelMaker::attr_i(gather, "axis", 0);
+  auto* cat = mm.node("Concat", {"b", "tail"}, {"target"});
+  ModelMaker::attr_i(cat, "axis", 0);
+  mm.node("Reshape", {"x", "target"}, {"y"});
+  mm.output("y");
+  Graph g = mm.import().graph();
+  EXPECT_EQ(g.type(g.outputs[0]).str(), "f32[batch,2,2*seq]");
+  for (const Node& n : g.nodes) EXPECT_NE(n.op, "gather") << "the shape arithmetic was not folded";
+  Session s(test::cpu_target());
+  auto out = s.compile(g).run({{"x", iota_f32({3, 5, 4})}});
+  EXPECT_EQ(out.at("y").shape(), (std::vector<int64_t>{3, 2, 10}));
+  EXPECT_EQ(out.at("y").as<float>()[59], 59.0f);
+}
+
+TEST(OnnxImporter, FlattenOfSymbolicDimsRunsForEveryBinding) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"batch", "seq", "4"});
+  auto* f = mm.node("Flatten", {"x"}, {"flat"});
+  ModelMaker::attr_i(f, "axis", 2);
+  mm.node("Relu", {"flat"}, {"y"});
+  mm.output("y");
+  Graph g = mm.import().graph();
+  EXPECT_EQ(g.type(g.outputs[0]).str(), "f32[batch*seq,4]");
+  Session s(test::cpu_target());
+  CompiledModel m = s.compile(g);
+  EXPECT_EQ(m.run({{"x", iota_f32({2, 3, 4})}}).at("y").shape(), (std::vector<int64_t>{6, 4}));
+  EXPECT_EQ(m.run({{"x", iota_f32({1, 7, 4})}}).at("y").shape(), (std::vector<int64_t>{7, 4}));
+}
+
+TEST(OnnxImporter, ErrorsNameFileNodeAndOperator) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"2"});
+  mm.node("NoSuchOp", {"x"}, {"y"}, "weird");
+  mm.output("y");
+  std::string e = error_of([&] { mm.import(); });
+  EXPECT_NE(e.find("test.onnx"), std::string::npos) << e;
+  EXPECT_NE(e.find("node 'weird' (NoSuchOp)"), std::string::npos) << e;
+  EXPECT_NE(e.find("not supported"), std::string::npos) << e;
+}
+
+TEST(OnnxImporter, RejectsBytesThatAreNotAModel) {
+  std::string e = error_of([] { onnx::import_bytes("\x0a\xff\xff\xff", "bad.onnx", "."); });
+  EXPECT_NE(e.find("bad.onnx: not a valid ONNX model"), std::string::npos) << e;
+}
+
+TEST(OnnxImporter, RejectsInconsistentInitializers) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"2"});
+  auto* w = mm.init_f32("w", {2}, {1, 2});
+  w->set_raw_data("abc");  // 3 bytes for 2 floats
+  mm.node("Add", {"x", "w"}, {"y"});
+  mm.output("y");
+  std::string e = error_of([&] { mm.import(); });
+  EXPECT_NE(e.find("initializer 'w': raw_data holds 3 bytes"), std::string::npos) << e;
+}
+
+TEST(OnnxImporter, ReadsExternalDataRelativeToTheModel) {
+  fs::path dir = fs::temp_directory_path() / ("rlx_onnx_ext_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::vector<float> w{1, 2, 3, 4};
+  {
+    std::ofstream f(dir / "weights.bin", std::ios::binary);
+    f.write("pad!", 4);
+    f.write(reinterpret_cast<const char*>(w.data()), 16);
+  }
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"4"});
+  auto* t = mm.g->add_initializer();
+  t->set_name("w");
+  t->set_data_type(TensorProto::FLOAT);
+  t->add_dims(4);
+  t->set_data_location(TensorProto::EXTERNAL);
+  auto kv = [&](const char* k, const char* v) {
+    auto* e = t->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  kv("location", "weights.bin");
+  kv("offset", "4");
+  kv("length", "16");
+  mm.node("Mul", {"x", "w"}, {"y"});
+  mm.output("y");
+  {
+    std::ofstream f(dir / "model.onnx", std::ios::binary);
+    mm.m.SerializeToOstream(&f);
+  }
+  Model model = onnx::import_file(dir / "model.onnx");
+  Session s(test::cpu_target());
+  Tensor x = Tensor::from<float>(DType::kF32, {4}, {1, 1, 1, 2});
+  Tensor y = s.compile(model.graph()).run({{"x", x}}).at("y");
+  EXPECT_EQ(test::values(y), (std::vector<double>{1, 2, 3, 8}));
+
+  t->mutable_external_data(0)->set_value("../weights.bin");
+  std::string e = error_of([&] { mm.import({}, dir); });
+  EXPECT_NE(e.find("leaves the model's folder"), std::string::npos) << e;
+  t->mutable_external_data(0)->set_value("weights.bin");
+  t->mutable_external_data(1)->set_value("8");
+  e = error_of([&] { mm.import({}, dir); });
+  EXPECT_NE(e.find("lies beyond the end"), std::string::npos) << e;
+  fs::remove_all(dir);
+}
+
+TEST(OnnxImporter, ShapeFromARuntimeInputNeedsItsValue) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"6"});
+  mm.input("shape", TensorProto::INT64, {"2"});
+  mm.node("Reshape", {"x", "shape"}, {"y"}, "r");
+  mm.output("y");
+  try {
+    mm.import();
+    FAIL() << "expected NeedsInputValues";
+  } catch (const onnx::NeedsInputValues& e) {
+    EXPECT_EQ(e.inputs(), std::vector<std::string>{"shape"});
+    EXPECT_NE(std::string(e.what()).find("node 'r' (Reshape)"), std::string::npos) << e.what();
+  }
+  onnx::ImportOptions o;
+  o.input_values["shape"] = Tensor::from<int64_t>(DType::kI64, {2}, {2, 3});
+  Graph g = mm.import(o).graph();
+  EXPECT_EQ(g.inputs.size(), 1u);
+  EXPECT_EQ(g.type(g.outputs[0]).str(), "f32[2,3]");
+}
+
+TEST(OnnxImporter, OutputThatIsAnInputKeepsItsOwnName) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"2"});
+  mm.node("Identity", {"x"}, {"y"});
+  mm.output("y");
+  Graph g = mm.import().graph();
+  Session s(test::cpu_target());
+  auto out = s.compile(g).run({{"x", Tensor::from<float>(DType::kF32, {2}, {1, 2})}});
+  EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{1, 2}));
+}
+
+TEST(OnnxImporter, PluginIsFoundByExtension) {
+  registry::Options o;
+  o.plugin_paths = {RLX_TEST_PLUGIN_DIR};
+  o.build_legality = false;
+  auto reg = registry::Registry::discover(o);
+  auto importer = reg.importer_for("some/model.onnx");
+  ASSERT_TRUE(importer);
+  EXPECT_EQ(importer->name(), "onnx");
+}
+
+}  // namespace
+}  // namespace rlx
