@@ -29,17 +29,35 @@ class Parser : private text::Cursor {
   }
 
  private:
+  // A dim is a size, a symbol, or a product of factors ("batch*seq", "4*seq") as the printer
+  // writes a flattened symbolic dim.
   Dim dim() {
     size_t at = here();
-    if (std::isdigit(static_cast<unsigned char>(cur()))) {
-      std::string num = ident("a dim");
-      try {
-        return Dim(std::stoll(num));
-      } catch (...) {
-        error_at(at, "bad dim '" + num + "'");
+    std::string text;
+    bool symbolic = false;
+    do {
+      if (!text.empty()) text += '*';
+      size_t factor_at = here();
+      if (std::isdigit(static_cast<unsigned char>(cur()))) {
+        std::string num = ident("a dim");
+        try {
+          (void)std::stoll(num);
+        } catch (...) {
+          error_at(factor_at, "bad dim '" + num + "'");
+        }
+        text += num;
+      } else {
+        text += ident("a dim size or symbol");
+        symbolic = true;
       }
+    } while (accept('*'));
+    if (symbolic) return Dim::symbol(text);
+    try {
+      if (text.find('*') == std::string::npos) return Dim(std::stoll(text));
+    } catch (...) {
+      error_at(at, "bad dim '" + text + "'");
     }
-    return Dim::symbol(ident("a dim size or symbol"));
+    error_at(at, "a product of sizes must be written as one size, got '" + text + "'");
   }
   TensorType type() {
     TensorType t;

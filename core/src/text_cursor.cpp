@@ -204,7 +204,8 @@ AttrValue Cursor::attr_value() {
   return integer();
 }
 
-// [1, 2] is an IntList; a list with any symbol is a Shape.
+// [1, 2] is an IntList; a list with any symbol is a Shape. A symbolic entry may be a product
+// ("B*S", "4*S"), as flattened dims print.
 AttrValue Cursor::list_attr() {
   IntList ints;
   Shape shape;
@@ -213,11 +214,24 @@ AttrValue Cursor::list_attr() {
   if (accept(']')) return ints;
   do {
     skip_ws();
-    if (std::isalpha(static_cast<unsigned char>(cur())) || cur() == '_') {
+    std::string product;
+    bool entry_symbolic = false;
+    int64_t v = 0;
+    do {
+      skip_ws();
+      if (std::isalpha(static_cast<unsigned char>(cur())) || cur() == '_') {
+        entry_symbolic = true;
+        product += (product.empty() ? "" : "*") + ident("a symbol");
+      } else {
+        v = integer();
+        product += (product.empty() ? "" : "*") + std::to_string(v);
+      }
+    } while (accept('*'));
+    if (entry_symbolic) {
       symbolic = true;
-      shape.push_back(Dim::symbol(ident("a symbol")));
+      shape.push_back(Dim::symbol(product));
     } else {
-      int64_t v = integer();
+      if (product.find('*') != std::string::npos) error("a product of sizes must be written as one size");
       ints.push_back(v);
       shape.push_back(Dim(v));
     }

@@ -6,13 +6,15 @@
 namespace rlx::test {
 
 std::shared_ptr<Target> cpu_target() {
-  static std::shared_ptr<Target> target = [] {
+  // Never destroyed, like the CLI's registry: unloading the plugin at exit while oneTBB worker
+  // threads may still run its code would crash after the tests passed.
+  static const std::shared_ptr<Target>* target = [] {
     registry::Options o;
     o.plugin_paths = {RLX_TEST_PLUGIN_DIR};
     o.build_legality = false;
-    return registry::Registry::discover(o).target("cpu");
+    return new std::shared_ptr<Target>(registry::Registry::discover(o).target("cpu"));
   }();
-  return target;
+  return *target;
 }
 
 NamedTensors run_text(const std::string& ir, const NamedTensors& inputs, std::shared_ptr<Target> target) {

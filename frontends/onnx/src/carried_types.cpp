@@ -27,12 +27,17 @@ struct Format {
 
 Format format_of(int t) {
   switch (t) {
-    case kE4M3FN: return {256, 0x80, false, 0x7E, 0x7F, 0x7F, true};
-    case kE4M3FNUZ: return {256, 0x80, true, 0x7F, 0x80, 0x80, false};
-    case kE5M2: return {256, 0x80, false, 0x7B, 0x7E, 0x7C, true};  // NaN as ml_dtypes writes it
-    case kE5M2FNUZ: return {256, 0x80, true, 0x7F, 0x80, 0x80, false};
+    case kE4M3FN:
+      return {256, 0x80, false, 0x7E, 0x7F, 0x7F, true};
+    case kE4M3FNUZ:
+      return {256, 0x80, true, 0x7F, 0x80, 0x80, false};
+    case kE5M2:
+      return {256, 0x80, false, 0x7B, 0x7E, 0x7C, true};  // NaN as ml_dtypes writes it
+    case kE5M2FNUZ:
+      return {256, 0x80, true, 0x7F, 0x80, 0x80, false};
     // FLOAT4E2M1 has no NaN or infinity: overflow saturates, NaN becomes the code 0x8.
-    case kE2M1: return {16, 0x8, false, 0x7, 0x8, 0x7, true};
+    case kE2M1:
+      return {16, 0x8, false, 0x7, 0x8, 0x7, true};
   }
   throw_internal_error("not a small float type");
 }
@@ -80,13 +85,21 @@ double decode(int t, int c) {
 
 std::optional<CarriedType> carried_type(int t) {
   switch (t) {
-    case kE4M3FN: case kE4M3FNUZ: case kE5M2: case kE5M2FNUZ:
+    case kE4M3FN:
+    case kE4M3FNUZ:
+    case kE5M2:
+    case kE5M2FNUZ:
       return CarriedType{t, DType::kU8, 8, true, false};
-    case kE2M1: return CarriedType{t, DType::kU8, 4, true, false};
-    case kINT4: return CarriedType{t, DType::kI8, 4, false, true};
-    case kUINT4: return CarriedType{t, DType::kU8, 4, false, false};
-    case kINT2: return CarriedType{t, DType::kI8, 2, false, true};
-    case kUINT2: return CarriedType{t, DType::kU8, 2, false, false};
+    case kE2M1:
+      return CarriedType{t, DType::kU8, 4, true, false};
+    case kINT4:
+      return CarriedType{t, DType::kI8, 4, false, true};
+    case kUINT4:
+      return CarriedType{t, DType::kU8, 4, false, false};
+    case kINT2:
+      return CarriedType{t, DType::kI8, 2, false, true};
+    case kUINT2:
+      return CarriedType{t, DType::kU8, 2, false, false};
   }
   return std::nullopt;
 }
@@ -113,8 +126,10 @@ Tensor carried_from_proto(const ::onnx::TensorProto& t, const CarriedType& c, in
   for (int64_t i = 0; i < n; ++i) {
     int v = (bytes[i / per_byte] >> ((i % per_byte) * c.bits)) & mask;
     if (c.is_signed && (v >> (c.bits - 1))) v -= 1 << c.bits;  // sign-extend
-    if (c.storage == DType::kI8) out.as<int8_t>()[i] = static_cast<int8_t>(v);
-    else out.as<uint8_t>()[i] = static_cast<uint8_t>(v);
+    if (c.storage == DType::kI8)
+      out.as<int8_t>()[i] = static_cast<int8_t>(v);
+    else
+      out.as<uint8_t>()[i] = static_cast<uint8_t>(v);
   }
   return out;
 }
@@ -146,21 +161,27 @@ ValueId encode_small_float(GraphBuilder& b, ValueId x, int t, bool saturate) {
   wide.push_back(K);
   IntList lead;
   for (size_t i = 0; i < s.size(); ++i) lead.push_back(static_cast<int64_t>(i));
-  auto c = [&](double v) { return b.broadcast_in_dim(b.convert(b.scalar(DType::kF64, v), ct), s, {}); };
+  auto c = [&](double v) {
+    return b.broadcast_in_dim(b.convert(b.scalar(DType::kF64, v), ct), s, {});
+  };
   ValueId ax = b.unary("abs", x);
   ValueId axw = b.broadcast_in_dim(ax, wide, lead);
-  ValueId mw = b.broadcast_in_dim(b.convert(b.constant(Tensor::from<double>(DType::kF64, {K}, mids)), ct), wide,
-                                  {static_cast<int64_t>(s.size())});
+  ValueId mw =
+      b.broadcast_in_dim(b.convert(b.constant(Tensor::from<double>(DType::kF64, {K}, mids)), ct),
+                         wide, {static_cast<int64_t>(s.size())});
   ValueId oddw = b.broadcast_in_dim(b.constant(Tensor::from<uint8_t>(DType::kBool, {K}, odd)), wide,
                                     {static_cast<int64_t>(s.size())});
   // Index of the nearest value: midpoints passed, plus ties that round up to an even code.
-  ValueId up = b.binary("or", b.binary("gt", axw, mw), b.binary("and", b.binary("eq", axw, mw), oddw));
-  ValueId idx = b.reduce(b.convert(up, DType::kI32), {static_cast<int64_t>(s.size())}, ReduceKind::kSum);
+  ValueId up =
+      b.binary("or", b.binary("gt", axw, mw), b.binary("and", b.binary("eq", axw, mw), oddw));
+  ValueId idx =
+      b.reduce(b.convert(up, DType::kI32), {static_cast<int64_t>(s.size())}, ReduceKind::kSum);
   auto ic = [&](int v) { return b.broadcast_in_dim(b.scalar(DType::kI32, v), s, {}); };
   ValueId zero = c(0.0);
   // Negative values and -0 (1 / -0 = -inf) carry the sign bit.
-  ValueId neg = b.binary("or", b.binary("lt", x, zero),
-                         b.binary("and", b.binary("eq", x, zero), b.binary("lt", b.div(c(1.0), x), zero)));
+  ValueId neg =
+      b.binary("or", b.binary("lt", x, zero),
+               b.binary("and", b.binary("eq", x, zero), b.binary("lt", b.div(c(1.0), x), zero)));
   ValueId overflow = b.binary("ge", idx, ic(K));
   ValueId code = b.select(overflow, ic(saturate ? f.max_code : f.overflow_code), idx);
   bool signed_overflow = saturate || f.overflow_signed;
@@ -173,7 +194,9 @@ ValueId encode_small_float(GraphBuilder& b, ValueId x, int t, bool saturate) {
 
 ValueId wrap_small_int(GraphBuilder& b, ValueId v, const CarriedType& c) {
   Shape s = b.type(v).shape;
-  auto ic = [&](int64_t k) { return b.broadcast_in_dim(b.scalar(DType::kI64, static_cast<double>(k)), s, {}); };
+  auto ic = [&](int64_t k) {
+    return b.broadcast_in_dim(b.scalar(DType::kI64, static_cast<double>(k)), s, {});
+  };
   int64_t m = int64_t{1} << c.bits;
   v = b.convert(v, DType::kI64);
   // Floor modulo m, then shift signed types into [-m/2, m/2).

@@ -96,7 +96,9 @@ class NodeCtx {
 
   // Shorthands.
   ValueId scalar(DType d, double v) { return b.scalar(d, v); }
-  ValueId full(DType d, const Shape& s, double v) { return b.broadcast_in_dim(b.scalar(d, v), s, {}); }
+  ValueId full(DType d, const Shape& s, double v) {
+    return b.broadcast_in_dim(b.scalar(d, v), s, {});
+  }
   ValueId dim_size(ValueId v, int64_t d);  // i64 scalar; a constant when the dim is static
   int64_t axis_attr(const char* name, int64_t fallback, int64_t rank) const;  // normalised
   int64_t norm_axis(int64_t axis, int64_t rank) const;
@@ -132,7 +134,8 @@ class Converter {
   // Converts a subgraph (a Loop or Scan body, an If branch) with its inputs bound to `args`;
   // returns its outputs. Names the body defines get a unique prefix, so a body converted many
   // times (an unrolled loop) never redefines one; names it does not define are outer values.
-  std::vector<ValPtr> convert_subgraph(const ::onnx::GraphProto& body, const std::vector<ValPtr>& args);
+  std::vector<ValPtr> convert_subgraph(const ::onnx::GraphProto& body,
+                                       const std::vector<ValPtr>& args);
   // Converts a node list (the main graph, an If branch, an inlined function body).
   void convert_nodes(const google::protobuf::RepeatedPtrField<::onnx::NodeProto>& nodes);
   void convert_node(const ::onnx::NodeProto& node);

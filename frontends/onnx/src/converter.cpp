@@ -2,12 +2,12 @@
 // outputs. Every error names the file and the node.
 #include <algorithm>
 
-#include "context.h"
 #include "carried_types.h"
+#include "context.h"
 #include "host_eval.h"
 #include "proto_io.h"
-#include "rlx/core/passes.h"
 #include "rlx/core/op_registry.h"
+#include "rlx/core/passes.h"
 
 namespace rlx::onnx {
 
@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 
 std::string symbol_name(const std::string& raw) {
   std::string s;
-  for (char c : raw) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
+  for (char c : raw)
+    s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "s_" + s;
   return s;
 }
@@ -44,8 +45,10 @@ Tensor Converter::tensor(const ::onnx::TensorProto& t, const std::string& where)
 
 std::string Converter::node_desc(const ::onnx::NodeProto& node) const {
   std::string name = node.name();
-  if (name.empty() && node.output_size()) name = "producing " + node.output(0);
-  else name = "'" + name + "'";
+  if (name.empty() && node.output_size())
+    name = "producing " + node.output(0);
+  else
+    name = "'" + name + "'";
   std::string op = node.domain().empty() || node.domain() == "ai.onnx"
                        ? node.op_type()
                        : node.domain() + "." + node.op_type();
@@ -55,7 +58,8 @@ std::string Converter::node_desc(const ::onnx::NodeProto& node) const {
 ValPtr Converter::lookup(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end())
-    throw_user_error(fmt::format("value '{}' is used before any node, input or initializer defines it", name));
+    throw_user_error(
+        fmt::format("value '{}' is used before any node, input or initializer defines it", name));
   return it->second;
 }
 
@@ -80,7 +84,8 @@ ValueId Converter::sym_int_value(const SymInt& s) {
   for (size_t i = 0; i < s.syms.size(); ++i) {
     auto it = sym_sources_.find(s.syms[i]);
     if (it == sym_sources_.end())
-      throw_user_error(fmt::format("symbolic dim '{}' has no graph input it can be read from", s.syms[i]));
+      throw_user_error(
+          fmt::format("symbolic dim '{}' has no graph input it can be read from", s.syms[i]));
     ValueId d = b_.op("dim_size", {it->second.first}, {{"dim", it->second.second}});
     r = i == 0 && s.coef == 1 ? d : b_.mul(r, d);
   }
@@ -160,10 +165,13 @@ void Converter::add_graph_inputs() {
   for (const auto& t : graph.initializer()) {
     auto v = std::make_shared<Val>();
     v->konst = tensor(t, "initializer '" + t.name() + "'");
-    v->type = TensorType{v->konst->dtype(), Shape(v->konst->shape().begin(), v->konst->shape().end())};
+    v->type =
+        TensorType{v->konst->dtype(), Shape(v->konst->shape().begin(), v->konst->shape().end())};
     v->initializer = true;
-    if (carried_type(t.data_type())) v->onnx_type = t.data_type();
-    else v->sym = sym_from_tensor(*v->konst);
+    if (carried_type(t.data_type()))
+      v->onnx_type = t.data_type();
+    else
+      v->sym = sym_from_tensor(*v->konst);
     define(t.name(), v);
     inits.insert(t.name());
   }
@@ -174,23 +182,30 @@ void Converter::add_graph_inputs() {
     if (inits.count(in.name())) continue;
     std::string where = fmt::format("{}: graph input '{}'", file_, in.name());
     if (!in.type().has_tensor_type())
-      throw_user_error(where + " is not a tensor (sequence, map and optional inputs are not supported)");
+      throw_user_error(where +
+                       " is not a tensor (sequence, map and optional inputs are not supported)");
     const auto& tt = in.type().tensor_type();
     auto dt = dtype_from_onnx(tt.elem_type());
     auto carried = carried_type(tt.elem_type());
     if (carried) dt = carried->storage;
-    if (!dt) throw_user_error(fmt::format("{} has element type {}", where, describe_onnx_dtype(tt.elem_type())));
+    if (!dt)
+      throw_user_error(
+          fmt::format("{} has element type {}", where, describe_onnx_dtype(tt.elem_type())));
     if (!tt.has_shape()) throw_user_error(where + " has no shape; rlx needs at least its rank");
     TensorType type{*dt, {}};
     int64_t total = 1;
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto& d = tt.shape().dim(i);
       if (d.has_dim_value() && d.dim_value() >= 0 &&
-          (__builtin_mul_overflow(total, std::max<int64_t>(d.dim_value(), 1), &total) || total > (int64_t{1} << 40)))
+          (__builtin_mul_overflow(total, std::max<int64_t>(d.dim_value(), 1), &total) ||
+           total > (int64_t{1} << 40)))
         throw_user_error(where + " has more than 2^40 elements");
-      if (d.has_dim_value() && d.dim_value() >= 0) type.shape.emplace_back(d.dim_value());
-      else if (d.has_dim_param() && !d.dim_param().empty()) type.shape.push_back(Dim::symbol(symbol_name(d.dim_param())));
-      else type.shape.push_back(Dim::symbol(symbol_name(in.name()) + "_d" + std::to_string(i)));
+      if (d.has_dim_value() && d.dim_value() >= 0)
+        type.shape.emplace_back(d.dim_value());
+      else if (d.has_dim_param() && !d.dim_param().empty())
+        type.shape.push_back(Dim::symbol(symbol_name(d.dim_param())));
+      else
+        type.shape.push_back(Dim::symbol(symbol_name(in.name()) + "_d" + std::to_string(i)));
     }
     auto v = std::make_shared<Val>();
     auto bound = options_.input_values.find(in.name());
@@ -208,7 +223,8 @@ void Converter::add_graph_inputs() {
       v->id = g_.add_input(in.name(), type);
       named_.insert(v->id);
       for (int64_t i = 0; i < type.rank(); ++i)
-        if (!type.shape[i].is_static()) sym_sources_.emplace(type.shape[i].sym, std::make_pair(v->id, i));
+        if (!type.shape[i].is_static())
+          sym_sources_.emplace(type.shape[i].sym, std::make_pair(v->id, i));
     }
     if (carried) v->onnx_type = carried->onnx_type;
     define(in.name(), v);
@@ -269,8 +285,10 @@ void Converter::inline_function(const ::onnx::FunctionProto& fn, const ::onnx::N
       a = *it->second;
       a.set_name(name);
     }
-    if (n.name().empty()) n.set_name(prefix + inner.op_type());
-    else n.set_name(prefix + n.name());
+    if (n.name().empty())
+      n.set_name(prefix + inner.op_type());
+    else
+      n.set_name(prefix + n.name());
     convert_node(n);
   }
   --depth_;
@@ -298,11 +316,14 @@ void rename_graph(::onnx::GraphProto& g, const std::map<std::string, std::string
 
 }  // namespace
 
-std::vector<ValPtr> Converter::convert_subgraph(const ::onnx::GraphProto& body, const std::vector<ValPtr>& args) {
+std::vector<ValPtr> Converter::convert_subgraph(const ::onnx::GraphProto& body,
+                                                const std::vector<ValPtr>& args) {
   if (++depth_ > 16) throw_user_error("subgraphs nest more than 16 deep");
   if (static_cast<size_t>(body.input_size()) != args.size())
-    throw_user_error(fmt::format("the subgraph takes {} inputs, {} are given", body.input_size(), args.size()));
-  std::string prefix = fmt::format("{}#{}/", body.name().empty() ? "body" : body.name(), inline_counter_++);
+    throw_user_error(
+        fmt::format("the subgraph takes {} inputs, {} are given", body.input_size(), args.size()));
+  std::string prefix =
+      fmt::format("{}#{}/", body.name().empty() ? "body" : body.name(), inline_counter_++);
   std::map<std::string, std::string> m;
   for (const auto& v : body.input()) m[v.name()] = prefix + v.name();
   for (const auto& t : body.initializer()) m[t.name()] = prefix + t.name();
@@ -311,11 +332,13 @@ std::vector<ValPtr> Converter::convert_subgraph(const ::onnx::GraphProto& body, 
       if (!o.empty()) m[o] = prefix + o;
   ::onnx::GraphProto g = body;
   rename_graph(g, m);
-  for (int i = 0; i < g.input_size(); ++i) define(g.input(i).name(), std::make_shared<Val>(*args[i]));
+  for (int i = 0; i < g.input_size(); ++i)
+    define(g.input(i).name(), std::make_shared<Val>(*args[i]));
   for (const auto& t : g.initializer()) {
     auto v = std::make_shared<Val>();
     v->konst = tensor(t, "initializer '" + t.name() + "'");
-    v->type = TensorType{v->konst->dtype(), Shape(v->konst->shape().begin(), v->konst->shape().end())};
+    v->type =
+        TensorType{v->konst->dtype(), Shape(v->konst->shape().begin(), v->konst->shape().end())};
     v->sym = sym_from_tensor(*v->konst);
     define(t.name(), v);
   }
@@ -338,23 +361,29 @@ void Converter::convert_node(const ::onnx::NodeProto& node) {
     }
     auto opset = opsets_.find(domain);
     if (opset == opsets_.end() || handler == table.end()) {
-      std::string why = opset == opsets_.end()
-                            ? fmt::format("the model imports no opset for domain '{}'", domain.empty() ? "ai.onnx" : domain)
-                            : fmt::format("operator {} is not supported by rlx's ONNX importer",
-                                          domain.empty() ? node.op_type() : domain + "." + node.op_type());
+      std::string why =
+          opset == opsets_.end()
+              ? fmt::format("the model imports no opset for domain '{}'",
+                            domain.empty() ? "ai.onnx" : domain)
+              : fmt::format("operator {} is not supported by rlx's ONNX importer",
+                            domain.empty() ? node.op_type() : domain + "." + node.op_type());
       throw_user_error(why);
     }
     int carried_in = 0;
     for (int i = 0; i < node.input_size(); ++i)
       if (!node.input(i).empty())
         if (int t = lookup(node.input(i))->onnx_type; t && !carried_in) carried_in = t;
-    static const std::set<std::string> kConversions = {"Cast", "CastLike", "QuantizeLinear", "DequantizeLinear"};
-    static const std::set<std::string> kMovement = {"Identity", "Reshape", "Flatten", "Squeeze",
-                                                    "Unsqueeze", "Transpose"};
-    if (carried_in && domain.empty() && !kConversions.count(node.op_type()) && !kMovement.count(node.op_type()))
-      throw_user_error(fmt::format("{} operands are not supported here: rlx carries that type as "
-                                   "codes and converts it only in Cast, CastLike, QuantizeLinear "
-                                   "and DequantizeLinear", onnx_dtype_name(carried_in)));
+    static const std::set<std::string> kConversions = {"Cast", "CastLike", "QuantizeLinear",
+                                                       "DequantizeLinear"};
+    static const std::set<std::string> kMovement = {"Identity", "Reshape",   "Flatten",
+                                                    "Squeeze",  "Unsqueeze", "Transpose"};
+    if (carried_in && domain.empty() && !kConversions.count(node.op_type()) &&
+        !kMovement.count(node.op_type()))
+      throw_user_error(
+          fmt::format("{} operands are not supported here: rlx carries that type as "
+                      "codes and converts it only in Cast, CastLike, QuantizeLinear "
+                      "and DequantizeLinear",
+                      onnx_dtype_name(carried_in)));
     b_.set_loc(node.name().empty() && node.output_size() ? node.output(0) : node.name());
     NodeCtx ctx(*this, node, opset->second);
     auto first = static_cast<int32_t>(g_.nodes.size());
@@ -367,9 +396,10 @@ void Converter::convert_node(const ::onnx::NodeProto& node) {
     }
     for (int k = 0; k < node.output_size(); ++k)
       if (!node.output(k).empty() && !values_.count(node.output(k)))
-        throw_user_error(fmt::format("output {} ('{}') is not produced by rlx's {} importer "
-                                     "(optional outputs of this kind are not supported)",
-                                     k, node.output(k), node.op_type()));
+        throw_user_error(
+            fmt::format("output {} ('{}') is not produced by rlx's {} importer "
+                        "(optional outputs of this kind are not supported)",
+                        k, node.output(k), node.op_type()));
   } catch (const NeedsInputValues&) {
     throw;
   } catch (const Error& e) {
@@ -379,7 +409,8 @@ void Converter::convert_node(const ::onnx::NodeProto& node) {
     throw Error(e.kind(), fmt::format("{}{}: {}", prefix, node_desc(node), msg), e.where());
   } catch (const std::exception& e) {
     // Anything else is an importer bug; it still reaches the user as an error, not a crash.
-    throw Error(ErrorKind::kInternal, fmt::format("{}: {}: internal error: {}", file_, node_desc(node), e.what()));
+    throw Error(ErrorKind::kInternal,
+                fmt::format("{}: {}: internal error: {}", file_, node_desc(node), e.what()));
   }
 }
 
@@ -419,7 +450,8 @@ Model Converter::run() {
   const auto& graph = model_.graph();
   auto it = opsets_.find("");
   if (it != opsets_.end() && it->second > 27)
-    throw_user_error(fmt::format("{}: opset {} is newer than rlx's importer knows (up to 27)", file_, it->second));
+    throw_user_error(fmt::format("{}: opset {} is newer than rlx's importer knows (up to 27)",
+                                 file_, it->second));
   // ONNX names are reserved up front so that names rlx makes up never take one.
   for (const auto& in : graph.input()) g_.reserve_name(in.name());
   for (const auto& t : graph.initializer()) g_.reserve_name(t.name());
@@ -442,8 +474,8 @@ Model Converter::run() {
   return m;
 }
 
-Model import_bytes(std::string_view bytes, const std::string& display_name, const fs::path& base_dir,
-                   const ImportOptions& options) {
+Model import_bytes(std::string_view bytes, const std::string& display_name,
+                   const fs::path& base_dir, const ImportOptions& options) {
   ::onnx::ModelProto model = parse_model(bytes, display_name);
   Converter c(model, display_name, base_dir, options);
   return c.run();

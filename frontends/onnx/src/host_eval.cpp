@@ -20,26 +20,38 @@ struct HVal {
   std::vector<double> f;   // float dtypes
   std::vector<int64_t> i;  // integers and bool
   bool is_f() const { return is_float(dt); }
-  int64_t numel() const { return is_f() ? static_cast<int64_t>(f.size()) : static_cast<int64_t>(i.size()); }
+  int64_t numel() const {
+    return is_f() ? static_cast<int64_t>(f.size()) : static_cast<int64_t>(i.size());
+  }
 };
 
 double round_to(DType d, double x) {
   switch (d) {
-    case DType::kF16: return f16_to_f32(f32_to_f16(static_cast<float>(x)));
-    case DType::kBF16: return bf16_to_f32(f32_to_bf16(static_cast<float>(x)));
-    case DType::kF32: return static_cast<float>(x);
-    default: return x;
+    case DType::kF16:
+      return f16_to_f32(f32_to_f16(static_cast<float>(x)));
+    case DType::kBF16:
+      return bf16_to_f32(f32_to_bf16(static_cast<float>(x)));
+    case DType::kF32:
+      return static_cast<float>(x);
+    default:
+      return x;
   }
 }
 
 int64_t wrap(DType d, int64_t x) {
   switch (d) {
-    case DType::kBool: return x != 0;
-    case DType::kI8: return static_cast<int8_t>(x);
-    case DType::kU8: return static_cast<uint8_t>(x);
-    case DType::kI16: return static_cast<int16_t>(x);
-    case DType::kI32: return static_cast<int32_t>(x);
-    default: return x;
+    case DType::kBool:
+      return x != 0;
+    case DType::kI8:
+      return static_cast<int8_t>(x);
+    case DType::kU8:
+      return static_cast<uint8_t>(x);
+    case DType::kI16:
+      return static_cast<int16_t>(x);
+    case DType::kI32:
+      return static_cast<int32_t>(x);
+    default:
+      return x;
   }
 }
 
@@ -49,9 +61,12 @@ std::optional<HVal> from_tensor(const Tensor& t) {
   h.dt = t.dtype();
   h.shape = t.shape();
   for (int64_t k = 0; k < t.numel(); ++k) {
-    if (h.is_f()) h.f.push_back(t.scalar_at(k));
-    else if (t.dtype() == DType::kI64) h.i.push_back(t.as<int64_t>()[k]);
-    else h.i.push_back(static_cast<int64_t>(t.scalar_at(k)));
+    if (h.is_f())
+      h.f.push_back(t.scalar_at(k));
+    else if (t.dtype() == DType::kI64)
+      h.i.push_back(t.as<int64_t>()[k]);
+    else
+      h.i.push_back(static_cast<int64_t>(t.scalar_at(k)));
   }
   return h;
 }
@@ -60,15 +75,33 @@ Tensor to_tensor(const HVal& h) {
   Tensor t(h.dt, h.shape);
   for (int64_t k = 0; k < h.numel(); ++k) {
     switch (h.dt) {
-      case DType::kF32: t.as<float>()[k] = static_cast<float>(h.f[k]); break;
-      case DType::kF64: t.as<double>()[k] = h.f[k]; break;
-      case DType::kF16: t.as<uint16_t>()[k] = f32_to_f16(static_cast<float>(h.f[k])); break;
-      case DType::kBF16: t.as<uint16_t>()[k] = f32_to_bf16(static_cast<float>(h.f[k])); break;
-      case DType::kI64: t.as<int64_t>()[k] = h.i[k]; break;
-      case DType::kI32: t.as<int32_t>()[k] = static_cast<int32_t>(h.i[k]); break;
-      case DType::kI16: t.as<int16_t>()[k] = static_cast<int16_t>(h.i[k]); break;
-      case DType::kI8: t.as<int8_t>()[k] = static_cast<int8_t>(h.i[k]); break;
-      default: t.as<uint8_t>()[k] = static_cast<uint8_t>(h.i[k]); break;
+      case DType::kF32:
+        t.as<float>()[k] = static_cast<float>(h.f[k]);
+        break;
+      case DType::kF64:
+        t.as<double>()[k] = h.f[k];
+        break;
+      case DType::kF16:
+        t.as<uint16_t>()[k] = f32_to_f16(static_cast<float>(h.f[k]));
+        break;
+      case DType::kBF16:
+        t.as<uint16_t>()[k] = f32_to_bf16(static_cast<float>(h.f[k]));
+        break;
+      case DType::kI64:
+        t.as<int64_t>()[k] = h.i[k];
+        break;
+      case DType::kI32:
+        t.as<int32_t>()[k] = static_cast<int32_t>(h.i[k]);
+        break;
+      case DType::kI16:
+        t.as<int16_t>()[k] = static_cast<int16_t>(h.i[k]);
+        break;
+      case DType::kI8:
+        t.as<int8_t>()[k] = static_cast<int8_t>(h.i[k]);
+        break;
+      default:
+        t.as<uint8_t>()[k] = static_cast<uint8_t>(h.i[k]);
+        break;
     }
   }
   return t;
@@ -90,8 +123,10 @@ HVal gather_map(const HVal& in, std::vector<int64_t> out, DType dt, F&& src_inde
   std::vector<int64_t> c(out.size(), 0);
   for (int64_t k = 0; k < n; ++k) {
     int64_t s = src_index(c);
-    if (in.is_f()) r.f.push_back(s < 0 ? 0.0 : in.f[s]);
-    else r.i.push_back(s < 0 ? 0 : in.i[s]);
+    if (in.is_f())
+      r.f.push_back(s < 0 ? 0.0 : in.f[s]);
+    else
+      r.i.push_back(s < 0 ? 0 : in.i[s]);
     for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d) {
       if (++c[d] < out[d]) break;
       c[d] = 0;
@@ -171,7 +206,8 @@ int64_t float_to_int(double x) {
   return static_cast<int64_t>(x);
 }
 
-std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in, const TensorType& out_t) {
+std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in,
+                         const TensorType& out_t) {
   const std::string& op = n.op;
   if (!is_static(out_t.shape)) return std::nullopt;
   std::vector<int64_t> out = static_dims(out_t.shape);
@@ -183,17 +219,22 @@ std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in, cons
   if (op == "convert") {
     const HVal& x = *in[0];
     for (int64_t k = 0; k < x.numel(); ++k) {
-      if (is_float(dt)) r.f.push_back(round_to(dt, x.is_f() ? x.f[k] : static_cast<double>(x.i[k])));
-      else if (dt == DType::kBool) r.i.push_back(x.is_f() ? x.f[k] != 0 : x.i[k] != 0);
-      else r.i.push_back(wrap(dt, x.is_f() ? float_to_int(x.f[k]) : x.i[k]));
+      if (is_float(dt))
+        r.f.push_back(round_to(dt, x.is_f() ? x.f[k] : static_cast<double>(x.i[k])));
+      else if (dt == DType::kBool)
+        r.i.push_back(x.is_f() ? x.f[k] != 0 : x.i[k] != 0);
+      else
+        r.i.push_back(wrap(dt, x.is_f() ? float_to_int(x.f[k]) : x.i[k]));
     }
     return r;
   }
   if (op == "select") {
     for (int64_t k = 0; k < in[0]->numel(); ++k) {
       const HVal& s = in[0]->i[k] ? *in[1] : *in[2];
-      if (s.is_f()) r.f.push_back(s.f[k]);
-      else r.i.push_back(s.i[k]);
+      if (s.is_f())
+        r.f.push_back(s.f[k]);
+      else
+        r.i.push_back(s.i[k]);
     }
     return r;
   }
@@ -202,8 +243,10 @@ std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in, cons
     auto st = strides(out);
     for (int64_t k = 0; k < num_elements(out); ++k) {
       int64_t v = (k / st[d]) % out[d];
-      if (is_float(dt)) r.f.push_back(static_cast<double>(v));
-      else r.i.push_back(v);
+      if (is_float(dt))
+        r.f.push_back(static_cast<double>(v));
+      else
+        r.i.push_back(v);
     }
     return r;
   }
@@ -211,17 +254,19 @@ std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in, cons
     for (double x : in[0]->f) r.f.push_back(round_to(dt, *funary(op, x)));
     return r;
   }
-  if (in.size() == 1 && (op == "neg" || op == "abs" || op == "sign" || op == "not") && !in[0]->is_f()) {
+  if (in.size() == 1 && (op == "neg" || op == "abs" || op == "sign" || op == "not") &&
+      !in[0]->is_f()) {
     for (int64_t x : in[0]->i) {
-      int64_t v = op == "neg" ? static_cast<int64_t>(0 - static_cast<uint64_t>(x))
-                  : op == "abs" ? (x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x)
+      int64_t v = op == "neg"    ? static_cast<int64_t>(0 - static_cast<uint64_t>(x))
+                  : op == "abs"  ? (x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x)
                   : op == "sign" ? (x > 0) - (x < 0)
-                  : (dt == DType::kBool ? !x : ~x);
+                                 : (dt == DType::kBool ? !x : ~x);
       r.i.push_back(wrap(dt, v));
     }
     return r;
   }
-  if (in.size() == 2 && in[0]->shape == in[1]->shape && (cmp<double>(op, 0, 0) || fbinary(op, 0, 1) || ibinary(op, 0, 1))) {
+  if (in.size() == 2 && in[0]->shape == in[1]->shape &&
+      (cmp<double>(op, 0, 0) || fbinary(op, 0, 1) || ibinary(op, 0, 1))) {
     const HVal &a = *in[0], &b = *in[1];
     for (int64_t k = 0; k < a.numel(); ++k) {
       if (auto c = a.is_f() ? cmp(op, a.f[k], b.f[k]) : cmp(op, a.i[k], b.i[k])) {
@@ -278,8 +323,10 @@ std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in, cons
     for (int64_t o = 0; o < outer; ++o)
       for (const HVal* x : in) {
         int64_t chunk = x->numel() / std::max<int64_t>(outer, 1);
-        if (x->is_f()) r.f.insert(r.f.end(), x->f.begin() + o * chunk, x->f.begin() + (o + 1) * chunk);
-        else r.i.insert(r.i.end(), x->i.begin() + o * chunk, x->i.begin() + (o + 1) * chunk);
+        if (x->is_f())
+          r.f.insert(r.f.end(), x->f.begin() + o * chunk, x->f.begin() + (o + 1) * chunk);
+        else
+          r.i.insert(r.i.end(), x->i.begin() + o * chunk, x->i.begin() + (o + 1) * chunk);
       }
     return r;
   }
@@ -296,8 +343,10 @@ std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in, cons
         if (row < 0 || row >= len) return std::nullopt;
         for (int64_t k = 0; k < inner; ++k) {
           int64_t s = (o * len + row) * inner + k;
-          if (x.is_f()) r.f.push_back(x.f[s]);
-          else r.i.push_back(x.i[s]);
+          if (x.is_f())
+            r.f.push_back(x.f[s]);
+          else
+            r.i.push_back(x.i[s]);
         }
       }
     return r;
@@ -324,8 +373,10 @@ std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in, cons
         inside = inside && p >= 0 && p < x.shape[i];
       }
       if (!inside) {
-        if (g.is_f()) g.f[k] = in[1]->f[0];
-        else g.i[k] = in[1]->i[0];
+        if (g.is_f())
+          g.f[k] = in[1]->f[0];
+        else
+          g.i[k] = in[1]->i[0];
       }
     }
     return g;
@@ -357,8 +408,10 @@ std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in, cons
       }
     }
     for (int64_t o = 0; o < nout; ++o) {
-      if (x.is_f()) r.f.push_back(round_to(dt, fa[o]));
-      else r.i.push_back(wrap(dt, ia[o]));
+      if (x.is_f())
+        r.f.push_back(round_to(dt, fa[o]));
+      else
+        r.i.push_back(wrap(dt, ia[o]));
     }
     return r;
   }
@@ -368,7 +421,8 @@ std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in, cons
 }  // namespace
 
 std::optional<std::vector<Tensor>> host_eval(const Graph& g, int32_t first,
-                                             const std::vector<ValueId>& outputs, int64_t max_elements) {
+                                             const std::vector<ValueId>& outputs,
+                                             int64_t max_elements) {
   std::map<ValueId, HVal> vals;
   for (int32_t k = first; k < static_cast<int32_t>(g.nodes.size()); ++k) {
     const Node& n = g.nodes[k];
@@ -387,7 +441,8 @@ std::optional<std::vector<Tensor>> host_eval(const Graph& g, int32_t first,
       in.push_back(&it->second);
     }
     const TensorType& t = g.type(n.outputs[0]);
-    if (!is_static(t.shape) || num_elements(static_dims(t.shape)) > max_elements) return std::nullopt;
+    if (!is_static(t.shape) || num_elements(static_dims(t.shape)) > max_elements)
+      return std::nullopt;
     auto r = eval(n, in, t);
     if (!r) return std::nullopt;
     vals[n.outputs[0]] = std::move(*r);

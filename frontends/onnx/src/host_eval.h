@@ -11,6 +11,7 @@ namespace rlx::onnx {
 // a constant; returns the values of `outputs`, or nullopt when some node is not an evaluable
 // primitive or a tensor has more than max_elements elements.
 std::optional<std::vector<Tensor>> host_eval(const Graph& g, int32_t first,
-                                             const std::vector<ValueId>& outputs, int64_t max_elements);
+                                             const std::vector<ValueId>& outputs,
+                                             int64_t max_elements);
 
 }  // namespace rlx::onnx

@@ -16,7 +16,9 @@ ValPtr NodeCtx::in(int i) const {
   return cv.lookup(node.input(i));
 }
 
-ValueId NodeCtx::x(int i) { return cv.materialize(*in(i)); }
+ValueId NodeCtx::x(int i) {
+  return cv.materialize(*in(i));
+}
 
 std::optional<SymTensor> NodeCtx::sym(int i) const {
   if (!has(i)) return std::nullopt;
@@ -49,7 +51,8 @@ Tensor NodeCtx::need_const(int i, const char* what) {
 
 std::vector<int64_t> NodeCtx::need_ints(int i, const char* what) {
   Tensor t = need_const(i, what);
-  if (!is_integer(t.dtype())) failf("{} must be an integer tensor, got {}", what, dtype_name(t.dtype()));
+  if (!is_integer(t.dtype()))
+    failf("{} must be an integer tensor, got {}", what, dtype_name(t.dtype()));
   std::vector<int64_t> out(t.numel());
   for (int64_t k = 0; k < t.numel(); ++k) out[k] = static_cast<int64_t>(t.scalar_at(k));
   if (t.dtype() == DType::kI64)
@@ -157,7 +160,9 @@ void NodeCtx::out_const(int k, Tensor t) {
   out_val(k, std::move(v));
 }
 
-void NodeCtx::fail(const std::string& message) const { throw_user_error(message); }
+void NodeCtx::fail(const std::string& message) const {
+  throw_user_error(message);
+}
 
 void NodeCtx::expect_rank(int i, int64_t lo, int64_t hi) const {
   int64_t r = rank(i);

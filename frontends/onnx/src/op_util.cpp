@@ -37,7 +37,8 @@ Shape shape_from_syms(const NodeCtx& n, const std::vector<SymInt>& v, const char
     if (!d) n.failf("{} has a negative size ({})", what, e.str());
     // Sizes beyond 2^40 elements are a malformed model, and would overflow shape arithmetic.
     int64_t c = std::max<int64_t>(std::llabs(e.coef), 1);
-    if (c > (int64_t{1} << 40) || __builtin_mul_overflow(total, c, &total) || total > (int64_t{1} << 40))
+    if (c > (int64_t{1} << 40) || __builtin_mul_overflow(total, c, &total) ||
+        total > (int64_t{1} << 40))
       n.failf("{} holds more than 2^40 elements", what);
     s.push_back(*d);
   }
@@ -46,23 +47,41 @@ Shape shape_from_syms(const NodeCtx& n, const std::vector<SymInt>& v, const char
 
 int64_t wrap_int(DType d, int64_t v) {
   switch (d) {
-    case DType::kBool: return v != 0;
-    case DType::kI8: return static_cast<int8_t>(v);
-    case DType::kU8: return static_cast<uint8_t>(v);
-    case DType::kI16: return static_cast<int16_t>(v);
-    case DType::kI32: return static_cast<int32_t>(v);
-    default: return v;
+    case DType::kBool:
+      return v != 0;
+    case DType::kI8:
+      return static_cast<int8_t>(v);
+    case DType::kU8:
+      return static_cast<uint8_t>(v);
+    case DType::kI16:
+      return static_cast<int16_t>(v);
+    case DType::kI32:
+      return static_cast<int32_t>(v);
+    default:
+      return v;
   }
 }
 
 void set_int(Tensor& t, int64_t i, int64_t v) {
   switch (t.dtype()) {
-    case DType::kI64: t.as<int64_t>()[i] = v; break;
-    case DType::kI32: t.as<int32_t>()[i] = static_cast<int32_t>(v); break;
-    case DType::kI16: t.as<int16_t>()[i] = static_cast<int16_t>(v); break;
-    case DType::kI8: t.as<int8_t>()[i] = static_cast<int8_t>(v); break;
-    case DType::kBool: t.as<uint8_t>()[i] = v != 0; break;
-    default: t.as<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case DType::kI64:
+      t.as<int64_t>()[i] = v;
+      break;
+    case DType::kI32:
+      t.as<int32_t>()[i] = static_cast<int32_t>(v);
+      break;
+    case DType::kI16:
+      t.as<int16_t>()[i] = static_cast<int16_t>(v);
+      break;
+    case DType::kI8:
+      t.as<int8_t>()[i] = static_cast<int8_t>(v);
+      break;
+    case DType::kBool:
+      t.as<uint8_t>()[i] = v != 0;
+      break;
+    default:
+      t.as<uint8_t>()[i] = static_cast<uint8_t>(v);
+      break;
   }
 }
 
@@ -132,7 +151,9 @@ std::vector<int64_t> norm_axes(const NodeCtx& n, std::vector<int64_t> axes, int6
   return axes;
 }
 
-ValueId full_like(GraphBuilder& b, ValueId v, double value) { return b.full_like(v, value); }
+ValueId full_like(GraphBuilder& b, ValueId v, double value) {
+  return b.full_like(v, value);
+}
 
 ValueId to_rank(GraphBuilder& b, ValueId v, int64_t r) {
   Shape s = b.type(v).shape;

@@ -32,8 +32,12 @@ void register_grid_sample_ops(OpTable& t);
 // Ops of other domains are keyed "<domain>.<op>".
 void register_training_ops(OpTable& t);
 
-inline bool float_dtype(DType d) { return is_float(d); }
-inline bool int_dtype(DType d) { return is_integer(d); }
+inline bool float_dtype(DType d) {
+  return is_float(d);
+}
+inline bool int_dtype(DType d) {
+  return is_integer(d);
+}
 
 // numpy broadcasting of both operands to their common shape.
 std::pair<ValueId, ValueId> broadcast2(GraphBuilder& b, ValueId x, ValueId y);
@@ -45,7 +49,8 @@ Shape shape_from_syms(const NodeCtx& n, const std::vector<SymInt>& v, const char
 // Elementwise op on host-known integer tensors with numpy broadcasting; nullopt when a result
 // is not expressible (symbolic arithmetic that is not a monomial).
 using SymBinary = std::function<std::optional<SymInt>(const SymInt&, const SymInt&)>;
-std::optional<SymTensor> fold_binary(const SymTensor& a, const SymTensor& b, DType out, const SymBinary& f);
+std::optional<SymTensor> fold_binary(const SymTensor& a, const SymTensor& b, DType out,
+                                     const SymBinary& f);
 // Stores v (wrapped to the width) as element i of an integer or bool tensor.
 void set_int(Tensor& t, int64_t i, int64_t v);
 // The result of an integer op wrapped to the width of dtype d.

@@ -35,7 +35,8 @@ ValueId atan(U& u, ValueId x) {
   ValueId y0 = u.sel(big, u.c(x, M_PI_2), u.sel(mid, u.c(x, M_PI_4), u.c(x, 0.0)));
   ValueId z = b.mul(t, t);
   ValueId p = u.c(x, 8.05374449538e-2);
-  for (double k : {-1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1}) p = b.add(b.mul(p, z), u.c(x, k));
+  for (double k : {-1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1})
+    p = b.add(b.mul(p, z), u.c(x, k));
   ValueId r = b.add(y0, b.add(b.mul(b.mul(p, z), t), t));
   return u.sel(u.lt(x, u.c(x, 0.0)), b.unary("neg", r), r);
 }
@@ -57,9 +58,16 @@ void unary(OpTable& t, const char* name, bool float_only, std::function<ValueId(
 }  // namespace
 
 void register_activation_ops(OpTable& t) {
-  for (auto [name, prim] : {std::pair{"Exp", "exp"}, {"Log", "log"}, {"Sqrt", "sqrt"},
-                            {"Tanh", "tanh"}, {"Erf", "erf"}, {"Sin", "sin"}, {"Cos", "cos"},
-                            {"Floor", "floor"}, {"Ceil", "ceil"}, {"Round", "round"},
+  for (auto [name, prim] : {std::pair{"Exp", "exp"},
+                            {"Log", "log"},
+                            {"Sqrt", "sqrt"},
+                            {"Tanh", "tanh"},
+                            {"Erf", "erf"},
+                            {"Sin", "sin"},
+                            {"Cos", "cos"},
+                            {"Floor", "floor"},
+                            {"Ceil", "ceil"},
+                            {"Round", "round"},
                             {"Sigmoid", "logistic"}}) {
     std::string p = prim;
     unary(t, name, true, [p](U& u, ValueId x) { return u.b.unary(p, x); });
@@ -71,10 +79,14 @@ void register_activation_ops(OpTable& t) {
       if (auto s = n.sym(0); s && s->dtype != DType::kBool) {
         bool ok = true;
         for (auto& e : s->v) {
-          if (p == "neg") e = *sym_neg(e);
-          else if (e.is_static()) e = SymInt(p == "abs" ? (e.coef < 0 ? -e.coef : e.coef) : (e.coef > 0) - (e.coef < 0));
-          else if (p == "sign" && e.nonneg()) e = SymInt(1);  // a symbolic size is > 0 here
-          else if (!(p == "abs" && e.nonneg())) ok = false;
+          if (p == "neg")
+            e = *sym_neg(e);
+          else if (e.is_static())
+            e = SymInt(p == "abs" ? (e.coef < 0 ? -e.coef : e.coef) : (e.coef > 0) - (e.coef < 0));
+          else if (p == "sign" && e.nonneg())
+            e = SymInt(1);  // a symbolic size is > 0 here
+          else if (!(p == "abs" && e.nonneg()))
+            ok = false;
         }
         if (ok) {
           for (auto& e : s->v)
@@ -117,7 +129,8 @@ void register_activation_ops(OpTable& t) {
   });
   unary(t, "Relu", false, [](U& u, ValueId x) { return u.b.binary("max", x, u.c(x, 0.0)); });
   unary(t, "Softplus", true, softplus);
-  unary(t, "Softsign", true, [](U& u, ValueId x) { return u.b.div(x, u.b.add(u.c(x, 1.0), u.un("abs", x))); });
+  unary(t, "Softsign", true,
+        [](U& u, ValueId x) { return u.b.div(x, u.b.add(u.c(x, 1.0), u.un("abs", x))); });
   unary(t, "Mish", true, [](U& u, ValueId x) { return u.b.mul(x, u.un("tanh", softplus(u, x))); });
   unary(t, "IsNaN", true, [](U& u, ValueId x) { return u.b.binary("ne", x, x); });
 
@@ -125,7 +138,8 @@ void register_activation_ops(OpTable& t) {
     expect_float(n);
     U u{n, n.b};
     ValueId x = n.x(0);
-    ValueId pos = n.b.binary("eq", x, u.c(x, INFINITY)), neg = n.b.binary("eq", x, u.c(x, -INFINITY));
+    ValueId pos = n.b.binary("eq", x, u.c(x, INFINITY)),
+            neg = n.b.binary("eq", x, u.c(x, -INFINITY));
     bool dp = n.attr_i("detect_positive", 1), dn = n.attr_i("detect_negative", 1);
     ValueId none = n.b.binary("ne", pos, pos);
     n.out(0, dp && dn ? n.b.binary("or", pos, neg) : dp ? pos : dn ? neg : none);
@@ -209,7 +223,8 @@ void register_activation_ops(OpTable& t) {
   t["Gelu"] = [](NodeCtx& n) {
     expect_float(n);
     std::string approx = n.attr_s("approximate", "none");
-    if (approx != "none" && approx != "tanh") n.failf("approximate '{}' is not one of none, tanh", approx);
+    if (approx != "none" && approx != "tanh")
+      n.failf("approximate '{}' is not one of none, tanh", approx);
     n.out(0, n.b.op("GELU", {n.x(0)}, {{"approximate", approx}}));
   };
   t["Clip"] = [](NodeCtx& n) {

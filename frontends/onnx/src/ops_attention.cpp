@@ -15,7 +15,8 @@ namespace {
 ValueId split_heads(NodeCtx& n, ValueId x, int64_t heads) {
   GraphBuilder& b = n.b;
   Shape s = b.type(x).shape;
-  if (!s[2].is_static() || heads <= 0 || s[2].value % heads) n.failf("hidden size {} does not split into {} heads", s[2].str(), heads);
+  if (!s[2].is_static() || heads <= 0 || s[2].value % heads)
+    n.failf("hidden size {} does not split into {} heads", s[2].str(), heads);
   return b.transpose(b.reshape(x, Shape{s[0], s[1], heads, s[2].value / heads}), {0, 2, 1, 3});
 }
 
@@ -46,7 +47,8 @@ void attention(NodeCtx& n) {
   n.out(1, k);
   n.out(2, v);
   Shape qs = b.type(q).shape, ks = b.type(k).shape;
-  if (!qs[1].is_static() || !ks[1].is_static() || !qs[3].is_static()) n.fail("head counts and head size must be static");
+  if (!qs[1].is_static() || !ks[1].is_static() || !qs[3].is_static())
+    n.fail("head counts and head size must be static");
   int64_t hq = qs[1].value, hkv = ks[1].value;
   if (hkv <= 0 || hq % hkv) n.failf("{} query heads are not a multiple of {} kv heads", hq, hkv);
   auto expand = [&](ValueId kv) {
@@ -56,12 +58,15 @@ void attention(NodeCtx& n) {
     return b.reshape(b.broadcast_in_dim(kv, wide, {0, 1, 3, 4}), Shape{s[0], hq, s[2], s[3]});
   };
   ValueId ke = expand(k), ve = expand(v);
-  double scale = n.has_attr("scale") ? n.attr_f("scale", 1.0f) : 1.0 / std::sqrt(static_cast<double>(qs[3].value));
+  double scale = n.has_attr("scale") ? n.attr_f("scale", 1.0f)
+                                     : 1.0 / std::sqrt(static_cast<double>(qs[3].value));
   double sq = std::sqrt(scale);
-  ValueId qk = b.dot_general(b.mul(q, full_like(b, q, sq)), b.mul(ke, full_like(b, ke, sq)), {0, 1}, {0, 1}, {3}, {3});
+  ValueId qk = b.dot_general(b.mul(q, full_like(b, q, sq)), b.mul(ke, full_like(b, ke, sq)), {0, 1},
+                             {0, 1}, {3}, {3});
   Shape ss = b.type(qk).shape;  // [B, H, Sq, Sk]
   double softcap = n.attr_f("softcap", 0.0f);
-  if (softcap > 0) qk = b.mul(b.unary("tanh", b.div(qk, full_like(b, qk, softcap))), full_like(b, qk, softcap));
+  if (softcap > 0)
+    qk = b.mul(b.unary("tanh", b.div(qk, full_like(b, qk, softcap))), full_like(b, qk, softcap));
   ValueId softcapped = qk;
   // Additive bias: 0 where attending, -inf where masked.
   std::optional<ValueId> bias;
@@ -72,7 +77,9 @@ void attention(NodeCtx& n) {
     if (!ms.back().is_static() || !ss[3].is_static()) n.fail("mask and key lengths must be static");
     int64_t pad = ss[3].value - ms.back().value;
     bool boolean = b.type(m).dtype == DType::kBool;
-    if (boolean) m = b.select(m, full_like(b, b.convert(m, dt), 0.0), full_like(b, b.convert(m, dt), -INFINITY));
+    if (boolean)
+      m = b.select(m, full_like(b, b.convert(m, dt), 0.0),
+                   full_like(b, b.convert(m, dt), -INFINITY));
     if (pad > 0) {
       IntList lo(ms.size(), 0), hi(ms.size(), 0);
       hi.back() = pad;
@@ -84,7 +91,8 @@ void attention(NodeCtx& n) {
     Shape qkshape{ss[2], ss[3]};
     ValueId i = iota(b, qkshape, 0), j = iota(b, qkshape, 1);
     ValueId allowed = b.binary("le", j, b.add(i, full_like(b, i, static_cast<double>(past))));
-    ValueId zero = b.broadcast_in_dim(b.scalar(dt, 0), qkshape, {}), ninf = b.broadcast_in_dim(b.scalar(dt, -INFINITY), qkshape, {});
+    ValueId zero = b.broadcast_in_dim(b.scalar(dt, 0), qkshape, {}),
+            ninf = b.broadcast_in_dim(b.scalar(dt, -INFINITY), qkshape, {});
     add_bias(b.select(allowed, zero, ninf));
   }
   if (n.has(6)) {
@@ -92,7 +100,8 @@ void attention(NodeCtx& n) {
     ValueId len = b.convert(n.x(6), DType::kI64);
     Shape bk{ss[0], ss[3]};
     ValueId keep = b.binary("lt", iota(b, bk, 1), b.broadcast_in_dim(len, bk, {0}));
-    ValueId m = b.select(keep, b.broadcast_in_dim(b.scalar(dt, 0), bk, {}), b.broadcast_in_dim(b.scalar(dt, -INFINITY), bk, {}));
+    ValueId m = b.select(keep, b.broadcast_in_dim(b.scalar(dt, 0), bk, {}),
+                         b.broadcast_in_dim(b.scalar(dt, -INFINITY), bk, {}));
     add_bias(b.reshape(m, Shape{ss[0], 1, 1, ss[3]}));
   }
   ValueId scores = bias ? b.add(qk, b.broadcast_to(*bias, ss)) : qk;
@@ -124,7 +133,8 @@ void rotary(NodeCtx& n) {
     x = b.transpose(x, {0, 2, 1, 3});  // [B, S, H, D]
   } else if (r == 3) {
     int64_t heads = n.attr_i("num_heads", 0);
-    if (heads <= 0 || !orig[2].is_static() || orig[2].value % heads) n.fail("num_heads must divide the hidden size");
+    if (heads <= 0 || !orig[2].is_static() || orig[2].value % heads)
+      n.fail("num_heads must divide the hidden size");
     x = b.reshape(x, Shape{orig[0], orig[1], heads, orig[2].value / heads});
   } else {
     n.fail("input must be rank 3 or 4");
@@ -134,7 +144,8 @@ void rotary(NodeCtx& n) {
   int64_t head = s[3].value;
   int64_t rot = n.attr_i("rotary_embedding_dim", 0);
   if (rot == 0) rot = head;
-  if (rot > head || rot % 2) n.failf("rotary_embedding_dim {} does not fit head size {}", rot, head);
+  if (rot > head || rot % 2)
+    n.failf("rotary_embedding_dim {} does not fit head size {}", rot, head);
   int64_t half = rot / 2;
   bool inter = n.attr_i("interleaved", 0) != 0;
   n.expect_rank(1, 2, 3);

@@ -24,8 +24,10 @@ std::optional<bool> known_bool(const Val& v) {
 ValPtr scalar_val(DType d, double v) {
   auto p = std::make_shared<Val>();
   Tensor t(d, {});
-  if (d == DType::kBool) t.as<uint8_t>()[0] = v != 0;
-  else t.as<int64_t>()[0] = static_cast<int64_t>(v);
+  if (d == DType::kBool)
+    t.as<uint8_t>()[0] = v != 0;
+  else
+    t.as<int64_t>()[0] = static_cast<int64_t>(v);
   p->konst = t;
   p->sym = sym_from_tensor(t);
   p->type = TensorType{d, {}};
@@ -49,7 +51,8 @@ void if_op(NodeCtx& n) {
   const auto& then_g = graph_attr(n, "then_branch");
   const auto& else_g = graph_attr(n, "else_branch");
   if (then_g.output_size() != n.num_outputs() || else_g.output_size() != n.num_outputs())
-    n.failf("the branches return {} and {} values for {} outputs", then_g.output_size(), else_g.output_size(), n.num_outputs());
+    n.failf("the branches return {} and {} values for {} outputs", then_g.output_size(),
+            else_g.output_size(), n.num_outputs());
   if (auto c = known_bool(*n.in(0))) {
     auto outs = n.cv.convert_subgraph(*c ? then_g : else_g, {});
     for (int k = 0; k < n.num_outputs(); ++k) n.out_val(k, *outs.at(k));
@@ -61,8 +64,10 @@ void if_op(NodeCtx& n) {
   ValueId cond = n.b.reshape(n.x(0), Shape{});
   for (int k = 0; k < n.num_outputs(); ++k) {
     if (!(t.at(k)->type == e.at(k)->type))
-      n.failf("output {} is {} in one branch and {} in the other; rlx needs one type when the "
-              "condition is only known at run time", k, t[k]->type.str(), e[k]->type.str());
+      n.failf(
+          "output {} is {} in one branch and {} in the other; rlx needs one type when the "
+          "condition is only known at run time",
+          k, t[k]->type.str(), e[k]->type.str());
     ValueId tv = n.cv.materialize(*t[k]), ev = n.cv.materialize(*e[k]);
     n.out(k, n.b.select(n.b.broadcast_in_dim(cond, n.b.type(tv).shape, {}), tv, ev));
   }
@@ -81,19 +86,25 @@ void loop_op(NodeCtx& n) {
   std::vector<std::vector<ValueId>> scan_parts(std::max(scans, 0));
   int64_t i = 0;
   for (; i < trips; ++i) {
-    if (!cond) n.fail("the loop condition depends on run-time values; rlx unrolls loops whose iterations are known when compiling");
+    if (!cond)
+      n.fail(
+          "the loop condition depends on run-time values; rlx unrolls loops whose iterations are "
+          "known when compiling");
     if (!*cond) break;
     if (i >= kMaxUnroll) n.failf("more than {} iterations to unroll", kMaxUnroll);
-    std::vector<ValPtr> args{scalar_val(DType::kI64, static_cast<double>(i)), scalar_val(DType::kBool, 1)};
+    std::vector<ValPtr> args{scalar_val(DType::kI64, static_cast<double>(i)),
+                             scalar_val(DType::kBool, 1)};
     args.insert(args.end(), state.begin(), state.end());
     auto outs = n.cv.convert_subgraph(body, args);
     cond = known_bool(*outs[0]);
     for (int k = 0; k < carried; ++k) state[k] = outs[1 + k];
-    for (int k = 0; k < scans; ++k) scan_parts[k].push_back(n.cv.materialize(*outs[1 + carried + k]));
+    for (int k = 0; k < scans; ++k)
+      scan_parts[k].push_back(n.cv.materialize(*outs[1 + carried + k]));
   }
   for (int k = 0; k < carried; ++k) n.out_val(k, *state[k]);
   for (int k = 0; k < scans; ++k) {
-    if (scan_parts[k].empty()) n.fail("a loop with zero iterations has empty scan outputs of unknown shape");
+    if (scan_parts[k].empty())
+      n.fail("a loop with zero iterations has empty scan outputs of unknown shape");
     n.out(carried + k, stack(n, scan_parts[k], 0));
   }
 }
@@ -123,7 +134,8 @@ void scan_op(NodeCtx& n) {
   std::vector<ValPtr> state;
   for (int i = 0; i < states; ++i) state.push_back(n.in(i));
   int outs_k = body.output_size() - states;
-  if (outs_k < 0 || body.input_size() != states + m) n.fail("the body's inputs and outputs do not fit the Scan");
+  if (outs_k < 0 || body.input_size() != states + m)
+    n.fail("the body's inputs and outputs do not fit the Scan");
   std::vector<std::vector<ValueId>> parts(outs_k);
   for (int64_t t = 0; t < T; ++t) {
     std::vector<ValPtr> args = state;
@@ -144,7 +156,8 @@ void scan_op(NodeCtx& n) {
   for (int i = 0; i < states; ++i) n.out_val(i, *state[i]);
   for (int k = 0; k < outs_k; ++k) {
     if (parts[k].empty()) n.fail("a scan over zero elements has scan outputs of unknown shape");
-    if (k < static_cast<int>(out_dirs.size()) && out_dirs[k]) std::reverse(parts[k].begin(), parts[k].end());
+    if (k < static_cast<int>(out_dirs.size()) && out_dirs[k])
+      std::reverse(parts[k].begin(), parts[k].end());
     n.out(states + k, stack(n, parts[k], k < static_cast<int>(out_axes.size()) ? out_axes[k] : 0));
   }
 }

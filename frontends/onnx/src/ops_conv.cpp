@@ -35,7 +35,8 @@ Window window(const NodeCtx& n, std::vector<int64_t> in, std::vector<int64_t> k,
   auto pads = attr_or(n, "pads", 2 * sp, 0);
   std::string auto_pad = n.attr_s("auto_pad", "NOTSET");
   for (size_t i = 0; i < sp; ++i) {
-    if (w.stride[i] < 1 || w.dil[i] < 1 || w.k[i] < 1) n.fail("strides, dilations and kernel sizes must be positive");
+    if (w.stride[i] < 1 || w.dil[i] < 1 || w.k[i] < 1)
+      n.fail("strides, dilations and kernel sizes must be positive");
     int64_t dk = (w.k[i] - 1) * w.dil[i] + 1;
     int64_t lo = pads[i], hi = pads[i + sp];
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -125,7 +126,8 @@ ValueId windows(NodeCtx& n, ValueId x, const Window& w, double fill) {
 std::vector<int64_t> spatial_of(const NodeCtx& n, const TensorType& t, const char* what) {
   if (t.rank() < 3) n.failf("{} must be [N, C, spatial...], got {}", what, t.str());
   for (int64_t i = 1; i < t.rank(); ++i)
-    if (!t.shape[i].is_static()) n.failf("{} must have static channel and spatial dims, got {}", what, t.str());
+    if (!t.shape[i].is_static())
+      n.failf("{} must have static channel and spatial dims, got {}", what, t.str());
   std::vector<int64_t> s;
   for (int64_t i = 2; i < t.rank(); ++i) s.push_back(t.shape[i].value);
   return s;
@@ -138,7 +140,8 @@ Shape out_shape(const Dim& nb, int64_t c, const Window& w) {
 }
 
 // cols [N, C, OP, K] x weights [G, O/G, C/G, K] -> [N, O, out...].
-ValueId contract(NodeCtx& n, ValueId cols, ValueId wk, const Dim& nb, int64_t C, int64_t O, int64_t g, const Window& w) {
+ValueId contract(NodeCtx& n, ValueId cols, ValueId wk, const Dim& nb, int64_t C, int64_t O,
+                 int64_t g, const Window& w) {
   GraphBuilder& b = n.b;
   int64_t OP = w.out_count(), K = w.k_count();
   cols = b.reshape(cols, Shape{nb, g, C / g, OP, K});
@@ -161,9 +164,11 @@ void conv_impl(NodeCtx& n, ValueId x, ValueId wt, std::optional<ValueId> bias) {
   int64_t g = n.attr_i("group", 1), C = tx.shape[1].value, O = tw.shape[0].value;
   if (g < 1 || C % g || O % g || tw.shape[1].value != C / g)
     n.failf("group {} does not fit {} input and {} output channels (W is {})", g, C, O, tw.str());
-  if (n.has_attr("kernel_shape") && n.attr_ints("kernel_shape") != ks) n.fail("kernel_shape differs from W's shape");
+  if (n.has_attr("kernel_shape") && n.attr_ints("kernel_shape") != ks)
+    n.fail("kernel_shape differs from W's shape");
   Window w = window(n, in, ks, false);
-  bool plain2d = in.size() == 2 && g == 1 && w.dil == std::vector<int64_t>{1, 1} && is_float(tx.dtype);
+  bool plain2d =
+      in.size() == 2 && g == 1 && w.dil == std::vector<int64_t>{1, 1} && is_float(tx.dtype);
   if (plain2d) {
     // The HIR Conv, so a target with a native convolution can claim it.
     Attrs a{{"strides", IntList(w.stride)}, {"pads", IntList{w.lo[0], w.lo[1], w.hi[0], w.hi[1]}}};
@@ -194,13 +199,15 @@ void conv_transpose(NodeCtx& n) {
   auto pads = attr_or(n, "pads", 2 * sp, 0);
   std::string auto_pad = n.attr_s("auto_pad", "NOTSET");
   auto out_shape_attr = n.attr_ints("output_shape");
-  if (!out_shape_attr.empty() && out_shape_attr.size() < sp) n.fail("output_shape has too few entries");
+  if (!out_shape_attr.empty() && out_shape_attr.size() < sp)
+    n.fail("output_shape has too few entries");
   std::vector<int64_t> out(sp), lo(sp);
   for (size_t i = 0; i < sp; ++i) {
     if (stride[i] < 1 || dil[i] < 1) n.fail("strides and dilations must be positive");
     int64_t full = stride[i] * (in[i] - 1) + outpad[i] + (ks[i] - 1) * dil[i] + 1;
     if (!out_shape_attr.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t target = !out_shape_attr.empty() ? out_shape_attr.at(out_shape_attr.size() - sp + i) : in[i] * stride[i];
+      int64_t target = !out_shape_attr.empty() ? out_shape_attr.at(out_shape_attr.size() - sp + i)
+                                               : in[i] * stride[i];
       int64_t total = std::max<int64_t>(full - target, 0);
       // ONNX: SAME_UPPER (and output_shape) put the extra padding at the end.
       lo[i] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
@@ -211,8 +218,8 @@ void conv_transpose(NodeCtx& n) {
     }
     if (out[i] <= 0) n.fail("the output would be empty");
   }
-  // y[o] = sum over taps k with (o + lo - k*d) divisible by the stride of x[(o + lo - k*d) / s] W[k];
-  // taps that hit no input read the zero appended after the flattened input.
+  // y[o] = sum over taps k with (o + lo - k*d) divisible by the stride of x[(o + lo - k*d) / s]
+  // W[k]; taps that hit no input read the zero appended after the flattened input.
   int64_t P = num_elements(in), OP = num_elements(out), K = num_elements(ks);
   n.check_count(OP * K, "the transposed convolution's tap table");
   Tensor table(DType::kI64, {OP, K});
@@ -240,7 +247,8 @@ void conv_transpose(NodeCtx& n) {
     }
   }
   ValueId x = b.reshape(n.x(0), Shape{tx.shape[0], C, P});
-  x = b.op("pad", {x, b.scalar(tx.dtype, 0)}, {{"low", IntList{0, 0, 0}}, {"high", IntList{0, 0, 1}}});
+  x = b.op("pad", {x, b.scalar(tx.dtype, 0)},
+           {{"low", IntList{0, 0, 0}}, {"high", IntList{0, 0, 1}}});
   ValueId cols = b.op("gather", {x, b.constant(table)}, {{"axis", int64_t{2}}});
   // W [C, O/G, k...] -> [G, O/G, C/G, K].
   ValueId wk = b.reshape(n.x(1), Shape{g, C / g, O / g, K});
@@ -281,7 +289,10 @@ void pool(NodeCtx& n, const std::string& kind) {
   Shape os = out_shape(tx.shape[0], C, w);
   ValueId x = n.x(0);
   if (kind == "max") {
-    double lowest = is_float(tx.dtype) ? -INFINITY : tx.dtype == DType::kU8 ? 0.0 : tx.dtype == DType::kI8 ? -128.0 : -2147483648.0;
+    double lowest = is_float(tx.dtype)       ? -INFINITY
+                    : tx.dtype == DType::kU8 ? 0.0
+                    : tx.dtype == DType::kI8 ? -128.0
+                                             : -2147483648.0;
     ValueId cols = windows(n, x, w, lowest);
     ValueId y = b.reduce(cols, {3}, ReduceKind::kMax);
     n.out(0, b.reshape(y, os));
@@ -290,14 +301,17 @@ void pool(NodeCtx& n, const std::string& kind) {
       Shape cs = b.type(cols).shape;
       ValueId hit = b.binary("eq", cols, b.broadcast_in_dim(y, cs, {0, 1, 2}));
       int64_t K = w.k_count();
-      ValueId kidx = b.reduce(b.select(hit, iota(b, cs, 3), full_like(b, iota(b, cs, 3), static_cast<double>(K))), {3}, ReduceKind::kMin);
+      ValueId kidx = b.reduce(
+          b.select(hit, iota(b, cs, 3), full_like(b, iota(b, cs, 3), static_cast<double>(K))), {3},
+          ReduceKind::kMin);
       bool col_major = n.attr_i("storage_order", 0) != 0;
       n.check_count(w.out_count() * K, "the index table");
       Tensor table(DType::kI64, {w.out_count() * K});
       for_each_tap(w, [&](int64_t oi, int64_t ki, const std::vector<int64_t>& c) {
         int64_t flat = 0;
         if (col_major)
-          for (int64_t d = static_cast<int64_t>(c.size()) - 1; d >= 0; --d) flat = flat * w.in[d] + c[d];
+          for (int64_t d = static_cast<int64_t>(c.size()) - 1; d >= 0; --d)
+            flat = flat * w.in[d] + c[d];
         else
           for (size_t d = 0; d < c.size(); ++d) flat = flat * w.in[d] + c[d];
         table.as<int64_t>()[oi * K + ki] = flat;
@@ -306,7 +320,8 @@ void pool(NodeCtx& n, const std::string& kind) {
       ValueId pos = b.add(b.mul(iota(b, ks3, 2), full_like(b, kidx, static_cast<double>(K))), kidx);
       ValueId sp_idx = b.op("gather", {b.constant(table), pos}, {{"axis", int64_t{0}}});
       int64_t P = num_elements(in);
-      ValueId nc = b.add(b.mul(iota(b, ks3, 0), full_like(b, kidx, static_cast<double>(C))), iota(b, ks3, 1));
+      ValueId nc = b.add(b.mul(iota(b, ks3, 0), full_like(b, kidx, static_cast<double>(C))),
+                         iota(b, ks3, 1));
       ValueId idx = b.add(b.mul(nc, full_like(b, nc, static_cast<double>(P))), sp_idx);
       n.out(1, b.reshape(idx, os));
     }
@@ -360,7 +375,9 @@ void register_conv_ops(OpTable& t) {
     n.expect_rank(1, 3, 8);
     if (n.has(3)) {
       ValueId z = b.convert(n.x(3), DType::kI32);
-      w = b.sub(w, b.type(z).rank() == 1 && n.shape(3)[0] == n.shape(1)[0] ? b.broadcast_in_dim(z, b.type(w).shape, {0}) : b.broadcast_to(z, b.type(w).shape));
+      w = b.sub(w, b.type(z).rank() == 1 && n.shape(3)[0] == n.shape(1)[0]
+                       ? b.broadcast_in_dim(z, b.type(w).shape, {0})
+                       : b.broadcast_to(z, b.type(w).shape));
     }
     conv_impl(n, x, w, std::nullopt);
   };

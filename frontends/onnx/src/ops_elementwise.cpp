@@ -21,7 +21,8 @@ ValueId legacy_align(NodeCtx& n, ValueId a, ValueId y) {
 
 void binary_op(NodeCtx& n, const std::string& prim, const SymBinary& fold, bool compare) {
   if (n.dtype(0) != n.dtype(1))
-    n.failf("operands have different dtypes ({} and {})", dtype_name(n.dtype(0)), dtype_name(n.dtype(1)));
+    n.failf("operands have different dtypes ({} and {})", dtype_name(n.dtype(0)),
+            dtype_name(n.dtype(1)));
   DType out = compare ? DType::kBool : n.dtype(0);
   if (fold) {
     auto a = n.sym(0), c = n.sym(1);
@@ -66,9 +67,11 @@ void register_elementwise_ops(OpTable& t) {
     auto nb = sym_neg(b);
     return nb ? sym_add(a, *nb) : std::nullopt;
   });
-  arith("Mul", "mul", [](const SymInt& a, const SymInt& b) -> std::optional<SymInt> { return sym_mul(a, b); });
+  arith("Mul", "mul",
+        [](const SymInt& a, const SymInt& b) -> std::optional<SymInt> { return sym_mul(a, b); });
   arith("Div", "div", [](const SymInt& a, const SymInt& b) { return sym_div(a, b, false); });
-  for (auto [name, prim] : {std::pair{"Max", "max"}, {"Min", "min"}, {"Sum", "add"}, {"Mean", "add"}}) {
+  for (auto [name, prim] :
+       {std::pair{"Max", "max"}, {"Min", "min"}, {"Sum", "add"}, {"Mean", "add"}}) {
     std::string p = prim, nm = name;
     bool mean = nm == "Mean";
     SymBinary fold;
@@ -92,7 +95,8 @@ void register_elementwise_ops(OpTable& t) {
     if (dx == dy) return n.out(0, broadcast_binary(n.b, "pow", x, y));
     if (is_float(dx)) return n.out(0, broadcast_binary(n.b, "pow", x, n.b.convert(y, dx)));
     // Integer base with a float exponent: computed in f64, truncated back like a C cast.
-    ValueId r = broadcast_binary(n.b, "pow", n.b.convert(x, DType::kF64), n.b.convert(y, DType::kF64));
+    ValueId r =
+        broadcast_binary(n.b, "pow", n.b.convert(x, DType::kF64), n.b.convert(y, DType::kF64));
     n.out(0, n.b.convert(r, dx));
   };
   t["Mod"] = [](NodeCtx& n) {
@@ -136,7 +140,8 @@ void register_elementwise_ops(OpTable& t) {
     return r ? std::optional<bool>(!*r) : std::nullopt;
   });
 
-  auto logical = [&](const char* name, const char* prim, std::function<int64_t(int64_t, int64_t)> f) {
+  auto logical = [&](const char* name, const char* prim,
+                     std::function<int64_t(int64_t, int64_t)> f) {
     SymBinary fold = [f](const SymInt& a, const SymInt& b) { return static_only(a, b, f); };
     t[name] = [prim = std::string(prim), fold](NodeCtx& n) { binary_op(n, prim, fold, false); };
   };
@@ -157,7 +162,9 @@ void register_elementwise_ops(OpTable& t) {
   t["BitShift"] = [](NodeCtx& n) {
     std::string dir = n.attr_s("direction", "");
     if (dir != "LEFT" && dir != "RIGHT") n.fail("direction must be LEFT or RIGHT");
-    if (n.dtype(0) != DType::kU8) n.failf("shifts of {} are not supported (rlx's only unsigned dtype is u8)", dtype_name(n.dtype(0)));
+    if (n.dtype(0) != DType::kU8)
+      n.failf("shifts of {} are not supported (rlx's only unsigned dtype is u8)",
+              dtype_name(n.dtype(0)));
     auto [x, y] = broadcast2(n.b, n.x(0), n.x(1));
     // x << y = x * 2^y and x >> y = x / 2^y on unsigned values; 2^y wraps to 0 for y >= 8,
     // which gives the 0 a full shift gives.
@@ -170,20 +177,23 @@ void register_elementwise_ops(OpTable& t) {
     auto c = n.sym(0), a = n.sym(1), e = n.sym(2);
     if (c && a && e) {
       // Fold through two broadcasts: cond ? a : e as (c, a) then with e.
-      auto ca = fold_binary(*c, *a, DType::kI64, [](const SymInt& p, const SymInt& q) -> std::optional<SymInt> {
-        if (!p.is_static()) return std::nullopt;
-        return p.coef ? q : SymInt(INT64_MIN);  // marker: take the else branch
-      });
+      auto ca = fold_binary(
+          *c, *a, DType::kI64, [](const SymInt& p, const SymInt& q) -> std::optional<SymInt> {
+            if (!p.is_static()) return std::nullopt;
+            return p.coef ? q : SymInt(INT64_MIN);  // marker: take the else branch
+          });
       if (ca) {
-        auto r = fold_binary(*ca, *e, a->dtype, [](const SymInt& p, const SymInt& q) -> std::optional<SymInt> {
-          return p.is_static() && p.coef == INT64_MIN ? q : p;
-        });
+        auto r = fold_binary(*ca, *e, a->dtype,
+                             [](const SymInt& p, const SymInt& q) -> std::optional<SymInt> {
+                               return p.is_static() && p.coef == INT64_MIN ? q : p;
+                             });
         // The marker cannot be told apart from a genuine INT64_MIN; those do not occur in shapes.
         if (r) return n.out_sym(0, *r);
       }
     }
     ValueId cond = n.x(0), x = n.x(1), y = n.x(2);
-    Shape s = broadcast_shapes(broadcast_shapes(n.b.type(cond).shape, n.b.type(x).shape), n.b.type(y).shape);
+    Shape s = broadcast_shapes(broadcast_shapes(n.b.type(cond).shape, n.b.type(x).shape),
+                               n.b.type(y).shape);
     n.out(0, n.b.select(n.b.broadcast_to(cond, s), n.b.broadcast_to(x, s), n.b.broadcast_to(y, s)));
   };
 }

@@ -33,20 +33,14 @@ struct Gs {
   }
 };
 
-std::vector<double> cubic_w(double x) {
-  double a = -0.75;
-  x = std::fabs(x);
-  return {((a * (x + 1) - 5 * a) * (x + 1) + 8 * a) * (x + 1) - 4 * a, ((a + 2) * x - (a + 3)) * x * x + 1,
-          ((a + 2) * (1 - x) - (a + 3)) * (1 - x) * (1 - x) + 1, ((a * (2 - x) - 5 * a) * (2 - x) + 8 * a) * (2 - x) - 4 * a};
-}
-
 void grid_sample(NodeCtx& n) {
   GraphBuilder& b = n.b;
   Gs g{n, b};
   auto xs = static_shape(n, n.type(0), "X");
   auto gs = static_shape(n, n.type(1), "grid");
   int64_t sp = static_cast<int64_t>(xs.size()) - 2;
-  if (sp < 1 || static_cast<int64_t>(gs.size()) != sp + 2 || gs.back() != sp) n.fail("grid must be [N, out..., spatial rank]");
+  if (sp < 1 || static_cast<int64_t>(gs.size()) != sp + 2 || gs.back() != sp)
+    n.fail("grid must be [N, out..., spatial rank]");
   std::string mode = n.attr_s("mode", n.opset >= 20 ? "linear" : "bilinear");
   if (mode == "bilinear") mode = "linear";
   if (mode == "bicubic") mode = "cubic";
@@ -75,10 +69,14 @@ void grid_sample(NodeCtx& n) {
     hi[d] = align ? len - 1 : len - 0.5;
     // Nearest rounds half to even in every rank (the v1.22 test data does so for 3-D too).
     if (mode == "nearest") v = b.unary("round", v);
-    ValueId out_of = b.binary("or", b.binary("lt", v, g.c(v, lo[d])), b.binary("gt", v, g.c(v, hi[d])));
-    if (pad == "border") v = b.select(out_of, b.binary("min", b.binary("max", v, g.c(v, 0)), g.c(v, len - 1)), v);
-    else if (pad == "reflection") v = b.select(out_of, g.reflect(v, lo[d], hi[d]), v);
-    else if (pad != "zeros") n.failf("padding_mode '{}' is not supported", pad);
+    ValueId out_of =
+        b.binary("or", b.binary("lt", v, g.c(v, lo[d])), b.binary("gt", v, g.c(v, hi[d])));
+    if (pad == "border")
+      v = b.select(out_of, b.binary("min", b.binary("max", v, g.c(v, 0)), g.c(v, len - 1)), v);
+    else if (pad == "reflection")
+      v = b.select(out_of, g.reflect(v, lo[d], hi[d]), v);
+    else if (pad != "zeros")
+      n.failf("padding_mode '{}' is not supported", pad);
     coord[d] = v;
   }
   // Taps per dim: (integer index, weight).
@@ -101,13 +99,16 @@ void grid_sample(NodeCtx& n) {
     double a = -0.75;
     ValueId t1 = b.add(fr, g.c(fr, 1)), t2 = b.sub(g.c(fr, 1), fr), t3 = b.sub(g.c(fr, 2), fr);
     auto far = [&](ValueId x) {  // a x^3 - 5a x^2 + 8a x - 4a for 1 <= x < 2
-      return b.sub(b.mul(b.add(b.mul(b.sub(b.mul(g.c(x, a), x), g.c(x, 5 * a)), x), g.c(x, 8 * a)), x), g.c(x, 4 * a));
+      return b.sub(
+          b.mul(b.add(b.mul(b.sub(b.mul(g.c(x, a), x), g.c(x, 5 * a)), x), g.c(x, 8 * a)), x),
+          g.c(x, 4 * a));
     };
     auto nearw = [&](ValueId x) {  // (a+2) x^3 - (a+3) x^2 + 1 for x <= 1
       return b.add(b.mul(b.mul(b.sub(b.mul(g.c(x, a + 2), x), g.c(x, a + 3)), x), x), g.c(x, 1));
     };
     std::vector<ValueId> w{far(t1), nearw(fr), nearw(t2), far(t3)};
-    for (int k = 0; k < 4; ++k) per_dim[d].push_back({b.add(i0, full_like(b, i0, static_cast<double>(k - 1))), w[k]});
+    for (int k = 0; k < 4; ++k)
+      per_dim[d].push_back({b.add(i0, full_like(b, i0, static_cast<double>(k - 1))), w[k]});
   }
   // X as rows [N * P, C]; each tap combination gathers one row per output position.
   IntList perm{0};
@@ -130,9 +131,11 @@ void grid_sample(NodeCtx& n) {
     for (int64_t d = sp - 1; d >= 0; --d) {
       auto [idx, w] = per_dim[d][pick[d]];
       ValueId len = full_like(b, idx, static_cast<double>(dims[d]));
-      ValueId inside = b.binary("and", b.binary("ge", idx, full_like(b, idx, 0)), b.binary("lt", idx, len));
+      ValueId inside =
+          b.binary("and", b.binary("ge", idx, full_like(b, idx, 0)), b.binary("lt", idx, len));
       if (pad == "border") {
-        idx = b.binary("min", b.binary("max", idx, full_like(b, idx, 0)), b.sub(len, full_like(b, idx, 1)));
+        idx = b.binary("min", b.binary("max", idx, full_like(b, idx, 0)),
+                       b.sub(len, full_like(b, idx, 1)));
       } else if (pad == "reflection") {
         ValueId r = g.reflect(b.convert(idx, ct), lo[d], hi[d]);
         idx = b.select(inside, idx, b.convert(r, DType::kI64));
@@ -156,6 +159,8 @@ void grid_sample(NodeCtx& n) {
 
 }  // namespace
 
-void register_grid_sample_ops(OpTable& t) { t["GridSample"] = grid_sample; }
+void register_grid_sample_ops(OpTable& t) {
+  t["GridSample"] = grid_sample;
+}
 
 }  // namespace rlx::onnx

@@ -18,7 +18,8 @@ ValueId as_index(GraphBuilder& b, ValueId v) {
 ValueId wrap_negative(GraphBuilder& b, ValueId idx, int64_t len) {
   idx = b.convert(idx, DType::kI64);
   ValueId zero = full_like(b, idx, 0.0);
-  return b.select(b.binary("lt", idx, zero), b.add(idx, full_like(b, idx, static_cast<double>(len))), idx);
+  return b.select(b.binary("lt", idx, zero),
+                  b.add(idx, full_like(b, idx, static_cast<double>(len))), idx);
 }
 
 std::vector<int64_t> strides_of(const std::vector<int64_t>& s) {
@@ -89,22 +90,31 @@ ValueId scatter_rows(NodeCtx& n, ValueId data, ValueId idx, ValueId upd, const s
     return b.op("scatter", {data, idx, upd}, {{"axis", int64_t{0}}, {"reduce", red}});
   Shape ds = b.type(data).shape, us = b.type(upd).shape;
   int64_t N = ds[0].value, M = us[0].value;
-  if (N * M > (int64_t{1} << 24)) n.failf("reduction '{}' over {} x {} rows is too large", red, M, N);
+  if (N * M > (int64_t{1} << 24))
+    n.failf("reduction '{}' over {} x {} rows is too large", red, M, N);
   Shape mn{M, N}, full = mn;
   full.insert(full.end(), ds.begin() + 1, ds.end());
-  ValueId hit = b.binary("eq", iota(b, mn, 1), b.broadcast_in_dim(b.convert(idx, DType::kI64), mn, {0}));
+  ValueId hit =
+      b.binary("eq", iota(b, mn, 1), b.broadcast_in_dim(b.convert(idx, DType::kI64), mn, {0}));
   IntList rest{0};
   for (size_t i = 2; i < full.size(); ++i) rest.push_back(static_cast<int64_t>(i));
   IntList hd{0, 1};
   ValueId hitf = b.broadcast_in_dim(hit, full, hd);
   ValueId uf = b.broadcast_in_dim(upd, full, rest);
   DType dt = b.type(data).dtype;
-  double ident = red == "mul" ? 1.0 : red == "max" ? (is_float(dt) ? -INFINITY : -9.2e18) : (is_float(dt) ? INFINITY : 9.2e18);
-  if (!is_float(dt) && red != "mul") ident = red == "max" ? (dt == DType::kU8 ? 0.0 : -2147483648.0) : 2147483647.0;
+  double ident = red == "mul"   ? 1.0
+                 : red == "max" ? (is_float(dt) ? -INFINITY : -9.2e18)
+                                : (is_float(dt) ? INFINITY : 9.2e18);
+  if (!is_float(dt) && red != "mul")
+    ident = red == "max" ? (dt == DType::kU8 ? 0.0 : -2147483648.0) : 2147483647.0;
   ValueId sel = b.select(hitf, uf, full_like(b, uf, ident));
-  ReduceKind k = red == "mul" ? ReduceKind::kProd : red == "max" ? ReduceKind::kMax : ReduceKind::kMin;
+  ReduceKind k = red == "mul"   ? ReduceKind::kProd
+                 : red == "max" ? ReduceKind::kMax
+                                : ReduceKind::kMin;
   ValueId comb = b.reduce(sel, {0}, k);
-  ValueId any = b.broadcast_in_dim(b.convert(b.reduce(b.convert(hit, DType::kI32), {0}, ReduceKind::kMax), DType::kBool), ds, {0});
+  ValueId any = b.broadcast_in_dim(
+      b.convert(b.reduce(b.convert(hit, DType::kI32), {0}, ReduceKind::kMax), DType::kBool), ds,
+      {0});
   ValueId merged = b.binary(red == "mul" ? "mul" : red, data, comb);
   return b.select(any, merged, data);
 }
@@ -112,7 +122,8 @@ ValueId scatter_rows(NodeCtx& n, ValueId data, ValueId idx, ValueId upd, const s
 void scatter_elements(NodeCtx& n) {
   auto ds = static_shape(n, n.type(0), "the data");
   auto is = static_shape(n, n.type(1), "the indices");
-  if (n.rank(1) != n.rank(0) || !(n.shape(2) == n.shape(1))) n.fail("indices and updates must match the data's rank");
+  if (n.rank(1) != n.rank(0) || !(n.shape(2) == n.shape(1)))
+    n.fail("indices and updates must match the data's rank");
   int64_t axis = n.axis_attr("axis", 0, n.rank(0));
   std::string red = scatter_reduction(n);
   int64_t m = num_elements(is);
@@ -130,7 +141,8 @@ ValueId tuple_offsets(NodeCtx& n, ValueId idx, const std::vector<int64_t>& ds, i
   std::vector<int64_t> lead(ds.begin(), ds.begin() + batch + k);
   auto st = strides_of(lead);
   Shape out(is.begin(), is.end() - 1);
-  ValueId flat = n.b.broadcast_in_dim(n.b.constant(Tensor::from<int64_t>(DType::kI64, {}, {0})), out, {});
+  ValueId flat =
+      n.b.broadcast_in_dim(n.b.constant(Tensor::from<int64_t>(DType::kI64, {}, {0})), out, {});
   for (int64_t j = 0; j < batch; ++j) {
     ValueId io = iota(n.b, out, j);
     flat = n.b.add(flat, n.b.mul(io, full_like(n.b, io, static_cast<double>(st[j]))));
@@ -153,7 +165,8 @@ void gather_nd(NodeCtx& n) {
   int64_t batch = n.attr_i("batch_dims", 0);
   if (is.empty()) n.fail("indices must have rank >= 1");
   int64_t k = is.back();
-  if (batch < 0 || batch + k > static_cast<int64_t>(ds.size())) n.fail("indices address more dims than the data has");
+  if (batch < 0 || batch + k > static_cast<int64_t>(ds.size()))
+    n.fail("indices address more dims than the data has");
   ValueId flat = tuple_offsets(n, n.x(1), ds, batch);
   Shape rows{num_elements(std::vector<int64_t>(ds.begin(), ds.begin() + batch + k))};
   rows.insert(rows.end(), ds.begin() + batch + k, ds.end());
@@ -238,7 +251,9 @@ void compress(NodeCtx& n) {
 
 void nonzero(NodeCtx& n) {
   auto t = n.konst(0);
-  if (!t) n.fail("the result's shape depends on the input's values; rlx supports NonZero of constants only");
+  if (!t)
+    n.fail(
+        "the result's shape depends on the input's values; rlx supports NonZero of constants only");
   auto shape = t->shape();
   auto st = strides_of(shape);
   std::vector<int64_t> hits;

@@ -10,7 +10,8 @@ namespace {
 ValueId nll(NodeCtx& n, ValueId input, ValueId target, std::optional<ValueId> weight) {
   GraphBuilder& b = n.b;
   std::string red = n.attr_s("reduction", "mean");
-  if (red != "none" && red != "sum" && red != "mean") n.failf("reduction '{}' is not supported", red);
+  if (red != "none" && red != "sum" && red != "mean")
+    n.failf("reduction '{}' is not supported", red);
   Shape ts = b.type(target).shape;
   target = b.convert(target, DType::kI64);
   ValueId valid = full_like(b, b.binary("eq", target, target), 1.0);
@@ -24,7 +25,8 @@ ValueId nll(NodeCtx& n, ValueId input, ValueId target, std::optional<ValueId> we
   idx_shape.insert(idx_shape.begin() + 1, Dim(1));
   ValueId picked = b.reshape(gather_along(n, input, b.reshape(safe, idx_shape), 1), ts);
   DType dt = b.type(input).dtype;
-  ValueId w = weight ? b.op("gather", {*weight, safe}, {{"axis", int64_t{0}}}) : full_like(b, picked, 1.0);
+  ValueId w =
+      weight ? b.op("gather", {*weight, safe}, {{"axis", int64_t{0}}}) : full_like(b, picked, 1.0);
   w = b.select(valid, w, full_like(b, w, 0.0));
   ValueId loss = b.mul(b.unary("neg", picked), w);
   if (red == "none") return loss;

@@ -23,8 +23,10 @@ Term sum_out(GraphBuilder& b, Term t, const std::string& keep) {
   std::vector<int64_t> axes;
   std::string rest;
   for (size_t i = 0; i < t.letters.size(); ++i) {
-    if (keep.find(t.letters[i]) == std::string::npos) axes.push_back(static_cast<int64_t>(i));
-    else rest += t.letters[i];
+    if (keep.find(t.letters[i]) == std::string::npos)
+      axes.push_back(static_cast<int64_t>(i));
+    else
+      rest += t.letters[i];
   }
   if (axes.empty()) return t;
   return {b.reduce(t.v, axes, ReduceKind::kSum), rest};
@@ -46,7 +48,8 @@ Term diagonal(GraphBuilder& b, Term t) {
     ValueId eye = b.binary("eq", iota(b, sq, 0), iota(b, sq, 1));
     ValueId mask = b.broadcast_in_dim(eye, s, {static_cast<int64_t>(p), static_cast<int64_t>(q)});
     ValueId kept = b.select(mask, t.v, full_like(b, t.v, 0.0));
-    t = {b.reduce(kept, {static_cast<int64_t>(q)}, ReduceKind::kSum), t.letters.substr(0, q) + t.letters.substr(q + 1)};
+    t = {b.reduce(kept, {static_cast<int64_t>(q)}, ReduceKind::kSum),
+         t.letters.substr(0, q) + t.letters.substr(q + 1)};
   }
 }
 
@@ -61,8 +64,10 @@ Term contract(GraphBuilder& b, Term a, Term c, const std::string& keep) {
       lfree += ch;
       continue;
     }
-    if (keep.find(ch) != std::string::npos) lb.push_back(i), rb.push_back(j), batch += ch;
-    else lc.push_back(i), rc.push_back(j);
+    if (keep.find(ch) != std::string::npos)
+      lb.push_back(i), rb.push_back(j), batch += ch;
+    else
+      lc.push_back(i), rc.push_back(j);
   }
   for (char ch : c.letters)
     if (a.letters.find(ch) == std::string::npos) rfree += ch;
@@ -72,8 +77,10 @@ Term contract(GraphBuilder& b, Term a, Term c, const std::string& keep) {
     Dim& da = sa[lb[k]];
     Dim& dc = sc[rb[k]];
     if (da == dc) continue;
-    if (da == Dim(1)) da = dc;
-    else dc = da;
+    if (da == Dim(1))
+      da = dc;
+    else
+      dc = da;
   }
   ValueId av = b.broadcast_to(a.v, sa), cv = b.broadcast_to(c.v, sc);
   return {b.dot_general(av, cv, lb, rb, lc, rc), batch + lfree + rfree};
@@ -92,12 +99,15 @@ void einsum(NodeCtx& n) {
     if (e == std::string::npos) break;
     s = e + 1;
   }
-  if (static_cast<int>(specs.size()) != n.num_inputs()) n.fail("the equation names a different number of operands");
+  if (static_cast<int>(specs.size()) != n.num_inputs())
+    n.fail("the equation names a different number of operands");
   // Ellipses become upper-case letters, aligned from the right across operands.
   int64_t ell = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
     size_t p = specs[i].find("...");
-    if (p != std::string::npos) ell = std::max<int64_t>(ell, n.rank(static_cast<int>(i)) - static_cast<int64_t>(specs[i].size() - 3));
+    if (p != std::string::npos)
+      ell = std::max<int64_t>(
+          ell, n.rank(static_cast<int>(i)) - static_cast<int64_t>(specs[i].size() - 3));
   }
   std::string ell_letters;
   for (int64_t k = 0; k < ell; ++k) ell_letters += static_cast<char>('A' + k);
@@ -110,7 +120,9 @@ void einsum(NodeCtx& n) {
       int64_t k = n.rank(static_cast<int>(i)) - static_cast<int64_t>(s.size() - 3);
       s = s.substr(0, p) + ell_letters.substr(ell - k) + s.substr(p + 3);
     }
-    if (static_cast<int64_t>(s.size()) != n.rank(static_cast<int>(i))) n.failf("operand {} has rank {}, the equation gives it {} letters", i, n.rank(static_cast<int>(i)), s.size());
+    if (static_cast<int64_t>(s.size()) != n.rank(static_cast<int>(i)))
+      n.failf("operand {} has rank {}, the equation gives it {} letters", i,
+              n.rank(static_cast<int>(i)), s.size());
     for (char ch : std::set<char>(s.begin(), s.end())) ++count[ch];
     terms.push_back(diagonal(b, {n.x(static_cast<int>(i)), s}));
   }
@@ -152,7 +164,8 @@ void einsum(NodeCtx& n) {
     perm.push_back(static_cast<int64_t>(p));
   }
   bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity = identity && perm[i] == static_cast<int64_t>(i);
   n.out(0, identity ? acc.v : b.transpose(acc.v, perm));
 }
 
@@ -251,9 +264,12 @@ void det(NodeCtx& n) {
   GraphBuilder& b = n.b;
   int64_t r = n.rank(0);
   const Shape& s = n.shape(0);
-  if (r < 2 || !s[r - 1].is_static() || !(s[r - 1] == s[r - 2])) n.fail("needs square matrices in the last two dims");
+  if (r < 2 || !s[r - 1].is_static() || !(s[r - 1] == s[r - 2]))
+    n.fail("needs square matrices in the last two dims");
   int64_t k = s[r - 1].value;
-  if (k > 5) n.failf("determinants of {}x{} matrices are not supported (cofactor expansion up to 5x5)", k, k);
+  if (k > 5)
+    n.failf("determinants of {}x{} matrices are not supported (cofactor expansion up to 5x5)", k,
+            k);
   Shape batch(s.begin(), s.end() - 2);
   std::vector<std::vector<ValueId>> m(k, std::vector<ValueId>(k));
   for (int64_t i = 0; i < k; ++i)
@@ -285,7 +301,8 @@ void max_unpool(NodeCtx& n) {
   int64_t total = num_elements(inferred), m = num_elements(xs);
   ValueId zeros = b.broadcast_in_dim(b.scalar(n.dtype(0), 0), Shape{total}, {});
   ValueId idx = b.reshape(b.convert(n.x(1), DType::kI64), Shape{m});
-  ValueId y = b.op("scatter", {zeros, idx, b.reshape(n.x(0), Shape{m})}, {{"axis", int64_t{0}}, {"reduce", std::string("none")}});
+  ValueId y = b.op("scatter", {zeros, idx, b.reshape(n.x(0), Shape{m})},
+                   {{"axis", int64_t{0}}, {"reduce", std::string("none")}});
   y = b.reshape(y, Shape(inferred.begin(), inferred.end()));
   if (n.has(2)) {
     auto out = n.need_ints(2, "output_shape");
@@ -322,7 +339,8 @@ void tensor_scatter(NodeCtx& n) {
   Shape ush(us.begin(), us.end());
   ValueId pos = iota(b, ush, axis);
   if (n.has(2)) pos = b.add(pos, b.broadcast_in_dim(b.convert(n.x(2), DType::kI64), ush, {0}));
-  if (mode == "circular") pos = b.binary("rem", pos, full_like(b, pos, static_cast<double>(cs[axis])));
+  if (mode == "circular")
+    pos = b.binary("rem", pos, full_like(b, pos, static_cast<double>(cs[axis])));
   // Flat offsets of the written elements in the cache.
   std::vector<int64_t> st(r, 1);
   for (int64_t d = r - 2; d >= 0; --d) st[d] = st[d + 1] * cs[d + 1];
@@ -333,7 +351,9 @@ void tensor_scatter(NodeCtx& n) {
     flat = b.add(flat, b.mul(io, full_like(b, io, static_cast<double>(st[d]))));
   }
   int64_t m = num_elements(us);
-  ValueId y = b.op("scatter", {b.reshape(n.x(0), Shape{num_elements(cs)}), b.reshape(flat, Shape{m}), b.reshape(n.x(1), Shape{m})},
+  ValueId y = b.op("scatter",
+                   {b.reshape(n.x(0), Shape{num_elements(cs)}), b.reshape(flat, Shape{m}),
+                    b.reshape(n.x(1), Shape{m})},
                    {{"axis", int64_t{0}}, {"reduce", std::string("none")}});
   n.out(0, b.reshape(y, Shape(cs.begin(), cs.end())));
 }
@@ -351,7 +371,8 @@ void col2im(NodeCtx& n) {
     return v;
   };
   auto dil = attr("dilations", sp, 1), pads = attr("pads", 2 * sp, 0), st = attr("strides", sp, 1);
-  if (dil.size() != sp || pads.size() != 2 * sp || st.size() != sp) n.fail("dilations, pads and strides do not match the image rank");
+  if (dil.size() != sp || pads.size() != 2 * sp || st.size() != sp)
+    n.fail("dilations, pads and strides do not match the image rank");
   for (size_t i = 0; i < sp; ++i)
     if (st[i] < 1 || dil[i] < 1) n.fail("strides and dilations must be positive");
   for (int64_t v : block)
@@ -373,15 +394,18 @@ void col2im(NodeCtx& n) {
     for (int64_t l = 0; l < L; ++l) {
       int64_t kr = k, lr = l, flat = 0;
       std::vector<int64_t> kc(sp), lc(sp);
-      for (int64_t d = static_cast<int64_t>(sp) - 1; d >= 0; --d) kc[d] = kr % block[d], kr /= block[d], lc[d] = lr % outs[d], lr /= outs[d];
+      for (int64_t d = static_cast<int64_t>(sp) - 1; d >= 0; --d)
+        kc[d] = kr % block[d], kr /= block[d], lc[d] = lr % outs[d], lr /= outs[d];
       for (size_t d = 0; d < sp; ++d) flat = flat * padded[d] + lc[d] * st[d] + kc[d] * dil[d];
       idx.push_back(flat);
     }
   int64_t P = num_elements(padded);
-  ValueId x = b.reshape(b.transpose(b.reshape(n.x(0), Shape{N, C, K, L}), {2, 3, 0, 1}), Shape{K * L, N, C});
+  ValueId x = b.reshape(b.transpose(b.reshape(n.x(0), Shape{N, C, K, L}), {2, 3, 0, 1}),
+                        Shape{K * L, N, C});
   ValueId zeros = b.broadcast_in_dim(b.scalar(n.dtype(0), 0), Shape{P, N, C}, {});
-  ValueId img = b.op("scatter", {zeros, b.constant(Tensor::from<int64_t>(DType::kI64, {K * L}, idx)), x},
-                     {{"axis", int64_t{0}}, {"reduce", std::string("add")}});
+  ValueId img =
+      b.op("scatter", {zeros, b.constant(Tensor::from<int64_t>(DType::kI64, {K * L}, idx)), x},
+           {{"axis", int64_t{0}}, {"reduce", std::string("add")}});
   Shape ps{N, C};
   for (int64_t p : padded) ps.push_back(p);
   ValueId y = b.transpose(img, {1, 2, 0});
@@ -404,7 +428,8 @@ void causal_conv_with_state(NodeCtx& n) {
   int64_t B = xs[0], C = xs[1], L = xs[2], k = ws[2];
   std::string act = n.attr_s("activation", "none");
   ValueId x = n.x(0);
-  ValueId pad = n.has(3) ? n.x(3) : b.broadcast_in_dim(b.scalar(n.dtype(0), 0), Shape{B, C, k - 1}, {});
+  ValueId pad =
+      n.has(3) ? n.x(3) : b.broadcast_in_dim(b.scalar(n.dtype(0), 0), Shape{B, C, k - 1}, {});
   ValueId padded = k > 1 ? b.concat({pad, x}, 2) : x;
   // Depthwise causal conv: y[b, c, t] = sum_j w[c, 0, j] * padded[b, c, t + j] (+ bias[c]).
   // Accumulated in f32 and rounded once, as onnx.reference's convolution.
@@ -414,7 +439,8 @@ void causal_conv_with_state(NodeCtx& n) {
   ValueId y = kNoValue;
   for (int64_t j = 0; j < k; ++j) {
     ValueId xs_j = b.slice(padded, {0, 0, j}, {B, C, j + L});
-    ValueId wj = b.broadcast_in_dim(b.reshape(b.slice(w, {0, j}, {C, j + 1}), Shape{C}), Shape{B, C, L}, {1});
+    ValueId wj = b.broadcast_in_dim(b.reshape(b.slice(w, {0, j}, {C, j + 1}), Shape{C}),
+                                    Shape{B, C, L}, {1});
     ValueId term = b.mul(xs_j, wj);
     y = y == kNoValue ? term : b.add(y, term);
   }
@@ -436,10 +462,12 @@ void causal_conv_with_state(NodeCtx& n) {
 void linear_attention(NodeCtx& n) {
   GraphBuilder& b = n.b;
   std::string rule = n.attr_s("update_rule", "gated_delta");
-  bool gating = rule == "gated" || rule == "gated_delta", delta = rule == "delta" || rule == "gated_delta";
+  bool gating = rule == "gated" || rule == "gated_delta",
+       delta = rule == "delta" || rule == "gated_delta";
   if (!gating && !delta && rule != "linear") n.failf("update_rule '{}' is not supported", rule);
   int64_t hq = n.attr_i("q_num_heads", 0), hkv = n.attr_i("kv_num_heads", 0);
-  if (hq <= 0 || hkv <= 0 || hq % hkv) n.fail("q_num_heads must be a positive multiple of kv_num_heads");
+  if (hq <= 0 || hkv <= 0 || hq % hkv)
+    n.fail("q_num_heads must be a positive multiple of kv_num_heads");
   for (int i : {0, 1, 2}) n.expect_rank(i, 3, 3);
   if (n.has(4)) n.expect_rank(4, 3, 3);
   if (n.has(5)) n.expect_rank(5, 3, 3);
@@ -457,7 +485,8 @@ void linear_attention(NodeCtx& n) {
     if (!n.has(4)) n.fail("gated rules need a decay input");
     int64_t last = static_shape(n, n.type(4), "decay").back();
     ValueId d = b.convert(n.x(4), f);
-    decay = last == hkv ? b.transpose(b.reshape(d, Shape{B, T, hkv, 1}), {0, 2, 1, 3}) : heads(n.x(4), hkv);
+    decay = last == hkv ? b.transpose(b.reshape(d, Shape{B, T, hkv, 1}), {0, 2, 1, 3})
+                        : heads(n.x(4), hkv);
   }
   if (delta) {
     if (!n.has(5)) n.fail("delta rules need a beta input");
@@ -470,7 +499,8 @@ void linear_attention(NodeCtx& n) {
   if (scale == 0) scale = 1.0 / std::sqrt(static_cast<double>(dk));
   auto at = [&](ValueId x, int64_t t) {  // [B, H, T, D] -> [B, H, D]
     Shape s = b.type(x).shape;
-    return b.reshape(b.slice(x, {0, 0, t, 0}, {B, s[1].value, t + 1, s[3].value}), Shape{B, s[1], s[3]});
+    return b.reshape(b.slice(x, {0, 0, t, 0}, {B, s[1].value, t + 1, s[3].value}),
+                     Shape{B, s[1], s[3]});
   };
   std::vector<ValueId> outs;
   for (int64_t t = 0; t < T; ++t) {
@@ -484,15 +514,17 @@ void linear_attention(NodeCtx& n) {
     }
     if (delta) {
       ValueId retrieved = b.dot_general(state, kt, {0, 1}, {0, 1}, {2}, {2});  // [B, Hkv, dv]
-      ValueId bt = at(*beta, t);  // [B, Hkv or 1, 1]
+      ValueId bt = at(*beta, t);                                               // [B, Hkv or 1, 1]
       ValueId diff = b.sub(vt, retrieved);
       vt = b.mul(b.broadcast_to(bt, b.type(diff).shape), diff);
     }
-    ValueId outer = b.mul(b.broadcast_in_dim(kt, ss, {0, 1, 2}), b.broadcast_in_dim(vt, ss, {0, 1, 3}));
+    ValueId outer =
+        b.mul(b.broadcast_in_dim(kt, ss, {0, 1, 2}), b.broadcast_in_dim(vt, ss, {0, 1, 3}));
     state = b.add(state, outer);
     ValueId rs = state;
     if (group > 1)
-      rs = b.reshape(b.broadcast_in_dim(state, Shape{B, hkv, group, dk, dv}, {0, 1, 3, 4}), Shape{B, hq, dk, dv});
+      rs = b.reshape(b.broadcast_in_dim(state, Shape{B, hkv, group, dk, dv}, {0, 1, 3, 4}),
+                     Shape{B, hq, dk, dv});
     ValueId o = b.dot_general(qt, rs, {0, 1}, {0, 1}, {2}, {2});  // [B, Hq, dv]
     outs.push_back(b.reshape(b.mul(o, full_like(b, o, scale)), Shape{B, 1, hq * dv}));
   }

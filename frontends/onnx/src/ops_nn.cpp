@@ -55,7 +55,9 @@ void matmul_integer(NodeCtx& n) {
 
 }  // namespace
 
-ValueId onnx_matmul(NodeCtx& n, ValueId a, ValueId c) { return matmul(n, a, c); }
+ValueId onnx_matmul(NodeCtx& n, ValueId a, ValueId c) {
+  return matmul(n, a, c);
+}
 
 void register_nn_ops(OpTable& t) {
   t["MatMul"] = [](NodeCtx& n) {

@@ -8,7 +8,8 @@ namespace rlx::onnx {
 
 namespace {
 
-ValueId bcast_back(GraphBuilder& b, ValueId reduced, const Shape& full, const std::vector<int64_t>& axes) {
+ValueId bcast_back(GraphBuilder& b, ValueId reduced, const Shape& full,
+                   const std::vector<int64_t>& axes) {
   IntList dims;
   for (int64_t i = 0; i < static_cast<int64_t>(full.size()); ++i)
     if (std::find(axes.begin(), axes.end(), i) == axes.end()) dims.push_back(i);
@@ -33,7 +34,9 @@ ValueId per_channel(GraphBuilder& b, ValueId v, ValueId like) {
 }
 
 // 16-bit floats are normalised in f32 (ONNX's stash_type) and rounded once at the end.
-DType compute_type(DType d) { return d == DType::kF16 || d == DType::kBF16 ? DType::kF32 : d; }
+DType compute_type(DType d) {
+  return d == DType::kF16 || d == DType::kBF16 ? DType::kF32 : d;
+}
 
 void batch_norm(NodeCtx& n) {
   GraphBuilder& b = n.b;
@@ -85,7 +88,8 @@ void instance_norm(NodeCtx& n) {
   ValueId d = b.sub(x, mean_over(n, x, axes));
   ValueId var = mean_over(n, b.mul(d, d), axes);
   ValueId y = b.div(d, b.unary("sqrt", b.add(var, full_like(b, var, eps))));
-  y = b.add(b.mul(y, per_channel(b, b.convert(n.x(1), ct), y)), per_channel(b, b.convert(n.x(2), ct), y));
+  y = b.add(b.mul(y, per_channel(b, b.convert(n.x(1), ct), y)),
+            per_channel(b, b.convert(n.x(2), ct), y));
   n.out(0, b.convert(y, dt));
 }
 
@@ -130,7 +134,8 @@ void group_norm(NodeCtx& n) {
   ValueId x = b.reshape(b.convert(n.x(0), ct), Shape{s[0], g, rest});
   ValueId d = b.sub(x, mean_over(n, x, {2}));
   ValueId var = mean_over(n, b.mul(d, d), {2});
-  ValueId y = b.reshape(b.div(d, b.unary("sqrt", b.add(var, full_like(b, var, eps)))), Shape(s.begin(), s.end()));
+  ValueId y = b.reshape(b.div(d, b.unary("sqrt", b.add(var, full_like(b, var, eps)))),
+                        Shape(s.begin(), s.end()));
   auto vec = [&](int i) {
     ValueId v = b.convert(n.x(i), ct);
     int64_t len = static_shape(n, n.type(i), "scale and bias").at(0);
@@ -159,7 +164,8 @@ void rms_norm(NodeCtx& n) {
 
 void mvn(NodeCtx& n) {
   GraphBuilder& b = n.b;
-  std::vector<int64_t> axes = n.has_attr("axes") ? n.attr_ints("axes") : std::vector<int64_t>{0, 2, 3};
+  std::vector<int64_t> axes =
+      n.has_attr("axes") ? n.attr_ints("axes") : std::vector<int64_t>{0, 2, 3};
   axes = norm_axes(n, axes, n.rank(0));
   ValueId x = n.x(0);
   ValueId mean = mean_over(n, x, axes);
@@ -176,9 +182,12 @@ void lp_norm(NodeCtx& n) {
   ValueId x = n.x(0);
   ValueId norm;
   Shape s = n.shape(0);
-  if (p == 1) norm = b.reduce(b.unary("abs", x), {axis}, ReduceKind::kSum);
-  else if (p == 2) norm = b.unary("sqrt", b.reduce(b.mul(x, x), {axis}, ReduceKind::kSum));
-  else n.failf("p = {} is not supported (1 or 2)", p);
+  if (p == 1)
+    norm = b.reduce(b.unary("abs", x), {axis}, ReduceKind::kSum);
+  else if (p == 2)
+    norm = b.unary("sqrt", b.reduce(b.mul(x, x), {axis}, ReduceKind::kSum));
+  else
+    n.failf("p = {} is not supported (1 or 2)", p);
   // A zero norm gives 0, as onnx.reference does, rather than 0/0.
   ValueId nb = bcast_back(b, norm, s, {axis});
   ValueId zero = full_like(b, nb, 0.0);
@@ -191,7 +200,8 @@ void lrn(NodeCtx& n) {
   auto s = static_shape(n, n.type(0), "the input");
   int64_t size = n.attr_i("size", 0), C = s.at(1);
   if (size <= 0) n.fail("size must be positive");
-  double alpha = n.attr_f("alpha", 1e-4f), beta = n.attr_f("beta", 0.75f), bias = n.attr_f("bias", 1.0f);
+  double alpha = n.attr_f("alpha", 1e-4f), beta = n.attr_f("beta", 0.75f),
+         bias = n.attr_f("bias", 1.0f);
   ValueId x = n.x(0);
   ValueId sq = b.mul(x, x);
   int64_t lo = (size - 1) / 2, hi = size - 1 - lo;

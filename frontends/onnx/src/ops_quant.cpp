@@ -3,8 +3,8 @@
 // even and saturation, as onnx.reference computes them.
 #include <cmath>
 
-#include "op_util.h"
 #include "carried_types.h"
+#include "op_util.h"
 #include "proto_io.h"
 
 namespace rlx::onnx {
@@ -13,11 +13,16 @@ namespace {
 
 std::pair<double, double> int_range(const NodeCtx& n, DType d) {
   switch (d) {
-    case DType::kU8: return {0, 255};
-    case DType::kI8: return {-128, 127};
-    case DType::kI16: return {-32768, 32767};
-    case DType::kI32: return {-2147483648.0, 2147483647.0};
-    default: n.failf("quantized dtype {} is not supported", dtype_name(d));
+    case DType::kU8:
+      return {0, 255};
+    case DType::kI8:
+      return {-128, 127};
+    case DType::kI16:
+      return {-32768, 32767};
+    case DType::kI32:
+      return {-2147483648.0, 2147483647.0};
+    default:
+      n.failf("quantized dtype {} is not supported", dtype_name(d));
   }
 }
 
@@ -29,12 +34,14 @@ ValueId spread(NodeCtx& n, ValueId p, const Shape& xs, int64_t axis, int64_t blo
   if (single && block == 0) return b.broadcast_in_dim(b.reshape(p, Shape{}), xs, {});
   if (block > 0) {
     // [.., ceil(D / block), ..] -> repeat each entry block times along axis -> slice to D.
-    if (!xs[axis].is_static() || !ps[axis].is_static()) n.fail("blocked quantization needs static dims");
+    if (!xs[axis].is_static() || !ps[axis].is_static())
+      n.fail("blocked quantization needs static dims");
     int64_t blocks = ps[axis].value, D = xs[axis].value;
     Shape wide = ps;
     wide.insert(wide.begin() + axis + 1, Dim(block));
     IntList dims;
-    for (int64_t i = 0; i < static_cast<int64_t>(ps.size()); ++i) dims.push_back(i <= axis ? i : i + 1);
+    for (int64_t i = 0; i < static_cast<int64_t>(ps.size()); ++i)
+      dims.push_back(i <= axis ? i : i + 1);
     ValueId w = b.broadcast_in_dim(p, wide, dims);
     Shape flat = ps;
     flat[axis] = blocks * block;
@@ -50,7 +57,8 @@ ValueId spread(NodeCtx& n, ValueId p, const Shape& xs, int64_t axis, int64_t blo
   return b.broadcast_to(p, xs);
 }
 
-ValueId quantize(NodeCtx& n, ValueId x, ValueId scale, std::optional<ValueId> zp, DType out, int64_t axis, int64_t block) {
+ValueId quantize(NodeCtx& n, ValueId x, ValueId scale, std::optional<ValueId> zp, DType out,
+                 int64_t axis, int64_t block) {
   GraphBuilder& b = n.b;
   Shape xs = b.type(x).shape;
   ValueId xf = b.convert(x, DType::kF32);
@@ -77,7 +85,8 @@ void quantize_linear(NodeCtx& n) {
   int64_t block = n.attr_i("block_size", 0);
   int out_t = ::onnx::TensorProto::UINT8;
   if (n.has(2)) out_t = n.in(2)->onnx_type ? n.in(2)->onnx_type : onnx_from_dtype(n.dtype(2));
-  if (n.has_attr("output_dtype") && n.attr_i("output_dtype", 0)) out_t = static_cast<int>(n.attr_i("output_dtype", 0));
+  if (n.has_attr("output_dtype") && n.attr_i("output_dtype", 0))
+    out_t = static_cast<int>(n.attr_i("output_dtype", 0));
   std::optional<ValueId> zp = n.has(2) ? std::optional<ValueId>(n.x(2)) : std::nullopt;
   if (auto c = carried_type(out_t)) {
     ValueId y;
@@ -149,11 +158,14 @@ void dynamic_quantize(NodeCtx& n) {
 }
 
 // (q - zero) in i32.
-ValueId centered(GraphBuilder& b, ValueId q, ValueId zp, const Shape& s, std::optional<int64_t> axis) {
+ValueId centered(GraphBuilder& b, ValueId q, ValueId zp, const Shape& s,
+                 std::optional<int64_t> axis) {
   ValueId z = b.convert(zp, DType::kI32);
   Shape zs = b.type(z).shape;
-  if (zs.size() == 1 && axis && !(zs[0] == Dim(1))) z = b.broadcast_in_dim(z, s, {*axis});
-  else z = b.broadcast_in_dim(b.reshape(z, Shape{}), s, {});
+  if (zs.size() == 1 && axis && !(zs[0] == Dim(1)))
+    z = b.broadcast_in_dim(z, s, {*axis});
+  else
+    z = b.broadcast_in_dim(b.reshape(z, Shape{}), s, {});
   return b.sub(b.convert(q, DType::kI32), z);
 }
 

@@ -25,7 +25,8 @@ std::optional<std::vector<int64_t>> reduce_axes(NodeCtx& n, int input_since) {
   return norm_axes(n, axes, r);
 }
 
-ValueId keep_or_drop(NodeCtx& n, ValueId reduced, const Shape& in, const std::vector<int64_t>& axes, bool keep) {
+ValueId keep_or_drop(NodeCtx& n, ValueId reduced, const Shape& in, const std::vector<int64_t>& axes,
+                     bool keep) {
   if (!keep) return reduced;
   Shape s = in;
   for (int64_t a : axes) s[a] = 1;
@@ -47,8 +48,8 @@ ValueId reduce_with(GraphBuilder& b, ValueId x, const std::vector<int64_t>& axes
 }
 
 // Host reduction of a known integer tensor (ReduceProd(Shape(x)) is the element count).
-std::optional<SymTensor> fold_reduce(const SymTensor& s, const std::vector<int64_t>& axes, bool keep,
-                                     const std::string& kind) {
+std::optional<SymTensor> fold_reduce(const SymTensor& s, const std::vector<int64_t>& axes,
+                                     bool keep, const std::string& kind) {
   int64_t r = static_cast<int64_t>(s.shape.size());
   std::vector<int64_t> out_shape, kept;
   for (int64_t i = 0; i < r; ++i) {
@@ -63,11 +64,16 @@ std::optional<SymTensor> fold_reduce(const SymTensor& s, const std::vector<int64
     int64_t o = 0;
     for (int64_t d = 0; d < r; ++d) o = o * kept[d] + (kept[d] == 1 ? 0 : idx[d]);
     const SymInt& v = s.v[k];
-    if (!acc[o]) acc[o] = v;
-    else if (kind == "sum") acc[o] = sym_add(*acc[o], v);
-    else if (kind == "prod") acc[o] = sym_mul(*acc[o], v);
-    else if (kind == "max") acc[o] = sym_max(*acc[o], v);
-    else acc[o] = sym_min(*acc[o], v);
+    if (!acc[o])
+      acc[o] = v;
+    else if (kind == "sum")
+      acc[o] = sym_add(*acc[o], v);
+    else if (kind == "prod")
+      acc[o] = sym_mul(*acc[o], v);
+    else if (kind == "max")
+      acc[o] = sym_max(*acc[o], v);
+    else
+      acc[o] = sym_min(*acc[o], v);
     if (!acc[o]) return std::nullopt;
     for (int64_t d = r - 1; d >= 0; --d) {
       if (++idx[d] < s.shape[d]) break;
@@ -79,9 +85,12 @@ std::optional<SymTensor> fold_reduce(const SymTensor& s, const std::vector<int64
   out.shape = keep ? kept : out_shape;
   for (auto& a : acc) {
     if (!a) {
-      if (kind == "sum") a = SymInt(0);
-      else if (kind == "prod") a = SymInt(1);
-      else return std::nullopt;
+      if (kind == "sum")
+        a = SymInt(0);
+      else if (kind == "prod")
+        a = SymInt(1);
+      else
+        return std::nullopt;
     }
     out.v.push_back(*a);
   }
@@ -90,13 +99,17 @@ std::optional<SymTensor> fold_reduce(const SymTensor& s, const std::vector<int64
 
 void reduce_op(OpTable& t, const char* name, int input_since,
                std::function<ValueId(NodeCtx&, ValueId, const std::vector<int64_t>&)> f) {
-  std::string kind = name == std::string("ReduceSum") ? "sum" : name == std::string("ReduceProd") ? "prod"
-                     : name == std::string("ReduceMax") ? "max" : name == std::string("ReduceMin") ? "min" : "";
+  std::string kind = name == std::string("ReduceSum")    ? "sum"
+                     : name == std::string("ReduceProd") ? "prod"
+                     : name == std::string("ReduceMax")  ? "max"
+                     : name == std::string("ReduceMin")  ? "min"
+                                                         : "";
   t[name] = [f, input_since, kind](NodeCtx& n) {
     auto axes = reduce_axes(n, input_since);
     if (!axes) return n.out_val(0, *n.in(0));
     if (auto s = n.sym(0); s && !kind.empty() && s->dtype != DType::kBool)
-      if (auto r = fold_reduce(*s, *axes, n.attr_i("keepdims", 1) != 0, kind)) return n.out_sym(0, *r);
+      if (auto r = fold_reduce(*s, *axes, n.attr_i("keepdims", 1) != 0, kind))
+        return n.out_sym(0, *r);
     ValueId x = n.x(0);
     Shape in = n.shape(0);
     bool keep = n.attr_i("keepdims", 1) != 0;
@@ -104,7 +117,8 @@ void reduce_op(OpTable& t, const char* name, int input_since,
   };
 }
 
-ValueId bcast_back(GraphBuilder& b, ValueId reduced, const Shape& full, const std::vector<int64_t>& axes) {
+ValueId bcast_back(GraphBuilder& b, ValueId reduced, const Shape& full,
+                   const std::vector<int64_t>& axes) {
   IntList dims;
   for (int64_t i = 0; i < static_cast<int64_t>(full.size()); ++i)
     if (std::find(axes.begin(), axes.end(), i) == axes.end()) dims.push_back(i);
@@ -125,7 +139,8 @@ std::vector<int64_t> softmax_axes(NodeCtx& n) {
 ValueId arg_reduce(NodeCtx& n, ValueId x, int64_t axis, bool is_max, bool last) {
   GraphBuilder& b = n.b;
   Shape s = b.type(x).shape;
-  ValueId m = bcast_back(b, reduce_with(b, x, {axis}, is_max ? ReduceKind::kMax : ReduceKind::kMin), s, {axis});
+  ValueId m = bcast_back(b, reduce_with(b, x, {axis}, is_max ? ReduceKind::kMax : ReduceKind::kMin),
+                         s, {axis});
   ValueId hit = b.binary("eq", x, m);
   ValueId idx = iota(b, s, axis);
   ValueId len = b.broadcast_in_dim(n.dim_size(x, axis), s, {});
@@ -194,7 +209,8 @@ void topk(NodeCtx& n) {
   sel.push_back(len);  // [..., p, i]
   ValueId ri = b.broadcast_in_dim(rank, sel, dj);
   ValueId hit = b.binary("eq", ri, iota(b, sel, r - 1));
-  ValueId idx = b.reduce(b.select(hit, iota(b, sel, r), full_like(b, ri, 0.0)), {r}, ReduceKind::kSum);
+  ValueId idx =
+      b.reduce(b.select(hit, iota(b, sel, r), full_like(b, ri, 0.0)), {r}, ReduceKind::kSum);
   // Values: gather each row's selected elements through flat offsets.
   Shape out = ts;
   out.back() = k;
@@ -213,13 +229,22 @@ void topk(NodeCtx& n) {
 
 void register_reduce_ops(OpTable& t) {
   using Axes = std::vector<int64_t>;
-  reduce_op(t, "ReduceSum", 13, [](NodeCtx& n, ValueId x, const Axes& a) { return n.b.reduce(x, a, ReduceKind::kSum); });
-  reduce_op(t, "ReduceMax", 18, [](NodeCtx& n, ValueId x, const Axes& a) { return reduce_with(n.b, x, a, ReduceKind::kMax); });
-  reduce_op(t, "ReduceMin", 18, [](NodeCtx& n, ValueId x, const Axes& a) { return reduce_with(n.b, x, a, ReduceKind::kMin); });
-  reduce_op(t, "ReduceProd", 18, [](NodeCtx& n, ValueId x, const Axes& a) { return n.b.reduce(x, a, ReduceKind::kProd); });
+  reduce_op(t, "ReduceSum", 13, [](NodeCtx& n, ValueId x, const Axes& a) {
+    return n.b.reduce(x, a, ReduceKind::kSum);
+  });
+  reduce_op(t, "ReduceMax", 18, [](NodeCtx& n, ValueId x, const Axes& a) {
+    return reduce_with(n.b, x, a, ReduceKind::kMax);
+  });
+  reduce_op(t, "ReduceMin", 18, [](NodeCtx& n, ValueId x, const Axes& a) {
+    return reduce_with(n.b, x, a, ReduceKind::kMin);
+  });
+  reduce_op(t, "ReduceProd", 18, [](NodeCtx& n, ValueId x, const Axes& a) {
+    return n.b.reduce(x, a, ReduceKind::kProd);
+  });
   reduce_op(t, "ReduceMean", 18, [](NodeCtx& n, ValueId x, const Axes& a) {
     ValueId s = n.b.reduce(x, a, ReduceKind::kSum);
-    return n.b.div(s, n.b.broadcast_in_dim(count_of(n, x, a, n.b.type(x).dtype), n.b.type(s).shape, {}));
+    return n.b.div(
+        s, n.b.broadcast_in_dim(count_of(n, x, a, n.b.type(x).dtype), n.b.type(s).shape, {}));
   });
   reduce_op(t, "ReduceL1", 18, [](NodeCtx& n, ValueId x, const Axes& a) {
     return n.b.reduce(n.b.unary("abs", x), a, ReduceKind::kSum);
@@ -287,7 +312,8 @@ void register_reduce_ops(OpTable& t) {
   auto cumulative = [](bool product) {
     return [product](NodeCtx& n) {
       int64_t axis = n.norm_axis(n.need_int(1, "axis"), n.rank(0));
-      n.out(0, scan(n, n.x(0), axis, n.attr_i("exclusive", 0) != 0, n.attr_i("reverse", 0) != 0, product));
+      n.out(0, scan(n, n.x(0), axis, n.attr_i("exclusive", 0) != 0, n.attr_i("reverse", 0) != 0,
+                    product));
     };
   };
   t["CumSum"] = cumulative(false);

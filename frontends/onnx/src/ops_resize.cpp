@@ -42,8 +42,9 @@ std::vector<double> coeffs(const Params& p, double ratio, double scale) {
   double A = p.cubic_a;
   if (!p.antialias) {
     double r1 = ratio + 1, q = 1 - ratio, q1 = q + 1;
-    return {((A * r1 - 5 * A) * r1 + 8 * A) * r1 - 4 * A, ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1,
-            ((A + 2) * q - (A + 3)) * q * q + 1, ((A * q1 - 5 * A) * q1 + 8 * A) * q1 - 4 * A};
+    return {((A * r1 - 5 * A) * r1 + 8 * A) * r1 - 4 * A,
+            ((A + 2) * ratio - (A + 3)) * ratio * ratio + 1, ((A + 2) * q - (A + 3)) * q * q + 1,
+            ((A * q1 - 5 * A) * q1 + 8 * A) * q1 - 4 * A};
   }
   double s = std::min(scale, 1.0);
   auto k = [A](double x) {
@@ -87,21 +88,28 @@ struct AxisPlan {
   int64_t taps = 0;
 };
 
-AxisPlan plan_axis(const Params& p, int64_t in, int64_t out, double scale, double roi_lo, double roi_hi) {
+AxisPlan plan_axis(const Params& p, int64_t in, int64_t out, double scale, double roi_lo,
+                   double roi_hi) {
   AxisPlan plan;
   double out_w = scale * in;
   for (int64_t x = 0; x < out; ++x) {
     double xo;
     const std::string& m = p.coord;
-    if (m == "align_corners") xo = out_w == 1 ? 0 : x * (in - 1) / (out_w - 1);
-    else if (m == "asymmetric") xo = x / scale;
+    if (m == "align_corners")
+      xo = out_w == 1 ? 0 : x * (in - 1) / (out_w - 1);
+    else if (m == "asymmetric")
+      xo = x / scale;
     else if (m == "tf_crop_and_resize")
-      xo = (out_w == 1 ? (roi_hi - roi_lo) * (in - 1) / 2 : x * (roi_hi - roi_lo) * (in - 1) / (out_w - 1)) + roi_lo * (in - 1);
-    else if (m == "pytorch_half_pixel") xo = out_w == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+      xo = (out_w == 1 ? (roi_hi - roi_lo) * (in - 1) / 2
+                       : x * (roi_hi - roi_lo) * (in - 1) / (out_w - 1)) +
+           roi_lo * (in - 1);
+    else if (m == "pytorch_half_pixel")
+      xo = out_w == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
     else if (m == "half_pixel_symmetric") {
       double adj = out / out_w, center = in / 2.0;
       xo = center * (1 - adj) + (x + 0.5) / scale - 0.5;
-    } else xo = (x + 0.5) / scale - 0.5;
+    } else
+      xo = (x + 0.5) / scale - 0.5;
     bool extra = m == "tf_crop_and_resize" && (xo < 0 || xo > in - 1);
     plan.extrapolate.push_back(extra);
     double fl = std::floor(xo);
@@ -126,12 +134,14 @@ AxisPlan plan_axis(const Params& p, int64_t in, int64_t out, double scale, doubl
   return plan;
 }
 
-ValueId apply_axis(NodeCtx& n, ValueId x, int64_t axis, const AxisPlan& plan, int64_t out, const Params& p) {
+ValueId apply_axis(NodeCtx& n, ValueId x, int64_t axis, const AxisPlan& plan, int64_t out,
+                   const Params& p) {
   GraphBuilder& b = n.b;
   TensorType t = b.type(x);
   int64_t taps = plan.taps;
   // Nearest (one-hot weights): a single gather of the chosen tap.
-  bool one_hot = std::all_of(plan.w.begin(), plan.w.end(), [](double v) { return v == 0 || v == 1; });
+  bool one_hot =
+      std::all_of(plan.w.begin(), plan.w.end(), [](double v) { return v == 0 || v == 1; });
   ValueId y;
   if (one_hot) {
     std::vector<int64_t> pick;
@@ -172,7 +182,8 @@ void resize(NodeCtx& n, bool upsample) {
   Params p;
   p.mode = n.attr_s("mode", "nearest");
   if (p.mode == "bilinear" || p.mode == "trilinear") p.mode = "linear";
-  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") n.failf("mode '{}' is not supported", p.mode);
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic")
+    n.failf("mode '{}' is not supported", p.mode);
   if (upsample || n.opset < 11) {
     p.coord = "asymmetric";
     p.nearest = "floor";
@@ -223,7 +234,8 @@ void resize(NodeCtx& n, bool upsample) {
     for (size_t i = 0; i < axes.size(); ++i)
       if (sizes[i] <= 0 || in[axes[i]] <= 0) n.fail("sizes and resized dims must be positive");
     std::vector<double> f(r, 1.0);
-    for (size_t i = 0; i < axes.size(); ++i) f[axes[i]] = static_cast<double>(sizes[i]) / in[axes[i]];
+    for (size_t i = 0; i < axes.size(); ++i)
+      f[axes[i]] = static_cast<double>(sizes[i]) / in[axes[i]];
     std::string policy = n.attr_s("keep_aspect_ratio_policy", "stretch");
     if (policy == "stretch") {
       scales = f;
@@ -239,7 +251,8 @@ void resize(NodeCtx& n, bool upsample) {
       }
     }
   } else {
-    if (sc.size() != axes.size()) n.failf("scales has {} entries for {} axes", sc.size(), axes.size());
+    if (sc.size() != axes.size())
+      n.failf("scales has {} entries for {} axes", sc.size(), axes.size());
     for (size_t i = 0; i < axes.size(); ++i) {
       if (!(sc[i] > 0 && sc[i] * in[axes[i]] < 1e12)) n.fail("scales must be positive and finite");
       scales[axes[i]] = sc[i];
@@ -251,7 +264,8 @@ void resize(NodeCtx& n, bool upsample) {
     bool identity = out[a] == in[a] && scales[a] == 1.0 && p.coord != "tf_crop_and_resize";
     if (identity) continue;
     if (out[a] <= 0) n.fail("the output would be empty");
-    if (p.antialias && scales[a] < 1e-4) n.fail("antialiasing a downscale beyond 1/10000 is not supported");
+    if (p.antialias && scales[a] < 1e-4)
+      n.fail("antialiasing a downscale beyond 1/10000 is not supported");
     n.check_count(out[a] * 8 + in[a], "the resize taps");
     AxisPlan plan = plan_axis(p, in[a], out[a], scales[a], roi_lo[a], roi_hi[a]);
     x = apply_axis(n, x, a, plan, out[a], p);

@@ -25,7 +25,8 @@ ValueId apply(GraphBuilder& b, const Act& a, ValueId x) {
   if (f == "ScaledTanh") return b.mul(c(a.alpha), b.unary("tanh", b.mul(x, c(a.beta))));
   if (f == "HardSigmoid")
     return b.binary("max", c(0), b.binary("min", c(1), b.add(b.mul(x, c(a.alpha)), c(a.beta))));
-  if (f == "Elu") return b.select(b.binary("lt", x, c(0)), b.mul(c(a.alpha), b.sub(b.unary("exp", x), c(1))), x);
+  if (f == "Elu")
+    return b.select(b.binary("lt", x, c(0)), b.mul(c(a.alpha), b.sub(b.unary("exp", x), c(1))), x);
   if (f == "Softsign") return b.div(x, b.add(c(1), b.unary("abs", x)));
   if (f == "Softplus") return b.unary("log", b.add(b.unary("exp", x), c(1)));
   throw_user_error("activation '" + f + "' is not supported");
@@ -79,8 +80,9 @@ void rnn_family(NodeCtx& n, const std::string& kind) {
   const auto* al = n.attr("activations");
   auto alpha = n.attr_floats("activation_alpha"), beta = n.attr_floats("activation_beta");
   std::vector<std::string> defaults = kind == "RNN" ? std::vector<std::string>{"Tanh"}
-                                      : kind == "GRU" ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                      : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+                                      : kind == "GRU"
+                                          ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                          : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
   for (int i = 0; i < per * dirs; ++i) {
     Act a;
     a.name = al && i < al->strings_size() ? al->strings(i) : defaults[i % per];
@@ -95,11 +97,10 @@ void rnn_family(NodeCtx& n, const std::string& kind) {
   ValueId X = n.x(0);
   if (bf) X = b.transpose(X, {1, 0, 2});  // [T, B, I]
   ValueId W = n.x(1), R = n.x(2);
-  std::optional<ValueId> Bias = n.has(3) ? std::optional<ValueId>(n.x(3)) : std::nullopt;
-  std::optional<ValueId> lens = n.has(4) ? std::optional<ValueId>(b.convert(n.x(4), DType::kI64)) : std::nullopt;
-  std::optional<ValueId> h0 = n.has(5) ? std::optional<ValueId>(n.x(5)) : std::nullopt;
-  std::optional<ValueId> c0 = kind == "LSTM" && n.has(6) ? std::optional<ValueId>(n.x(6)) : std::nullopt;
-  std::optional<ValueId> P = kind == "LSTM" && n.has(7) ? std::optional<ValueId>(n.x(7)) : std::nullopt;
+  // Optional inputs; kNoValue when absent.
+  auto opt = [&](int i, bool applies = true) { return applies && n.has(i) ? n.x(i) : kNoValue; };
+  ValueId Bias = opt(3), h0 = opt(5), c0 = opt(6, kind == "LSTM"), P = opt(7, kind == "LSTM");
+  ValueId lens = n.has(4) ? b.convert(n.x(4), DType::kI64) : kNoValue;
   bool lbr = n.attr_i("linear_before_reset", 0) != 0;
   DType dt = n.dtype(0);
   Shape bh{B, H};
@@ -109,17 +110,17 @@ void rnn_family(NodeCtx& n, const std::string& kind) {
     bool reverse = dir == "reverse" || d == 1;
     ValueId w = r.dir_slice(W, d), rr = r.dir_slice(R, d);
     std::optional<ValueId> wb, rb;
-    if (Bias) {
-      ValueId bb = r.dir_slice(*Bias, d);
+    if (Bias != kNoValue) {
+      ValueId bb = r.dir_slice(Bias, d);
       std::vector<int64_t> lo, hi;
       for (int64_t i = 0; i < gates * H; ++i) lo.push_back(i), hi.push_back(gates * H + i);
       wb = b.broadcast_in_dim(take(b, bb, 0, lo), Shape{B, gates * H}, {1});
       rb = b.broadcast_in_dim(take(b, bb, 0, hi), Shape{B, gates * H}, {1});
     }
-    ValueId h = h0 ? r.dir_slice(*h0, d) : b.broadcast_in_dim(b.scalar(dt, 0), bh, {});
-    ValueId c = c0 ? r.dir_slice(*c0, d) : b.broadcast_in_dim(b.scalar(dt, 0), bh, {});
+    ValueId h = h0 != kNoValue ? r.dir_slice(h0, d) : b.broadcast_in_dim(b.scalar(dt, 0), bh, {});
+    ValueId c = c0 != kNoValue ? r.dir_slice(c0, d) : b.broadcast_in_dim(b.scalar(dt, 0), bh, {});
     auto peep = [&](int k) {
-      ValueId p = r.dir_slice(*P, d);
+      ValueId p = r.dir_slice(P, d);
       std::vector<int64_t> idx;
       for (int64_t i = 0; i < H; ++i) idx.push_back(k * H + i);
       return b.broadcast_in_dim(take(b, p, 0, idx), bh, {1});
@@ -155,18 +156,22 @@ void rnn_family(NodeCtx& n, const std::string& kind) {
       } else {
         ValueId gi = b.add(r.gate(xg, 0), r.gate(hg, 0)), go = b.add(r.gate(xg, 1), r.gate(hg, 1));
         ValueId gf = b.add(r.gate(xg, 2), r.gate(hg, 2)), gc = b.add(r.gate(xg, 3), r.gate(hg, 3));
-        if (P) gi = b.add(gi, b.mul(peep(0), c)), gf = b.add(gf, b.mul(peep(2), c));
+        if (P != kNoValue) gi = b.add(gi, b.mul(peep(0), c)), gf = b.add(gf, b.mul(peep(2), c));
         ValueId it = apply(b, act[0], r.clipped(gi)), ft = apply(b, act[0], r.clipped(gf));
         ValueId ct = apply(b, act[1], r.clipped(gc));
         c_new = b.add(b.mul(ft, c), b.mul(it, ct));
-        if (P) go = b.add(go, b.mul(peep(1), c_new));
+        if (P != kNoValue) go = b.add(go, b.mul(peep(1), c_new));
         ValueId ot = apply(b, act[0], r.clipped(go));
         h_new = b.mul(ot, apply(b, act[2], c_new));
       }
       ValueId y = h_new;
-      if (lens) {
+      if (lens != kNoValue) {
         // Steps past a row's length keep its state and output zeros.
-        ValueId live = b.binary("lt", b.broadcast_in_dim(b.constant(Tensor::from<int64_t>(DType::kI64, {}, {t})), Shape{B}, {}), *lens);
+        ValueId live =
+            b.binary("lt",
+                     b.broadcast_in_dim(b.constant(Tensor::from<int64_t>(DType::kI64, {}, {t})),
+                                        Shape{B}, {}),
+                     lens);
         live = b.broadcast_in_dim(live, bh, {0});
         h_new = b.select(live, h_new, h);
         c_new = b.select(live, c_new, c);

@@ -2,8 +2,8 @@
 // import time (the shape-computation subgraphs exporters emit), symbolic dims included.
 #include <cmath>
 
-#include "op_util.h"
 #include "carried_types.h"
+#include "op_util.h"
 #include "proto_io.h"
 #include "rlx/core/half.h"
 
@@ -46,13 +46,14 @@ Shape reshape_target(NodeCtx& n, const Shape& in, const std::vector<SymInt>& spe
       out[infer] = SymInt(0);
     } else {
       auto q = sym_div(total, known);
-      if (!q) n.failf("cannot infer the -1 entry: {} elements do not divide by {}", total.str(), known.str());
+      if (!q)
+        n.failf("cannot infer the -1 entry: {} elements do not divide by {}", total.str(),
+                known.str());
       out[infer] = *q;
     }
   }
   Shape s = shape_from_syms(n, out, "the target shape");
-  if (!same_num_elements(in, s))
-    n.failf("cannot reshape {} to {}", shape_str(in), shape_str(s));
+  if (!same_num_elements(in, s)) n.failf("cannot reshape {} to {}", shape_str(in), shape_str(s));
   return s;
 }
 
@@ -63,7 +64,8 @@ void reshape_to(NodeCtx& n, const Shape& target) {
 }
 
 std::vector<int64_t> axes_operand(NodeCtx& n, int since_opset, int input, const char* what) {
-  if (n.opset >= since_opset) return n.has(input) ? n.need_ints(input, what) : std::vector<int64_t>{};
+  if (n.opset >= since_opset)
+    return n.has(input) ? n.need_ints(input, what) : std::vector<int64_t>{};
   return n.attr_ints("axes");
 }
 
@@ -97,8 +99,10 @@ void cast_to(NodeCtx& n, DType to) {
   if (auto s = n.sym(0); s && (is_integer(to) || to == DType::kBool) && n.in(0)->sym) {
     bool ok = true;
     for (auto& e : s->v) {
-      if (e.is_static()) e = SymInt(wrap_int(to, e.coef));
-      else ok = ok && to != DType::kBool;
+      if (e.is_static())
+        e = SymInt(wrap_int(to, e.coef));
+      else
+        ok = ok && to != DType::kBool;
     }
     if (ok) {
       s->dtype = to;
@@ -106,16 +110,27 @@ void cast_to(NodeCtx& n, DType to) {
     }
   }
   // Small float constants convert on the host, so constant chains (Cast -> Range) stay known.
-  if (auto k = n.konst(0); k && k->numel() <= kMaxSymElements && k->dtype() != DType::kC64 && to != DType::kC64) {
+  if (auto k = n.konst(0);
+      k && k->numel() <= kMaxSymElements && k->dtype() != DType::kC64 && to != DType::kC64) {
     Tensor out(to, k->shape());
     for (int64_t i = 0; i < k->numel(); ++i) {
       double v = k->scalar_at(i);
       switch (to) {
-        case DType::kF32: out.as<float>()[i] = static_cast<float>(v); break;
-        case DType::kF64: out.as<double>()[i] = v; break;
-        case DType::kF16: out.as<uint16_t>()[i] = f32_to_f16(static_cast<float>(v)); break;
-        case DType::kBF16: out.as<uint16_t>()[i] = f32_to_bf16(static_cast<float>(v)); break;
-        case DType::kBool: out.as<uint8_t>()[i] = v != 0; break;
+        case DType::kF32:
+          out.as<float>()[i] = static_cast<float>(v);
+          break;
+        case DType::kF64:
+          out.as<double>()[i] = v;
+          break;
+        case DType::kF16:
+          out.as<uint16_t>()[i] = f32_to_f16(static_cast<float>(v));
+          break;
+        case DType::kBF16:
+          out.as<uint16_t>()[i] = f32_to_bf16(static_cast<float>(v));
+          break;
+        case DType::kBool:
+          out.as<uint8_t>()[i] = v != 0;
+          break;
         default: {
           // float -> integer truncates toward zero (NaN -> 0), then wraps, like the kernels.
           int64_t iv = k->dtype() == DType::kI64 ? k->as<int64_t>()[i]
@@ -207,7 +222,8 @@ void register_shape_ops(OpTable& t) {
     int64_t r = static_cast<int64_t>(s.size());
     int64_t axis = n.attr_i("axis", 1);
     if (axis < 0) axis += r;
-    if (axis < 0 || axis > r) n.failf("axis {} is out of range for rank {}", n.attr_i("axis", 1), r);
+    if (axis < 0 || axis > r)
+      n.failf("axis {} is out of range for rank {}", n.attr_i("axis", 1), r);
     Shape lead(s.begin(), s.begin() + axis), tail(s.begin() + axis, s.end());
     reshape_to(n, Shape{dim_product(lead), dim_product(tail)});
   };
@@ -237,8 +253,10 @@ void register_shape_ops(OpTable& t) {
     Shape out;
     size_t k = 0;
     for (int64_t i = 0; i < r; ++i) {
-      if (std::find(axes.begin(), axes.end(), i) != axes.end()) out.push_back(1);
-      else out.push_back(s.at(k++));
+      if (std::find(axes.begin(), axes.end(), i) != axes.end())
+        out.push_back(1);
+      else
+        out.push_back(s.at(k++));
     }
     reshape_to(n, out);
   };
@@ -247,7 +265,8 @@ void register_shape_ops(OpTable& t) {
     std::vector<int64_t> perm = n.attr_ints("perm");
     if (!n.has_attr("perm"))
       for (int64_t i = r - 1; i >= 0; --i) perm.push_back(i);
-    if (static_cast<int64_t>(perm.size()) != r) n.failf("perm has {} entries for rank {}", perm.size(), r);
+    if (static_cast<int64_t>(perm.size()) != r)
+      n.failf("perm has {} entries for rank {}", perm.size(), r);
     for (int64_t& p : perm) p = n.norm_axis(p, r);
     bool identity = true;
     for (int64_t i = 0; i < r; ++i) identity = identity && perm[i] == i;
@@ -303,7 +322,8 @@ void register_shape_ops(OpTable& t) {
       SymTensor shape_src;
       shape_src.shape = as_static(n, out, "the result");
       shape_src.v.assign(num_elements(shape_src.shape), SymInt(0));
-      if (auto r = fold_binary(*s, shape_src, s->dtype, [](const SymInt& a, const SymInt&) { return a; }))
+      if (auto r = fold_binary(*s, shape_src, s->dtype,
+                               [](const SymInt& a, const SymInt&) { return a; }))
         return n.out_sym(0, *r);
     }
     n.out(0, n.b.broadcast_to(n.x(0), out));
@@ -311,7 +331,8 @@ void register_shape_ops(OpTable& t) {
   t["Tile"] = [](NodeCtx& n) {
     auto reps = n.need_ints(1, "repeats");
     const Shape& s = n.shape(0);
-    if (reps.size() != s.size()) n.failf("repeats has {} entries for rank {}", reps.size(), s.size());
+    if (reps.size() != s.size())
+      n.failf("repeats has {} entries for rank {}", reps.size(), s.size());
     Shape wide, spread, out;
     IntList dims;
     for (size_t i = 0; i < s.size(); ++i) {
@@ -347,14 +368,32 @@ void register_shape_ops(OpTable& t) {
       Tensor out(dt, {count});
       for (int64_t i = 0; i < count; ++i) {
         switch (dt) {
-          case DType::kF32: out.as<float>()[i] = static_cast<float>(start->as<float>()[0] + i * delta->as<float>()[0]); break;
-          case DType::kF64: out.as<double>()[i] = s0 + i * d; break;
-          case DType::kI64: out.as<int64_t>()[i] = start->as<int64_t>()[0] + i * delta->as<int64_t>()[0]; break;
-          case DType::kI32: out.as<int32_t>()[i] = static_cast<int32_t>(start->as<int32_t>()[0] + i * delta->as<int32_t>()[0]); break;
-          case DType::kI16: out.as<int16_t>()[i] = static_cast<int16_t>(start->as<int16_t>()[0] + i * delta->as<int16_t>()[0]); break;
-          case DType::kF16: out.as<uint16_t>()[i] = f32_to_f16(static_cast<float>(s0 + i * d)); break;
-          case DType::kBF16: out.as<uint16_t>()[i] = f32_to_bf16(static_cast<float>(s0 + i * d)); break;
-          default: n.failf("dtype {} is not supported", dtype_name(dt));
+          case DType::kF32:
+            out.as<float>()[i] =
+                static_cast<float>(start->as<float>()[0] + i * delta->as<float>()[0]);
+            break;
+          case DType::kF64:
+            out.as<double>()[i] = s0 + i * d;
+            break;
+          case DType::kI64:
+            out.as<int64_t>()[i] = start->as<int64_t>()[0] + i * delta->as<int64_t>()[0];
+            break;
+          case DType::kI32:
+            out.as<int32_t>()[i] =
+                static_cast<int32_t>(start->as<int32_t>()[0] + i * delta->as<int32_t>()[0]);
+            break;
+          case DType::kI16:
+            out.as<int16_t>()[i] =
+                static_cast<int16_t>(start->as<int16_t>()[0] + i * delta->as<int16_t>()[0]);
+            break;
+          case DType::kF16:
+            out.as<uint16_t>()[i] = f32_to_f16(static_cast<float>(s0 + i * d));
+            break;
+          case DType::kBF16:
+            out.as<uint16_t>()[i] = f32_to_bf16(static_cast<float>(s0 + i * d));
+            break;
+          default:
+            n.failf("dtype {} is not supported", dtype_name(dt));
         }
       }
       return n.out_const(0, out);
@@ -385,10 +424,13 @@ void register_shape_ops(OpTable& t) {
   };
   t["Dropout"] = [](NodeCtx& n) {
     // Training mode drops at random; only a ratio of 0 (the identity) is supported there.
-    bool training = n.opset >= 12 ? n.has(2) && n.need_scalar(2, "training_mode") != 0 : n.attr_i("is_test", 1) == 0 && n.opset < 7;
+    bool training = n.opset >= 12 ? n.has(2) && n.need_scalar(2, "training_mode") != 0
+                                  : n.attr_i("is_test", 1) == 0 && n.opset < 7;
     if (training) {
-      double ratio = n.opset >= 12 ? (n.has(1) ? n.need_scalar(1, "ratio") : 0.5) : n.attr_f("ratio", 0.5f);
-      if (ratio != 0) n.fail("training mode with a non-zero ratio drops at random; rlx imports inference graphs");
+      double ratio =
+          n.opset >= 12 ? (n.has(1) ? n.need_scalar(1, "ratio") : 0.5) : n.attr_f("ratio", 0.5f);
+      if (ratio != 0)
+        n.fail("training mode with a non-zero ratio drops at random; rlx imports inference graphs");
     }
     n.out_val(0, *n.in(0));
     if (n.wants(1)) {
@@ -403,7 +445,8 @@ void register_shape_ops(OpTable& t) {
     if (bs <= 0 || C % (bs * bs)) n.failf("blocksize {} does not divide {} channels", bs, C);
     bool crd = n.attr_s("mode", "DCR") == "CRD";
     int64_t c = C / (bs * bs);
-    ValueId x = crd ? n.b.reshape(n.x(0), Shape{N, c, bs, bs, H, W}) : n.b.reshape(n.x(0), Shape{N, bs, bs, c, H, W});
+    ValueId x = crd ? n.b.reshape(n.x(0), Shape{N, c, bs, bs, H, W})
+                    : n.b.reshape(n.x(0), Shape{N, bs, bs, c, H, W});
     x = n.b.transpose(x, crd ? IntList{0, 1, 4, 2, 5, 3} : IntList{0, 3, 4, 1, 5, 2});
     n.out(0, n.b.reshape(x, Shape{N, c, H * bs, W * bs}));
   };

@@ -16,7 +16,8 @@ DType out_dtype(NodeCtx& n, const char* attr, DType fallback) {
   return *d;
 }
 
-Tensor as_dtype(const std::vector<double>& v, std::vector<int64_t> shape, DType dt, GraphBuilder& b, ValueId* out) {
+Tensor as_dtype(const std::vector<double>& v, std::vector<int64_t> shape, DType dt, GraphBuilder& b,
+                ValueId* out) {
   Tensor t = Tensor::from<double>(DType::kF64, std::move(shape), v);
   *out = b.convert(b.constant(t), dt);
   return t;
@@ -24,8 +25,8 @@ Tensor as_dtype(const std::vector<double>& v, std::vector<int64_t> shape, DType 
 
 // Real and imaginary parts of [..., N, c] signals along `axis` transformed to [..., M]:
 // forward X_k = sum_j x_j e^{-2 pi i jk/n}, inverse with +i and 1/n.
-std::pair<ValueId, ValueId> dft_parts(NodeCtx& n, ValueId re, std::optional<ValueId> im, int64_t len,
-                                       int64_t out_len, bool inverse) {
+std::pair<ValueId, ValueId> dft_parts(NodeCtx& n, ValueId re, std::optional<ValueId> im,
+                                      int64_t len, int64_t out_len, bool inverse) {
   GraphBuilder& b = n.b;
   DType dt = b.type(re).dtype;
   std::vector<double> c(len * out_len), s(len * out_len);
@@ -159,7 +160,8 @@ void stft(NodeCtx& n) {
   int64_t step = n.need_int(1, "frame_step");
   std::optional<ValueId> window = n.has(2) ? std::optional<ValueId>(n.x(2)) : std::nullopt;
   int64_t L = n.has(3) ? n.need_int(3, "frame_length")
-                       : window ? static_shape(n, n.type(2), "the window").at(0) : 0;
+              : window ? static_shape(n, n.type(2), "the window").at(0)
+                       : 0;
   if (L <= 0 || step <= 0) n.fail("frame_length and frame_step must be positive");
   bool onesided = n.attr_i("onesided", 1) != 0;
   int64_t frames = (s[1] - L) / step + 1;
@@ -169,10 +171,12 @@ void stft(NodeCtx& n) {
   for (int64_t f = 0; f < frames; ++f)
     for (int64_t i = 0; i < L; ++i) idx.push_back(f * step + i);
   ValueId x = n.x(0);
-  ValueId g = b.op("gather", {x, b.constant(Tensor::from<int64_t>(DType::kI64, {frames * L}, idx))}, {{"axis", int64_t{1}}});
+  ValueId g = b.op("gather", {x, b.constant(Tensor::from<int64_t>(DType::kI64, {frames * L}, idx))},
+                   {{"axis", int64_t{1}}});
   g = b.reshape(g, Shape{s[0], frames, L, s[2]});
   auto part = [&](int64_t k) {
-    ValueId p = b.reshape(b.slice(g, {0, 0, 0, k}, {s[0], frames, L, k + 1}), Shape{s[0], frames, L});
+    ValueId p =
+        b.reshape(b.slice(g, {0, 0, 0, k}, {s[0], frames, L, k + 1}), Shape{s[0], frames, L});
     if (window) p = b.mul(p, b.broadcast_in_dim(*window, Shape{s[0], frames, L}, {2}));
     return p;
   };
@@ -195,8 +199,10 @@ void window(NodeCtx& n, const std::string& kind) {
   for (int64_t i = 0; i < size; ++i) {
     if (kind == "hann") w[i] = std::pow(std::sin(i * M_PI / N), 2);
     // onnx.reference's Hamming uses pi = 3.1415; the test data follows it.
-    else if (kind == "hamming") w[i] = 25.0 / 46.0 - std::cos(i * 3.1415 * 2 / N) * (21.0 / 46.0);
-    else w[i] = 0.42 - 0.5 * std::cos(i * M_PI * 2 / N) + 0.08 * std::cos(i * M_PI * 4 / N);
+    else if (kind == "hamming")
+      w[i] = 25.0 / 46.0 - std::cos(i * 3.1415 * 2 / N) * (21.0 / 46.0);
+    else
+      w[i] = 0.42 - 0.5 * std::cos(i * M_PI * 2 / N) + 0.08 * std::cos(i * M_PI * 4 / N);
   }
   ValueId out;
   as_dtype(w, {size}, out_dtype(n, "output_datatype", DType::kF32), n.b, &out);
@@ -229,7 +235,8 @@ void mel_weight_matrix(NodeCtx& n) {
   };
   for (int64_t i = 0; i < bins; ++i) {
     int64_t l = f[i], c = f[i + 1], h = f[i + 2];
-    if (c == l) at(c, i) = 1;
+    if (c == l)
+      at(c, i) = 1;
     else
       for (int64_t j = l; j <= c; ++j) at(j, i) = static_cast<double>(j - l) / (c - l);
     if (h > c)

@@ -46,7 +46,8 @@ std::vector<int64_t> slice_indices(int64_t d, int64_t s, int64_t e, int64_t step
 constexpr int64_t kHuge = INT64_MAX / 4;  // "to the end" markers exporters write (INT_MAX, ...)
 
 // Slicing along a symbolic dim, or with symbolic bounds: the forms decoders and encoders emit.
-ValueId symbolic_slice(NodeCtx& n, ValueId x, int64_t axis, const SymInt& s, const SymInt& e, int64_t step) {
+ValueId symbolic_slice(NodeCtx& n, ValueId x, int64_t axis, const SymInt& s, const SymInt& e,
+                       int64_t step) {
   Dim d = n.b.type(x).shape[axis];
   SymInt dim = SymInt::from_dim(d);
   bool to_end = (e.is_static() && e.coef >= kHuge) || e == dim;
@@ -54,7 +55,8 @@ ValueId symbolic_slice(NodeCtx& n, ValueId x, int64_t axis, const SymInt& s, con
   if (step == 1 && s.is_static() && s.coef < 0 && s.coef > -kHuge && to_end) {
     // The last k elements: indices (size - k) + iota(k), resolved at run time.
     int64_t k = -s.coef;
-    ValueId base = n.b.sub(n.dim_size(x, axis), n.b.constant(Tensor::from<int64_t>(DType::kI64, {}, {k})));
+    ValueId base =
+        n.b.sub(n.dim_size(x, axis), n.b.constant(Tensor::from<int64_t>(DType::kI64, {}, {k})));
     ValueId idx = n.b.add(iota(n.b, Shape{k}, 0), n.b.broadcast_in_dim(base, Shape{k}, {}));
     return n.b.op("gather", {x, idx}, {{"axis", axis}});
   }
@@ -71,8 +73,8 @@ ValueId symbolic_slice(NodeCtx& n, ValueId x, int64_t axis, const SymInt& s, con
       }
     }
   }
-  n.failf("slice [{}:{}:{}] of dim {} ({}) is not expressible with symbolic sizes", s.str(), e.str(),
-          step, axis, d.str());
+  n.failf("slice [{}:{}:{}] of dim {} ({}) is not expressible with symbolic sizes", s.str(),
+          e.str(), step, axis, d.str());
 }
 
 void slice_op(NodeCtx& n) {
@@ -138,8 +140,10 @@ void split_op(NodeCtx& n) {
   const Dim& d = n.shape(0)[axis];
   if (!d.is_static()) n.failf("split along symbolic dim {} ({}) is not supported", axis, d.sym);
   std::vector<int64_t> sizes;
-  if (n.opset >= 13 && n.has(1)) sizes = n.need_ints(1, "split");
-  else if (n.opset < 13) sizes = n.attr_ints("split");
+  if (n.opset >= 13 && n.has(1))
+    sizes = n.need_ints(1, "split");
+  else if (n.opset < 13)
+    sizes = n.attr_ints("split");
   int outs = n.num_outputs();
   if (sizes.empty()) {
     int64_t parts = n.has_attr("num_outputs") ? n.attr_i("num_outputs", outs) : outs;
@@ -148,9 +152,11 @@ void split_op(NodeCtx& n) {
     int64_t each = (d.value + parts - 1) / parts;
     if (!n.has_attr("num_outputs") && d.value % parts)
       n.failf("dim {} of size {} does not split into {} equal parts", axis, d.value, parts);
-    for (int64_t p = 0, left = d.value; p < parts; ++p, left -= each) sizes.push_back(std::min(each, left));
+    for (int64_t p = 0, left = d.value; p < parts; ++p, left -= each)
+      sizes.push_back(std::min(each, left));
   }
-  if (static_cast<int>(sizes.size()) != outs) n.failf("{} split sizes for {} outputs", sizes.size(), outs);
+  if (static_cast<int>(sizes.size()) != outs)
+    n.failf("{} split sizes for {} outputs", sizes.size(), outs);
   n.check_count(d.value, "the split");
   int64_t total = 0;
   for (int64_t s : sizes) total += s;
@@ -177,7 +183,8 @@ void split_op(NodeCtx& n) {
 }
 
 // Index list for one axis of size d padded by lo / hi in a non-constant mode.
-std::vector<int64_t> pad_indices(NodeCtx& n, const std::string& mode, int64_t d, int64_t lo, int64_t hi) {
+std::vector<int64_t> pad_indices(NodeCtx& n, const std::string& mode, int64_t d, int64_t lo,
+                                 int64_t hi) {
   n.check_count(d + lo + hi, "the padded index list");
   std::vector<int64_t> idx;
   for (int64_t i = -lo; i < d + hi; ++i) {
@@ -187,7 +194,8 @@ std::vector<int64_t> pad_indices(NodeCtx& n, const std::string& mode, int64_t d,
     } else if (mode == "wrap") {
       j = ((i % d) + d) % d;
     } else {  // reflect: mirror without repeating the edge
-      if (d == 1) j = 0;
+      if (d == 1)
+        j = 0;
       else {
         int64_t period = 2 * (d - 1);
         j = ((i % period) + period) % period;
@@ -214,12 +222,15 @@ void pad_op(NodeCtx& n) {
     if (n.has(2)) value_input = 2;
   }
   std::vector<int64_t> axes;
-  if (n.opset >= 18 && n.has(3)) axes = norm_axes(n, n.need_ints(3, "axes"), r);
+  if (n.opset >= 18 && n.has(3))
+    axes = norm_axes(n, n.need_ints(3, "axes"), r);
   else
     for (int64_t i = 0; i < r; ++i) axes.push_back(i);
-  if (pads.size() != 2 * axes.size()) n.failf("pads has {} entries for {} axes", pads.size(), axes.size());
+  if (pads.size() != 2 * axes.size())
+    n.failf("pads has {} entries for {} axes", pads.size(), axes.size());
   IntList lo(r, 0), hi(r, 0);
-  for (size_t i = 0; i < axes.size(); ++i) lo[axes[i]] = pads[i], hi[axes[i]] = pads[i + axes.size()];
+  for (size_t i = 0; i < axes.size(); ++i)
+    lo[axes[i]] = pads[i], hi[axes[i]] = pads[i + axes.size()];
   ValueId x = n.x(0);
   // Negative pads crop first.
   for (int64_t a = 0; a < r; ++a) {
@@ -237,10 +248,12 @@ void pad_op(NodeCtx& n) {
     if (std::all_of(lo.begin(), lo.end(), [](int64_t v) { return v == 0; }) &&
         std::all_of(hi.begin(), hi.end(), [](int64_t v) { return v == 0; }))
       return n.out(0, x);
-    ValueId v = value_input ? n.b.reshape(n.x(*value_input), Shape{}) : n.b.scalar(n.dtype(0), value);
+    ValueId v =
+        value_input ? n.b.reshape(n.x(*value_input), Shape{}) : n.b.scalar(n.dtype(0), value);
     return n.out(0, n.b.op("pad", {x, v}, {{"low", lo}, {"high", hi}}));
   }
-  if (mode != "reflect" && mode != "edge" && mode != "wrap") n.failf("mode '{}' is not supported", mode);
+  if (mode != "reflect" && mode != "edge" && mode != "wrap")
+    n.failf("mode '{}' is not supported", mode);
   for (int64_t a = 0; a < r; ++a) {
     if (lo[a] == 0 && hi[a] == 0) continue;
     Dim d = n.b.type(x).shape[a];

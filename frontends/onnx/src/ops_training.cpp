@@ -12,14 +12,18 @@ struct Opt {
   GraphBuilder& b;
   int count;
   ValueId at(int group, int i) { return n.x(2 + group * count + i); }
-  ValueId like(ValueId v, ValueId scalar) { return b.broadcast_in_dim(b.convert(b.reshape(scalar, Shape{}), b.type(v).dtype), b.type(v).shape, {}); }
+  ValueId like(ValueId v, ValueId scalar) {
+    return b.broadcast_in_dim(b.convert(b.reshape(scalar, Shape{}), b.type(v).dtype),
+                              b.type(v).shape, {});
+  }
   ValueId c(ValueId v, double x) { return full_like(b, v, x); }
 };
 
 void adagrad(NodeCtx& n) {
   Opt o{n, n.b, (n.num_inputs() - 2) / 3};
   GraphBuilder& b = n.b;
-  double decay = n.attr_f("decay_factor", 0.0f), eps = n.attr_f("epsilon", 1e-6f), norm = n.attr_f("norm_coefficient", 0.0f);
+  double decay = n.attr_f("decay_factor", 0.0f), eps = n.attr_f("epsilon", 1e-6f),
+         norm = n.attr_f("norm_coefficient", 0.0f);
   for (int i = 0; i < o.count; ++i) {
     ValueId x = o.at(0, i), g = o.at(1, i), h = o.at(2, i);
     ValueId t = o.like(x, b.convert(n.x(1), n.dtype(2)));
@@ -35,7 +39,8 @@ void adagrad(NodeCtx& n) {
 void momentum(NodeCtx& n) {
   Opt o{n, n.b, (n.num_inputs() - 2) / 3};
   GraphBuilder& b = n.b;
-  double alpha = n.attr_f("alpha", 0.0f), beta = n.attr_f("beta", 0.0f), norm = n.attr_f("norm_coefficient", 0.0f);
+  double alpha = n.attr_f("alpha", 0.0f), beta = n.attr_f("beta", 0.0f),
+         norm = n.attr_f("norm_coefficient", 0.0f);
   bool nesterov = n.attr_s("mode", "standard") == "nesterov";
   for (int i = 0; i < o.count; ++i) {
     ValueId x = o.at(0, i), g = o.at(1, i), v = o.at(2, i);
@@ -53,7 +58,8 @@ void momentum(NodeCtx& n) {
 void adam(NodeCtx& n) {
   Opt o{n, n.b, (n.num_inputs() - 2) / 4};
   GraphBuilder& b = n.b;
-  double alpha = n.attr_f("alpha", 0.9f), beta = n.attr_f("beta", 0.999f), eps = n.attr_f("epsilon", 1e-6f);
+  double alpha = n.attr_f("alpha", 0.9f), beta = n.attr_f("beta", 0.999f),
+         eps = n.attr_f("epsilon", 1e-6f);
   double norm = n.attr_f("norm_coefficient", 0.0f), post = n.attr_f("norm_coefficient_post", 0.0f);
   for (int i = 0; i < o.count; ++i) {
     ValueId x = o.at(0, i), g = o.at(1, i), v = o.at(2, i), h = o.at(3, i);

@@ -9,7 +9,9 @@ namespace rlx::onnx {
 
 namespace {
 
-bool mul_overflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
+bool mul_overflows(int64_t a, int64_t b, int64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
 
 }  // namespace
 
@@ -23,7 +25,8 @@ SymInt SymInt::from_dim(const Dim& d) {
     size_t end = str.find('*', start);
     if (end == std::string::npos) end = str.size();
     std::string f = str.substr(start, end - start);
-    if (!f.empty() && std::all_of(f.begin(), f.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
+    if (!f.empty() &&
+        std::all_of(f.begin(), f.end(), [](char c) { return c >= '0' && c <= '9'; }) &&
         f.size() < 18)
       s.coef *= std::stoll(f);
     else
@@ -66,7 +69,8 @@ SymInt sym_mul(const SymInt& a, const SymInt& b) {
 
 std::optional<SymInt> sym_add(const SymInt& a, const SymInt& b) {
   if (a.is_static() && b.is_static())
-    return SymInt(static_cast<int64_t>(static_cast<uint64_t>(a.coef) + static_cast<uint64_t>(b.coef)));
+    return SymInt(
+        static_cast<int64_t>(static_cast<uint64_t>(a.coef) + static_cast<uint64_t>(b.coef)));
   if (a.is_static() && a.coef == 0) return b;
   if (b.is_static() && b.coef == 0) return a;
   if (a.syms != b.syms) return std::nullopt;
@@ -148,11 +152,21 @@ std::optional<SymTensor> sym_from_tensor(const Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     int64_t x = 0;
     switch (t.dtype()) {
-      case DType::kI64: x = t.as<int64_t>()[i]; break;
-      case DType::kI32: x = t.as<int32_t>()[i]; break;
-      case DType::kI16: x = t.as<int16_t>()[i]; break;
-      case DType::kI8: x = t.as<int8_t>()[i]; break;
-      default: x = t.as<uint8_t>()[i]; break;
+      case DType::kI64:
+        x = t.as<int64_t>()[i];
+        break;
+      case DType::kI32:
+        x = t.as<int32_t>()[i];
+        break;
+      case DType::kI16:
+        x = t.as<int16_t>()[i];
+        break;
+      case DType::kI8:
+        x = t.as<int8_t>()[i];
+        break;
+      default:
+        x = t.as<uint8_t>()[i];
+        break;
     }
     s.v.emplace_back(x);
   }
@@ -165,12 +179,24 @@ Tensor tensor_from_sym(const SymTensor& s) {
   for (int64_t i = 0; i < s.numel(); ++i) {
     int64_t x = s.v[i].coef;
     switch (s.dtype) {
-      case DType::kI64: t.as<int64_t>()[i] = x; break;
-      case DType::kI32: t.as<int32_t>()[i] = static_cast<int32_t>(x); break;
-      case DType::kI16: t.as<int16_t>()[i] = static_cast<int16_t>(x); break;
-      case DType::kI8: t.as<int8_t>()[i] = static_cast<int8_t>(x); break;
-      case DType::kBool: t.as<uint8_t>()[i] = x != 0; break;
-      default: t.as<uint8_t>()[i] = static_cast<uint8_t>(x); break;
+      case DType::kI64:
+        t.as<int64_t>()[i] = x;
+        break;
+      case DType::kI32:
+        t.as<int32_t>()[i] = static_cast<int32_t>(x);
+        break;
+      case DType::kI16:
+        t.as<int16_t>()[i] = static_cast<int16_t>(x);
+        break;
+      case DType::kI8:
+        t.as<int8_t>()[i] = static_cast<int8_t>(x);
+        break;
+      case DType::kBool:
+        t.as<uint8_t>()[i] = x != 0;
+        break;
+      default:
+        t.as<uint8_t>()[i] = static_cast<uint8_t>(x);
+        break;
     }
   }
   return t;

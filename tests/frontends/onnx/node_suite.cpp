@@ -29,8 +29,9 @@ std::string snake(const std::string& op) {
   for (size_t i = 0; i < op.size(); ++i) {
     char c = op[i];
     bool upper = std::isupper(static_cast<unsigned char>(c));
-    if (upper && i > 0 && (std::islower(static_cast<unsigned char>(op[i - 1])) ||
-                           (i + 1 < op.size() && std::islower(static_cast<unsigned char>(op[i + 1])))))
+    if (upper && i > 0 &&
+        (std::islower(static_cast<unsigned char>(op[i - 1])) ||
+         (i + 1 < op.size() && std::islower(static_cast<unsigned char>(op[i + 1])))))
       out += '_';
     out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
@@ -53,7 +54,8 @@ std::string main_op(const ::onnx::ModelProto& m, const std::string& test) {
 std::string op_in_message(const std::string& msg) {
   static const std::regex re(R"(node [^\n]*? \(([A-Za-z][A-Za-z0-9_.]*)\): )");
   std::string op;
-  for (auto it = std::sregex_iterator(msg.begin(), msg.end(), re); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(msg.begin(), msg.end(), re); it != std::sregex_iterator();
+       ++it)
     op = (*it)[1];
   return op;
 }
@@ -68,8 +70,10 @@ bool plain_tensors(const ::onnx::GraphProto& g) {
 
 std::string compare(const Tensor& got, const Tensor& want, Tolerance tol) {
   if (got.dtype() != want.dtype())
-    return "dtype " + std::string(dtype_name(got.dtype())) + ", expected " + std::string(dtype_name(want.dtype()));
-  if (got.shape() != want.shape()) return "shape " + got.shape_str() + ", expected " + want.shape_str();
+    return "dtype " + std::string(dtype_name(got.dtype())) + ", expected " +
+           std::string(dtype_name(want.dtype()));
+  if (got.shape() != want.shape())
+    return "shape " + got.shape_str() + ", expected " + want.shape_str();
   bool fl = is_float(got.dtype());
   for (int64_t i = 0; i < got.numel(); ++i) {
     double a = got.scalar_at(i), e = want.scalar_at(i);
@@ -129,7 +133,8 @@ CaseResult run_case(const fs::path& dir, const std::shared_ptr<Target>& target, 
       inputs[input_names[i]] = onnx::read_tensor_file(p).second;
     }
     for (size_t i = 0; i < output_names.size(); ++i)
-      expected.push_back(onnx::read_tensor_file(data / ("output_" + std::to_string(i) + ".pb")).second);
+      expected.push_back(
+          onnx::read_tensor_file(data / ("output_" + std::to_string(i) + ".pb")).second);
   } catch (const std::exception& e) {
     r.stage = "data", r.message = first_line(e.what());
     return r;

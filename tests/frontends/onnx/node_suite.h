@@ -14,9 +14,9 @@ struct CaseResult {
   enum class Status { kPass, kFail, kNotPlain };
   std::string name;
   Status status = Status::kFail;
-  std::string op;       // the operator a failure is attributed to
-  std::string stage;    // "import", "compile", "run", "compare", "data"
-  std::string message;  // first line of the error or mismatch
+  std::string op;            // the operator a failure is attributed to
+  std::string stage;         // "import", "compile", "run", "compare", "data"
+  std::string message;       // first line of the error or mismatch
   bool specialised = false;  // inputs were bound at import (ImportOptions::input_values)
 };
 

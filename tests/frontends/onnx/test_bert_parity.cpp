@@ -23,13 +23,16 @@ std::shared_ptr<registry::Importer> onnx_importer(const fs::path& model) {
   registry::Options o;
   o.plugin_paths = {RLX_TEST_PLUGIN_DIR};
   o.build_legality = false;
-  static registry::Registry reg = registry::Registry::discover(o);
-  return reg.importer_for(model);
+  // Never destroyed, like the CLI's registry: unloading the cpu plugin at exit while oneTBB's
+  // worker threads still run would crash the process after the test has passed.
+  static const registry::Registry* reg = new registry::Registry(registry::Registry::discover(o));
+  return reg->importer_for(model);
 }
 
 TEST(OnnxBertParity, LastHiddenStateMatchesOnnxRuntime) {
   fs::path dir = fixture_dir();
-  if (!fs::exists(dir / "model.onnx")) GTEST_SKIP() << "no fixture at " << dir << " (set RLX_SHARED_DIR)";
+  if (!fs::exists(dir / "model.onnx"))
+    GTEST_SKIP() << "no fixture at " << dir << " (set RLX_SHARED_DIR)";
   auto importer = onnx_importer(dir / "model.onnx");
   ASSERT_TRUE(importer) << "the onnx importer plugin did not load";
   Model model = importer->load(dir / "model.onnx");

@@ -35,13 +35,15 @@ struct ModelMaker {
     for (auto& d : dims) {
       auto* dim = sh->add_dim();
       if (d == "?") continue;
-      if (std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
-      else dim->set_dim_param(d);
+      if (std::isdigit(static_cast<unsigned char>(d[0])))
+        dim->set_dim_value(std::stoll(d));
+      else
+        dim->set_dim_param(d);
     }
   }
   void output(const std::string& name) { g->add_output()->set_name(name); }
-  ::onnx::NodeProto* node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
-                          const std::string& name = "") {
+  ::onnx::NodeProto* node(const std::string& op, std::vector<std::string> in,
+                          std::vector<std::string> out, const std::string& name = "") {
     auto* n = g->add_node();
     n->set_op_type(op);
     n->set_name(name.empty() ? op + "_" + std::to_string(g->node_size()) : name);
@@ -262,8 +264,9 @@ TEST(OnnxImporter, PluginIsFoundByExtension) {
   registry::Options o;
   o.plugin_paths = {RLX_TEST_PLUGIN_DIR};
   o.build_legality = false;
-  auto reg = registry::Registry::discover(o);
-  auto importer = reg.importer_for("some/model.onnx");
+  // Kept for the life of the process (see test_bert_parity.cpp).
+  static const registry::Registry* reg = new registry::Registry(registry::Registry::discover(o));
+  auto importer = reg->importer_for("some/model.onnx");
   ASSERT_TRUE(importer);
   EXPECT_EQ(importer->name(), "onnx");
 }

@@ -22,8 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The share of plain-tensor cases that pass today; raise it as the importer grows.
-constexpr double kMinPassRate = 0.0;
+// The share of plain-tensor cases that pass today (1565 of 1736); raise it as the importer grows.
+constexpr double kMinPassRate = 0.90;
 
 fs::path suite_dir() {
   const char* env = std::getenv("RLX_SHARED_DIR");
@@ -32,7 +32,8 @@ fs::path suite_dir() {
 
 TEST(OnnxNodeSuite, PassRateOverPlainTensorCases) {
   fs::path dir = suite_dir();
-  if (!fs::is_directory(dir)) GTEST_SKIP() << "no ONNX node tests at " << dir << " (set RLX_SHARED_DIR)";
+  if (!fs::is_directory(dir))
+    GTEST_SKIP() << "no ONNX node tests at " << dir << " (set RLX_SHARED_DIR)";
   const char* filter = std::getenv("RLX_ONNX_NODE_FILTER");
   bool verbose = std::getenv("RLX_ONNX_NODE_VERBOSE") != nullptr;
   std::vector<fs::path> cases;
@@ -73,13 +74,16 @@ TEST(OnnxNodeSuite, PassRateOverPlainTensorCases) {
     ++failing_ops[r.op];
     ++stages[r.stage];
     log << "FAIL " << r.name << " [" << r.op << ", " << r.stage << "] " << r.message << "\n";
-    if (verbose) std::printf("FAIL %s [%s, %s] %s\n", r.name.c_str(), r.op.c_str(), r.stage.c_str(), r.message.c_str());
+    if (verbose)
+      std::printf("FAIL %s [%s, %s] %s\n", r.name.c_str(), r.op.c_str(), r.stage.c_str(),
+                  r.message.c_str());
   }
   double rate = plain ? static_cast<double>(passed) / plain : 0;
-  std::printf("ONNX node tests: %d of %d plain-tensor cases pass (%.1f%%); %zu cases use sequences, "
-              "optionals or maps and are not counted; %d passing cases were specialised on "
-              "shape-deciding input values\n",
-              passed, plain, 100 * rate, results.size() - plain, specialised);
+  std::printf(
+      "ONNX node tests: %d of %d plain-tensor cases pass (%.1f%%); %zu cases use sequences, "
+      "optionals or maps and are not counted; %d passing cases were specialised on "
+      "shape-deciding input values\n",
+      passed, plain, 100 * rate, results.size() - plain, specialised);
   std::printf("failures by stage:");
   for (const auto& [s, c] : stages) std::printf(" %s %d", s.c_str(), c);
   std::printf("\nfailing operators (cases):\n");

@@ -100,6 +100,19 @@ TEST(Shape, Bind) {
   EXPECT_EQ(num_elements({5, 0}), 0);
 }
 
+// Importers derive product dims ("B*S", "4*S") from flattens and reshapes of symbolic shapes.
+TEST(Shape, ProductSymbols) {
+  Dim b = Dim::symbol("B"), s = Dim::symbol("S");
+  EXPECT_TRUE(same_num_elements({b, s, 4}, {Dim::symbol("B*S"), 4}));
+  EXPECT_TRUE(same_num_elements({b, s, 4}, {Dim::symbol("4*B*S")}));
+  EXPECT_TRUE(same_num_elements({Dim::symbol("2*S"), 3}, {s, 6}));
+  EXPECT_FALSE(same_num_elements({b, s}, {Dim::symbol("B*B")}));
+  Shape bound = bind_shape({Dim::symbol("B*S"), Dim::symbol("4*S")}, {{"B", 3}, {"S", 5}});
+  EXPECT_EQ(bound, (Shape{15, 20}));
+  std::string msg = user_error([&] { bind_shape({Dim::symbol("B*T")}, {{"B", 3}}); });
+  EXPECT_NE(msg.find("symbol 'T' is not bound"), std::string::npos) << msg;
+}
+
 TEST(Tensor, ZeroFilledAndAligned) {
   Tensor t(DType::kF32, {2, 3});
   EXPECT_EQ(t.rank(), 2);

@@ -38,6 +38,16 @@ TEST(IrText, AttributeKindsRoundTrip) {
   EXPECT_EQ(print_graph(parse_graph(text)), text);
 }
 
+TEST(IrText, ProductDimsRoundTrip) {
+  const char* text = R"(graph @p(%x: f32[B,S,4]) {
+  %y = reshape(%x) {shape = [B*S, 4]} : f32[B*S,4]
+  %z = reshape(%x) {shape = [4*B*S]} : f32[4*B*S]
+  return %y, %z
+}
+)";
+  EXPECT_EQ(print_graph(parse_graph(text)), text);
+}
+
 TEST(IrText, BuiltGraphPrintsAndParsesBack) {
   Graph g;
   GraphBuilder b(g);
