@@ -70,6 +70,11 @@ LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& li
                     fmt::format("cannot load {}: {}", library_path.filename().string(),
                                 err ? std::string(err) : ec.message()));
     }
+    // Pin the library for the life of the process. Plugin code may still run on thread-pool
+    // workers (oneTBB) when the last handle goes away at exit; unmapping it then crashes a run
+    // that had succeeded. Reopening with RTLD_NOLOAD | RTLD_NODELETE marks the loaded copy.
+    if (void* pin = dlopen(library_path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE | RTLD_LOCAL))
+      dlclose(pin);
     if (!lib->has(RLX_ABI_SYMBOL))
       return failed(PluginStatus::kBroken,
                     "missing entry symbol " RLX_ABI_SYMBOL
