@@ -1,6 +1,7 @@
 // Unicode helpers for the tokenizers: UTF-8 <-> codepoints, category classes, canonical
 // decomposition and lowercase. Private to core.
 #pragma once
+#include "utf8.h"
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -37,7 +38,7 @@ inline size_t utf8_len(uint8_t lead) {
 }
 // Decodes UTF-8; an invalid sequence becomes U+FFFD for its first byte, then decoding resumes.
 std::vector<uint32_t> utf8_decode(std::string_view s);
-void utf8_append(uint32_t cp, std::string& out);
+using rlx::utf8_append;
 std::string utf8_encode(const std::vector<uint32_t>& cps);
 
 // Generated tables (tokenizer_unicode_data.cpp).
