@@ -8,6 +8,7 @@
 #include "rlx/core/half.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/passes.h"
+#include "rlx/core/scalar_eval.h"
 
 namespace rlx {
 
@@ -40,61 +41,6 @@ int64_t int_element(const Tensor& t, int64_t i) {
     case DType::kU8: case DType::kBool: return t.as<uint8_t>()[i];
     default: return static_cast<int64_t>(t.scalar_at(i));
   }
-}
-
-std::optional<double> float_op(const std::string& op, double a, double b) {
-  if (op == "neg") return -a;
-  if (op == "abs") return std::fabs(a);
-  if (op == "exp") return std::exp(a);
-  if (op == "log") return std::log(a);
-  if (op == "sqrt") return std::sqrt(a);
-  if (op == "rsqrt") return 1.0 / std::sqrt(a);
-  if (op == "tanh") return std::tanh(a);
-  if (op == "erf") return std::erf(a);
-  if (op == "sin") return std::sin(a);
-  if (op == "cos") return std::cos(a);
-  if (op == "floor") return std::floor(a);
-  if (op == "ceil") return std::ceil(a);
-  if (op == "round") return std::nearbyint(a);
-  if (op == "logistic") return 1.0 / (1.0 + std::exp(-a));
-  if (op == "sign") return static_cast<double>((a > 0) - (a < 0));
-  if (op == "add") return a + b;
-  if (op == "sub") return a - b;
-  if (op == "mul") return a * b;
-  if (op == "div") return a / b;
-  if (op == "max") return std::fmax(a, b);
-  if (op == "min") return std::fmin(a, b);
-  if (op == "pow") return std::pow(a, b);
-  if (op == "rem") return std::fmod(a, b);
-  return std::nullopt;
-}
-
-std::optional<int64_t> int_op(const std::string& op, int64_t a, int64_t b) {
-  if (op == "neg") return -a;
-  if (op == "abs") return a < 0 ? -a : a;
-  if (op == "sign") return (a > 0) - (a < 0);
-  if (op == "add") return a + b;
-  if (op == "sub") return a - b;
-  if (op == "mul") return a * b;
-  if (op == "div") { if (b == 0) return std::nullopt; return a / b; }
-  if (op == "rem") { if (b == 0) return std::nullopt; return a % b; }
-  if (op == "max") return std::max(a, b);
-  if (op == "min") return std::min(a, b);
-  if (op == "and") return a & b;
-  if (op == "or") return a | b;
-  if (op == "xor") return a ^ b;
-  if (op == "not") return ~a;
-  return std::nullopt;
-}
-
-std::optional<bool> compare(const std::string& op, double a, double b) {
-  if (op == "eq") return a == b;
-  if (op == "ne") return a != b;
-  if (op == "lt") return a < b;
-  if (op == "le") return a <= b;
-  if (op == "gt") return a > b;
-  if (op == "ge") return a >= b;
-  return std::nullopt;
 }
 
 const Tensor* constant_value(const Graph& g, ValueId v) {
@@ -143,17 +89,19 @@ std::optional<Tensor> fold(const Graph& g, const Node& n) {
       continue;
     }
     double a = ins[0]->scalar_at(i), b = ins.size() > 1 ? ins[1]->scalar_at(i) : 0;
-    if (auto c = compare(n.op, a, b)) {
-      if (ints) c = compare(n.op, (double)int_element(*ins[0], i), (double)int_element(*ins[1], i));
+    if (auto c = scalar::compare(n.op, a, b)) {
+      if (ints) c = scalar::compare(n.op, int_element(*ins[0], i), int_element(*ins[1], i));
       set_element(result, i, 0, *c, true);
       continue;
     }
     if (ints) {
-      auto r = int_op(n.op, int_element(*ins[0], i), ins.size() > 1 ? int_element(*ins[1], i) : 0);
+      int64_t x = int_element(*ins[0], i);
+      auto r = ins.size() == 1 ? scalar::int_unary(n.op, x)
+                               : scalar::int_binary(n.op, x, int_element(*ins[1], i));
       if (!r) return std::nullopt;
       set_element(result, i, 0, *r, true);
     } else {
-      auto r = float_op(n.op, a, b);
+      auto r = ins.size() == 1 ? scalar::float_unary(n.op, a) : scalar::float_binary(n.op, a, b);
       if (!r) return std::nullopt;
       set_element(result, i, *r, 0, false);
     }

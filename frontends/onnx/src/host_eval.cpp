@@ -9,6 +9,7 @@
 #include <map>
 
 #include "rlx/core/half.h"
+#include "rlx/core/scalar_eval.h"
 
 namespace rlx::onnx {
 
@@ -135,68 +136,17 @@ HVal gather_map(const HVal& in, std::vector<int64_t> out, DType dt, F&& src_inde
   return r;
 }
 
-std::optional<double> funary(const std::string& op, double x) {
-  if (op == "neg") return -x;
-  if (op == "abs") return std::fabs(x);
-  if (op == "sign") return std::isnan(x) ? x : static_cast<double>((x > 0) - (x < 0));
-  if (op == "exp") return std::exp(x);
-  if (op == "log") return std::log(x);
-  if (op == "sqrt") return std::sqrt(x);
-  if (op == "rsqrt") return 1.0 / std::sqrt(x);
-  if (op == "tanh") return std::tanh(x);
-  if (op == "erf") return std::erf(x);
-  if (op == "sin") return std::sin(x);
-  if (op == "cos") return std::cos(x);
-  if (op == "floor") return std::floor(x);
-  if (op == "ceil") return std::ceil(x);
-  if (op == "round") return std::nearbyint(x);
-  if (op == "logistic") return 1.0 / (1.0 + std::exp(-x));
-  return std::nullopt;
-}
-
+// The shared host semantics of MIR elementwise ops (rlx/core/scalar_eval.h).
+std::optional<double> funary(const std::string& op, double x) { return scalar::float_unary(op, x); }
 std::optional<double> fbinary(const std::string& op, double a, double b) {
-  if (op == "add") return a + b;
-  if (op == "sub") return a - b;
-  if (op == "mul") return a * b;
-  if (op == "div") return a / b;
-  if (op == "max") return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b);
-  if (op == "min") return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b);
-  if (op == "pow") return std::pow(a, b);
-  if (op == "rem") return std::fmod(a, b);
-  return std::nullopt;
+  return scalar::float_binary(op, a, b);
 }
-
 std::optional<int64_t> ibinary(const std::string& op, int64_t a, int64_t b) {
-  auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-  if (op == "add") return static_cast<int64_t>(ua + ub);
-  if (op == "sub") return static_cast<int64_t>(ua - ub);
-  if (op == "mul") return static_cast<int64_t>(ua * ub);
-  if (op == "div") return (b == 0 || (a == INT64_MIN && b == -1)) ? 0 : a / b;
-  if (op == "rem") return (b == 0 || (a == INT64_MIN && b == -1)) ? 0 : a % b;
-  if (op == "max") return std::max(a, b);
-  if (op == "min") return std::min(a, b);
-  if (op == "and") return a & b;
-  if (op == "or") return a | b;
-  if (op == "xor") return a ^ b;
-  if (op == "pow") {
-    if (b < 0) return a == 1 ? 1 : (a == -1 ? (b % 2 ? -1 : 1) : 0);
-    uint64_t r = 1, base = ua;
-    for (int64_t e = b; e > 0; e >>= 1, base *= base)
-      if (e & 1) r *= base;
-    return static_cast<int64_t>(r);
-  }
-  return std::nullopt;
+  return scalar::int_binary(op, a, b);
 }
-
 template <typename T>
 std::optional<bool> cmp(const std::string& op, T a, T b) {
-  if (op == "eq") return a == b;
-  if (op == "ne") return a != b;
-  if (op == "lt") return a < b;
-  if (op == "le") return a <= b;
-  if (op == "gt") return a > b;
-  if (op == "ge") return a >= b;
-  return std::nullopt;
+  return scalar::compare(op, a, b);
 }
 
 int64_t float_to_int(double x) {
