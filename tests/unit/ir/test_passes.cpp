@@ -35,6 +35,25 @@ TEST(Passes, FoldsConstantsAndDimSizes) {
 )");
 }
 
+TEST(Passes, FoldingFollowsTargetSemanticsForNanAndIntegerDivision) {
+  EXPECT_EQ(run_passes(R"(graph @g() {
+  %a = constant() {value = dense<f32[2]: [nan, 1.0]>} : f32[2]
+  %b = constant() {value = dense<f32[2]: [2.0, 3.0]>} : f32[2]
+  %m = max(%a, %b) : f32[2]
+  %i = constant() {value = dense<i32[2]: [7, -7]>} : i32[2]
+  %z = constant() {value = dense<i32[2]: [0, 2]>} : i32[2]
+  %q = div(%i, %z) : i32[2]
+  return %m, %q
+}
+)"),
+            R"(graph @g() {
+  %m = constant() {value = dense<f32[2]: [nan, 3.0]>} : f32[2]
+  %q = constant() {value = dense<i32[2]: [0, -3]>} : i32[2]
+  return %m, %q
+}
+)");
+}
+
 TEST(Passes, CseDceAndIdentityRemoval) {
   EXPECT_EQ(run_passes(R"(graph @g(%x: f32[2,3]) {
   %a = exp(%x) : f32[2,3]
