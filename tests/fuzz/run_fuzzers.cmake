@@ -1,6 +1,10 @@
 # Configures and builds the fuzz project with clang, then runs every *_fuzz binary for SECONDS
 # on a copy of its seed corpus (corpus/<name>/ in the source tree plus files from ../shared).
 # Prints executions per target; fails on any crash, leak or sanitizer report.
+set(FUZZ_SEED 1)
+if(DEFINED ENV{RLX_FUZZ_SEED})
+  set(FUZZ_SEED $ENV{RLX_FUZZ_SEED})
+endif()
 if(DEFINED ENV{RLX_FUZZ_SECONDS})
   set(SECONDS $ENV{RLX_FUZZ_SECONDS})
 endif()
@@ -40,7 +44,8 @@ foreach(fuzzer ${fuzzers})
     file(COPY_FILE ${seed} ${corpus}/seed${i})
   endforeach()
   message(STATUS "fuzz ${target}: ${i} seeds, ${SECONDS} s")
-  execute_process(COMMAND ${fuzzer} ${corpus} -max_total_time=${SECONDS} -print_final_stats=1
+  # A fixed seed makes a CI run repeat the same inputs; run by hand with -seed=0 to explore.
+  execute_process(COMMAND ${fuzzer} ${corpus} -seed=${FUZZ_SEED} -max_total_time=${SECONDS} -print_final_stats=1
                           -rss_limit_mb=2048 -timeout=10 -artifact_prefix=${BUILD}/crash-${target}-
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   string(REGEX MATCH "stat::number_of_executed_units: *([0-9]+)" m "${out}")

@@ -359,6 +359,8 @@ void register_shape_ops(OpTable& t) {
     DType dt = n.dtype(0);
     auto start = n.konst(0), limit = n.konst(1), delta = n.konst(2);
     if (start && limit && delta) {
+      for (const auto* t : {&*start, &*limit, &*delta})
+        if (t->numel() != 1) n.failf("start, limit and delta must be scalars, got {} elements", t->numel());
       double s0 = start->scalar_at(0), l = limit->scalar_at(0), d = delta->scalar_at(0);
       if (d == 0) n.fail("delta is 0");
       double fc = std::max(std::ceil((l - s0) / d), 0.0);
