@@ -7,6 +7,7 @@
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
 #include "gemm.h"
+#include "gemm_call.h"
 #include "rlx/core/error.h"
 #include "rlx/core/tensor.h"
 #include "scalar_ops.h"
@@ -67,7 +68,7 @@ void batched_matmul(const void* a, DType adt, const std::vector<int64_t>& a_shap
   std::vector<T> A(batch * M * K), B(batch * K * N), C(batch * M * N);
   strided_copy(a, adt, a_shape, a_strides, A.data());
   strided_copy(b, bdt, b_shape, b_strides, B.data());
-  gemm<T>(batch, M, N, K, A.data(), B.data(), C.data());
+  gemm_reference<T>(batch, M, N, K, A.data(), B.data(), C.data());
   store_all(C.data(), batch * M * N, out_dt, out);
 }
 
@@ -90,6 +91,8 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
                                  "native:DequantMatMul", "native:DequantizeRows"};
   if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* s) { return k.callee == s; }) == std::end(kKnown))
     throw_internal_error("cpu: no library call for " + k.callee);
+  // Float GEMMs take the packed path; integer ones the baseline below.
+  if (GemmCall::handles(k, p)) gemm_ = std::make_unique<GemmCall>(k, p);
 }
 
 CallKernelRunner::~CallKernelRunner() = default;
@@ -100,6 +103,7 @@ std::string CallKernelRunner::where() const {
 }
 
 void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
+  if (gemm_) return gemm_->run(ptrs);
   const std::string& c = k_.callee;
   if (c == "dot_general") return dot_general(ptrs);
   if (c == "native:MatMul") return matmul(ptrs);
@@ -178,7 +182,7 @@ void CallKernelRunner::linear(const std::vector<void*>& ptrs) const {
     std::vector<T> A(M * K), B(K * N), C(M * N);
     strided_copy(ptrs[k_.inputs[0]], in_[0].dtype, {M, K}, {K, 1}, A.data());
     strided_copy(ptrs[k_.inputs[1]], in_[1].dtype, {K, N}, {1, K}, B.data());
-    gemm<T>(1, M, N, K, A.data(), B.data(), C.data());
+    gemm_reference<T>(1, M, N, K, A.data(), B.data(), C.data());
     if (in_.size() == 3) {
       std::vector<T> bias(N);
       strided_copy(ptrs[k_.inputs[2]], in_[2].dtype, {N}, {1}, bias.data());

@@ -9,6 +9,7 @@
 namespace rlx::cpu {
 
 class CpuExecutable;
+class GemmCall;
 
 class CallKernelRunner {
  public:
@@ -21,6 +22,7 @@ class CallKernelRunner {
   lir::CallKernel k_;
   std::vector<lir::Buffer> in_, out_;
   std::vector<std::unique_ptr<CpuExecutable>> regions_;  // while: cond, body
+  std::unique_ptr<GemmCall> gemm_;  // float MatMul, Linear, dot_general (gemm_call.h)
 
   void dot_general(const std::vector<void*>& ptrs) const;
   void matmul(const std::vector<void*>& ptrs) const;

@@ -4,6 +4,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include "gemm.h"
 #include "rlx/core/quant.h"
 
 namespace rlx::cpu {
@@ -62,7 +63,30 @@ void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>
   const auto* w = static_cast<const uint8_t*>(ptrs[k.inputs[1]]);
   auto* y = static_cast<float*>(ptrs[k.outputs[0]]);
   (void)out;
-  // Rows of W in chunks: each task decodes its rows once and uses them for every row of x.
+  if (M >= 4) {
+    // Several rows of x (prefill): decode a block of W's rows to f32 once per task and run the
+    // packed GEMM on it, y[:, n0:n1] = x W[n0:n1]^T, so each decoded weight meets every row of x
+    // in registers instead of one dot product at a time.
+    constexpr int64_t kRowsPerTask = 128;
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, kRowsPerTask),
+                      [&](const tbb::blocked_range<int64_t>& r) {
+                        thread_local std::vector<float> wbuf;
+                        const int64_t n0 = r.begin(), nb = r.end() - r.begin();
+                        wbuf.resize(static_cast<size_t>(nb * K));
+                        for (int64_t n = 0; n < nb; ++n)
+                          quant::dequantize(q.type, w + (n0 + n) * row_bytes, wbuf.data() + n * K, K);
+                        GemmArgs g;
+                        g.M = M, g.N = nb, g.K = K;
+                        g.a = MatView{x, DType::kF32, K, 1};
+                        g.b = MatView{wbuf.data(), DType::kF32, 1, K};
+                        g.c = y + n0;
+                        g.ldc = N;
+                        gemm_block(g, 0, M, 0, nb);
+                      });
+    return;
+  }
+  // One to three rows (decode): a GEMV bound by reading W; rows of W in chunks, each task
+  // decodes its rows once and uses them for every row of x.
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, 16),
                     [&](const tbb::blocked_range<int64_t>& r) {
                       std::vector<float> row(K);

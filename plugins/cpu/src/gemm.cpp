@@ -1,48 +1,256 @@
+// GEMM front end: ISA choice, B prepacking, the split of one product over threads, epilogue
+// builders, and the baseline loop kept for integer GEMMs.
 #include "gemm.h"
 
+#include <fmt/format.h>
+#include <tbb/blocked_range.h>
 #include <tbb/blocked_range2d.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include "gemm_backend.h"
+#include "rlx/core/error.h"
 
 namespace rlx::cpu {
 
-namespace {
-constexpr int64_t kBlockN = 512;
-constexpr int64_t kBlockK = 256;
-}  // namespace
+// ---- ISA selection --------------------------------------------------------------------------
 
-template <typename T>
-void gemm(int64_t batch, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C) {
-  if (M == 0 || N == 0) return;
-  int64_t rows = batch * M;
-  // Aim for tasks of about 64K multiply-adds so small problems stay on one thread.
-  int64_t grain = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, N * K));
-  tbb::parallel_for(
-      tbb::blocked_range2d<int64_t>(0, rows, grain, 0, N, kBlockN),
-      [&](const tbb::blocked_range2d<int64_t>& r) {
-        for (int64_t row = r.rows().begin(); row < r.rows().end(); ++row) {
-          int64_t b = row / M, m = row % M;
-          const T* a = A + (b * M + m) * K;
-          const T* bb = B + b * K * N;
-          T* c = C + (b * M + m) * N;
-          int64_t n0 = r.cols().begin(), n1 = r.cols().end();
-          std::fill(c + n0, c + n1, T(0));
-          for (int64_t k0 = 0; k0 < K; k0 += kBlockK) {
-            int64_t k1 = std::min(K, k0 + kBlockK);
-            for (int64_t k = k0; k < k1; ++k) {
-              T av = a[k];
-              const T* brow = bb + k * N;
-              for (int64_t n = n0; n < n1; ++n) c[n] += av * brow[n];
-            }
-          }
-        }
-      });
+const char* gemm_isa_name(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::kAvx512: return "avx512";
+    case GemmIsa::kAvx2: return "avx2";
+    default: return "portable";
+  }
 }
 
-template void gemm<float>(int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*);
-template void gemm<double>(int64_t, int64_t, int64_t, int64_t, const double*, const double*, double*);
-template void gemm<int64_t>(int64_t, int64_t, int64_t, int64_t, const int64_t*, const int64_t*, int64_t*);
+bool gemm_isa_supported(GemmIsa isa) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  switch (isa) {
+    case GemmIsa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("fma");
+    case GemmIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case GemmIsa::kPortable: return true;
+  }
+  return false;
+#else
+  return isa == GemmIsa::kPortable;
+#endif
+}
+
+namespace {
+
+GemmIsa best_isa() {
+  for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2})
+    if (gemm_isa_supported(isa)) return isa;
+  return GemmIsa::kPortable;
+}
+
+GemmIsa initial_isa() {
+  const char* env = std::getenv("RLX_CPU_GEMM_ISA");
+  if (!env || !*env) return best_isa();
+  for (GemmIsa isa : {GemmIsa::kAvx512, GemmIsa::kAvx2, GemmIsa::kPortable}) {
+    if (std::string(env) != gemm_isa_name(isa)) continue;
+    if (!gemm_isa_supported(isa))
+      throw_user_error(fmt::format("RLX_CPU_GEMM_ISA={} but this CPU lacks {}; unset it or choose "
+                                   "one of avx512, avx2, portable that the CPU supports",
+                                   env, env));
+    return isa;
+  }
+  throw_user_error(fmt::format("RLX_CPU_GEMM_ISA={} is not one of avx512, avx2, portable", env));
+}
+
+std::atomic<int>& isa_slot() {
+  static std::atomic<int> slot{static_cast<int>(initial_isa())};
+  return slot;
+}
+
+}  // namespace
+
+GemmIsa gemm_isa() { return static_cast<GemmIsa>(isa_slot().load(std::memory_order_relaxed)); }
+
+void set_gemm_isa(GemmIsa isa) {
+  if (!gemm_isa_supported(isa))
+    throw_user_error(fmt::format("this CPU cannot run the {} GEMM kernels", gemm_isa_name(isa)));
+  isa_slot().store(static_cast<int>(isa), std::memory_order_relaxed);
+}
+
+const GemmBackend& gemm_backend(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::kAvx512: return gemm_backend_avx512();
+    case GemmIsa::kAvx2: return gemm_backend_avx2();
+    default: return gemm_backend_portable();
+  }
+}
+
+// ---- Prepacking -----------------------------------------------------------------------------
+
+PackedB pack_b(const MatView& b, int64_t K, int64_t N, bool f64) {
+  const GemmBackend& be = gemm_backend(gemm_isa());
+  const GemmBlocking& blk = f64 ? be.f64 : be.f32;
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(packed_b_elems(blk, K, N), 1)) *
+                       (f64 ? sizeof(double) : sizeof(float));
+  void* mem = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!mem) throw_user_error(fmt::format("cpu GEMM: cannot allocate {} bytes for packed weights", bytes));
+  PackedB p;
+  p.data_ = std::shared_ptr<void>(mem, std::free);
+  p.k_ = K, p.n_ = N, p.isa_ = be.isa, p.f64_ = f64;
+  if (f64) be.pack_b_f64(b, K, N, static_cast<double*>(mem));
+  else be.pack_b_f32(b, K, N, static_cast<float*>(mem));
+  return p;
+}
+
+// ---- Epilogue builders ----------------------------------------------------------------------
+
+namespace {
+int push_step(GemmEpilogue& e, EpStep s) {
+  if (e.num_steps >= GemmEpilogue::kMaxSteps) throw_internal_error("cpu GEMM: epilogue too long");
+  e.steps[e.num_steps] = s;
+  return e.num_steps++;
+}
+uint8_t reg(int r) { return static_cast<uint8_t>(r); }
+}  // namespace
+
+int GemmEpilogue::acc() { return push_step(*this, EpStep{EpOp::kAcc}); }
+int GemmEpilogue::constant(float v) { return push_step(*this, EpStep{EpOp::kConst, 0, 0, v}); }
+int GemmEpilogue::load(const float* data, int64_t rs, int64_t cs) {
+  if (num_loads >= kMaxLoads) throw_internal_error("cpu GEMM: too many epilogue operands");
+  loads[num_loads] = EpLoad{data, rs, cs};
+  return push_step(*this, EpStep{EpOp::kLoad, 0, 0, 0, static_cast<uint8_t>(num_loads++)});
+}
+int GemmEpilogue::unary(EpOp op, int a) { return push_step(*this, EpStep{op, reg(a)}); }
+int GemmEpilogue::binary(EpOp op, int a, int b) { return push_step(*this, EpStep{op, reg(a), reg(b)}); }
+
+GemmEpilogue GemmEpilogue::bias_gelu_residual(const float* bias, Gelu gelu, const float* residual,
+                                              int64_t ldr) {
+  GemmEpilogue e;
+  int x = e.acc();
+  if (bias) x = e.binary(EpOp::kAdd, x, e.load(bias, 0, 1));
+  if (gelu != Gelu::kNone) {
+    // The IR's GELU (core/src/ops_hir_nn.cpp): 0.5 x (1 + erf(x / sqrt 2)) or
+    // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+    int half_x = e.binary(EpOp::kMul, x, e.constant(0.5f));
+    int inner;
+    if (gelu == Gelu::kErf) {
+      inner = e.unary(EpOp::kErf, e.binary(EpOp::kMul, x, e.constant(0.70710678118654752f)));
+    } else {
+      int x3 = e.binary(EpOp::kMul, e.binary(EpOp::kMul, x, x), x);
+      int u = e.binary(EpOp::kAdd, x, e.binary(EpOp::kMul, x3, e.constant(0.044715f)));
+      inner = e.unary(EpOp::kTanh, e.binary(EpOp::kMul, u, e.constant(0.79788456080286536f)));
+    }
+    x = e.binary(EpOp::kMul, half_x, e.binary(EpOp::kAdd, inner, e.constant(1.0f)));
+  }
+  if (residual) x = e.binary(EpOp::kAdd, x, e.load(residual, ldr, 1));
+  if (x == 0) e.num_steps = 0;  // only the accumulator: no epilogue
+  return e;
+}
+
+void apply_epilogue(const GemmEpilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
+                    int64_t m, int64_t n) {
+  if (ep.empty()) return;
+  gemm_backend(gemm_isa()).epilogue(ep, c, ldc, i0, j0, m, n);
+}
+
+// ---- Products -------------------------------------------------------------------------------
+
+namespace {
+
+const GemmBackend& backend_for(const GemmArgs& g) {
+  if (!g.packed) return gemm_backend(gemm_isa());
+  if (g.packed->k() != g.K || g.packed->n() != g.N || g.packed->is_f64() != g.f64)
+    throw_internal_error("cpu GEMM: packed B does not match the product");
+  return gemm_backend(g.packed->isa());
+}
+
+}  // namespace
+
+void gemm_block(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const GemmBackend& be = backend_for(g);
+  if (g.f64) be.block_f64(g, m0, m1, n0, n1);
+  else be.block_f32(g, m0, m1, n0, n1);
+}
+
+void gemm_rows(const GemmArgs& g, int64_t m0, int64_t m1) { gemm_block(g, m0, m1, 0, g.N); }
+
+// The split of C into a tm x tn grid of blocks (whole micro-tiles each) that minimises a cost
+// model: rounds of blocks over the threads times a block's multiply-adds plus its packing (A rows
+// are packed once per column block, B columns once per row block unless prepacked).
+void gemm(const GemmArgs& g) {
+  if (g.M <= 0 || g.N <= 0) return;
+  const GemmBackend& be = backend_for(g);
+  const GemmBlocking& blk = g.f64 ? be.f64 : be.f32;
+  const int64_t threads = tbb::this_task_arena::max_concurrency();
+  const int64_t K = std::max<int64_t>(g.K, 1);
+  const int64_t mt = (g.M + blk.mr - 1) / blk.mr, nt = (g.N + blk.nr - 1) / blk.nr;
+  if (threads <= 1 || g.M * g.N * K < 48 * 48 * 48 || mt * nt == 1) {
+    gemm_block(g, 0, g.M, 0, g.N);
+    return;
+  }
+  constexpr double kPackCost = 8.0;  // packing one element vs one multiply-add per vector lane
+  const int64_t lanes = blk.nr;      // multiply-adds of a k step per column of a micro-tile
+  int64_t best_tm = 1, best_tn = 1;
+  double best = 1e300;
+  for (int64_t tm = 1; tm <= std::min<int64_t>(mt, 8 * threads); ++tm) {
+    for (int64_t tn = 1; tn <= std::min<int64_t>(nt, 8 * threads); ++tn) {
+      const int64_t rows = (mt + tm - 1) / tm * blk.mr, cols = (nt + tn - 1) / tn * blk.nr;
+      const int64_t rounds = (tm * tn + threads - 1) / threads;
+      double pack = kPackCost * (rows * K + (g.packed ? 0 : cols * K));
+      double cost = rounds * (double(rows) * cols * K / lanes + pack) + 2000.0 * tm * tn / threads;
+      if (cost < best) best = cost, best_tm = tm, best_tn = tn;
+    }
+  }
+  const int64_t row_step = (mt + best_tm - 1) / best_tm * blk.mr;
+  const int64_t col_step = (nt + best_tn - 1) / best_tn * blk.nr;
+  const int64_t blocks_m = (g.M + row_step - 1) / row_step, blocks_n = (g.N + col_step - 1) / col_step;
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, blocks_m * blocks_n, 1),
+      [&](const tbb::blocked_range<int64_t>& r) {
+        for (int64_t t = r.begin(); t < r.end(); ++t) {
+          const int64_t m0 = t / blocks_n * row_step, n0 = t % blocks_n * col_step;
+          gemm_block(g, m0, std::min(g.M, m0 + row_step), n0, std::min(g.N, n0 + col_step));
+        }
+      },
+      tbb::simple_partitioner());
+}
+
+// ---- Baseline for integer GEMMs -------------------------------------------------------------
+
+template <typename T>
+void gemm_reference(int64_t batch, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C) {
+  if (M == 0 || N == 0) return;
+  constexpr int64_t kBlockN = 512, kBlockK = 256;
+  int64_t rows = batch * M;
+  int64_t grain = std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(1, N * K));
+  tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, rows, grain, 0, N, kBlockN),
+                    [&](const tbb::blocked_range2d<int64_t>& r) {
+                      for (int64_t row = r.rows().begin(); row < r.rows().end(); ++row) {
+                        int64_t b = row / M, m = row % M;
+                        const T* a = A + (b * M + m) * K;
+                        const T* bb = B + b * K * N;
+                        T* c = C + (b * M + m) * N;
+                        int64_t n0 = r.cols().begin(), n1 = r.cols().end();
+                        std::fill(c + n0, c + n1, T(0));
+                        for (int64_t k0 = 0; k0 < K; k0 += kBlockK) {
+                          int64_t k1 = std::min(K, k0 + kBlockK);
+                          for (int64_t k = k0; k < k1; ++k) {
+                            T av = a[k];
+                            const T* brow = bb + k * N;
+                            for (int64_t n = n0; n < n1; ++n) c[n] += av * brow[n];
+                          }
+                        }
+                      }
+                    });
+}
+
+template void gemm_reference<float>(int64_t, int64_t, int64_t, int64_t, const float*, const float*, float*);
+template void gemm_reference<double>(int64_t, int64_t, int64_t, int64_t, const double*, const double*, double*);
+template void gemm_reference<int64_t>(int64_t, int64_t, int64_t, int64_t, const int64_t*, const int64_t*, int64_t*);
 
 }  // namespace rlx::cpu

@@ -1,0 +1,28 @@
+// The GEMM kernels built for one ISA (flags set for this file in plugins/cpu/CMakeLists.txt).
+// AVX2 with FMA: 16 ymm registers hold a 6 x 16 f32 tile (12 accumulators), or 6 x 8 in f64.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "gemm_backend.h"
+#include "rlx/core/half.h"
+
+namespace rlx::cpu {
+namespace {
+
+constexpr int kVecBytes = 32;
+constexpr int kMrF32 = 6, kNvF32 = 2, kMrF64 = 6, kNvF64 = 2;
+constexpr int64_t kKc = 256, kMc = kMrF32 * 24, kNc = 4096;
+
+#include "gemm_kernels.inc"
+
+constexpr GemmBackend kBackend = make_backend(GemmIsa::kAvx2);
+
+}  // namespace
+
+const GemmBackend& gemm_backend_avx2() { return kBackend; }
+
+}  // namespace rlx::cpu

@@ -1,0 +1,28 @@
+// The GEMM kernels built for one ISA (flags set for this file in plugins/cpu/CMakeLists.txt).
+// AVX-512 (F, BW, VL) with FMA: 32 zmm registers hold a 14 x 32 f32 tile (28 accumulators), or 14 x 16 in f64.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "gemm_backend.h"
+#include "rlx/core/half.h"
+
+namespace rlx::cpu {
+namespace {
+
+constexpr int kVecBytes = 64;
+constexpr int kMrF32 = 14, kNvF32 = 2, kMrF64 = 14, kNvF64 = 2;
+constexpr int64_t kKc = 256, kMc = kMrF32 * 16, kNc = 4096;
+
+#include "gemm_kernels.inc"
+
+constexpr GemmBackend kBackend = make_backend(GemmIsa::kAvx512);
+
+}  // namespace
+
+const GemmBackend& gemm_backend_avx512() { return kBackend; }
+
+}  // namespace rlx::cpu

@@ -1,0 +1,63 @@
+// A MatMul, Linear or dot_general call kernel in a float class (f16, bf16, f32 -> f32 compute;
+// f64), prepared once for the packed GEMM: operands are read in place through strided views
+// (no copies unless a group of dims cannot be viewed as one stride), a constant B (weights) is
+// packed once on first use and reused by every later run, batches run in parallel, and an
+// epilogue fused by fuse_gemm_epilogues() runs on each finished tile.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "gemm.h"
+#include "rlx/core/lir.h"
+
+namespace rlx::cpu {
+
+class GemmCall {
+ public:
+  // True when `k` is a GEMM call (native:MatMul, native:Linear, dot_general) whose output is a
+  // float dtype; integer GEMMs stay on the baseline.
+  static bool handles(const lir::CallKernel& k, const lir::Program& p);
+  GemmCall(const lir::CallKernel& k, const lir::Program& p);
+  ~GemmCall();
+  void run(const std::vector<void*>& ptrs) const;
+
+ private:
+  // One operand as batch dims plus one (size, stride) for its rows and one for its columns.
+  struct Operand {
+    int32_t buffer = -1;
+    DType dtype = DType::kF32;
+    std::vector<int64_t> batch_strides;  // per batch dim (0: broadcast)
+    int64_t rs = 0, cs = 0;
+    bool gather = false;  // rows/cols not one stride each: copied contiguous per run
+    std::vector<int64_t> shape, strides;  // the full view, for the gathering copy
+  };
+  struct EpilogueLoad {
+    int32_t input;  // index into the kernel's inputs
+    int64_t offset, rs, cs;
+  };
+
+  std::vector<int64_t> batch_sizes_;
+  int64_t batch_ = 1, M_ = 0, N_ = 0, K_ = 0;
+  Operand a_, b_;
+  int32_t out_ = -1;
+  DType out_dtype_ = DType::kF32;
+  bool f64_ = false;
+  bool b_constant_ = false;
+  int32_t bias_ = -1;  // Linear's bias buffer (the f64 path adds it after the product)
+  std::vector<int32_t> inputs_;  // the kernel's input buffers
+  GemmEpilogue epilogue_;                  // load data pointers filled per run
+  std::vector<EpilogueLoad> epilogue_loads_;
+
+  struct PackCache {
+    std::mutex mu;
+    const void* source = nullptr;
+    GemmIsa isa = GemmIsa::kPortable;
+    std::shared_ptr<const PackedB> packed;
+  };
+  std::unique_ptr<PackCache> cache_;
+
+  std::shared_ptr<const PackedB> packed_b(const void* b) const;
+};
+
+}  // namespace rlx::cpu

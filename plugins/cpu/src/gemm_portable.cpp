@@ -1,0 +1,28 @@
+// The GEMM kernels built for one ISA (flags set for this file in plugins/cpu/CMakeLists.txt).
+// No ISA flags: 16-byte vectors (SSE2 on x86-64, NEON elsewhere), a 4 x 8 f32 tile. The path every CPU can run.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "gemm_backend.h"
+#include "rlx/core/half.h"
+
+namespace rlx::cpu {
+namespace {
+
+constexpr int kVecBytes = 16;
+constexpr int kMrF32 = 4, kNvF32 = 2, kMrF64 = 4, kNvF64 = 2;
+constexpr int64_t kKc = 256, kMc = kMrF32 * 16, kNc = 4096;
+
+#include "gemm_kernels.inc"
+
+constexpr GemmBackend kBackend = make_backend(GemmIsa::kPortable);
+
+}  // namespace
+
+const GemmBackend& gemm_backend_portable() { return kBackend; }
+
+}  // namespace rlx::cpu

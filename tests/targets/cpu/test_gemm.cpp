@@ -1,0 +1,307 @@
+// The cpu GEMM (plugins/cpu/src/gemm.h) on every ISA path this CPU can run, against a naive
+// float64 triple loop written here: awkward sizes, transposed operands, prepacked B, f64,
+// f16/bf16 operands, the thread split, and fused epilogues against their unfused composition.
+// The LIR fusion pass is checked end to end through the cpu plugin: the same program run with
+// and without fuse_gemm_epilogues must agree with a float64 reference.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "gemm.h"
+#include "gemm_epilogue_fusion.h"
+#include "rlx/core/dispatch.h"
+#include "rlx/core/half.h"
+#include "rlx/core/ir_text.h"
+#include "rlx/core/passes.h"
+#include "test_support.h"
+
+namespace rlx::cpu {
+namespace {
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// Restores the process-wide ISA after a test forces one.
+struct IsaScope {
+  GemmIsa saved = gemm_isa();
+  ~IsaScope() { set_gemm_isa(saved); }
+};
+
+std::vector<GemmIsa> runnable_isas() {
+  std::vector<GemmIsa> v;
+  for (GemmIsa isa : {GemmIsa::kPortable, GemmIsa::kAvx2, GemmIsa::kAvx512})
+    if (gemm_isa_supported(isa)) v.push_back(isa);
+  return v;
+}
+
+// C = A B in float64 from views with element (i, j) at p[i * rs + j * cs].
+std::vector<double> reference(int64_t M, int64_t N, int64_t K, const std::vector<double>& a,
+                              int64_t ars, int64_t acs, const std::vector<double>& b, int64_t brs,
+                              int64_t bcs) {
+  std::vector<double> c(M * N, 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += a[i * ars + k * acs] * b[k * brs + j * bcs];
+      c[i * N + j] = s;
+    }
+  return c;
+}
+
+struct Shape {
+  int64_t M, N, K;
+};
+const Shape kShapes[] = {{1, 1, 1},   {7, 13, 31},  {13, 7, 1},   {31, 33, 65}, {33, 31, 100},
+                         {65, 17, 7}, {100, 257, 33}, {257, 100, 300}, {1, 384, 384}, {14, 32, 256},
+                         {32, 1, 257}, {3, 5, 0}};
+
+TEST(CpuGemm, F32AllIsasShapesLayoutsAndPrepackedB) {
+  IsaScope scope;
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    for (const Shape& s : kShapes) {
+      for (int layout = 0; layout < 4; ++layout) {  // bit 0: A transposed, bit 1: B transposed
+        const bool at = layout & 1, bt = layout & 2;
+        auto a = random_floats(s.M * s.K, 1), b = random_floats(s.K * s.N, 2);
+        const int64_t ars = at ? 1 : s.K, acs = at ? s.M : 1, brs = bt ? 1 : s.N, bcs = bt ? s.K : 1;
+        auto want = reference(s.M, s.N, s.K, {a.begin(), a.end()}, ars, acs, {b.begin(), b.end()}, brs, bcs);
+        for (bool prepack : {false, true}) {
+          std::vector<float> c(s.M * s.N, -7.0f);
+          GemmArgs g;
+          g.M = s.M, g.N = s.N, g.K = s.K, g.ldc = s.N, g.c = c.data();
+          g.a = MatView{a.data(), DType::kF32, ars, acs};
+          g.b = MatView{b.data(), DType::kF32, brs, bcs};
+          PackedB pb;
+          if (prepack) pb = pack_b(g.b, s.K, s.N, false), g.packed = &pb;
+          gemm(g);
+          for (int64_t i = 0; i < s.M * s.N; ++i)
+            ASSERT_NEAR(c[i], want[i], 1e-6 * (s.K + 1))
+                << gemm_isa_name(isa) << " " << s.M << "x" << s.N << "x" << s.K << " layout " << layout
+                << " prepacked " << prepack << " at " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuGemm, F64AllIsas) {
+  IsaScope scope;
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    for (const Shape& s : kShapes) {
+      auto af = random_floats(s.M * s.K, 3), bf = random_floats(s.K * s.N, 4);
+      std::vector<double> a(af.begin(), af.end()), b(bf.begin(), bf.end());
+      for (auto& x : a) x += 1e-9;  // bits a float could not hold
+      auto want = reference(s.M, s.N, s.K, a, s.K, 1, b, s.N, 1);
+      std::vector<double> c(s.M * s.N);
+      GemmArgs g;
+      g.M = s.M, g.N = s.N, g.K = s.K, g.ldc = s.N, g.c = c.data(), g.f64 = true;
+      g.a = MatView{a.data(), DType::kF64, s.K, 1};
+      g.b = MatView{b.data(), DType::kF64, s.N, 1};
+      gemm(g);
+      for (int64_t i = 0; i < s.M * s.N; ++i)
+        ASSERT_NEAR(c[i], want[i], 1e-13 * (s.K + 1)) << gemm_isa_name(isa) << " at " << i;
+    }
+  }
+}
+
+TEST(CpuGemm, F16AndBf16OperandsWidenWhilePacking) {
+  IsaScope scope;
+  const int64_t M = 19, N = 37, K = 45;
+  auto af = random_floats(M * K, 5), bf = random_floats(K * N, 6);
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    std::vector<uint16_t> a(M * K), b(K * N);
+    std::vector<double> ad(M * K), bd(K * N);
+    for (int64_t i = 0; i < M * K; ++i) {
+      a[i] = dt == DType::kF16 ? f32_to_f16(af[i]) : f32_to_bf16(af[i]);
+      ad[i] = dt == DType::kF16 ? f16_to_f32(a[i]) : bf16_to_f32(a[i]);
+    }
+    for (int64_t i = 0; i < K * N; ++i) {
+      b[i] = dt == DType::kF16 ? f32_to_f16(bf[i]) : f32_to_bf16(bf[i]);
+      bd[i] = dt == DType::kF16 ? f16_to_f32(b[i]) : bf16_to_f32(b[i]);
+    }
+    auto want = reference(M, N, K, ad, K, 1, bd, 1, K);  // B read transposed
+    for (GemmIsa isa : runnable_isas()) {
+      set_gemm_isa(isa);
+      std::vector<float> c(M * N);
+      GemmArgs g;
+      g.M = M, g.N = N, g.K = K, g.ldc = N, g.c = c.data();
+      g.a = MatView{a.data(), dt, K, 1};
+      g.b = MatView{b.data(), dt, 1, K};
+      gemm(g);
+      for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(c[i], want[i], 1e-5) << gemm_isa_name(isa);
+    }
+  }
+}
+
+TEST(CpuGemm, RowAndBlockEntryPointsMatchTheThreadedSplit) {
+  const int64_t M = 70, N = 90, K = 40;
+  auto a = random_floats(M * K, 7), b = random_floats(K * N, 8);
+  GemmArgs g;
+  g.M = M, g.N = N, g.K = K, g.ldc = N;
+  g.a = MatView{a.data(), DType::kF32, K, 1};
+  g.b = MatView{b.data(), DType::kF32, N, 1};
+  std::vector<float> whole(M * N), rows(M * N);
+  g.c = whole.data();
+  gemm(g);
+  g.c = rows.data();
+  gemm_rows(g, 0, 29);
+  gemm_rows(g, 29, M);
+  for (int64_t i = 0; i < M * N; ++i) EXPECT_EQ(whole[i], rows[i]) << i;
+}
+
+double gelu_erf(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+TEST(CpuGemm, EpilogueBiasGeluResidualMatchesUnfusedComposition) {
+  IsaScope scope;
+  const int64_t M = 33, N = 70, K = 29;
+  auto a = random_floats(M * K, 9), b = random_floats(K * N, 10);
+  auto bias = random_floats(N, 11), res = random_floats(M * N, 12);
+  for (auto& x : a) x *= 2;  // GELU arguments over about [-6, 6]
+  auto prod = reference(M, N, K, {a.begin(), a.end()}, K, 1, {b.begin(), b.end()}, N, 1);
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    for (auto gelu : {GemmEpilogue::Gelu::kNone, GemmEpilogue::Gelu::kErf, GemmEpilogue::Gelu::kTanh}) {
+      GemmEpilogue ep = GemmEpilogue::bias_gelu_residual(bias.data(), gelu, res.data(), N);
+      std::vector<float> c(M * N);
+      GemmArgs g;
+      g.M = M, g.N = N, g.K = K, g.ldc = N, g.c = c.data(), g.epilogue = &ep;
+      g.a = MatView{a.data(), DType::kF32, K, 1};
+      g.b = MatView{b.data(), DType::kF32, N, 1};
+      gemm(g);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double x = prod[i * N + j] + bias[j];
+          if (gelu == GemmEpilogue::Gelu::kErf) x = gelu_erf(x);
+          if (gelu == GemmEpilogue::Gelu::kTanh) x = gelu_tanh(x);
+          x += res[i * N + j];
+          ASSERT_NEAR(c[i * N + j], x, 2e-5 * (1 + std::fabs(x)))
+              << gemm_isa_name(isa) << " gelu " << int(gelu) << " at " << i << "," << j;
+        }
+    }
+  }
+}
+
+// exp, tanh and erf of the epilogue against the C library over a sweep that crosses every
+// branch (series/formula switch at 0.5, exp's overflow, underflow and denormal range).
+TEST(CpuGemm, EpilogueTranscendentalsAreWithinAFewUlp) {
+  IsaScope scope;
+  std::vector<float> xs;
+  for (float x = -110; x <= 90; x += 0.01f) xs.push_back(x);
+  for (float x : {0.0f, -0.0f, 1e-30f, -1e-8f, 0.4999999f, 0.5f, 88.72f, 88.73f})
+    xs.push_back(x);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    for (EpOp op : {EpOp::kExp, EpOp::kTanh, EpOp::kErf}) {
+      GemmEpilogue ep;
+      ep.unary(op, ep.acc());
+      std::vector<float> c = xs;
+      apply_epilogue(ep, c.data(), n, 0, 0, 1, n);
+      for (int64_t i = 0; i < n; ++i) {
+        double x = xs[i];
+        double want = op == EpOp::kExp ? std::exp(x) : op == EpOp::kTanh ? std::tanh(x) : std::erf(x);
+        if (std::isinf(want) || want > 3.4028234663852886e38) {
+          EXPECT_TRUE(std::isinf(c[i])) << x;
+          continue;
+        }
+        double tol = op == EpOp::kErf ? 1.6e-7 + 1e-6 * std::fabs(want)
+                                      : 6e-7 * std::fabs(want) + 1.5e-45;
+        ASSERT_NEAR(c[i], want, tol) << gemm_isa_name(isa) << " op " << int(op) << " x " << x;
+      }
+      float nan = std::nanf("");
+      apply_epilogue(ep, &nan, 1, 0, 0, 1, 1);
+      EXPECT_TRUE(std::isnan(nan));
+    }
+  }
+}
+
+// ---- LIR fusion, end to end through the cpu plugin ------------------------------------------
+
+lir::Program lower(const std::string& ir) {
+  auto target = test::cpu_target();
+  DispatchResult d = dispatch(parse_graph(ir, "test.rlx"), *target);
+  run_default_passes(d.graph);
+  return lower_to_lir(d.graph);
+}
+
+// Runs `p` on the cpu plugin with inputs by name; returns the first output.
+std::vector<float> run_program(const lir::Program& p, const std::map<std::string, std::vector<float>>& in) {
+  auto exe = test::cpu_target()->compile(p);
+  std::vector<void*> ptrs(p.buffers.size(), nullptr);
+  std::vector<std::vector<float>> keep;
+  for (auto& [name, b] : p.inputs) ptrs[b] = const_cast<float*>(in.at(name).data());
+  std::vector<float> out(p.buffers[p.outputs[0].second].numel());
+  ptrs[p.outputs[0].second] = out.data();
+  exe->run(ptrs);
+  return out;
+}
+
+TEST(CpuGemmFusion, MatMulBiasGeluResidualMergesIntoOneCallAndAgrees) {
+  const int64_t M = 37, K = 48, N = 40;
+  for (const char* approx : {"none", "tanh"}) {
+    const std::string ir = fmt::format(R"(graph @t(%x: f32[{0},{1}], %w: f32[{1},{2}], %b: f32[{2}], %r: f32[{0},{2}]) {{
+  %y = MatMul(%x, %w) : f32[{0},{2}]
+  %z = Add(%y, %b) : f32[{0},{2}]
+  %g = GELU(%z) {{approximate = "{3}"}} : f32[{0},{2}]
+  %o = Add(%g, %r) : f32[{0},{2}]
+  return %o
+}}
+)", M, K, N, approx);
+    lir::Program p = lower(ir);
+    lir::Program fused = p;
+    ASSERT_EQ(fuse_gemm_epilogues(fused), 1) << lir::print_program(p);
+    EXPECT_EQ(fused.kernels.size(), p.kernels.size() - 1);
+    auto x = random_floats(M * K, 13), w = random_floats(K * N, 14), b = random_floats(N, 15),
+         r = random_floats(M * N, 16);
+    std::map<std::string, std::vector<float>> in{{"x", x}, {"w", w}, {"b", b}, {"r", r}};
+    auto plain = run_program(p, in), merged = run_program(fused, in);
+    auto prod = reference(M, N, K, {x.begin(), x.end()}, K, 1, {w.begin(), w.end()}, N, 1);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double z = prod[i * N + j] + b[j];
+        double want = (std::string(approx) == "none" ? gelu_erf(z) : gelu_tanh(z)) + r[i * N + j];
+        ASSERT_NEAR(merged[i * N + j], want, 2e-5) << approx << " " << i << "," << j;
+        ASSERT_NEAR(plain[i * N + j], merged[i * N + j], 2e-5) << approx;
+      }
+  }
+}
+
+TEST(CpuGemmFusion, LinearWithBiasKeepsItsBiasAndTakesTheGelu) {
+  const int64_t M = 5, K = 23, N = 19;
+  const std::string ir = fmt::format(R"(graph @t(%x: f32[{0},{1}], %w: f32[{2},{1}], %b: f32[{2}]) {{
+  %y = Linear(%x, %w, %b) : f32[{0},{2}]
+  %g = GELU(%y) : f32[{0},{2}]
+  return %g
+}}
+)", M, K, N);
+  lir::Program p = lower(ir);
+  ASSERT_EQ(fuse_gemm_epilogues(p), 1);
+  auto x = random_floats(M * K, 17), w = random_floats(N * K, 18), b = random_floats(N, 19);
+  auto got = run_program(p, {{"x", x}, {"w", w}, {"b", b}});
+  auto prod = reference(M, N, K, {x.begin(), x.end()}, K, 1, {w.begin(), w.end()}, 1, K);
+  for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(got[i], gelu_erf(prod[i] + b[i % N]), 2e-5) << i;
+}
+
+TEST(CpuGemmFusion, ResultThatIsAlsoReturnedIsNotFused) {
+  lir::Program p = lower(R"(graph @t(%x: f32[4,8], %w: f32[8,6]) {
+  %y = MatMul(%x, %w) : f32[4,6]
+  %g = GELU(%y) : f32[4,6]
+  return %g, %y
+}
+)");
+  EXPECT_EQ(fuse_gemm_epilogues(p), 0);
+}
+
+}  // namespace
+}  // namespace rlx::cpu
