@@ -181,7 +181,7 @@ void gemm_rows(const GemmArgs& g, int64_t m0, int64_t m1) { gemm_block(g, m0, m1
 
 // The split of C into a tm x tn grid of blocks (whole micro-tiles each) that minimises a cost
 // model: rounds of blocks over the threads times a block's multiply-adds plus its packing (A rows
-// are packed once per column block, B columns once per row block unless prepacked).
+// are packed once per column block, B columns once per row block).
 void gemm(const GemmArgs& g) {
   if (g.M <= 0 || g.N <= 0) return;
   const GemmBackend& be = backend_for(g);
@@ -201,7 +201,9 @@ void gemm(const GemmArgs& g) {
     for (int64_t tn = 1; tn <= std::min<int64_t>(nt, 8 * threads); ++tn) {
       const int64_t rows = (mt + tm - 1) / tm * blk.mr, cols = (nt + tn - 1) / tn * blk.nr;
       const int64_t rounds = (tm * tn + threads - 1) / threads;
-      double pack = kPackCost * (rows * K + (g.packed ? 0 : cols * K));
+      // B counts even when prepacked: a block's B columns are then read from memory instead of
+      // packed into a cache-resident buffer, which costs about as much.
+      double pack = kPackCost * (rows * K + cols * K);
       double cost = rounds * (double(rows) * cols * K / lanes + pack) + 2000.0 * tm * tn / threads;
       if (cost < best) best = cost, best_tm = tm, best_tn = tn;
     }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gemm_backend.h"
+#include "gemm_tuning.h"
 #include "rlx/core/half.h"
 
 namespace rlx::cpu {
@@ -15,11 +16,14 @@ namespace {
 
 constexpr int kVecBytes = 32;
 constexpr int kMrF32 = 6, kNvF32 = 2, kMrF64 = 6, kNvF64 = 2;
-constexpr int64_t kKc = 256, kMc = kMrF32 * 24, kNc = 4096;
+// Cache blocking; RLX_CPU_GEMM_KC / _MC / _NC override it for tuning runs (bench/gemm).
+const int64_t kKc = blocking_from_env("RLX_CPU_GEMM_KC", 256, 1);
+const int64_t kMc = blocking_from_env("RLX_CPU_GEMM_MC", kMrF32 * 24, kMrF32);
+const int64_t kNc = blocking_from_env("RLX_CPU_GEMM_NC", 1024, 64);
 
 #include "gemm_kernels.inc"
 
-constexpr GemmBackend kBackend = make_backend(GemmIsa::kAvx2);
+const GemmBackend kBackend = make_backend(GemmIsa::kAvx2);
 
 }  // namespace
 

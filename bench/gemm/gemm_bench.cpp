@@ -1,0 +1,191 @@
+// rlx sgemm throughput (GFLOP/s) at square sizes and at the batch-1 shapes of
+// all-MiniLM-L6-v2, next to an FMA-only loop that measures the peak the same threads reach.
+// Prints one JSON object; bench/gemm/run.sh adds OpenBLAS (through NumPy) and the ratios.
+//   rlx_bench_gemm [--threads 2] [--reps 7] [--sizes 256,512,1024,2048] [--openblas LIB]
+// With --openblas, cblas_sgemm of that library (dlopen'ed; set OPENBLAS_NUM_THREADS to the same
+// thread count) is timed the same way in the same process.
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gemm.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Independent FMA chains, enough to cover latency x throughput on current cores (4 x 2 on
+// Intel, 4 x 1 zmm on Zen 4). Returns flops done.
+typedef float V16 __attribute__((vector_size(64)));
+typedef float V8 __attribute__((vector_size(32)));
+
+__attribute__((target("avx512f,fma"), noinline)) double fma_loop_avx512(int64_t iters) {
+  constexpr int kChains = 16;
+  V16 acc[kChains], m, a;
+  for (int i = 0; i < 16; ++i) m[i] = 0.999999f, a[i] = 1e-7f;
+  for (int c = 0; c < kChains; ++c) acc[c] = m * float(c);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * m + a;
+  }
+  float s = 0;
+  for (int c = 0; c < kChains; ++c) s += acc[c][0];
+  if (s == 12345.0f) std::puts("");  // keep the result alive
+  return double(iters) * kChains * 16 * 2;
+}
+
+__attribute__((target("avx2,fma"), noinline)) double fma_loop_avx2(int64_t iters) {
+  constexpr int kChains = 16;
+  V8 acc[kChains], m, a;
+  for (int i = 0; i < 8; ++i) m[i] = 0.999999f, a[i] = 1e-7f;
+  for (int c = 0; c < kChains; ++c) acc[c] = m * float(c);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * m + a;
+  }
+  float s = 0;
+  for (int c = 0; c < kChains; ++c) s += acc[c][0];
+  if (s == 12345.0f) std::puts("");
+  return double(iters) * kChains * 8 * 2;
+}
+
+// GFLOP/s of `threads` threads each running the FMA loop at once.
+double fma_peak(int threads, bool avx512) {
+  const int64_t iters = 20'000'000;
+  std::vector<double> runs;
+  for (int r = 0; r < 5; ++r) {
+    std::vector<std::thread> ts;
+    std::vector<double> flops(threads);
+    auto t0 = Clock::now();
+    for (int t = 0; t < threads; ++t)
+      ts.emplace_back([&, t] { flops[t] = avx512 ? fma_loop_avx512(iters) : fma_loop_avx2(iters); });
+    for (auto& t : ts) t.join();
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    double total = 0;
+    for (double f : flops) total += f;
+    runs.push_back(total / s / 1e9);
+  }
+  return median(runs);
+}
+
+struct Result {
+  std::string name;
+  int64_t M, N, K;
+  double gflops, gflops_prepacked, openblas = 0;
+};
+
+// cblas_sgemm(order, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int,
+                         float, float*, int);
+SgemmFn g_sgemm = nullptr;
+
+Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int reps) {
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(M * K), b(K * N), c(M * N);
+  for (auto& x : a) x = u(rng);
+  for (auto& x : b) x = u(rng);
+  rlx::cpu::GemmArgs g;
+  g.M = M, g.N = N, g.K = K, g.ldc = N, g.c = c.data();
+  g.a = {a.data(), rlx::DType::kF32, K, 1};
+  g.b = {b.data(), rlx::DType::kF32, N, 1};
+  const double flops = 2.0 * M * N * K;
+  // Enough calls per timing that small shapes are not dominated by the clock.
+  const int inner = std::max<int>(1, int(2e8 / flops));
+  auto time_it = [&](const rlx::cpu::GemmArgs& args) {
+    rlx::cpu::gemm(args);  // warm-up: scratch, pages, caches
+    std::vector<double> runs;
+    for (int r = 0; r < reps; ++r) {
+      auto t0 = Clock::now();
+      for (int i = 0; i < inner; ++i) rlx::cpu::gemm(args);
+      runs.push_back(flops * inner / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+    }
+    return median(runs);
+  };
+  Result res{name, M, N, K, time_it(g), 0};
+  rlx::cpu::PackedB pb = rlx::cpu::pack_b(g.b, K, N, false);
+  g.packed = &pb;
+  res.gflops_prepacked = time_it(g);
+  if (g_sgemm) {
+    auto call = [&] {
+      g_sgemm(101, 111, 111, int(M), int(N), int(K), 1.0f, a.data(), int(K), b.data(), int(N), 0.0f,
+              c.data(), int(N));  // row-major, no transposes
+    };
+    call();
+    std::vector<double> runs;
+    for (int r = 0; r < reps; ++r) {
+      auto t0 = Clock::now();
+      for (int i = 0; i < inner; ++i) call();
+      runs.push_back(flops * inner / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+    }
+    res.openblas = median(runs);
+  }
+  return res;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2, reps = 7;
+  std::vector<int64_t> sizes = {256, 512, 1024, 2048};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--threads") threads = std::atoi(v.c_str());
+    else if (k == "--reps") reps = std::atoi(v.c_str());
+    else if (k == "--openblas") {
+      void* lib = dlopen(v.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (lib) g_sgemm = reinterpret_cast<SgemmFn>(dlsym(lib, "cblas_sgemm"));
+      if (!g_sgemm) {
+        fmt::print(stderr, "cannot load cblas_sgemm from {}: {}\n", v, lib ? "no such symbol" : dlerror());
+        return 2;
+      }
+    }
+    else if (k == "--sizes") {
+      sizes.clear();
+      for (size_t p = 0; p < v.size();) {
+        size_t q = v.find(',', p);
+        sizes.push_back(std::atoll(v.substr(p, q - p).c_str()));
+        p = q == std::string::npos ? v.size() : q + 1;
+      }
+    } else {
+      fmt::print(stderr, "unknown option {}\n", k);
+      return 2;
+    }
+  }
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  double peak = fma_peak(threads, avx512);
+  std::vector<Result> results;
+  for (int64_t n : sizes) results.push_back(bench_gemm(fmt::format("square_{}", n), n, n, n, reps));
+  // all-MiniLM-L6-v2 at batch 1: sequence 32 and 128, hidden 384, FFN 1536.
+  for (int64_t seq : {32, 128}) {
+    results.push_back(bench_gemm(fmt::format("minilm_s{}_qkvo", seq), seq, 384, 384, reps));
+    results.push_back(bench_gemm(fmt::format("minilm_s{}_ffn_up", seq), seq, 1536, 384, reps));
+    results.push_back(bench_gemm(fmt::format("minilm_s{}_ffn_down", seq), seq, 384, 1536, reps));
+  }
+  fmt::print("{{\"isa\": \"{}\", \"threads\": {}, \"fma_peak_gflops\": {:.1f}, \"results\": [",
+             rlx::cpu::gemm_isa_name(rlx::cpu::gemm_isa()), threads, peak);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    fmt::print("{}\n  {{\"name\": \"{}\", \"M\": {}, \"N\": {}, \"K\": {}, \"gflops\": {:.1f}, "
+               "\"gflops_prepacked\": {:.1f}{}}}",
+               i ? "," : "", r.name, r.M, r.N, r.K, r.gflops, r.gflops_prepacked,
+               g_sgemm ? fmt::format(", \"openblas_cblas\": {:.1f}", r.openblas) : "");
+  }
+  fmt::print("]}}\n");
+}
