@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <type_traits>
 #include <utility>
 
@@ -19,7 +20,8 @@ constexpr int kMrF32 = 4, kNvF32 = 2, kMrF64 = 4, kNvF64 = 2;
 // Cache blocking; RLX_CPU_GEMM_KC / _MC / _NC override it for tuning runs (bench/gemm).
 const int64_t kKc = blocking_from_env("RLX_CPU_GEMM_KC", 256, 1);
 const int64_t kMc = blocking_from_env("RLX_CPU_GEMM_MC", kMrF32 * 16, kMrF32);
-const int64_t kNc = blocking_from_env("RLX_CPU_GEMM_NC", 1024, 64);
+const int64_t kNc = blocking_from_env(
+    "RLX_CPU_GEMM_NC", 1024, std::lcm(kNvF32 * kVecBytes / 4, kNvF64 * kVecBytes / 8));
 
 #include "gemm_kernels.inc"
 
