@@ -8,6 +8,7 @@
 #include "dequant_matmul.h"
 #include "gemm.h"
 #include "gemm_call.h"
+#include "nn_kernels.h"
 #include "rlx/core/error.h"
 #include "rlx/core/tensor.h"
 #include "scalar_ops.h"
@@ -89,7 +90,8 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
   for (auto& r : k.regions) regions_.push_back(std::make_unique<CpuExecutable>(*r));
   static const char* kKnown[] = {"dot_general", "gather", "scatter", "while", "native:MatMul", "native:Linear",
                                  "native:DequantMatMul", "native:DequantizeRows"};
-  if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* s) { return k.callee == s; }) == std::end(kKnown))
+  if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* s) { return k.callee == s; }) == std::end(kKnown) &&
+      !is_nn_callee(k.callee))
     throw_internal_error("cpu: no library call for " + k.callee);
   // Float GEMMs take the packed path; integer ones the baseline below.
   if (GemmCall::handles(k, p)) gemm_ = std::make_unique<GemmCall>(k, p);
@@ -110,6 +112,7 @@ void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
   if (c == "native:Linear") return linear(ptrs);
   if (c == "native:DequantMatMul") return run_dequant_matmul(k_, in_, out_, ptrs);
   if (c == "native:DequantizeRows") return run_dequantize_rows(k_, in_, ptrs);
+  if (is_nn_callee(c)) return run_nn_kernel(k_, in_, out_, ptrs);  // nn_kernels.h
   if (c == "gather") return gather(ptrs);
   if (c == "scatter") return scatter(ptrs);
   if (c == "while") return while_loop(ptrs);

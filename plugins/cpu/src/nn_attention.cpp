@@ -1,0 +1,124 @@
+#include "nn_attention.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace rlx::cpu {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr int64_t kKeyBlock = 128;  // keys per block: S row and V block stay in L1/L2
+constexpr int64_t kMaxRows = 32;    // query rows per task
+
+// The query rows of one kv head: every (query position, head of its group), position-major so
+// that rows of a tile see nearly the same causal key range.
+struct RowMap {
+  int64_t group;  // query heads per kv head
+  int64_t qpos(int64_t r) const { return r / group; }
+  int64_t head_in_group(int64_t r) const { return r % group; }
+};
+
+// Rows per task: as many as kMaxRows (K and V blocks are reused across a tile's rows), fewer
+// when that leaves too few tasks to keep every thread busy (batch 1, a dozen heads).
+int64_t rows_per_task(int64_t rows, int64_t groups) {
+  const int64_t want = 4 * static_cast<int64_t>(tbb::this_task_arena::max_concurrency());
+  int64_t br = std::min(rows, kMaxRows);
+  while (br > 4 && groups * ((rows + br - 1) / br) < want) br = (br + 1) / 2;
+  return std::max<int64_t>(br, 1);
+}
+
+// The visible key range [lo, hi) of a padding mask row: keys outside it are all masked.
+void kept_range(const uint8_t* keep, int64_t n, int64_t* lo, int64_t* hi) {
+  *lo = 0;
+  *hi = n;
+  if (!keep) return;
+  while (*lo < n && !keep[*lo]) ++*lo;
+  while (*hi > *lo && !keep[*hi - 1]) --*hi;
+}
+
+struct TileState {
+  std::vector<float> s, o, m, l;
+  std::vector<uint8_t> nan;
+  TileState(int64_t rows, int64_t dv)
+      : s(kKeyBlock), o(rows * dv, 0.0f), m(rows, kNegInf), l(rows, 0.0f), nan(rows, 0) {}
+};
+
+void attend_tile(const AttentionShape& sh, const float* q, const float* k, const float* v,
+                 float* out, const NnSimd& simd, int64_t b, int64_t kvh, int64_t r0, int64_t r1) {
+  const RowMap map{sh.heads / sh.kv_heads};
+  const int64_t D = sh.head_dim, Dv = sh.v_dim, Sq = sh.q_len, Sk = sh.kv_len;
+  const float* kb = k + (b * sh.kv_heads + kvh) * Sk * D;
+  const float* vb = v + (b * sh.kv_heads + kvh) * Sk * Dv;
+  const uint8_t* keep = sh.keep ? sh.keep + b * Sk : nullptr;
+  auto head = [&](int64_t r) { return kvh * map.group + map.head_in_group(r); };
+  auto q_row = [&](int64_t r) { return q + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * D; };
+  auto out_row = [&](int64_t r) { return out + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * Dv; };
+
+  int64_t lo, hi;
+  kept_range(keep, Sk, &lo, &hi);
+  const int64_t rows = r1 - r0;
+  std::vector<int64_t> limit(rows);  // keys at or past limit[i] are invisible to row r0 + i
+  int64_t tile_hi = lo;
+  for (int64_t i = 0; i < rows; ++i) {
+    limit[i] = sh.causal ? std::min(hi, map.qpos(r0 + i) + Sk - Sq + 1) : hi;
+    tile_hi = std::max(tile_hi, limit[i]);
+  }
+  TileState st(rows, Dv);
+  float* s = st.s.data();
+  for (int64_t j0 = lo; j0 < tile_hi; j0 += kKeyBlock) {
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t n = std::min(j0 + kKeyBlock, limit[i]) - j0;
+      if (n <= 0 || st.nan[i]) continue;
+      simd.qk_scores(q_row(r0 + i), D, 1, kb + j0 * D, D, n, D, sh.scale, s, kKeyBlock);
+      if (keep)
+        for (int64_t j = 0; j < n; ++j)
+          if (!keep[j0 + j]) s[j] = kNegInf;
+      bool saw_nan = false;
+      const float block_max = simd.row_max(s, n, &saw_nan);
+      if (saw_nan) {
+        st.nan[i] = 1;  // the decomposition's max, exp and sum all turn NaN for this row
+        continue;
+      }
+      if (block_max == kNegInf) continue;  // every key of the block masked: nothing to add
+      const float m_new = std::max(st.m[i], block_max);
+      const float alpha = std::exp(st.m[i] - m_new);  // 0 on the row's first visible block
+      const float block_sum = simd.exp_shifted(s, n, m_new, s);
+      st.l[i] = alpha * st.l[i] + block_sum;
+      simd.pv_accumulate(st.o.data() + i * Dv, Dv, alpha, s, n, vb + j0 * Dv, Dv);
+      st.m[i] = m_new;
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    float* dst = out_row(r0 + i);
+    if (st.nan[i]) std::fill(dst, dst + Dv, std::numeric_limits<float>::quiet_NaN());
+    else simd.divide(st.o.data() + i * Dv, Dv, st.l[i], dst);  // l = 0 (no key seen): 0/0 = NaN
+  }
+}
+
+}  // namespace
+
+void attention_f32(const AttentionShape& sh, const float* q, const float* k, const float* v,
+                   float* out, const NnSimd& simd) {
+  const int64_t group = sh.heads / sh.kv_heads;
+  const int64_t rows = group * sh.q_len, groups = sh.batch * sh.kv_heads;
+  if (rows == 0 || groups == 0 || sh.v_dim == 0) return;
+  const int64_t br = rows_per_task(rows, groups);
+  const int64_t tiles = (rows + br - 1) / br;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups * tiles, 1),
+                    [&](const tbb::blocked_range<int64_t>& range) {
+                      for (int64_t t = range.begin(); t < range.end(); ++t) {
+                        const int64_t g = t / tiles, r0 = (t % tiles) * br;
+                        attend_tile(sh, q, k, v, out, simd, g / sh.kv_heads, g % sh.kv_heads, r0,
+                                    std::min(rows, r0 + br));
+                      }
+                    });
+}
+
+}  // namespace rlx::cpu

@@ -1,0 +1,199 @@
+#include "nn_kernels.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "nn_attention.h"
+#include "nn_norms.h"
+#include "rlx/core/error.h"
+#include "scalar_ops.h"
+
+namespace rlx::cpu {
+
+namespace {
+
+const char* const kOps[] = {"Attention", "LayerNorm", "RMSNorm", "Softmax"};
+
+// Attribute readers that never throw: a malformed attribute is the decomposition's to report.
+std::optional<double> number_attr(const Attrs& a, const std::string& key, double fallback) {
+  auto it = a.find(key);
+  if (it == a.end()) return fallback;
+  if (auto* d = std::get_if<double>(&it->second)) return *d;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return static_cast<double>(*i);
+  return std::nullopt;
+}
+
+std::optional<std::string> text_attr(const Attrs& a, const std::string& key, const std::string& fallback) {
+  auto it = a.find(key);
+  if (it == a.end()) return fallback;
+  if (auto* s = std::get_if<std::string>(&it->second)) return *s;
+  return std::nullopt;
+}
+
+std::optional<int64_t> int_attr(const Attrs& a, const std::string& key, int64_t fallback) {
+  auto it = a.find(key);
+  if (it == a.end()) return fallback;
+  if (auto* i = std::get_if<int64_t>(&it->second)) return *i;
+  return std::nullopt;
+}
+
+bool static_dim(const TensorType& t, int64_t d) { return t.shape[d].is_static(); }
+
+Verdict refuse(const NodeSignature& s, const std::string& why) {
+  return Verdict::no(fmt::format("cpu's native {} kernel {}", s.op, why));
+}
+
+bool all_f32(const std::vector<TensorType>& ts, size_t count) {
+  for (size_t i = 0; i < count && i < ts.size(); ++i)
+    if (ts[i].dtype != DType::kF32) return false;
+  return true;
+}
+
+Verdict claim_attention(const NodeSignature& s) {
+  if (s.inputs.size() < 3 || s.outputs.size() != 1) return refuse(s, "needs q, k, v and one output");
+  if (!all_f32(s.inputs, 3) || !all_f32(s.outputs, 1))
+    return refuse(s, "takes f32 q, k, v only");
+  const TensorType &q = s.inputs[0], &k = s.inputs[1], &v = s.inputs[2];
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) return refuse(s, "takes rank-4 q, k, v only");
+  for (const TensorType* t : {&q, &k, &v})
+    if (!static_dim(*t, 1) || !static_dim(*t, 3)) return refuse(s, "needs static head counts and head dims");
+  const int64_t h = q.shape[1].value, hkv = k.shape[1].value;
+  if (hkv <= 0 || h % hkv || v.shape[1].value != hkv || q.shape[3].value != k.shape[3].value)
+    return refuse(s, "needs matching head dims and query heads a multiple of kv heads");
+  auto mask = text_attr(s.attrs, "mask", "none");
+  if (!mask || (*mask != "none" && *mask != "causal" && *mask != "padding"))
+    return refuse(s, "knows the masks none, causal and padding only");
+  if ((*mask == "padding") != (s.inputs.size() == 4)) return refuse(s, "needs a mask input exactly for mask = \"padding\"");
+  if (*mask == "padding" && s.inputs[3].rank() != 2) return refuse(s, "takes a [batch, kv_seq] padding mask only");
+  if (!number_attr(s.attrs, "scale", 1.0)) return refuse(s, "needs a numeric scale");
+  return Verdict::yes();
+}
+
+Verdict claim_norm(const NodeSignature& s) {
+  if (s.inputs.empty() || s.outputs.size() != 1) return refuse(s, "needs an operand and one output");
+  if (!all_f32(s.inputs, s.inputs.size()) || !all_f32(s.outputs, 1)) return refuse(s, "takes f32 only");
+  const TensorType& x = s.inputs[0];
+  if (x.rank() < 1 || !static_dim(x, x.rank() - 1)) return refuse(s, "needs a static last dim");
+  for (size_t i = 1; i < s.inputs.size(); ++i) {
+    const TensorType& p = s.inputs[i];
+    if (p.rank() != 1 || !static_dim(p, 0) || p.shape[0].value != x.shape[x.rank() - 1].value)
+      return refuse(s, "takes scale and bias of the normalised dim's size only");
+  }
+  if (!number_attr(s.attrs, "epsilon", 0.0)) return refuse(s, "needs a numeric epsilon");
+  return Verdict::yes();
+}
+
+Verdict claim_softmax(const NodeSignature& s) {
+  if (s.inputs.size() != 1 || s.outputs.size() != 1) return refuse(s, "needs one operand and one output");
+  if (!all_f32(s.inputs, 1) || !all_f32(s.outputs, 1)) return refuse(s, "takes f32 only");
+  auto axis = int_attr(s.attrs, "axis", -1);
+  const int64_t rank = s.inputs[0].rank();
+  if (!axis || rank < 1 || *axis < -rank || *axis >= rank) return refuse(s, "needs an integer axis within the rank");
+  return Verdict::yes();
+}
+
+int64_t product(const std::vector<int64_t>& v, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= v[i];
+  return p;
+}
+
+std::string where(const lir::CallKernel& k) {
+  return k.loc.empty() ? k.callee : fmt::format("{} ('{}')", k.callee, k.loc);
+}
+
+// The padding mask as keep flags [batch, kv_len]: non-zero keeps, as the decomposition's
+// `ne 0` (a NaN float keeps too); a size-1 dim broadcasts.
+std::vector<uint8_t> keep_flags(const lir::Buffer& m, const void* data, int64_t batch, int64_t kv_len,
+                                const lir::CallKernel& k) {
+  const int64_t mb = m.shape[0], mk = m.shape[1];
+  if ((mb != batch && mb != 1) || (mk != kv_len && mk != 1))
+    throw_user_error(fmt::format("{}: padding mask is [{}, {}], attention needs [{}, {}]", where(k), mb, mk,
+                                 batch, kv_len));
+  std::vector<uint8_t> keep(batch * kv_len);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t j = 0; j < kv_len; ++j) {
+      const int64_t at = (mb == 1 ? 0 : b) * mk + (mk == 1 ? 0 : j);
+      bool kept;
+      switch (class_of(m.dtype)) {
+        case Cls::kF32: kept = load_f(m.dtype, data, at) != 0.0f; break;
+        case Cls::kF64: kept = static_cast<const double*>(data)[at] != 0.0; break;
+        default: kept = load_i(m.dtype, data, at) != 0; break;
+      }
+      keep[b * kv_len + j] = kept;
+    }
+  return keep;
+}
+
+void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+                   const std::vector<lir::Buffer>& out, const std::vector<void*>& ptrs) {
+  const auto &qs = in[0].shape, &ks = in[1].shape, &vs = in[2].shape;
+  AttentionShape sh;
+  sh.batch = qs[0], sh.heads = qs[1], sh.q_len = qs[2], sh.head_dim = qs[3];
+  sh.kv_heads = ks[1], sh.kv_len = ks[2], sh.v_dim = vs[3];
+  if (ks[0] != sh.batch || vs[0] != sh.batch || vs[1] != sh.kv_heads || vs[2] != sh.kv_len ||
+      ks[3] != sh.head_dim || sh.kv_heads <= 0 || sh.heads % sh.kv_heads)
+    throw_user_error(fmt::format("{}: q, k, v shapes do not fit one attention", where(k)));
+  const std::string mask = *text_attr(k.attrs, "mask", "none");
+  const double scale = *number_attr(k.attrs, "scale", 1.0 / std::sqrt(static_cast<double>(sh.head_dim)));
+  sh.scale = static_cast<float>(scale);  // the decomposition multiplies by an f32 constant
+  sh.causal = mask == "causal";
+  std::vector<uint8_t> keep;
+  if (mask == "padding") {
+    keep = keep_flags(in[3], ptrs[k.inputs[3]], sh.batch, sh.kv_len, k);
+    sh.keep = keep.data();
+  }
+  attention_f32(sh, static_cast<const float*>(ptrs[k.inputs[0]]), static_cast<const float*>(ptrs[k.inputs[1]]),
+                static_cast<const float*>(ptrs[k.inputs[2]]), static_cast<float*>(ptrs[k.outputs[0]]), nn_simd());
+  (void)out;
+}
+
+void run_norm(const lir::CallKernel& k, const std::vector<lir::Buffer>& in, const std::vector<void*>& ptrs,
+              bool rms) {
+  const auto& xs = in[0].shape;
+  const int64_t n = xs.back(), rows = product(xs, 0, xs.size() - 1);
+  const double eps = *number_attr(k.attrs, "epsilon", rms ? 1e-6 : 1e-5);
+  auto param = [&](size_t i) { return in.size() > i ? static_cast<const float*>(ptrs[k.inputs[i]]) : nullptr; };
+  const auto* x = static_cast<const float*>(ptrs[k.inputs[0]]);
+  auto* y = static_cast<float*>(ptrs[k.outputs[0]]);
+  if (rms) rms_norm_f32(x, rows, n, static_cast<float>(eps), param(1), y, nn_simd());
+  else layer_norm_f32(x, rows, n, static_cast<float>(eps), param(1), param(2), y, nn_simd());
+}
+
+void run_softmax(const lir::CallKernel& k, const std::vector<lir::Buffer>& in, const std::vector<void*>& ptrs) {
+  const auto& xs = in[0].shape;
+  const auto rank = static_cast<int64_t>(xs.size());
+  int64_t axis = *int_attr(k.attrs, "axis", -1);
+  if (axis < 0) axis += rank;
+  softmax_f32(static_cast<const float*>(ptrs[k.inputs[0]]), product(xs, 0, axis), xs[axis],
+              product(xs, axis + 1, xs.size()), static_cast<float*>(ptrs[k.outputs[0]]), nn_simd());
+}
+
+}  // namespace
+
+std::optional<Verdict> claim_nn_op(const NodeSignature& s) {
+  if (s.op == "Attention") return claim_attention(s);
+  if (s.op == "LayerNorm" || s.op == "RMSNorm") return claim_norm(s);
+  if (s.op == "Softmax") return claim_softmax(s);
+  return std::nullopt;
+}
+
+bool is_nn_callee(const std::string& callee) {
+  if (callee.rfind("native:", 0) != 0) return false;
+  for (const char* op : kOps)
+    if (callee.compare(7, std::string::npos, op) == 0) return true;
+  return false;
+}
+
+void run_nn_kernel(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+                   const std::vector<lir::Buffer>& out, const std::vector<void*>& ptrs) {
+  const std::string op = k.callee.substr(7);
+  if (op == "Attention") return run_attention(k, in, out, ptrs);
+  if (op == "LayerNorm") return run_norm(k, in, ptrs, false);
+  if (op == "RMSNorm") return run_norm(k, in, ptrs, true);
+  if (op == "Softmax") return run_softmax(k, in, ptrs);
+  throw_internal_error("cpu: no native nn kernel for " + k.callee);
+}
+
+}  // namespace rlx::cpu

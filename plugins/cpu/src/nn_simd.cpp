@@ -1,0 +1,95 @@
+// The portable set of nn vector loops (plain C++; the compiler vectorises what it can) and the
+// choice between it and the AVX-512 set.
+#include "nn_simd.h"
+
+#include <cmath>
+#include <limits>
+
+namespace rlx::cpu {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+void qk_scores(const float* q, int64_t q_stride, int64_t rows, const float* k, int64_t k_stride,
+               int64_t keys, int64_t d, float scale, float* s, int64_t s_stride) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < keys; ++j) {
+      const float *a = q + r * q_stride, *b = k + j * k_stride;
+      float acc = 0;
+      for (int64_t i = 0; i < d; ++i) acc += a[i] * b[i];
+      s[r * s_stride + j] = acc * scale;
+    }
+}
+
+float row_max(const float* x, int64_t n, bool* saw_nan) {
+  float m = kNegInf;
+  for (int64_t i = 0; i < n; ++i) {
+    if (x[i] != x[i]) *saw_nan = true;
+    else if (x[i] > m) m = x[i];
+  }
+  return m;
+}
+
+float exp_shifted(const float* x, int64_t n, float m, float* out) {
+  float total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = x[i] == kNegInf ? 0.0f : std::exp(x[i] - m);
+    total += out[i];
+  }
+  return total;
+}
+
+void pv_accumulate(float* o, int64_t dv, float alpha, const float* p, int64_t keys, const float* v,
+                   int64_t v_stride) {
+  for (int64_t i = 0; i < dv; ++i) o[i] *= alpha;
+  for (int64_t j = 0; j < keys; ++j) {
+    const float pj = p[j];
+    const float* row = v + j * v_stride;
+    for (int64_t i = 0; i < dv; ++i) o[i] += pj * row[i];
+  }
+}
+
+float sum(const float* x, int64_t n) {
+  float total = 0;
+  for (int64_t i = 0; i < n; ++i) total += x[i];
+  return total;
+}
+
+float sum_sq_centered(const float* x, int64_t n, float mean) {
+  float total = 0;
+  for (int64_t i = 0; i < n; ++i) total += (x[i] - mean) * (x[i] - mean);
+  return total;
+}
+
+void normalize(const float* x, int64_t n, float shift, float mul, const float* g, const float* b,
+               float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    float y = (x[i] - shift) * mul;
+    if (g) y *= g[i];
+    if (b) y += b[i];
+    out[i] = y;
+  }
+}
+
+void divide(const float* x, int64_t n, float denom, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] / denom;
+}
+
+}  // namespace
+
+const NnSimd& nn_simd_portable() {
+  static const NnSimd kSet{"portable", qk_scores, row_max,         exp_shifted, pv_accumulate,
+                           sum,        sum_sq_centered, normalize, divide};
+  return kSet;
+}
+
+const NnSimd& nn_simd() {
+  static const NnSimd& chosen = [] () -> const NnSimd& {
+    const NnSimd* wide = nn_simd_avx512();
+    return wide ? *wide : nn_simd_portable();
+  }();
+  return chosen;
+}
+
+}  // namespace rlx::cpu

@@ -1,0 +1,41 @@
+// The few vector loops the native transformer kernels (nn_*.cpp) spend their time in, as a
+// table of functions: a portable set and an AVX-512 set, picked once per process from what the
+// host CPU supports. The kernels own the algorithms (tiling, online softmax, threading); these
+// own the instructions.
+//
+// Shared semantics, so that both sets and the MIR decompositions agree:
+// * exp_shifted maps -inf to exactly 0 and propagates NaN (a NaN score gives a NaN row, as the
+//   decomposition's max/exp/sum would);
+// * row_max ignores NaN and reports it through *saw_nan instead, so callers decide.
+#pragma once
+#include <cstdint>
+
+namespace rlx::cpu {
+
+struct NnSimd {
+  const char* name;  // "avx512" | "portable"
+  // S[r * s_stride + j] = dot(q_r, k_j) * scale for r < rows, j < keys.
+  void (*qk_scores)(const float* q, int64_t q_stride, int64_t rows, const float* k,
+                    int64_t k_stride, int64_t keys, int64_t d, float scale, float* s,
+                    int64_t s_stride);
+  float (*row_max)(const float* x, int64_t n, bool* saw_nan);
+  // out[j] = (x[j] == -inf) ? 0 : exp(x[j] - m); returns the sum of out.
+  float (*exp_shifted)(const float* x, int64_t n, float m, float* out);
+  // o[0:dv] = alpha * o + sum_j p[j] * v[j * v_stride + 0:dv].
+  void (*pv_accumulate)(float* o, int64_t dv, float alpha, const float* p, int64_t keys,
+                        const float* v, int64_t v_stride);
+  float (*sum)(const float* x, int64_t n);
+  float (*sum_sq_centered)(const float* x, int64_t n, float mean);  // sum (x - mean)^2
+  // out = (x - shift) * mul [* g] [+ b]; g and b may be null.
+  void (*normalize)(const float* x, int64_t n, float shift, float mul, const float* g,
+                    const float* b, float* out);
+  void (*divide)(const float* x, int64_t n, float denom, float* out);  // out = x / denom
+};
+
+// The set this host runs: AVX-512 where the CPU has AVX-512F, else the portable one.
+const NnSimd& nn_simd();
+const NnSimd& nn_simd_portable();
+// Null when the host (or the compiler) has no AVX-512F.
+const NnSimd* nn_simd_avx512();
+
+}  // namespace rlx::cpu

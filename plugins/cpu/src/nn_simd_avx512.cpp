@@ -1,0 +1,221 @@
+// The AVX-512 set of nn vector loops. Every function here is compiled for AVX-512F through a
+// target pragma (the rest of the plugin stays baseline x86-64) and only reached after
+// nn_simd_avx512() checked the CPU. All functions have internal linkage, so no AVX-512 code can
+// be picked by the linker for a baseline caller.
+#include "nn_simd.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RLX_NN_AVX512 1
+#include <immintrin.h>
+#endif
+
+#include <cmath>
+#include <limits>
+
+namespace rlx::cpu {
+
+#ifdef RLX_NN_AVX512
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,fma")
+#endif
+
+namespace {
+
+constexpr int64_t kLanes = 16;
+
+inline __mmask16 tail_mask(int64_t left) {
+  return left >= kLanes ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// e^x, about 1 ulp over the float range: x = n ln2 + r with |r| <= ln2 / 2, a degree-6
+// polynomial for e^r, then scalef by 2^n. Inputs are clamped to [-104, 88.7] (the results
+// there are 0 or denormal, and +inf); max/min keep the clamp's second operand, x, when it is
+// NaN, so NaN flows through every step.
+inline __m512 vexp(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+  x = _mm512_min_ps(_mm512_set1_ps(88.7f), x);
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// Horizontal sums of four vectors at once: [sum a0, sum a1, sum a2, sum a3].
+inline __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  __m512 t0 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+  __m512 t1 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+  __m512d d0 = _mm512_castps_pd(t0), d1 = _mm512_castps_pd(t1);
+  __m512 u = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(d0, d1)),
+                           _mm512_castpd_ps(_mm512_unpackhi_pd(d0, d1)));
+  __m256 h = _mm256_add_ps(_mm512_castps512_ps256(u),
+                           _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(u), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+void qk_scores(const float* q, int64_t q_stride, int64_t rows, const float* k, int64_t k_stride,
+               int64_t keys, int64_t d, float scale, float* s, int64_t s_stride) {
+  const __m128 sc = _mm_set1_ps(scale);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* a = q + r * q_stride;
+    float* out = s + r * s_stride;
+    int64_t j = 0;
+    for (; j + 4 <= keys; j += 4) {
+      const float* b = k + j * k_stride;
+      __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+      for (int64_t i = 0; i < d; i += kLanes) {
+        __mmask16 m = tail_mask(d - i);
+        __m512 x = _mm512_maskz_loadu_ps(m, a + i);
+        c0 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, b + i), c0);
+        c1 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, b + k_stride + i), c1);
+        c2 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, b + 2 * k_stride + i), c2);
+        c3 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, b + 3 * k_stride + i), c3);
+      }
+      _mm_storeu_ps(out + j, _mm_mul_ps(hsum4(c0, c1, c2, c3), sc));
+    }
+    for (; j < keys; ++j) {
+      const float* b = k + j * k_stride;
+      __m512 c = _mm512_setzero_ps();
+      for (int64_t i = 0; i < d; i += kLanes) {
+        __mmask16 m = tail_mask(d - i);
+        c = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), c);
+      }
+      out[j] = _mm512_reduce_add_ps(c) * scale;
+    }
+  }
+}
+
+float row_max(const float* x, int64_t n, bool* saw_nan) {
+  __m512 acc = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __mmask16 nan = 0;
+  for (int64_t i = 0; i < n; i += kLanes) {
+    __mmask16 m = tail_mask(n - i);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    nan |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
+    acc = _mm512_mask_max_ps(acc, m, v, acc);  // a NaN v yields acc: NaN is reported, not kept
+  }
+  if (nan) *saw_nan = true;
+  return _mm512_reduce_max_ps(acc);
+}
+
+float exp_shifted(const float* x, int64_t n, float m, float* out) {
+  const __m512 shift = _mm512_set1_ps(m), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 total = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += kLanes) {
+    __mmask16 t = tail_mask(n - i);
+    __m512 v = _mm512_maskz_loadu_ps(t, x + i);
+    __mmask16 live = _mm512_mask_cmp_ps_mask(t, v, ninf, _CMP_NEQ_UQ);  // NaN stays live
+    __m512 e = _mm512_maskz_mov_ps(live, vexp(_mm512_sub_ps(v, shift)));
+    total = _mm512_add_ps(total, e);
+    _mm512_mask_storeu_ps(out + i, t, e);
+  }
+  return _mm512_reduce_add_ps(total);
+}
+
+// o = alpha * o + p V for one chunk of up to NV * 16 output columns, kept in registers.
+template <int NV>
+void pv_chunk(float* o, int64_t width, float alpha, const float* p, int64_t keys, const float* v,
+              int64_t v_stride) {
+  __m512 acc[NV];
+  __mmask16 m[NV];
+  const __m512 a = _mm512_set1_ps(alpha);
+  for (int c = 0; c < NV; ++c) {
+    m[c] = tail_mask(width - c * kLanes);
+    acc[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[c], o + c * kLanes), a);
+  }
+  for (int64_t j = 0; j < keys; ++j) {
+    const __m512 pj = _mm512_set1_ps(p[j]);
+    const float* row = v + j * v_stride;
+    for (int c = 0; c < NV; ++c)
+      acc[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], row + c * kLanes), acc[c]);
+  }
+  for (int c = 0; c < NV; ++c) _mm512_mask_storeu_ps(o + c * kLanes, m[c], acc[c]);
+}
+
+void pv_accumulate(float* o, int64_t dv, float alpha, const float* p, int64_t keys, const float* v,
+                   int64_t v_stride) {
+  for (int64_t c0 = 0; c0 < dv; c0 += 8 * kLanes) {
+    int64_t w = std::min<int64_t>(dv - c0, 8 * kLanes);
+    switch ((w + kLanes - 1) / kLanes) {
+      case 1: pv_chunk<1>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+      case 2: pv_chunk<2>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+      case 3: pv_chunk<3>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+      case 4: pv_chunk<4>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+      case 5: pv_chunk<5>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+      case 6: pv_chunk<6>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+      case 7: pv_chunk<7>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+      default: pv_chunk<8>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+    }
+  }
+}
+
+float sum(const float* x, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += kLanes) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
+  return _mm512_reduce_add_ps(acc);
+}
+
+float sum_sq_centered(const float* x, int64_t n, float mean) {
+  const __m512 mu = _mm512_set1_ps(mean);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += kLanes) {
+    __mmask16 t = tail_mask(n - i);
+    __m512 c = _mm512_maskz_sub_ps(t, _mm512_maskz_loadu_ps(t, x + i), mu);
+    acc = _mm512_fmadd_ps(c, c, acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+void normalize(const float* x, int64_t n, float shift, float mul, const float* g, const float* b,
+               float* out) {
+  const __m512 s = _mm512_set1_ps(shift), k = _mm512_set1_ps(mul);
+  for (int64_t i = 0; i < n; i += kLanes) {
+    __mmask16 t = tail_mask(n - i);
+    __m512 y = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(t, x + i), s), k);
+    if (g) y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(t, g + i));
+    if (b) y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(t, b + i));
+    _mm512_mask_storeu_ps(out + i, t, y);
+  }
+}
+
+void divide(const float* x, int64_t n, float denom, float* out) {
+  const __m512 d = _mm512_set1_ps(denom);
+  for (int64_t i = 0; i < n; i += kLanes) {
+    __mmask16 t = tail_mask(n - i);
+    _mm512_mask_storeu_ps(out + i, t, _mm512_div_ps(_mm512_maskz_loadu_ps(t, x + i), d));
+  }
+}
+
+}  // namespace
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+const NnSimd* nn_simd_avx512() {
+  static const NnSimd kSet{"avx512", qk_scores, row_max,         exp_shifted, pv_accumulate,
+                           sum,      sum_sq_centered, normalize, divide};
+  static const bool host_has_it = __builtin_cpu_supports("avx512f");
+  return host_has_it ? &kSet : nullptr;
+}
+
+#else
+
+const NnSimd* nn_simd_avx512() { return nullptr; }
+
+#endif
+
+}  // namespace rlx::cpu
