@@ -134,6 +134,8 @@ class RegistryBuilder {
       if (!v.ok) {
         rec.status = PluginStatus::kCodegenOnly;
         rec.detail = v.reason.empty() ? "cannot execute on this machine" : v.reason;
+      } else if (!v.reason.empty()) {
+        rec.detail = v.reason;  // how it executes here (cpu: kernels compiled or interpreted)
       }
       if (options_.build_legality) rec.legality = detail::build_legality_table(*rec.target);
     }

@@ -99,17 +99,19 @@ class KernelRenderer {
     auto uses = buffer_uses(k_, p_);
     std::vector<BufferParam> params;
     for (auto& [id, u] : uses) params.push_back({id, u.dtype, u.written});
+    for (size_t j = 0; j < params.size(); ++j)
+      local_[params[j].storage] = positional() ? static_cast<int32_t>(j) : params[j].storage;
 
     line(d_.comment + describe(uses));
     std::optional<std::string> sig;
     if (d_.render_signature) sig = d_.render_signature(d_, kernel_symbol(k_), params);
     line((sig ? *sig : default_signature(params)) + " {");
     ++indent_;
-    if (d_.buffer_params == BufferParams::kPointerTable)
+    if (d_.buffer_params == BufferParams::kPointerTable || positional())
       for (const BufferParam& b : params) {
         std::string ptr = fmt::format("{}{}*", b.written ? "" : "const ", storage_type(b.dtype));
-        line(fmt::format("{} {}b{} = ({})buffers[{}];", ptr, restrict_space(), b.storage, ptr,
-                         b.storage));
+        line(fmt::format("{} {}{} = ({}){}[{}];", ptr, restrict_space(), pointer(b.storage), ptr,
+                         positional() ? "args" : "buffers", local_.at(b.storage)));
       }
 
     std::vector<int64_t> par(k_.domain.begin(), k_.domain.begin() + k_.num_parallel);
@@ -118,6 +120,9 @@ class KernelRenderer {
     int opened = 0;
     if (d_.mapping == DomainMapping::kSerialLoops) {
       for (int32_t d = 0; d < k_.num_parallel; ++d) opened += open_loop(d);
+      out_index = affine(0, out_strides);
+    } else if (d_.mapping == DomainMapping::kPointRange) {
+      opened += open_point_range(par);
       out_index = affine(0, out_strides);
     } else {
       int64_t n = work_items(k_);
@@ -136,20 +141,22 @@ class KernelRenderer {
       for (const lir::Store& s : k_.stores) store(s, out_index, value(s.expr));
     } else {
       for (size_t s = 0; s < k_.stores.size(); ++s)
-        line(fmt::format(fmt::runtime(d_.declare_mutable), fmt::arg("type", type(root(s).dtype)),
+        line(fmt::format(fmt::runtime(d_.declare_mutable), fmt::arg("type", type(acc_dtype(s))),
                          fmt::arg("name", fmt::format("acc{}", s)),
-                         fmt::arg("x", reduce_init(root(s).dtype))));
+                         fmt::arg("x", reduce_init(acc_dtype(s)))));
       int inner = 0;
       for (int32_t d = k_.num_parallel; d < rank; ++d) inner += open_loop(d);
       body();
       for (size_t s = 0; s < k_.stores.size(); ++s) {
         std::string acc = fmt::format("acc{}", s);
         line(fmt::format("{} = {};", acc,
-                         binary(reduce_op(), root(s).dtype, acc, value(k_.stores[s].expr))));
+                         binary(reduce_op(), acc_dtype(s), acc,
+                                convert(value(k_.stores[s].expr), root(s).dtype, acc_dtype(s)))));
       }
       close_loops(inner);
       for (size_t s = 0; s < k_.stores.size(); ++s)
-        store(k_.stores[s], out_index, fmt::format("acc{}", s));
+        store(k_.stores[s], out_index,
+              convert(fmt::format("acc{}", s), acc_dtype(s), root(s).dtype));
     }
     close_loops(opened);
     --indent_;
@@ -163,6 +170,10 @@ class KernelRenderer {
   const Dialect& d_;
   std::string out_;
   int indent_ = 0;
+  std::map<int32_t, int32_t> local_;  // storage buffer id -> the number in its pointer's name
+
+  bool positional() const { return d_.buffer_params == BufferParams::kPositionalTable; }
+  std::string pointer(int32_t storage) const { return fmt::format("b{}", local_.at(storage)); }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(ErrorKind::kCompile,
@@ -244,6 +255,34 @@ class KernelRenderer {
     ++indent_;
     return 1;
   }
+  // kPointRange: rows of the points space (every parallel dim but the innermost) decomposed
+  // into indices once per row, then a counted loop over the innermost parallel dim, clipped to
+  // [begin, end). Returns how many loops it opened.
+  int open_point_range(const std::vector<int64_t>& par) {
+    const std::string& t = d_.index_type;
+    if (par.empty()) {  // one point: the whole (reduced or scalar) domain
+      line(fmt::format("for ({0} p = begin; p < end; ++p) {{", t));
+      ++indent_;
+      return 1;
+    }
+    const size_t last = par.size() - 1;
+    const int64_t n = par[last];
+    line(fmt::format("for ({0} row = begin / {1}; row * {1} < end; ++row) {{", t, n));
+    ++indent_;
+    std::vector<int64_t> rows(par.begin(), par.begin() + static_cast<int64_t>(last));
+    std::vector<int64_t> row_strides = row_major_strides(rows);
+    for (size_t d = 0; d < last; ++d) {
+      std::string v = row_strides[d] == 1 ? "row" : fmt::format("row / {}", row_strides[d]);
+      if (d > 0) v = fmt::format("({}) % {}", v, par[d]);
+      line(declare(t, fmt::format("i{}", d), par[d] == 1 ? "0" : v));
+    }
+    line(declare(t, "lo", fmt::format("row * {0} < begin ? begin - row * {0} : 0", n)));
+    line(declare(t, "hi", fmt::format("end - row * {0} < {0} ? end - row * {0} : {0}", n)));
+    line(fmt::format("for ({0} i{1} = lo; i{1} < hi; ++i{1}) {{", t, last));
+    ++indent_;
+    return 2;
+  }
+
   void close_loops(int n) {
     for (; n > 0; --n) {
       --indent_;
@@ -352,7 +391,7 @@ class KernelRenderer {
     const lir::AffineLoad& l = e.load;
     DType dt = p_.buffers.at(l.buffer).dtype;
     std::string element =
-        fmt::format("b{}[{}]", p_.storage_of(l.buffer), affine(l.offset, l.strides));
+        fmt::format("{}[{}]", pointer(p_.storage_of(l.buffer)), affine(l.offset, l.strides));
     std::string v = convert(
         fmt::format(fmt::runtime(entry(d_.load, dt, "load conversion")), fmt::arg("x", element)),
         dt, e.dtype);
@@ -367,7 +406,7 @@ class KernelRenderer {
     DType dt = p_.buffers.at(s.buffer).dtype;
     std::string x = convert(v, k_.exprs.at(s.expr).dtype, dt);
     line(fmt::format(
-        "b{}[{}] = {};", p_.storage_of(s.buffer), index,
+        "{}[{}] = {};", pointer(p_.storage_of(s.buffer)), index,
         fmt::format(fmt::runtime(entry(d_.store, dt, "store conversion")), fmt::arg("x", x))));
   }
 
@@ -479,6 +518,16 @@ class KernelRenderer {
     if (it == kOps.end()) fail(fmt::format("unknown reduction '{}'", k_.reduce));
     return it->second;
   }
+  // The accumulator's dtype: the reduced value's, or the dialect's float_accumulator for
+  // 16/32-bit float sums and products.
+  DType acc_dtype(size_t store) const {
+    DType t = root(store).dtype;
+    const std::string& op = reduce_op();
+    if (d_.float_accumulator && single_float(t) && (op == "add" || op == "mul"))
+      return *d_.float_accumulator;
+    return t;
+  }
+
   std::string reduce_init(DType t) const {
     const std::string& op = reduce_op();
     if (op == "add") return literal(0, t);
@@ -494,11 +543,17 @@ class KernelRenderer {
     std::vector<std::string> ps;
     if (d_.buffer_params == BufferParams::kPointerTable) {
       ps.push_back("char* const* buffers");
+    } else if (positional()) {
+      ps.push_back("char* const* args");
     } else {
       for (const BufferParam& b : params)
         ps.push_back(fmt::format(
             "{}{}{}* {}b{}", d_.global_space.empty() ? "" : d_.global_space + " ",
             b.written ? "" : "const ", storage_type(b.dtype), restrict_space(), b.storage));
+    }
+    if (d_.mapping == DomainMapping::kPointRange) {
+      ps.push_back(d_.index_type + " begin");
+      ps.push_back(d_.index_type + " end");
     }
     ps.insert(ps.end(), d_.extra_params.begin(), d_.extra_params.end());
     return fmt::format("{} {}({})", d_.kernel_prefix, kernel_symbol(k_), join(ps, ", "));
@@ -507,13 +562,15 @@ class KernelRenderer {
   std::string describe(const std::map<int32_t, BufferUse>& uses) const {
     std::vector<std::string> dims;
     for (int64_t n : k_.domain) dims.push_back(std::to_string(n));
-    std::string s =
-        fmt::format("{}: domain [{}], {} parallel", k_.name, join(dims, ", "), k_.num_parallel);
+    // Positional kernels leave out what differs between kernels sharing a body (the kernel's
+    // and the buffers' names), so equal bodies stay equal text.
+    std::string s = fmt::format("{}domain [{}], {} parallel", positional() ? "" : k_.name + ": ",
+                                join(dims, ", "), k_.num_parallel);
     if (!k_.reduce.empty()) s += ", reduce " + k_.reduce;
     std::vector<std::string> bs;
     for (auto& [id, u] : uses)
-      bs.push_back(fmt::format("b{} {}{} {}", id, u.read ? "r" : "", u.written ? "w" : "",
-                               p_.buffers[id].name));
+      bs.push_back(fmt::format("b{} {}{}{}", local_.at(id), u.read ? "r" : "", u.written ? "w" : "",
+                               positional() ? fmt::format(" {}", dtype_name(u.dtype)) : " " + p_.buffers[id].name));
     return s + "; buffers: " + join(bs, ", ");
   }
 };

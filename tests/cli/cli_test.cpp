@@ -356,7 +356,7 @@ TEST_F(CliTest, CompileWritesArtifactsAndAManifest) {
   json::Value doc = parse_json(r);
   const json::Value* timings = doc.find("timings_ms");
   ASSERT_TRUE(timings && timings->as_object()) << dump(r);
-  for (const char* stage : {"import", "dispatch+passes", "lowering", "codegen/emit", "total"})
+  for (const char* stage : {"import", "dispatch+passes", "lowering", "write ir", "emit", "total"})
     EXPECT_TRUE(timings->find(stage) && timings->find(stage)->as_number()) << stage;
 }
 

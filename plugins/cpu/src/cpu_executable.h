@@ -1,11 +1,15 @@
 // A compiled LIR program on the cpu: prepared kernels plus one arena, allocated once, that holds
-// every temporary at the offset the buffer plan gave it.
+// every temporary at the offset the buffer plan gave it. Loop kernels run as generated native
+// code (codegen_module.h) or interpreted (loop_kernel.h), as the KernelPlan says; a run allocates
+// nothing of its own. An executable runs one call at a time.
 #pragma once
 #include <memory>
 #include <variant>
 #include <vector>
 
 #include "call_kernel.h"
+#include "codegen_module.h"
+#include "codegen_toolchain.h"
 #include "loop_kernel.h"
 #include "rlx/core/lir.h"
 #include "rlx/core/target.h"
@@ -15,6 +19,8 @@ namespace rlx::cpu {
 
 class CpuExecutable final : public Executable {
  public:
+  CpuExecutable(const lir::Program& p, const KernelPlan& plan);
+  // With the plan the environment chooses now (region programs of while loops).
   explicit CpuExecutable(const lir::Program& p);
   // buffers[i]: memory of program buffer i for inputs, outputs and constants (a null constant
   // pointer means the program's own data).
@@ -22,12 +28,17 @@ class CpuExecutable final : public Executable {
   // Binds program inputs and outputs by position; used for region programs (while).
   void run_positional(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const;
 
+  // The generated code, or null when loop kernels are interpreted (or there are none).
+  const KernelModule* module() const { return module_.get(); }
+
  private:
   lir::Program program_;
-  std::vector<std::variant<LoopKernelRunner, CallKernelRunner>> kernels_;
+  std::shared_ptr<const KernelModule> module_;
+  std::vector<std::variant<LoopKernelRunner, CompiledLoopRunner, CallKernelRunner>> kernels_;
   std::shared_ptr<void> arena_;
+  mutable std::vector<void*> ptrs_;  // per-run pointer table, sized once
 
-  void execute(std::vector<void*> ptrs) const;
+  void execute() const;
 };
 
 }  // namespace rlx::cpu

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "codegen_emit.h"
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
 #include "nn_kernels.h"
@@ -46,20 +47,16 @@ class CpuTarget final : public sdk::TargetPlugin {
     return Verdict::yes();
   }
 
-  Verdict can_execute() const override { return Verdict::yes(); }
+  // Always runs here; the reason says how loop kernels run (compiled or interpreted).
+  Verdict can_execute() const override { return cpu_execution_verdict(); }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
     return std::make_unique<CpuExecutable>(program);
   }
 
   std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
-    std::filesystem::create_directories(dir);
-    // The loop kernels as C through the SDK's renderer: what the generated-code path of the cpu
-    // target compiles; library calls appear as comments naming the callee.
-    std::ofstream c(dir / "cpu_kernels.c");
-    c << sdk::render_program(program, sdk::c_dialect());
-    if (!c) throw_user_error(fmt::format("cannot write {}", (dir / "cpu_kernels.c").string()));
-    return {Artifact{"cpu_kernels.c", "c-source"}};
+    // The generated C, the shared object built from it and a build report (codegen_emit.h).
+    return emit_cpu_artifacts(program, dir);
   }
 };
 

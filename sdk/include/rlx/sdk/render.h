@@ -44,6 +44,12 @@ enum class DomainMapping {
   // into the work-item index, and each work-item loops over the reduced dims itself. The host
   // launches work_items(kernel) items; extra items return at once.
   kWorkItemPerOutput,
+  // One call runs the points [begin, end) of the parallel dims flattened row-major; the kernel
+  // takes `<index_type> begin, <index_type> end` after its buffers, and the host splits
+  // [0, work_items(kernel)) over its threads (C on a multicore CPU). The innermost parallel dim
+  // stays a plain counted loop, so the compiler can vectorise it; each point loops over the
+  // reduced dims itself.
+  kPointRange,
 };
 
 // How buffers reach a kernel.
@@ -55,6 +61,11 @@ enum class BufferParams {
   // One typed pointer parameter per storage buffer the kernel touches, in the order of
   // kernel_buffers() (what OpenCL, CUDA and Metal bind).
   kOnePerBuffer,
+  // One parameter `char* const* args`; args[j] is the address of the j-th storage buffer of
+  // kernel_buffers(), and the pointers are named by that position too. Two kernels that differ
+  // only in which buffers they touch render to the same text (but for the name), so a host can
+  // compile such a body once (the layers of a transformer).
+  kPositionalTable,
 };
 
 // Per-DType strings of a dialect; an empty entry means the dialect has no such type and
@@ -121,6 +132,10 @@ struct Dialect {
   // as group_id[0] * group_size[0] + local_id[0] (CUDA: blockIdx.x * blockDim.x + threadIdx.x).
   std::string global_id;
   std::array<std::string, 3> group_id, local_id, group_size;
+
+  // Sums and products of f16/bf16/f32 values accumulate in this dtype when set (the cpu sets
+  // f64: one rounding at the store, as its interpreter does); unset, in the compute type.
+  std::optional<DType> float_accumulator;
 
   // Hooks. Each may be empty; a hook returning std::nullopt falls back to the table.
   // Renders a unary, binary, select or convert expression (WGSL's select argument order, GLSL's
