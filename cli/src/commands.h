@@ -26,6 +26,7 @@ Command run_command();
 Command compile_command();
 Command embed_command();
 Command generate_command();
+Command bench_command();
 
 // The options of GlobalOptions, appended to every command's spec.
 std::vector<OptionSpec> global_option_specs();

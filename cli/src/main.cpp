@@ -35,7 +35,8 @@ namespace {
 
 std::vector<Command> all_commands() {
   std::vector<Command> commands = {list_targets_command(), explain_command(), run_command(),
-                                   compile_command(),      embed_command(),   generate_command()};
+                                   compile_command(),      embed_command(),   generate_command(),
+                                   bench_command()};
   for (Command& c : commands)
     for (OptionSpec& o : global_option_specs()) c.spec.options.push_back(o);
   return commands;

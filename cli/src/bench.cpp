@@ -1,0 +1,331 @@
+// `rlx bench MODEL --target T [--inputs IN.safetensors | --batch N --seq S | --bind NAME=SIZE]`:
+// the latency of one model on one target, measured the way bench/ measures every peer: the first
+// run (which compiles the model for the input shapes) and further warm-up runs are not timed,
+// then each timed run is clocked on its own and the percentiles are taken over those runs.
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+
+#include "commands.h"
+#include "json_out.h"
+#include "model.h"
+#include "rlx/core/runtime.h"
+#include "rlx/core/safetensors.h"
+
+namespace rlx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+const CommandSpec& bench_spec();
+
+int64_t parse_positive(const std::string& text, const std::string& option, int64_t min) {
+  int64_t v = -1;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || v < min)
+    throw UsageError(fmt::format("--{}: '{}' is not an integer >= {}", option, text, min),
+                     usage_hint(bench_spec()));
+  return v;
+}
+
+// q-th percentile (0..100) with linear interpolation between the two nearest ranks: NumPy's
+// default, which bench/ uses for every peer, so the columns mean the same thing.
+double percentile(std::vector<double> sorted, double q) {
+  std::sort(sorted.begin(), sorted.end());
+  const double pos = q / 100.0 * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+// Peak resident set of this process so far, in MB (10^6 bytes): model, weights, compiled code
+// and the buffers of the runs. Linux reports ru_maxrss in KiB.
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0 / 1e6;
+}
+
+// Sizes for the graph's symbols from --batch (B), --seq (S) and --bind NAME=SIZE.
+Bindings sizes_from_args(const Args& args, const Graph& graph) {
+  const std::vector<std::string> symbols = graph.symbols();
+  std::string all;
+  for (const auto& s : symbols) all += (all.empty() ? "" : ", ") + s;
+  const std::string known =
+      symbols.empty() ? "its input shapes are all static" : "its symbols: " + all;
+  Bindings sizes;
+  auto set = [&](const std::string& name, int64_t value, const std::string& option) {
+    if (std::find(symbols.begin(), symbols.end(), name) == symbols.end())
+      throw CliError(
+          fmt::format("{}: the model has no symbolic dim '{}' ({})", option, name, known),
+          "bind only the symbols of the model's input shapes");
+    if (!sizes.emplace(name, value).second)
+      throw UsageError(fmt::format("the size of '{}' is given twice", name),
+                       usage_hint(bench_spec()));
+  };
+  if (auto b = args.value("batch")) set("B", parse_positive(*b, "batch", 1), "--batch");
+  if (auto s = args.value("seq")) set("S", parse_positive(*s, "seq", 1), "--seq");
+  for (const std::string& spec : args.values("bind")) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError(fmt::format("--bind '{}' is not NAME=SIZE", spec),
+                       "write e.g. --bind T=160");
+    set(spec.substr(0, eq), parse_positive(spec.substr(eq + 1), "bind " + spec.substr(0, eq), 1),
+        "--bind " + spec);
+  }
+  std::string missing, example;
+  for (const auto& s : symbols)
+    if (!sizes.count(s)) {
+      missing += (missing.empty() ? "" : ", ") + s;
+      example += s == "B"   ? " --batch <size>"
+                 : s == "S" ? " --seq <size>"
+                            : fmt::format(" --bind {}=<size>", s);
+    }
+  if (!missing.empty())
+    throw CliError(
+        fmt::format("without --inputs every symbolic dim needs a size; missing: {}", missing),
+        fmt::format("add{}, or give --inputs IN.safetensors", example));
+  return sizes;
+}
+
+// Deterministic inputs for a timing run: the values do not change the work of a dense model,
+// but they must be valid. Floats are uniform in [-1, 1); attention_mask is all ones; input_ids
+// are spread over the vocabulary when the model states its size (zeros otherwise, always a
+// valid id); inputs named like positions count 0, 1, ... along their last axis; everything else
+// is zero (token types, a decode step's position, other dtypes).
+NamedTensors synthesize_inputs(const Graph& graph, const Model& model, const Bindings& sizes) {
+  int64_t vocab = 1;
+  if (auto it = model.metadata.find("vocab_size"); it != model.metadata.end())
+    vocab = std::max<int64_t>(1, std::stoll(it->second));
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  auto next = [&state] {  // splitmix64: reproducible on every platform
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  NamedTensors inputs;
+  for (ValueId v : graph.inputs) {
+    const Value& value = graph.values[v];
+    std::vector<int64_t> shape = static_dims(bind_shape(value.type.shape, sizes));
+    Tensor t(value.type.dtype, shape);
+    const DType dt = value.type.dtype;
+    const int64_t n = t.numel();
+    const int64_t last = shape.empty() ? 1 : std::max<int64_t>(1, shape.back());
+    if (dt == DType::kF32) {
+      for (int64_t i = 0; i < n; ++i)
+        t.as<float>()[i] = static_cast<float>(next() >> 40) / static_cast<float>(1 << 23) - 1.0f;
+    } else if (dt == DType::kI64 || dt == DType::kI32) {
+      const std::string& name = value.name;
+      auto put = [&](int64_t i, int64_t x) {
+        if (dt == DType::kI64)
+          t.as<int64_t>()[i] = x;
+        else
+          t.as<int32_t>()[i] = static_cast<int32_t>(x);
+      };
+      const bool ids = name == "input_ids" || name == "ids";
+      const bool positions = name.find("position") != std::string::npos && name != "position";
+      for (int64_t i = 0; i < n; ++i)
+        put(i, name == "attention_mask" ? 1
+               : ids       ? static_cast<int64_t>(next() % static_cast<uint64_t>(vocab))
+               : positions ? i % last
+                           : 0);
+    }  // anything else stays zero, a valid value of every dtype
+    inputs.emplace(value.name, t);
+  }
+  return inputs;
+}
+
+NamedTensors inputs_from_file(const Graph& graph, const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw CliError(fmt::format("inputs file '{}' does not exist", path),
+                   "give a safetensors file holding one tensor per graph input");
+  TensorMap file = read_safetensors(path);
+  NamedTensors inputs;
+  std::string expected;
+  for (ValueId v : graph.inputs) {
+    const Value& value = graph.values[v];
+    expected += (expected.empty() ? "" : ", ") + value.name + " " + value.type.str();
+    auto it = file.find(value.name);
+    if (it == file.end())
+      throw CliError(
+          fmt::format("input '{}' ({}) is not in {}", value.name, value.type.str(), path),
+          "write a tensor named after each graph input into the --inputs file");
+    inputs.emplace(value.name, it->second);
+  }
+  for (const auto& [name, t] : file)
+    if (!inputs.count(name))
+      throw CliError(fmt::format("{} holds tensor '{}', which is not an input of the model (its "
+                                 "inputs: {})",
+                                 path, name, expected.empty() ? "none" : expected),
+                     "remove it from the --inputs file, or check the model");
+  return inputs;
+}
+
+json::Value jnumber(double v, int decimals) {
+  return json::Value{json::Number{v, fmt::format("{:.{}f}", v, decimals)}};
+}
+
+int bench_main(const Args& args, const GlobalOptions& global) {
+  const std::string model_path = args.positional(0);
+  const std::string target_name = args.required("target");
+  const int64_t warmup = parse_positive(args.value("warmup").value_or("10"), "warmup", 1);
+  const int64_t runs = parse_positive(args.value("runs").value_or("50"), "runs", 1);
+  const bool sized = args.value("batch") || args.value("seq") || !args.values("bind").empty();
+  if (args.value("inputs") && sized)
+    throw UsageError("give either --inputs or sizes to make inputs up (--batch, --seq, --bind)",
+                     usage_hint(bench_spec()));
+  std::optional<fs::path> output;
+  if (auto o = args.value("output")) {
+    output = *o;
+    std::error_code ec;
+    if (output->has_parent_path() && !fs::is_directory(output->parent_path(), ec))
+      throw CliError(fmt::format("cannot write {}: folder {} does not exist", output->string(),
+                                 output->parent_path().string()),
+                     "create the folder first, or choose another --output");
+  }
+
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  require_can_execute(*target, target_name, model_path);
+  Model model = load_model(reg, model_path);
+  const std::string graph_name = args.value("graph").value_or("main");
+  const Graph& graph = chosen_graph(model, args);
+  NamedTensors inputs = args.value("inputs")
+                            ? inputs_from_file(graph, *args.value("inputs"))
+                            : synthesize_inputs(graph, model, sizes_from_args(args, graph));
+
+  // The first run specialises the model for these shapes (lowering and the target's compile):
+  // it belongs to the compile time, not to the latency.
+  auto t0 = Clock::now();
+  Session session(target);
+  CompiledModel compiled = session.compile(graph);
+  const double compile_call_ms = ms_since(t0);
+  t0 = Clock::now();
+  NamedTensors outputs = compiled.run(inputs);
+  const double first_run_ms = ms_since(t0);
+  for (int64_t i = 1; i < warmup; ++i) outputs = compiled.run(inputs);
+
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(runs));
+  for (int64_t i = 0; i < runs; ++i) {
+    t0 = Clock::now();
+    outputs = compiled.run(inputs);
+    times.push_back(ms_since(t0));
+  }
+  const double p50 = percentile(times, 50), p90 = percentile(times, 90);
+  const double mean = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(runs);
+  const double fastest = *std::min_element(times.begin(), times.end());
+  const double slowest = *std::max_element(times.begin(), times.end());
+  // What the first call costs beyond a steady-state run: every peer in bench/ is measured so.
+  const double compile_ms = compile_call_ms + std::max(0.0, first_run_ms - p50);
+  const double rss = peak_rss_mb();
+  if (output) write_safetensors(*output, TensorMap(outputs.begin(), outputs.end()));
+
+  std::string shapes;
+  for (ValueId v : graph.inputs) {
+    const Tensor& t = inputs.at(graph.values[v].name);
+    shapes += fmt::format("{}{} {}{}", shapes.empty() ? "" : ", ", graph.values[v].name,
+                          dtype_name(t.dtype()), t.shape_str());
+  }
+  if (args.flag("json")) {
+    json::Object input_json;
+    for (ValueId v : graph.inputs) {
+      const Tensor& t = inputs.at(graph.values[v].name);
+      input_json.emplace_back(graph.values[v].name,
+                              jstring(std::string(dtype_name(t.dtype())) + t.shape_str()));
+    }
+    json::Object o{{"p50_ms", jms(p50)},
+                   {"p90_ms", jms(p90)},
+                   {"compile_ms", jms(compile_ms)},
+                   {"peak_rss_mb", jnumber(rss, 1)},
+                   {"min_ms", jms(fastest)},
+                   {"mean_ms", jms(mean)},
+                   {"max_ms", jms(slowest)},
+                   {"first_run_ms", jms(first_run_ms)},
+                   {"warmup", jint(warmup)},
+                   {"runs", jint(runs)},
+                   {"target", jstring(target_name)},
+                   {"graph", jstring(graph_name)},
+                   {"inputs", json::Value{std::move(input_json)}}};
+    if (output) o.emplace_back("output", jstring(output->string()));
+    std::fputs((to_json_text(json::Value{std::move(o)}) + "\n").c_str(), stdout);
+    return 0;
+  }
+  auto plural = [](int64_t n, const char* what) {
+    return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+  };
+  std::string text = fmt::format(
+      "{} ({} graph) on {}: {} after {}\n"
+      "  inputs            {}\n"
+      "  p50               {:10.3f} ms\n"
+      "  p90               {:10.3f} ms\n"
+      "  min / mean / max  {:10.3f} / {:.3f} / {:.3f} ms\n"
+      "  compile           {:10.3f} ms  (compile call + first run beyond p50)\n"
+      "  peak RSS          {:10.1f} MB\n",
+      model_path, graph_name, target_name, plural(runs, "timed run"), plural(warmup, "warm-up run"),
+      shapes, p50, p90, fastest, mean, slowest, compile_ms, rss);
+  if (output) text += fmt::format("wrote the outputs of the last run to {}\n", output->string());
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+const CommandSpec& bench_spec() {
+  static const CommandSpec spec = [] {
+    CommandSpec s;
+    s.name = "bench";
+    s.summary = "measure a model's latency on a target (p50, p90, compile time, peak memory)";
+    s.usage =
+        "MODEL --target T [--inputs IN.safetensors | --batch N --seq S | --bind NAME=SIZE]...\n"
+        "       [--graph NAME] [--warmup 10] [--runs 50] [--output OUT.safetensors] [--json]";
+    s.description =
+        "Compiles MODEL for target T, runs it once (compiling it for the input shapes) and\n"
+        "WARMUP-1 more times untimed, then RUNS times, clocking each run. Prints the median (p50)\n"
+        "and 90th percentile (p90) of those runs, linearly interpolated as NumPy does; compile_ms\n"
+        "(the compile call plus what the first run took beyond p50: dispatch, passes, lowering "
+        "and\n"
+        "the target's code generation); and the process's peak resident memory in MB (10^6 "
+        "bytes).\n"
+        "Inputs come from IN.safetensors (one tensor per graph input, by name), or are made up\n"
+        "from sizes for the symbolic dims: --batch binds B, --seq binds S, --bind any other\n"
+        "(a decoder's decode graph: --bind T=CAPACITY). Made-up inputs are deterministic: floats\n"
+        "uniform in [-1, 1), input_ids spread over the vocabulary, attention_mask ones, positions\n"
+        "0, 1, ...; anything else zero. bench/ in the source tree races rlx against other\n"
+        "runtimes with this command.";
+    s.positionals = {"MODEL"};
+    s.options = {
+        {"target", 't', "T", "the target to run on (see `rlx --list-targets`)"},
+        {"inputs", 'i', "IN.safetensors", "the input tensors, by graph input name"},
+        {"batch", 'b', "N", "made-up inputs: the size of B (batch)"},
+        {"seq", 's', "S", "made-up inputs: the size of S (sequence length)"},
+        {"bind", 0, "NAME=SIZE", "made-up inputs: the size of another symbolic dim", true},
+        {"warmup", 0, "N", "untimed runs first, the compiling one included (default 10, >= 1)"},
+        {"runs", 'n', "N", "timed runs (default 50)"},
+        {"output", 'o', "OUT.safetensors", "write the outputs of the last run (to check them)"},
+        {"json", 0, "",
+         "print {\"p50_ms\", \"p90_ms\", \"compile_ms\", \"peak_rss_mb\", min/mean/max, ...}"},
+        graph_option(),
+    };
+    return s;
+  }();
+  return spec;
+}
+
+}  // namespace
+
+Command bench_command() {
+  return {bench_spec(), &bench_main};
+}
+
+}  // namespace rlx::cli

@@ -1,0 +1,160 @@
+// `rlx bench` run as a user runs it, on the bundled tiny-gpt model: the JSON keys bench/ reads,
+// relations every honest measurement satisfies, the outputs it writes (checked against the
+// model's float64 NumPy reference), and the errors for flags it cannot use. Timings themselves
+// are never asserted: they belong to bench/, as ratios against peers measured in the same run.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "process.h"
+#include "rlx/core/json.h"
+#include "rlx/core/safetensors.h"
+
+namespace rlx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using test::ProcessResult;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+const std::string kModel = std::string(RLX_MODELS_DIR) + "/tiny-gpt/model.rlx";
+const std::string kInputs = std::string(RLX_MODELS_DIR) + "/tiny-gpt/inputs.safetensors";
+const std::string kReference = std::string(RLX_MODELS_DIR) + "/tiny-gpt/reference.safetensors";
+
+std::string dump(const ProcessResult& r) {
+  return fmt::format("exit {}\n--- stdout\n{}--- stderr\n{}", r.exit_code, r.out, r.err);
+}
+
+class BenchCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::path(::testing::TempDir()) / fmt::format("rlx-bench-{}-{}", info->name(), getpid());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  // Only the build tree's plugins, as in cli_test.cpp.
+  ProcessResult rlx(std::vector<std::string> args) {
+    return test::run_process(RLX_BINARY, args,
+                             {{"XDG_DATA_HOME", (dir_ / "no-user-data").string()},
+                              {"XDG_DATA_DIRS", (dir_ / "no-system-data").string()},
+                              {"RLX_PLUGIN_PATH", std::nullopt},
+                              {"RLX_DISABLE_PLUGINS", std::nullopt}});
+  }
+  fs::path dir_;
+};
+
+double number(const json::Value& doc, const std::string& key) {
+  const json::Value* v = doc.find(key);
+  if (!v || !v->as_number()) {
+    ADD_FAILURE() << "no number '" << key << "'";
+    return std::nan("");
+  }
+  return v->as_number()->value;
+}
+
+TEST_F(BenchCliTest, JsonHasTheKeysBenchReadsAndSaneRelations) {
+  ProcessResult r = rlx({"bench", kModel, "--target", "cpu", "--inputs", kInputs, "--runs", "3",
+                         "--warmup", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = json::parse(r.out);
+  const double p50 = number(doc, "p50_ms"), p90 = number(doc, "p90_ms");
+  EXPECT_GT(p50, 0) << r.out;
+  EXPECT_LE(p50, p90) << r.out;
+  EXPECT_LE(number(doc, "min_ms"), p50) << r.out;
+  EXPECT_LE(p90, number(doc, "max_ms")) << r.out;
+  EXPECT_LE(number(doc, "min_ms"), number(doc, "mean_ms")) << r.out;
+  EXPECT_LE(number(doc, "mean_ms"), number(doc, "max_ms")) << r.out;
+  EXPECT_GT(number(doc, "compile_ms"), 0) << r.out;
+  EXPECT_GT(number(doc, "first_run_ms"), 0) << r.out;
+  // At least the binary, the runtime and the plugin are resident: more than 1 MB, less than 1 TB.
+  EXPECT_GT(number(doc, "peak_rss_mb"), 1) << r.out;
+  EXPECT_LT(number(doc, "peak_rss_mb"), 1e6) << r.out;
+  EXPECT_EQ(number(doc, "runs"), 3) << r.out;
+  EXPECT_EQ(number(doc, "warmup"), 1) << r.out;
+  const json::Value* inputs = doc.find("inputs");
+  ASSERT_TRUE(inputs && inputs->find("ids") && inputs->find("ids")->as_string()) << r.out;
+  EXPECT_EQ(*inputs->find("ids")->as_string(), "i64[6]");
+}
+
+TEST_F(BenchCliTest, OutputOfTheTimedRunsMatchesTheFloat64Reference) {
+  const fs::path out = dir_ / "out.safetensors";
+  ProcessResult r = rlx({"bench", kModel, "-t", "cpu", "-i", kInputs, "-n", "2", "--warmup", "1",
+                         "-o", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("p50")) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("peak RSS")) << dump(r);
+  Tensor logits = read_safetensors(out).at("logits");
+  Tensor ref = read_safetensors(kReference).at("logits");
+  ASSERT_EQ(logits.shape(), ref.shape());
+  double worst = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i)
+    worst = std::max(worst, std::fabs(logits.scalar_at(i) - ref.scalar_at(i)));
+  EXPECT_LE(worst, 1e-4);
+}
+
+TEST_F(BenchCliTest, MadeUpInputsTakeTheirSizeFromSeq) {
+  const fs::path out = dir_ / "out.safetensors";
+  ProcessResult r = rlx({"bench", kModel, "--target", "cpu", "--seq", "9", "--runs", "1",
+                         "--warmup", "1", "--json", "--output", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = json::parse(r.out);
+  ASSERT_TRUE(doc.find("inputs") && doc.find("inputs")->find("positions")) << r.out;
+  EXPECT_EQ(*doc.find("inputs")->find("positions")->as_string(), "i64[9]");
+  Tensor logits = read_safetensors(out).at("logits");
+  EXPECT_EQ(logits.shape(), (std::vector<int64_t>{9, 64}));
+  for (int64_t i = 0; i < logits.numel(); ++i) ASSERT_TRUE(std::isfinite(logits.scalar_at(i)));
+}
+
+TEST_F(BenchCliTest, HelpDescribesTheMeasurement) {
+  ProcessResult r = rlx({"bench", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.out, StartsWith("usage: rlx bench")) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("--warmup")) << dump(r);
+  ProcessResult top = rlx({"--help"});
+  EXPECT_THAT(top.out, HasSubstr("bench")) << dump(top);
+}
+
+struct BadFlags {
+  std::vector<std::string> extra;
+  std::string message;
+};
+
+TEST_F(BenchCliTest, BadFlagsAreUserErrorsWithAHint) {
+  const std::vector<BadFlags> cases = {
+      {{"--inputs", kInputs, "--runs", "0"}, "--runs: '0' is not an integer >= 1"},
+      {{"--inputs", kInputs, "--runs", "many"}, "--runs: 'many' is not an integer >= 1"},
+      {{"--inputs", kInputs, "--warmup", "0"}, "--warmup: '0' is not an integer >= 1"},
+      {{"--inputs", kInputs, "--seq", "4"}, "give either --inputs or sizes"},
+      {{}, "missing: S"},
+      {{"--seq", "4", "--batch", "2"}, "--batch: the model has no symbolic dim 'B'"},
+      {{"--bind", "T=4", "--seq", "4"}, "no symbolic dim 'T'"},
+      {{"--bind", "S", "--seq", "4"}, "--bind 'S' is not NAME=SIZE"},
+      {{"--inputs", (fs::path(RLX_MODELS_DIR) / "absent.safetensors").string()}, "does not exist"},
+      {{"--inputs", kReference}, "input 'ids' (i64[S]) is not in"},
+      {{"--inputs", kInputs, "--frobs", "2"}, "unknown option '--frobs'"},
+  };
+  for (const BadFlags& c : cases) {
+    std::vector<std::string> args = {"bench", kModel, "--target", "cpu"};
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 1) << c.message << "\n" << dump(r);
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << dump(r);
+    EXPECT_THAT(r.err, HasSubstr("\nhint: ")) << dump(r);
+    EXPECT_TRUE(r.out.empty()) << dump(r);
+  }
+  ProcessResult r = rlx({"bench", kModel, "--inputs", kInputs});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("--target")) << dump(r);
+}
+
+}  // namespace
+}  // namespace rlx::cli
