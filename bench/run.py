@@ -10,7 +10,6 @@ import datetime
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 
@@ -168,6 +167,42 @@ class Runner:
         return result
 
 
+def merge_rounds(rounds):
+    """One result from several rounds: the median of each timing, the largest peak memory, and
+    a check that holds only if it held in every round. A failure in any round is the result."""
+    for r in rounds:
+        if any(k in r for k in ("error", "skipped", "unsupported")):
+            return r
+    if len(rounds) == 1:
+        return rounds[0]
+    out = dict(rounds[0])
+    for k in ("p50_ms", "p90_ms", "min_ms", "mean_ms", "max_ms", "compile_ms", "first_run_ms"):
+        out[k] = float(np.median([r[k] for r in rounds]))
+    out["peak_rss_mb"] = max(r["peak_rss_mb"] for r in rounds)
+    out["p50_rounds"] = [r["p50_ms"] for r in rounds]
+    if "check" in out:
+        out["check"] = dict(out["check"], ok=all(r.get("check", {}).get("ok") for r in rounds))
+    return out
+
+
+def race(runner, case, model, graph, inputs, peers, task, names):
+    """rlx, then each peer, --rounds times over: on a machine whose load changes, every runtime
+    gets the same mix of quiet and busy moments. Every round starts fresh processes."""
+    rlx_rounds, peer_rounds, ref = [], {p: [] for p in peers}, None
+    for r in range(runner.args.rounds):
+        tag = f" (round {r + 1}/{runner.args.rounds})" if runner.args.rounds > 1 else ""
+        log(f"bench: {case}: rlx{tag}")
+        stats, out = runner.run_rlx(case, model, graph, inputs)
+        rlx_rounds.append(stats)
+        ref = ref if ref is not None else out
+        for p in peers:
+            if r and any(k in peer_rounds[p][0] for k in ("error", "skipped", "unsupported")):
+                continue
+            log(f"bench: {case}: {p}{tag}")
+            peer_rounds[p].append(runner.run_peer(p, task, ref, names))
+    return merge_rounds(rlx_rounds), {p: merge_rounds(v) for p, v in peer_rounds.items()}, ref
+
+
 def ratio(rlx_stats, peer):
     if "p50_ms" not in rlx_stats or "p50_ms" not in peer:
         return None
@@ -223,9 +258,6 @@ def suite_minilm(runner, peers, args):
             case = f"minilm-s{seq}-b{batch}"
             inputs = os.path.join(runner.work, f"{case}.inputs.safetensors")
             st.write(inputs, minilm_inputs(batch, seq, cfg["vocab_size"], rng))
-            log(f"bench: {case}: rlx")
-            rlx_stats, ref = runner.run_rlx(case, folder, "main", inputs)
-            row = {"case": case, "seq": seq, "batch": batch, "rlx": rlx_stats, "peers": {}}
             static_onnx = os.path.join(runner.work, f"{case}.static.onnx")
             if any(p in peers and not peer_status(p) for p in ("iree", "tvm")):
                 export_minilm_onnx(folder, cfg, static_onnx, (batch, seq))
@@ -233,11 +265,10 @@ def suite_minilm(runner, peers, args):
                     "weights": os.path.join(folder, "model.safetensors"), "onnx": onnx_path,
                     "onnx_static": static_onnx, "inputs": inputs, "warmup": args.warmup,
                     "runs": args.runs}
-            for peer in peers:
-                log(f"bench: {case}: {peer}")
-                row["peers"][peer] = runner.run_peer(peer, task, ref,
-                                                     ["last_hidden_state", "sentence_embedding"])
-            cases.append(row)
+            rlx_stats, peer_stats, _ = race(runner, case, folder, "main", inputs, peers, task,
+                                            ["last_hidden_state", "sentence_embedding"])
+            cases.append({"case": case, "seq": seq, "batch": batch, "rlx": rlx_stats,
+                          "peers": peer_stats})
     return {"model": folder, "cases": cases}
 
 
@@ -309,15 +340,13 @@ def suite_qwen3(runner, peers, args):
             (f"qwen3-decode-at-{s}", "decode", "qwen3-decode", decode_in)):
         path = os.path.join(runner.work, f"{case}.inputs.safetensors")
         st.write(path, inputs)
-        log(f"bench: {case}: rlx")
-        rlx_stats, ref = runner.run_rlx(case, folder, graph, path)
-        row = {"case": case, "graph": graph, "rlx": rlx_stats, "peers": {}}
         task = {"suite": "qwen3", "case": case, "kind": kind, "config": c,
                 "weights": os.path.join(folder, "model.safetensors"), "inputs": path,
                 "warmup": args.warmup, "runs": args.runs}
+        rlx_stats, peer_stats, ref = race(runner, case, folder, graph, path, peers, task,
+                                          ["logits"])
+        row = {"case": case, "graph": graph, "rlx": rlx_stats, "peers": peer_stats}
         for peer in peers:
-            log(f"bench: {case}: {peer}")
-            row["peers"][peer] = runner.run_peer(peer, task, ref, ["logits"])
             if ref is not None and "check" in row["peers"][peer]:
                 got = st.read(os.path.join(runner.work, f"{case}.{peer}.safetensors"))["logits"]
                 row["peers"][peer]["check"]["same_argmax"] = bool(
@@ -493,14 +522,17 @@ def main():
                     help="Qwen3 decode: KV-cache slots beyond the prompt (rlx's cache capacity)")
     ap.add_argument("--rlx", help="the rlx binary (default $RLX, else build/bin/rlx)")
     ap.add_argument("--target", default="cpu")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run rlx and every peer in turn this many times per case; figures are "
+                         "medians over rounds (on a busy machine: 3 or more)")
     ap.add_argument("--cpus", help="pin rlx and every peer to these CPUs (e.g. 0 for one core)")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds per peer per case")
     ap.add_argument("--out", default=os.path.join(BENCH, "results"))
     args = ap.parse_args()
     args.warmup = args.warmup or (3 if args.quick else 10)
     args.runs = args.runs or (5 if args.quick else 50)
-    if args.warmup < 1 or args.runs < 1:
-        ap.error("--warmup and --runs must be at least 1")
+    if args.warmup < 1 or args.runs < 1 or args.rounds < 1:
+        ap.error("--warmup, --runs and --rounds must be at least 1")
     args.seqs = [int(x) for x in args.seqs.split(",")]
     args.batches = [int(x) for x in (args.batches or ("1,8" if args.quick else "1,8,32")).split(",")]
     suites = [s for s in args.suite.split(",") if s]
@@ -519,7 +551,7 @@ def main():
     runner = Runner(args, work)
     results = {"meta": {"date": stamp, "machine": machine(), "rlx": runner.rlx,
                         "target": args.target, "warmup": args.warmup, "runs": args.runs,
-                        "quick": args.quick, "cpus": args.cpus},
+                        "quick": args.quick, "cpus": args.cpus, "rounds": args.rounds},
                "suites": {}}
     for s in suites:
         if s == "gemm":
