@@ -453,6 +453,7 @@ def plot(results, path):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker  # noqa: F401 - the axis formatter
     except ImportError:
         log("bench: matplotlib is missing, no plot (run bench/setup.sh)")
         return False
@@ -472,9 +473,16 @@ def plot(results, path):
     for j, p in enumerate(peers):
         xs = [i + j * width for i, c in enumerate(cases) for (cc, pp, _) in rows if cc == c and pp == p]
         ys = [v for c in cases for (cc, pp, v) in rows if cc == c and pp == p]
-        ax.bar(xs, ys, width, label=p)
+        # Bars grow from 1 (parity): up when rlx is slower, down when it is faster.
+        ax.bar(xs, [y - 1.0 for y in ys], width, bottom=1.0, label=p)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
+    lo = min(min(r[2] for r in rows), 1.0) / 1.3
+    hi = max(max(r[2] for r in rows), 1.0) * 1.3
+    ax.set_ylim(lo, hi)
+    times = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x")
+    ax.yaxis.set_major_formatter(times)
+    ax.yaxis.set_minor_formatter(times)
     ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))])
     ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("p50 rlx / p50 peer (log; below 1: rlx faster)")
