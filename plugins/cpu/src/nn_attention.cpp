@@ -16,6 +16,7 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int64_t kKeyBlock = 128;  // keys per block: S row and V block stay in L1/L2
 constexpr int64_t kMaxRows = 32;    // query rows per task
+constexpr int64_t kPackRows = 8;    // tiles of this many rows score from a transposed K block
 
 // The query rows of one kv head: every (query position, head of its group), position-major so
 // that rows of a tile see nearly the same causal key range.
@@ -44,10 +45,11 @@ void kept_range(const uint8_t* keep, int64_t n, int64_t* lo, int64_t* hi) {
 }
 
 struct TileState {
-  std::vector<float> s, o, m, l;
+  std::vector<float> s, o, m, l, kt;
   std::vector<uint8_t> nan;
-  TileState(int64_t rows, int64_t dv)
-      : s(kKeyBlock), o(rows * dv, 0.0f), m(rows, kNegInf), l(rows, 0.0f), nan(rows, 0) {}
+  TileState(int64_t rows, int64_t d, int64_t dv, bool packed)
+      : s(kKeyBlock), o(rows * dv, 0.0f), m(rows, kNegInf), l(rows, 0.0f),
+        kt(packed ? d * kKeyBlock : 0, 0.0f), nan(rows, 0) {}
 };
 
 void attend_tile(const AttentionShape& sh, const float* q, const float* k, const float* v,
@@ -70,13 +72,16 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
     limit[i] = sh.causal ? std::min(hi, map.qpos(r0 + i) + Sk - Sq + 1) : hi;
     tile_hi = std::max(tile_hi, limit[i]);
   }
-  TileState st(rows, Dv);
+  const bool packed = rows >= kPackRows;
+  TileState st(rows, D, Dv, packed);
   float* s = st.s.data();
   for (int64_t j0 = lo; j0 < tile_hi; j0 += kKeyBlock) {
+    if (packed) simd.pack_kt(kb + j0 * D, D, std::min(kKeyBlock, tile_hi - j0), D, st.kt.data(), kKeyBlock);
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t n = std::min(j0 + kKeyBlock, limit[i]) - j0;
       if (n <= 0 || st.nan[i]) continue;
-      simd.qk_scores(q_row(r0 + i), D, 1, kb + j0 * D, D, n, D, sh.scale, s, kKeyBlock);
+      if (packed) simd.qk_scores_kt(q_row(r0 + i), st.kt.data(), kKeyBlock, n, D, sh.scale, s);
+      else simd.qk_scores(q_row(r0 + i), D, 1, kb + j0 * D, D, n, D, sh.scale, s, kKeyBlock);
       if (keep)
         for (int64_t j = 0; j < n; ++j)
           if (!keep[j0 + j]) s[j] = kNegInf;

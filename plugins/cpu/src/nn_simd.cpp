@@ -22,6 +22,19 @@ void qk_scores(const float* q, int64_t q_stride, int64_t rows, const float* k, i
     }
 }
 
+void pack_kt(const float* k, int64_t k_stride, int64_t keys, int64_t d, float* kt, int64_t ld) {
+  for (int64_t j = 0; j < keys; ++j)
+    for (int64_t i = 0; i < d; ++i) kt[i * ld + j] = k[j * k_stride + i];
+}
+
+void qk_scores_kt(const float* q, const float* kt, int64_t ld, int64_t keys, int64_t d, float scale,
+                  float* s) {
+  for (int64_t j = 0; j < keys; ++j) s[j] = 0;
+  for (int64_t i = 0; i < d; ++i)
+    for (int64_t j = 0; j < keys; ++j) s[j] += q[i] * kt[i * ld + j];
+  for (int64_t j = 0; j < keys; ++j) s[j] *= scale;
+}
+
 float row_max(const float* x, int64_t n, bool* saw_nan) {
   float m = kNegInf;
   for (int64_t i = 0; i < n; ++i) {
@@ -79,8 +92,9 @@ void divide(const float* x, int64_t n, float denom, float* out) {
 }  // namespace
 
 const NnSimd& nn_simd_portable() {
-  static const NnSimd kSet{"portable", qk_scores, row_max,         exp_shifted, pv_accumulate,
-                           sum,        sum_sq_centered, normalize, divide};
+  static const NnSimd kSet{"portable", qk_scores,       pack_kt,   qk_scores_kt, row_max,
+                           exp_shifted, pv_accumulate,  sum,       sum_sq_centered, normalize,
+                           divide};
   return kSet;
 }
 

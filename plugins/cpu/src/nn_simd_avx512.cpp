@@ -9,12 +9,20 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 namespace rlx::cpu {
 
 #ifdef RLX_NN_AVX512
+
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports the deliberately undefined vectors inside its own AVX-512 intrinsics
+// (_mm512_undefined_ps) as uninitialised once they are inlined here.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,fma"))), apply_to = function)
@@ -96,6 +104,76 @@ void qk_scores(const float* q, int64_t q_stride, int64_t rows, const float* k, i
   }
 }
 
+// Columns of 16 keys at a time through gathers (one per head-dim element).
+void pack_kt(const float* k, int64_t k_stride, int64_t keys, int64_t d, float* kt, int64_t ld) {
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int32_t>(k_stride)));
+  for (int64_t j0 = 0; j0 < keys; j0 += kLanes) {
+    const __mmask16 t = tail_mask(keys - j0);
+    const float* base = k + j0 * k_stride;
+    for (int64_t i = 0; i < d; ++i)
+      _mm512_mask_storeu_ps(kt + i * ld + j0, t,
+                            _mm512_mask_i32gather_ps(_mm512_setzero_ps(), t, idx, base + i, 4));
+  }
+}
+
+// Independent accumulator sets for a loop whose step carries NV vector FMAs: enough chains
+// (about 8) to cover the FMA latency when NV is small.
+constexpr int sets_for(int nv) { return nv <= 2 ? 4 : nv <= 4 ? 2 : 1; }
+
+// One query row against up to NC * 16 packed keys, the scores kept in registers.
+template <int NC>
+void qk_kt_chunk(const float* q, const float* kt, int64_t ld, int64_t keys, int64_t d, float scale,
+                 float* s) {
+  constexpr int kSets = sets_for(NC);
+  __m512 acc[kSets][NC];
+#pragma GCC unroll 4
+  for (int u = 0; u < kSets; ++u)
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) acc[u][c] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + kSets <= d; i += kSets)
+#pragma GCC unroll 4
+    for (int u = 0; u < kSets; ++u) {
+      const __m512 qi = _mm512_set1_ps(q[i + u]);
+      const float* row = kt + (i + u) * ld;
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c)
+        acc[u][c] = _mm512_fmadd_ps(qi, _mm512_loadu_ps(row + c * kLanes), acc[u][c]);
+    }
+  for (; i < d; ++i) {
+    const __m512 qi = _mm512_set1_ps(q[i]);
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c)
+      acc[0][c] = _mm512_fmadd_ps(qi, _mm512_loadu_ps(kt + i * ld + c * kLanes), acc[0][c]);
+  }
+  const __m512 sc = _mm512_set1_ps(scale);
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) {
+    __m512 total = acc[0][c];
+#pragma GCC unroll 4
+    for (int u = 1; u < kSets; ++u) total = _mm512_add_ps(total, acc[u][c]);
+    _mm512_mask_storeu_ps(s + c * kLanes, tail_mask(keys - c * kLanes), _mm512_mul_ps(total, sc));
+  }
+}
+
+void qk_scores_kt(const float* q, const float* kt, int64_t ld, int64_t keys, int64_t d, float scale,
+                  float* s) {
+  for (int64_t j0 = 0; j0 < keys; j0 += 8 * kLanes) {
+    const int64_t n = std::min<int64_t>(keys - j0, 8 * kLanes);
+    switch ((n + kLanes - 1) / kLanes) {
+      case 1: qk_kt_chunk<1>(q, kt + j0, ld, n, d, scale, s + j0); break;
+      case 2: qk_kt_chunk<2>(q, kt + j0, ld, n, d, scale, s + j0); break;
+      case 3: qk_kt_chunk<3>(q, kt + j0, ld, n, d, scale, s + j0); break;
+      case 4: qk_kt_chunk<4>(q, kt + j0, ld, n, d, scale, s + j0); break;
+      case 5: qk_kt_chunk<5>(q, kt + j0, ld, n, d, scale, s + j0); break;
+      case 6: qk_kt_chunk<6>(q, kt + j0, ld, n, d, scale, s + j0); break;
+      case 7: qk_kt_chunk<7>(q, kt + j0, ld, n, d, scale, s + j0); break;
+      default: qk_kt_chunk<8>(q, kt + j0, ld, n, d, scale, s + j0); break;
+    }
+  }
+}
+
 float row_max(const float* x, int64_t n, bool* saw_nan) {
   __m512 acc = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __mmask16 nan = 0;
@@ -127,20 +205,41 @@ float exp_shifted(const float* x, int64_t n, float m, float* out) {
 template <int NV>
 void pv_chunk(float* o, int64_t width, float alpha, const float* p, int64_t keys, const float* v,
               int64_t v_stride) {
-  __m512 acc[NV];
+  constexpr int kSets = sets_for(NV);
+  __m512 acc[kSets][NV];
   __mmask16 m[NV];
   const __m512 a = _mm512_set1_ps(alpha);
+#pragma GCC unroll 8
   for (int c = 0; c < NV; ++c) {
     m[c] = tail_mask(width - c * kLanes);
-    acc[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[c], o + c * kLanes), a);
+    acc[0][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[c], o + c * kLanes), a);
+#pragma GCC unroll 4
+    for (int u = 1; u < kSets; ++u) acc[u][c] = _mm512_setzero_ps();
   }
-  for (int64_t j = 0; j < keys; ++j) {
+  int64_t j = 0;
+  for (; j + kSets <= keys; j += kSets)
+#pragma GCC unroll 4
+    for (int u = 0; u < kSets; ++u) {
+      const __m512 pj = _mm512_set1_ps(p[j + u]);
+      const float* row = v + (j + u) * v_stride;
+#pragma GCC unroll 8
+      for (int c = 0; c < NV; ++c)
+        acc[u][c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], row + c * kLanes), acc[u][c]);
+    }
+  for (; j < keys; ++j) {
     const __m512 pj = _mm512_set1_ps(p[j]);
     const float* row = v + j * v_stride;
+#pragma GCC unroll 8
     for (int c = 0; c < NV; ++c)
-      acc[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], row + c * kLanes), acc[c]);
+      acc[0][c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], row + c * kLanes), acc[0][c]);
   }
-  for (int c = 0; c < NV; ++c) _mm512_mask_storeu_ps(o + c * kLanes, m[c], acc[c]);
+#pragma GCC unroll 8
+  for (int c = 0; c < NV; ++c) {
+    __m512 total = acc[0][c];
+#pragma GCC unroll 4
+    for (int u = 1; u < kSets; ++u) total = _mm512_add_ps(total, acc[u][c]);
+    _mm512_mask_storeu_ps(o + c * kLanes, m[c], total);
+  }
 }
 
 void pv_accumulate(float* o, int64_t dv, float alpha, const float* p, int64_t keys, const float* v,
@@ -206,8 +305,9 @@ void divide(const float* x, int64_t n, float denom, float* out) {
 #endif
 
 const NnSimd* nn_simd_avx512() {
-  static const NnSimd kSet{"avx512", qk_scores, row_max,         exp_shifted, pv_accumulate,
-                           sum,      sum_sq_centered, normalize, divide};
+  static const NnSimd kSet{"avx512",    qk_scores,      pack_kt,   qk_scores_kt, row_max,
+                           exp_shifted, pv_accumulate,  sum,       sum_sq_centered, normalize,
+                           divide};
   static const bool host_has_it = __builtin_cpu_supports("avx512f");
   return host_has_it ? &kSet : nullptr;
 }

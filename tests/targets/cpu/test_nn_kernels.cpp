@@ -112,6 +112,12 @@ std::vector<AttnCase> attention_cases() {
   for (int64_t b = 0; b < 2; ++b)
     for (int64_t j = 0; j <= 20; ++j) cache.keep[b * 64 + j] = 1;
   cs.push_back(cache);
+  // Tiles of >= 8 rows score from a transposed K block: over several key blocks, and masked.
+  cs.push_back({"packed_tiles_over_key_blocks", 1, 4, 1, 70, 300, 48, 40, true});
+  AttnCase packed_pad{"packed_tiles_padding", 2, 12, 12, 16, 16, 32, 32};
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t j = 0; j < 16; ++j) packed_pad.keep.push_back(b == 0 ? j % 3 != 1 : j < 11);
+  cs.push_back(packed_pad);
   AttnCase scaled{"explicit_scale", 2, 2, 1, 3, 3, 4, 4, true};
   scaled.scale = 0.0625;
   cs.push_back(scaled);
