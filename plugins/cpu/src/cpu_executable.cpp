@@ -31,6 +31,59 @@ CpuExecutable::CpuExecutable(const lir::Program& p, const KernelPlan& plan) : pr
     arena_ = std::shared_ptr<void>(mem, std::free);
   }
   ptrs_.assign(program_.buffers.size(), nullptr);
+  plan_hoisting();
+  if (!fixed_storage_.empty()) {
+    std::fill(ptrs_.begin(), ptrs_.end(), nullptr);
+    bind();
+    run_hoisted();
+  }
+}
+
+void CpuExecutable::plan_hoisting() {
+  const auto& bufs = program_.buffers;
+  std::vector<int> writers(bufs.size(), 0);
+  for (const auto& k : program_.kernels) {
+    if (auto* l = std::get_if<lir::LoopKernel>(&k))
+      for (const auto& st : l->stores) ++writers[program_.storage_of(st.buffer)];
+    else
+      for (int32_t b : std::get<lir::CallKernel>(k).outputs) ++writers[program_.storage_of(b)];
+  }
+  std::vector<bool> fixed(bufs.size(), false);
+  for (const auto& b : bufs) fixed[b.id] = b.kind == lir::BufferKind::kConstant;
+  hoisted_.assign(program_.kernels.size(), false);
+  size_t bytes = 0;
+  for (size_t i = 0; i < program_.kernels.size(); ++i) {
+    const auto* l = std::get_if<lir::LoopKernel>(&program_.kernels[i]);
+    if (!l) continue;
+    bool ok = true;
+    for (const auto& e : l->exprs)
+      if (e.kind == lir::ExprKind::kLoad) ok = ok && fixed[program_.storage_of(e.load.buffer)];
+    for (const auto& st : l->stores) {
+      int32_t s = program_.storage_of(st.buffer);
+      ok = ok && bufs[s].kind == lir::BufferKind::kTemp && writers[s] == 1;
+    }
+    if (!ok) continue;
+    hoisted_[i] = true;
+    for (const auto& st : l->stores) {
+      int32_t s = program_.storage_of(st.buffer);
+      if (fixed[s]) continue;
+      fixed[s] = true;
+      fixed_storage_.emplace_back(s, bytes);
+      bytes += (static_cast<size_t>(bufs[s].nbytes()) + 63) / 64 * 64;
+    }
+  }
+  if (bytes == 0) return;
+  void* mem = std::aligned_alloc(64, bytes);
+  if (!mem) throw_user_error("cpu: cannot allocate " + std::to_string(bytes) + " bytes for precomputed constants");
+  fixed_ = std::shared_ptr<void>(mem, std::free);
+  for (const auto& b : bufs)
+    if (b.kind == lir::BufferKind::kConstant) hoisted_from_.emplace_back(b.id, nullptr);
+}
+
+void CpuExecutable::run_hoisted() const {
+  for (auto& [id, data] : hoisted_from_) data = ptrs_[id];
+  for (size_t i = 0; i < kernels_.size(); ++i)
+    if (hoisted_[i]) std::visit([&](const auto& r) { r.run(ptrs_); }, kernels_[i]);
 }
 
 void CpuExecutable::run(const std::vector<void*>& buffers) {
@@ -41,6 +94,20 @@ void CpuExecutable::run(const std::vector<void*>& buffers) {
 }
 
 void CpuExecutable::execute() const {
+  bind();
+  for (const auto& b : program_.buffers)
+    if (!ptrs_[b.id] && b.numel() > 0 && b.kind != lir::BufferKind::kAlias)
+      throw_internal_error("cpu: buffer " + b.name + " has no memory bound");
+  bool stale = false;
+  for (const auto& [id, data] : hoisted_from_) stale = stale || ptrs_[id] != data;
+  if (stale) run_hoisted();
+  for (size_t i = 0; i < kernels_.size(); ++i)
+    if (!hoisted_[i]) std::visit([&](const auto& r) { r.run(ptrs_); }, kernels_[i]);
+}
+
+// Completes the pointer table: temporaries in the arena (or their fixed memory), constants the
+// caller left null, aliases.
+void CpuExecutable::bind() const {
   std::vector<void*>& ptrs = ptrs_;
   for (const auto& b : program_.buffers) {
     if (b.kind == lir::BufferKind::kTemp)
@@ -48,12 +115,9 @@ void CpuExecutable::execute() const {
     else if (b.kind == lir::BufferKind::kConstant && !ptrs[b.id])
       ptrs[b.id] = const_cast<void*>(b.data.data());
   }
+  for (const auto& [s, offset] : fixed_storage_) ptrs[s] = static_cast<char*>(fixed_.get()) + offset;
   for (const auto& b : program_.buffers)
     if (b.kind == lir::BufferKind::kAlias) ptrs[b.id] = ptrs[program_.storage_of(b.id)];
-  for (const auto& b : program_.buffers)
-    if (!ptrs[b.id] && b.numel() > 0 && b.kind != lir::BufferKind::kAlias)
-      throw_internal_error("cpu: buffer " + b.name + " has no memory bound");
-  for (const auto& k : kernels_) std::visit([&](const auto& r) { r.run(ptrs); }, k);
 }
 
 void CpuExecutable::run_positional(const std::vector<Tensor>& inputs,

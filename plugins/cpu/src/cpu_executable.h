@@ -2,6 +2,10 @@
 // every temporary at the offset the buffer plan gave it. Loop kernels run as generated native
 // code (codegen_module.h) or interpreted (loop_kernel.h), as the KernelPlan says; a run allocates
 // nothing of its own. An executable runs one call at a time.
+//
+// Loop kernels whose inputs are all constants (weight dtype conversions, mostly) compute the same
+// thing every run: they run once, when the executable is built, into memory of their own, and
+// are skipped afterwards; again only if a run binds different constant data.
 #pragma once
 #include <memory>
 #include <variant>
@@ -38,6 +42,16 @@ class CpuExecutable final : public Executable {
   std::shared_ptr<void> arena_;
   mutable std::vector<void*> ptrs_;  // per-run pointer table, sized once
 
+  // Kernels that run once (see above), the storage buffers they fill, that memory, and the
+  // constant data they were computed from.
+  std::vector<bool> hoisted_;
+  std::vector<std::pair<int32_t, size_t>> fixed_storage_;  // storage buffer -> offset in fixed_
+  std::shared_ptr<void> fixed_;
+  mutable std::vector<std::pair<int32_t, const void*>> hoisted_from_;
+
+  void plan_hoisting();
+  void bind() const;
+  void run_hoisted() const;
   void execute() const;
 };
 

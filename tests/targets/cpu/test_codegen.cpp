@@ -397,6 +397,42 @@ TEST(CpuCodegen, SteadyStateRunsAllocateNothing) {
   }
 }
 
+// A weight converted from f16 is computed once when the executable is built, in both modes, and
+// again only when a run binds other constant data.
+TEST(CpuCodegen, KernelsOfConstantsRunOnceAndFollowNewConstantData) {
+  for (const char* mode : {"compiled", "interpret"}) {
+    if (std::string(mode) == "compiled" && !have_compiler()) continue;
+    TempDir cache;
+    ScopedEnv env;
+    env.set("RLX_CACHE_DIR", cache.path().string()).set("RLX_CPU_KERNELS", mode);
+    // %c has two consumers, so it is materialised by a kernel that reads only the weight.
+    Graph g = parse_graph(
+        "graph @t(%x: f32[4]) params(%w: f16[4]) {\n  %c = convert(%w) {dtype = f32} : f32[4]\n"
+        "  %y = mul(%x, %c) : f32[4]\n  %z = add(%y, %c) : f32[4]\n  return %z\n}\n",
+        "weights.rlx");
+    Tensor w(DType::kF16, {4});
+    for (int i = 0; i < 4; ++i) w.as<uint16_t>()[i] = f32_to_f16(0.5f * static_cast<float>(i + 1));
+    g.weights["w"] = w;
+    Session session(test::cpu_target());
+    lir::Program program = session.compile(g).lir_for({});
+    std::unique_ptr<Executable> exe = test::cpu_target()->compile(program);
+    Tensor x = test::f32({4}, {1, 2, 3, 4}), y(DType::kF32, {4});
+    std::vector<void*> ptrs(program.buffers.size(), nullptr);
+    ptrs[program.inputs.at(0).second] = x.data();
+    ptrs[program.outputs.at(0).second] = y.data();
+    for (int run = 0; run < 2; ++run) {
+      exe->run(ptrs);
+      EXPECT_EQ(values(y), (std::vector<double>{1, 3, 6, 10})) << mode;
+    }
+    Tensor w2(DType::kF16, {4});
+    for (int i = 0; i < 4; ++i) w2.as<uint16_t>()[i] = f32_to_f16(-1.0f);
+    for (const auto& b : program.buffers)
+      if (b.kind == lir::BufferKind::kConstant) ptrs[b.id] = w2.data();
+    exe->run(ptrs);
+    EXPECT_EQ(values(y), (std::vector<double>{-2, -3, -4, -5})) << mode;
+  }
+}
+
 TEST(CpuCodegen, WithoutACompilerKernelsAreInterpretedVisibly) {
   ScopedEnv env;
   env.set("RLX_CC", "/nonexistent/cc").unset("RLX_CPU_KERNELS");
