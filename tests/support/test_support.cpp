@@ -1,20 +1,30 @@
 #include "test_support.h"
 
+#include <cstdlib>
+#include <map>
+
 #include "rlx/core/ir_text.h"
 #include "rlx/registry/registry.h"
 
 namespace rlx::test {
 
-std::shared_ptr<Target> cpu_target() {
+std::shared_ptr<Target> target_named(const std::string& name) {
   // Never destroyed, like the CLI's registry: unloading the plugin at exit while oneTBB worker
   // threads may still run its code would crash after the tests passed.
-  static const std::shared_ptr<Target>* target = [] {
-    registry::Options o;
-    o.plugin_paths = {RLX_TEST_PLUGIN_DIR};
-    o.build_legality = false;
-    return new std::shared_ptr<Target>(registry::Registry::discover(o).target("cpu"));
-  }();
-  return *target;
+  static auto* targets = new std::map<std::string, std::shared_ptr<Target>>;
+  auto it = targets->find(name);
+  if (it != targets->end()) return it->second;
+  registry::Options o;
+  o.plugin_paths = {RLX_TEST_PLUGIN_DIR};
+  o.build_legality = false;
+  return (*targets)[name] = registry::Registry::discover(o).target(name);
+}
+
+std::shared_ptr<Target> cpu_target() { return target_named("cpu"); }
+
+std::shared_ptr<Target> target_under_test() {
+  const char* name = std::getenv("RLX_TEST_TARGET");
+  return name && *name ? target_named(name) : cpu_target();
 }
 
 NamedTensors run_text(const std::string& ir, const NamedTensors& inputs, std::shared_ptr<Target> target) {

@@ -3,7 +3,7 @@
 // (type names, kernel signature, index builtins, address spaces, math function names) plus two
 // hooks for what a table cannot say. A new language is a new table, usually a copy of another
 // with a few fields changed, never a copy of the renderer (tinygrad's CStyleLanguage design).
-// Only C ships now: c_dialect().
+// Shipped: c_dialect(), opencl_dialect().
 //
 // The numeric semantics are the renderer's, not the dialect's, so every language computes the
 // same thing (a hook that overrides an op must keep them):
@@ -150,6 +150,10 @@ struct Dialect {
 // C99 with <math.h>: kernels `void <name>(char* const* buffers)` run their whole domain in
 // serial loops. For the cpu target and C-based targets (cortex-m, hexagon).
 const Dialect& c_dialect();
+
+// OpenCL C 1.2: `__kernel void <name>(__global T* b<id>, ...)`, one work-item per output element
+// (get_global_id(0)), 16-bit floats as ushort bits, FP_CONTRACT off. For gpu and oneapi.
+const Dialect& opencl_dialect();
 
 // One kernel as one function named after the kernel (made a valid identifier). The text needs
 // the dialect's prelude before it (render_program adds it). Throws rlx::Error (kCompile) when

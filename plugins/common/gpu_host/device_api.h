@@ -1,0 +1,87 @@
+// What a GPU-like target implements to run LIR programs with the shared host executor
+// (device_executable.h): a device-API adapter (allocate, upload, download, copy, build a module,
+// launch a kernel over N work-items) and a kernel library (the dialect the renderer writes, plus
+// the library calls the renderer cannot express). OpenCL is the first adapter (plugins/gpu);
+// Vulkan, OpenGL, WebGPU and DirectX implement the same two interfaces with their APIs.
+//
+// The executor calls an adapter from one thread at a time; an adapter may be shared by every
+// executable of a process. Methods throw rlx::Error with the API's error named.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rlx/core/lir.h"
+#include "rlx/sdk/render.h"
+
+namespace rlx::gpu_host {
+
+// One device allocation (cl_mem, VkBuffer + memory, ...). The adapter owns its meaning.
+struct DeviceBuffer {
+  void* handle = nullptr;
+  size_t bytes = 0;
+};
+
+// A built module (cl_program, VkShaderModule set, ...): source text of many kernels compiled once.
+class Module {
+ public:
+  virtual ~Module() = default;
+};
+
+// A kernel the target writes itself for a library call (gather and scatter read through
+// indices, which LIR's affine loads cannot say).
+struct NativeKernel {
+  std::string source;            // the kernel function(s), in the target's dialect
+  std::string symbol;            // the entry point
+  std::vector<int32_t> buffers;  // storage buffer ids bound in order
+  int64_t work_items = 0;
+  // Whole-buffer copies (source id, destination id) enqueued before the launch (scatter starts
+  // from a copy of its operand).
+  std::vector<std::pair<int32_t, int32_t>> copies_before;
+  // Set when the kernel checks indices: the executor binds its status buffer after `buffers`
+  // and, after the run, reports a bad index found in `status_slot` as
+  // "<where>: index V (at position P of the indices) is out of range for an axis of size N".
+  bool checks_indices = false;
+  std::string where;  // "gather ('node location')"
+  int64_t axis_size = 0;
+};
+
+// The language side: shared by a target's executor and its `emit` (so the emitted source is
+// exactly what runs).
+class KernelLibrary {
+ public:
+  virtual ~KernelLibrary() = default;
+  virtual const sdk::Dialect& dialect() const = 0;
+  // Whether the library has a kernel for `callee` ("gather", "scatter"); dot_general and while
+  // are the executor's own.
+  virtual bool has_call(const std::string& callee) const = 0;
+  // The kernel for call number `index` of `program`. `status_slot` is its slot in the status
+  // buffer (4 x int32: flag, position, value low and high words) when it checks indices.
+  virtual NativeKernel call_kernel(const lir::CallKernel& call, const lir::Program& program,
+                                   int32_t index, int32_t status_slot) const = 0;
+};
+
+// The device side.
+class DeviceApi {
+ public:
+  virtual ~DeviceApi() = default;
+  virtual std::string target_name() const = 0;  // "gpu": prefixes messages
+  virtual const KernelLibrary& library() const = 0;
+  virtual DeviceBuffer allocate(size_t bytes) = 0;  // bytes > 0
+  virtual void release(DeviceBuffer& buffer) noexcept = 0;
+  // Transfers are ordered with launches. download() returns when the data is on the host.
+  virtual void upload(const DeviceBuffer& dst, const void* src, size_t bytes) = 0;
+  virtual void download(const DeviceBuffer& src, void* dst, size_t bytes) = 0;
+  virtual void copy(const DeviceBuffer& src, const DeviceBuffer& dst, size_t bytes) = 0;
+  // Compiles a whole module; throws rlx::Error (kCompile) with the compiler's log.
+  virtual std::unique_ptr<Module> build(const std::string& source) = 0;
+  // Enqueues `symbol` over work_items (> 0) items, buffers bound as parameters in order.
+  virtual void launch(Module& module, const std::string& symbol,
+                      const std::vector<const DeviceBuffer*>& args, int64_t work_items) = 0;
+  virtual void finish() = 0;
+};
+
+}  // namespace rlx::gpu_host

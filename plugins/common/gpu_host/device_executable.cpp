@@ -1,0 +1,188 @@
+#include "device_executable.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "rlx/core/error.h"
+
+namespace rlx::gpu_host {
+
+OwnedBuffer::OwnedBuffer(DeviceApi& api, size_t bytes) : api_(api) {
+  // Zero-size tensors still get an allocation: device APIs refuse empty buffers, and a kernel
+  // parameter must name something.
+  buffer_ = api_.allocate(std::max<size_t>(bytes, 16));
+  buffer_.bytes = bytes;
+}
+
+OwnedBuffer::~OwnedBuffer() { api_.release(buffer_); }
+
+// One program (the top level, or a while region) on the device. Inputs and outputs are bound
+// by the caller on each execute(); constants and temporaries are owned here.
+class ProgramOnDevice {
+ public:
+  ProgramOnDevice(DeviceApi& api, const lir::Program& p)
+      : api_(api), p_(p), plan_(plan_module(p, api.library())) {
+    module_ = api_.build(plan_.source);
+    own_.resize(p_.buffers.size());
+    for (const lir::Buffer& b : p_.buffers) {
+      if (b.kind != lir::BufferKind::kTemp && b.kind != lir::BufferKind::kConstant) continue;
+      own_[b.id] = std::make_unique<OwnedBuffer>(api_, static_cast<size_t>(b.nbytes()));
+      if (b.kind == lir::BufferKind::kConstant && b.nbytes() > 0)
+        api_.upload(own_[b.id]->get(), b.data.data(), static_cast<size_t>(b.nbytes()));
+    }
+    if (!plan_.checks.empty()) {
+      status_ = std::make_unique<OwnedBuffer>(api_, plan_.checks.size() * 4 * sizeof(int32_t));
+      zeros_.assign(plan_.checks.size() * 4, 0);
+    }
+    for (const Step& s : plan_.steps)
+      if (auto* w = std::get_if<HostWhile>(&s)) loops_.push_back(std::make_unique<Loop>(api_, *this, *w));
+  }
+
+  const lir::Program& program() const { return p_; }
+
+  // bound[id]: the device buffer of input/output `id`; other entries are ignored.
+  void execute(const std::vector<const DeviceBuffer*>& bound) {
+    std::vector<const DeviceBuffer*> at(p_.buffers.size(), nullptr);
+    for (const lir::Buffer& b : p_.buffers) {
+      if (own_[b.id]) at[b.id] = &own_[b.id]->get();
+      else if (b.kind == lir::BufferKind::kInput || b.kind == lir::BufferKind::kOutput) at[b.id] = bound.at(b.id);
+    }
+    if (status_) api_.upload(status_->get(), zeros_.data(), zeros_.size() * sizeof(int32_t));
+    size_t loop = 0;
+    for (const Step& s : plan_.steps) {
+      if (std::holds_alternative<HostWhile>(s)) {
+        loops_[loop++]->run(at);
+        continue;
+      }
+      const Launch& l = std::get<Launch>(s);
+      for (auto [src, dst] : l.copies_before)
+        api_.copy(*need(at, src), *need(at, dst), static_cast<size_t>(p_.buffers[src].nbytes()));
+      if (l.work_items == 0) continue;
+      std::vector<const DeviceBuffer*> args;
+      for (int32_t b : l.buffers) args.push_back(need(at, b));
+      if (l.status_slot >= 0) args.push_back(&status_->get());
+      api_.launch(*module_, l.symbol, args, l.work_items);
+    }
+    if (status_) check_indices();
+  }
+
+ private:
+  // A while loop: carried values double-buffered on the device.
+  class Loop {
+   public:
+    Loop(DeviceApi& api, const ProgramOnDevice& parent, HostWhile w)
+        : api_(api), call_(std::get<lir::CallKernel>(parent.p_.kernels.at(w.kernel))) {
+      if (call_.regions.size() != 2)
+        throw_internal_error(fmt::format("{}: while has {} regions, not 2", api_.target_name(), call_.regions.size()));
+      cond_ = std::make_unique<ProgramOnDevice>(api_, *call_.regions[0]);
+      body_ = std::make_unique<ProgramOnDevice>(api_, *call_.regions[1]);
+      for (int32_t b : call_.inputs) {
+        size_t n = static_cast<size_t>(parent.p_.buffers[b].nbytes());
+        bytes_.push_back(n);
+        state_.push_back(std::make_unique<OwnedBuffer>(api_, n));
+        next_.push_back(std::make_unique<OwnedBuffer>(api_, n));
+      }
+      pred_ = std::make_unique<OwnedBuffer>(api_, 1);
+    }
+
+    void run(const std::vector<const DeviceBuffer*>& at) {
+      for (size_t i = 0; i < call_.inputs.size(); ++i)
+        if (bytes_[i]) api_.copy(*at.at(call_.inputs[i]), state_[i]->get(), bytes_[i]);
+      for (;;) {
+        cond_->execute(bind(*cond_, state_, {&pred_->get()}));
+        uint8_t go = 0;
+        api_.download(pred_->get(), &go, 1);
+        if (!go) break;
+        std::vector<const DeviceBuffer*> outs;
+        for (auto& n : next_) outs.push_back(&n->get());
+        body_->execute(bind(*body_, state_, outs));
+        std::swap(state_, next_);
+      }
+      for (size_t i = 0; i < call_.outputs.size(); ++i)
+        if (bytes_[i]) api_.copy(state_[i]->get(), *at.at(call_.outputs[i]), bytes_[i]);
+    }
+
+   private:
+    DeviceApi& api_;
+    const lir::CallKernel& call_;
+    std::unique_ptr<ProgramOnDevice> cond_, body_;
+    std::vector<size_t> bytes_;
+    std::vector<std::unique_ptr<OwnedBuffer>> state_, next_;
+    std::unique_ptr<OwnedBuffer> pred_;
+
+    // Regions bind their inputs and outputs by position.
+    static std::vector<const DeviceBuffer*> bind(const ProgramOnDevice& r,
+                                                 const std::vector<std::unique_ptr<OwnedBuffer>>& in,
+                                                 const std::vector<const DeviceBuffer*>& out) {
+      const lir::Program& p = r.program();
+      std::vector<const DeviceBuffer*> at(p.buffers.size(), nullptr);
+      for (size_t i = 0; i < p.inputs.size(); ++i) at[p.inputs[i].second] = &in.at(i)->get();
+      for (size_t i = 0; i < p.outputs.size(); ++i) at[p.outputs[i].second] = out.at(i);
+      return at;
+    }
+  };
+
+  DeviceApi& api_;
+  const lir::Program& p_;
+  ModulePlan plan_;
+  std::unique_ptr<Module> module_;
+  std::vector<std::unique_ptr<OwnedBuffer>> own_;
+  std::unique_ptr<OwnedBuffer> status_;
+  std::vector<int32_t> zeros_;
+  std::vector<std::unique_ptr<Loop>> loops_;
+
+  const DeviceBuffer* need(const std::vector<const DeviceBuffer*>& at, int32_t id) const {
+    const DeviceBuffer* b = at.at(p_.storage_of(id));
+    if (!b) throw_internal_error(fmt::format("{}: buffer {} has no device memory bound", api_.target_name(), p_.buffers[id].name));
+    return b;
+  }
+
+  void check_indices() {
+    std::vector<int32_t> st(zeros_.size());
+    api_.download(status_->get(), st.data(), st.size() * sizeof(int32_t));
+    for (size_t s = 0; s < plan_.checks.size(); ++s) {
+      if (!st[s * 4]) continue;
+      uint64_t bits = (static_cast<uint64_t>(static_cast<uint32_t>(st[s * 4 + 3])) << 32) |
+                      static_cast<uint32_t>(st[s * 4 + 2]);
+      throw_user_error(fmt::format("{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
+                                   plan_.checks[s].where, static_cast<int64_t>(bits), st[s * 4 + 1],
+                                   plan_.checks[s].axis_size));
+    }
+  }
+};
+
+DeviceExecutable::DeviceExecutable(std::shared_ptr<DeviceApi> api, const lir::Program& program)
+    : api_(std::move(api)) {
+  keep_ = std::make_shared<const lir::Program>(program);
+  program_ = std::make_unique<ProgramOnDevice>(*api_, *keep_);
+}
+
+DeviceExecutable::~DeviceExecutable() = default;
+
+void DeviceExecutable::run(const std::vector<void*>& host) {
+  const lir::Program& p = program_->program();
+  if (host.size() != p.buffers.size())
+    throw_internal_error(fmt::format("{}: run() got a buffer table of the wrong size", api_->target_name()));
+  if (io_.empty()) {
+    io_.resize(p.buffers.size());
+    for (const lir::Buffer& b : p.buffers)
+      if (b.kind == lir::BufferKind::kInput || b.kind == lir::BufferKind::kOutput)
+        io_[b.id] = std::make_unique<OwnedBuffer>(*api_, static_cast<size_t>(b.nbytes()));
+  }
+  std::vector<const DeviceBuffer*> bound(p.buffers.size(), nullptr);
+  for (const lir::Buffer& b : p.buffers) {
+    if (!io_[b.id]) continue;
+    bound[b.id] = &io_[b.id]->get();
+    if (b.kind == lir::BufferKind::kInput && b.nbytes() > 0) {
+      if (!host[b.id]) throw_internal_error(fmt::format("{}: input {} has no host memory", api_->target_name(), b.name));
+      api_->upload(io_[b.id]->get(), host[b.id], static_cast<size_t>(b.nbytes()));
+    }
+  }
+  program_->execute(bound);
+  for (auto& [name, id] : p.outputs)
+    if (p.buffers[id].nbytes() > 0) api_->download(io_[id]->get(), host.at(id), static_cast<size_t>(p.buffers[id].nbytes()));
+}
+
+}  // namespace rlx::gpu_host

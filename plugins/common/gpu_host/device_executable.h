@@ -1,0 +1,48 @@
+// The one host-side pattern of GPU-like targets: a compiled LIR program on a device behind a
+// DeviceApi. Construction builds the program's module once, allocates one device buffer per
+// constant, temporary, input and output (constants uploaded once); run() uploads the inputs,
+// launches the steps in order, downloads the outputs and reports any bad index a kernel found.
+// A while loop runs its control flow here on the host: its cond and body regions are programs
+// of their own on the same device, the carried values never leave it, only the predicate does.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "device_api.h"
+#include "module_plan.h"
+#include "rlx/core/target.h"
+
+namespace rlx::gpu_host {
+
+// A device allocation released with its owner.
+class OwnedBuffer {
+ public:
+  OwnedBuffer(DeviceApi& api, size_t bytes);
+  ~OwnedBuffer();
+  OwnedBuffer(const OwnedBuffer&) = delete;
+  OwnedBuffer& operator=(const OwnedBuffer&) = delete;
+  const DeviceBuffer& get() const { return buffer_; }
+
+ private:
+  DeviceApi& api_;
+  DeviceBuffer buffer_;
+};
+
+class ProgramOnDevice;
+
+class DeviceExecutable final : public Executable {
+ public:
+  DeviceExecutable(std::shared_ptr<DeviceApi> api, const lir::Program& program);
+  ~DeviceExecutable() override;
+  // buffers[i]: host memory of program buffer i for inputs and outputs (constants are the
+  // program's own data, already on the device).
+  void run(const std::vector<void*>& buffers) override;
+
+ private:
+  std::shared_ptr<DeviceApi> api_;  // destroyed last: every buffer below is released through it
+  std::shared_ptr<const lir::Program> keep_;  // the program ProgramOnDevice refers to
+  std::unique_ptr<ProgramOnDevice> program_;
+  std::vector<std::unique_ptr<OwnedBuffer>> io_;  // inputs and outputs, allocated on first run
+};
+
+}  // namespace rlx::gpu_host

@@ -1,0 +1,125 @@
+#include "module_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "rlx/core/error.h"
+
+namespace rlx::gpu_host {
+
+namespace {
+
+std::vector<int64_t> row_major(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+DType compute_class(DType t) {
+  if (t == DType::kF16 || t == DType::kBF16 || t == DType::kF32) return DType::kF32;
+  if (t == DType::kF64) return DType::kF64;
+  return DType::kI64;
+}
+
+std::string where(const lir::CallKernel& c) {
+  return c.loc.empty() ? c.callee : fmt::format("{} ('{}')", c.callee, c.loc);
+}
+
+}  // namespace
+
+lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Program& p,
+                                   const std::string& name) {
+  auto ints = [&](const char* key) { return std::get<IntList>(call.attrs.at(key)); };
+  IntList lb = ints("lhs_batch"), rb = ints("rhs_batch"), lc = ints("lhs_contract"),
+          rc = ints("rhs_contract");
+  const lir::Buffer &lhs = p.buffers.at(call.inputs.at(0)), &rhs = p.buffers.at(call.inputs.at(1));
+  const lir::Buffer& out = p.buffers.at(call.outputs.at(0));
+  auto free_dims = [](size_t rank, const IntList& a, const IntList& b) {
+    IntList f;
+    for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
+      if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end())
+        f.push_back(d);
+    return f;
+  };
+  IntList lf = free_dims(lhs.shape.size(), lb, lc), rf = free_dims(rhs.shape.size(), rb, rc);
+  auto ls = row_major(lhs.shape), rs = row_major(rhs.shape);
+  lir::LoopKernel k;
+  k.name = name;
+  std::vector<int64_t> a, b;  // strides of lhs and rhs over the domain
+  auto dim = [&](int64_t size, int64_t sa, int64_t sb) {
+    k.domain.push_back(size);
+    a.push_back(sa);
+    b.push_back(sb);
+  };
+  for (size_t j = 0; j < lb.size(); ++j) dim(lhs.shape[lb[j]], ls[lb[j]], rs[rb[j]]);
+  for (int64_t d : lf) dim(lhs.shape[d], ls[d], 0);
+  for (int64_t d : rf) dim(rhs.shape[d], 0, rs[d]);
+  k.num_parallel = static_cast<int32_t>(k.domain.size());
+  for (size_t j = 0; j < lc.size(); ++j) dim(lhs.shape[lc[j]], ls[lc[j]], rs[rc[j]]);
+  if (k.domain.size() > static_cast<size_t>(k.num_parallel)) k.reduce = "sum";
+  DType c = compute_class(out.dtype);
+  lir::Expr la{.kind = lir::ExprKind::kLoad, .dtype = c};
+  la.load = {.buffer = call.inputs[0], .offset = 0, .strides = a, .guards = {}};
+  lir::Expr lb_{.kind = lir::ExprKind::kLoad, .dtype = c};
+  lb_.load = {.buffer = call.inputs[1], .offset = 0, .strides = b, .guards = {}};
+  lir::Expr mul{.kind = lir::ExprKind::kBinary, .dtype = c, .op = "mul", .args = {0, 1}};
+  k.exprs = {la, lb_, mul};
+  k.stores = {{.buffer = call.outputs[0], .expr = 2}};
+  return k;
+}
+
+std::string dtype_use(const lir::Program& p, DType dt) {
+  for (const lir::Buffer& b : p.buffers)
+    if (b.dtype == dt && b.kind != lir::BufferKind::kAlias) return fmt::format("buffer {}", b.name);
+  for (const lir::Kernel& k : p.kernels) {
+    if (auto* l = std::get_if<lir::LoopKernel>(&k)) {
+      for (const lir::Expr& e : l->exprs)
+        if (e.dtype == dt) return fmt::format("kernel {}", l->name);
+      continue;
+    }
+    for (const auto& r : std::get<lir::CallKernel>(k).regions)
+      if (std::string s = dtype_use(*r, dt); !s.empty()) return s;
+  }
+  return "";
+}
+
+ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
+  const sdk::Dialect& d = library.dialect();
+  ModulePlan plan;
+  plan.source = d.prelude + "\n";
+  auto add_loop = [&](const lir::LoopKernel& k) {
+    plan.source += sdk::render_kernel(k, p, d) + "\n";
+    plan.steps.push_back(
+        Launch{sdk::kernel_symbol(k), sdk::kernel_buffers(k, p), sdk::work_items(k), {}, -1});
+  };
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
+      add_loop(*k);
+      continue;
+    }
+    const auto& c = std::get<lir::CallKernel>(p.kernels[i]);
+    if (c.callee == "dot_general") {
+      add_loop(dot_general_kernel(c, p, fmt::format("k{}_dot_general", i)));
+    } else if (c.callee == "while") {
+      plan.steps.push_back(HostWhile{static_cast<int32_t>(i)});
+    } else if (library.has_call(c.callee)) {
+      int32_t slot = static_cast<int32_t>(plan.checks.size());
+      NativeKernel n = library.call_kernel(c, p, static_cast<int32_t>(i), slot);
+      plan.source += n.source + "\n";
+      Launch l{n.symbol, n.buffers, n.work_items, n.copies_before, -1};
+      if (n.checks_indices) {
+        l.status_slot = slot;
+        plan.checks.push_back({n.where.empty() ? where(c) : n.where, n.axis_size});
+      }
+      plan.steps.push_back(std::move(l));
+    } else {
+      throw Error(ErrorKind::kCompile,
+                  fmt::format("the {} kernel library has no kernel for the library call {}",
+                              d.name, where(c)));
+    }
+  }
+  return plan;
+}
+
+}  // namespace rlx::gpu_host

@@ -1,0 +1,58 @@
+// One LIR program as one device module: the source of every kernel (loop kernels through the
+// SDK renderer, dot_general as a generated reduction kernel, other library calls from the
+// target's KernelLibrary) and the ordered steps that run it. `emit` writes `source`; the
+// executor builds it once and walks `steps`.
+#pragma once
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "device_api.h"
+
+namespace rlx::gpu_host {
+
+// A kernel launch. Buffer ids are storage ids (aliases resolved).
+struct Launch {
+  std::string symbol;
+  std::vector<int32_t> buffers;
+  int64_t work_items = 0;  // 0: nothing to do (an empty output)
+  std::vector<std::pair<int32_t, int32_t>> copies_before;
+  int32_t status_slot = -1;  // >= 0: the status buffer is bound after `buffers`
+};
+
+// A while loop whose control flow runs on the host: kernel `kernel` of the program is the
+// CallKernel holding the cond and body regions.
+struct HostWhile {
+  int32_t kernel = -1;
+};
+
+using Step = std::variant<Launch, HostWhile>;
+
+struct IndexCheck {
+  std::string where;
+  int64_t axis_size = 0;
+};
+
+struct ModulePlan {
+  std::string source;
+  std::vector<Step> steps;
+  std::vector<IndexCheck> checks;  // one per status slot
+};
+
+// Throws rlx::Error (kCompile) naming the call when the library lacks a kernel for it.
+ModulePlan plan_module(const lir::Program& program, const KernelLibrary& library);
+
+// Where `program` (or a region of it) computes or stores `dtype`: "kernel k3_add" or "buffer x",
+// empty when nowhere. Targets whose device lacks a dtype accept only the constant/convert pairs
+// that decompositions write scalars with (folded away before lowering), then check here that
+// nothing of that dtype reached the kernels.
+std::string dtype_use(const lir::Program& program, DType dtype);
+
+// dot_general as a loop kernel: parallel dims (batch, lhs free, rhs free) in output order, then
+// the contracted dims reduced by sum. Operands are read in the compute type of the output
+// (f32 for f16/bf16/f32, f64, i64 for integers) and the sum is stored with one rounding, as the
+// cpu target computes it.
+lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Program& program,
+                                   const std::string& name);
+
+}  // namespace rlx::gpu_host

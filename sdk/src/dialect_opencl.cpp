@@ -1,0 +1,136 @@
+// The OpenCL C dialect (OpenCL C 1.2, what every OpenCL 1.2..3.0 driver compiles): the kernels of
+// the gpu target, and of oneapi after clang turns them into SPIR-V. It is the C table with what
+// differs changed: one work-item per output element, one __global pointer per buffer, OpenCL's
+// type names and its overloaded math builtins.
+#include "rlx/sdk/render.h"
+
+namespace rlx::sdk {
+
+namespace {
+
+// f16/bf16 conversions are the C dialect's (ports of core/src/half.cpp), written with OpenCL's
+// bit casts, so a kernel rounds exactly like the host and needs no cl_khr_fp16: 16-bit floats
+// are stored as ushort bits and computed in float.
+//  * FP_CONTRACT OFF: OpenCL lets a compiler fuse a * b + c into one rounding by default, which
+//    would make generated code differ from the cpu target in the last bit.
+//  * cl_khr_fp64 is enabled only where the device has it; a target refuses f64 kernels on a
+//    device without it (the plugin decides, not the dialect).
+constexpr const char* kPrelude = R"(#pragma OPENCL FP_CONTRACT OFF
+#ifdef cl_khr_fp64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+
+float rlx_f16_to_f32(ushort h) {
+  uint sign = (uint)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+  uint bits;
+  if (exp == 0x1F) {
+    bits = sign | 0x7F800000u | (mant << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  } else if (mant == 0) {
+    bits = sign;
+  } else {  /* subnormal half: every one is a normal float */
+    uint e = 113;
+    while ((mant & 0x400u) == 0) { mant <<= 1; --e; }
+    bits = sign | (e << 23) | ((mant & 0x3FFu) << 13);
+  }
+  return as_float(bits);
+}
+
+ushort rlx_f32_to_f16(float f) {
+  uint x = as_uint(f), ax = x & 0x7FFFFFFFu;
+  ushort sign = (ushort)((x >> 16) & 0x8000u);
+  if (ax > 0x7F800000u) return sign | 0x7E00u | (ushort)((ax >> 13) & 0x3FFu);
+  if (ax >= 0x477FF000u) return sign | 0x7C00u;
+  if (ax >= 0x38800000u) {
+    ax += 0xC8000FFFu + ((ax >> 13) & 1u);
+    return sign | (ushort)(ax >> 13);
+  }
+  if (ax <= 0x33000000u) return sign;
+  uint e = ax >> 23, m = (ax & 0x7FFFFFu) | 0x800000u, shift = 126 - e;
+  uint r = m >> shift, rem = m & ((1u << shift) - 1), mid = 1u << (shift - 1);
+  if (rem > mid || (rem == mid && (r & 1u))) ++r;
+  return sign | (ushort)r;
+}
+
+float rlx_bf16_to_f32(ushort b) { return as_float((uint)b << 16); }
+
+ushort rlx_f32_to_bf16(float f) {
+  uint x = as_uint(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (ushort)((x >> 16) | 0x40u);
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return (ushort)(x >> 16);
+}
+
+/* Integer power by squaring in unsigned arithmetic (wraps); negative exponents give 0 unless the
+   base is 1 or -1. */
+long rlx_ipow(long a, long b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  ulong r = 1, x = (ulong)a;
+  for (; b; b >>= 1) {
+    if (b & 1) r *= x;
+    x *= x;
+  }
+  return (long)r;
+}
+)";
+
+Dialect make_opencl() {
+  using D = DType;
+  Dialect d = c_dialect();
+  d.name = "opencl";
+  // Signed overflow is undefined in OpenCL C as in C, so integer add/sub/mul run in uint/ulong.
+  struct Row {
+    DType dtype;
+    const char *storage, *compute, *load, *store, *wrap;
+  };
+  // clang-format off
+  const Row rows[] = {
+    // dtype     storage   compute   load                     store                    wrap
+    {D::kBool, "uchar",  "bool",   "({x} != 0)",            "(uchar)({x})",          ""},
+    {D::kI8,   "char",   "char",   "{x}",                   "{x}",                   "uint"},
+    {D::kU8,   "uchar",  "uchar",  "{x}",                   "{x}",                   "uint"},
+    {D::kI16,  "short",  "short",  "{x}",                   "{x}",                   "uint"},
+    {D::kI32,  "int",    "int",    "{x}",                   "{x}",                   "uint"},
+    {D::kI64,  "long",   "long",   "{x}",                   "{x}",                   "ulong"},
+    {D::kF16,  "ushort", "float",  "rlx_f16_to_f32({x})",   "rlx_f32_to_f16({x})",   ""},
+    {D::kBF16, "ushort", "float",  "rlx_bf16_to_f32({x})",  "rlx_f32_to_bf16({x})",  ""},
+    {D::kF32,  "float",  "float",  "{x}",                   "{x}",                   ""},
+    {D::kF64,  "double", "double", "{x}",                   "{x}",                   ""},
+  };  // c64 has no row: a target must split complex values before rendering
+  // clang-format on
+  for (const Row& r : rows) {
+    int i = static_cast<int>(r.dtype);
+    d.storage_type[i] = r.storage;
+    d.compute_type[i] = r.compute;
+    d.load[i] = r.load;
+    d.store[i] = r.store;
+    d.wrap_type[i] = r.wrap;
+  }
+  d.index_type = "long";
+  d.int64_suffix = "L";  // long is 64 bits in OpenCL C; long long is reserved
+  // The builtins are overloaded for float and double, so no suffix. rint rounds half to even
+  // in the default rounding mode, like C's nearbyint.
+  d.math = {{"abs", "fabs"},    {"exp", "exp"},   {"log", "log"},    {"sqrt", "sqrt"},
+            {"tanh", "tanh"},   {"erf", "erf"},   {"sin", "sin"},    {"cos", "cos"},
+            {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"},
+            {"rem", "fmod"},    {"ipow", "rlx_ipow"}};
+  d.math_float_suffix = "";
+  d.prelude = kPrelude;
+  d.kernel_prefix = "__kernel void";
+  d.buffer_params = BufferParams::kOnePerBuffer;
+  d.global_space = "__global";
+  d.restrict_kw = "restrict";
+  d.mapping = DomainMapping::kWorkItemPerOutput;
+  d.global_id = "get_global_id(0)";
+  return d;
+}
+
+}  // namespace
+
+const Dialect& opencl_dialect() {
+  static const Dialect d = make_opencl();
+  return d;
+}
+
+}  // namespace rlx::sdk
