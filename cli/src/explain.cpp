@@ -21,6 +21,9 @@ int explain_main(const Args& args, const GlobalOptions& global) {
   CompiledModel model = session.compile(graph);
   std::string out = args.flag("json") ? model.report().to_json() : model.report().to_text(global.verbose);
   if (out.empty() || out.back() != '\n') out += '\n';
+  // How the target executes here (cpu: kernels compiled or interpreted), when it says.
+  if (!args.flag("json"))
+    if (Verdict v = target->can_execute(); !v.reason.empty()) out += target_name + ": " + v.reason + "\n";
   std::fputs(out.c_str(), stdout);
   return 0;
 }

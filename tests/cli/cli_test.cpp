@@ -299,6 +299,7 @@ TEST_F(CliTest, ExplainJsonShowsAPathForEveryNode) {
   ProcessResult text = rlx({"explain", small_model().string(), "--target", "cpu"});
   ASSERT_EQ(text.exit_code, 0) << dump(text);
   EXPECT_THAT(text.out, HasSubstr("%y")) << dump(text);
+  EXPECT_THAT(text.out, HasSubstr("cpu: kernels ")) << dump(text);  // compiled or interpreted
 }
 
 TEST_F(CliTest, MissingModelIsAUserError) {
