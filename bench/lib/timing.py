@@ -11,6 +11,15 @@ import numpy as np
 
 
 def peak_rss_mb():
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over an exec from the forking process, so
+    # every worker would report at least the driver's own peak.
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
 
 

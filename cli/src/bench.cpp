@@ -9,6 +9,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <numeric>
 
 #include "commands.h"
@@ -49,11 +50,16 @@ double percentile(std::vector<double> sorted, double q) {
 }
 
 // Peak resident set of this process so far, in MB (10^6 bytes): model, weights, compiled code
-// and the buffers of the runs. Linux reports ru_maxrss in KiB.
+// and the buffers of the runs. VmHWM belongs to this program image; getrusage's ru_maxrss does
+// not: Linux carries it over an exec from the process that forked us (a Python driver holding
+// a gigabyte would show as our peak), so it is only the fallback where /proc is missing.
 double peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) * 1024.0 / 1e6;  // kB
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) * 1024.0 / 1e6;
+  return static_cast<double>(usage.ru_maxrss) * 1024.0 / 1e6;  // KiB on Linux
 }
 
 // Sizes for the graph's symbols from --batch (B), --seq (S) and --bind NAME=SIZE.

@@ -85,6 +85,18 @@ TEST_F(BenchCliTest, JsonHasTheKeysBenchReadsAndSaneRelations) {
   EXPECT_EQ(*inputs->find("ids")->as_string(), "i64[6]");
 }
 
+// Linux carries getrusage's ru_maxrss over an exec from the forking process; the figure must be
+// rlx's own, not that of a large driver (bench/run.py) that started it.
+TEST_F(BenchCliTest, PeakMemoryIsTheProcesssOwnNotItsParents) {
+  std::vector<char> ballast(400u << 20);
+  for (size_t i = 0; i < ballast.size(); i += 4096) ballast[i] = static_cast<char>(i);
+  ProcessResult r = rlx({"bench", kModel, "--target", "cpu", "--inputs", kInputs, "--runs", "1",
+                         "--warmup", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_LT(number(json::parse(r.out), "peak_rss_mb"), 300) << r.out;
+  EXPECT_NE(ballast[4096], 1);  // keeps the ballast alive (and touched) until here
+}
+
 TEST_F(BenchCliTest, OutputOfTheTimedRunsMatchesTheFloat64Reference) {
   const fs::path out = dir_ / "out.safetensors";
   ProcessResult r = rlx({"bench", kModel, "-t", "cpu", "-i", kInputs, "-n", "2", "--warmup", "1",
