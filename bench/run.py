@@ -264,7 +264,7 @@ def suite_minilm(runner, peers, args):
             task = {"suite": "minilm", "case": case, "kind": "bert", "config": cfg,
                     "weights": os.path.join(folder, "model.safetensors"), "onnx": onnx_path,
                     "onnx_static": static_onnx, "inputs": inputs, "warmup": args.warmup,
-                    "runs": args.runs}
+                    "runs": args.runs, "budget_s": args.budget_s}
             rlx_stats, peer_stats, _ = race(runner, case, folder, "main", inputs, peers, task,
                                             ["last_hidden_state", "sentence_embedding"])
             cases.append({"case": case, "seq": seq, "batch": batch, "rlx": rlx_stats,
@@ -342,7 +342,7 @@ def suite_qwen3(runner, peers, args):
         st.write(path, inputs)
         task = {"suite": "qwen3", "case": case, "kind": kind, "config": c,
                 "weights": os.path.join(folder, "model.safetensors"), "inputs": path,
-                "warmup": args.warmup, "runs": args.runs}
+                "warmup": args.warmup, "runs": args.runs, "budget_s": args.budget_s}
         rlx_stats, peer_stats, ref = race(runner, case, folder, graph, path, peers, task,
                                           ["logits"])
         row = {"case": case, "graph": graph, "rlx": rlx_stats, "peers": peer_stats}
@@ -392,6 +392,8 @@ def cell(peer_result, rlx_stats):
     mark = "" if check.get("ok") else " MISMATCH" + (f" ({check['why']})" if "why" in check else
                                                      f" (rel err {check.get('max_rel_err', 0):.1e})")
     text = f"{peer_result['p50_ms']:.2f} ms"
+    if peer_result.get("runs") != rlx_stats.get("runs"):  # cut by --budget-s
+        text += f", {peer_result.get('runs')} runs"
     return (f"{r:.2f}x ({text})" if r is not None else text) + mark
 
 
@@ -530,6 +532,10 @@ def main():
                     help="Qwen3 decode: KV-cache slots beyond the prompt (rlx's cache capacity)")
     ap.add_argument("--rlx", help="the rlx binary (default $RLX, else build/bin/rlx)")
     ap.add_argument("--target", default="cpu")
+    ap.add_argument("--budget-s", type=float,
+                    help="seconds a peer may spend on warm-ups and runs after its first call; "
+                         "a slower peer gets fewer (at least one timed run; the counts are in the "
+                         "JSON). Default: 60 with --quick, unlimited otherwise; rlx is never cut")
     ap.add_argument("--rounds", type=int, default=1,
                     help="run rlx and every peer in turn this many times per case; figures are "
                          "medians over rounds (on a busy machine: 3 or more)")
@@ -539,6 +545,8 @@ def main():
     args = ap.parse_args()
     args.warmup = args.warmup or (3 if args.quick else 10)
     args.runs = args.runs or (5 if args.quick else 50)
+    if args.budget_s is None and args.quick:
+        args.budget_s = 60.0
     if args.warmup < 1 or args.runs < 1 or args.rounds < 1:
         ap.error("--warmup, --runs and --rounds must be at least 1")
     args.seqs = [int(x) for x in args.seqs.split(",")]
@@ -559,7 +567,8 @@ def main():
     runner = Runner(args, work)
     results = {"meta": {"date": stamp, "machine": machine(), "rlx": runner.rlx,
                         "target": args.target, "warmup": args.warmup, "runs": args.runs,
-                        "quick": args.quick, "cpus": args.cpus, "rounds": args.rounds},
+                        "quick": args.quick, "cpus": args.cpus, "rounds": args.rounds,
+                        "budget_s": args.budget_s},
                "suites": {}}
     for s in suites:
         if s == "gemm":

@@ -30,7 +30,7 @@ def main():
         else:
             inputs = st.read(task["inputs"])
             outputs, result = timing.measure(lambda: peer.prepare(task, inputs), task["warmup"],
-                                             task["runs"])
+                                             task["runs"], task.get("budget_s"))
             st.write(task["output"], outputs)
             result.update(peer.describe(task))
     except NotImplementedError as e:

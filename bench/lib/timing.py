@@ -23,21 +23,30 @@ def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6
 
 
-def measure(prepare, warmup, runs):
-    """prepare() -> call; call() -> dict of NumPy outputs (forced to be computed)."""
+def measure(prepare, warmup, runs, budget_s=None):
+    """prepare() -> call; call() -> dict of NumPy outputs (forced to be computed).
+    budget_s (quick mode) bounds the time after the first call: a peer slower than the budget
+    allows gets fewer warm-ups and runs (at least one timed run); the counts used are returned."""
     t0 = time.perf_counter()
     call = prepare()
     prepare_ms = (time.perf_counter() - t0) * 1e3
     t0 = time.perf_counter()
     outputs = call()
     first_ms = (time.perf_counter() - t0) * 1e3
-    for _ in range(warmup - 1):
+    start = time.perf_counter()
+    spent = 0.0
+    warmed = 1
+    while warmed < warmup and (budget_s is None or spent + first_ms / 1e3 < budget_s / 2):
         outputs = call()
+        warmed += 1
+        spent = time.perf_counter() - start
     times = []
-    for _ in range(runs):
+    while len(times) < runs and (budget_s is None or not times or
+                                 spent + times[-1] / 1e3 < budget_s):
         t0 = time.perf_counter()
         outputs = call()
         times.append((time.perf_counter() - t0) * 1e3)
+        spent = time.perf_counter() - start
     t = np.array(times)
     p50 = float(np.percentile(t, 50))
     return outputs, {
@@ -49,6 +58,6 @@ def measure(prepare, warmup, runs):
         "compile_ms": prepare_ms + max(0.0, first_ms - p50),
         "first_run_ms": first_ms,
         "peak_rss_mb": peak_rss_mb(),
-        "runs": runs,
-        "warmup": warmup,
+        "runs": len(times),
+        "warmup": warmed,
     }
