@@ -161,7 +161,7 @@ void Converter::need_input_values(const NodeCtx& n, const std::string& what, int
 
 void Converter::add_graph_inputs() {
   const auto& graph = model_.graph();
-  std::set<std::string> inits;
+  std::set<std::string> inits, symbols_seen;
   for (const auto& t : graph.initializer()) {
     auto v = std::make_shared<Val>();
     v->konst = tensor(t, "initializer '" + t.name() + "'");
@@ -200,12 +200,22 @@ void Converter::add_graph_inputs() {
           (__builtin_mul_overflow(total, std::max<int64_t>(d.dim_value(), 1), &total) ||
            total > (int64_t{1} << 40)))
         throw_user_error(where + " has more than 2^40 elements");
-      if (d.has_dim_value() && d.dim_value() >= 0)
+      if (d.has_dim_value() && d.dim_value() >= 0) {
         type.shape.emplace_back(d.dim_value());
-      else if (d.has_dim_param() && !d.dim_param().empty())
-        type.shape.push_back(Dim::symbol(symbol_name(d.dim_param())));
+        continue;
+      }
+      std::string sym = d.has_dim_param() && !d.dim_param().empty()
+                            ? symbol_name(d.dim_param())
+                            : symbol_name(in.name()) + "_d" + std::to_string(i);
+      symbols_seen.insert(sym);
+      auto fixed = options_.dim_values.find(sym);
+      if (fixed == options_.dim_values.end())
+        type.shape.push_back(Dim::symbol(sym));
+      else if (fixed->second < 0 || fixed->second > (int64_t{1} << 40))
+        throw_user_error(fmt::format("{}: the size given for dim '{}' ({}) is out of range", where,
+                                     sym, fixed->second));
       else
-        type.shape.push_back(Dim::symbol(symbol_name(in.name()) + "_d" + std::to_string(i)));
+        type.shape.emplace_back(fixed->second);
     }
     auto v = std::make_shared<Val>();
     auto bound = options_.input_values.find(in.name());
@@ -229,6 +239,15 @@ void Converter::add_graph_inputs() {
     if (carried) v->onnx_type = carried->onnx_type;
     define(in.name(), v);
   }
+  for (const auto& [sym, size] : options_.dim_values)
+    if (!symbols_seen.count(sym)) {
+      std::string known;
+      for (const auto& s : symbols_seen) known += (known.empty() ? "" : ", ") + s;
+      throw_user_error(
+          fmt::format("{}: a size is given for dim '{}', but no graph input has a "
+                      "dim of that name (symbolic dims: {})",
+                      file_, sym, known.empty() ? "none" : known));
+    }
 }
 
 void Converter::add_graph_outputs() {
@@ -477,6 +496,11 @@ Model Converter::run() {
 Model import_bytes(std::string_view bytes, const std::string& display_name,
                    const fs::path& base_dir, const ImportOptions& options) {
   ::onnx::ModelProto model = parse_model(bytes, display_name);
+  return import_model(model, display_name, base_dir, options);
+}
+
+Model import_model(const ::onnx::ModelProto& model, const std::string& display_name,
+                   const fs::path& base_dir, const ImportOptions& options) {
   Converter c(model, display_name, base_dir, options);
   return c.run();
 }

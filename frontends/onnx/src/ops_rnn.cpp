@@ -35,7 +35,9 @@ ValueId apply(GraphBuilder& b, const Act& a, ValueId x) {
 struct Rnn {
   NodeCtx& n;
   GraphBuilder& b;
-  int64_t T, B, H, gates;
+  int64_t T;
+  Dim B;  // may stay symbolic: only the sequence is unrolled
+  int64_t H, gates;
   int dirs;
   bool batch_first;
   std::vector<Act> acts;  // per direction: gates' functions in ONNX order
@@ -66,9 +68,15 @@ void rnn_family(NodeCtx& n, const std::string& kind) {
   n.expect_rank(1, 3, 3);
   n.expect_rank(2, 3, 3);
   if (n.has(3)) n.expect_rank(3, 2, 2);
-  auto xs = static_shape(n, n.type(0), "X");
   bool bf = n.attr_i("layout", 0) != 0;
-  int64_t T = bf ? xs[1] : xs[0], B = bf ? xs[0] : xs[1];
+  const Shape xs = n.shape(0);
+  const Dim& seq = bf ? xs[1] : xs[0];
+  if (!seq.is_static())
+    n.failf("X has symbolic sequence length '{}' ({}); rlx unrolls the steps, so it must be static",
+            seq.sym, n.type(0).str());
+  n.check_count(seq.value, "the unrolled sequence");
+  int64_t T = seq.value;
+  Dim B = bf ? xs[0] : xs[1];
   int64_t H = n.attr_i("hidden_size", 0);
   if (H <= 0) H = static_shape(n, n.type(2), "R")[2];
   std::string dir = n.attr_s("direction", "forward");

@@ -11,6 +11,10 @@
 #include "rlx/core/model.h"
 #include "rlx/core/tensor.h"
 
+namespace onnx {
+class ModelProto;
+}
+
 namespace rlx::onnx {
 
 struct ImportOptions {
@@ -19,6 +23,10 @@ struct ImportOptions {
   // value of a run-time input; a caller that knows such values specialises the model on them.
   // A bound input is used as a constant everywhere and is no longer an input of the graph.
   std::map<std::string, Tensor> input_values;
+  // Symbolic dims fixed at import (symbol name, as the graph spells it, -> size). Shape
+  // arithmetic rlx cannot keep symbolic (a reflect Pad or a strided Conv on a dynamic axis gives
+  // `seq + 128`, `seq / 64 - 1`) needs them; every input dim of that name becomes static.
+  std::map<std::string, int64_t> dim_values;
 };
 
 // Thrown when a node needs the value of a graph input at compile time (see input_values); the
@@ -38,6 +46,11 @@ Model import_file(const std::filesystem::path& path, const ImportOptions& option
 // Reads a serialized ModelProto held in memory; `display_name` names it in messages and
 // `base_dir` is where external data files would be.
 Model import_bytes(std::string_view bytes, const std::string& display_name,
+                   const std::filesystem::path& base_dir, const ImportOptions& options = {});
+
+// Converts a ModelProto built in memory (the rten importer translates its graphs into one, so
+// both formats share one operator table).
+Model import_model(const ::onnx::ModelProto& model, const std::string& display_name,
                    const std::filesystem::path& base_dir, const ImportOptions& options = {});
 
 // A serialized TensorProto (the input_N.pb / output_N.pb files of ONNX's test data), with its

@@ -1,0 +1,16 @@
+// The rten importer plugin: `rlx run model.rten ...` reaches the library through this.
+#include "rlx/rten/import.h"
+#include "rlx/sdk/plugin.h"
+
+namespace rlx::rten {
+
+class RtenImporter final : public sdk::ImporterPlugin {
+ public:
+  std::string name() const override { return "rten"; }
+  std::string version() const override { return "0.1.0"; }
+  Model load(const std::filesystem::path& path) override { return import_file(path); }
+};
+
+}  // namespace rlx::rten
+
+RLX_DEFINE_IMPORTER_PLUGIN(rlx::rten::RtenImporter)
