@@ -16,7 +16,7 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int64_t kKeyBlock = 128;  // keys per block: S row and V block stay in L1/L2
 constexpr int64_t kMaxRows = 32;    // query rows per task
-constexpr int64_t kPackRows = 8;    // tiles of this many rows score from a transposed K block
+constexpr int64_t kPackRows = 8;    // tiles of this many rows score from K transposed
 
 // The query rows of one kv head: every (query position, head of its group), position-major so
 // that rows of a tile see nearly the same causal key range.
@@ -45,15 +45,23 @@ void kept_range(const uint8_t* keep, int64_t n, int64_t* lo, int64_t* hi) {
 }
 
 struct TileState {
-  std::vector<float> s, o, m, l, kt;
+  std::vector<float> s, o, m, l;
   std::vector<uint8_t> nan;
-  TileState(int64_t rows, int64_t d, int64_t dv, bool packed)
-      : s(kKeyBlock), o(rows * dv, 0.0f), m(rows, kNegInf), l(rows, 0.0f),
-        kt(packed ? d * kKeyBlock : 0, 0.0f), nan(rows, 0) {}
+  TileState(int64_t rows, int64_t dv)
+      : s(kKeyBlock), o(rows * dv, 0.0f), m(rows, kNegInf), l(rows, 0.0f), nan(rows, 0) {}
+};
+
+// K transposed per (batch, kv head), [D][ld], shared by every tile of that kv head. ld leaves a
+// spare 16 columns: the scoring loop reads whole vectors past a block that starts unaligned.
+struct PackedK {
+  std::vector<float> data;
+  int64_t ld = 0;
+  const float* of(int64_t group, int64_t d) const { return data.data() + group * d * ld; }
 };
 
 void attend_tile(const AttentionShape& sh, const float* q, const float* k, const float* v,
-                 float* out, const NnSimd& simd, int64_t b, int64_t kvh, int64_t r0, int64_t r1) {
+                 const PackedK& packed_k, float* out, const NnSimd& simd, int64_t b, int64_t kvh,
+                 int64_t r0, int64_t r1) {
   const RowMap map{sh.heads / sh.kv_heads};
   const int64_t D = sh.head_dim, Dv = sh.v_dim, Sq = sh.q_len, Sk = sh.kv_len;
   const float* kb = k + (b * sh.kv_heads + kvh) * Sk * D;
@@ -65,6 +73,7 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
 
   int64_t lo, hi;
   kept_range(keep, Sk, &lo, &hi);
+  if (keep && std::find(keep + lo, keep + hi, 0) == keep + hi) keep = nullptr;  // no holes
   const int64_t rows = r1 - r0;
   std::vector<int64_t> limit(rows);  // keys at or past limit[i] are invisible to row r0 + i
   int64_t tile_hi = lo;
@@ -72,15 +81,14 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
     limit[i] = sh.causal ? std::min(hi, map.qpos(r0 + i) + Sk - Sq + 1) : hi;
     tile_hi = std::max(tile_hi, limit[i]);
   }
-  const bool packed = rows >= kPackRows;
-  TileState st(rows, D, Dv, packed);
+  const float* kt = packed_k.data.empty() ? nullptr : packed_k.of(b * sh.kv_heads + kvh, D);
+  TileState st(rows, Dv);
   float* s = st.s.data();
   for (int64_t j0 = lo; j0 < tile_hi; j0 += kKeyBlock) {
-    if (packed) simd.pack_kt(kb + j0 * D, D, std::min(kKeyBlock, tile_hi - j0), D, st.kt.data(), kKeyBlock);
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t n = std::min(j0 + kKeyBlock, limit[i]) - j0;
       if (n <= 0 || st.nan[i]) continue;
-      if (packed) simd.qk_scores_kt(q_row(r0 + i), st.kt.data(), kKeyBlock, n, D, sh.scale, s);
+      if (kt) simd.qk_scores_kt(q_row(r0 + i), kt + j0, packed_k.ld, n, D, sh.scale, s);
       else simd.qk_scores(q_row(r0 + i), D, 1, kb + j0 * D, D, n, D, sh.scale, s, kKeyBlock);
       if (keep)
         for (int64_t j = 0; j < n; ++j)
@@ -116,12 +124,22 @@ void attention_f32(const AttentionShape& sh, const float* q, const float* k, con
   if (rows == 0 || groups == 0 || sh.v_dim == 0) return;
   const int64_t br = rows_per_task(rows, groups);
   const int64_t tiles = (rows + br - 1) / br;
+  PackedK packed_k;
+  if (br >= kPackRows) {
+    packed_k.ld = (sh.kv_len + 15) / 16 * 16 + 16;
+    packed_k.data.assign(groups * sh.head_dim * packed_k.ld, 0.0f);
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, 1), [&](const tbb::blocked_range<int64_t>& r) {
+      for (int64_t g = r.begin(); g < r.end(); ++g)
+        simd.pack_kt(k + g * sh.kv_len * sh.head_dim, sh.head_dim, sh.kv_len, sh.head_dim,
+                     packed_k.data.data() + g * sh.head_dim * packed_k.ld, packed_k.ld);
+    });
+  }
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups * tiles, 1),
                     [&](const tbb::blocked_range<int64_t>& range) {
                       for (int64_t t = range.begin(); t < range.end(); ++t) {
                         const int64_t g = t / tiles, r0 = (t % tiles) * br;
-                        attend_tile(sh, q, k, v, out, simd, g / sh.kv_heads, g % sh.kv_heads, r0,
-                                    std::min(rows, r0 + br));
+                        attend_tile(sh, q, k, v, packed_k, out, simd, g / sh.kv_heads,
+                                    g % sh.kv_heads, r0, std::min(rows, r0 + br));
                       }
                     });
 }

@@ -18,8 +18,9 @@ struct NnSimd {
   void (*qk_scores)(const float* q, int64_t q_stride, int64_t rows, const float* k,
                     int64_t k_stride, int64_t keys, int64_t d, float scale, float* s,
                     int64_t s_stride);
-  // The same from K transposed: kt[i * ld + j] = k_j[i] (pack_kt writes it), for one query
-  // row and at most 128 keys; cheaper per score when a tile of rows shares the packed block.
+  // The same for one query row from K transposed, kt[i * ld + j] = k_j[i] (pack_kt writes it):
+  // cheaper per score when many rows share the packed K. kt must be readable up to the next
+  // multiple of 16 columns past `keys`.
   void (*pack_kt)(const float* k, int64_t k_stride, int64_t keys, int64_t d, float* kt, int64_t ld);
   void (*qk_scores_kt)(const float* q, const float* kt, int64_t ld, int64_t keys, int64_t d,
                        float scale, float* s);
