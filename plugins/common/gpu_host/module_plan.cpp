@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "rlx/core/error.h"
 
@@ -24,6 +25,30 @@ DType compute_class(DType t) {
 
 std::string where(const lir::CallKernel& c) {
   return c.loc.empty() ? c.callee : fmt::format("{} ('{}')", c.callee, c.loc);
+}
+
+// `k` alone, its storage buffers `ids` renumbered 0, 1, ... (aliases resolved), so its
+// parameters are named by position; `anonymous` also drops the kernel's and buffers' names.
+lir::Program positional_program(const lir::LoopKernel& k, const lir::Program& p,
+                                const std::vector<int32_t>& ids, bool anonymous) {
+  lir::Program local;
+  std::map<int32_t, int32_t> index;
+  for (int32_t id : ids) {
+    lir::Buffer b;
+    b.id = static_cast<int32_t>(local.buffers.size());
+    b.name = anonymous ? "" : p.buffers[id].name;
+    b.dtype = p.buffers[id].dtype;
+    b.shape = p.buffers[id].shape;
+    index[id] = b.id;
+    local.buffers.push_back(std::move(b));
+  }
+  lir::LoopKernel c = k;
+  if (anonymous) c.name = "k";
+  for (lir::Expr& e : c.exprs)
+    if (e.kind == lir::ExprKind::kLoad) e.load.buffer = index.at(p.storage_of(e.load.buffer));
+  for (lir::Store& s : c.stores) s.buffer = index.at(p.storage_of(s.buffer));
+  local.kernels.push_back(std::move(c));
+  return local;
 }
 
 }  // namespace
@@ -88,10 +113,20 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   const sdk::Dialect& d = library.dialect();
   ModulePlan plan;
   plan.source = d.prelude + "\n";
+  // Kernels are rendered over their own buffers numbered by position, so the layers of a model
+  // render to the same text but for names; each distinct body is compiled once and the other
+  // kernels launch it with their own buffers (a device compiler's time is per kernel).
+  std::map<std::string, std::string> bodies;  // anonymous text -> symbol
   auto add_loop = [&](const lir::LoopKernel& k) {
-    plan.source += sdk::render_kernel(k, p, d) + "\n";
-    plan.steps.push_back(
-        Launch{sdk::kernel_symbol(k), sdk::kernel_buffers(k, p), sdk::work_items(k), {}, -1});
+    std::vector<int32_t> ids = sdk::kernel_buffers(k, p);
+    lir::Program local = positional_program(k, p, ids, false);
+    lir::LoopKernel& lk = std::get<lir::LoopKernel>(local.kernels[0]);
+    std::string symbol = sdk::kernel_symbol(k);
+    lir::Program anonymous = positional_program(k, p, ids, true);
+    auto [it, fresh] = bodies.try_emplace(
+        sdk::render_kernel(std::get<lir::LoopKernel>(anonymous.kernels[0]), anonymous, d), symbol);
+    if (fresh) plan.source += sdk::render_kernel(lk, local, d) + "\n";
+    plan.steps.push_back(Launch{it->second, ids, sdk::work_items(k), {}, -1});
   };
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {

@@ -59,8 +59,10 @@ class GpuTarget final : public sdk::TargetPlugin {
 
   Verdict can_execute() const override {
     std::string why;
-    if (!OpenClDevice::shared(&why)) return Verdict::no(why);
-    return Verdict::yes();
+    auto device = OpenClDevice::shared(&why);
+    if (!device) return Verdict::no(why);
+    // Available, and the listing says on which device (RLX_OPENCL_DEVICE picks another).
+    return Verdict{true, "OpenCL device " + device->info().describe()};
   }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {

@@ -102,7 +102,7 @@ TEST(GpuTarget, EmitsTheOpenClModuleItRuns) {
   const std::string cl = text.str();
   EXPECT_NE(cl.find("#pragma OPENCL FP_CONTRACT OFF"), std::string::npos);
   EXPECT_NE(cl.find("__kernel void k0_dot_general(__global const float* restrict b0, "
-                    "__global const float* restrict b1, __global float* restrict b3)"),
+                    "__global const float* restrict b1, __global float* restrict b2)"),
             std::string::npos)
       << cl;
   EXPECT_NE(cl.find("__kernel void k1_gather("), std::string::npos) << cl;
