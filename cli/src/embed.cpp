@@ -86,12 +86,14 @@ std::vector<std::string> read_lines(const std::string& path) {
 }
 
 // [CLS] sentence [SEP] per row, padded to the longest row with the pad id and masked out, cut to
-// the model's position limit (keeping the final [SEP]) as sentence-transformers truncates.
+// the model's position limit or sentence-transformers' max_seq_length when the folder has one
+// (keeping the final [SEP]) as sentence-transformers truncates.
 NamedTensors tokenize_batch(const Model& model, const std::vector<std::string>& sentences) {
   Tokenizer tok = model_tokenizer(model, "text", "--inputs IN.safetensors");
   int64_t limit = INT64_MAX;
-  if (auto it = model.metadata.find("max_position_embeddings"); it != model.metadata.end())
-    limit = std::stoll(it->second);
+  for (const char* key : {"max_position_embeddings", "max_seq_length"})
+    if (auto it = model.metadata.find(key); it != model.metadata.end())
+      limit = std::min<int64_t>(limit, std::stoll(it->second));
   std::vector<std::vector<int64_t>> rows;
   size_t width = 1;
   for (const std::string& s : sentences) {

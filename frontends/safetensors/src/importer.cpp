@@ -2,6 +2,7 @@
 // builder, the safetensors files hold the weights); a single file is tensors only.
 #include "checkpoint.h"
 #include "hf_config.h"
+#include "json_file.h"
 #include "rlx/frontends/builders.h"
 #include "rlx/sdk/plugin.h"
 #include "tensor_file.h"
@@ -24,6 +25,13 @@ class SafetensorsImporter final : public sdk::ImporterPlugin {
     Model m = build_model(config, weights);
     m.metadata["source"] = path.string();
     m.tokenizer = read_tokenizer_files(path, config);
+    // sentence-transformers cuts texts at its own max_seq_length (all-MiniLM-L6-v2: 256, below
+    // the 512 positions), and `rlx embed --text` cuts where it does.
+    std::filesystem::path st = path / "sentence_bert_config.json";
+    if (std::filesystem::is_regular_file(st, ec))
+      if (const json::Value* n = read_json_file(st).find("max_seq_length"); n && n->as_number())
+        if (std::optional<int64_t> v = n->as_number()->as_i64(); v && *v > 0)
+          m.metadata["max_seq_length"] = std::to_string(*v);
     return m;
   }
 };
