@@ -8,7 +8,8 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           libonnx-dev libprotobuf-dev protobuf-compiler clang-14 libclang-rt-14-dev
           ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
           llvm-spirv-14 spirv-tools libze-dev intel-opencl-icd
-          flatbuffers-compiler libflatbuffers-dev)
+          flatbuffers-compiler libflatbuffers-dev
+          libvulkan-dev glslang-dev glslang-tools mesa-vulkan-drivers)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -214,7 +214,7 @@ class KernelRenderer {
       if (!s.empty()) return single_float(t) ? s : cast(t, s);
       s = single_float(t) ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
       if (s.find_first_of(".e") == std::string::npos) s += ".0";
-      return single_float(t) ? s + d_.float_suffix : s;
+      return s + (single_float(t) ? d_.float_suffix : d_.float64_suffix);
     }
     auto [lo, hi] = int_limits(t);
     // Clamp before converting: a double outside the range would be undefined behaviour here.

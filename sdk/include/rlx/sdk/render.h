@@ -102,6 +102,7 @@ struct Dialect {
   std::string cast;           // {type}, {x}: "(({type})({x}))"
   std::string float_suffix;   // on f32 literals ("f")
   std::string int64_suffix;   // on i64 literals ("LL")
+  std::string float64_suffix;  // on f64 literals where a bare one is single precision ("lf", GLSL)
   std::string infinity, nan;  // f32 +inf and NaN ("INFINITY", "NAN")
 
   // Statements.
@@ -154,6 +155,18 @@ const Dialect& c_dialect();
 // OpenCL C 1.2: `__kernel void <name>(__global T* b<id>, ...)`, one work-item per output element
 // (get_global_id(0)), 16-bit floats as ushort bits, FP_CONTRACT off. For gpu and oneapi.
 const Dialect& opencl_dialect();
+
+// Shader languages (sdk/src/dialect_glsl.cpp, dialect_hlsl.cpp): compute shaders, one per kernel,
+// each an entry point `main` after a line `//@rlx-kernel <symbol>` that starts the kernel's
+// section of the module; a host compiles each section with the prelude before it. Buffers are
+// storage buffers bound in kernel_buffers() order (binding j, set 0), 64 invocations per work
+// group, dispatched as a 2D grid of groups (x first) so counts past one dimension's limit fit.
+// GLSL 4.50 for Vulkan (8/16/64-bit storage through the GL_EXT_shader_* extensions; a target
+// refuses dtypes the device lacks) and HLSL (Shader Model 6.2 with 16-bit types; no 8-bit types).
+const Dialect& glsl_vulkan_dialect();
+const Dialect& hlsl_dialect();
+// The line that starts a kernel's section in glsl/hlsl modules.
+inline constexpr const char* kShaderKernelMarker = "//@rlx-kernel ";
 
 // One kernel as one function named after the kernel (made a valid identifier). The text needs
 // the dialect's prelude before it (render_program adds it). Throws rlx::Error (kCompile) when

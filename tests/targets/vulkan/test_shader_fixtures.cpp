@@ -1,0 +1,86 @@
+// The model fixtures end to end on the vulkan target (lavapipe here), against the same references as the cpu
+// (tests/models, tests/frontends/onnx): minilm-l2-f16 sentence embeddings (cosine >= 0.9999),
+// bert-tiny-onnx against ONNX Runtime (max error <= 1e-4), qwen3-tiny greedy tokens (identical).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "decoding.h"
+#include "model_support.h"
+#include "rlx/core/runtime.h"
+#include "test_support.h"
+
+namespace rlx::test {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(VulkanFixtures, MiniLmSentenceEmbeddingsMatchFloat64Reference) {
+  RLX_FIXTURE_OR_SKIP(dir, "minilm-l2-f16");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  Model model = load_model(dir);
+  auto t0 = std::chrono::steady_clock::now();
+  Session session(test::target_under_test());
+  CompiledModel main = session.compile(model.graph("main"));
+  NamedTensors out = main.run({{"input_ids", ref.at("input_ids")},
+                               {"attention_mask", ref.at("attention_mask")},
+                               {"token_type_ids", ref.at("token_type_ids")}});
+  double first = seconds_since(t0);
+  const Tensor& emb = out.at("sentence_embedding");
+  ASSERT_EQ(emb.shape(), ref.at("sentence_embedding_f64").shape());
+  double worst = 1;
+  for (int64_t r = 0; r < emb.shape()[0]; ++r)
+    worst = std::min(worst, cosine(emb, ref.at("sentence_embedding_f64"), r, emb.shape()[1]));
+  double err = max_abs_diff(out.at("last_hidden_state"), ref.at("last_hidden_state_f64"));
+  std::printf("vulkan minilm-l2-f16: min cosine %.8f (limit 0.9999), hidden max abs error %.3g; "
+              "compile + first run %.2fs\n", worst, err, first);
+  EXPECT_GE(worst, 0.9999);
+  EXPECT_LE(err, 2e-3);
+}
+
+TEST(VulkanFixtures, BertTinyOnnxMatchesOnnxRuntime) {
+  RLX_FIXTURE_OR_SKIP(dir, "bert-tiny-onnx");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  Model model = load_model(dir / "model.onnx");
+  auto t0 = std::chrono::steady_clock::now();
+  Session session(test::target_under_test());
+  CompiledModel m = session.compile(model.graph());
+  NamedTensors out = m.run({{"input_ids", ref.at("input_ids")},
+                            {"attention_mask", ref.at("attention_mask")},
+                            {"token_type_ids", ref.at("token_type_ids")}});
+  double first = seconds_since(t0);
+  const Tensor& got = out.at("last_hidden_state");
+  ASSERT_EQ(got.shape(), ref.at("last_hidden_state_ort").shape());
+  double err = max_abs_diff(got, ref.at("last_hidden_state_ort"));
+  std::printf("vulkan bert-tiny-onnx: max abs error vs ONNX Runtime %.3g (limit 1e-4); compile + "
+              "first run %.2fs\n", err, first);
+  EXPECT_LE(err, 1e-4);
+}
+
+TEST(VulkanFixtures, Qwen3TinyGreedyTokensMatchReference) {
+  RLX_FIXTURE_OR_SKIP(dir, "qwen3-tiny");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  const Tensor& prompts = ref.at("prompts");
+  const Tensor& expected = ref.at("greedy_tokens");
+  const int64_t rows = expected.shape()[0], steps = expected.shape()[1];
+  Model model = load_model(dir);
+  cli::GreedyDecoder decoder(model, test::target_under_test());
+  cli::DecodeOptions options;
+  options.max_new_tokens = steps;
+  cli::DecodeResult r = decoder.run(prompts, options);
+  std::printf("vulkan qwen3-tiny: %lld prompts x %lld tokens; compile %.2fs, prefill %.2fs, "
+              "%lld decode steps %.2fs\n",
+              static_cast<long long>(rows), static_cast<long long>(steps), r.compile_seconds,
+              r.prefill_seconds, static_cast<long long>(r.decode_steps), r.decode_seconds);
+  ASSERT_EQ(static_cast<int64_t>(r.tokens.size()), rows);
+  for (int64_t i = 0; i < rows; ++i) {
+    std::vector<int64_t> want(expected.as<int64_t>() + i * steps, expected.as<int64_t>() + (i + 1) * steps);
+    EXPECT_EQ(r.tokens[i], want) << "prompt " << i;
+  }
+}
+
+}  // namespace
+}  // namespace rlx::test
