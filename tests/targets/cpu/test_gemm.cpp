@@ -293,6 +293,27 @@ TEST(CpuGemmFusion, LinearWithBiasKeepsItsBiasAndTakesTheGelu) {
   for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(got[i], gelu_erf(prod[i] + b[i % N]), 2e-5) << i;
 }
 
+// A batched MatMul (weights broadcast over the batch) with a per-column bias and a residual of
+// the result's shape: the epilogue's row index runs over batch x rows.
+TEST(CpuGemmFusion, BatchedMatMulWithBiasAndResidual) {
+  const int64_t B = 3, M = 5, K = 9, N = 20;
+  const std::string ir = fmt::format(R"(graph @t(%x: f32[{0},{1},{2}], %w: f32[{2},{3}], %b: f32[{3}], %r: f32[{0},{1},{3}]) {{
+  %y = MatMul(%x, %w) : f32[{0},{1},{3}]
+  %z = Add(%y, %b) : f32[{0},{1},{3}]
+  %o = Add(%z, %r) : f32[{0},{1},{3}]
+  return %o
+}}
+)", B, M, K, N);
+  lir::Program p = lower(ir);
+  ASSERT_EQ(fuse_gemm_epilogues(p), 1) << lir::print_program(p);
+  auto x = random_floats(B * M * K, 20), w = random_floats(K * N, 21), b = random_floats(N, 22),
+       r = random_floats(B * M * N, 23);
+  auto got = run_program(p, {{"x", x}, {"w", w}, {"b", b}, {"r", r}});
+  auto prod = reference(B * M, N, K, {x.begin(), x.end()}, K, 1, {w.begin(), w.end()}, N, 1);
+  for (int64_t i = 0; i < B * M * N; ++i)
+    ASSERT_NEAR(got[i], prod[i] + b[i % N] + r[i], 1e-5) << i;
+}
+
 TEST(CpuGemmFusion, ResultThatIsAlsoReturnedIsNotFused) {
   lir::Program p = lower(R"(graph @t(%x: f32[4,8], %w: f32[8,6]) {
   %y = MatMul(%x, %w) : f32[4,6]
