@@ -470,10 +470,16 @@ def plot(results, path):
         return False
     cases = list(dict.fromkeys(r[0] for r in rows))
     peers = list(dict.fromkeys(r[1] for r in rows))
-    width = 0.8 / len(peers)
+    width = 0.8 / max(len([r for r in rows if r[0] == c]) for c in cases)
     fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(cases) + 2), 5))
-    for j, p in enumerate(peers):
-        xs = [i + j * width for i, c in enumerate(cases) for (cc, pp, _) in rows if cc == c and pp == p]
+    # Each case's bars are centred on its tick, however many peers it has.
+    present = {c: [pp for (cc, pp, _) in rows if cc == c] for c in cases}
+
+    def x_of(i, c, p):
+        return i + (present[c].index(p) - (len(present[c]) - 1) / 2) * width
+
+    for p in peers:
+        xs = [x_of(i, c, p) for i, c in enumerate(cases) if p in present[c]]
         ys = [v for c in cases for (cc, pp, v) in rows if cc == c and pp == p]
         # Bars grow from 1 (parity): up when rlx is slower, down when it is faster.
         ax.bar(xs, [y - 1.0 for y in ys], width, bottom=1.0, label=p)
@@ -483,9 +489,11 @@ def plot(results, path):
     hi = max(max(r[2] for r in rows), 1.0) * 1.3
     ax.set_ylim(lo, hi)
     times = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x")
+    ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(
+        [m * 10.0 ** e for e in range(-3, 4) for m in (1, 2, 5)]))
     ax.yaxis.set_major_formatter(times)
-    ax.yaxis.set_minor_formatter(times)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(cases))])
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xticks(range(len(cases)))
     ax.set_xticklabels(cases, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("p50 rlx / p50 peer (log; below 1: rlx faster)")
     ax.set_title(f"rlx vs peers, {results['meta']['date']}")
