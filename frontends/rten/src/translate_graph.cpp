@@ -136,6 +136,25 @@ void Translator::graph(const fb::Graph& g, const Scope* parent, const std::strin
     return *nodes->Get(static_cast<uint32_t>(index));
   };
 
+  // A union's type may be set with its table absent (the verifier allows it): refuse such nodes
+  // here so that no accessor below meets a null table. A bare value node means "no shape".
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::Node& node = *nodes->Get(i);
+    switch (node.data_type()) {
+      case fb::NodeKind::ValueNode:
+        break;
+      case fb::NodeKind::OperatorNode:
+      case fb::NodeKind::ConstantNode:
+        if (!node.data())
+          fail(fmt::format("node {} ('{}') is {} without its table", i, node_name(node, i),
+                           kind_name(node.data_type())));
+        break;
+      default:
+        fail(fmt::format("node {} ('{}') has unknown kind {}", i, node_name(node, i),
+                         static_cast<int>(node.data_type())));
+    }
+  }
+
   std::set<uint32_t> captured;
   if (g.captures()) {
     if (main) fail("the main graph lists captures; only subgraphs capture outer values");
@@ -176,10 +195,6 @@ void Translator::graph(const fb::Graph& g, const Scope* parent, const std::strin
                                             i, rname);
       return;
     }
-    if (node.data_type() != fb::NodeKind::ValueNode &&
-        node.data_type() != fb::NodeKind::ConstantNode)
-      fail(fmt::format("node {} ('{}') has unknown kind {}", i, rname,
-                       static_cast<int>(node.data_type())));
     names[i] = fresh(rname.empty() ? fmt::format("rten_node_{}", i) : rname);
     if (!rname.empty()) scope.names.emplace(rname, names[i]);
   };
@@ -386,24 +401,28 @@ void Translator::constant(const fb::ConstantNode& c, const std::string& rten_nam
   fb::ConstantDataType want{};
   switch (c.data_type()) {
     case fb::ConstantData::FloatData: {
+      if (!c.data_as_FloatData()) fail("has an inline data kind but no data table");
       const auto* v = c.data_as_FloatData()->data();
       data = v->Data(), count = v->size(), size = 4, type = TensorProto::FLOAT;
       want = fb::ConstantDataType::Float32;
       break;
     }
     case fb::ConstantData::Int32Data: {
+      if (!c.data_as_Int32Data()) fail("has an inline data kind but no data table");
       const auto* v = c.data_as_Int32Data()->data();
       data = v->Data(), count = v->size(), size = 4, type = TensorProto::INT32;
       want = fb::ConstantDataType::Int32;
       break;
     }
     case fb::ConstantData::Int8Data: {
+      if (!c.data_as_Int8Data()) fail("has an inline data kind but no data table");
       const auto* v = c.data_as_Int8Data()->data();
       data = v->Data(), count = v->size(), size = 1, type = TensorProto::INT8;
       want = fb::ConstantDataType::Int8;
       break;
     }
     case fb::ConstantData::UInt8Data: {
+      if (!c.data_as_UInt8Data()) fail("has an inline data kind but no data table");
       const auto* v = c.data_as_UInt8Data()->data();
       data = v->Data(), count = v->size(), size = 1, type = TensorProto::UINT8;
       want = fb::ConstantDataType::UInt8;
