@@ -22,11 +22,21 @@ namespace {
 // and erf keep C's semantics where GLSL's builtins are undefined (pow of a negative base or of
 // zero) or missing (fmod, erf); tanh is guarded because some drivers compute it as a quotient of
 // exponentials that overflows to NaN for large |x|.
-constexpr const char* kPrelude = R"(#version 450
+constexpr const char* kVulkanHeader = R"(#version 450
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_EXT_shader_8bit_storage : require
 #extension GL_EXT_shader_16bit_storage : require
-layout(local_size_x = 64) in;
+)";
+
+// OpenGL 4.3 has no 8/16-bit storage; int64_t comes from GL_ARB_gpu_shader_int64 where the
+// driver has it (the opengl target refuses i64 where it does not).
+constexpr const char* kOpenGlHeader = R"(#version 430
+#ifdef GL_ARB_gpu_shader_int64
+#extension GL_ARB_gpu_shader_int64 : enable
+#endif
+)";
+
+constexpr const char* kPrelude = R"(layout(local_size_x = 64) in;
 
 float rlx_f16_to_f32(uint h) {
   uint sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
@@ -70,6 +80,7 @@ uint rlx_f32_to_bf16(float f) {
   return x >> 16;
 }
 
+#if defined(GL_EXT_shader_explicit_arithmetic_types_int64) || defined(GL_ARB_gpu_shader_int64)
 int64_t rlx_ipow(int64_t a, int64_t b) {
   if (b < 0l) return a == 1l ? 1l : a == -1l ? ((b & 1l) != 0l ? -1l : 1l) : 0l;
   uint64_t r = 1ul, x = uint64_t(a);
@@ -79,6 +90,7 @@ int64_t rlx_ipow(int64_t a, int64_t b) {
   }
   return int64_t(r);
 }
+#endif
 
 float rlx_pow(float a, float b) {
   if (b == 0.0 || a == 1.0) return 1.0;
@@ -121,10 +133,11 @@ std::string type_of(const Dialect& d, const DTypeTable& t, DType dt, const std::
 std::string glsl_signature(const Dialect& d, const std::string& kernel,
                            const std::vector<BufferParam>& params) {
   std::string s = fmt::format("{}{}\n", kShaderKernelMarker, kernel);
+  const bool vulkan = d.name == "glsl";  // descriptor sets are Vulkan's; OpenGL has bindings only
   for (size_t j = 0; j < params.size(); ++j) {
     const BufferParam& b = params[j];
-    s += fmt::format("layout(std430, set = 0, binding = {}) restrict {}buffer B{} {{ {} b{}[]; }};\n",
-                     j, b.written ? "" : "readonly ", b.storage,
+    s += fmt::format("layout(std430, {}binding = {}) restrict {}buffer B{} {{ {} b{}[]; }};\n",
+                     vulkan ? "set = 0, " : "", j, b.written ? "" : "readonly ", b.storage,
                      type_of(d, d.storage_type, b.dtype, kernel), b.storage);
   }
   return s + "void main()";
@@ -208,7 +221,7 @@ Dialect make_glsl_vulkan() {
             {"floor", "floor"}, {"ceil", "ceil"}, {"round", "roundEven"}, {"pow", "rlx_pow"},
             {"rem", "rlx_fmod"}, {"ipow", "rlx_ipow"}};
   d.math_float_suffix = "";
-  d.prelude = kPrelude;
+  d.prelude = std::string(kVulkanHeader) + kPrelude;
   d.kernel_prefix = "void";
   d.buffer_params = BufferParams::kOnePerBuffer;
   d.global_space = "";
@@ -221,7 +234,26 @@ Dialect make_glsl_vulkan() {
   return d;
 }
 
+// GLSL 4.30 for OpenGL: the Vulkan table without what OpenGL lacks (8/16-bit storage and
+// arithmetic types), so bool, i8, u8, i16, f16 and bf16 buffers have no storage type there.
+Dialect make_glsl_opengl() {
+  Dialect d = make_glsl_vulkan();
+  d.name = "glsl430";
+  for (DType t : {DType::kBool, DType::kI8, DType::kU8, DType::kI16, DType::kF16, DType::kBF16}) {
+    int i = static_cast<int>(t);
+    d.storage_type[i] = d.load[i] = d.store[i] = "";
+    if (t != DType::kBool && t != DType::kF16 && t != DType::kBF16) d.compute_type[i] = "";
+  }
+  d.prelude = std::string(kOpenGlHeader) + kPrelude;
+  return d;
+}
+
 }  // namespace
+
+const Dialect& glsl_opengl_dialect() {
+  static const Dialect d = make_glsl_opengl();
+  return d;
+}
 
 const Dialect& glsl_vulkan_dialect() {
   static const Dialect d = make_glsl_vulkan();

@@ -38,9 +38,9 @@ const std::string& entry(const sdk::DTypeTable& t, DType dt, const lir::CallKern
   return s;
 }
 
-std::string binding(int j, bool readonly, const std::string& type, const std::string& name) {
-  return fmt::format("layout(std430, set = 0, binding = {}) restrict {}buffer B_{} {{ {} {}[]; }};\n", j,
-                     readonly ? "readonly " : "", name, type, name);
+std::string binding(bool opengl, int j, bool readonly, const std::string& type, const std::string& name) {
+  return fmt::format("layout(std430, {}binding = {}) restrict {}buffer B_{} {{ {} {}[]; }};\n",
+                     opengl ? "" : "set = 0, ", j, readonly ? "readonly " : "", name, type, name);
 }
 
 // Reads index j (64-bit indices as int64_t, narrower ones as int), resolves a negative index from
@@ -63,7 +63,9 @@ std::string resolve_index(int32_t slot, bool wide) {
 
 }  // namespace
 
-const sdk::Dialect& GlslKernelLibrary::dialect() const { return sdk::glsl_vulkan_dialect(); }
+const sdk::Dialect& GlslKernelLibrary::dialect() const {
+  return opengl_ ? sdk::glsl_opengl_dialect() : sdk::glsl_vulkan_dialect();
+}
 
 bool GlslKernelLibrary::has_call(const std::string& callee) const {
   return callee == "gather" || callee == "scatter";
@@ -88,11 +90,12 @@ gpu_host::NativeKernel GlslKernelLibrary::call_kernel(const lir::CallKernel& c, 
   k.axis_size = a.len;
   int32_t out = p.storage_of(c.outputs.at(0));
   std::string head = fmt::format("{}{}\n// {}\n", sdk::kShaderKernelMarker, k.symbol, k.where);
-  std::string status = "layout(std430, set = 0, binding = 3) buffer B_status { int status[]; };\n";
+  std::string status = fmt::format("layout(std430, {}binding = 3) buffer B_status {{ int status[]; }};\n",
+                                   opengl_ ? "" : "set = 0, ");
   if (c.callee == "gather") {
     k.buffers = {p.storage_of(c.inputs[0]), p.storage_of(c.inputs[1]), out};
     k.work_items = a.outer * nidx * a.inner;
-    k.source = head + binding(0, true, t, "src") + binding(1, true, it, "ids") + binding(2, false, t, "dst") +
+    k.source = head + binding(opengl_, 0, true, t, "src") + binding(opengl_, 1, true, it, "ids") + binding(opengl_, 2, false, t, "dst") +
                status +
                fmt::format(R"(void main() {{
   const int gid = {0};
@@ -124,7 +127,7 @@ gpu_host::NativeKernel GlslKernelLibrary::call_kernel(const lir::CallKernel& c, 
   k.buffers = {p.storage_of(c.inputs[1]), p.storage_of(c.inputs[2]), out};
   k.copies_before = {{p.storage_of(c.inputs[0]), out}};
   k.work_items = a.outer * a.inner;
-  k.source = head + binding(0, true, it, "ids") + binding(1, true, t, "upd") + binding(2, false, t, "dst") + status +
+  k.source = head + binding(opengl_, 0, true, it, "ids") + binding(opengl_, 1, true, t, "upd") + binding(opengl_, 2, false, t, "dst") + status +
              fmt::format(R"(void main() {{
   const int gid = {0};
   if (gid >= {1}) {{ return; }}
@@ -143,7 +146,12 @@ gpu_host::NativeKernel GlslKernelLibrary::call_kernel(const lir::CallKernel& c, 
 }
 
 const GlslKernelLibrary& glsl_library() {
-  static const GlslKernelLibrary lib;
+  static const GlslKernelLibrary lib(false);
+  return lib;
+}
+
+const GlslKernelLibrary& glsl_opengl_library() {
+  static const GlslKernelLibrary lib(true);
   return lib;
 }
 

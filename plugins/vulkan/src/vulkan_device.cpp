@@ -155,8 +155,9 @@ class VulkanContext {
     ci.pApplicationInfo = &app;
     VkResult r = vk_.vkCreateInstance(&ci, nullptr, &instance_);
     if (r != VK_SUCCESS) {
-      *why = fmt::format("vkCreateInstance failed ({}): no Vulkan driver is installed; install one "
-                         "(mesa-vulkan-drivers has lavapipe, a CPU driver)",
+      *why = fmt::format("vkCreateInstance failed ({}): no Vulkan driver is installed or none could be "
+                         "loaded (VK_LOADER_DEBUG=error says why); install one (mesa-vulkan-drivers has "
+                         "lavapipe, a CPU driver)",
                          vk_result_name(r));
       return false;
     }

@@ -164,6 +164,9 @@ const Dialect& opencl_dialect();
 // GLSL 4.50 for Vulkan (8/16/64-bit storage through the GL_EXT_shader_* extensions; a target
 // refuses dtypes the device lacks) and HLSL (Shader Model 6.2 with 16-bit types; no 8-bit types).
 const Dialect& glsl_vulkan_dialect();
+// GLSL 4.30 for OpenGL compute (SSBOs at binding j): no 8/16-bit storage, so bool, i8, u8, i16,
+// f16 and bf16 buffers have no storage type; int64_t where GL_ARB_gpu_shader_int64 exists.
+const Dialect& glsl_opengl_dialect();
 const Dialect& hlsl_dialect();
 // The line that starts a kernel's section in glsl/hlsl modules.
 inline constexpr const char* kShaderKernelMarker = "//@rlx-kernel ";

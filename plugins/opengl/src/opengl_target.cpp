@@ -1,0 +1,100 @@
+// The opengl target: LIR programs as GLSL 4.30 compute shaders (the SDK renderer's OpenGL GLSL
+// dialect) run through the shared GPU host executor on an OpenGL 4.3 context made without a
+// window (EGL surfaceless; llvmpipe on CPUs). OpenGL has no 8- or 16-bit storage buffers, so
+// bool, i8, u8, i16, f16 and bf16 values are refused (never widened behind the user's back);
+// i64 needs GL_ARB_gpu_shader_int64.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <set>
+
+#include "device_executable.h"
+#include "gl_device.h"
+#include "glsl_library.h"
+#include "module_plan.h"
+#include "rlx/core/error.h"
+#include "rlx/core/op_registry.h"
+#include "rlx/sdk/plugin.h"
+
+namespace rlx::opengl {
+
+namespace {
+
+bool uses(const NodeSignature& s, DType d) {
+  for (const auto* list : {&s.inputs, &s.outputs})
+    for (const TensorType& t : *list)
+      if (t.dtype == d) return true;
+  return false;
+}
+
+class OpenGlTarget final : public sdk::TargetPlugin {
+ public:
+  std::string name() const override { return "opengl"; }
+  std::string version() const override { return "0.1.0"; }
+
+  Verdict claim_native(const NodeSignature& s) const override {
+    return Verdict::no(fmt::format("opengl has no native kernel for {}: it runs the MIR decomposition", s.op));
+  }
+
+  Verdict accepts_primitive(const NodeSignature& s) const override {
+    const OpDef* def = OpRegistry::instance().find(s.op);
+    if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
+    if (uses(s, DType::kC64))
+      return Verdict::no(fmt::format("GLSL has no complex type, so opengl has no c64 kernel for {}: split "
+                                     "complex values into real and imaginary parts before compiling",
+                                     s.op));
+    for (DType t : {DType::kBool, DType::kI8, DType::kU8, DType::kI16, DType::kF16, DType::kBF16})
+      if (uses(s, t))
+        return Verdict::no(fmt::format("OpenGL 4.3 has no 8- or 16-bit storage buffers, so opengl cannot hold "
+                                       "the {} values of {}; use --target vulkan, or convert them to 32 bits "
+                                       "first (rlx never changes a dtype silently)",
+                                       dtype_name(t), s.op));
+    static const std::set<std::string, std::less<>> kSingleOnly = {"exp", "log", "tanh", "erf",
+                                                                   "sin", "cos", "pow", "logistic"};
+    if (uses(s, DType::kF64) && kSingleOnly.count(s.op))
+      return Verdict::no(fmt::format("GLSL has {} for 32-bit floats only, so opengl cannot compute it in f64; "
+                                     "convert the model to f32 first (rlx never narrows f64 silently)",
+                                     s.op));
+    std::string why;
+    auto device = GlDevice::shared(&why);
+    bool wide = uses(s, DType::kI64) || (s.op == "pow" && !s.outputs.empty() && is_integer(s.outputs[0].dtype));
+    if (device && wide && !device->info().int64)
+      return Verdict::no(fmt::format("{} lacks GL_ARB_gpu_shader_int64, so opengl cannot compute {} in 64-bit "
+                                     "integers",
+                                     device->info().describe(), s.op));
+    return Verdict::yes();
+  }
+
+  Verdict can_execute() const override {
+    std::string why;
+    if (!GlDevice::shared(&why)) return Verdict::no(why);
+    return Verdict::yes();
+  }
+
+  std::unique_ptr<Executable> compile(const lir::Program& program) override {
+    std::string why;
+    auto device = GlDevice::shared(&why);
+    if (!device)
+      throw_user_error(fmt::format("opengl cannot run here: {}. `rlx compile --target opengl -o DIR` still "
+                                   "writes the GLSL",
+                                   why));
+    return std::make_unique<gpu_host::DeviceExecutable>(device, program);
+  }
+
+  // The module exactly as compile() builds it: every kernel's compute shader in one file,
+  // sections starting at `//@rlx-kernel <symbol>`.
+  std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
+    std::filesystem::create_directories(dir);
+    const std::filesystem::path file = dir / "opengl_kernels.comp";
+    std::ofstream out(file);
+    out << gpu_host::plan_module(program, vulkan::glsl_opengl_library()).source;
+    if (!out.flush()) throw_user_error(fmt::format("opengl: cannot write {}", file.string()));
+    return {Artifact{"opengl_kernels.comp", "glsl"}};
+  }
+};
+
+}  // namespace
+
+}  // namespace rlx::opengl
+
+RLX_DEFINE_TARGET_PLUGIN(rlx::opengl::OpenGlTarget)
