@@ -42,7 +42,7 @@ int64_t parse_positive(const std::string& text, const std::string& option, int64
 // q-th percentile (0..100) with linear interpolation between the two nearest ranks: NumPy's
 // default, which bench/ uses for every peer, so the columns mean the same thing.
 double percentile(std::vector<double> sorted, double q) {
-  std::sort(sorted.begin(), sorted.end());
+  std::sort(sorted.begin(), sorted.end());  // a copy: the caller's order is kept
   const double pos = q / 100.0 * static_cast<double>(sorted.size() - 1);
   const auto lo = static_cast<size_t>(pos);
   const size_t hi = std::min(lo + 1, sorted.size() - 1);

@@ -78,6 +78,11 @@ TEST_F(BenchCliTest, JsonHasTheKeysBenchReadsAndSaneRelations) {
   // At least the binary, the runtime and the plugin are resident: more than 1 MB, less than 1 TB.
   EXPECT_GT(number(doc, "peak_rss_mb"), 1) << r.out;
   EXPECT_LT(number(doc, "peak_rss_mb"), 1e6) << r.out;
+  // With three runs NumPy's interpolated percentiles are: p50 the middle run, p90 the middle
+  // plus 0.8 of the way to the slowest (the middle one recovered from the mean; 3 decimals).
+  const double mid = 3 * number(doc, "mean_ms") - number(doc, "min_ms") - number(doc, "max_ms");
+  EXPECT_NEAR(p50, mid, 0.01) << r.out;
+  EXPECT_NEAR(p90, mid + 0.8 * (number(doc, "max_ms") - mid), 0.01) << r.out;
   EXPECT_EQ(number(doc, "runs"), 3) << r.out;
   EXPECT_EQ(number(doc, "warmup"), 1) << r.out;
   const json::Value* inputs = doc.find("inputs");
