@@ -169,7 +169,9 @@ int main(int argc, char** argv) {
   }
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
   const bool avx512 = __builtin_cpu_supports("avx512f");
-  double peak = fma_peak(threads, avx512);
+  // Without AVX2+FMA there is no FMA loop to run; the peak is reported as 0.
+  const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  double peak = avx512 || fma ? fma_peak(threads, avx512) : 0.0;
   std::vector<Result> results;
   for (int64_t n : sizes) results.push_back(bench_gemm(fmt::format("square_{}", n), n, n, n, reps));
   // all-MiniLM-L6-v2 at batch 1: sequence 32 and 128, hidden 384, FFN 1536.

@@ -38,7 +38,7 @@ for i, res in enumerate(rlx[0]["results"]):
     rows.append({"name": name, "M": res["M"], "N": res["N"], "K": res["K"], "rlx_gflops": g,
                  "rlx_prepacked_gflops": gp, "openblas_gflops": ob,
                  "rlx_vs_openblas": round(g / ob, 2), "rlx_prepacked_vs_openblas": round(gp / ob, 2),
-                 "rlx_of_fma_peak": round(g / peak, 2)})
+                 "rlx_of_fma_peak": round(g / peak, 2) if peak else None})
 report = {"isa": rlx[0]["isa"], "threads": rlx[0]["threads"], "rounds": rounds,
           "fma_peak_gflops": peak, "openblas": blas[0]["blas"], "numpy": blas[0]["numpy"], "shapes": rows}
 json.dump(report, open(out, "w"), indent=1)
@@ -49,6 +49,6 @@ print(f"{'shape':22} {'M':>5} {'N':>5} {'K':>5} {'rlx':>7} {'prepack':>7} {'Open
 for r in rows:
     print(f"{r['name']:22} {r['M']:5} {r['N']:5} {r['K']:5} {r['rlx_gflops']:7.1f} "
           f"{r['rlx_prepacked_gflops']:7.1f} {r['openblas_gflops']:8.1f} {r['rlx_vs_openblas']:6.2f} "
-          f"{r['rlx_prepacked_vs_openblas']:6.2f} {r['rlx_of_fma_peak']:8.2f}")
+          f"{r['rlx_prepacked_vs_openblas']:6.2f} {r['rlx_of_fma_peak'] or 0:8.2f}")
 print(f"JSON: {out}")
 PY
