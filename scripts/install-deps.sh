@@ -9,7 +9,8 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
           llvm-spirv-14 spirv-tools libze-dev intel-opencl-icd
           flatbuffers-compiler libflatbuffers-dev
-          libvulkan-dev glslang-dev glslang-tools mesa-vulkan-drivers)
+          libvulkan-dev glslang-dev glslang-tools mesa-vulkan-drivers
+          libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

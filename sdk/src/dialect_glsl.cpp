@@ -235,14 +235,40 @@ Dialect make_glsl_vulkan() {
 }
 
 // GLSL 4.30 for OpenGL: the Vulkan table without what OpenGL lacks (8/16-bit storage and
-// arithmetic types), so bool, i8, u8, i16, f16 and bf16 buffers have no storage type there.
+// arithmetic types). bool, f16 and bf16 live in buffers of uint words, packed as the host lays
+// them out (bytes, halves): read by shift and mask, written with atomicAnd/atomicOr because
+// neighbouring invocations share a word. i8, u8 and i16 have no row (no 8/16-bit arithmetic
+// type to wrap in).
 Dialect make_glsl_opengl() {
   Dialect d = make_glsl_vulkan();
   d.name = "glsl430";
-  for (DType t : {DType::kBool, DType::kI8, DType::kU8, DType::kI16, DType::kF16, DType::kBF16}) {
+  for (DType t : {DType::kI8, DType::kU8, DType::kI16}) {
     int i = static_cast<int>(t);
-    d.storage_type[i] = d.load[i] = d.store[i] = "";
-    if (t != DType::kBool && t != DType::kF16 && t != DType::kBF16) d.compute_type[i] = "";
+    d.storage_type[i] = d.compute_type[i] = d.load[i] = d.store[i] = "";
+  }
+  const std::string byte_read = "(({ptr}[({i}) >> 2] >> ((({i}) & 3) * 8)) & 0xFFu)";
+  const std::string byte_write =
+      "atomicAnd({ptr}[({i}) >> 2], ~(0xFFu << ((({i}) & 3) * 8))); "
+      "atomicOr({ptr}[({i}) >> 2], ({x}) << ((({i}) & 3) * 8));";
+  const std::string half_read = "(({ptr}[({i}) >> 1] >> ((({i}) & 1) * 16)) & 0xFFFFu)";
+  const std::string half_write =
+      "atomicAnd({ptr}[({i}) >> 1], ~(0xFFFFu << ((({i}) & 1) * 16))); "
+      "atomicOr({ptr}[({i}) >> 1], ({x}) << ((({i}) & 1) * 16));";
+  struct Row {
+    DType dtype;
+    const char *load, *store;
+    bool byte;
+  };
+  const Row rows[] = {{DType::kBool, "({x} != 0u)", "(({x}) ? 1u : 0u)", true},
+                      {DType::kF16, "rlx_f16_to_f32({x})", "rlx_f32_to_f16({x})", false},
+                      {DType::kBF16, "rlx_bf16_to_f32({x})", "rlx_f32_to_bf16({x})", false}};
+  for (const Row& r : rows) {
+    int i = static_cast<int>(r.dtype);
+    d.storage_type[i] = "uint";
+    d.load[i] = r.load;
+    d.store[i] = r.store;
+    d.load_element[i] = r.byte ? byte_read : half_read;
+    d.store_element[i] = r.byte ? byte_write : half_write;
   }
   d.prelude = std::string(kOpenGlHeader) + kPrelude;
   return d;

@@ -390,8 +390,7 @@ class KernelRenderer {
   std::string load(const Expr& e) const {
     const lir::AffineLoad& l = e.load;
     DType dt = p_.buffers.at(l.buffer).dtype;
-    std::string element =
-        fmt::format("{}[{}]", pointer(p_.storage_of(l.buffer)), affine(l.offset, l.strides));
+    std::string element = this->element(p_.storage_of(l.buffer), affine(l.offset, l.strides), dt);
     std::string v = convert(
         fmt::format(fmt::runtime(entry(d_.load, dt, "load conversion")), fmt::arg("x", element)),
         dt, e.dtype);
@@ -405,9 +404,21 @@ class KernelRenderer {
   void store(const lir::Store& s, const std::string& index, const std::string& v) {
     DType dt = p_.buffers.at(s.buffer).dtype;
     std::string x = convert(v, k_.exprs.at(s.expr).dtype, dt);
-    line(fmt::format(
-        "{}[{}] = {};", pointer(p_.storage_of(s.buffer)), index,
-        fmt::format(fmt::runtime(entry(d_.store, dt, "store conversion")), fmt::arg("x", x))));
+    std::string bits = fmt::format(fmt::runtime(entry(d_.store, dt, "store conversion")), fmt::arg("x", x));
+    const std::string& packed = d_.store_element[static_cast<int>(dt)];
+    if (!packed.empty()) {
+      line(fmt::format(fmt::runtime(packed), fmt::arg("ptr", pointer(p_.storage_of(s.buffer))),
+                       fmt::arg("i", index), fmt::arg("x", bits)));
+      return;
+    }
+    line(fmt::format("{}[{}] = {};", pointer(p_.storage_of(s.buffer)), index, bits));
+  }
+
+  // Element `index` of storage buffer `storage` as stored (render.h's load_element).
+  std::string element(int32_t storage, const std::string& index, DType dt) const {
+    const std::string& packed = d_.load_element[static_cast<int>(dt)];
+    if (packed.empty()) return fmt::format("{}[{}]", pointer(storage), index);
+    return fmt::format(fmt::runtime(packed), fmt::arg("ptr", pointer(storage)), fmt::arg("i", index));
   }
 
   // Integer add/sub/mul through the wrap type, so overflow wraps instead of being undefined.

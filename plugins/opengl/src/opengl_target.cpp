@@ -1,8 +1,8 @@
 // The opengl target: LIR programs as GLSL 4.30 compute shaders (the SDK renderer's OpenGL GLSL
 // dialect) run through the shared GPU host executor on an OpenGL 4.3 context made without a
-// window (EGL surfaceless; llvmpipe on CPUs). OpenGL has no 8- or 16-bit storage buffers, so
-// bool, i8, u8, i16, f16 and bf16 values are refused (never widened behind the user's back);
-// i64 needs GL_ARB_gpu_shader_int64.
+// window (EGL surfaceless; llvmpipe on CPUs). OpenGL has no 8- or 16-bit storage buffers: bool,
+// f16 and bf16 are packed in 32-bit words as the host lays them out; i8, u8 and i16 are refused
+// (never widened behind the user's back); i64 needs GL_ARB_gpu_shader_int64.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -43,10 +43,12 @@ class OpenGlTarget final : public sdk::TargetPlugin {
       return Verdict::no(fmt::format("GLSL has no complex type, so opengl has no c64 kernel for {}: split "
                                      "complex values into real and imaginary parts before compiling",
                                      s.op));
-    for (DType t : {DType::kBool, DType::kI8, DType::kU8, DType::kI16, DType::kF16, DType::kBF16})
+    // bool, f16 and bf16 are packed in 32-bit words; i8, u8 and i16 would need 8/16-bit
+    // arithmetic types to wrap in, which OpenGL's GLSL lacks.
+    for (DType t : {DType::kI8, DType::kU8, DType::kI16})
       if (uses(s, t))
-        return Verdict::no(fmt::format("OpenGL 4.3 has no 8- or 16-bit storage buffers, so opengl cannot hold "
-                                       "the {} values of {}; use --target vulkan, or convert them to 32 bits "
+        return Verdict::no(fmt::format("OpenGL 4.3 has no 8- or 16-bit integer types, so opengl cannot compute "
+                                       "the {} values of {}; use --target vulkan, or convert them to i32 "
                                        "first (rlx never changes a dtype silently)",
                                        dtype_name(t), s.op));
     static const std::set<std::string, std::less<>> kSingleOnly = {"exp", "log", "tanh", "erf",

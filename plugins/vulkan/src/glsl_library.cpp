@@ -92,6 +92,19 @@ gpu_host::NativeKernel GlslKernelLibrary::call_kernel(const lir::CallKernel& c, 
   std::string head = fmt::format("{}{}\n// {}\n", sdk::kShaderKernelMarker, k.symbol, k.where);
   std::string status = fmt::format("layout(std430, {}binding = 3) buffer B_status {{ int status[]; }};\n",
                                    opengl_ ? "" : "set = 0, ");
+  // Elements as stored: packed sub-word elements (OpenGL's bool/f16/bf16) through the dialect's
+  // load_element/store_element, others by plain indexing.
+  DType dt = operand.dtype;
+  auto read = [&](const std::string& ptr, const std::string& i) {
+    const std::string& packed = d.load_element[static_cast<int>(dt)];
+    if (packed.empty()) return fmt::format("{}[{}]", ptr, i);
+    return fmt::format(fmt::runtime(packed), fmt::arg("ptr", ptr), fmt::arg("i", i));
+  };
+  auto write = [&](const std::string& ptr, const std::string& i, const std::string& x) {
+    const std::string& packed = d.store_element[static_cast<int>(dt)];
+    if (packed.empty()) return fmt::format("{}[{}] = {};", ptr, i, x);
+    return fmt::format(fmt::runtime(packed), fmt::arg("ptr", ptr), fmt::arg("i", i), fmt::arg("x", x));
+  };
   if (c.callee == "gather") {
     k.buffers = {p.storage_of(c.inputs[0]), p.storage_of(c.inputs[1]), out};
     k.work_items = a.outer * nidx * a.inner;
@@ -104,25 +117,25 @@ gpu_host::NativeKernel GlslKernelLibrary::call_kernel(const lir::CallKernel& c, 
   const int i = gid % inner, j = (gid / inner) % nidx, o = gid / (inner * nidx);
 {5}      return;
     }}
-  dst[gid] = src[(o * len + int(r)) * inner + i];
+  {6}
 }}
 )",
-                           d.global_id, k.work_items, a.len, a.inner, nidx, resolve_index(slot, ids.dtype == DType::kI64));
+                           d.global_id, k.work_items, a.len, a.inner, nidx, resolve_index(slot, ids.dtype == DType::kI64),
+                           write("dst", "gid", read("src", "(o * len + int(r)) * inner + i")));
     return k;
   }
   // scatter: the output starts as a copy of the operand; one invocation per (outer, inner)
   // position walks the indices in order, so a repeated index keeps the last update (replace) or
   // sums every one (add), as on the cpu, with no race between invocations.
   bool add = c.attrs.count("reduce") && std::get<std::string>(c.attrs.at("reduce")) == "add";
-  std::string update = "dst[di] = upd[si];";
+  std::string update = write("dst", "di", read("upd", "si"));
   if (add) {
-    DType dt = operand.dtype;
     if (dt == DType::kBool)
       throw Error(ErrorKind::kCompile, fmt::format("{}: scatter-add is not defined on bool", where(c)));
     auto load = [&](const std::string& x) { return fmt::format(fmt::runtime(entry(d.load, dt, c)), fmt::arg("x", x)); };
     // GLSL integer arithmetic wraps, as the renderer's add does.
-    std::string sum = fmt::format("{}({} + {})", entry(d.compute_type, dt, c), load("dst[di]"), load("upd[si]"));
-    update = fmt::format("dst[di] = {};", fmt::format(fmt::runtime(entry(d.store, dt, c)), fmt::arg("x", sum)));
+    std::string sum = fmt::format("{}({} + {})", entry(d.compute_type, dt, c), load(read("dst", "di")), load(read("upd", "si")));
+    update = write("dst", "di", fmt::format(fmt::runtime(entry(d.store, dt, c)), fmt::arg("x", sum)));
   }
   k.buffers = {p.storage_of(c.inputs[1]), p.storage_of(c.inputs[2]), out};
   k.copies_before = {{p.storage_of(c.inputs[0]), out}};

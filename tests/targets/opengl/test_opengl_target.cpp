@@ -77,7 +77,7 @@ const std::vector<double> kY = {1.5, -0.25, 2.0, 0.5, -3.0, 4.0};
 
 // The cpu suite's float tables, at f32, f16 and bf16 for every op and at f64 for the ops GLSL
 // has in double precision; the others are refused at f64 (RefusesF64Transcendentals).
-TEST(OpenGlTarget, FloatOpsAtF32AndF64) {
+TEST(OpenGlTarget, FloatOpsAtEveryDtypeOpenGlAccepts) {
   const std::vector<std::pair<const char*, std::function<double(double)>>> unary = {
       {"neg", [](double x) { return -x; }},          {"abs", [](double x) { return std::fabs(x); }},
       {"sign", [](double x) { return double((x > 0) - (x < 0)); }},
@@ -99,7 +99,7 @@ TEST(OpenGlTarget, FloatOpsAtF32AndF64) {
   auto skip = [&](DType d, const std::string& op) {
     return d == DType::kF64 && std::find(f32_only.begin(), f32_only.end(), op) != f32_only.end();
   };
-  for (DType d : {DType::kF32, DType::kF64}) {
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64}) {
     auto t = fmt::format("{}[6]", dtype_name(d));
     for (auto& [op, ref] : unary) {
       if (skip(d, op)) continue;
@@ -181,12 +181,35 @@ TEST(OpenGlTarget, WorkBeyondOneDispatchDimensionRuns) {
   EXPECT_EQ(y[n / 2 + 7], -static_cast<float>((n / 2 + 7) % 1000));
 }
 
-TEST(OpenGlTarget, RefusesSixteenBitStorageWithTheReason) {
-  std::string msg = compile_error("graph @t(%x: f16[4], %y: f16[4]) {\n  %z = add(%x, %y) : f16[4]\n  return %z\n}\n");
-  EXPECT_NE(msg.find("OpenGL 4.3 has no 8- or 16-bit storage buffers, so opengl cannot hold the f16 values of add; "
+TEST(OpenGlTarget, RefusesNarrowIntegersWithTheReason) {
+  std::string msg = compile_error("graph @t(%x: i16[4], %y: i16[4]) {\n  %z = add(%x, %y) : i16[4]\n  return %z\n}\n");
+  EXPECT_NE(msg.find("OpenGL 4.3 has no 8- or 16-bit integer types, so opengl cannot compute the i16 values of add; "
                      "use --target vulkan"),
             std::string::npos)
       << msg;
+}
+
+// bool and f16 elements share 32-bit words: neighbours written by different invocations keep
+// each other's bytes (odd lengths, offsets inside a word).
+TEST(OpenGlTarget, PackedBoolAndF16ElementsKeepTheirNeighbours) {
+  const int64_t n = 4099;
+  std::vector<float> x(n), y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>((i * 37) % 101) - 50;
+    y[i] = static_cast<float>((i * 53) % 97) - 48;
+  }
+  const char* ir = R"(graph @t(%x: f32[4099], %y: f32[4099]) {
+  %p = lt(%x, %y) : bool[4099]
+  %h = convert(%x) {dtype = f16} : f16[4099]
+  %s = slice(%h) {limit = [4098], start = [1], strides = [1]} : f16[4097]
+  %q = not(%p) : bool[4099]
+  return %p, %q, %s
+}
+)";
+  NamedTensors in = {{"x", f32({n}, x)}, {"y", f32({n}, y)}};
+  auto want = run_text(ir, in, test::cpu_target());
+  auto got = run_text(ir, in, opengl());
+  for (const char* name : {"p", "q", "s"}) EXPECT_EQ(values(got.at(name)), values(want.at(name))) << name;
 }
 
 // The emitted GLSL is GLSL 4.30 with plain bindings (no Vulkan descriptor sets).

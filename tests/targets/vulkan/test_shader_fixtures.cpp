@@ -1,4 +1,5 @@
-// The model fixtures end to end on the vulkan target (lavapipe here), against the same references as the cpu
+// The model fixtures end to end on the target under test (vulkan on lavapipe, opengl on llvmpipe
+// here: RLX_TEST_TARGET), against the same references as the cpu
 // (tests/models, tests/frontends/onnx): minilm-l2-f16 sentence embeddings (cosine >= 0.9999),
 // bert-tiny-onnx against ONNX Runtime (max error <= 1e-4), qwen3-tiny greedy tokens (identical).
 #include <fmt/format.h>
@@ -18,7 +19,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-TEST(VulkanFixtures, MiniLmSentenceEmbeddingsMatchFloat64Reference) {
+TEST(ShaderFixtures, MiniLmSentenceEmbeddingsMatchFloat64Reference) {
   RLX_FIXTURE_OR_SKIP(dir, "minilm-l2-f16");
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
   Model model = load_model(dir);
@@ -35,13 +36,13 @@ TEST(VulkanFixtures, MiniLmSentenceEmbeddingsMatchFloat64Reference) {
   for (int64_t r = 0; r < emb.shape()[0]; ++r)
     worst = std::min(worst, cosine(emb, ref.at("sentence_embedding_f64"), r, emb.shape()[1]));
   double err = max_abs_diff(out.at("last_hidden_state"), ref.at("last_hidden_state_f64"));
-  std::printf("vulkan minilm-l2-f16: min cosine %.8f (limit 0.9999), hidden max abs error %.3g; "
-              "compile + first run %.2fs\n", worst, err, first);
+  std::printf("%s minilm-l2-f16: min cosine %.8f (limit 0.9999), hidden max abs error %.3g; "
+              "compile + first run %.2fs\n", test::target_under_test()->name().c_str(), worst, err, first);
   EXPECT_GE(worst, 0.9999);
   EXPECT_LE(err, 2e-3);
 }
 
-TEST(VulkanFixtures, BertTinyOnnxMatchesOnnxRuntime) {
+TEST(ShaderFixtures, BertTinyOnnxMatchesOnnxRuntime) {
   RLX_FIXTURE_OR_SKIP(dir, "bert-tiny-onnx");
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
   Model model = load_model(dir / "model.onnx");
@@ -55,12 +56,12 @@ TEST(VulkanFixtures, BertTinyOnnxMatchesOnnxRuntime) {
   const Tensor& got = out.at("last_hidden_state");
   ASSERT_EQ(got.shape(), ref.at("last_hidden_state_ort").shape());
   double err = max_abs_diff(got, ref.at("last_hidden_state_ort"));
-  std::printf("vulkan bert-tiny-onnx: max abs error vs ONNX Runtime %.3g (limit 1e-4); compile + "
-              "first run %.2fs\n", err, first);
+  std::printf("%s bert-tiny-onnx: max abs error vs ONNX Runtime %.3g (limit 1e-4); compile + "
+              "first run %.2fs\n", test::target_under_test()->name().c_str(), err, first);
   EXPECT_LE(err, 1e-4);
 }
 
-TEST(VulkanFixtures, Qwen3TinyGreedyTokensMatchReference) {
+TEST(ShaderFixtures, Qwen3TinyGreedyTokensMatchReference) {
   RLX_FIXTURE_OR_SKIP(dir, "qwen3-tiny");
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
   const Tensor& prompts = ref.at("prompts");
@@ -71,9 +72,10 @@ TEST(VulkanFixtures, Qwen3TinyGreedyTokensMatchReference) {
   cli::DecodeOptions options;
   options.max_new_tokens = steps;
   cli::DecodeResult r = decoder.run(prompts, options);
-  std::printf("vulkan qwen3-tiny: %lld prompts x %lld tokens; compile %.2fs, prefill %.2fs, "
+  std::printf("%s qwen3-tiny: %lld prompts x %lld tokens; compile %.2fs, prefill %.2fs, "
               "%lld decode steps %.2fs\n",
-              static_cast<long long>(rows), static_cast<long long>(steps), r.compile_seconds,
+              test::target_under_test()->name().c_str(), static_cast<long long>(rows),
+              static_cast<long long>(steps), r.compile_seconds,
               r.prefill_seconds, static_cast<long long>(r.decode_steps), r.decode_seconds);
   ASSERT_EQ(static_cast<int64_t>(r.tokens.size()), rows);
   for (int64_t i = 0; i < rows; ++i) {

@@ -98,6 +98,11 @@ struct Dialect {
   // Integer add/sub/mul/neg run in this unsigned type so that overflow wraps; empty: the
   // language already defines signed overflow as wrapping.
   DTypeTable wrap_type;
+  // Sub-word elements in buffers of 32-bit words (OpenGL has no 8/16-bit storage): where set,
+  // element {i} of buffer {ptr} is read as load_element ("({ptr}[{i} >> 2] >> ...) & 0xFFu", the
+  // element's bits, which `load` then converts) and written by the statement store_element
+  // ({x}: the bits `store` made; atomics, since neighbours share a word). Empty: {ptr}[{i}].
+  DTypeTable load_element, store_element;
   std::string index_type;     // loop indices and element offsets ("int64_t")
   std::string cast;           // {type}, {x}: "(({type})({x}))"
   std::string float_suffix;   // on f32 literals ("f")
@@ -164,8 +169,9 @@ const Dialect& opencl_dialect();
 // GLSL 4.50 for Vulkan (8/16/64-bit storage through the GL_EXT_shader_* extensions; a target
 // refuses dtypes the device lacks) and HLSL (Shader Model 6.2 with 16-bit types; no 8-bit types).
 const Dialect& glsl_vulkan_dialect();
-// GLSL 4.30 for OpenGL compute (SSBOs at binding j): no 8/16-bit storage, so bool, i8, u8, i16,
-// f16 and bf16 buffers have no storage type; int64_t where GL_ARB_gpu_shader_int64 exists.
+// GLSL 4.30 for OpenGL compute (SSBOs at binding j): no 8/16-bit storage, so bool, f16 and bf16
+// are packed in uint words (load_element/store_element) and i8, u8, i16 have no storage type;
+// int64_t where GL_ARB_gpu_shader_int64 exists.
 const Dialect& glsl_opengl_dialect();
 const Dialect& hlsl_dialect();
 // The line that starts a kernel's section in glsl/hlsl modules.
