@@ -17,21 +17,14 @@ constexpr const char* kPrelude = R"(#include <math.h>
 static inline uint32_t rlx_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float rlx_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
+/* Branch-free, so a compiler vectorises loops that read f16: the exponent is rebiased by 112
+   (by 224 for inf/NaN), and a subnormal half (or zero) is mant * 2^-24, exact in float. */
 static inline float rlx_f16_to_f32(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
-  uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (mant << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  /* subnormal half: every one is a normal float */
-    uint32_t e = 113;
-    while ((mant & 0x400u) == 0) { mant <<= 1; --e; }
-    bits = sign | (e << 23) | ((mant & 0x3FFu) << 13);
-  }
-  return rlx_bits_f32(bits);
+  uint32_t normal = ((exp + 112u + (exp == 0x1Fu) * 112u) << 23) | (mant << 13);
+  uint32_t small = rlx_f32_bits((float)mant * 5.9604644775390625e-8f);
+  uint32_t is_small = 0u - (uint32_t)(exp == 0u);
+  return rlx_bits_f32(sign | (small & is_small) | (normal & ~is_small));
 }
 
 static inline uint16_t rlx_f32_to_f16(float f) {

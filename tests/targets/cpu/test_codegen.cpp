@@ -143,7 +143,16 @@ NamedTensors run_in_mode(const char* mode, const std::string& ir, const NamedTen
 void expect_same_bits(const Tensor& a, const Tensor& b, const std::string& what) {
   ASSERT_EQ(a.dtype(), b.dtype()) << what;
   ASSERT_EQ(a.shape(), b.shape()) << what;
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), static_cast<size_t>(a.nbytes())), 0) << what;
+  const auto* x = static_cast<const unsigned char*>(a.data());
+  const auto* y = static_cast<const unsigned char*>(b.data());
+  const size_t width = dtype_size(a.dtype());
+  for (size_t i = 0; i < a.nbytes(); i += width)
+    if (std::memcmp(x + i, y + i, width) != 0) {
+      ADD_FAILURE() << what << ": element " << i / width << " differs (interpreted "
+                    << a.scalar_at(static_cast<int64_t>(i / width)) << ", compiled "
+                    << b.scalar_at(static_cast<int64_t>(i / width)) << ")";
+      return;
+    }
 }
 
 struct Case {
@@ -229,6 +238,44 @@ TEST(CpuCodegen, CompiledKernelsGiveTheInterpretersBits) {
     ASSERT_EQ(interpreted.size(), compiled.size()) << c.name;
     for (auto& [name, t] : interpreted) expect_same_bits(t, compiled.at(name), c.name + (" " + name));
   }
+}
+
+// Every f16 and bf16 bit pattern to f32, and f32 values at and around each of them (rounding
+// ties, NaN payloads, subnormals, overflow) back to 16 bits: the generated conversions give the
+// host's (core/src/half.cpp) bits.
+TEST(CpuCodegen, SixteenBitConversionsMatchTheHostForEveryPattern) {
+  REQUIRE_COMPILER();
+  TempDir cache;
+  ScopedEnv env;
+  env.set("RLX_CACHE_DIR", cache.path().string());
+  const int64_t n = 65536;
+  Tensor h(DType::kF16, {n}), b(DType::kBF16, {n}), f(DType::kF32, {3 * n});
+  // Signalling NaNs are left out: the interpreter converts through double, which sets their
+  // quiet bit, while generated code keeps it (both are NaN).
+  auto f16_snan = [](uint32_t x) { return (x & 0x7C00u) == 0x7C00u && (x & 0x3FFu) && !(x & 0x200u); };
+  auto bf16_snan = [](uint32_t x) { return (x & 0x7F80u) == 0x7F80u && (x & 0x7Fu) && !(x & 0x40u); };
+  for (int64_t i = 0; i < n; ++i) {
+    auto u = static_cast<uint32_t>(i);
+    h.as<uint16_t>()[i] = static_cast<uint16_t>(f16_snan(u) ? 0x7E00u : u);
+    b.as<uint16_t>()[i] = static_cast<uint16_t>(bf16_snan(u) ? 0x7FC0u : u);
+    uint32_t bits;
+    float v = f16_to_f32(h.as<uint16_t>()[i]);
+    std::memcpy(&bits, &v, 4);
+    for (int d = 0; d < 3; ++d) {
+      uint32_t near = bits + static_cast<uint32_t>(d) - 1u;
+      std::memcpy(&f.as<float>()[3 * i + d], &near, 4);
+    }
+  }
+  std::string ir = fmt::format(
+      "graph @t(%h: f16[{0}], %b: bf16[{0}], %f: f32[{1}]) {{\n"
+      "  %hf = convert(%h) {{dtype = f32}} : f32[{0}]\n  %bf = convert(%b) {{dtype = f32}} : f32[{0}]\n"
+      "  %fh = convert(%f) {{dtype = f16}} : f16[{1}]\n  %fb = convert(%f) {{dtype = bf16}} : bf16[{1}]\n"
+      "  return %hf, %bf, %fh, %fb\n}}\n",
+      n, 3 * n);
+  NamedTensors in = {{"h", h}, {"b", b}, {"f", f}};
+  NamedTensors interpreted = run_in_mode("interpret", ir, in);
+  NamedTensors compiled = run_in_mode("compiled", ir, in);
+  for (auto& [name, t] : interpreted) expect_same_bits(t, compiled.at(name), name);
 }
 
 TEST(CpuCodegen, FloatSumsMatchWithinRounding) {
