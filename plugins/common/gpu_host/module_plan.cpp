@@ -126,7 +126,11 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     auto [it, fresh] = bodies.try_emplace(
         sdk::render_kernel(std::get<lir::LoopKernel>(anonymous.kernels[0]), anonymous, d), symbol);
     if (fresh) plan.source += sdk::render_kernel(lk, local, d) + "\n";
-    plan.steps.push_back(Launch{it->second, ids, sdk::work_items(k), {}, -1});
+    Launch l;
+    l.symbol = it->second;
+    l.buffers = std::move(ids);
+    l.work_items = sdk::work_items(k);
+    plan.steps.emplace_back(std::move(l));
   };
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {

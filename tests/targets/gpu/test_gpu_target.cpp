@@ -38,6 +38,30 @@ std::string compile_error(const std::string& ir) {
 
 TEST(GpuTarget, RunsOnAnOpenClDevice) { EXPECT_TRUE(gpu()->can_execute().ok); }
 
+// With the ICD loader pointed at an empty folder (ocl-icd reads OCL_ICD_VENDORS), there is no
+// platform: the plugin still loads, lists itself as codegen-only and says what to install.
+TEST(GpuTarget, WithoutAnOpenClDriverItIsCodegenOnlyAndSaysWhy) {
+  std::filesystem::path empty = std::filesystem::temp_directory_path() / fmt::format("rlx-no-icd-{}", getpid());
+  std::filesystem::create_directories(empty);
+  std::string cmd = fmt::format("OCL_ICD_VENDORS='{}' '{}' --plugin-path '{}' --list-targets 2>&1", empty.string(),
+                                RLX_BINARY, RLX_TEST_PLUGIN_DIR);
+  std::string out;
+  if (FILE* pipe = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    pclose(pipe);
+  }
+  std::filesystem::remove_all(empty);
+  std::string line;
+  for (std::stringstream lines(out); std::getline(lines, line);)
+    if (line.rfind("  gpu ", 0) == 0) break;
+  EXPECT_NE(line.find("codegen-only"), std::string::npos) << out;
+  EXPECT_NE(line.find("no OpenCL platform is installed (clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR (-1001)); "
+                      "install a driver: pocl-opencl-icd for CPUs, or the GPU vendor's OpenCL ICD"),
+            std::string::npos)
+      << out;
+}
+
 TEST(GpuTarget, RefusesComplexWithTheReason) {
   std::string msg = compile_error(
       "graph @t(%x: c64[4], %y: c64[4]) {\n  %z = add(%x, %y) : c64[4]\n  return %z\n}\n");
