@@ -140,6 +140,13 @@ GemmCall::GemmCall(const lir::CallKernel& k, const lir::Program& p)
   b_constant_ = p.buffers[p.storage_of(k.inputs[1])].kind == lir::BufferKind::kConstant &&
                 !b_batched && !b_.gather;
 
+  // Weights the program carries are packed now, at preparation, so even the first run packs no
+  // B; a constant bound to other memory at run time is packed at its first run (packed_b).
+  if (b_constant_) {
+    const lir::Buffer& w = p.buffers[p.storage_of(k.inputs[1])];
+    if (w.data.numel() > 0) packed_b(w.data.data());
+  }
+
   // Linear's bias first, then a fused epilogue whose `acc` then reads the biased value.
   int acc_reg = -1;
   if (bias_ >= 0 && !f64_) {

@@ -1,7 +1,7 @@
 // A MatMul, Linear or dot_general call kernel in a float class (f16, bf16, f32 -> f32 compute;
 // f64), prepared once for the packed GEMM: operands are read in place through strided views
 // (no copies unless a group of dims cannot be viewed as one stride), a constant B (weights) is
-// packed once on first use and reused by every later run, batches run in parallel, and an
+// packed once, when the kernel is prepared, and reused by every run, batches run in parallel, and an
 // epilogue fused by fuse_gemm_epilogues() runs on each finished tile.
 #pragma once
 #include <memory>
