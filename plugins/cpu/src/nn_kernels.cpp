@@ -127,7 +127,7 @@ std::vector<uint8_t> keep_flags(const lir::Buffer& m, const void* data, int64_t 
 }
 
 void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
-                   const std::vector<lir::Buffer>& out, const std::vector<void*>& ptrs) {
+                   const std::vector<void*>& ptrs) {
   const auto &qs = in[0].shape, &ks = in[1].shape, &vs = in[2].shape;
   AttentionShape sh;
   sh.batch = qs[0], sh.heads = qs[1], sh.q_len = qs[2], sh.head_dim = qs[3];
@@ -146,7 +146,6 @@ void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
   }
   attention_f32(sh, static_cast<const float*>(ptrs[k.inputs[0]]), static_cast<const float*>(ptrs[k.inputs[1]]),
                 static_cast<const float*>(ptrs[k.inputs[2]]), static_cast<float*>(ptrs[k.outputs[0]]), nn_simd());
-  (void)out;
 }
 
 void run_norm(const lir::CallKernel& k, const std::vector<lir::Buffer>& in, const std::vector<void*>& ptrs,
@@ -189,7 +188,7 @@ bool is_nn_callee(const std::string& callee) {
 void run_nn_kernel(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                    const std::vector<lir::Buffer>& out, const std::vector<void*>& ptrs) {
   const std::string op = k.callee.substr(7);
-  if (op == "Attention") return run_attention(k, in, out, ptrs);
+  if (op == "Attention") return run_attention(k, in, ptrs);
   if (op == "LayerNorm") return run_norm(k, in, ptrs, false);
   if (op == "RMSNorm") return run_norm(k, in, ptrs, true);
   if (op == "Softmax") return run_softmax(k, in, ptrs);
