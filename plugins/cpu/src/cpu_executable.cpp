@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "gemm_epilogue_fusion.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cpu {
@@ -10,6 +11,8 @@ namespace rlx::cpu {
 CpuExecutable::CpuExecutable(const lir::Program& p) : CpuExecutable(p, choose_kernel_plan()) {}
 
 CpuExecutable::CpuExecutable(const lir::Program& p, const KernelPlan& plan) : program_(p) {
+  // Before the module is built, so loop kernels merged into GEMM epilogues are never compiled.
+  fuse_gemm_epilogues(program_);
   bool has_loops = std::any_of(program_.kernels.begin(), program_.kernels.end(), [](const auto& k) {
     return std::holds_alternative<lir::LoopKernel>(k);
   });
