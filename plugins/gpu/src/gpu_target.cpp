@@ -10,6 +10,7 @@
 #include "module_plan.h"
 #include "opencl_device.h"
 #include "opencl_library.h"
+#include "signature.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/sdk/plugin.h"
@@ -18,12 +19,7 @@ namespace rlx::gpu {
 
 namespace {
 
-bool uses(const NodeSignature& s, DType d) {
-  for (const auto* list : {&s.inputs, &s.outputs})
-    for (const TensorType& t : *list)
-      if (t.dtype == d) return true;
-  return false;
-}
+using gpu_host::uses;
 
 class GpuTarget final : public sdk::TargetPlugin {
  public:

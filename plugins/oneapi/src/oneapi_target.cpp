@@ -10,6 +10,7 @@
 #include "level_zero_probe.h"
 #include "module_plan.h"
 #include "opencl_library.h"
+#include "signature.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/sdk/plugin.h"
@@ -19,12 +20,7 @@ namespace rlx::oneapi {
 
 namespace {
 
-bool uses(const NodeSignature& s, DType d) {
-  for (const auto* list : {&s.inputs, &s.outputs})
-    for (const TensorType& t : *list)
-      if (t.dtype == d) return true;
-  return false;
-}
+using gpu_host::uses;
 
 class OneApiTarget final : public sdk::TargetPlugin {
  public:

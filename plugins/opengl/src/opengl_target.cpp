@@ -12,6 +12,7 @@
 #include "gl_device.h"
 #include "glsl_library.h"
 #include "module_plan.h"
+#include "signature.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/sdk/plugin.h"
@@ -20,12 +21,7 @@ namespace rlx::opengl {
 
 namespace {
 
-bool uses(const NodeSignature& s, DType d) {
-  for (const auto* list : {&s.inputs, &s.outputs})
-    for (const TensorType& t : *list)
-      if (t.dtype == d) return true;
-  return false;
-}
+using gpu_host::uses;
 
 class OpenGlTarget final : public sdk::TargetPlugin {
  public:

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 
+#include "signature.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "vulkan_device.h"
@@ -13,12 +14,7 @@ namespace rlx::vulkan {
 
 namespace {
 
-bool uses(const NodeSignature& s, DType d) {
-  for (const auto* list : {&s.inputs, &s.outputs})
-    for (const TensorType& t : *list)
-      if (t.dtype == d) return true;
-  return false;
-}
+using gpu_host::uses;
 
 void write_file(const std::filesystem::path& path, const void* data, size_t bytes) {
   std::ofstream out(path, std::ios::binary);
