@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
 #include <random>
 
 #include "gemm.h"
@@ -222,6 +225,117 @@ TEST(CpuGemm, EpilogueTranscendentalsAreWithinAFewUlp) {
       float nan = std::nanf("");
       apply_epilogue(ep, &nan, 1, 0, 0, 1, 1);
       EXPECT_TRUE(std::isnan(nan));
+    }
+  }
+}
+
+// Distance of a float result from the true value in units in the last place of the float
+// nearest to the truth (below the smallest normal, of the smallest normal).
+double ulps(float got, double want) {
+  double w = std::fabs(want);
+  float wf = static_cast<float>(w);
+  double ulp = std::max<double>(std::nextafter(wf, INFINITY) - wf, std::numeric_limits<float>::denorm_min());
+  if (wf < std::numeric_limits<float>::min()) ulp = std::numeric_limits<float>::denorm_min();
+  return std::fabs(got - want) / ulp;
+}
+
+// erf on every ISA against the C library's double erf: sample floats spread evenly over the
+// bit patterns of [2^-30, 5] (both signs, every branch and the switch at 1), and the special
+// values. The bound is in ulps of the result, so it is strict near 0 as well as near 1.
+TEST(CpuGemm, EpilogueErfIsWithinTwoUlpOfDoubleErfWithFma) {
+  IsaScope scope;
+  std::vector<float> xs;
+  uint32_t lo, hi;
+  float flo = 0x1p-30f, fhi = 5.0f;
+  std::memcpy(&lo, &flo, 4), std::memcpy(&hi, &fhi, 4);
+  for (uint32_t b = lo; b <= hi; b += 613) {
+    float x;
+    std::memcpy(&x, &b, 4);
+    xs.push_back(x), xs.push_back(-x);
+  }
+  for (float x : {0.0f, -0.0f, 1e-38f, 0.99999994f, 1.0f, 1.0000001f, 3.9999998f, 4.0f, 9.0f,
+                  1e30f, INFINITY, -INFINITY})
+    xs.push_back(x);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    GemmEpilogue ep;
+    ep.unary(EpOp::kErf, ep.acc());
+    std::vector<float> c = xs;
+    apply_epilogue(ep, c.data(), n, 0, 0, 1, n);
+    double worst = 0;
+    float worst_x = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double u = ulps(c[i], std::erf(static_cast<double>(xs[i])));
+      if (u > worst) worst = u, worst_x = xs[i];
+    }
+    // The portable build has no FMA: its leading term rounds twice.
+    EXPECT_LE(worst, isa == GemmIsa::kPortable ? 3.0 : 2.0) << gemm_isa_name(isa) << ": worst at x = " << worst_x;
+    std::vector<float> nan{std::nanf("")};
+    apply_epilogue(ep, nan.data(), 1, 0, 0, 1, 1);
+    EXPECT_TRUE(std::isnan(nan[0])) << gemm_isa_name(isa);
+    RecordProperty(std::string("max_ulp_") + gemm_isa_name(isa), std::to_string(worst));
+    std::printf("%s: erf worst %.3f ulp at %.9g\n", gemm_isa_name(isa), worst, worst_x);
+  }
+}
+
+// Every epilogue op on rows whose width is not a multiple of the vector chunk, with a strided
+// operand (cs = 2), a broadcast scalar (rs = cs = 0) and NaN inputs, against double arithmetic.
+TEST(CpuGemm, EpilogueEveryOpOnPartialChunksStridedOperandsAndNaN) {
+  IsaScope scope;
+  const int64_t m = 3, n = 83, ldc = 90;
+  auto base = random_floats(m * ldc, 21);
+  auto other = random_floats(m * n * 2, 22);
+  base[5] = std::nanf("");
+  other[2 * 7] = std::nanf("");
+  const float scalar = 0.375f;
+  struct Case {
+    EpOp op;
+    double (*f)(double, double);
+  };
+  const Case cases[] = {
+      {EpOp::kNeg, [](double x, double) { return -x; }},
+      {EpOp::kAbs, [](double x, double) { return std::fabs(x); }},
+      {EpOp::kExp, [](double x, double) { return std::exp(x); }},
+      {EpOp::kTanh, [](double x, double) { return std::tanh(x); }},
+      {EpOp::kSqrt, [](double x, double) { return std::sqrt(std::fabs(x)); }},
+      {EpOp::kRsqrt, [](double x, double) { return 1 / std::sqrt(std::fabs(x)); }},
+      {EpOp::kLogistic, [](double x, double) { return 1 / (1 + std::exp(-x)); }},
+      {EpOp::kAdd, [](double x, double y) { return x + y; }},
+      {EpOp::kSub, [](double x, double y) { return x - y; }},
+      {EpOp::kMul, [](double x, double y) { return x * y; }},
+      {EpOp::kDiv, [](double x, double y) { return x / y; }},
+      {EpOp::kMax, [](double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y); }},
+      {EpOp::kMin, [](double x, double y) { return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y); }},
+  };
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    for (const Case& k : cases) {
+      const bool unary = k.op < EpOp::kAdd;
+      const bool root = k.op == EpOp::kSqrt || k.op == EpOp::kRsqrt;
+      GemmEpilogue ep;
+      int x = ep.acc();
+      if (root) x = ep.unary(EpOp::kAbs, x);
+      // y = op(x, other[i, 2j]) * scalar, or op(x) * scalar
+      int y = unary ? ep.unary(k.op, x) : ep.binary(k.op, x, ep.load(other.data(), 2 * n, 2));
+      ep.binary(EpOp::kMul, y, ep.load(&scalar, 0, 0));
+      std::vector<float> c = base;
+      apply_epilogue(ep, c.data(), ldc, 0, 0, m, n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < ldc; ++j) {
+          const float got = c[i * ldc + j];
+          if (j >= n) {  // past the block: untouched
+            ASSERT_EQ(std::memcmp(&got, &base[i * ldc + j], 4), 0) << i << "," << j;
+            continue;
+          }
+          double want = k.f(base[i * ldc + j], other[i * 2 * n + 2 * j]) * scalar;
+          if (std::isnan(want)) {
+            ASSERT_TRUE(std::isnan(got)) << gemm_isa_name(isa) << " op " << int(k.op) << " " << i << "," << j;
+            continue;
+          }
+          ASSERT_NEAR(got, want, 4e-7 * std::fabs(want) + 1e-30)
+              << gemm_isa_name(isa) << " op " << int(k.op) << " at " << i << "," << j;
+        }
     }
   }
 }
