@@ -164,8 +164,11 @@ int compile_main(const Args& args, const GlobalOptions& global) {
   std::vector<Artifact> files;
   write_file(out_dir / "model.mir", print_graph(model.mir()));
   files.push_back({"model.mir", "mir"});
-  write_file(out_dir / "model.lir", lir::print_program(program));
+  // Constants go to a binary side file: as decimal text MiniLM's weights took 300 MB and seconds.
+  lir::write_program((out_dir / "model.lir").string(), program);
   files.push_back({"model.lir", "lir"});
+  if (fs::exists(out_dir / "model.lir.safetensors", ec))
+    files.push_back({"model.lir.safetensors", "lir-constants"});
   std::string report = model.report().to_json();
   write_file(out_dir / "dispatch.json", report + "\n");
   files.push_back({"dispatch.json", "dispatch-report"});
@@ -236,8 +239,9 @@ Command compile_command() {
   spec.usage = "MODEL --target T -o DIR [--bind NAME=SIZE]... [--timings] [--json]";
   spec.description =
       "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
-      "passes), model.lir (the kernel program), dispatch.json (the path of every node), the\n"
-      "target's own artifacts, and manifest.json listing every file with its kind.\n"
+      "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
+      "dispatch.json (the path of every node), the target's own artifacts, and manifest.json\n"
+      "listing every file with its kind.\n"
       "Symbolic dims of the inputs need a size: --bind batch=4.";
   spec.positionals = {"MODEL"};
   spec.options = {

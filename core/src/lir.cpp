@@ -68,6 +68,7 @@ namespace {
 //     b0 = input %x : f32[4,8] live [0, 0]
 //     b1 = input %"odd name" : i64[] live [0, 0]
 //     b2 = constant %w : f32[8,2] live [1, 1] = dense<f32[8,2]: [1.0, 2.0, ...]>
+//       (or, printed with ExternalData: = external<"model.lir.safetensors": "b2">)
 //     b3 = temp %t : f32[4,8] at 0 live [0, 1]
 //     b4 = output %y : f32[4,2] live [1, 2]
 //     k0 = loop @k0_add_exp domain [4, 8] parallel 2 {
@@ -190,15 +191,20 @@ std::string expr_body(const Expr& e) {
   return "?";
 }
 
-std::string buffer_line(const Buffer& b) {
+// `key`: where the data goes when `external` takes it (the text then names file and key).
+std::string buffer_line(const Buffer& b, ExternalData* external, const std::string& key) {
   std::string out = fmt::format("b{} = {} %{} : {}", b.id, kind_name(b.kind), name_str(b.name),
                                 type_str(b.dtype, b.shape));
   if (b.alias_of != -1) out += fmt::format(" of b{}", b.alias_of);
   if (b.arena_offset != -1) out += fmt::format(" at {}", b.arena_offset);
   if (b.first_use != -1 || b.last_use != -1)
     out += fmt::format(" live [{}, {}]", b.first_use, b.last_use);
-  if (b.data.data()) out += " = " + attr_str(AttrValue{b.data});
-  return out;
+  if (!b.data.data()) return out;
+  if (external && static_cast<int64_t>(b.data.nbytes()) > kInlineConstantBytes) {
+    external->tensors[key] = b.data;
+    return out + fmt::format(" = external<{}: {}>", quote(external->file), quote(key));
+  }
+  return out + " = " + attr_str(AttrValue{b.data});
 }
 
 std::string bindings_str(const std::vector<std::pair<std::string, int32_t>>& v) {
@@ -208,7 +214,8 @@ std::string bindings_str(const std::vector<std::pair<std::string, int32_t>>& v) 
   return out;
 }
 
-void print_into(const Program& p, int indent, std::string& out);
+void print_into(const Program& p, int indent, ExternalData* external, const std::string& prefix,
+                std::string& out);
 
 void print_loop(const LoopKernel& l, size_t k, const std::string& pad, std::string& out) {
   out += fmt::format("{}k{} = loop @{} domain {} parallel {}", pad, k, name_str(l.name),
@@ -229,7 +236,8 @@ std::string buffer_list(const std::vector<int32_t>& ids) {
   return out;
 }
 
-void print_call(const CallKernel& c, size_t k, const std::string& pad, std::string& out) {
+void print_call(const CallKernel& c, size_t k, const std::string& pad, ExternalData* external,
+                const std::string& prefix, std::string& out) {
   out += fmt::format("{}k{} = call {}({}) -> ({})", pad, k, callee_str(c.callee),
                      buffer_list(c.inputs), buffer_list(c.outputs));
   if (!c.attrs.empty()) {
@@ -242,7 +250,8 @@ void print_call(const CallKernel& c, size_t k, const std::string& pad, std::stri
   if (!c.regions.empty()) {
     out += " [\n";
     for (size_t r = 0; r < c.regions.size(); ++r) {
-      print_into(*c.regions[r], static_cast<int>(pad.size()) + 2, out);
+      print_into(*c.regions[r], static_cast<int>(pad.size()) + 2, external,
+                 fmt::format("{}k{}.r{}.", prefix, k, r), out);
       out += r + 1 < c.regions.size() ? ",\n" : "\n";
     }
     out += pad + "]";
@@ -250,26 +259,28 @@ void print_call(const CallKernel& c, size_t k, const std::string& pad, std::stri
   out += "\n";
 }
 
-void print_into(const Program& p, int indent, std::string& out) {
+void print_into(const Program& p, int indent, ExternalData* external, const std::string& prefix,
+                std::string& out) {
   std::string pad(indent, ' '), inner(indent + 2, ' ');
   out += fmt::format("{}lir.program arena {} {{\n", pad, p.arena_bytes);
   out += fmt::format("{}inputs({})\n", inner, bindings_str(p.inputs));
   out += fmt::format("{}outputs({})\n", inner, bindings_str(p.outputs));
-  for (const Buffer& b : p.buffers) out += inner + buffer_line(b) + "\n";
+  for (const Buffer& b : p.buffers)
+    out += inner + buffer_line(b, external, fmt::format("{}b{}", prefix, b.id)) + "\n";
   for (size_t k = 0; k < p.kernels.size(); ++k) {
     if (auto* l = std::get_if<LoopKernel>(&p.kernels[k]))
       print_loop(*l, k, inner, out);
     else
-      print_call(std::get<CallKernel>(p.kernels[k]), k, inner, out);
+      print_call(std::get<CallKernel>(p.kernels[k]), k, inner, external, prefix, out);
   }
   out += pad + "}";
 }
 
 }  // namespace
 
-std::string print_program(const Program& p) {
+std::string print_program(const Program& p, ExternalData* external) {
   std::string out;
-  print_into(p, 0, out);
+  print_into(p, 0, external, "", out);
   return out + "\n";
 }
 

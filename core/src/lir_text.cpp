@@ -3,6 +3,7 @@
 // come from the lexer it shares with the graph text (text_cursor.h). References are checked here
 // so a hand-edited program fails at the offending token instead of deep inside a code generator.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cstdint>
@@ -24,8 +25,8 @@ struct PendingRef {
 
 class Parser : private text::Cursor {
  public:
-  Parser(std::string_view input, std::string source)
-      : Cursor(input, std::move(source), text::kLirText) {}
+  Parser(std::string_view input, std::string source, const ExternalData* external)
+      : Cursor(input, std::move(source), text::kLirText), external_(external) {}
 
   Program parse_top() {
     Program p = program();
@@ -195,12 +196,41 @@ class Parser : private text::Cursor {
       expect(']', "to close the live range");
     }
     if (accept('=')) {
-      expect_word("dense", "for the buffer's data");
-      b.data = dense();
+      size_t data_at = here();
+      if (accept_word("external")) b.data = external_data(b, data_at);
+      else {
+        expect_word("dense", "for the buffer's data (dense<...> or external<...>)");
+        b.data = dense();
+      }
     }
     if (b.kind == BufferKind::kAlias && b.alias_of < 0)
       error_at(at, fmt::format("alias b{} needs 'of bN' naming the buffer it reinterprets", b.id));
     return b;
+  }
+
+  // external<"file": "key">: the data is the tensor `key` of the side file, which the caller read.
+  Tensor external_data(const Buffer& b, size_t at) {
+    expect('<', "after 'external'");
+    std::string file = string_lit();
+    expect(':', "between the side file and the tensor's key");
+    std::string key = string_lit();
+    expect('>', "to close external<...>");
+    if (!external_)
+      error_at(at, fmt::format("b{}'s data is in the side file \"{}\": read the text with "
+                               "lir::read_program(path), which loads it",
+                               b.id, file));
+    if (file != external_->file)
+      error_at(at, fmt::format("b{}'s data is in \"{}\", but the side file given is \"{}\"", b.id,
+                               file, external_->file));
+    auto it = external_->tensors.find(key);
+    if (it == external_->tensors.end())
+      error_at(at, fmt::format("the side file \"{}\" has no tensor \"{}\" for b{}", file, key, b.id));
+    const Tensor& t = it->second;
+    if (t.dtype() != b.dtype || t.shape() != b.shape)
+      error_at(at, fmt::format("tensor \"{}\" of \"{}\" is {}[{}], but b{} is {}[{}]", key, file,
+                               dtype_name(t.dtype()), fmt::join(t.shape(), ","), b.id,
+                               dtype_name(b.dtype), fmt::join(b.shape, ",")));
+    return t;
   }
 
   // Aliases point backwards so alias chains cannot loop.
@@ -386,12 +416,15 @@ class Parser : private text::Cursor {
     expect(')', "to close a buffer list");
     return out;
   }
+
+  const ExternalData* external_;
 };
 
 }  // namespace
 
-Program parse_program(std::string_view text, const std::string& source) {
-  return Parser(text, source).parse_top();
+Program parse_program(std::string_view text, const std::string& source,
+                      const ExternalData* external) {
+  return Parser(text, source, external).parse_top();
 }
 
 }  // namespace rlx::lir

@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
 
 #include "rlx/core/error.h"
 #include "rlx/core/lir.h"
@@ -391,6 +394,123 @@ TEST(LirText, MalformedSyntaxSaysWhatWasExpected) {
   EXPECT_EQ(error_of("lir.program arena 0 {\n  inputs()\n  outputs()\n  b0 = constant %c : "
                      "i64[2] = dense<i64[2]: [1]>\n}\n"),
             "bad.lir:4:45: 1 values for i64[2], which holds 2");
+}
+
+// ---- constants in a side file ----------------------------------------------------------------
+
+// A large constant at the top and in a while region, and a small one that stays in the text.
+const char* kWithConstants = R"(lir.program arena 0 {
+  inputs(%x = b0)
+  outputs(%y = b1)
+  b0 = input %x : f32[20]
+  b1 = output %y : f32[20] live [0, 1]
+  b2 = constant %w : f32[20] live [0, 0] = dense<f32[20]: [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0]>
+  b3 = constant %s : i64[3] live [0, 0] = dense<i64[3]: [3, 0, 2]>
+  k0 = loop @k0_add domain [20] parallel 1 {
+    e0 = load b0 offset 0 strides [1] : f32
+    e1 = load b2 offset 0 strides [1] : f32
+    e2 = add(e0, e1) : f32
+    store b1 <- e2
+  }
+  k1 = call while(b1) -> (b1) [
+    lir.program arena 0 {
+      inputs(%c = b0)
+      outputs(%go = b1)
+      b0 = input %c : f32[20]
+      b1 = output %go : bool[] live [0, 0]
+      b2 = constant %lim : f64[9] live [0, 0] = dense<f64[9]: [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]>
+    },
+    lir.program arena 0 {
+      inputs()
+      outputs()
+    }
+  ]
+}
+)";
+
+// Bit patterns decimal text is most likely to lose: -0, a subnormal, a NaN payload, the extremes.
+lir::Program with_tricky_weights() {
+  lir::Program p = lir::parse_program(kWithConstants, "constants.lir");
+  const uint32_t bits[] = {0x80000000u, 0x00000001u, 0x7FC12345u, 0xFF800000u, 0x7F7FFFFFu,
+                           0x3EAAAAABu, 0x00800000u, 0xBF800001u};
+  for (size_t i = 0; i < std::size(bits); ++i)
+    std::memcpy(p.buffers[2].data.as<float>() + i, &bits[i], 4);
+  return p;
+}
+
+TEST(LirText, LargeConstantsGoToTheSideFileAndReadBackExactly) {
+  lir::Program p = with_tricky_weights();
+  lir::ExternalData ext{"model.lir.safetensors", {}};
+  std::string text = lir::print_program(p, &ext);
+  EXPECT_NE(text.find(R"(b2 = constant %w : f32[20] live [0, 0] = external<"model.lir.safetensors": "b2">)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find(R"(= external<"model.lir.safetensors": "k1.r0.b2">)"), std::string::npos) << text;
+  // 24 bytes: below kInlineConstantBytes, so it stays readable in the text.
+  EXPECT_NE(text.find("= dense<i64[3]: [3, 0, 2]>"), std::string::npos) << text;
+  ASSERT_EQ(ext.tensors.size(), 2u);
+  // The side map shares the program's data: printing copies nothing.
+  EXPECT_EQ(ext.tensors.at("b2").data(), p.buffers[2].data.data());
+
+  lir::Program back = lir::parse_program(text, "split.lir", &ext);
+  expect_same_program(p, back, "program");
+  lir::ExternalData again{"model.lir.safetensors", {}};
+  EXPECT_EQ(lir::print_program(back, &again), text);
+  // Without a side file the text is the one the tests above pin.
+  EXPECT_EQ(lir::print_program(back), lir::print_program(p));
+}
+
+TEST(LirText, WriteProgramKeepsConstantsBesideTheText) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("rlx_lir_file_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "model.lir").string();
+  lir::Program p = with_tricky_weights();
+  lir::write_program(path, p);
+  EXPECT_TRUE(fs::exists(path + ".safetensors"));
+  lir::Program back = lir::read_program(path);
+  expect_same_program(p, back, "program");
+  uint32_t b0 = 0, b2 = 0;
+  std::memcpy(&b0, back.buffers[2].data.as<float>(), 4);
+  std::memcpy(&b2, back.buffers[2].data.as<float>() + 2, 4);
+  EXPECT_EQ(b0, 0x80000000u);  // -0 stays -0
+  EXPECT_EQ(b2, 0x7FC12345u);  // the NaN keeps its payload
+
+  // A program without large constants needs no side file, and a stale one is removed.
+  lir::Program small = lir::parse_program(with_line("", ""), "small.lir");
+  lir::write_program(path, small);
+  EXPECT_FALSE(fs::exists(path + ".safetensors"));
+  EXPECT_EQ(lir::print_program(lir::read_program(path)), lir::print_program(small));
+  fs::remove_all(dir);
+}
+
+TEST(LirText, ExternalConstantsNeedTheirSideFile) {
+  lir::Program p = with_tricky_weights();
+  lir::ExternalData ext{"model.lir.safetensors", {}};
+  std::string text = lir::print_program(p, &ext);
+  EXPECT_EQ(error_of(text),
+            "bad.lir:6:44: b2's data is in the side file \"model.lir.safetensors\": read the text "
+            "with lir::read_program(path), which loads it");
+  auto parse_with = [&](lir::ExternalData e) -> std::string {
+    try {
+      lir::parse_program(text, "bad.lir", &e);
+    } catch (const Error& err) {
+      return err.what();
+    }
+    return "no error";
+  };
+  lir::ExternalData other = ext;
+  other.file = "other.safetensors";
+  EXPECT_EQ(parse_with(other),
+            "bad.lir:6:44: b2's data is in \"model.lir.safetensors\", but the side file given is "
+            "\"other.safetensors\"");
+  lir::ExternalData missing = ext;
+  missing.tensors.erase("b2");
+  EXPECT_EQ(parse_with(missing),
+            "bad.lir:6:44: the side file \"model.lir.safetensors\" has no tensor \"b2\" for b2");
+  lir::ExternalData wrong = ext;
+  wrong.tensors["b2"] = Tensor(DType::kF32, {4, 5});
+  EXPECT_EQ(parse_with(wrong),
+            "bad.lir:6:44: tensor \"b2\" of \"model.lir.safetensors\" is f32[4,5], but b2 is f32[20]");
 }
 
 }  // namespace

@@ -111,9 +111,31 @@ struct Program {
 // Assigns arena offsets to temporaries from their lifetimes, reusing memory of buffers whose
 // lifetimes do not overlap (greedy best fit, 64-byte aligned).
 void plan_buffers(Program& p);
+// Constant data kept outside the text, in a side file (safetensors) beside it. Model weights
+// printed as decimal text cost seconds and hundreds of MB; as binary they cost a copy.
+//   b2 = constant %w : f32[8,2] live [1, 1] = external<"model.lir.safetensors": "b2">
+// names the file (relative to the text) and the tensor in it. Keys are "b<id>" for the top
+// program and "k<k>.r<r>.b<id>" for the buffers of region r of call kernel k (nested as deep as
+// regions go).
+struct ExternalData {
+  std::string file;
+  std::map<std::string, Tensor> tensors;
+};
+
 // The textual form: print_program(parse_program(t)) reproduces t exactly for printed text.
-std::string print_program(const Program& p);
+// With `external`, constants of more than kInlineConstantBytes go to external->tensors (sharing
+// their data, no copy) and the text refers to them under external->file.
+inline constexpr int64_t kInlineConstantBytes = 64;
+std::string print_program(const Program& p, ExternalData* external = nullptr);
 // `source` names the text in error messages; errors carry line:column and name the bad reference.
-Program parse_program(std::string_view text, const std::string& source = "<lir>");
+// A text with external constants needs `external` holding them (under the file the text names).
+Program parse_program(std::string_view text, const std::string& source = "<lir>",
+                      const ExternalData* external = nullptr);
+
+// The text at `path` and its constants in `path` + ".safetensors" beside it (written only when
+// the program has external constants; an old side file is removed otherwise).
+void write_program(const std::string& path, const Program& p);
+// Reads what write_program wrote: the side file is mapped, not copied.
+Program read_program(const std::string& path);
 
 }  // namespace rlx::lir
