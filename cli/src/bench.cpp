@@ -14,6 +14,8 @@
 
 #include "commands.h"
 #include "json_out.h"
+#include "bindings.h"
+#include "inputs_file.h"
 #include "model.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
@@ -62,45 +64,37 @@ double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) * 1024.0 / 1e6;  // KiB on Linux
 }
 
-// Sizes for the graph's symbols from --batch (B), --seq (S) and --bind NAME=SIZE.
-Bindings sizes_from_args(const Args& args, const Graph& graph) {
+std::string bind_option_name(const std::string& name) { return "--bind " + name; }
+
+// Sizes for the graph's symbols from --batch (B), --seq (S) and --bind NAME=SIZE (`binds`, which
+// the importer has seen: it may have fixed some of them).
+Bindings sizes_from_args(const Args& args, const Graph& graph, const Model& model,
+                         const Bindings& binds) {
+  Bindings sizes = sizes_for_graph(binds, graph, model, &bind_option_name);
   const std::vector<std::string> symbols = graph.symbols();
-  std::string all;
-  for (const auto& s : symbols) all += (all.empty() ? "" : ", ") + s;
-  const std::string known =
-      symbols.empty() ? "its input shapes are all static" : "its symbols: " + all;
-  Bindings sizes;
   auto set = [&](const std::string& name, int64_t value, const std::string& option) {
     if (std::find(symbols.begin(), symbols.end(), name) == symbols.end())
-      throw CliError(
-          fmt::format("{}: the model has no symbolic dim '{}' ({})", option, name, known),
-          "bind only the symbols of the model's input shapes");
+      throw CliError(fmt::format("{}: the model has no symbolic dim '{}' ({})", option, name,
+                                 symbols.empty() ? "its input shapes are all static"
+                                                 : "its symbols: " + unsized_symbols({}, graph)),
+                     "give sizes only for the symbols of the model's input shapes");
     if (!sizes.emplace(name, value).second)
       throw UsageError(fmt::format("the size of '{}' is given twice", name),
                        usage_hint(bench_spec()));
   };
   if (auto b = args.value("batch")) set("B", parse_positive(*b, "batch", 1), "--batch");
   if (auto s = args.value("seq")) set("S", parse_positive(*s, "seq", 1), "--seq");
-  for (const std::string& spec : args.values("bind")) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw UsageError(fmt::format("--bind '{}' is not NAME=SIZE", spec),
-                       "write e.g. --bind T=160");
-    set(spec.substr(0, eq), parse_positive(spec.substr(eq + 1), "bind " + spec.substr(0, eq), 1),
-        "--bind " + spec);
-  }
-  std::string missing, example;
-  for (const auto& s : symbols)
-    if (!sizes.count(s)) {
-      missing += (missing.empty() ? "" : ", ") + s;
-      example += s == "B"   ? " --batch <size>"
-                 : s == "S" ? " --seq <size>"
-                            : fmt::format(" --bind {}=<size>", s);
-    }
-  if (!missing.empty())
+  if (std::string missing = unsized_symbols(sizes, graph); !missing.empty()) {
+    std::string example;
+    for (const auto& s : symbols)
+      if (!sizes.count(s))
+        example += s == "B"   ? " --batch <size>"
+                   : s == "S" ? " --seq <size>"
+                              : fmt::format(" --bind {}=<size>", s);
     throw CliError(
         fmt::format("without --inputs every symbolic dim needs a size; missing: {}", missing),
         fmt::format("add{}, or give --inputs IN.safetensors", example));
+  }
   return sizes;
 }
 
@@ -152,33 +146,6 @@ NamedTensors synthesize_inputs(const Graph& graph, const Model& model, const Bin
   return inputs;
 }
 
-NamedTensors inputs_from_file(const Graph& graph, const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    throw CliError(fmt::format("inputs file '{}' does not exist", path),
-                   "give a safetensors file holding one tensor per graph input");
-  TensorMap file = read_safetensors(path);
-  NamedTensors inputs;
-  std::string expected;
-  for (ValueId v : graph.inputs) {
-    const Value& value = graph.values[v];
-    expected += (expected.empty() ? "" : ", ") + value.name + " " + value.type.str();
-    auto it = file.find(value.name);
-    if (it == file.end())
-      throw CliError(
-          fmt::format("input '{}' ({}) is not in {}", value.name, value.type.str(), path),
-          "write a tensor named after each graph input into the --inputs file");
-    inputs.emplace(value.name, it->second);
-  }
-  for (const auto& [name, t] : file)
-    if (!inputs.count(name))
-      throw CliError(fmt::format("{} holds tensor '{}', which is not an input of the model (its "
-                                 "inputs: {})",
-                                 path, name, expected.empty() ? "none" : expected),
-                     "remove it from the --inputs file, or check the model");
-  return inputs;
-}
-
 json::Value jnumber(double v, int decimals) {
   return json::Value{json::Number{v, fmt::format("{:.{}f}", v, decimals)}};
 }
@@ -202,15 +169,20 @@ int bench_main(const Args& args, const GlobalOptions& global) {
                      "create the folder first, or choose another --output");
   }
 
+  const Bindings binds = parse_bind_specs(args.values("bind"), 1);
+
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path);
-  Model model = load_model(reg, model_path);
+  std::optional<TensorMap> file;
+  if (auto path = args.value("inputs")) file = read_inputs_file(*path);
+  Model model = load_model(reg, model_path,
+                           file ? import_options_for(*file) : import_options_for(binds));
   const std::string graph_name = args.value("graph").value_or("main");
   const Graph& graph = chosen_graph(model, args);
   NamedTensors inputs = args.value("inputs")
-                            ? inputs_from_file(graph, *args.value("inputs"))
-                            : synthesize_inputs(graph, model, sizes_from_args(args, graph));
+                            ? match_inputs(graph, *file, *args.value("inputs"))
+                            : synthesize_inputs(graph, model, sizes_from_args(args, graph, model, binds));
 
   // The first run specialises the model for these shapes (lowering and the target's compile):
   // it belongs to the compile time, not to the latency.
@@ -315,7 +287,7 @@ const CommandSpec& bench_spec() {
         {"inputs", 'i', "IN.safetensors", "the input tensors, by graph input name"},
         {"batch", 'b', "N", "made-up inputs: the size of B (batch)"},
         {"seq", 's', "S", "made-up inputs: the size of S (sequence length)"},
-        {"bind", 0, "NAME=SIZE", "made-up inputs: the size of another symbolic dim", true},
+        bind_option("made-up inputs: the size of another symbolic dim"),
         {"warmup", 0, "N", "untimed runs first, the compiling one included (default 10, >= 1)"},
         {"runs", 'n', "N", "timed runs (default 50)"},
         {"output", 'o', "OUT.safetensors", "write the outputs of the last run (to check them)"},

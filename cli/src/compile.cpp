@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "json_out.h"
+#include "bindings.h"
 #include "model.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/core/lir.h"
@@ -41,47 +42,19 @@ class StageTimer {
   std::vector<std::pair<std::string, double>> stages_;
 };
 
-Bindings parse_bindings(const std::vector<std::string>& specs, const Graph& graph) {
-  const std::vector<std::string> symbols = graph.symbols();
-  auto known = [&](const std::string& s) {
-    return std::find(symbols.begin(), symbols.end(), s) != symbols.end();
-  };
-  std::string all;
-  for (const auto& s : symbols) all += (all.empty() ? "" : ", ") + s;
+std::string bind_option_name(const std::string& name) { return "--bind " + name; }
 
-  Bindings bindings;
-  for (const std::string& spec : specs) {
-    size_t eq = spec.find('=');
-    std::string name = spec.substr(0, eq);
-    std::string text = eq == std::string::npos ? "" : spec.substr(eq + 1);
-    int64_t value = -1;
-    size_t used = 0;
-    try {
-      value = std::stoll(text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (name.empty() || used == 0 || used != text.size() || value < 0)
-      throw UsageError(fmt::format("--bind '{}' is not NAME=SIZE with a size >= 0", spec),
-                       "write e.g. --bind batch=4");
-    if (!known(name))
-      throw CliError(
-          fmt::format("--bind {}: the model has no symbolic dim '{}' ({})", spec, name,
-                      symbols.empty() ? "its shapes are all static" : "its symbols: " + all),
-          "bind only the symbols of the model's input shapes");
-    if (!bindings.emplace(name, value).second)
-      throw UsageError(fmt::format("symbol '{}' is bound twice", name), "give each --bind once");
-  }
-  std::string missing, example;
-  for (const auto& s : symbols)
-    if (!bindings.count(s)) {
-      missing += (missing.empty() ? "" : ", ") + s;
-      example += fmt::format(" --bind {}=<size>", s);
-    }
-  if (!missing.empty())
+// Every symbolic dim needs a size before lowering: from --bind, or fixed by the importer.
+Bindings lowering_sizes(const Bindings& given, const Graph& graph, const Model& model) {
+  Bindings sizes = sizes_for_graph(given, graph, model, &bind_option_name);
+  if (std::string missing = unsized_symbols(sizes, graph); !missing.empty()) {
+    std::string example;
+    for (const auto& s : graph.symbols())
+      if (!sizes.count(s)) example += fmt::format(" --bind {}=<size>", s);
     throw CliError(fmt::format("the model has symbolic dims without a size: {}", missing),
                    fmt::format("compiling needs every size; add{}", example));
-  return bindings;
+  }
+  return sizes;
 }
 
 void write_file(const fs::path& path, const std::string& content) {
@@ -142,10 +115,11 @@ int compile_main(const Args& args, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
 
+  const Bindings given = parse_bind_specs(args.values("bind"), 0);
   timer.stage("import");
-  Model model_file = load_model(reg, model_path);
+  Model model_file = load_model(reg, model_path, import_options_for(given));
   const Graph& graph = chosen_graph(model_file, args);
-  Bindings bindings = parse_bindings(args.values("bind"), graph);
+  Bindings bindings = lowering_sizes(given, graph, model_file);
 
   timer.stage("dispatch+passes");
   Session session(target);
@@ -188,7 +162,7 @@ int compile_main(const Args& args, const GlobalOptions& global) {
     file_list.push_back(json::Value{std::move(entry)});
   }
   json::Object bound;
-  for (const auto& [name, value] : bindings) bound.emplace_back(name, jint(value));
+  for (const auto& [name, value] : given) bound.emplace_back(name, jint(value));
   json::Object manifest = {{"rlx_version", jstring(RLX_VERSION)},
                            {"model", jstring(fs::absolute(model_path).lexically_normal().string())},
                            {"target", jstring(target_name)},
@@ -242,12 +216,14 @@ Command compile_command() {
       "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
       "dispatch.json (the path of every node), the target's own artifacts, and manifest.json\n"
       "listing every file with its kind.\n"
-      "Symbolic dims of the inputs need a size: --bind batch=4.";
+      "Symbolic dims of the inputs need a size: --bind batch=4. The size reaches the importer\n"
+      "too: ONNX and rten fix such dims at import, which models whose shape arithmetic rlx\n"
+      "cannot keep symbolic need (a reflect Pad: `sequence + 128`).";
   spec.positionals = {"MODEL"};
   spec.options = {
       {"target", 't', "T", "the target to compile for (see `rlx --list-targets`)"},
       {"output-dir", 'o', "DIR", "the folder to write into (created when missing)"},
-      {"bind", 0, "NAME=SIZE", "the size of a symbolic dim", true},
+      bind_option("the size of a symbolic dim"),
       {"timings", 0, "", "print the time of each stage in ms (a target that builds code adds its own: codegen, compiler, load)"},
       {"json", 0, "", "print a JSON summary of the files written (and the timings)"},
       graph_option(),

@@ -49,20 +49,21 @@ const Graph& chosen_graph(const Model& model, const Args& args) {
   return model.graph(args.value("graph").value_or("main"));
 }
 
-Model load_model(const registry::Registry& reg, const fs::path& path) {
+Model load_model(const registry::Registry& reg, const fs::path& path,
+                 const ImportOptions& options) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw CliError(fmt::format("model '{}' does not exist", path.string()),
                    "check the path; MODEL is an rlx IR text file or a file an importer reads");
   if (auto importer = reg.importer_for(path)) {
     try {
-      return importer->load(path);
+      return importer->load(path, options);
     } catch (const Error& e) {
       // The boundary reports every importer failure as a plugin error; almost always the
       // model files are at fault, and the message names what is wrong with them.
       if (e.kind() != ErrorKind::kPlugin) throw;
       throw CliError(e.what(), fmt::format("the {} importer could not read {}; docs/models.md "
-                                           "lists what it reads",
+                                           "lists what it reads and the sizes (--bind) it takes",
                                            importer->name(), path.string()));
     }
   }

@@ -32,6 +32,9 @@ const Graph& chosen_graph(const Model& model, const Args& args);
 
 // Loads MODEL: an importer claims it (folder marker, magic bytes or extension), otherwise it is
 // read as IR text (with the sibling .safetensors holding its params).
-Model load_model(const registry::Registry& reg, const std::filesystem::path& path);
+// `options` reach the importer (sizes from --bind, input shapes from --inputs); IR text takes
+// none.
+Model load_model(const registry::Registry& reg, const std::filesystem::path& path,
+                 const ImportOptions& options = {});
 
 }  // namespace rlx::cli

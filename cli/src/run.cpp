@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "json_out.h"
+#include "inputs_file.h"
 #include "model.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
@@ -16,36 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string names_of(const TensorMap& tensors) {
-  std::string out;
-  for (const auto& [name, t] : tensors) out += (out.empty() ? "" : ", ") + name;
-  return out.empty() ? "no tensors" : out;
-}
-
-// Checks names here, where the file can be named in the message; dtype and shape checks stay
-// with the runtime, which knows the symbolic dims.
-NamedTensors match_inputs(const Graph& graph, const TensorMap& file, const std::string& path) {
-  NamedTensors inputs;
-  std::string expected;
-  for (ValueId v : graph.inputs) {
-    const Value& value = graph.values[v];
-    expected += (expected.empty() ? "" : ", ") + value.name + " " + value.type.str();
-    auto it = file.find(value.name);
-    if (it == file.end())
-      throw CliError(fmt::format("input '{}' ({}) is not in {} (it holds: {})", value.name,
-                                 value.type.str(), path, names_of(file)),
-                     "write a tensor named after each graph input into the --inputs file");
-    inputs.emplace(value.name, it->second);
-  }
-  for (const auto& [name, t] : file)
-    if (!inputs.count(name))
-      throw CliError(fmt::format("{} holds tensor '{}', which is not an input of the model "
-                                 "(its inputs: {})",
-                                 path, name, expected.empty() ? "none" : expected),
-                     "remove it from the --inputs file, or check the model");
-  return inputs;
-}
-
 int run_main(const Args& args, const GlobalOptions& global) {
   const fs::path model_path = args.positional(0);
   const std::string target_name = args.required("target");
@@ -54,18 +25,16 @@ int run_main(const Args& args, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path.string());
-  Model model_file = load_model(reg, model_path);
+  const TensorMap file = read_inputs_file(inputs_path);
+  Model model_file = load_model(reg, model_path, import_options_for(file));
   const Graph& graph = chosen_graph(model_file, args);
-  std::error_code ec;
-  if (!fs::exists(inputs_path, ec))
-    throw CliError(fmt::format("inputs file '{}' does not exist", inputs_path),
-                   "give a safetensors file holding one tensor per graph input");
-  NamedTensors inputs = match_inputs(graph, read_safetensors(inputs_path), inputs_path);
+  NamedTensors inputs = match_inputs(graph, file, inputs_path);
 
   Session session(target);
   CompiledModel model = session.compile(graph);
   NamedTensors outputs = model.run(inputs);
 
+  std::error_code ec;
   if (output_path.has_parent_path() && !fs::is_directory(output_path.parent_path(), ec))
     throw CliError(fmt::format("cannot write {}: folder {} does not exist", output_path.string(),
                                output_path.parent_path().string()),
@@ -105,7 +74,8 @@ Command run_command() {
   spec.description =
       "Compiles MODEL for target T and runs it. IN.safetensors holds one tensor per graph input,\n"
       "named like the input; OUT.safetensors receives one tensor per graph output, named like\n"
-      "the output. Symbolic dims are bound from the input shapes.";
+      "the output. Symbolic dims are bound from the input shapes (an ONNX or rten model whose\n"
+      "shape arithmetic rlx cannot keep symbolic is specialised on them at import).";
   spec.positionals = {"MODEL"};
   spec.options = {
       {"target", 't', "T", "the target to run on (see `rlx --list-targets`)"},

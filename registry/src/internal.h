@@ -52,8 +52,10 @@ LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& li
 // code behind the boundary objects stays mapped while any of them lives.
 std::shared_ptr<Target> make_target_adapter(LibraryHandle library,
                                             std::unique_ptr<sdk::TargetBoundary> target);
+// abi_minor: the plugin's handshake minor, which says which boundary methods it has.
 std::shared_ptr<Importer> make_importer_adapter(LibraryHandle library,
-                                                std::unique_ptr<sdk::ImporterBoundary> importer);
+                                                std::unique_ptr<sdk::ImporterBoundary> importer,
+                                                uint32_t abi_minor);
 
 // Every registered op at every dtype; never throws (a failure becomes an illegal entry).
 LegalityTable build_legality_table(const Target& target);

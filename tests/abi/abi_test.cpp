@@ -130,6 +130,41 @@ TEST_F(AbiTest, ImporterIsFoundByExtension) {
   EXPECT_THROW(r.target("abi_importer"), Error);
 }
 
+TEST_F(AbiTest, ImportOptionsReachAnImporterOfAbi11) {
+  Registry r = discover({case_dir("importer")});
+  std::shared_ptr<Importer> imp = r.importer_for("m.tst");
+  ASSERT_TRUE(imp);
+  ImportOptions sizes;
+  sizes.dim_values = {{"seq", 8}};
+  EXPECT_EQ(imp->load("m.tst", sizes).graph().name, "m:with-options seq=8");
+  EXPECT_EQ(imp->load("m.tst", ImportOptions{}).graph().name, "m");  // no options: plain load
+}
+
+TEST_F(AbiTest, AnImporterOfAbi10IsNeverAskedForOptions) {
+  Registry r = discover({case_dir("old_importer")});
+  ASSERT_EQ(r.plugins().size(), 1u);
+  EXPECT_EQ(r.plugins()[0].status, PluginStatus::kAvailable);
+  EXPECT_EQ(r.plugins()[0].abi, "1.0");
+  std::shared_ptr<Importer> imp = r.importer_for("m.tst");
+  ASSERT_TRUE(imp);
+  // Sizes are only hints (its dims stay symbolic and get bound when lowering): a plain load.
+  ImportOptions sizes;
+  sizes.dim_values = {{"seq", 8}};
+  EXPECT_EQ(imp->load("m.tst", sizes).graph().name, "m");
+  // Input values would change the model: refused, with what to do.
+  ImportOptions values;
+  values.input_values.emplace("k", Tensor(DType::kI64, {}));
+  try {
+    imp->load("m.tst", values);
+    FAIL() << "a 1.0 importer must not be given input values";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUser);
+    EXPECT_STREQ(e.what(),
+                 "the abi_importer importer was built for ABI 1.0, which cannot take input values "
+                 "at import; rebuild it against this SDK");
+  }
+}
+
 TEST_F(AbiTest, ImporterIsFoundByMagicBytesAndFolderMarker) {
   Registry r = discover({case_dir("importer")});
   fs::path dir = fs::temp_directory_path() / "rlx_abi_importer_detect";

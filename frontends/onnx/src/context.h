@@ -159,6 +159,7 @@ class Converter {
   std::map<std::string, int> opsets_;
   std::map<std::pair<std::string, std::string>, const ::onnx::FunctionProto*> functions_;
   std::map<std::string, std::pair<ValueId, int64_t>> sym_sources_;
+  std::map<std::string, int64_t> fixed_dims_;  // symbols made static from options_
   std::set<ValueId> named_;
   int inline_counter_ = 0;
   int depth_ = 0;

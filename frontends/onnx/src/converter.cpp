@@ -208,14 +208,24 @@ void Converter::add_graph_inputs() {
                             ? symbol_name(d.dim_param())
                             : symbol_name(in.name()) + "_d" + std::to_string(i);
       symbols_seen.insert(sym);
-      auto fixed = options_.dim_values.find(sym);
-      if (fixed == options_.dim_values.end())
+      std::optional<int64_t> size;
+      if (auto given = options_.dim_values.find(sym); given != options_.dim_values.end())
+        size = given->second;
+      else if (auto seen = fixed_dims_.find(sym); seen != fixed_dims_.end())
+        size = seen->second;
+      else if (auto run = options_.input_shapes.find(in.name());
+               run != options_.input_shapes.end() &&
+               static_cast<int>(run->second.size()) == tt.shape().dim_size())
+        size = run->second[i];  // a rank that disagrees is left for the runtime to report
+      if (!size) {
         type.shape.push_back(Dim::symbol(sym));
-      else if (fixed->second < 0 || fixed->second > (int64_t{1} << 40))
+        continue;
+      }
+      if (*size < 0 || *size > (int64_t{1} << 40))
         throw_user_error(fmt::format("{}: the size given for dim '{}' ({}) is out of range", where,
-                                     sym, fixed->second));
-      else
-        type.shape.emplace_back(fixed->second);
+                                     sym, *size));
+      fixed_dims_.emplace(sym, *size);
+      type.shape.emplace_back(*size);
     }
     auto v = std::make_shared<Val>();
     auto bound = options_.input_values.find(in.name());
@@ -488,6 +498,12 @@ Model Converter::run() {
   for (const auto& [domain, version] : opsets_)
     m.metadata["opset" + (domain.empty() ? std::string() : "." + domain)] = std::to_string(version);
   for (const auto& kv : model_.metadata_props()) m.metadata["onnx." + kv.key()] = kv.value();
+  if (!fixed_dims_.empty()) {
+    std::string fixed;
+    for (const auto& [sym, size] : fixed_dims_)
+      fixed += fmt::format("{}{}={}", fixed.empty() ? "" : ",", sym, size);
+    m.metadata[kFixedDimsKey] = fixed;
+  }
   g_.name = "main";
   m.graphs["main"] = std::move(g_);
   return m;

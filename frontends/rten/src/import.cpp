@@ -37,6 +37,8 @@ Model import_bytes(std::string_view bytes, const std::string& display_name,
     put("run_id", md->run_id());
     put("run_url", md->run_url());
   }
+  if (auto fixed = m.metadata.find(kFixedDimsKey); fixed != m.metadata.end())
+    meta[kFixedDimsKey] = fixed->second;
   m.metadata = std::move(meta);
   return m;
 }

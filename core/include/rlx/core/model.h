@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rlx/core/graph.h"
+#include "rlx/core/tensor.h"
 
 namespace rlx {
 
@@ -38,5 +39,29 @@ struct Model {
   // The graph named `name`; throws a user error listing the graphs the model has.
   const Graph& graph(const std::string& name = "main") const;
 };
+
+// What a caller may tell an importer besides the path. It crosses the plugin boundary (ABI 1.1);
+// an importer takes what its format needs and ignores the rest, so one set of options serves
+// every format (the model builders keep their dims symbolic and bind sizes at compile time).
+struct ImportOptions {
+  // Values for graph inputs that an op needs at compile time (a Reshape's shape, a Slice's
+  // starts, a TopK's k...). rlx compiles per shape, so an output shape may not depend on the
+  // value of a run-time input; a caller that knows such values specialises the model on them.
+  // A bound input is used as a constant everywhere and is no longer an input of the graph.
+  std::map<std::string, Tensor> input_values;
+  // Symbolic dims fixed at import (symbol name, as the model spells it, -> size): `rlx compile
+  // --bind`. Shape arithmetic rlx cannot keep symbolic (a reflect Pad or a strided Conv on a
+  // dynamic axis gives `seq + 128`, `seq / 64 - 1`) needs them.
+  std::map<std::string, int64_t> dim_values;
+  // Shapes of the tensors the caller will run with, by graph input name (`rlx run --inputs`):
+  // an importer that cannot keep a dim symbolic takes its size from here.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+
+  bool empty() const { return input_values.empty() && dim_values.empty() && input_shapes.empty(); }
+};
+
+// Model::metadata key under which an importer lists the symbolic dims it fixed from
+// ImportOptions ("sequence=512,batch=1"), so a caller can tell a fixed dim from an unknown name.
+inline constexpr const char* kFixedDimsKey = "fixed_dims";
 
 }  // namespace rlx

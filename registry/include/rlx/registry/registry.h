@@ -31,6 +31,10 @@ class Importer {
   virtual ~Importer() = default;
   virtual std::string name() const = 0;
   virtual Model load(const std::filesystem::path& path) = 0;
+  // With ImportOptions. A plugin built for ABI 1.0 cannot take them: it gets a plain load when
+  // the options only carry sizes (its dims stay symbolic and are bound at compile time) and a
+  // user error when they carry input values.
+  virtual Model load(const std::filesystem::path& path, const ImportOptions& options) = 0;
 };
 
 struct Manifest {

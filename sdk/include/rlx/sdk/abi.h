@@ -1,11 +1,16 @@
 // The ABI handshake. Every plugin exports the C function rlx_plugin_abi(); the registry calls it
 // before touching any C++ symbol. Major must equal the host's; the host's minor must be >= the
 // plugin's; the toolchain tag must match because C++ types cross the boundary.
+//
+// Minor history (a host calls what a plugin's minor has, never more):
+//   1.0  the first boundary
+//   1.1  ImporterBoundary::load_with_options (ImportOptions: input values, dim sizes, input
+//        shapes)
 #pragma once
 #include <cstdint>
 
 #define RLX_ABI_MAJOR 1
-#define RLX_ABI_MINOR 0
+#define RLX_ABI_MINOR 1
 
 #define RLX_STR2(x) #x
 #define RLX_STR(x) RLX_STR2(x)

@@ -48,6 +48,10 @@ class ImporterBoundary {
   virtual std::string name() const noexcept = 0;
   virtual std::string version() const noexcept = 0;
   virtual Status load(const std::filesystem::path& path, Model* out) noexcept = 0;
+  // ABI 1.1 (appended, so the vtable of a 1.0 plugin is a prefix of this one; the host calls it
+  // only on plugins whose handshake says minor >= 1).
+  virtual Status load_with_options(const std::filesystem::path& path, const ImportOptions& options,
+                                   Model* out) noexcept = 0;
 };
 
 // The factory every plugin exports under RLX_FACTORY_SYMBOL. Exactly one of the two pointers is

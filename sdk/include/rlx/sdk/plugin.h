@@ -29,6 +29,15 @@ class ImporterPlugin {
   virtual std::string version() const = 0;
   // Reads the model at `path` (a file, or a folder for formats stored as several files).
   virtual Model load(const std::filesystem::path& path) = 0;
+  // Reads the model with what the caller knows besides the path (ImportOptions in
+  // rlx/core/model.h). A format whose dims stay symbolic ignores the sizes; the default refuses
+  // input values, which only an importer that specialises a graph on them can use.
+  virtual Model load_with(const std::filesystem::path& path, const ImportOptions& options) {
+    if (!options.input_values.empty())
+      throw_user_error(name() + " importer: cannot fix the values of graph inputs at import (" +
+                       options.input_values.begin()->first + "); this format has no such inputs");
+    return load(path);
+  }
 };
 
 namespace detail {
@@ -106,6 +115,10 @@ class GuardedImporter final : public ImporterBoundary {
   std::string version() const noexcept override { return impl_->version(); }
   Status load(const std::filesystem::path& path, Model* out) noexcept override {
     return guarded([&] { *out = impl_->load(path); });
+  }
+  Status load_with_options(const std::filesystem::path& path, const ImportOptions& options,
+                           Model* out) noexcept override {
+    return guarded([&] { *out = impl_->load_with(path, options); });
   }
 
  private:

@@ -17,17 +17,10 @@ class ModelProto;
 
 namespace rlx::onnx {
 
-struct ImportOptions {
-  // Values for graph inputs that an op needs at compile time (a Reshape's shape, a Slice's
-  // starts, a TopK's k...). rlx compiles per shape, so an output shape may not depend on the
-  // value of a run-time input; a caller that knows such values specialises the model on them.
-  // A bound input is used as a constant everywhere and is no longer an input of the graph.
-  std::map<std::string, Tensor> input_values;
-  // Symbolic dims fixed at import (symbol name, as the graph spells it, -> size). Shape
-  // arithmetic rlx cannot keep symbolic (a reflect Pad or a strided Conv on a dynamic axis gives
-  // `seq + 128`, `seq / 64 - 1`) needs them; every input dim of that name becomes static.
-  std::map<std::string, int64_t> dim_values;
-};
+// The options every importer takes (rlx/core/model.h); ONNX uses all three fields. Sizes from
+// input_shapes fill the dims dim_values leaves open; an input's shape that contradicts the model
+// is left for the runtime to report.
+using ImportOptions = rlx::ImportOptions;
 
 // Thrown when a node needs the value of a graph input at compile time (see input_values); the
 // message names the node and the inputs.

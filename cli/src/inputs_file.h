@@ -1,0 +1,24 @@
+// --inputs IN.safetensors for run and bench: one tensor per graph input, by the input's name.
+// The file is read before the model is imported, so the importer can take the sizes of dims it
+// cannot keep symbolic from the inputs' shapes.
+#pragma once
+#include <string>
+
+#include "rlx/core/graph.h"
+#include "rlx/core/model.h"
+#include "rlx/core/runtime.h"
+#include "rlx/core/safetensors.h"
+
+namespace rlx::cli {
+
+// Reads the file; a user error when it is missing.
+TensorMap read_inputs_file(const std::string& path);
+
+// The shapes of the file's tensors, for the importer.
+ImportOptions import_options_for(const TensorMap& inputs);
+
+// One tensor per graph input; a user error naming the file for a missing or an extra tensor
+// (dtype and shape checks stay with the runtime, which knows the symbolic dims).
+NamedTensors match_inputs(const Graph& graph, const TensorMap& file, const std::string& path);
+
+}  // namespace rlx::cli
