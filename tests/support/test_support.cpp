@@ -1,8 +1,15 @@
 #include "test_support.h"
 
-#include <cstdlib>
-#include <map>
+#include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/registry/registry.h"
 
@@ -40,5 +47,55 @@ std::vector<double> values(const Tensor& t) {
 }
 
 Tensor f32(std::vector<int64_t> shape, std::vector<float> v) { return Tensor::from<float>(DType::kF32, std::move(shape), v); }
+
+std::string compile_error(const std::string& ir, std::shared_ptr<Target> target) {
+  try {
+    Session s(std::move(target));
+    s.compile(parse_graph(ir, "test.rlx"));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_all_close(const NamedTensors& want, const NamedTensors& got, double rel_tol, const std::string& what) {
+  for (const auto& [name, t] : want) {
+    auto it = got.find(name);
+    ASSERT_NE(it, got.end()) << what << " has no output " << name;
+    auto w = values(t), g = values(it->second);
+    ASSERT_EQ(w.size(), g.size()) << what << " " << name;
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (std::isnan(w[i]))
+        EXPECT_TRUE(std::isnan(g[i])) << what << " " << name << "[" << i << "] = " << g[i];
+      else if (std::isinf(w[i]))
+        EXPECT_EQ(g[i], w[i]) << what << " " << name << "[" << i << "]";
+      else
+        EXPECT_NEAR(g[i], w[i], rel_tol * std::max(1.0, std::fabs(w[i]))) << what << " " << name << "[" << i << "]";
+    }
+  }
+}
+
+TempDir::TempDir() {
+  std::string t = (std::filesystem::temp_directory_path() / "rlx-test-XXXXXX").string();
+  if (!mkdtemp(t.data())) throw Error(ErrorKind::kUser, "cannot make a temporary folder " + t);
+  path_ = t;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Emitted::Emitted(const std::string& ir, std::shared_ptr<Target> target) {
+  Session s(target);
+  artifacts_ = target->emit(s.compile(parse_graph(ir, "test.rlx")).lir_for({}), dir_.path());
+}
 
 }  // namespace rlx::test

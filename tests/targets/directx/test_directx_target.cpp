@@ -5,15 +5,9 @@
 // int64_t and 16-bit types, so the kernels run here are f32, f64 and i32 ones.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "device_executable.h"
+#include "gpu_like_suite.h"
 #include "hlsl_library.h"
 #include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
@@ -57,6 +51,13 @@ class DirectX : public ::testing::Test {
   }
 };
 
+// Shared with the other GPU-like targets (tests/targets/common): the complex and f64 refusals.
+[[maybe_unused]] const bool kSharedTests = (test::register_codegen_only_tests({.name = "directx",
+                                                              .display = "DirectX",
+                                                              .language = "HLSL",
+                                                              .f64_single_only = test::kShaderF32OnlyOps}),
+                           true);
+
 TEST(DirectXTarget, IsCodegenOnlyAndSaysWhy) {
   Verdict v = directx()->can_execute();
   EXPECT_FALSE(v.ok);
@@ -77,24 +78,15 @@ TEST(DirectXTarget, RefusesEightBitTypesWithTheReason) {
 }
 
 TEST(DirectXTarget, EmitsOneHlslShaderPerKernel) {
-  Graph g = parse_graph(R"(graph @t(%a: f32[2,3], %b: f32[3,2]) {
+  test::Emitted e(R"(graph @t(%a: f32[2,3], %b: f32[3,2]) {
   %y = dot_general(%a, %b) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [0]} : f32[2,2]
   %e = exp(%y) : f32[2,2]
   return %e
 }
 )",
-                        "t");
-  Session s(directx());
-  auto m = s.compile(g);
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / fmt::format("rlx-directx-emit-{}", getpid());
-  auto artifacts = directx()->emit(m.lir_for({}), dir);
-  ASSERT_EQ(artifacts.size(), 1u);
-  std::ifstream in(dir / "directx_kernels.hlsl");
-  std::stringstream text;
-  text << in.rdbuf();
-  fs::remove_all(dir);
-  const std::string hlsl = text.str();
+                   directx());
+  ASSERT_EQ(e.artifacts().size(), 1u);
+  const std::string hlsl = e.text("directx_kernels.hlsl");
   EXPECT_NE(hlsl.find("//@rlx-kernel k0_dot_general\n[[vk::binding(0, 0)]] RWStructuredBuffer<float> b0 : register(u0);"),
             std::string::npos)
       << hlsl;
@@ -126,21 +118,7 @@ TEST_F(DirectX, HlslKernelsOnVulkanAgreeWithCpu) {
 }
 )");
   for (const std::string& ir : programs) {
-    auto want = test::run_text(ir, in, test::cpu_target());
-    auto got = run_hlsl_on_vulkan(ir, in);
-    for (auto& [name, t] : want) {
-      auto w = test::values(t), g = test::values(got.at(name));
-      ASSERT_EQ(w.size(), g.size()) << ir;
-      for (size_t i = 0; i < w.size(); ++i) {
-        if (std::isnan(w[i])) {
-          EXPECT_TRUE(std::isnan(g[i])) << ir << name << "[" << i << "]";
-        } else if (std::isinf(w[i])) {
-          EXPECT_EQ(g[i], w[i]) << ir << name << "[" << i << "]";
-        } else {
-          EXPECT_NEAR(g[i], w[i], 2e-6 * std::max(1.0, std::fabs(w[i]))) << ir << name << "[" << i << "]";
-        }
-      }
-    }
+    test::expect_all_close(test::run_text(ir, in, test::cpu_target()), run_hlsl_on_vulkan(ir, in), 2e-6, ir);
   }
 }
 

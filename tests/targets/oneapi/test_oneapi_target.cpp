@@ -9,9 +9,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
+#include "gpu_like_suite.h"
 #include "model_support.h"
 #include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
@@ -24,14 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::shared_ptr<Target> oneapi() { return test::target_named("oneapi"); }
+using test::read_file;
+using test::TempDir;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::shared_ptr<Target> oneapi() { return test::target_named("oneapi"); }
 
 // A program on PATH, or "" when absent.
 std::string tool(const char* name) {
@@ -46,26 +42,10 @@ std::string tool(const char* name) {
 int shell(const std::string& cmd, std::string* out) {
   fs::path log = fs::temp_directory_path() / fmt::format("rlx-oneapi-{}.log", getpid());
   int rc = std::system((cmd + " > '" + log.string() + "' 2>&1").c_str());
-  *out = read(log);
+  *out = read_file(log);
   fs::remove(log);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "rlx-oneapi-XXXXXX").string();
-    path_ = mkdtemp(t.data()) ? fs::path(t) : fs::path();
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // Emits `program` for oneapi into `dir`, then checks the SPIR-V with spirv-val and ocloc.
 void expect_valid_module(const lir::Program& program, const fs::path& dir, const std::string& what) {
@@ -73,7 +53,7 @@ void expect_valid_module(const lir::Program& program, const fs::path& dir, const
   ASSERT_EQ(artifacts.size(), 2u) << what;
   EXPECT_EQ(artifacts[1].kind, "spirv");
   const fs::path spv = dir / "oneapi_kernels.spv";
-  std::string bytes = read(spv);
+  std::string bytes = read_file(spv);
   ASSERT_GE(bytes.size(), 20u) << what;
   EXPECT_EQ(static_cast<uint8_t>(bytes[0]), 0x03) << "SPIR-V magic 0x07230203, little-endian";
   EXPECT_EQ(static_cast<uint8_t>(bytes[3]), 0x07);
@@ -92,15 +72,9 @@ void expect_valid_module(const lir::Program& program, const fs::path& dir, const
     std::printf("ocloc not installed (intel-opencl-icd): %s not compiled offline\n", what.c_str());
 }
 
-std::string compile_error(const std::string& ir) {
-  try {
-    Session s(oneapi());
-    s.compile(parse_graph(ir, "test.rlx"));
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+// Shared with the other GPU-like targets (tests/targets/common): RefusesComplexWithTheReason.
+[[maybe_unused]] const bool kSharedTests =
+    (test::register_codegen_only_tests({.name = "oneapi", .display = "OneApi", .language = "OpenCL C"}), true);
 
 TEST(OneApiTarget, IsCodegenOnlyAndSaysWhy) {
   registry::Options o;
@@ -118,16 +92,11 @@ TEST(OneApiTarget, IsCodegenOnlyAndSaysWhy) {
 }
 
 TEST(OneApiTarget, RefusesF64WithTheReason) {
-  std::string msg = compile_error("graph @t(%x: f64[4]) {\n  %y = exp(%x) : f64[4]\n  return %y\n}\n");
+  std::string msg = test::compile_error("graph @t(%x: f64[4]) {\n  %y = exp(%x) : f64[4]\n  return %y\n}\n", oneapi());
   EXPECT_NE(msg.find("oneapi targets Intel GPUs without fp64 (Xe-LP, Xe-HPG), so it cannot compute exp "
                      "in f64; convert the model to f32 first (rlx never narrows f64 silently)"),
             std::string::npos)
       << msg;
-}
-
-TEST(OneApiTarget, RefusesComplexWithTheReason) {
-  std::string msg = compile_error("graph @t(%x: c64[4]) {\n  %y = neg(%x) : c64[4]\n  return %y\n}\n");
-  EXPECT_NE(msg.find("OpenCL C has no complex type, so oneapi has no c64 kernel for neg"), std::string::npos) << msg;
 }
 
 // Programs covering every kind of kernel the module holds.
@@ -141,20 +110,12 @@ const char* const kPrograms[] = {
   return %s
 }
 )",
-    R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
+    test::kMixedProgram,
+    R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5]) {
   %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
-  %m = reduce_max(%d) {axes = [2]} : f32[2,3]
-  %t = tanh(%m) : f32[2,3]
-  %r = reshape(%d) {shape = [6, 5]} : f32[6,5]
-  %g = gather(%r, %ids) {axis = 0} : f32[3,5]
-  %s = scatter(%r, %ids, %g) {axis = 0, reduce = "add"} : f32[6,5]
-  %hc = convert(%t) {dtype = f16} : f16[2,3]
-  %hs = mul(%hc, %h) : f16[2,3]
-  %it = iota() {dim = 1, dtype = i64, shape = [2, 3]} : i64[2,3]
-  %ip = pow(%it, %it) : i64[2,3]
   %tr = transpose(%d) {perm = [2, 0, 1]} : f32[5,2,3]
   %sl = slice(%tr) {limit = [5, 2, 3], start = [1, 0, 0], strides = [2, 1, 2]} : f32[2,2,2]
-  return %s, %hs, %ip, %g, %sl
+  return %sl
 }
 )",
     R"(graph @t(%n: i64[]) {
@@ -195,13 +156,8 @@ TEST(OneApiTarget, ItsOpenClCRunsOnTheGpuTargetLikeCpu) {
     GTEST_SKIP() << "no gpu target to run the OpenCL C: " << e.what();
   }
   if (Verdict v = gpu->can_execute(); !v.ok) GTEST_SKIP() << "gpu cannot run here: " << v.reason;
-  const char* ir = kPrograms[1];
-  Graph g = parse_graph(ir, "test.rlx");
-  TempDir a, b;
-  Session so(oneapi()), sg(gpu);
-  oneapi()->emit(so.compile(g).lir_for({}), a.path());
-  gpu->emit(sg.compile(g).lir_for({}), b.path());
-  EXPECT_EQ(read(a.path() / "oneapi_kernels.cl"), read(b.path() / "gpu_kernels.cl"));
+  const char* ir = test::kMixedProgram;
+  EXPECT_EQ(test::Emitted(ir, oneapi()).text("oneapi_kernels.cl"), test::Emitted(ir, gpu).text("gpu_kernels.cl"));
 
   std::vector<float> av(24), bv(40);
   for (int i = 0; i < 24; ++i) av[i] = std::sin(0.7f * i);
@@ -210,13 +166,7 @@ TEST(OneApiTarget, ItsOpenClCRunsOnTheGpuTargetLikeCpu) {
   for (int i = 0; i < 6; ++i) h.as<uint16_t>()[i] = static_cast<uint16_t>(0x3C00 + 0x100 * i);  // 1, 1.25, ...
   NamedTensors in = {{"a", test::f32({2, 3, 4}, av)}, {"b", test::f32({2, 4, 5}, bv)},
                      {"ids", Tensor::from<int64_t>(DType::kI64, {3}, {5, -6, 5})}, {"h", h}};
-  auto want = test::run_text(ir, in, test::cpu_target());
-  auto got = test::run_text(ir, in, gpu);
-  for (auto& [name, t] : want) {
-    auto w = test::values(t), v = test::values(got.at(name));
-    ASSERT_EQ(w.size(), v.size()) << name;
-    for (size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(v[i], w[i], 1e-6 * std::max(1.0, std::fabs(w[i]))) << name << "[" << i << "]";
-  }
+  test::expect_all_close(test::run_text(ir, in, test::cpu_target()), test::run_text(ir, in, gpu), 1e-6);
 }
 
 // Symbols of a graph's inputs bound from tensors of those inputs.

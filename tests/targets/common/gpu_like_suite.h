@@ -1,0 +1,72 @@
+// The tests every GPU-like target shares (gpu, vulkan, opengl, and the targets written after
+// them), registered from one description of the target instead of copied into each suite.
+//
+// A target that can run here gets: the cpu target's primitive suites (tests/targets/cpu) run on
+// it, the shared tests below under the suite "<display>Target", and the model fixtures end to
+// end. Its test main is one call:
+//
+//   int main(int argc, char** argv) {
+//     return rlx::test::gpu_like_main(argc, argv, {.name = "vulkan", .display = "Vulkan", ...});
+//   }
+//
+// and its own test file holds only what is particular to it (its emitted source, its own
+// refusals). Codegen-only targets (no device here) call register_codegen_only_tests instead.
+// CMake: rlx_add_gpu_like_tests (tests/targets/common/CMakeLists.txt).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "rlx/core/dtype.h"
+#include "rlx/core/runtime.h"
+
+namespace rlx::test {
+
+struct GpuLikeTarget {
+  std::string name;      // the plugin's target name: "vulkan"
+  std::string display;   // the stem of test names: "Vulkan" -> VulkanTarget.*, FloatOpsAtEveryDtypeVulkanAccepts
+  std::string language;  // the kernel language its refusals name: "GLSL", "OpenCL C"
+  std::string device;    // RunsOn<device>: "AVulkanDevice"
+  // The driver's compiled-kernel cache variable ("MESA_SHADER_CACHE_DIR", "POCL_CACHE_DIR"): each
+  // run points it at a fresh temporary folder, never the user's. "" for none.
+  std::string cache_env;
+  // Float dtypes the target computes. Unless they are all four float dtypes with every op, the
+  // cpu float suites are left out and FloatOpsAtEveryDtype<display>Accepts runs the same tables
+  // at these dtypes instead.
+  std::vector<DType> float_dtypes = {DType::kF32, DType::kF16, DType::kBF16, DType::kF64};
+  // Ops the language has for 32-bit floats only, which the target refuses at f64 (checked by
+  // RefusesF64TranscendentalsWithTheReason). Empty: every op at every float dtype.
+  std::vector<std::string> f64_single_only;
+  // The suite of the model fixture tests ("GpuFixtures"); "" runs none.
+  std::string fixture_suite;
+  // Shared tests this target does not take (say why next to the list), and further cpu suite
+  // tests to leave out (gtest filter patterns).
+  std::vector<std::string> skip_tests;
+  std::vector<std::string> skip_cpu_tests;
+};
+
+// The ops GLSL (and HLSL) have for 32-bit floats only: exp, log, tanh, erf, sin, cos, pow and
+// logistic. Written out here, not taken from the plugins, so the tests check their lists. Inline,
+// so a test file's static initializers may read it.
+inline const std::vector<std::string> kShaderF32OnlyOps = {"exp", "log", "tanh", "erf", "sin", "cos", "pow", "logistic"};
+
+// A program mixing every kind of kernel (fused elementwise, reductions, dot_general with batch
+// dims, gather, scatter-add, f16 and i64 arithmetic; outputs s, t, hs, ip, g), and inputs for it
+// (a, b, ids, h; seeded, so every run and every target gets the same).
+extern const char* const kMixedProgram;
+NamedTensors mixed_program_inputs();
+
+// Registers the shared tests of a target that runs here (see the top of this file).
+void register_gpu_like_tests(const GpuLikeTarget& target);
+
+// The whole test main of a target that runs here: sets RLX_TEST_TARGET (so the cpu suites run on
+// it), gives the driver a temporary kernel cache, leaves out the cpu tests that name the cpu
+// itself (and the float suites, see float_dtypes), skips every test saying why when the target
+// cannot run, registers the shared tests and runs them all.
+int gpu_like_main(int argc, char** argv, const GpuLikeTarget& target);
+
+// The shared tests of a codegen-only target (compile-time refusals): RefusesComplexWithTheReason,
+// and RefusesF64TranscendentalsWithTheReason when f64_single_only is set. Call it before
+// RUN_ALL_TESTS (a static initializer in the test file will do).
+void register_codegen_only_tests(const GpuLikeTarget& target);
+
+}  // namespace rlx::test
