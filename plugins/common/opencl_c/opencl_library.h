@@ -2,16 +2,18 @@
 // an OpenCL driver, oneapi compiles it to SPIR-V): the SDK's OpenCL dialect plus gather and
 // scatter, which read through run-time indices and so are written here, not rendered.
 #pragma once
-#include "device_api.h"
+#include "index_call_library.h"
 
 namespace rlx::opencl_c {
 
-class OpenClKernelLibrary final : public gpu_host::KernelLibrary {
+class OpenClKernelLibrary final : public gpu_host::IndexCallLibrary {
  public:
+  OpenClKernelLibrary() : IndexCallLibrary("OpenCL C") {}
   const sdk::Dialect& dialect() const override;
-  bool has_call(const std::string& callee) const override;
-  gpu_host::NativeKernel call_kernel(const lir::CallKernel& call, const lir::Program& program,
-                                     int32_t index, int32_t status_slot) const override;
+
+ protected:
+  std::string gather_source(const gpu_host::IndexCall& c) const override;
+  std::string scatter_source(const gpu_host::IndexCall& c) const override;
 };
 
 // The library's one instance (it holds no state).

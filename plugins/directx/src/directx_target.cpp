@@ -5,13 +5,12 @@
 // Vulkan (lavapipe) through the vulkan target's device adapter (tests/targets/directx).
 #include <fmt/format.h>
 
-#include <fstream>
-
 #include "hlsl_library.h"
 #include "legality.h"
 #include "module_plan.h"
 #include "rlx/core/error.h"
 #include "rlx/sdk/plugin.h"
+#include "target_plugin.h"
 
 namespace rlx::directx {
 
@@ -21,14 +20,9 @@ constexpr const char* kWhy =
     "Direct3D 12 runs only on Windows and the directx executor is not written yet; `rlx compile "
     "--target directx -o DIR` writes the HLSL (dxc -T cs_6_2 -E main -enable-16bit-types builds it)";
 
-class DirectXTarget final : public sdk::TargetPlugin {
+class DirectXTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
-  std::string name() const override { return "directx"; }
-  std::string version() const override { return "0.1.0"; }
-
-  Verdict claim_native(const NodeSignature& s) const override {
-    return Verdict::no(fmt::format("directx has no native kernel for {}: it runs the MIR decomposition", s.op));
-  }
+  DirectXTarget() : GpuLikeTargetPlugin("directx", "HLSL") {}
 
   // What HLSL can hold and compute; the D3D12 device is not known here (no executor).
   Verdict accepts_primitive(const NodeSignature& s) const override {
@@ -42,12 +36,7 @@ class DirectXTarget final : public sdk::TargetPlugin {
   }
 
   std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
-    std::filesystem::create_directories(dir);
-    const std::filesystem::path file = dir / "directx_kernels.hlsl";
-    std::ofstream out(file);
-    out << gpu_host::plan_module(program, hlsl_library()).source;
-    if (!out.flush()) throw_user_error(fmt::format("directx: cannot write {}", file.string()));
-    return {Artifact{"directx_kernels.hlsl", "hlsl"}};
+    return {write_module(dir, "directx_kernels.hlsl", "hlsl", gpu_host::plan_module(program, hlsl_library()).source)};
   }
 };
 

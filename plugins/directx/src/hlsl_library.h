@@ -1,16 +1,22 @@
-// The HLSL kernel library of the directx target: the SDK's HLSL dialect plus gather and scatter,
-// with the index semantics and status-buffer protocol of the OpenCL C and GLSL libraries.
+// The HLSL kernel library of the directx target: the SDK's HLSL dialect plus gather and scatter
+// (index semantics and status protocol: gpu_host/index_call_library.h).
 #pragma once
-#include "device_api.h"
+#include "index_call_library.h"
 
 namespace rlx::directx {
 
-class HlslKernelLibrary final : public gpu_host::KernelLibrary {
+class HlslKernelLibrary final : public gpu_host::IndexCallLibrary {
  public:
+  HlslKernelLibrary() : IndexCallLibrary("HLSL") {}
   const sdk::Dialect& dialect() const override;
-  bool has_call(const std::string& callee) const override;
-  gpu_host::NativeKernel call_kernel(const lir::CallKernel& call, const lir::Program& program,
-                                     int32_t index, int32_t status_slot) const override;
+
+ protected:
+  std::string gather_source(const gpu_host::IndexCall& c) const override;
+  std::string scatter_source(const gpu_host::IndexCall& c) const override;
+
+ private:
+  std::string head(const gpu_host::IndexCall& c, const std::string& buffers) const;
+  std::string resolve_index(const gpu_host::IndexCall& c) const;
 };
 
 const HlslKernelLibrary& hlsl_library();

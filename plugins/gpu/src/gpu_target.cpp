@@ -4,16 +4,14 @@
 // come from the OpenCL C kernel library, while loops run their control flow on the host.
 #include <fmt/format.h>
 
-#include <fstream>
-
 #include "device_executable.h"
 #include "module_plan.h"
 #include "opencl_device.h"
 #include "opencl_library.h"
 #include "signature.h"
 #include "rlx/core/error.h"
-#include "rlx/core/op_registry.h"
 #include "rlx/sdk/plugin.h"
+#include "target_plugin.h"
 
 namespace rlx::gpu {
 
@@ -21,23 +19,12 @@ namespace {
 
 using gpu_host::uses;
 
-class GpuTarget final : public sdk::TargetPlugin {
+class GpuTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
-  std::string name() const override { return "gpu"; }
-  std::string version() const override { return "0.1.0"; }
-
-  Verdict claim_native(const NodeSignature& s) const override {
-    return Verdict::no(fmt::format("gpu has no native kernel for {}: it runs the MIR decomposition", s.op));
-  }
+  GpuTarget() : GpuLikeTargetPlugin("gpu", "OpenCL C") {}
 
   Verdict accepts_primitive(const NodeSignature& s) const override {
-    const OpDef* def = OpRegistry::instance().find(s.op);
-    if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
-    if (uses(s, DType::kC64))
-      return Verdict::no(fmt::format(
-          "OpenCL C has no complex type, so gpu has no c64 kernel for {}: split complex values "
-          "into real and imaginary parts before compiling",
-          s.op));
+    if (Verdict v = common_refusals(s); !v.ok) return v;
     std::string why;
     auto device = OpenClDevice::shared(&why);
     // 16-bit floats are stored as bits and computed in f32 (render.h), so they need no
@@ -56,18 +43,14 @@ class GpuTarget final : public sdk::TargetPlugin {
   Verdict can_execute() const override {
     std::string why;
     auto device = OpenClDevice::shared(&why);
-    if (!device) return Verdict::no(why);
     // Available, and the listing says on which device (RLX_OPENCL_DEVICE picks another).
-    return Verdict{true, "OpenCL device " + device->info().describe()};
+    return device_status(device != nullptr, why, device ? "OpenCL device " + device->info().describe() : "");
   }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
     std::string why;
     auto device = OpenClDevice::shared(&why);
-    if (!device)
-      throw_user_error(fmt::format("gpu cannot run here: {}. `rlx compile --target gpu -o DIR` still writes "
-                                   "the OpenCL C",
-                                   why));
+    if (!device) throw_cannot_run(why, "the OpenCL C");
     if (!device->info().fp64)
       if (std::string at = gpu_host::dtype_use(program, DType::kF64); !at.empty())
         throw Error(ErrorKind::kCompile,
@@ -79,12 +62,8 @@ class GpuTarget final : public sdk::TargetPlugin {
 
   // The module exactly as compile() builds it: every kernel of the program in one OpenCL C file.
   std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
-    std::filesystem::create_directories(dir);
-    const std::filesystem::path file = dir / "gpu_kernels.cl";
-    std::ofstream out(file);
-    out << gpu_host::plan_module(program, opencl_c::opencl_library()).source;
-    if (!out.flush()) throw_user_error(fmt::format("gpu: cannot write {}", file.string()));
-    return {Artifact{"gpu_kernels.cl", "opencl-c"}};
+    return {write_module(dir, "gpu_kernels.cl", "opencl-c",
+                         gpu_host::plan_module(program, opencl_c::opencl_library()).source)};
   }
 };
 

@@ -5,16 +5,14 @@
 // (spirv-val, ocloc) and its OpenCL C runs on the gpu target (tests/targets/oneapi).
 #include <fmt/format.h>
 
-#include <fstream>
-
 #include "level_zero_probe.h"
 #include "module_plan.h"
 #include "opencl_library.h"
 #include "signature.h"
 #include "rlx/core/error.h"
-#include "rlx/core/op_registry.h"
 #include "rlx/sdk/plugin.h"
 #include "spirv_compile.h"
+#include "target_plugin.h"
 
 namespace rlx::oneapi {
 
@@ -22,23 +20,12 @@ namespace {
 
 using gpu_host::uses;
 
-class OneApiTarget final : public sdk::TargetPlugin {
+class OneApiTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
-  std::string name() const override { return "oneapi"; }
-  std::string version() const override { return "0.1.0"; }
-
-  Verdict claim_native(const NodeSignature& s) const override {
-    return Verdict::no(fmt::format("oneapi has no native kernel for {}: it runs the MIR decomposition", s.op));
-  }
+  OneApiTarget() : GpuLikeTargetPlugin("oneapi", "OpenCL C") {}
 
   Verdict accepts_primitive(const NodeSignature& s) const override {
-    const OpDef* def = OpRegistry::instance().find(s.op);
-    if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
-    if (uses(s, DType::kC64))
-      return Verdict::no(fmt::format(
-          "OpenCL C has no complex type, so oneapi has no c64 kernel for {}: split complex values "
-          "into real and imaginary parts before compiling",
-          s.op));
+    if (Verdict v = common_refusals(s); !v.ok) return v;
     // The modules are built for the whole family, and the integrated and Arc GPUs (Xe-LP,
     // Xe-HPG) have no f64: ocloc rejects such a module for them. Refused, never narrowed.
     // Decompositions write scalars as an f64 constant converted to the compute dtype, which
@@ -71,15 +58,10 @@ class OneApiTarget final : public sdk::TargetPlugin {
                   fmt::format("oneapi targets Intel GPUs without fp64, but {} of the compiled program is "
                               "f64; convert the model to f32 first (rlx never narrows f64 silently)",
                               at));
-    std::filesystem::create_directories(dir);
-    const std::filesystem::path cl = dir / "oneapi_kernels.cl", spv = dir / "oneapi_kernels.spv";
-    {
-      std::ofstream out(cl);
-      out << gpu_host::plan_module(program, opencl_c::opencl_library()).source;
-      if (!out.flush()) throw_user_error(fmt::format("oneapi: cannot write {}", cl.string()));
-    }
-    compile_to_spirv(cl, spv);
-    return {Artifact{"oneapi_kernels.cl", "opencl-c"}, Artifact{"oneapi_kernels.spv", "spirv"}};
+    Artifact cl = write_module(dir, "oneapi_kernels.cl", "opencl-c",
+                               gpu_host::plan_module(program, opencl_c::opencl_library()).source);
+    compile_to_spirv(dir / cl.path, dir / "oneapi_kernels.spv");
+    return {cl, Artifact{"oneapi_kernels.spv", "spirv"}};
   }
 };
 

@@ -5,16 +5,13 @@
 // (never widened behind the user's back); i64 needs GL_ARB_gpu_shader_int64.
 #include <fmt/format.h>
 
-#include <fstream>
-#include <set>
-
 #include "device_executable.h"
 #include "gl_device.h"
 #include "glsl_library.h"
 #include "module_plan.h"
 #include "signature.h"
+#include "target_plugin.h"
 #include "rlx/core/error.h"
-#include "rlx/core/op_registry.h"
 #include "rlx/sdk/plugin.h"
 
 namespace rlx::opengl {
@@ -23,22 +20,13 @@ namespace {
 
 using gpu_host::uses;
 
-class OpenGlTarget final : public sdk::TargetPlugin {
+class OpenGlTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
-  std::string name() const override { return "opengl"; }
-  std::string version() const override { return "0.1.0"; }
-
-  Verdict claim_native(const NodeSignature& s) const override {
-    return Verdict::no(fmt::format("opengl has no native kernel for {}: it runs the MIR decomposition", s.op));
-  }
+  OpenGlTarget() : GpuLikeTargetPlugin("opengl", "GLSL") {}
 
   Verdict accepts_primitive(const NodeSignature& s) const override {
-    const OpDef* def = OpRegistry::instance().find(s.op);
-    if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
-    if (uses(s, DType::kC64))
-      return Verdict::no(fmt::format("GLSL has no complex type, so opengl has no c64 kernel for {}: split "
-                                     "complex values into real and imaginary parts before compiling",
-                                     s.op));
+    // Not a MIR primitive, complex values, and GLSL's f32-only ops at f64.
+    if (Verdict v = common_refusals(s, /*f64_single_only=*/true); !v.ok) return v;
     // bool, f16 and bf16 are packed in 32-bit words; i8, u8 and i16 would need 8/16-bit
     // arithmetic types to wrap in, which OpenGL's GLSL lacks.
     for (DType t : {DType::kI8, DType::kU8, DType::kI16})
@@ -47,12 +35,6 @@ class OpenGlTarget final : public sdk::TargetPlugin {
                                        "the {} values of {}; use --target vulkan, or convert them to i32 "
                                        "first (rlx never changes a dtype silently)",
                                        dtype_name(t), s.op));
-    static const std::set<std::string, std::less<>> kSingleOnly = {"exp", "log", "tanh", "erf",
-                                                                   "sin", "cos", "pow", "logistic"};
-    if (uses(s, DType::kF64) && kSingleOnly.count(s.op))
-      return Verdict::no(fmt::format("GLSL has {} for 32-bit floats only, so opengl cannot compute it in f64; "
-                                     "convert the model to f32 first (rlx never narrows f64 silently)",
-                                     s.op));
     std::string why;
     auto device = GlDevice::shared(&why);
     bool wide = uses(s, DType::kI64) || (s.op == "pow" && !s.outputs.empty() && is_integer(s.outputs[0].dtype));
@@ -65,29 +47,22 @@ class OpenGlTarget final : public sdk::TargetPlugin {
 
   Verdict can_execute() const override {
     std::string why;
-    if (!GlDevice::shared(&why)) return Verdict::no(why);
-    return Verdict::yes();
+    bool found = GlDevice::shared(&why) != nullptr;
+    return device_status(found, why);
   }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
     std::string why;
     auto device = GlDevice::shared(&why);
-    if (!device)
-      throw_user_error(fmt::format("opengl cannot run here: {}. `rlx compile --target opengl -o DIR` still "
-                                   "writes the GLSL",
-                                   why));
+    if (!device) throw_cannot_run(why, "the GLSL");
     return std::make_unique<gpu_host::DeviceExecutable>(device, program);
   }
 
   // The module exactly as compile() builds it: every kernel's compute shader in one file,
   // sections starting at `//@rlx-kernel <symbol>`.
   std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
-    std::filesystem::create_directories(dir);
-    const std::filesystem::path file = dir / "opengl_kernels.comp";
-    std::ofstream out(file);
-    out << gpu_host::plan_module(program, vulkan::glsl_opengl_library()).source;
-    if (!out.flush()) throw_user_error(fmt::format("opengl: cannot write {}", file.string()));
-    return {Artifact{"opengl_kernels.comp", "glsl"}};
+    return {write_module(dir, "opengl_kernels.comp", "glsl",
+                         gpu_host::plan_module(program, vulkan::glsl_opengl_library()).source)};
   }
 };
 

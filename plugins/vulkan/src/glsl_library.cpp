@@ -2,41 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "rlx/core/error.h"
-
 namespace rlx::vulkan {
 
 namespace {
-
-int64_t product(std::vector<int64_t>::const_iterator a, std::vector<int64_t>::const_iterator b) {
-  int64_t p = 1;
-  for (; a != b; ++a) p *= *a;
-  return p;
-}
-
-std::string where(const lir::CallKernel& c) {
-  return c.loc.empty() ? c.callee : fmt::format("{} ('{}')", c.callee, c.loc);
-}
-
-struct AxisSplit {
-  int64_t outer, len, inner;
-};
-
-AxisSplit split(const lir::CallKernel& c, const lir::Buffer& operand) {
-  const auto& s = operand.shape;
-  int64_t axis = std::get<int64_t>(c.attrs.at("axis"));
-  if (axis < 0) axis += static_cast<int64_t>(s.size());
-  if (axis < 0 || axis >= static_cast<int64_t>(s.size()))
-    throw Error(ErrorKind::kCompile, fmt::format("{}: axis out of range", where(c)));
-  return {product(s.begin(), s.begin() + axis), s[axis], product(s.begin() + axis + 1, s.end())};
-}
-
-const std::string& entry(const sdk::DTypeTable& t, DType dt, const lir::CallKernel& c) {
-  const std::string& s = t[static_cast<int>(dt)];
-  if (s.empty())
-    throw Error(ErrorKind::kCompile, fmt::format("{}: GLSL has no type for {}", where(c), dtype_name(dt)));
-  return s;
-}
 
 std::string binding(bool opengl, int j, bool readonly, const std::string& type, const std::string& name) {
   return fmt::format("layout(std430, {}binding = {}) restrict {}buffer B_{} {{ {} {}[]; }};\n",
@@ -67,50 +35,31 @@ const sdk::Dialect& GlslKernelLibrary::dialect() const {
   return opengl_ ? sdk::glsl_opengl_dialect() : sdk::glsl_vulkan_dialect();
 }
 
-bool GlslKernelLibrary::has_call(const std::string& callee) const {
-  return callee == "gather" || callee == "scatter";
+// The kernel marker, the three buffers in NativeKernel order and the status buffer.
+std::string GlslKernelLibrary::bindings(const gpu_host::IndexCall& c, bool gather) const {
+  return fmt::format("{}{}\n// {}\n", sdk::kShaderKernelMarker, c.symbol, c.where) +
+         (gather ? binding(opengl_, 0, true, c.type, "src") + binding(opengl_, 1, true, c.index_type, "ids")
+                 : binding(opengl_, 0, true, c.index_type, "ids") + binding(opengl_, 1, true, c.type, "upd")) +
+         binding(opengl_, 2, false, c.type, "dst") +
+         fmt::format("layout(std430, {}binding = 3) buffer B_status {{ int status[]; }};\n", opengl_ ? "" : "set = 0, ");
 }
 
-gpu_host::NativeKernel GlslKernelLibrary::call_kernel(const lir::CallKernel& c, const lir::Program& p,
-                                                      int32_t index, int32_t slot) const {
-  const sdk::Dialect& d = dialect();
-  const lir::Buffer& operand = p.buffers.at(c.inputs.at(0));
-  const lir::Buffer& ids = p.buffers.at(c.inputs.at(1));
-  if (!is_integer(ids.dtype))
-    throw Error(ErrorKind::kCompile,
-                fmt::format("{}: indices are {}, not an integer type", where(c), dtype_name(ids.dtype)));
-  const std::string& t = entry(d.storage_type, operand.dtype, c);
-  const std::string& it = entry(d.storage_type, ids.dtype, c);
-  AxisSplit a = split(c, operand);
-  int64_t nidx = ids.numel();
-  gpu_host::NativeKernel k;
-  k.symbol = fmt::format("k{}_{}", index, c.callee);
-  k.checks_indices = true;
-  k.where = where(c);
-  k.axis_size = a.len;
-  int32_t out = p.storage_of(c.outputs.at(0));
-  std::string head = fmt::format("{}{}\n// {}\n", sdk::kShaderKernelMarker, k.symbol, k.where);
-  std::string status = fmt::format("layout(std430, {}binding = 3) buffer B_status {{ int status[]; }};\n",
-                                   opengl_ ? "" : "set = 0, ");
-  // Elements as stored: packed sub-word elements (OpenGL's bool/f16/bf16) through the dialect's
-  // load_element/store_element, others by plain indexing.
-  DType dt = operand.dtype;
-  auto read = [&](const std::string& ptr, const std::string& i) {
-    const std::string& packed = d.load_element[static_cast<int>(dt)];
-    if (packed.empty()) return fmt::format("{}[{}]", ptr, i);
-    return fmt::format(fmt::runtime(packed), fmt::arg("ptr", ptr), fmt::arg("i", i));
-  };
-  auto write = [&](const std::string& ptr, const std::string& i, const std::string& x) {
-    const std::string& packed = d.store_element[static_cast<int>(dt)];
-    if (packed.empty()) return fmt::format("{}[{}] = {};", ptr, i, x);
-    return fmt::format(fmt::runtime(packed), fmt::arg("ptr", ptr), fmt::arg("i", i), fmt::arg("x", x));
-  };
-  if (c.callee == "gather") {
-    k.buffers = {p.storage_of(c.inputs[0]), p.storage_of(c.inputs[1]), out};
-    k.work_items = a.outer * nidx * a.inner;
-    k.source = head + binding(opengl_, 0, true, t, "src") + binding(opengl_, 1, true, it, "ids") + binding(opengl_, 2, false, t, "dst") +
-               status +
-               fmt::format(R"(void main() {{
+// Elements as stored: packed sub-word elements (OpenGL's bool/f16/bf16) through the dialect's
+// load_element/store_element, others by plain indexing.
+std::string GlslKernelLibrary::read(DType dt, const std::string& ptr, const std::string& i) const {
+  const std::string& packed = dialect().load_element[static_cast<int>(dt)];
+  if (packed.empty()) return fmt::format("{}[{}]", ptr, i);
+  return fmt::format(fmt::runtime(packed), fmt::arg("ptr", ptr), fmt::arg("i", i));
+}
+
+std::string GlslKernelLibrary::write(DType dt, const std::string& ptr, const std::string& i, const std::string& x) const {
+  const std::string& packed = dialect().store_element[static_cast<int>(dt)];
+  if (packed.empty()) return fmt::format("{}[{}] = {};", ptr, i, x);
+  return fmt::format(fmt::runtime(packed), fmt::arg("ptr", ptr), fmt::arg("i", i), fmt::arg("x", x));
+}
+
+std::string GlslKernelLibrary::gather_source(const gpu_host::IndexCall& c) const {
+  return bindings(c, true) + fmt::format(R"(void main() {{
   const int gid = {0};
   if (gid >= {1}) {{ return; }}
   const int len = {2}, inner = {3}, nidx = {4};
@@ -120,28 +69,21 @@ gpu_host::NativeKernel GlslKernelLibrary::call_kernel(const lir::CallKernel& c, 
   {6}
 }}
 )",
-                           d.global_id, k.work_items, a.len, a.inner, nidx, resolve_index(slot, ids.dtype == DType::kI64),
-                           write("dst", "gid", read("src", "(o * len + int(r)) * inner + i")));
-    return k;
-  }
-  // scatter: the output starts as a copy of the operand; one invocation per (outer, inner)
-  // position walks the indices in order, so a repeated index keeps the last update (replace) or
-  // sums every one (add), as on the cpu, with no race between invocations.
-  bool add = c.attrs.count("reduce") && std::get<std::string>(c.attrs.at("reduce")) == "add";
-  std::string update = write("dst", "di", read("upd", "si"));
-  if (add) {
-    if (dt == DType::kBool)
-      throw Error(ErrorKind::kCompile, fmt::format("{}: scatter-add is not defined on bool", where(c)));
-    auto load = [&](const std::string& x) { return fmt::format(fmt::runtime(entry(d.load, dt, c)), fmt::arg("x", x)); };
+                                         dialect().global_id, c.work_items, c.len, c.inner, c.nidx,
+                                         resolve_index(c.status_slot, c.index_dtype == DType::kI64),
+                                         write(c.dtype, "dst", "gid", read(c.dtype, "src", "(o * len + int(r)) * inner + i")));
+}
+
+std::string GlslKernelLibrary::scatter_source(const gpu_host::IndexCall& c) const {
+  const sdk::Dialect& d = dialect();
+  std::string update = write(c.dtype, "dst", "di", read(c.dtype, "upd", "si"));
+  if (c.add) {
     // GLSL integer arithmetic wraps, as the renderer's add does.
-    std::string sum = fmt::format("{}({} + {})", entry(d.compute_type, dt, c), load(read("dst", "di")), load(read("upd", "si")));
-    update = write("dst", "di", fmt::format(fmt::runtime(entry(d.store, dt, c)), fmt::arg("x", sum)));
+    std::string sum = fmt::format("{}({} + {})", entry(d.compute_type, c.dtype, c), apply(d.load, c.dtype, read(c.dtype, "dst", "di"), c),
+                                  apply(d.load, c.dtype, read(c.dtype, "upd", "si"), c));
+    update = write(c.dtype, "dst", "di", apply(d.store, c.dtype, sum, c));
   }
-  k.buffers = {p.storage_of(c.inputs[1]), p.storage_of(c.inputs[2]), out};
-  k.copies_before = {{p.storage_of(c.inputs[0]), out}};
-  k.work_items = a.outer * a.inner;
-  k.source = head + binding(opengl_, 0, true, it, "ids") + binding(opengl_, 1, true, t, "upd") + binding(opengl_, 2, false, t, "dst") + status +
-             fmt::format(R"(void main() {{
+  return bindings(c, false) + fmt::format(R"(void main() {{
   const int gid = {0};
   if (gid >= {1}) {{ return; }}
   const int len = {2}, inner = {3}, nidx = {4};
@@ -154,8 +96,8 @@ gpu_host::NativeKernel GlslKernelLibrary::call_kernel(const lir::CallKernel& c, 
   }}
 }}
 )",
-                         d.global_id, k.work_items, a.len, a.inner, nidx, resolve_index(slot, ids.dtype == DType::kI64), update);
-  return k;
+                                          d.global_id, c.work_items, c.len, c.inner, c.nidx,
+                                          resolve_index(c.status_slot, c.index_dtype == DType::kI64), update);
 }
 
 const GlslKernelLibrary& glsl_library() {

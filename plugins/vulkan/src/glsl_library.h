@@ -1,21 +1,24 @@
 // The GLSL kernel libraries of the vulkan (GLSL 4.50) and opengl (GLSL 4.30) targets: the SDK's
 // GLSL dialect plus gather and scatter, which read through run-time indices and so are written
-// here, not rendered. Same index semantics and status-buffer protocol as the OpenCL C library
-// (plugins/common/opencl_c).
+// here, not rendered (index semantics and status protocol: gpu_host/index_call_library.h).
 #pragma once
-#include "device_api.h"
+#include "index_call_library.h"
 
 namespace rlx::vulkan {
 
-class GlslKernelLibrary final : public gpu_host::KernelLibrary {
+class GlslKernelLibrary final : public gpu_host::IndexCallLibrary {
  public:
-  explicit GlslKernelLibrary(bool opengl) : opengl_(opengl) {}
+  explicit GlslKernelLibrary(bool opengl) : IndexCallLibrary("GLSL"), opengl_(opengl) {}
   const sdk::Dialect& dialect() const override;
-  bool has_call(const std::string& callee) const override;
-  gpu_host::NativeKernel call_kernel(const lir::CallKernel& call, const lir::Program& program,
-                                     int32_t index, int32_t status_slot) const override;
+
+ protected:
+  std::string gather_source(const gpu_host::IndexCall& c) const override;
+  std::string scatter_source(const gpu_host::IndexCall& c) const override;
 
  private:
+  std::string bindings(const gpu_host::IndexCall& c, bool gather) const;
+  std::string read(DType dt, const std::string& ptr, const std::string& i) const;
+  std::string write(DType dt, const std::string& ptr, const std::string& i, const std::string& x) const;
   bool opengl_;
 };
 

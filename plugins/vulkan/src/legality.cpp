@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <fstream>
-#include <set>
 
 #include "signature.h"
+#include "target_plugin.h"
 #include "rlx/core/error.h"
-#include "rlx/core/op_registry.h"
 #include "vulkan_device.h"
 
 namespace rlx::vulkan {
@@ -26,19 +25,8 @@ void write_file(const std::filesystem::path& path, const void* data, size_t byte
 
 Verdict shader_legality(const std::string& target, const std::string& language, const NodeSignature& s,
                         const VulkanDeviceInfo* device) {
-  const OpDef* def = OpRegistry::instance().find(s.op);
-  if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
-  if (uses(s, DType::kC64))
-    return Verdict::no(fmt::format("{} has no complex type, so {} has no c64 kernel for {}: split complex "
-                                   "values into real and imaginary parts before compiling",
-                                   language, target, s.op));
-  // GLSL and HLSL have exp, log, tanh, erf-free math, sin, cos and pow on 32-bit floats only.
-  static const std::set<std::string, std::less<>> kSingleOnly = {"exp", "log", "tanh", "erf", "sin",
-                                                                 "cos", "pow", "logistic"};
-  if (uses(s, DType::kF64) && kSingleOnly.count(s.op))
-    return Verdict::no(fmt::format("{} has {} for 32-bit floats only, so {} cannot compute it in f64; "
-                                   "convert the model to f32 first (rlx never narrows f64 silently)",
-                                   language, s.op, target));
+  // GLSL and HLSL have exp, log, tanh, erf, sin, cos and pow on 32-bit floats only.
+  if (Verdict v = gpu_host::common_refusals(s, target, language, /*f64_single_only=*/true); !v.ok) return v;
   if (language == "HLSL" && (uses(s, DType::kBool) || uses(s, DType::kI8) || uses(s, DType::kU8)))
     return Verdict::no(fmt::format("HLSL has no 8-bit storage type, so {} cannot store the bool/i8/u8 values "
                                    "of {}; convert them to i32 first",

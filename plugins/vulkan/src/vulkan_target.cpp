@@ -5,8 +5,6 @@
 // kernel, gather and scatter come from the GLSL kernel library, while loops run on the host.
 #include <fmt/format.h>
 
-#include <fstream>
-
 #include "device_executable.h"
 #include "glsl_library.h"
 #include "legality.h"
@@ -14,20 +12,16 @@
 #include "rlx/core/error.h"
 #include "rlx/sdk/plugin.h"
 #include "spirv_compiler.h"
+#include "target_plugin.h"
 #include "vulkan_device.h"
 
 namespace rlx::vulkan {
 
 namespace {
 
-class VulkanTarget final : public sdk::TargetPlugin {
+class VulkanTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
-  std::string name() const override { return "vulkan"; }
-  std::string version() const override { return "0.1.0"; }
-
-  Verdict claim_native(const NodeSignature& s) const override {
-    return Verdict::no(fmt::format("vulkan has no native kernel for {}: it runs the MIR decomposition", s.op));
-  }
+  VulkanTarget() : GpuLikeTargetPlugin("vulkan", "GLSL") {}
 
   Verdict accepts_primitive(const NodeSignature& s) const override {
     std::string why;
@@ -36,17 +30,14 @@ class VulkanTarget final : public sdk::TargetPlugin {
 
   Verdict can_execute() const override {
     std::string why;
-    if (!VulkanDevice::probe(&why)) return Verdict::no(why);
-    return Verdict::yes();
+    bool found = VulkanDevice::probe(&why) != nullptr;
+    return device_status(found, why);
   }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
     std::string why;
     auto device = VulkanDevice::create("vulkan", glsl_library(), ShaderLanguage::kGlsl, &why);
-    if (!device)
-      throw_user_error(fmt::format("vulkan cannot run here: {}. `rlx compile --target vulkan -o DIR` still "
-                                   "writes the GLSL and SPIR-V",
-                                   why));
+    if (!device) throw_cannot_run(why, "the GLSL and SPIR-V");
     return std::make_unique<gpu_host::DeviceExecutable>(device, program);
   }
 

@@ -1,0 +1,59 @@
+#include "target_plugin.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <fstream>
+
+#include "signature.h"
+#include "rlx/core/error.h"
+#include "rlx/core/op_registry.h"
+
+namespace rlx::gpu_host {
+
+bool f32_only_in_shaders(std::string_view op) {
+  static constexpr std::array<std::string_view, 8> kOps = {"exp", "log", "tanh", "erf", "sin", "cos", "pow", "logistic"};
+  for (std::string_view o : kOps)
+    if (o == op) return true;
+  return false;
+}
+
+Verdict common_refusals(const NodeSignature& s, const std::string& target, const std::string& language,
+                        bool f64_single_only) {
+  const OpDef* def = OpRegistry::instance().find(s.op);
+  if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
+  if (uses(s, DType::kC64))
+    return Verdict::no(fmt::format("{} has no complex type, so {} has no c64 kernel for {}: split complex "
+                                   "values into real and imaginary parts before compiling",
+                                   language, target, s.op));
+  if (f64_single_only && uses(s, DType::kF64) && f32_only_in_shaders(s.op))
+    return Verdict::no(fmt::format("{} has {} for 32-bit floats only, so {} cannot compute it in f64; "
+                                   "convert the model to f32 first (rlx never narrows f64 silently)",
+                                   language, s.op, target));
+  return Verdict::yes();
+}
+
+Verdict GpuLikeTargetPlugin::claim_native(const NodeSignature& s) const {
+  return Verdict::no(fmt::format("{} has no native kernel for {}: it runs the MIR decomposition", name_, s.op));
+}
+
+Verdict GpuLikeTargetPlugin::device_status(bool found, const std::string& why, const std::string& detail) {
+  if (!found) return Verdict::no(why);
+  return detail.empty() ? Verdict::yes() : Verdict{true, detail};
+}
+
+void GpuLikeTargetPlugin::throw_cannot_run(const std::string& why, const std::string& writes) const {
+  throw_user_error(fmt::format("{0} cannot run here: {1}. `rlx compile --target {0} -o DIR` still writes {2}", name_,
+                               why, writes));
+}
+
+Artifact GpuLikeTargetPlugin::write_module(const std::filesystem::path& dir, const std::string& file,
+                                           const std::string& kind, const std::string& text) const {
+  std::filesystem::create_directories(dir);
+  std::ofstream out(dir / file);
+  out << text;
+  if (!out.flush()) throw_user_error(fmt::format("{}: cannot write {}", name_, (dir / file).string()));
+  return Artifact{file, kind};
+}
+
+}  // namespace rlx::gpu_host

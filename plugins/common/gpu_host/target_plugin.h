@@ -1,0 +1,51 @@
+// What every GPU-like target plugin answers the same way, with its name and kernel language in
+// the words: its version, that it has no native kernels (every HIR op runs its MIR
+// decomposition), the refusals all their kernel languages share, its status from a device probe,
+// the error when it cannot run, and writing a module's text for emit(). A target derives from
+// GpuLikeTargetPlugin and adds its own legality, compile() and emit().
+#pragma once
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "rlx/sdk/plugin.h"
+
+namespace rlx::gpu_host {
+
+// Whether `op` is one the shader languages (GLSL, HLSL) have for 32-bit floats only: exp, log,
+// tanh, erf, sin, cos, pow, logistic. Such ops are refused at f64, never narrowed.
+bool f32_only_in_shaders(std::string_view op);
+
+// The refusals every kernel language of these targets shares: not a MIR primitive; complex
+// values (none of them has a complex type); and, with `f64_single_only`, the f32-only ops of the
+// shader languages at f64. Verdict::yes() when none applies.
+Verdict common_refusals(const NodeSignature& s, const std::string& target, const std::string& language,
+                        bool f64_single_only);
+
+class GpuLikeTargetPlugin : public sdk::TargetPlugin {
+ public:
+  GpuLikeTargetPlugin(std::string name, std::string language)
+      : name_(std::move(name)), language_(std::move(language)) {}
+  std::string name() const override { return name_; }
+  std::string version() const override { return "0.1.0"; }
+  Verdict claim_native(const NodeSignature& s) const override;
+
+ protected:
+  Verdict common_refusals(const NodeSignature& s, bool f64_single_only = false) const {
+    return gpu_host::common_refusals(s, name_, language_, f64_single_only);
+  }
+  // can_execute() from a device probe: yes (with `detail`, when given, naming the device) or no
+  // with the probe's reason.
+  static Verdict device_status(bool found, const std::string& why, const std::string& detail = "");
+  // compile() without a device: "<name> cannot run here: <why>. `rlx compile --target <name> -o
+  // DIR` still writes <writes>".
+  [[noreturn]] void throw_cannot_run(const std::string& why, const std::string& writes) const;
+  // Writes `text` to dir/file (emit()'s module) and returns the artifact of kind `kind`.
+  Artifact write_module(const std::filesystem::path& dir, const std::string& file, const std::string& kind,
+                        const std::string& text) const;
+
+ private:
+  std::string name_, language_;
+};
+
+}  // namespace rlx::gpu_host
