@@ -110,7 +110,9 @@ using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int,
                          float, float*, int);
 SgemmFn g_sgemm = nullptr;
 
-Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int reps) {
+// `gelu`: with the epilogue MiniLM's FFN up-projection runs (bias, then GELU in its erf form).
+Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int reps,
+                  bool gelu = false) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> a(M * K), b(K * N), c(M * N);
@@ -120,6 +122,11 @@ Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int 
   g.M = M, g.N = N, g.K = K, g.ldc = N, g.c = c.data();
   g.a = {a.data(), rlx::DType::kF32, K, 1};
   g.b = {b.data(), rlx::DType::kF32, N, 1};
+  std::vector<float> bias(N);
+  for (auto& x : bias) x = u(rng);
+  const rlx::cpu::GemmEpilogue ep = rlx::cpu::GemmEpilogue::bias_gelu_residual(
+      bias.data(), rlx::cpu::GemmEpilogue::Gelu::kErf, nullptr, 0);
+  if (gelu) g.epilogue = &ep;
   const double flops = 2.0 * M * N * K;
   // Enough calls per timing that small shapes are not dominated by the clock.
   const int inner = std::max<int>(1, int(2e8 / flops));
@@ -215,6 +222,8 @@ int main(int argc, char** argv) {
   for (int64_t seq : {32, 128}) {
     results.push_back(bench_gemm(fmt::format("minilm_s{}_qkvo", seq), seq, 384, 384, reps));
     results.push_back(bench_gemm(fmt::format("minilm_s{}_ffn_up", seq), seq, 1536, 384, reps));
+    results.push_back(
+        bench_gemm(fmt::format("minilm_s{}_ffn_up_bias_gelu", seq), seq, 1536, 384, reps, true));
     results.push_back(bench_gemm(fmt::format("minilm_s{}_ffn_down", seq), seq, 384, 1536, reps));
   }
   fmt::print("{{\"isa\": \"{}\", \"threads\": {}, \"fma_peak_gflops\": {:.1f}, \"results\": [",
