@@ -10,7 +10,8 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           llvm-spirv-14 spirv-tools libze-dev intel-opencl-icd
           flatbuffers-compiler libflatbuffers-dev
           libvulkan-dev glslang-dev glslang-tools mesa-vulkan-drivers
-          libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri)
+          libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri
+          chromium)  # headless Chromium runs the webgpu target's ES module (WebGPU on SwiftShader)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

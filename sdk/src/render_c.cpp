@@ -201,6 +201,14 @@ class KernelRenderer {
     return fmt::format(fmt::runtime(d_.declare), fmt::arg("type", type_name),
                        fmt::arg("name", name), fmt::arg("x", x));
   }
+  // `c ? t : f` in the dialect's words (WGSL: select(f, t, c)).
+  std::string choose(const std::string& c, const std::string& t, const std::string& f) const {
+    return fmt::format(fmt::runtime(d_.conditional), fmt::arg("c", c), fmt::arg("t", t),
+                       fmt::arg("f", f));
+  }
+  std::string is_nan(const std::string& x) const {
+    return fmt::format(fmt::runtime(d_.is_nan), fmt::arg("x", x));
+  }
   std::string restrict_space() const { return d_.restrict_kw.empty() ? "" : d_.restrict_kw + " "; }
 
   std::string literal(double v, DType t) const {
@@ -353,7 +361,7 @@ class KernelRenderer {
             fail(fmt::format("an index expression names loop dim {}", e.dim));
           strides[e.dim] = 1;
         }
-        return convert(affine(e.load.offset, strides), DType::kI64, e.dtype);
+        return convert(affine(e.load.offset, strides), d_.index_dtype, e.dtype);
       }
       case ExprKind::kInRange:
         return in_range(e.dim, e.lo, e.hi);
@@ -378,7 +386,7 @@ class KernelRenderer {
                       : binary(e.op, operand, args[0], args[1]);
       case ExprKind::kSelect:
         need(3);
-        return fmt::format("({} ? {} : {})", args[0], args[1], args[2]);
+        return choose(args[0], args[1], args[2]);
       case ExprKind::kConvert:
         need(1);
         return convert(args[0], operand, e.dtype);
@@ -398,7 +406,7 @@ class KernelRenderer {
     // The conditional operator evaluates only the chosen branch, so nothing is read outside.
     std::vector<std::string> inside;
     for (const lir::Guard& g : l.guards) inside.push_back(in_range(g.dim, g.lo, g.hi));
-    return fmt::format("({} ? {} : {})", join(inside, " && "), v, literal(0, e.dtype));
+    return choose(join(inside, " && "), v, literal(0, e.dtype));
   }
 
   void store(const lir::Store& s, const std::string& index, const std::string& v) {
@@ -437,14 +445,14 @@ class KernelRenderer {
     if (is_float(t)) {
       std::string one = literal(1, t);
       if (op == "sign")  // keeps -0, +0 and NaN as they are, like XLA
-        return fmt::format("({0} > 0 ? {1} : {0} < 0 ? -{1} : {0})", a, one);
+        return choose(a + " > 0", one, choose(a + " < 0", "-" + one, a));
       if (op == "rsqrt" && !math(op, t)) return fmt::format("({} / {})", one, call("sqrt", t, a));
       if (op == "logistic" && !math(op, t))
         return fmt::format("({0} / ({0} + {1}))", one, call("exp", t, "-" + a));
       return call(op, t, a);  // exp log sqrt tanh erf sin cos floor ceil round abs
     }
     if (op == "abs")
-      return is_signed_int(t) ? fmt::format("({} < 0 ? {} : {})", a, negate(t, a), a) : a;
+      return is_signed_int(t) ? choose(a + " < 0", negate(t, a), a) : a;
     if (op == "sign") return cast(t, fmt::format("({0} > 0) - ({0} < 0)", a));
     fail(fmt::format("unary {} is not defined on {}", op, dtype_name(t)));
   }
@@ -472,24 +480,24 @@ class KernelRenderer {
     }
     // NaN-propagating: a is chosen when it is NaN; when only b is NaN both tests fail and b is.
     if (op == "max")
-      return f ? fmt::format("(({0} > {1} || {0} != {0}) ? {0} : {1})", a, b)
-               : fmt::format("({0} > {1} ? {0} : {1})", a, b);
+      return f ? choose(fmt::format("({} > {} || {})", a, b, is_nan(a)), a, b)
+               : choose(fmt::format("{} > {}", a, b), a, b);
     if (op == "min")
-      return f ? fmt::format("(({0} < {1} || {0} != {0}) ? {0} : {1})", a, b)
-               : fmt::format("({0} < {1} ? {0} : {1})", a, b);
+      return f ? choose(fmt::format("({} < {} || {})", a, b, is_nan(a)), a, b)
+               : choose(fmt::format("{} < {}", a, b), a, b);
     std::string zero = literal(0, t);
     if (op == "div") {
       if (f) return fmt::format("({} / {})", a, b);
       std::string q = cast(t, fmt::format("{} / {}", a, b));
       if (is_signed_int(t))  // INT_MIN / -1 overflows (and traps on x86): negate with wrap
-        q = fmt::format("{} == -1 ? {} : {}", b, negate(t, a), q);
-      return fmt::format("({} == 0 ? {} : {})", b, zero, q);
+        q = choose(b + " == -1", negate(t, a), q);
+      return choose(b + " == 0", zero, q);
     }
     if (op == "rem") {
       if (f) return call("rem", t, a + ", " + b);
       std::string cond =
           is_signed_int(t) ? fmt::format("{0} == 0 || {0} == -1", b) : fmt::format("{} == 0", b);
-      return fmt::format("({} ? {} : {})", cond, zero, cast(t, fmt::format("{} % {}", a, b)));
+      return choose(cond, zero, cast(t, fmt::format("{} % {}", a, b)));
     }
     if (op == "pow") {
       if (f) return call("pow", t, a + ", " + b);
@@ -512,10 +520,11 @@ class KernelRenderer {
     if (is_float(from)) {
       auto [lo, hi] = int_limits(to);
       // Compared in double, where every limit up to 2^63 is exact: >= 2^63 saturates to max.
-      return fmt::format("({0} != {0} ? {1} : {0} <= {2}.0 ? {3} : {0} >= {4}.0 ? {5} : {6})", x,
-                         literal(0, to), lo, literal(static_cast<double>(lo), to),
-                         hi == INT64_MAX ? std::string("9223372036854775808") : std::to_string(hi),
-                         literal(static_cast<double>(hi), to), cast(to, x));
+      std::string top = hi == INT64_MAX ? std::string("9223372036854775808") : std::to_string(hi);
+      return choose(is_nan(x), literal(0, to),
+                    choose(fmt::format("{} <= {}.0", x, lo), literal(static_cast<double>(lo), to),
+                           choose(fmt::format("{} >= {}.0", x, top),
+                                  literal(static_cast<double>(hi), to), cast(to, x))));
     }
     return cast(to, x);  // integer and bool narrowing or widening: modular, as C defines it
   }

@@ -3,7 +3,7 @@
 // (type names, kernel signature, index builtins, address spaces, math function names) plus two
 // hooks for what a table cannot say. A new language is a new table, usually a copy of another
 // with a few fields changed, never a copy of the renderer (tinygrad's CStyleLanguage design).
-// Shipped: c_dialect(), opencl_dialect().
+// Shipped: c_dialect(), opencl_dialect(), the shader dialects (glsl, hlsl, wgsl) below.
 //
 // The numeric semantics are the renderer's, not the dialect's, so every language computes the
 // same thing (a hook that overrides an op must keep them):
@@ -109,6 +109,15 @@ struct Dialect {
   std::string int64_suffix;   // on i64 literals ("LL")
   std::string float64_suffix;  // on f64 literals where a bare one is single precision ("lf", GLSL)
   std::string infinity, nan;  // f32 +inf and NaN ("INFINITY", "NAN")
+  // `c ? t : f` with {c} {t} {f}; both branches are plain locals or side-effect-free reads, so
+  // a language without the operator may evaluate both (WGSL: "select({f}, {t}, {c})").
+  std::string conditional = "({c} ? {t} : {f})";
+  // Whether float {x} is NaN. WGSL compilers may take `x != x` as ordered (false for NaN), so
+  // WGSL writes "!({x} == {x})".
+  std::string is_nan = "{x} != {x}";
+  // The dtype index_type holds (loop indices, affine offsets): what an index expression
+  // converts from. Languages without implicit conversions (WGSL) need it exact.
+  DType index_dtype = DType::kI64;
 
   // Statements.
   std::string declare;          // immutable local: {type} {name} {x}: "const {type} {name} = {x};"
@@ -174,6 +183,16 @@ const Dialect& glsl_vulkan_dialect();
 // int64_t where GL_ARB_gpu_shader_int64 exists.
 const Dialect& glsl_opengl_dialect();
 const Dialect& hlsl_dialect();
+// WGSL for WebGPU (sdk/src/dialect_wgsl.cpp): the shader layout above with `@compute` entry
+// points named after the kernel (`//@rlx-kernel <symbol>` sections), storage buffers at
+// @group(0) @binding(j), i32 indices. WGSL has no 8/16-bit storage: bool, f16 and bf16 are
+// packed in u32 words (atomics for writes) and i8, u8, i16 have no row. i64 and f64 render as
+// wgpu-native's `i64`/`f64` extension types, which exist only where a device enables
+// shader-int64 / shader-f64 (never in browsers): a target refuses them elsewhere.
+const Dialect& wgsl_dialect();
+// WGSL functions on i64 (rlx_ipow64) that the prelude cannot hold, as it must compile on devices
+// without i64: a host puts them before the section of each kernel that calls one.
+extern const char* const kWgslInt64Helpers;
 // The line that starts a kernel's section in glsl/hlsl modules.
 inline constexpr const char* kShaderKernelMarker = "//@rlx-kernel ";
 

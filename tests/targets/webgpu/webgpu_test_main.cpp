@@ -1,0 +1,16 @@
+// The webgpu suite: the shared GPU-like tests (tests/targets/common/gpu_like_suite.h) with what
+// webgpu is: WGSL on wgpu-native (lavapipe here, through Vulkan), the f64 limits of the shader
+// languages, compiled shaders cached by Mesa. Its own tests (refusals, packed elements, emitted
+// WGSL, the ES module in headless Chromium) are test_webgpu_target.cpp.
+#include "gpu_like_suite.h"
+
+int main(int argc, char** argv) {
+  return rlx::test::gpu_like_main(argc, argv,
+                                  {.name = "webgpu",
+                                   .display = "WebGpu",
+                                   .language = "WGSL",
+                                   .device = "AWebGpuAdapter",
+                                   .cache_env = "MESA_SHADER_CACHE_DIR",
+                                   .f64_single_only = rlx::test::kShaderF32OnlyOps,
+                                   .fixture_suite = "ShaderFixtures"});
+}
