@@ -229,6 +229,49 @@ TEST(CpuGemm, EpilogueTranscendentalsAreWithinAFewUlp) {
   }
 }
 
+// Epilogues whose first steps (bias, then residual) the micro-kernel adds in registers, with
+// and without steps after them, and one whose later step reads the raw product (done as a whole
+// pass instead): every ISA, several KC blocks, prepacked and plain B, threaded, edge tiles.
+TEST(CpuGemm, EpilogueBiasAndResidualInRegistersMatchTheReference) {
+  IsaScope scope;
+  const int64_t M = 37, N = 200, K = 600;
+  auto a = random_floats(M * K, 31), b = random_floats(K * N, 32);
+  auto bias = random_floats(N, 33), res = random_floats(M * N, 34);
+  auto prod = reference(M, N, K, {a.begin(), a.end()}, K, 1, {b.begin(), b.end()}, N, 1);
+  enum Kind { kBias, kBiasRes, kBiasResTanh, kRawAfterBias };
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    for (Kind kind : {kBias, kBiasRes, kBiasResTanh, kRawAfterBias}) {
+      GemmEpilogue ep;
+      int acc = ep.acc();
+      int x = ep.binary(EpOp::kAdd, acc, ep.load(bias.data(), 0, 1));
+      if (kind == kBiasRes || kind == kBiasResTanh) x = ep.binary(EpOp::kAdd, ep.load(res.data(), N, 1), x);
+      if (kind == kBiasResTanh) x = ep.unary(EpOp::kTanh, x);
+      if (kind == kRawAfterBias) ep.binary(EpOp::kSub, x, acc);  // = bias, from the raw product
+      for (bool prepacked : {false, true}) {
+        std::vector<float> c(M * N, 7.0f);
+        GemmArgs g;
+        g.M = M, g.N = N, g.K = K, g.ldc = N, g.c = c.data(), g.epilogue = &ep;
+        g.a = MatView{a.data(), DType::kF32, K, 1};
+        g.b = MatView{b.data(), DType::kF32, N, 1};
+        PackedB pb;
+        if (prepacked) pb = pack_b(g.b, K, N, false), g.packed = &pb;
+        gemm(g);
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            double want = prod[i * N + j] + bias[j];
+            if (kind == kBiasRes || kind == kBiasResTanh) want += res[i * N + j];
+            if (kind == kBiasResTanh) want = std::tanh(want);
+            if (kind == kRawAfterBias) want = bias[j];
+            ASSERT_NEAR(c[i * N + j], want, 2e-4 * (1 + std::fabs(want)))
+                << gemm_isa_name(isa) << " kind " << kind << " prepacked " << prepacked << " at "
+                << i << "," << j;
+          }
+      }
+    }
+  }
+}
+
 // Distance of a float result from the true value in units in the last place of the float
 // nearest to the truth (below the smallest normal, of the smallest normal).
 double ulps(float got, double want) {
