@@ -211,6 +211,14 @@ void work_beyond_one_dispatch_dimension(const GpuLikeTarget& t) {
 
 }  // namespace
 
+const char* const kEmitProgram = R"(graph @t(%a: f32[2,3], %b: f32[3,2], %i: i64[2]) {
+  %y = dot_general(%a, %b) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [0]} : f32[2,2]
+  %g = gather(%y, %i) {axis = 0} : f32[2,2]
+  %e = exp(%g) : f32[2,2]
+  return %e
+}
+)";
+
 const char* const kMixedProgram = R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
   %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
   %m = reduce_max(%d) {axes = [2]} : f32[2,3]

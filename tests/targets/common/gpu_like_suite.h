@@ -55,6 +55,10 @@ inline const std::vector<std::string> kShaderF32OnlyOps = {"exp", "log", "tanh",
 extern const char* const kMixedProgram;
 NamedTensors mixed_program_inputs();
 
+// A small program whose module has each kind of kernel a target writes: dot_general (k0), gather
+// (k1) and a loop kernel (exp), for the tests of a target's emitted source.
+extern const char* const kEmitProgram;
+
 // Registers the shared tests of a target that runs here (see the top of this file).
 void register_gpu_like_tests(const GpuLikeTarget& target);
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "gpu_like_suite.h"
 #include "test_support.h"
 
 namespace rlx {
@@ -42,14 +43,7 @@ TEST(GpuTarget, WithoutAnOpenClDriverItIsCodegenOnlyAndSaysWhy) {
 }
 
 TEST(GpuTarget, EmitsTheOpenClModuleItRuns) {
-  test::Emitted e(R"(graph @t(%a: f32[2,3], %b: f32[3,2], %i: i64[2]) {
-  %y = dot_general(%a, %b) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [0]} : f32[2,2]
-  %g = gather(%y, %i) {axis = 0} : f32[2,2]
-  %e = exp(%g) : f32[2,2]
-  return %e
-}
-)",
-                   gpu());
+  test::Emitted e(test::kEmitProgram, gpu());
   ASSERT_EQ(e.artifacts().size(), 1u);
   EXPECT_EQ(e.artifacts()[0].path, "gpu_kernels.cl");
   const std::string cl = e.text("gpu_kernels.cl");

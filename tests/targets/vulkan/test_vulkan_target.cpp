@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "gpu_like_suite.h"
 #include "test_support.h"
 
 namespace rlx {
@@ -17,14 +18,7 @@ std::shared_ptr<Target> vulkan() { return test::target_named("vulkan"); }
 
 // The emitted GLSL is what runs, and each kernel's SPIR-V passes spirv-val where it is installed.
 TEST(VulkanTarget, EmitsGlslAndValidSpirv) {
-  test::Emitted e(R"(graph @t(%a: f32[2,3], %b: f32[3,2], %i: i64[2]) {
-  %y = dot_general(%a, %b) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [0]} : f32[2,2]
-  %g = gather(%y, %i) {axis = 0} : f32[2,2]
-  %e = exp(%g) : f32[2,2]
-  return %e
-}
-)",
-                   vulkan());
+  test::Emitted e(test::kEmitProgram, vulkan());
   const auto& artifacts = e.artifacts();
   ASSERT_EQ(artifacts.size(), 4u);
   EXPECT_EQ(artifacts[0].path, "vulkan_kernels.comp");
