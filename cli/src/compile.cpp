@@ -139,10 +139,10 @@ int compile_main(const Args& args, const GlobalOptions& global) {
   write_file(out_dir / "model.mir", print_graph(model.mir()));
   files.push_back({"model.mir", "mir"});
   // Constants go to a binary side file: as decimal text MiniLM's weights took 300 MB and seconds.
-  lir::write_program((out_dir / "model.lir").string(), program);
+  // Weights the model file holds unchanged are hard-linked from it, not copied.
+  std::vector<std::string> sides = lir::write_program((out_dir / "model.lir").string(), program);
   files.push_back({"model.lir", "lir"});
-  if (fs::exists(out_dir / "model.lir.safetensors", ec))
-    files.push_back({"model.lir.safetensors", "lir-constants"});
+  for (const std::string& side : sides) files.push_back({side, "lir-constants"});
   std::string report = model.report().to_json();
   write_file(out_dir / "dispatch.json", report + "\n");
   files.push_back({"dispatch.json", "dispatch-report"});

@@ -201,6 +201,9 @@ std::string buffer_line(const Buffer& b, ExternalData* external, const std::stri
     out += fmt::format(" live [{}, {}]", b.first_use, b.last_use);
   if (!b.data.data()) return out;
   if (external && static_cast<int64_t>(b.data.nbytes()) > kInlineConstantBytes) {
+    if (external->locate)
+      if (auto at = external->locate(b.data))
+        return out + fmt::format(" = external<{}: {}>", quote(at->first), quote(at->second));
     external->tensors[key] = b.data;
     return out + fmt::format(" = external<{}: {}>", quote(external->file), quote(key));
   }

@@ -219,11 +219,16 @@ class Parser : private text::Cursor {
       error_at(at, fmt::format("b{}'s data is in the side file \"{}\": read the text with "
                                "lir::read_program(path), which loads it",
                                b.id, file));
-    if (file != external_->file)
-      error_at(at, fmt::format("b{}'s data is in \"{}\", but the side file given is \"{}\"", b.id,
-                               file, external_->file));
-    auto it = external_->tensors.find(key);
-    if (it == external_->tensors.end())
+    const std::map<std::string, Tensor>* tensors = &external_->tensors;
+    if (file != external_->file) {
+      auto f = external_->other_files.find(file);
+      if (f == external_->other_files.end())
+        error_at(at, fmt::format("b{}'s data is in \"{}\", but the side file given is \"{}\"",
+                                 b.id, file, external_->file));
+      tensors = &f->second;
+    }
+    auto it = tensors->find(key);
+    if (it == tensors->end())
       error_at(at, fmt::format("the side file \"{}\" has no tensor \"{}\" for b{}", file, key, b.id));
     const Tensor& t = it->second;
     if (t.dtype() != b.dtype || t.shape() != b.shape)

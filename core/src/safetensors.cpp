@@ -12,7 +12,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -65,6 +67,7 @@ class MappedFile {
       throw_user_error(fmt::format("{}: cannot read: {}", path.string(), why));
     }
     size_ = static_cast<size_t>(st.st_size);
+    identity_ = {st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
     if (size_ > 0) {
       int prot = copy_on_write ? PROT_READ | PROT_WRITE : PROT_READ;
       void* p = ::mmap(nullptr, size_, prot, MAP_PRIVATE, fd, 0);
@@ -85,11 +88,15 @@ class MappedFile {
 
   const unsigned char* data() const { return data_; }
   size_t size() const { return size_; }
+  // Device, inode, size and modification time when mapped: whether a path still names this file.
+  using Identity = std::tuple<dev_t, ino_t, off_t, time_t, long>;
+  const Identity& identity() const { return identity_; }
 
  private:
   static std::string errno_str() { return std::strerror(errno); }
   const unsigned char* data_ = nullptr;
   size_t size_ = 0;
+  Identity identity_{};
 };
 
 struct Entry {
@@ -299,6 +306,85 @@ TensorMap read_safetensors(const std::filesystem::path& path) {
   return out;
 }
 
+namespace {
+
+// The files map_safetensors mapped, so mapped_origin can say where a tensor's bytes lie on disk.
+struct MappedRecord {
+  std::weak_ptr<MappedFile> file;
+  std::filesystem::path path;
+  struct View {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape;
+  };
+  std::map<const void*, View> views;  // by data pointer
+};
+std::mutex g_mapped_mu;
+std::vector<MappedRecord> g_mapped;
+
+// Whether any page of [p, p + n) of a private file mapping was written by this process: such a
+// page became anonymous memory (/proc/self/pagemap bit 61 clear while present, or swapped).
+// Unknown (no pagemap) counts as written.
+bool privately_written(const void* p, size_t n) {
+  if (n == 0) return false;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t first = reinterpret_cast<uintptr_t>(p) / page;
+  uintptr_t last = (reinterpret_cast<uintptr_t>(p) + n - 1) / page;
+  int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  std::vector<uint64_t> flags(last - first + 1);
+  ssize_t want = static_cast<ssize_t>(flags.size() * 8);
+  ssize_t got = ::pread(fd, flags.data(), static_cast<size_t>(want), static_cast<off_t>(first * 8));
+  ::close(fd);
+  if (got != want) return true;
+  for (uint64_t f : flags) {
+    bool present = f >> 63 & 1, swapped = f >> 62 & 1, file_page = f >> 61 & 1;
+    if (swapped || (present && !file_page)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<TensorOrigin> mapped_origin(const Tensor& t) {
+  if (!t.data() || t.nbytes() == 0) return std::nullopt;
+  std::lock_guard lock(g_mapped_mu);
+  std::erase_if(g_mapped, [](const MappedRecord& r) { return r.file.expired(); });
+  for (const MappedRecord& r : g_mapped) {
+    auto it = r.views.find(t.data());
+    // Same start but another dtype or shape (a reshaped view): not that tensor of the file.
+    if (it == r.views.end() || it->second.dtype != t.dtype() || it->second.shape != t.shape())
+      continue;
+    std::shared_ptr<MappedFile> file = r.file.lock();
+    if (!file) continue;
+    struct stat st {};
+    if (::stat(r.path.c_str(), &st) != 0 ||
+        MappedFile::Identity{st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec,
+                             st.st_mtim.tv_nsec} != file->identity())
+      return std::nullopt;  // replaced or changed on disk since it was mapped
+    if (privately_written(t.data(), t.nbytes())) return std::nullopt;
+    return TensorOrigin{r.path, it->second.name};
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+void remember_mapping(const std::filesystem::path& path, const ValidatedFile& v,
+                      const TensorMap& tensors) {
+  MappedRecord r{v.file, std::filesystem::absolute(path).lexically_normal(), {}};
+  for (const auto& [name, t] : tensors) {
+    const auto* d = static_cast<const unsigned char*>(t.data());
+    // Views only: an owned copy lies outside the mapping.
+    if (d >= v.file->data() && d < v.file->data() + v.file->size())
+      r.views.emplace(d, MappedRecord::View{name, t.dtype(), t.shape()});
+  }
+  std::lock_guard lock(g_mapped_mu);
+  g_mapped.push_back(std::move(r));
+}
+
+}  // namespace
+
 TensorMap map_safetensors(const std::filesystem::path& path) {
   ValidatedFile v = open_validated(path, /*copy_on_write=*/true);
   TensorMap out;
@@ -315,6 +401,7 @@ TensorMap map_safetensors(const std::filesystem::path& path) {
       out.emplace(e.name, std::move(t));
     }
   }
+  remember_mapping(path, v, out);
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "rlx/core/error.h"
 #include "rlx/core/lir.h"
+#include "rlx/core/safetensors.h"
 #include "shared_ir_target.h"
 
 namespace rlx {
@@ -511,6 +512,53 @@ TEST(LirText, ExternalConstantsNeedTheirSideFile) {
   wrong.tensors["b2"] = Tensor(DType::kF32, {4, 5});
   EXPECT_EQ(parse_with(wrong),
             "bad.lir:6:44: tensor \"b2\" of \"model.lir.safetensors\" is f32[4,5], but b2 is f32[20]");
+}
+
+// Weights that are unchanged views of a mapped safetensors file are linked, not copied; weights
+// changed in memory (or a file changed on disk) are copied, so the folder always holds what ran.
+TEST(LirText, WriteProgramLinksUnchangedMappedWeights) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("rlx_lir_link_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "out");
+  lir::Program p = with_tricky_weights();
+  write_safetensors(dir / "weights.safetensors", {{"w.top", p.buffers[2].data}});
+  TensorMap mapped = map_safetensors(dir / "weights.safetensors");
+  p.buffers[2].data = mapped.at("w.top");
+  ASSERT_TRUE(mapped_origin(p.buffers[2].data).has_value());
+  EXPECT_EQ(mapped_origin(p.buffers[2].data)->name, "w.top");
+
+  const std::string path = (dir / "out" / "model.lir").string();
+  std::vector<std::string> sides = lir::write_program(path, p);
+  // b2 lives in the linked file; the region's f64 constant is copied into model.lir.safetensors.
+  EXPECT_EQ(sides, (std::vector<std::string>{"model.lir.safetensors",
+                                             "model.lir.weights.safetensors"}));
+  EXPECT_TRUE(fs::equivalent(dir / "out" / "model.lir.weights.safetensors",
+                             dir / "weights.safetensors"));
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find(R"(= external<"model.lir.weights.safetensors": "w.top">)"), std::string::npos)
+      << text;
+  lir::Program back = lir::read_program(path);
+  expect_same_program(p, back, "linked");
+
+  // Written in memory: the file no longer holds these bytes, so they are copied.
+  p.buffers[2].data.as<float>()[19] = 42.0f;
+  EXPECT_FALSE(mapped_origin(p.buffers[2].data).has_value());
+  sides = lir::write_program(path, p);
+  EXPECT_EQ(sides, (std::vector<std::string>{"model.lir.safetensors"}));
+  EXPECT_FALSE(fs::exists(dir / "out" / "model.lir.weights.safetensors"));  // stale link removed
+  back = lir::read_program(path);
+  EXPECT_EQ(back.buffers[2].data.as<float>()[19], 42.0f);
+  expect_same_program(p, back, "copied");
+
+  // Replaced on disk after mapping: not the file that was mapped any more.
+  TensorMap again = map_safetensors(dir / "weights.safetensors");
+  ASSERT_TRUE(mapped_origin(again.at("w.top")).has_value());
+  write_safetensors(dir / "weights.tmp", {{"w.top", Tensor(DType::kF32, {20})}});
+  fs::rename(dir / "weights.tmp", dir / "weights.safetensors");
+  EXPECT_FALSE(mapped_origin(again.at("w.top")).has_value());
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // maps, a scalar expression tree, an optional reduction, stores) or a library call.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -120,6 +122,11 @@ void plan_buffers(Program& p);
 struct ExternalData {
   std::string file;
   std::map<std::string, Tensor> tensors;
+  // print_program: for a constant that already lies in a file on disk, that file's name as the
+  // text should write it and the tensor's key there (nullopt: copy it into `file`).
+  std::function<std::optional<std::pair<std::string, std::string>>(const Tensor&)> locate;
+  // parse_program: the tensors of the other files the text names, by the names it uses.
+  std::map<std::string, std::map<std::string, Tensor>> other_files;
 };
 
 // The textual form: print_program(parse_program(t)) reproduces t exactly for printed text.
@@ -133,8 +140,11 @@ Program parse_program(std::string_view text, const std::string& source = "<lir>"
                       const ExternalData* external = nullptr);
 
 // The text at `path` and its constants in `path` + ".safetensors" beside it (written only when
-// the program has external constants; an old side file is removed otherwise).
-void write_program(const std::string& path, const Program& p);
+// the program has such constants; an old side file is removed otherwise). Constants that are
+// unchanged views of a mapped safetensors file (rlx::mapped_origin) are not copied: that file is
+// hard-linked beside the text as `path` + "." + its name (copied where linking fails) and the
+// text refers to it. Returns the names of the side files, relative to the text's folder.
+std::vector<std::string> write_program(const std::string& path, const Program& p);
 // Reads what write_program wrote: the side file is mapped, not copied.
 Program read_program(const std::string& path);
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "rlx/core/tensor.h"
@@ -17,6 +18,16 @@ TensorMap read_safetensors(const std::filesystem::path& path);
 // and copies only the others. For model weights: the mapping lives as long as any tensor, and
 // truncating the file while it is mapped faults the reader, as with any mmap-based loader.
 TensorMap map_safetensors(const std::filesystem::path& path);
+// Where a tensor that map_safetensors returned lies on disk: its file (absolute) and name there.
+// Only while its mapping lives, the file at that path is still the one mapped (device, inode,
+// size, modification time) and none of the tensor's pages were written in memory; otherwise
+// nullopt, and the caller copies the data instead of referring to the file.
+struct TensorOrigin {
+  std::filesystem::path file;
+  std::string name;
+};
+std::optional<TensorOrigin> mapped_origin(const Tensor& t);
+
 void write_safetensors(const std::filesystem::path& path, const TensorMap& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
