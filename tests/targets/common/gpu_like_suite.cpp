@@ -260,6 +260,29 @@ void mixed_programs_agree_with_cpu(const GpuLikeTarget& t) {
   expect_all_close(want_f16, got, 1e-3);
 }
 
+// bool and f16 elements share 32-bit words: neighbours written by different invocations keep
+// each other's bytes (odd lengths, offsets inside a word).
+void packed_elements_keep_their_neighbours(const GpuLikeTarget& t) {
+  const int64_t n = 4099;
+  std::vector<float> x(n), y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>((i * 37) % 101) - 50;
+    y[i] = static_cast<float>((i * 53) % 97) - 48;
+  }
+  const char* ir = R"(graph @t(%x: f32[4099], %y: f32[4099]) {
+  %p = lt(%x, %y) : bool[4099]
+  %h = convert(%x) {dtype = f16} : f16[4099]
+  %s = slice(%h) {limit = [4098], start = [1], strides = [1]} : f16[4097]
+  %q = not(%p) : bool[4099]
+  return %p, %q, %s
+}
+)";
+  NamedTensors in = {{"x", f32({n}, x)}, {"y", f32({n}, y)}};
+  auto want = run_text(ir, in, cpu_target());
+  auto got = run_text(ir, in, target_named(t.name));
+  for (const char* name : {"p", "q", "s"}) EXPECT_EQ(values(got.at(name)), values(want.at(name))) << name;
+}
+
 struct EnvironmentCheck : ::testing::Environment {
   explicit EnvironmentCheck(std::string name) : name(std::move(name)) {}
   void SetUp() override {
@@ -290,6 +313,7 @@ void register_gpu_like_tests(const GpuLikeTarget& t) {
   add("SymbolicBatchIsBoundPerRunAndCached", symbolic_batch_is_bound_per_run);
   add("WorkBeyondOneDispatchDimensionRuns", work_beyond_one_dispatch_dimension);
   add("MixedProgramsAgreeWithCpu", mixed_programs_agree_with_cpu);
+  if (t.packed_subword) add("PackedBoolAndF16ElementsKeepTheirNeighbours", packed_elements_keep_their_neighbours);
   if (!t.fixture_suite.empty()) register_gpu_like_fixture_tests(t);
 }
 

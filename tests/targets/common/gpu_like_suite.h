@@ -36,6 +36,9 @@ struct GpuLikeTarget {
   // Ops the language has for 32-bit floats only, which the target refuses at f64 (checked by
   // RefusesF64TranscendentalsWithTheReason). Empty: every op at every float dtype.
   std::vector<std::string> f64_single_only;
+  // bool and f16 stored packed in 32-bit words (no 8/16-bit storage: opengl, webgpu): runs
+  // PackedBoolAndF16ElementsKeepTheirNeighbours.
+  bool packed_subword = false;
   // The suite of the model fixture tests ("GpuFixtures"); "" runs none.
   std::string fixture_suite;
   // Shared tests this target does not take (say why next to the list), and further cpu suite

@@ -1,6 +1,6 @@
 // The opengl suite: the shared GPU-like tests (tests/targets/common/gpu_like_suite.h) with what
 // opengl is: GLSL 4.30, the same f64 limits as vulkan, compiled shaders cached by Mesa. Its own
-// tests (8/16-bit integer refusals, packed elements, emitted GLSL) are test_opengl_target.cpp.
+// tests (8/16-bit integer refusals, emitted GLSL) are test_opengl_target.cpp.
 #include "gpu_like_suite.h"
 
 int main(int argc, char** argv) {
@@ -11,5 +11,6 @@ int main(int argc, char** argv) {
                                    .device = "AnOpenGlContext",
                                    .cache_env = "MESA_SHADER_CACHE_DIR",
                                    .f64_single_only = rlx::test::kShaderF32OnlyOps,
+                                   .packed_subword = true,
                                    .fixture_suite = "ShaderFixtures"});
 }
