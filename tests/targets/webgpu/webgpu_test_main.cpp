@@ -1,6 +1,6 @@
 // The webgpu suite: the shared GPU-like tests (tests/targets/common/gpu_like_suite.h) with what
 // webgpu is: WGSL on wgpu-native (lavapipe here, through Vulkan), the f64 limits of the shader
-// languages, compiled shaders cached by Mesa. Its own tests (refusals, packed elements, emitted
+// languages, bool/f16/bf16 packed in 32-bit words, compiled shaders cached by Mesa. Its own tests (refusals, packed elements, emitted
 // WGSL, the ES module in headless Chromium) are test_webgpu_target.cpp.
 #include "gpu_like_suite.h"
 
@@ -12,5 +12,6 @@ int main(int argc, char** argv) {
                                    .device = "AWebGpuAdapter",
                                    .cache_env = "MESA_SHADER_CACHE_DIR",
                                    .f64_single_only = rlx::test::kShaderF32OnlyOps,
+                                   .packed_subword = true,
                                    .fixture_suite = "ShaderFixtures"});
 }
