@@ -43,6 +43,14 @@ class WebGpuTarget final : public gpu_host::GpuLikeTargetPlugin {
                                        "values of {}; convert them to i32 first (rlx never changes a dtype "
                                        "silently)",
                                        dtype_name(t), s.op));
+    // Any other dtype the dialect has no type for (a dtype added after this table) is refused
+    // here rather than failing when the kernel is rendered.
+    for (const auto* list : {&s.inputs, &s.outputs})
+      for (const TensorType& t : *list)
+        if (wgsl_library().dialect().storage_type[static_cast<int>(t.dtype)].empty())
+          return Verdict::no(fmt::format("WGSL has no {0} type, so webgpu cannot compute the {0} values of {1}; "
+                                         "convert them first (rlx never changes a dtype silently)",
+                                         dtype_name(t.dtype), s.op));
     std::string why;
     const WebGpuInfo* device = portable_only() ? nullptr : WebGpuDevice::probe(&why);
     struct Need {
