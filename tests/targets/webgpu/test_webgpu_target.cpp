@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "gpu_like_suite.h"
+#include "rlx/core/error.h"
 #include "rlx/core/half.h"
 #include "rlx/core/json.h"
 #include "test_support.h"
@@ -84,6 +85,33 @@ TEST(WebGpuTarget, NanAndSignedZeroFollowTheRenderer) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   NamedTensors in = {{"x", f32({4}, {nan, 1, -0.0f, 2})}, {"y", f32({4}, {1, nan, 0, -3})}};
   test::expect_all_close(run_text(ir, in, test::cpu_target()), run_text(ir, in, webgpu()), 0);
+}
+
+// A fused kernel binding more storage buffers than the device allows (32 on lavapipe) either runs
+// (a device with a higher limit) or fails with wgpu's validation message turned into an rlx
+// error naming the kernel and the limit: the device's errors never pass silently.
+TEST(WebGpuTarget, DeviceErrorsBecomeRlxErrors) {
+  const int n = 40;
+  std::string params, body, prev = "%x0";
+  NamedTensors in;
+  for (int i = 0; i < n; ++i) {
+    params += fmt::format("{}%x{}: f32[4]", i ? ", " : "", i);
+    in[fmt::format("x{}", i)] = f32({4}, {float(i), 1, 2, 3});
+    if (i == 0) continue;
+    body += fmt::format("  %s{0} = add({1}, %x{0}) : f32[4]\n", i, prev);
+    prev = fmt::format("%s{}", i);
+  }
+  const std::string ir = fmt::format("graph @t({}) {{\n{}  return {}\n}}\n", params, body, prev);
+  NamedTensors got;
+  try {
+    got = run_text(ir, in, webgpu());
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("webgpu: creating the pipeline of kernel k0_add"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("max_storage_buffers_per_shader_stage"), std::string::npos) << msg;
+    return;
+  }
+  test::expect_all_close(run_text(ir, in, test::cpu_target()), got, 0);
 }
 
 // The emitted WGSL is what runs (one section per kernel); the ES module beside it refuses, when
