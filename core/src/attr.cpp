@@ -42,6 +42,12 @@ std::string element_str(const Tensor& t, int64_t i) {
       return float_str(t.as<float>()[i]);
     case DType::kF64:
       return float_str(t.as<double>()[i]);
+    case DType::kU16:
+      return std::to_string(t.as<uint16_t>()[i]);
+    case DType::kU32:
+      return std::to_string(t.as<uint32_t>()[i]);
+    case DType::kU64:
+      return std::to_string(t.as<uint64_t>()[i]);
     case DType::kC64: {
       std::complex<float> c = t.as<std::complex<float>>()[i];
       return fmt::format("({}, {})", float_str(c.real()), float_str(c.imag()));

@@ -23,12 +23,16 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfo = {{
     {"f32", 4},
     {"f64", 8},
     {"c64", 8},
+    {"u16", 2},
+    {"u32", 4},
+    {"u64", 8},
 }};
-static_assert(static_cast<int>(DType::kC64) + 1 == kNumDTypes);
+static_assert(static_cast<int>(DType::kU64) + 1 == kNumDTypes);
 
 constexpr std::array<DType, kNumDTypes> kAll = {
     DType::kBool, DType::kI8,   DType::kU8,  DType::kI16, DType::kI32, DType::kI64,
     DType::kF16,  DType::kBF16, DType::kF32, DType::kF64, DType::kC64,
+    DType::kU16,  DType::kU32,  DType::kU64,
 };
 
 const DTypeInfo& info(DType t) {
@@ -57,7 +61,11 @@ bool is_float(DType t) {
 
 bool is_integer(DType t) {
   return t == DType::kI8 || t == DType::kU8 || t == DType::kI16 || t == DType::kI32 ||
-         t == DType::kI64;
+         t == DType::kI64 || t == DType::kU16 || t == DType::kU32 || t == DType::kU64;
+}
+
+bool is_unsigned(DType t) {
+  return t == DType::kU8 || t == DType::kU16 || t == DType::kU32 || t == DType::kU64;
 }
 
 bool is_complex(DType t) {

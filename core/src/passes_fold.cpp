@@ -29,6 +29,9 @@ void set_element(Tensor& t, int64_t i, double v, int64_t iv, bool use_int) {
     case DType::kF32: t.as<float>()[i] = static_cast<float>(use_int ? iv : v); break;
     case DType::kF64: t.as<double>()[i] = use_int ? static_cast<double>(iv) : v; break;
     case DType::kC64: t.as<float>()[2 * i] = static_cast<float>(use_int ? iv : v); t.as<float>()[2 * i + 1] = 0; break;
+    case DType::kU16: t.as<uint16_t>()[i] = static_cast<uint16_t>(use_int ? iv : (int64_t)v); break;
+    case DType::kU32: t.as<uint32_t>()[i] = static_cast<uint32_t>(use_int ? iv : (int64_t)v); break;
+    case DType::kU64: t.as<uint64_t>()[i] = static_cast<uint64_t>(use_int ? iv : (int64_t)v); break;
   }
 }
 
@@ -39,6 +42,8 @@ int64_t int_element(const Tensor& t, int64_t i) {
     case DType::kI16: return t.as<int16_t>()[i];
     case DType::kI8: return t.as<int8_t>()[i];
     case DType::kU8: case DType::kBool: return t.as<uint8_t>()[i];
+    case DType::kU16: return t.as<uint16_t>()[i];
+    case DType::kU32: return t.as<uint32_t>()[i];
     default: return static_cast<int64_t>(t.scalar_at(i));
   }
 }
@@ -72,8 +77,10 @@ std::optional<Tensor> fold(const Graph& g, const Node& n) {
   if (result.numel() > kMaxFoldElements) return std::nullopt;
   const OpDef& def = OpRegistry::instance().get(n.op);
   if (def.cls != OpClass::kElementwise || n.op == "iota") return std::nullopt;
+  // c64 has no scalar arithmetic here, and u64 values above INT64_MAX none in int64.
+  if (out.dtype == DType::kU64) return std::nullopt;
   for (const Tensor* t : ins)
-    if (t->dtype() == DType::kC64) return std::nullopt;
+    if (t->dtype() == DType::kC64 || t->dtype() == DType::kU64) return std::nullopt;
   DType in_dtype = ins[0]->dtype();
   bool ints = in_dtype == DType::kBool || is_integer(in_dtype);
   for (int64_t i = 0; i < result.numel(); ++i) {

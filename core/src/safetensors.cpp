@@ -38,12 +38,13 @@ struct FormatDType {
 constexpr FormatDType kFormatDTypes[] = {
     {"BOOL", DType::kBool}, {"U8", DType::kU8},   {"I8", DType::kI8},   {"I16", DType::kI16},
     {"I32", DType::kI32},   {"I64", DType::kI64}, {"F16", DType::kF16}, {"BF16", DType::kBF16},
-    {"F32", DType::kF32},   {"F64", DType::kF64}, {"C64", DType::kC64},
+    {"F32", DType::kF32},   {"F64", DType::kF64}, {"C64", DType::kC64}, {"U16", DType::kU16},
+    {"U32", DType::kU32},   {"U64", DType::kU64},
 };
 // Defined by the format, but rlx has no element type for them yet.
 constexpr std::string_view kUnsupportedDTypes[] = {
-    "U16",     "U32",     "U64",     "F4",          "F6_E2M3",     "F6_E3M2",
-    "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
+    "F4",          "F6_E2M3",     "F6_E3M2",     "F8_E5M2",
+    "F8_E4M3",     "F8_E8M0",     "F8_E4M3FNUZ", "F8_E5M2FNUZ",
 };
 
 std::string_view format_name(DType t) {

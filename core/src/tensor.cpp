@@ -104,6 +104,12 @@ double Tensor::scalar_at(int64_t i) const {
       return as<double>()[i];
     case DType::kC64:
       return as<std::complex<float>>()[i].real();
+    case DType::kU16:
+      return as<uint16_t>()[i];
+    case DType::kU32:
+      return as<uint32_t>()[i];
+    case DType::kU64:
+      return static_cast<double>(as<uint64_t>()[i]);
   }
   throw_internal_error("scalar_at: unknown dtype");
 }

@@ -287,6 +287,18 @@ void Cursor::dense_element(Tensor& t, int64_t i) {
     t.as<float>()[2 * i + 1] = im;
     return;
   }
+  if (t.dtype() == DType::kU64) {  // above INT64_MAX: read as unsigned
+    size_t b = here();
+    digits();
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(s_.data() + b, s_.data() + pos_, v);
+    if (b == pos_ || end != s_.data() + pos_ || ec != std::errc()) {
+      pos_ = b;
+      error("expected an unsigned 64-bit integer");
+    }
+    t.as<uint64_t>()[i] = v;
+    return;
+  }
   if (is_integer(t.dtype())) {
     int64_t v = integer();
     switch (t.dtype()) {
@@ -301,6 +313,12 @@ void Cursor::dense_element(Tensor& t, int64_t i) {
         break;
       case DType::kI32:
         t.as<int32_t>()[i] = static_cast<int32_t>(v);
+        break;
+      case DType::kU16:
+        t.as<uint16_t>()[i] = static_cast<uint16_t>(v);
+        break;
+      case DType::kU32:
+        t.as<uint32_t>()[i] = static_cast<uint32_t>(v);
         break;
       default:
         t.as<int64_t>()[i] = v;

@@ -90,6 +90,9 @@ Dialect make_c() {
     {D::kBF16, "uint16_t", "float",   "rlx_bf16_to_f32({x})",  "rlx_f32_to_bf16({x})",  ""},
     {D::kF32,  "float",    "float",   "{x}",                   "{x}",                   ""},
     {D::kF64,  "double",   "double",  "{x}",                   "{x}",                   ""},
+    {D::kU16,  "uint16_t", "uint16_t", "{x}",                  "{x}",                   "uint32_t"},
+    {D::kU32,  "uint32_t", "uint32_t", "{x}",                  "{x}",                   "uint32_t"},
+    {D::kU64,  "uint64_t", "uint64_t", "{x}",                  "{x}",                   "uint64_t"},
   };  // c64 has no row: a target must split complex values before rendering
   // clang-format on
   for (const Row& r : rows) {

@@ -44,6 +44,10 @@ std::pair<int64_t, int64_t> int_limits(DType t) {
       return {INT16_MIN, INT16_MAX};
     case DType::kI32:
       return {INT32_MIN, INT32_MAX};
+    case DType::kU16:
+      return {0, UINT16_MAX};
+    case DType::kU32:
+      return {0, UINT32_MAX};
     default:
       return {INT64_MIN, INT64_MAX};
   }

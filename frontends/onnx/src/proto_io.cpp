@@ -69,6 +69,12 @@ int onnx_from_dtype(DType d) {
       return TensorProto::COMPLEX64;
     case DType::kBF16:
       return TensorProto::BFLOAT16;
+    case DType::kU16:
+      return TensorProto::UINT16;
+    case DType::kU32:
+      return TensorProto::UINT32;
+    case DType::kU64:
+      return TensorProto::UINT64;
   }
   return 0;
 }
@@ -288,6 +294,10 @@ Tensor tensor_from_proto(const TensorProto& t, const fs::path& base_dir, const s
     case DType::kC64:
       copy_field(t.float_data(), 2 * n, out.as<float>(), where, "float_data");
       break;
+    case DType::kU16:
+    case DType::kU32:
+    case DType::kU64:  // dtype_from_onnx maps no ONNX type to these (yet)
+      throw_internal_error(fmt::format("{}: unsigned types have no typed-field reader", where));
   }
   return out;
 }

@@ -22,6 +22,20 @@ bool all_of_dtypes(const NodeSignature& s, std::initializer_list<DType> ok) {
   return std::all_of(s.inputs.begin(), s.inputs.end(), in) && std::all_of(s.outputs.begin(), s.outputs.end(), in);
 }
 
+bool uses_u64(const NodeSignature& s) {
+  auto u64 = [](const TensorType& t) { return t.dtype == DType::kU64; };
+  return std::any_of(s.inputs.begin(), s.inputs.end(), u64) ||
+         std::any_of(s.outputs.begin(), s.outputs.end(), u64);
+}
+
+// Ops whose result elements are copies of input elements (or of a constant).
+bool moves_elements(const OpDef& def) {
+  static const char* const kMovers[] = {"select", "concat", "pad", "gather"};
+  if (def.cls == OpClass::kIndexMap || def.cls == OpClass::kConstant) return true;
+  return std::any_of(std::begin(kMovers), std::end(kMovers),
+                     [&](const char* m) { return def.name == m; });
+}
+
 class CpuTarget final : public sdk::TargetPlugin {
  public:
   std::string name() const override { return "cpu"; }
@@ -44,6 +58,13 @@ class CpuTarget final : public sdk::TargetPlugin {
       for (const TensorType& t : *list)
         if (t.dtype == DType::kC64)
           return Verdict::no(fmt::format("the cpu code generator has no c64 kernels for {}", s.op));
+    // u64 is carried as its 64 bits: ops that only move or pick elements are exact, arithmetic
+    // in the int64 compute class would be wrong above INT64_MAX.
+    if (uses_u64(s) && !moves_elements(*def))
+      return Verdict::no(fmt::format(
+          "cpu moves u64 values but does not compute on them ({} needs arithmetic); convert the "
+          "model's u64 tensors to i64 where the values allow it",
+          s.op));
     return Verdict::yes();
   }
 

@@ -141,7 +141,9 @@ inline int64_t wrap_to(DType d, int64_t x) {
     case DType::kU8: return static_cast<uint8_t>(x);
     case DType::kI16: return static_cast<int16_t>(x);
     case DType::kI32: return static_cast<int32_t>(x);
-    default: return x;
+    case DType::kU16: return static_cast<uint16_t>(x);
+    case DType::kU32: return static_cast<uint32_t>(x);
+    default: return x;  // i64, and u64's bits (moved, never computed: cpu_target.cpp)
   }
 }
 
@@ -168,6 +170,8 @@ inline int64_t load_i(DType d, const void* p, int64_t i) {
     case DType::kI8: return static_cast<const int8_t*>(p)[i];
     case DType::kI16: return static_cast<const int16_t*>(p)[i];
     case DType::kI32: return static_cast<const int32_t*>(p)[i];
+    case DType::kU16: return static_cast<const uint16_t*>(p)[i];
+    case DType::kU32: return static_cast<const uint32_t*>(p)[i];
     default: return static_cast<const int64_t*>(p)[i];
   }
 }
@@ -185,6 +189,8 @@ inline void store_i(DType d, void* p, int64_t i, int64_t v) {
     case DType::kI8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
     case DType::kI16: static_cast<int16_t*>(p)[i] = static_cast<int16_t>(v); break;
     case DType::kI32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v); break;
+    case DType::kU16: static_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v); break;
+    case DType::kU32: static_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v); break;
     default: static_cast<int64_t*>(p)[i] = v; break;
   }
 }

@@ -43,6 +43,8 @@ TEST(DType, NamesSizesAndClasses) {
       {DType::kF16, "f16", 2, true, false, false},    {DType::kBF16, "bf16", 2, true, false, false},
       {DType::kF32, "f32", 4, true, false, false},    {DType::kF64, "f64", 8, true, false, false},
       {DType::kC64, "c64", 8, false, false, true},
+      {DType::kU16, "u16", 2, false, true, false},    {DType::kU32, "u32", 4, false, true, false},
+      {DType::kU64, "u64", 8, false, true, false},
   };
   ASSERT_EQ(std::size(rows), static_cast<size_t>(kNumDTypes));
   for (int i = 0; i < kNumDTypes; ++i) {
@@ -54,6 +56,7 @@ TEST(DType, NamesSizesAndClasses) {
     EXPECT_EQ(is_float(r.t), r.fl) << r.name;
     EXPECT_EQ(is_integer(r.t), r.in) << r.name;
     EXPECT_EQ(is_complex(r.t), r.cx) << r.name;
+    EXPECT_EQ(is_unsigned(r.t), r.name[0] == 'u') << r.name;
   }
   EXPECT_EQ(parse_dtype("float32"), std::nullopt);
   EXPECT_EQ(parse_dtype("F32"), std::nullopt);
