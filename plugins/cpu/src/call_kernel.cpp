@@ -100,6 +100,14 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
 CallKernelRunner::~CallKernelRunner() = default;
 CallKernelRunner::CallKernelRunner(CallKernelRunner&&) noexcept = default;
 
+void CallKernelRunner::b_may_be_fixed(const std::vector<bool>& fixed, const lir::Program& p) {
+  if (gemm_ && fixed[p.storage_of(gemm_->b_input())]) gemm_->treat_b_as_fixed();
+}
+
+void CallKernelRunner::forget_packed() const {
+  if (gemm_) gemm_->forget_packed();
+}
+
 std::string CallKernelRunner::where() const {
   return k_.loc.empty() ? k_.callee : fmt::format("{} ('{}')", k_.callee, k_.loc);
 }

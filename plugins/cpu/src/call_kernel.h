@@ -17,6 +17,11 @@ class CallKernelRunner {
   ~CallKernelRunner();
   CallKernelRunner(CallKernelRunner&&) noexcept;
   void run(const std::vector<void*>& ptrs) const;
+  // A GEMM whose B storage buffer is computed once from constants (fixed[storage] true) packs B
+  // once (GemmCall::treat_b_as_fixed); forget_packed() when that buffer was recomputed. No-ops
+  // for other calls.
+  void b_may_be_fixed(const std::vector<bool>& fixed, const lir::Program& p);
+  void forget_packed() const;
 
  private:
   lir::CallKernel k_;

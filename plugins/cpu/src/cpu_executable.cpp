@@ -35,6 +35,10 @@ CpuExecutable::CpuExecutable(const lir::Program& p, const KernelPlan& plan) : pr
   }
   ptrs_.assign(program_.buffers.size(), nullptr);
   plan_hoisting();
+  std::vector<bool> fixed(program_.buffers.size(), false);
+  for (const auto& [storage, offset] : fixed_storage_) fixed[storage] = true;
+  for (auto& k : kernels_)
+    if (auto* c = std::get_if<CallKernelRunner>(&k)) c->b_may_be_fixed(fixed, program_);
   if (!fixed_storage_.empty()) {
     std::fill(ptrs_.begin(), ptrs_.end(), nullptr);
     bind();
@@ -87,6 +91,8 @@ void CpuExecutable::run_hoisted() const {
   for (auto& [id, data] : hoisted_from_) data = ptrs_[id];
   for (size_t i = 0; i < kernels_.size(); ++i)
     if (hoisted_[i]) std::visit([&](const auto& r) { r.run(ptrs_); }, kernels_[i]);
+  for (const auto& k : kernels_)  // GEMMs packed the old values of those buffers
+    if (const auto* c = std::get_if<CallKernelRunner>(&k)) c->forget_packed();
 }
 
 void CpuExecutable::run(const std::vector<void*>& buffers) {

@@ -137,8 +137,8 @@ GemmCall::GemmCall(const lir::CallKernel& k, const lir::Program& p)
   make(b_, k.inputs[1], rhs, b_bst, b_rs, b_rst, b_cs, b_cst);
   const bool b_batched = std::any_of(b_.batch_strides.begin(), b_.batch_strides.end(),
                                      [](int64_t s) { return s != 0; });
-  b_constant_ = p.buffers[p.storage_of(k.inputs[1])].kind == lir::BufferKind::kConstant &&
-                !b_batched && !b_.gather;
+  b_packable_ = !b_batched && !b_.gather;
+  b_constant_ = p.buffers[p.storage_of(k.inputs[1])].kind == lir::BufferKind::kConstant && b_packable_;
 
   // Weights the program carries are packed now, at preparation, so even the first run packs no
   // B; a constant bound to other memory at run time is packed at its first run (packed_b).
@@ -164,6 +164,12 @@ GemmCall::GemmCall(const lir::CallKernel& k, const lir::Program& p)
                       epilogue_loads_.push_back({input, offset, rs, cs});
                     });
   }
+}
+
+void GemmCall::forget_packed() const {
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  cache_->packed.reset();
+  cache_->source = nullptr;
 }
 
 std::shared_ptr<const PackedB> GemmCall::packed_b(const void* b) const {

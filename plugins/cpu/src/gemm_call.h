@@ -21,6 +21,12 @@ class GemmCall {
   GemmCall(const lir::CallKernel& k, const lir::Program& p);
   ~GemmCall();
   void run(const std::vector<void*>& ptrs) const;
+  // The input buffer B, and making B count as a constant: the executable computes it once from
+  // constants (a hoisted f16 -> f32 weight conversion, say) into memory that stays put, so it is
+  // packed at its first run and then reused. forget_packed() after that memory was recomputed.
+  int32_t b_input() const { return b_.buffer; }
+  void treat_b_as_fixed() { b_constant_ = b_constant_ || b_packable_; }
+  void forget_packed() const;
 
  private:
   // One operand as batch dims plus one (size, stride) for its rows and one for its columns.
@@ -44,6 +50,7 @@ class GemmCall {
   DType out_dtype_ = DType::kF32;
   bool f64_ = false;
   bool b_constant_ = false;
+  bool b_packable_ = false;  // B is one matrix (not batched, not gathered): packable once
   int32_t bias_ = -1;  // Linear's bias buffer (the f64 path adds it after the product)
   std::vector<int32_t> inputs_;  // the kernel's input buffers
   GemmEpilogue epilogue_;                  // load data pointers filled per run

@@ -18,6 +18,7 @@
 #include "rlx/core/half.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/core/passes.h"
+#include "rlx/core/runtime.h"
 #include "test_support.h"
 
 namespace rlx::cpu {
@@ -479,6 +480,55 @@ TEST(CpuGemmFusion, ResultThatIsAlsoReturnedIsNotFused) {
 }
 )");
   EXPECT_EQ(fuse_gemm_epilogues(p), 0);
+}
+
+// A weight converted from f16 that two GEMMs read is computed once, when the executable is
+// built (not a program constant), and packed once like one: both products agree with float64,
+// and again after a run binds other weight data (the packed copy must follow it).
+TEST(CpuGemmFusion, GemmOfAWeightConvertedOnceIsPackedOnceAndFollowsNewWeights) {
+  Graph g = parse_graph(R"(graph @t(%x: f32[5,70]) params(%w: f16[70,70]) {
+  %c = convert(%w) {dtype = f32} : f32[70,70]
+  %y = MatMul(%x, %c) : f32[5,70]
+  %z = MatMul(%y, %c) : f32[5,70]
+  return %z
+}
+)", "weights.rlx");
+  const int64_t n = 70;
+  auto make_w = [&](unsigned seed, std::vector<double>& wd) {
+    Tensor w(DType::kF16, {n, n});
+    auto v = random_floats(n * n, seed);
+    wd.resize(n * n);
+    for (int64_t i = 0; i < n * n; ++i) {
+      w.as<uint16_t>()[i] = f32_to_f16(v[i]);
+      wd[i] = f16_to_f32(w.as<uint16_t>()[i]);
+    }
+    return w;
+  };
+  std::vector<double> wd;
+  g.weights["w"] = make_w(41, wd);
+  Session session(test::cpu_target());
+  lir::Program program = session.compile(g).lir_for({});
+  std::unique_ptr<Executable> exe = test::cpu_target()->compile(program);
+  auto xv = random_floats(5 * n, 42);
+  std::vector<float> z(5 * n);
+  std::vector<void*> ptrs(program.buffers.size(), nullptr);
+  ptrs[program.inputs.at(0).second] = xv.data();
+  ptrs[program.outputs.at(0).second] = z.data();
+  auto check = [&](const char* when) {
+    auto y = reference(5, n, n, {xv.begin(), xv.end()}, n, 1, wd, n, 1);
+    auto want = reference(5, n, n, y, n, 1, wd, n, 1);
+    for (int64_t i = 0; i < 5 * n; ++i)
+      ASSERT_NEAR(z[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << when << " at " << i;
+  };
+  for (const char* when : {"first run", "second run"}) {
+    exe->run(ptrs);
+    check(when);
+  }
+  Tensor w2 = make_w(43, wd);
+  for (const auto& b : program.buffers)
+    if (b.kind == lir::BufferKind::kConstant) ptrs[b.id] = w2.data();
+  exe->run(ptrs);
+  check("after new weights");
 }
 
 }  // namespace
