@@ -66,7 +66,7 @@ std::vector<Artifact> emit_shader_module(const std::string& module, ShaderLangua
   std::filesystem::create_directories(dir / "spirv");
   write_file(dir / file, module.data(), module.size());
   std::vector<Artifact> out = {Artifact{file, kind}};
-  for (auto& [symbol, text] : shader_sections(module)) {
+  for (auto& [symbol, text] : sdk::shader_sections(module)) {
     std::vector<uint32_t> spirv = compile_to_spirv(text, language, fmt::format("kernel {}", symbol));
     std::string name = "spirv/" + symbol + ".spv";
     write_file(dir / name, spirv.data(), spirv.size() * sizeof(uint32_t));

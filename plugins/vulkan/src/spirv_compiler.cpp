@@ -32,23 +32,6 @@ std::string numbered(const std::string& source) {
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> shader_sections(const std::string& source) {
-  const std::string marker = sdk::kShaderKernelMarker;
-  std::vector<std::pair<std::string, std::string>> out;
-  size_t first = source.find(marker);
-  const std::string prelude = source.substr(0, first);
-  for (size_t at = first; at != std::string::npos;) {
-    size_t name_end = source.find('\n', at);
-    if (name_end == std::string::npos) break;
-    std::string symbol = source.substr(at + marker.size(), name_end - at - marker.size());
-    size_t next = source.find(marker, name_end);
-    std::string body =
-        source.substr(name_end + 1, next == std::string::npos ? std::string::npos : next - name_end - 1);
-    out.emplace_back(symbol, prelude + body);
-    at = next;
-  }
-  return out;
-}
 
 std::vector<uint32_t> compile_to_spirv(const std::string& source, ShaderLanguage language,
                                        const std::string& what) {

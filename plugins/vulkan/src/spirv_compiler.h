@@ -11,10 +11,6 @@ namespace rlx::vulkan {
 
 enum class ShaderLanguage { kGlsl, kHlsl };
 
-// A shader module as generated (render.h's kShaderKernelMarker sections): (symbol, source of that
-// kernel's shader: the prelude, then its section), in module order.
-std::vector<std::pair<std::string, std::string>> shader_sections(const std::string& module);
-
 // Compiles one compute shader with entry point `main` for Vulkan 1.1 (SPIR-V 1.3). Throws
 // rlx::Error (kCompile) with glslang's log and the numbered source on failure.
 std::vector<uint32_t> compile_to_spirv(const std::string& source, ShaderLanguage language,

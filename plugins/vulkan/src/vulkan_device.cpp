@@ -438,7 +438,7 @@ void VulkanDevice::copy(const gpu_host::DeviceBuffer& src, const gpu_host::Devic
 
 std::unique_ptr<gpu_host::Module> VulkanDevice::build(const std::string& source) {
   auto module = std::make_unique<ShaderModule>(*context_);
-  for (auto& [symbol, text] : shader_sections(source)) {
+  for (auto& [symbol, text] : sdk::shader_sections(source)) {
     ShaderKernel k;
     k.spirv = compile_to_spirv(text, language_, fmt::format("{} kernel {}", name_, symbol));
     module->kernels.emplace(symbol, std::move(k));

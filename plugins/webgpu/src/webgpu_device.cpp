@@ -448,7 +448,7 @@ std::unique_ptr<gpu_host::Module> WebGpuDevice::build(const std::string& source)
   const WgpuApi& w = context_->w();
   auto module = std::make_unique<WebGpuModule>(context_);
   context_->check("earlier work");
-  for (auto& [symbol, text] : wgsl_sections(complete_wgsl_module(source))) {
+  for (auto& [symbol, text] : sdk::shader_sections(complete_wgsl_module(source))) {
     Kernel& k = module->kernels[symbol];
     WGPUShaderSourceWGSL wgsl;
     wgsl.chain.sType = kSTypeShaderSourceWgsl;

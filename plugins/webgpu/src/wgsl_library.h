@@ -27,10 +27,6 @@ class WgslKernelLibrary final : public gpu_host::IndexCallLibrary {
 
 const WgslKernelLibrary& wgsl_library();
 
-// A WGSL module as generated (render.h's kShaderKernelMarker sections): (symbol, source of that
-// kernel's shader module: the prelude, then its section), in module order.
-std::vector<std::pair<std::string, std::string>> wgsl_sections(const std::string& module);
-
 // The module as it is compiled and emitted: `module` (plan_module's source) with the SDK's
 // kWgslInt64Helpers at the start of each section that calls one (the prelude must compile on
 // devices without i64, so they cannot live there).

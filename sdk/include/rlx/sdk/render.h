@@ -193,8 +193,11 @@ const Dialect& wgsl_dialect();
 // WGSL functions on i64 (rlx_ipow64) that the prelude cannot hold, as it must compile on devices
 // without i64: a host puts them before the section of each kernel that calls one.
 extern const char* const kWgslInt64Helpers;
-// The line that starts a kernel's section in glsl/hlsl modules.
+// The line that starts a kernel's section in glsl/hlsl/wgsl modules.
 inline constexpr const char* kShaderKernelMarker = "//@rlx-kernel ";
+// Splits a module at its kernel markers into (kernel symbol, prelude + that kernel's section):
+// shader languages compile one entry point per module, so a host compiles each on its own.
+std::vector<std::pair<std::string, std::string>> shader_sections(const std::string& module);
 
 // One kernel as one function named after the kernel (made a valid identifier). The text needs
 // the dialect's prelude before it (render_program adds it). Throws rlx::Error (kCompile) when
