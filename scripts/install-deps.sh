@@ -11,6 +11,7 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           flatbuffers-compiler libflatbuffers-dev
           libvulkan-dev glslang-dev glslang-tools mesa-vulkan-drivers
           libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri
+          g++-mingw-w64-x86-64-posix mingw-w64-x86-64-dev  # compiles the directx target's D3D12 host
           chromium)  # headless Chromium runs the webgpu target's ES module (WebGPU on SwiftShader)
 missing=()
 for p in "${packages[@]}"; do
