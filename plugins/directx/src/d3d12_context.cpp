@@ -1,7 +1,10 @@
 #include "d3d12_context.h"
 
+#include <d3d12sdklayers.h>  // ID3D12Debug
 #include <dxgi1_6.h>
 #include <fmt/format.h>
+
+#include <cstdlib>
 
 #include "rlx/core/error.h"
 
@@ -65,6 +68,12 @@ D3D12Context* D3D12Context::get(std::string* why) {
 }
 
 bool D3D12Context::init(std::string* why) {
+  // RLX_D3D12_DEBUG=1: the D3D12 debug layer (Graphics Tools) validates every call and reports
+  // to the debugger's output; needed before the device is made.
+  if (const char* debug = std::getenv("RLX_D3D12_DEBUG"); debug && *debug && *debug != '0') {
+    ComPtr<ID3D12Debug> layer;
+    if (SUCCEEDED(D3D12GetDebugInterface(IID_PPV_ARGS(&layer)))) layer->EnableDebugLayer();
+  }
   ComPtr<IDXGIFactory1> factory;
   ComPtr<IDXGIAdapter1> adapter;
   if (FAILED(CreateDXGIFactory1(IID_PPV_ARGS(&factory))) || FAILED(factory->EnumAdapters1(0, &adapter))) {
@@ -167,6 +176,11 @@ void D3D12Context::transition(D3D12Buffer& buffer, D3D12_RESOURCE_STATES to) {
   b.Transition.StateAfter = to;
   recording()->ResourceBarrier(1, &b);
   buffer.state = to;
+}
+
+void D3D12Context::copy_destination(D3D12Buffer& buffer) {
+  if (buffer.state == D3D12_RESOURCE_STATE_COPY_DEST) transition(buffer, D3D12_RESOURCE_STATE_COMMON);
+  transition(buffer, D3D12_RESOURCE_STATE_COPY_DEST);
 }
 
 void D3D12Context::uav_barrier() {

@@ -47,6 +47,10 @@ class D3D12Context {
   // The command list, open for recording.
   ID3D12GraphicsCommandList* recording();
   void transition(D3D12Buffer& buffer, D3D12_RESOURCE_STATES to);
+  // Readies `buffer` as the destination of a copy. Copies into a buffer already in COPY_DEST are
+  // not ordered with the earlier ones (legacy barriers order only state changes), so such a
+  // buffer passes through COMMON first: the later copy lands last.
+  void copy_destination(D3D12Buffer& buffer);
   void uav_barrier();
   // A buffer in an upload or readback heap (mappable), kept alive until the next flush.
   ID3D12Resource* staging(D3D12_HEAP_TYPE heap, uint64_t bytes);

@@ -109,7 +109,7 @@ void D3D12Device::upload(const gpu_host::DeviceBuffer& dst, const void* src, siz
   std::memcpy(mapped, src, bytes);
   staging->Unmap(0, nullptr);
   D3D12Buffer& d = *buffer_of(dst);
-  context_.transition(d, D3D12_RESOURCE_STATE_COPY_DEST);
+  context_.copy_destination(d);
   context_.recording()->CopyBufferRegion(d.resource.Get(), 0, staging, 0, bytes);
 }
 
@@ -136,7 +136,7 @@ void D3D12Device::copy(const gpu_host::DeviceBuffer& src, const gpu_host::Device
   D3D12Buffer& s = *buffer_of(src);
   D3D12Buffer& d = *buffer_of(dst);
   context_.transition(s, D3D12_RESOURCE_STATE_COPY_SOURCE);
-  context_.transition(d, D3D12_RESOURCE_STATE_COPY_DEST);
+  context_.copy_destination(d);
   context_.recording()->CopyBufferRegion(d.resource.Get(), 0, s.resource.Get(), 0, bytes);
 }
 
