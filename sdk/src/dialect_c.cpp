@@ -133,4 +133,11 @@ const Dialect& c_dialect() {
   return d;
 }
 
+void drop_dtype(Dialect& d, DType t) {
+  const auto i = static_cast<size_t>(t);
+  for (DTypeTable* table : {&d.storage_type, &d.compute_type, &d.load, &d.store, &d.wrap_type,
+                            &d.load_element, &d.store_element})
+    (*table)[i].clear();
+}
+
 }  // namespace rlx::sdk

@@ -174,6 +174,7 @@ Dialect make_glsl_vulkan() {
   using D = DType;
   Dialect d = c_dialect();
   d.name = "glsl";
+  for (DType t : {D::kU16, D::kU32, D::kU64}) drop_dtype(d, t);  // cpu-only for now
   struct Row {
     DType dtype;
     const char *storage, *compute, *load, *store;

@@ -79,6 +79,7 @@ Dialect make_opencl() {
   using D = DType;
   Dialect d = c_dialect();
   d.name = "opencl";
+  for (DType t : {D::kU16, D::kU32, D::kU64}) drop_dtype(d, t);  // cpu-only for now
   // Signed overflow is undefined in OpenCL C as in C, so integer add/sub/mul run in uint/ulong.
   struct Row {
     DType dtype;

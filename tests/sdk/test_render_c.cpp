@@ -584,3 +584,24 @@ TEST(RenderCText, LibraryCallsBecomeCommentsAndUnknownTypesAreRefused) {
 
 }  // namespace
 }  // namespace rlx::sdk
+
+namespace rlx::sdk {
+namespace {
+
+// The wide unsigned types exist in C (the cpu computes u16/u32 and moves u64); the shader
+// dialects built from the C table must not inherit C's spellings of them (uint16_t is no OpenCL
+// or GLSL type): they have no rows, so their targets refuse the dtypes.
+TEST(DialectTables, WideUnsignedTypesAreCOnly) {
+  for (DType t : {DType::kU16, DType::kU32, DType::kU64}) {
+    const auto i = static_cast<size_t>(t);
+    EXPECT_FALSE(c_dialect().storage_type[i].empty()) << dtype_name(t);
+    for (const Dialect* d : {&opencl_dialect(), &glsl_vulkan_dialect(), &glsl_opengl_dialect(),
+                             &hlsl_dialect(), &wgsl_dialect()}) {
+      EXPECT_TRUE(d->storage_type[i].empty()) << d->name << " " << dtype_name(t);
+      EXPECT_TRUE(d->compute_type[i].empty()) << d->name << " " << dtype_name(t);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rlx::sdk

@@ -166,6 +166,11 @@ struct Dialect {
 // serial loops. For the cpu target and C-based targets (cortex-m, hexagon).
 const Dialect& c_dialect();
 
+// Empties a dtype's entries, so rendering a kernel that uses it fails naming the kernel and dtype
+// (and a target's dtype check refuses it first). A dialect built from c_dialect() uses it for the
+// C types its language lacks.
+void drop_dtype(Dialect& d, DType t);
+
 // OpenCL C 1.2: `__kernel void <name>(__global T* b<id>, ...)`, one work-item per output element
 // (get_global_id(0)), 16-bit floats as ushort bits, FP_CONTRACT off. For gpu and oneapi.
 const Dialect& opencl_dialect();
