@@ -277,6 +277,10 @@ void register_shape_ops(OpTable& t) {
     if (n.num_inputs() < 1) n.fail("needs at least one input");
     int64_t r = n.rank(0);
     int64_t axis = n.axis_attr("axis", 0, std::max<int64_t>(r, 1));
+    for (int i = 1; i < n.num_inputs(); ++i)
+      if (n.has(i) && n.rank(i) != r)
+        n.failf("operand {} has rank {}, operand 0 rank {}: Concat needs equal ranks", i,
+                n.rank(i), r);
     // Host fold: every operand known (shape vectors being assembled).
     std::vector<SymTensor> syms;
     for (int i = 0; i < n.num_inputs(); ++i)

@@ -167,6 +167,24 @@ TEST(OnnxImporter, ErrorsNameFileNodeAndOperator) {
   EXPECT_NE(e.find("not supported"), std::string::npos) << e;
 }
 
+// Found by onnx_fuzz: the axis was checked against operand 0's rank only, and a lower-rank
+// operand was then indexed past its last dim (an internal error instead of a user error).
+TEST(OnnxImporter, ConcatOfDifferentRanksIsAUserError) {
+  ModelMaker mm;
+  mm.input("a", TensorProto::FLOAT, {"2", "3", "4"});
+  mm.input("b", TensorProto::FLOAT, {"2", "3"});
+  ModelMaker::attr_i(mm.node("Concat", {"a", "b"}, {"y"}, "cat"), "axis", 2);
+  mm.output("y");
+  try {
+    mm.import();
+    FAIL() << "accepted a Concat of rank 3 and rank 2";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUser) << e.what();
+    EXPECT_NE(std::string(e.what()).find("operand 1 has rank 2, operand 0 rank 3"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(OnnxImporter, RejectsBytesThatAreNotAModel) {
   std::string e = error_of([] { onnx::import_bytes("\x0a\xff\xff\xff", "bad.onnx", "."); });
   EXPECT_NE(e.find("bad.onnx: not a valid ONNX model"), std::string::npos) << e;
