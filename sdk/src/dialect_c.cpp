@@ -73,12 +73,8 @@ Dialect make_c() {
   // still a valid bool (reading it as _Bool would be undefined). Integer arithmetic wraps in 32
   // bits for the narrow types too: uint16_t * uint16_t would promote to (signed) int and could
   // overflow it.
-  struct Row {
-    DType dtype;
-    const char *storage, *compute, *load, *store, *wrap;
-  };
   // clang-format off
-  const Row rows[] = {
+  const DTypeRow rows[] = {
     // dtype     storage     compute    load                     store                    wrap
     {D::kBool, "uint8_t",  "bool",    "({x} != 0)",            "(uint8_t)({x})",        ""},
     {D::kI8,   "int8_t",   "int8_t",  "{x}",                   "{x}",                   "uint32_t"},
@@ -95,14 +91,7 @@ Dialect make_c() {
     {D::kU64,  "uint64_t", "uint64_t", "{x}",                  "{x}",                   "uint64_t"},
   };  // c64 has no row: a target must split complex values before rendering
   // clang-format on
-  for (const Row& r : rows) {
-    int i = static_cast<int>(r.dtype);
-    d.storage_type[i] = r.storage;
-    d.compute_type[i] = r.compute;
-    d.load[i] = r.load;
-    d.store[i] = r.store;
-    d.wrap_type[i] = r.wrap;
-  }
+  set_dtype_rows(d, rows);
   d.index_type = "int64_t";
   d.cast = "(({type})({x}))";
   d.float_suffix = "f";
@@ -131,6 +120,17 @@ Dialect make_c() {
 const Dialect& c_dialect() {
   static const Dialect d = make_c();
   return d;
+}
+
+void set_dtype_rows(Dialect& d, std::span<const DTypeRow> rows) {
+  for (const DTypeRow& r : rows) {
+    const auto i = static_cast<size_t>(r.dtype);
+    d.storage_type[i] = r.storage;
+    d.compute_type[i] = r.compute;
+    d.load[i] = r.load;
+    d.store[i] = r.store;
+    d.wrap_type[i] = r.wrap;
+  }
 }
 
 void drop_dtype(Dialect& d, DType t) {

@@ -175,12 +175,8 @@ Dialect make_glsl_vulkan() {
   Dialect d = c_dialect();
   d.name = "glsl";
   for (DType t : {D::kU16, D::kU32, D::kU64}) drop_dtype(d, t);  // cpu-only for now
-  struct Row {
-    DType dtype;
-    const char *storage, *compute, *load, *store;
-  };
   // clang-format off
-  const Row rows[] = {
+  const DTypeRow rows[] = {
     // dtype     storage     compute     load                           store
     {D::kBool, "uint8_t",  "bool",     "(uint({x}) != 0u)",           "uint8_t(({x}) ? 1u : 0u)"},
     {D::kI8,   "int8_t",   "int8_t",   "{x}",                         "{x}"},
@@ -194,14 +190,7 @@ Dialect make_glsl_vulkan() {
     {D::kF64,  "double",   "double",   "{x}",                         "{x}"},
   };  // c64 has no row: a target must split complex values before rendering
   // clang-format on
-  for (const Row& r : rows) {
-    int i = static_cast<int>(r.dtype);
-    d.storage_type[i] = r.storage;
-    d.compute_type[i] = r.compute;
-    d.load[i] = r.load;
-    d.store[i] = r.store;
-    d.wrap_type[i] = "";
-  }
+  set_dtype_rows(d, rows);
   // 32-bit indices: a storage buffer holds at most maxStorageBufferRange bytes (2^27 on
   // lavapipe, under 2^32 everywhere), so every element offset fits, and a device without
   // shaderInt64 still runs kernels that use no i64 value.

@@ -143,12 +143,8 @@ Dialect make_hlsl() {
   using D = DType;
   Dialect d = c_dialect();
   d.name = "hlsl";
-  struct Row {
-    DType dtype;
-    const char *storage, *compute, *load, *store;
-  };
   // clang-format off
-  const Row rows[] = {
+  const DTypeRow rows[] = {
     // dtype     storage     compute     load                             store
     {D::kI16,  "int16_t",  "int16_t",  "{x}",                           "{x}"},
     {D::kI32,  "int",      "int",      "{x}",                           "{x}"},
@@ -164,13 +160,7 @@ Dialect make_hlsl() {
   }
   // bool is a compute type only (comparisons, select conditions), never stored.
   d.compute_type[static_cast<int>(D::kBool)] = "bool";
-  for (const Row& r : rows) {
-    int i = static_cast<int>(r.dtype);
-    d.storage_type[i] = r.storage;
-    d.compute_type[i] = r.compute;
-    d.load[i] = r.load;
-    d.store[i] = r.store;
-  }
+  set_dtype_rows(d, rows);
   // Signed overflow wraps in HLSL (two's complement, no undefined behaviour), so no wrap type.
   d.index_type = "int";
   d.cast = "(({type})({x}))";

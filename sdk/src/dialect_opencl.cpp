@@ -81,12 +81,8 @@ Dialect make_opencl() {
   d.name = "opencl";
   for (DType t : {D::kU16, D::kU32, D::kU64}) drop_dtype(d, t);  // cpu-only for now
   // Signed overflow is undefined in OpenCL C as in C, so integer add/sub/mul run in uint/ulong.
-  struct Row {
-    DType dtype;
-    const char *storage, *compute, *load, *store, *wrap;
-  };
   // clang-format off
-  const Row rows[] = {
+  const DTypeRow rows[] = {
     // dtype     storage   compute   load                     store                    wrap
     {D::kBool, "uchar",  "bool",   "({x} != 0)",            "(uchar)({x})",          ""},
     {D::kI8,   "char",   "char",   "{x}",                   "{x}",                   "uint"},
@@ -100,14 +96,7 @@ Dialect make_opencl() {
     {D::kF64,  "double", "double", "{x}",                   "{x}",                   ""},
   };  // c64 has no row: a target must split complex values before rendering
   // clang-format on
-  for (const Row& r : rows) {
-    int i = static_cast<int>(r.dtype);
-    d.storage_type[i] = r.storage;
-    d.compute_type[i] = r.compute;
-    d.load[i] = r.load;
-    d.store[i] = r.store;
-    d.wrap_type[i] = r.wrap;
-  }
+  set_dtype_rows(d, rows);
   d.index_type = "long";
   d.int64_suffix = "L";  // long is 64 bits in OpenCL C; long long is reserved
   // The builtins are overloaded for float and double, so no suffix. rint rounds half to even

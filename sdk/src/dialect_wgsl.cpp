@@ -186,12 +186,8 @@ Dialect make_wgsl() {
   d.name = "wgsl";
   for (int i = 0; i < kNumDTypes; ++i)
     d.storage_type[i] = d.compute_type[i] = d.load[i] = d.store[i] = d.wrap_type[i] = "";
-  struct Row {
-    DType dtype;
-    const char *storage, *compute, *load, *store;
-  };
   // clang-format off
-  const Row rows[] = {
+  const DTypeRow rows[] = {
     // dtype     storage  compute  load                      store
     {D::kBool, "u32",   "bool",  "({x} != 0u)",            "select(0u, 1u, {x})"},
     {D::kI32,  "i32",   "i32",   "{x}",                    "{x}"},
@@ -202,13 +198,7 @@ Dialect make_wgsl() {
     {D::kF64,  "f64",   "f64",   "{x}",                    "{x}"},
   };  // i8, u8, i16 (no 8/16-bit integer type to wrap in) and c64 have no row
   // clang-format on
-  for (const Row& r : rows) {
-    int i = static_cast<int>(r.dtype);
-    d.storage_type[i] = r.storage;
-    d.compute_type[i] = r.compute;
-    d.load[i] = r.load;
-    d.store[i] = r.store;
-  }
+  set_dtype_rows(d, rows);
   const std::string byte_read =
       "((atomicLoad(&{ptr}[({i}) >> 2u]) >> (u32(({i}) & 3) * 8u)) & 0xFFu)";
   const std::string byte_write =

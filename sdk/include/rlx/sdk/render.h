@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,16 @@ struct Dialect {
 // C99 with <math.h>: kernels `void <name>(char* const* buffers)` run their whole domain in
 // serial loops. For the cpu target and C-based targets (cortex-m, hexagon).
 const Dialect& c_dialect();
+
+// One dtype's entries of a dialect, for writing a dialect as a table of rows (wrap: see
+// Dialect::wrap_type; empty where the language wraps signed overflow itself).
+struct DTypeRow {
+  DType dtype;
+  const char *storage, *compute, *load, *store;
+  const char* wrap = "";
+};
+// Sets storage_type, compute_type, load, store and wrap_type of each row's dtype.
+void set_dtype_rows(Dialect& d, std::span<const DTypeRow> rows);
 
 // Empties a dtype's entries, so rendering a kernel that uses it fails naming the kernel and dtype
 // (and a target's dtype check refuses it first). A dialect built from c_dialect() uses it for the
