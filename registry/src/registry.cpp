@@ -35,10 +35,76 @@ std::string_view status_name(PluginStatus s) {
   return "unknown";
 }
 
+// What discovery leaves for later: the manifest of each plugin whose library has not been
+// loaded yet (index-aligned with plugins_), the loaded libraries, and the lock for loading.
+struct Registry::Deferred {
+  std::mutex lock;
+  std::vector<std::optional<Manifest>> pending;
+  std::vector<std::shared_ptr<void>> libraries;  // keeps loaded libraries alive
+  bool build_legality = true;
+};
+
+Registry::Registry() : deferred_(std::make_unique<Deferred>()) {}
+Registry::Registry(Registry&&) noexcept = default;
+Registry& Registry::operator=(Registry&&) noexcept = default;
+Registry::~Registry() = default;
+
+namespace {
+
+// Loads one plugin whose manifest passed discovery and fills in its record's final status.
+void load_record(const Manifest& m, PluginRecord& rec, bool build_legality,
+                 std::vector<std::shared_ptr<void>>& libraries) {
+  detail::LoadResult loaded = detail::load_plugin(m, rec.library_path);
+  if (!loaded.abi.empty()) rec.abi = loaded.abi;
+  if (loaded.status != PluginStatus::kAvailable) {
+    rec.status = loaded.status;
+    rec.detail = loaded.detail;
+    return;
+  }
+  // The plugin's own answers are authoritative over the manifest's.
+  if (!loaded.version.empty()) rec.version = loaded.version;
+  libraries.push_back(loaded.library);
+  rec.target = loaded.target;
+  rec.importer = loaded.importer;
+  rec.status = PluginStatus::kAvailable;
+  rec.detail.clear();
+  if (rec.target) {
+    Verdict v = rec.target->can_execute();
+    if (!v.ok) {
+      rec.status = PluginStatus::kCodegenOnly;
+      rec.detail = v.reason.empty() ? "cannot execute on this machine" : v.reason;
+    } else if (!v.reason.empty()) {
+      rec.detail = v.reason;  // how it executes here (cpu: kernels compiled or interpreted)
+    }
+    if (build_legality) rec.legality = detail::build_legality_table(*rec.target);
+  }
+}
+
+}  // namespace
+
+void Registry::ensure_loaded(size_t index) const {
+  std::lock_guard<std::mutex> hold(deferred_->lock);
+  std::optional<Manifest>& m = deferred_->pending[index];
+  if (!m) return;
+  load_record(*m, plugins_[index], deferred_->build_legality, deferred_->libraries);
+  m.reset();
+}
+
+void Registry::ensure_all_loaded() const {
+  for (size_t i = 0; i < plugins_.size(); ++i) ensure_loaded(i);
+}
+
+const std::vector<PluginRecord>& Registry::plugins() const {
+  ensure_all_loaded();
+  return plugins_;
+}
+
 // Fills a Registry's private members (it is the friend named in registry.h).
 class RegistryBuilder {
  public:
-  explicit RegistryBuilder(const Options& options) : options_(options) {}
+  explicit RegistryBuilder(const Options& options) : options_(options) {
+    reg_.deferred_->build_legality = options.build_legality;
+  }
 
   Registry build() && {
     if (auto note = detail::plugins_disabled_note()) {
@@ -77,7 +143,7 @@ class RegistryBuilder {
       reg_.problems_.push_back({manifest_path, *reason});
       return;
     }
-    const Manifest& m = std::get<Manifest>(parsed);
+    Manifest& m = std::get<Manifest>(parsed);
     PluginRecord rec;
     rec.name = m.name;
     rec.kind = m.kind;
@@ -91,54 +157,36 @@ class RegistryBuilder {
     rec.magic = m.magic;
     rec.folders = m.folders;
 
+    std::optional<Manifest> to_load;
     auto [winner, inserted] = winners_.emplace(m.name, manifest_path);
     if (!inserted) {
       rec.status = PluginStatus::kShadowed;
       rec.detail = "shadowed by " + winner->second.string();
-    } else {
-      evaluate(m, rec);
+    } else if (check_loadable(m, rec)) {
+      to_load = std::move(m);
     }
     reg_.plugins_.push_back(std::move(rec));
+    reg_.deferred_->pending.push_back(std::move(to_load));
   }
 
-  void evaluate(const Manifest& m, PluginRecord& rec) {
+  // The checks that need no loading; false with the record's final status when one fails.
+  static bool check_loadable(const Manifest& m, PluginRecord& rec) {
     std::error_code ec;
     if (!fs::is_regular_file(rec.library_path, ec)) {
       rec.status = PluginStatus::kBroken;
       rec.detail = fmt::format("library {} not found (looked for {}): reinstall the plugin",
                                m.library, rec.library_path.string());
-      return;
+      return false;
     }
     // Probing before loading gives "unavailable, install X" instead of a loader error for a
     // plugin linked against a runtime this machine lacks.
     if (auto missing = detail::probe_requirements(m)) {
       rec.status = PluginStatus::kUnavailable;
       rec.detail = *missing;
-      return;
+      return false;
     }
-    detail::LoadResult loaded = detail::load_plugin(m, rec.library_path);
-    if (!loaded.abi.empty()) rec.abi = loaded.abi;
-    if (loaded.status != PluginStatus::kAvailable) {
-      rec.status = loaded.status;
-      rec.detail = loaded.detail;
-      return;
-    }
-    // The plugin's own answers are authoritative over the manifest's.
-    if (!loaded.version.empty()) rec.version = loaded.version;
-    reg_.libraries_.push_back(loaded.library);
-    rec.target = loaded.target;
-    rec.importer = loaded.importer;
-    rec.status = PluginStatus::kAvailable;
-    if (rec.target) {
-      Verdict v = rec.target->can_execute();
-      if (!v.ok) {
-        rec.status = PluginStatus::kCodegenOnly;
-        rec.detail = v.reason.empty() ? "cannot execute on this machine" : v.reason;
-      } else if (!v.reason.empty()) {
-        rec.detail = v.reason;  // how it executes here (cpu: kernels compiled or interpreted)
-      }
-      if (options_.build_legality) rec.legality = detail::build_legality_table(*rec.target);
-    }
+    rec.status = PluginStatus::kAvailable;  // provisional until loaded; never shown before that
+    return true;
   }
 
   const Options& options_;
@@ -174,12 +222,17 @@ std::string lower(std::string s) {
 }  // namespace
 
 std::shared_ptr<Target> Registry::target(const std::string& name) const {
-  const std::string others = "available targets: " + usable_targets(plugins_);
-  for (const PluginRecord& p : plugins_) {
+  for (size_t i = 0; i < plugins_.size(); ++i) {
+    const PluginRecord& p = plugins_[i];
     if (p.name != name || p.status == PluginStatus::kShadowed) continue;
+    if (p.kind == "target") {
+      ensure_loaded(i);
+      if (usable(p) && p.target) return p.target;
+    }
+    // Only an error lists the other targets, so only an error loads them all.
+    const std::string others = "available targets: " + usable_targets(plugins());
     if (p.kind != "target")
       throw_user_error(fmt::format("'{}' is an {} plugin, not a target; {}", name, p.kind, others));
-    if (usable(p) && p.target) return p.target;
     std::string todo;
     switch (p.status) {
       case PluginStatus::kUnavailable:
@@ -195,7 +248,8 @@ std::shared_ptr<Target> Registry::target(const std::string& name) const {
     throw_user_error(fmt::format("target '{}' is {}: {}\n{}; {}", name, status_name(p.status),
                                  p.detail, todo, others));
   }
-  std::string message = fmt::format("unknown target '{}'; {}", name, others);
+  std::string message =
+      fmt::format("unknown target '{}'; available targets: {}", name, usable_targets(plugins()));
   // Say why nothing was found when plugins are switched off (the note has no path).
   for (const Problem& pr : problems_)
     if (pr.path.empty()) message += "\n" + pr.message;
@@ -205,17 +259,22 @@ std::shared_ptr<Target> Registry::target(const std::string& name) const {
 
 std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
   std::error_code ec;
-  auto usable_importers = [&] {
-    std::vector<const PluginRecord*> out;
-    for (const PluginRecord& p : plugins_)
-      if (p.kind == "importer" && usable(p) && p.importer) out.push_back(&p);
-    return out;
+  // The claims (folder markers, magic, extensions) come from the manifests, so only the importer
+  // that claims the file is loaded; one that then fails to load is passed over, as before.
+  auto first_claiming = [&](auto&& claims) -> std::shared_ptr<Importer> {
+    for (size_t i = 0; i < plugins_.size(); ++i) {
+      const PluginRecord& p = plugins_[i];
+      if (p.kind != "importer" || !usable(p) || !claims(p)) continue;
+      ensure_loaded(i);
+      if (usable(p) && p.importer) return p.importer;
+    }
+    return nullptr;
   };
   if (fs::is_directory(path, ec)) {
-    for (const PluginRecord* p : usable_importers())
-      for (const std::string& marker : p->folders)
-        if (fs::exists(path / marker, ec)) return p->importer;
-    return nullptr;
+    return first_claiming([&](const PluginRecord& p) {
+      return std::any_of(p.folders.begin(), p.folders.end(),
+                         [&](const std::string& marker) { return fs::exists(path / marker, ec); });
+    });
   }
   // Magic bytes first: a file's contents say more than its name.
   std::string head(64, '\0');
@@ -225,18 +284,20 @@ std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
   } else {
     head.clear();
   }
-  for (const PluginRecord* p : usable_importers())
-    for (const std::string& magic : p->magic)
-      if (!magic.empty() && head.compare(0, magic.size(), magic) == 0) return p->importer;
+  if (auto by_magic = first_claiming([&](const PluginRecord& p) {
+        return std::any_of(p.magic.begin(), p.magic.end(), [&](const std::string& magic) {
+          return !magic.empty() && head.compare(0, magic.size(), magic) == 0;
+        });
+      }))
+    return by_magic;
   // Suffix match rather than path.extension(), so multi-part extensions (".tar.gz") work.
   const std::string file = lower(path.filename().string());
-  for (const PluginRecord* p : usable_importers())
-    for (const std::string& ext : p->extensions) {
-      std::string e = lower(ext);
-      if (file.size() > e.size() && file.compare(file.size() - e.size(), e.size(), e) == 0)
-        return p->importer;
-    }
-  return nullptr;
+  return first_claiming([&](const PluginRecord& p) {
+    return std::any_of(p.extensions.begin(), p.extensions.end(), [&](const std::string& ext) {
+      const std::string e = lower(ext);
+      return file.size() > e.size() && file.compare(file.size() - e.size(), e.size(), e) == 0;
+    });
+  });
 }
 
 }  // namespace rlx::registry

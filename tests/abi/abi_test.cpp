@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -440,6 +442,31 @@ TEST_F(AbiTest, UnknownTargetListsTheUsableOnes) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), StartsWith("target 'abi_major' is incompatible: built for ABI 2.0"));
   }
+}
+
+// Whether the process has `library` mapped (RTLD_NOLOAD maps nothing; it only answers).
+bool is_mapped(const fs::path& library) {
+  void* h = dlopen(library.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+// A command that names one target or reads one model must not start every other plugin (a
+// driver's start-up can cost 100 ms); the full list still loads them all.
+TEST_F(AbiTest, LibrariesLoadOnlyWhenAsked) {
+  Registry r = discover({case_dir("good"), case_dir("importer"), case_dir("lazy")});
+  const fs::path lazy = case_dir("lazy") / "librlx_target_abi_lazy.so";
+  ASSERT_TRUE(fs::exists(lazy));
+  ASSERT_FALSE(is_mapped(lazy)) << "another test loaded the lazy case first";
+  ASSERT_NE(r.target("abi_good"), nullptr);
+  ASSERT_NE(r.importer_for("m.tst"), nullptr);
+  EXPECT_EQ(r.importer_for("m.onnx"), nullptr);
+  EXPECT_FALSE(is_mapped(lazy));
+  ASSERT_EQ(r.plugins().size(), 3u);  // the whole list: everything is loaded and has its status
+  EXPECT_TRUE(is_mapped(lazy));
+  EXPECT_EQ(r.plugins()[2].name, "abi_lazy");
+  EXPECT_EQ(r.plugins()[2].status, PluginStatus::kCodegenOnly);
+  EXPECT_EQ(r.plugins()[2].detail, "no device");
 }
 
 }  // namespace

@@ -1,10 +1,16 @@
 // Finds plugins, reads and validates their manifests, probes the system libraries they need,
 // loads them with Boost.DLL after the ABI handshake, and keeps a status per plugin plus a
 // legality table per target. Listing never throws: every failure becomes a status or a problem.
+//
+// Libraries are loaded on demand: discovery reads every manifest (so shadowing, problems and the
+// importers' claims are known at once) but loads a library only when its plugin is asked for
+// (target(), importer_for()) or when the whole list is (plugins()). A command that names one
+// target then never pays for starting the others' drivers (PoCL's LLVM, a Vulkan ICD).
 #pragma once
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,9 +86,15 @@ struct Options {
 
 class Registry {
  public:
+  Registry();
+  Registry(Registry&&) noexcept;
+  Registry& operator=(Registry&&) noexcept;
+  ~Registry();
+
   // Search order of ARCHITECTURE.md section 4; RLX_DISABLE_PLUGINS=1 loads nothing.
   static Registry discover(const Options& options = {});
-  const std::vector<PluginRecord>& plugins() const { return plugins_; }
+  // Every plugin with its final status: loads each one not loaded yet.
+  const std::vector<PluginRecord>& plugins() const;
   const std::vector<Problem>& problems() const { return problems_; }
   const std::vector<SearchDir>& search_dirs() const { return search_dirs_; }
   // The target to compile for; throws a user error naming its status and reason, or listing
@@ -93,10 +105,16 @@ class Registry {
   std::shared_ptr<Importer> importer_for(const std::filesystem::path& path) const;
 
  private:
-  std::vector<PluginRecord> plugins_;
+  struct Deferred;
+  // Loading on demand is memoisation: every answer is the one eager loading would give, so the
+  // lookups stay const and the records they fill in are mutable (under Deferred's lock).
+  void ensure_loaded(size_t index) const;
+  void ensure_all_loaded() const;
+
+  mutable std::vector<PluginRecord> plugins_;
   std::vector<Problem> problems_;
   std::vector<SearchDir> search_dirs_;
-  std::vector<std::shared_ptr<void>> libraries_;  // keeps loaded libraries alive
+  std::unique_ptr<Deferred> deferred_;  // manifests of plugins not loaded yet, and the lock
   friend class RegistryBuilder;
 };
 
