@@ -98,14 +98,20 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
     std::string present = "present_" + name.substr(5);
     inputs[name] = cache_from_prompt(out.at(present), r.cache_capacity);
   }
+  // Each step's caches are the next step's inputs, so the steps alternate between two output
+  // maps: a step writes where the step before last wrote, and after two steps none allocates.
+  NamedTensors outs[2];
+  Tensor position(DType::kI64, {1});
   t0 = Clock::now();
   for (int64_t step = 1; step < options.max_new_tokens; ++step) {
-    inputs["input_ids"] = next.clone();
-    inputs["position"] = Tensor::from<int64_t>(DType::kI64, {1}, {len + step - 1});
-    out = decode_.run(inputs);
+    NamedTensors& o = outs[step % 2];
+    inputs["input_ids"] = next;
+    position.as<int64_t>()[0] = len + step - 1;
+    inputs["position"] = position;
+    decode_.run(inputs, o);
     ++r.decode_steps;
-    for (const std::string& name : cache_names_) inputs[name] = out.at("present_" + name.substr(5));
-    if (take(out.at("logits"))) break;
+    for (const std::string& name : cache_names_) inputs[name] = o.at("present_" + name.substr(5));
+    if (take(o.at("logits"))) break;
   }
   r.decode_seconds = since(t0);
   return r;

@@ -65,6 +65,22 @@ const Graph& CompiledModel::mir() const { return state_->mir; }
 lir::Program CompiledModel::lir_for(const Bindings& b) const { return state_->lower(b); }
 
 NamedTensors CompiledModel::run(const NamedTensors& inputs) {
+  NamedTensors out;
+  run(inputs, out);
+  return out;
+}
+
+namespace {
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const char* pa = static_cast<const char*>(a.data());
+  const char* pb = static_cast<const char*>(b.data());
+  return pa && pb && pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+}  // namespace
+
+void CompiledModel::run(const NamedTensors& inputs, NamedTensors& outputs) {
   State& st = *state_;
   const Graph& g = st.mir;
   for (auto& [name, t] : inputs)
@@ -103,15 +119,23 @@ NamedTensors CompiledModel::run(const NamedTensors& inputs) {
   for (auto& [name, b] : p.inputs) ptrs[b] = const_cast<void*>(inputs.at(name).data());
   for (const auto& buf : p.buffers)
     if (buf.kind == lir::BufferKind::kConstant) ptrs[buf.id] = const_cast<void*>(buf.data.data());
-  NamedTensors out;
-  std::vector<Tensor> out_tensors;
+  std::vector<const Tensor*> bound;  // outputs given memory so far
   for (auto& [name, b] : p.outputs) {
-    Tensor t(p.buffers[b].dtype, p.buffers[b].shape);
-    ptrs[b] = t.data();
-    out[name] = t;
+    const lir::Buffer& buf = p.buffers[b];
+    auto it = outputs.find(name);
+    bool reuse = it != outputs.end() && it->second.dtype() == buf.dtype &&
+                 it->second.shape() == buf.shape && it->second.defined();
+    // Kernels read inputs while they write outputs, so an output may not share their memory.
+    // Nor may two outputs share memory.
+    for (auto in = inputs.begin(); reuse && in != inputs.end(); ++in)
+      reuse = !overlaps(it->second, in->second);
+    for (const Tensor* other : bound) reuse = reuse && !overlaps(it->second, *other);
+    if (!reuse) outputs[name] = Tensor(buf.dtype, buf.shape);
+    const Tensor& t = outputs[name];
+    ptrs[b] = const_cast<void*>(t.data());
+    bound.push_back(&t);
   }
   spec.exe->run(ptrs);
-  return out;
 }
 
 }  // namespace rlx

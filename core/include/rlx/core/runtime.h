@@ -23,6 +23,11 @@ using NamedTensors = std::map<std::string, Tensor>;
 class CompiledModel {
  public:
   NamedTensors run(const NamedTensors& inputs);
+  // Like run(), writing into `outputs`: a tensor already there under an output's name, with the
+  // output's dtype and shape and sharing no memory with an input, is overwritten in place; any
+  // other output is allocated. A loop that passes the same map allocates nothing after its first
+  // run (a decoder that feeds outputs back as inputs alternates between two maps).
+  void run(const NamedTensors& inputs, NamedTensors& outputs);
   const DispatchReport& report() const;
   // The MIR graph after dispatch and passes (symbolic).
   const Graph& mir() const;
