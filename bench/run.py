@@ -211,6 +211,35 @@ def ratio(rlx_stats, peer):
 
 # --- suites -------------------------------------------------------------------------------------
 
+def bert_matmul_gflop(cfg, batch, seq):
+    """The matrix products of one BERT forward pass (Q, K, V, O and the FFN's two projections,
+    QK^T and the product with V), in GFLOP. Norms, softmax and GELU are left out, so a rate
+    computed from this is a lower bound on the rate a runtime reached."""
+    h, i, layers = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
+    per_layer = 8 * seq * h * h + 4 * seq * h * i + 4 * seq * seq * h
+    return per_layer * layers * batch / 1e9
+
+
+def fma_peak_gflops(runner):
+    """The FMA peak on the threads the runtimes get, measured by bench/gemm's FMA loop (the same
+    figure the sgemm suite reports), or None when rlx_bench_gemm cannot be built."""
+    build = os.path.dirname(os.path.dirname(runner.rlx))
+    r = subprocess.run(["cmake", "--build", build, "--target", "rlx_bench_gemm"],
+                       capture_output=True, text=True)
+    binary = os.path.join(build, "bench", "gemm", "rlx_bench_gemm")
+    if r.returncode != 0 or not os.path.exists(binary):
+        log("bench: no rlx_bench_gemm, so no FMA peak: " + (r.stderr.strip()[-200:] or binary))
+        return None
+    threads = len(os.sched_getaffinity(0)) if runner.preexec is None else \
+        len(runner.args.cpus.split(","))
+    r = subprocess.run([binary, "--threads", str(threads), "--only", "peak"], capture_output=True,
+                       text=True, preexec_fn=runner.preexec)
+    try:
+        return {"gflops": json.loads(r.stdout)["fma_peak_gflops"], "threads": threads}
+    except (ValueError, KeyError):
+        return None
+
+
 def minilm_inputs(batch, seq, vocab, rng):
     ids = rng.integers(1000, vocab, size=(batch, seq), dtype=np.int64)
     ids[:, 0], ids[:, -1] = 101, 102  # [CLS] ... [SEP]
@@ -268,8 +297,8 @@ def suite_minilm(runner, peers, args):
             rlx_stats, peer_stats, _ = race(runner, case, folder, "main", inputs, peers, task,
                                             ["last_hidden_state", "sentence_embedding"])
             cases.append({"case": case, "seq": seq, "batch": batch, "rlx": rlx_stats,
-                          "peers": peer_stats})
-    return {"model": folder, "cases": cases}
+                          "peers": peer_stats, "matmul_gflop": bert_matmul_gflop(cfg, batch, seq)})
+    return {"model": folder, "cases": cases, "fma_peak": fma_peak_gflops(runner)}
 
 
 QWEN3_CONFIG = {
@@ -397,6 +426,42 @@ def cell(peer_result, rlx_stats):
     return (f"{r:.2f}x ({text})" if r is not None else text) + mark
 
 
+# The issue's goals, as fractions of a peer's p50: rlx <= 0.7x ONNX Runtime (its best setting),
+# <= 0.4x PyTorch.
+GOALS = {"onnxruntime": 0.7, "torch": 0.4}
+
+
+def bounds_table(suite):
+    """Whether a goal is reachable at all: the rate each runtime reached on the case's matrix
+    products, and the rate rlx would need to meet each goal, as fractions of the FMA peak. A goal
+    that needs more than 100% of the peak is out of reach on this machine."""
+    peak = (suite.get("fma_peak") or {}).get("gflops")
+    if not peak or not suite["cases"] or "matmul_gflop" not in suite["cases"][0]:
+        return []
+
+    def rate(gflop, ms):
+        g = gflop / (ms / 1e3)
+        return f"{g:.0f} ({100 * g / peak:.0f}%)"
+
+    lines = [f"Matrix-product GFLOP/s reached, as % of the measured FMA peak "
+             f"({peak:.1f} GFLOP/s on {suite['fma_peak']['threads']} threads), and what each goal "
+             f"would need (goal: p50 <= 0.7x ONNX Runtime's best setting, <= 0.4x PyTorch):", "",
+             "| case | GFLOP | rlx | ONNX Runtime best | goal 0.7x ORT needs | torch |"
+             " goal 0.4x torch needs |", "|---|---|---|---|---|---|---|"]
+    for c in suite["cases"]:
+        f = c["matmul_gflop"]
+        row = [c["case"], f"{f:.2f}"]
+        row.append(rate(f, c["rlx"]["p50_ms"]) if "p50_ms" in c["rlx"] else "-")
+        orts = [c["peers"][p]["p50_ms"] for p in ("onnxruntime", "onnxruntime-fused")
+                if "p50_ms" in c["peers"].get(p, {})]
+        torch = c["peers"].get("torch", {}).get("p50_ms")
+        for best, goal in ((min(orts) if orts else None, GOALS["onnxruntime"]),
+                           (torch, GOALS["torch"])):
+            row += [rate(f, best), rate(f, goal * best)] if best else ["-", "-"]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines + [""]
+
+
 def markdown(results):
     lines = []
     for name, suite in results["suites"].items():
@@ -425,6 +490,7 @@ def markdown(results):
             lines.append(f"| {c['case']} | {rlx_cell} | " +
                          " | ".join(cell(c["peers"][p], rs) for p in peers) + " |")
         lines.append("")
+        lines += bounds_table(suite)
         details = []
         for c in suite["cases"]:
             for p, r in c["peers"].items():

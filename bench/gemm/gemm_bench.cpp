@@ -184,12 +184,14 @@ Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int 
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 7;
+  bool peak_only = false;  // `--only peak`: the FMA peak alone, for bench/run.py's MiniLM bounds
   std::vector<int64_t> sizes = {256, 512, 1024, 2048};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--threads") threads = std::atoi(v.c_str());
     else if (k == "--reps") reps = std::atoi(v.c_str());
     else if (k == "--clock") g_cpu_clock = v == "cpu";
+    else if (k == "--only" && v == "peak") peak_only = true;
     else if (k == "--openblas") {
       void* lib = dlopen(v.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (lib) g_sgemm = reinterpret_cast<SgemmFn>(dlsym(lib, "cblas_sgemm"));
@@ -217,9 +219,11 @@ int main(int argc, char** argv) {
   const bool fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   double peak = avx512 || fma ? fma_peak(threads, avx512) : 0.0;
   std::vector<Result> results;
+  if (peak_only) sizes.clear();
   for (int64_t n : sizes) results.push_back(bench_gemm(fmt::format("square_{}", n), n, n, n, reps));
   // all-MiniLM-L6-v2 at batch 1: sequence 32 and 128, hidden 384, FFN 1536.
   for (int64_t seq : {32, 128}) {
+    if (peak_only) break;
     results.push_back(bench_gemm(fmt::format("minilm_s{}_qkvo", seq), seq, 384, 384, reps));
     results.push_back(bench_gemm(fmt::format("minilm_s{}_ffn_up", seq), seq, 1536, 384, reps));
     results.push_back(
