@@ -221,14 +221,16 @@ int main(int argc, char** argv) {
   std::vector<Result> results;
   if (peak_only) sizes.clear();
   for (int64_t n : sizes) results.push_back(bench_gemm(fmt::format("square_{}", n), n, n, n, reps));
-  // all-MiniLM-L6-v2 at batch 1: sequence 32 and 128, hidden 384, FFN 1536.
-  for (int64_t seq : {32, 128}) {
+  // all-MiniLM-L6-v2: sequence 32 and 128 at batch 1, and 1024 rows (sequence 32 at batch 32,
+  // where the products are largest); hidden 384, FFN 1536.
+  for (int64_t seq : {32, 128, 1024}) {
     if (peak_only) break;
-    results.push_back(bench_gemm(fmt::format("minilm_s{}_qkvo", seq), seq, 384, 384, reps));
-    results.push_back(bench_gemm(fmt::format("minilm_s{}_ffn_up", seq), seq, 1536, 384, reps));
+    const std::string rows = seq == 1024 ? "s32b32" : fmt::format("s{}", seq);
+    results.push_back(bench_gemm(fmt::format("minilm_{}_qkvo", rows), seq, 384, 384, reps));
+    results.push_back(bench_gemm(fmt::format("minilm_{}_ffn_up", rows), seq, 1536, 384, reps));
     results.push_back(
-        bench_gemm(fmt::format("minilm_s{}_ffn_up_bias_gelu", seq), seq, 1536, 384, reps, true));
-    results.push_back(bench_gemm(fmt::format("minilm_s{}_ffn_down", seq), seq, 384, 1536, reps));
+        bench_gemm(fmt::format("minilm_{}_ffn_up_bias_gelu", rows), seq, 1536, 384, reps, true));
+    results.push_back(bench_gemm(fmt::format("minilm_{}_ffn_down", rows), seq, 384, 1536, reps));
   }
   fmt::print("{{\"isa\": \"{}\", \"threads\": {}, \"fma_peak_gflops\": {:.1f}, \"results\": [",
              rlx::cpu::gemm_isa_name(rlx::cpu::gemm_isa()), threads, peak);

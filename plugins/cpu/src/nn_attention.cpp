@@ -48,7 +48,7 @@ struct TileState {
   std::vector<float> s, o, m, l;
   std::vector<uint8_t> nan;
   TileState(int64_t rows, int64_t dv)
-      : s(kKeyBlock), o(rows * dv, 0.0f), m(rows, kNegInf), l(rows, 0.0f), nan(rows, 0) {}
+      : s(kNnRows * kKeyBlock), o(rows * dv, 0.0f), m(rows, kNegInf), l(rows, 0.0f), nan(rows, 0) {}
 };
 
 // K transposed per (batch, kv head), [D][ld], shared by every tile of that kv head. ld leaves a
@@ -84,28 +84,51 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
   const float* kt = packed_k.data.empty() ? nullptr : packed_k.of(b * sh.kv_heads + kvh, D);
   TileState st(rows, Dv);
   float* s = st.s.data();
+  auto keys_of = [&](int64_t i, int64_t j0) { return std::min(j0 + kKeyBlock, limit[i]) - j0; };
   for (int64_t j0 = lo; j0 < tile_hi; j0 += kKeyBlock) {
-    for (int64_t i = 0; i < rows; ++i) {
-      const int64_t n = std::min(j0 + kKeyBlock, limit[i]) - j0;
-      if (n <= 0 || st.nan[i]) continue;
-      if (kt) simd.qk_scores_kt(q_row(r0 + i), kt + j0, packed_k.ld, n, D, sh.scale, s);
-      else simd.qk_scores(q_row(r0 + i), D, 1, kb + j0 * D, D, n, D, sh.scale, s, kKeyBlock);
-      if (keep)
-        for (int64_t j = 0; j < n; ++j)
-          if (!keep[j0 + j]) s[j] = kNegInf;
-      bool saw_nan = false;
-      const float block_max = simd.row_max(s, n, &saw_nan);
-      if (saw_nan) {
-        st.nan[i] = 1;  // the decomposition's max, exp and sum all turn NaN for this row
+    // Rows go in groups of up to kNnRows that see the same keys of this block, so that one pass
+    // over K (transposed) and over V serves the whole group.
+    for (int64_t i = 0; i < rows;) {
+      const int64_t n = keys_of(i, j0);
+      if (n <= 0 || st.nan[i]) {
+        ++i;
         continue;
       }
-      if (block_max == kNegInf) continue;  // every key of the block masked: nothing to add
-      const float m_new = std::max(st.m[i], block_max);
-      const float alpha = std::exp(st.m[i] - m_new);  // 0 on the row's first visible block
-      const float block_sum = simd.exp_shifted(s, n, m_new, s);
-      st.l[i] = alpha * st.l[i] + block_sum;
-      simd.pv_accumulate(st.o.data() + i * Dv, Dv, alpha, s, n, vb + j0 * Dv, Dv);
-      st.m[i] = m_new;
+      int64_t count = 1;
+      while (kt && count < kNnRows && i + count < rows && !st.nan[i + count] &&
+             keys_of(i + count, j0) == n)
+        ++count;
+      const float* q_rows[kNnRows];
+      for (int64_t c = 0; c < count; ++c) q_rows[c] = q_row(r0 + i + c);
+      if (kt) simd.qk_scores_kt(q_rows, count, kt + j0, packed_k.ld, n, D, sh.scale, s, kKeyBlock);
+      else simd.qk_scores(q_rows[0], D, 1, kb + j0 * D, D, n, D, sh.scale, s, kKeyBlock);
+      // Online softmax per row; a row that turned NaN or sees only masked keys here adds nothing.
+      float* o_rows[kNnRows];
+      const float* p_rows[kNnRows];
+      float alpha[kNnRows];
+      int64_t live = 0;
+      for (int64_t c = 0; c < count; ++c) {
+        const int64_t row = i + c;
+        float* sc = s + c * kKeyBlock;
+        if (keep)
+          for (int64_t j = 0; j < n; ++j)
+            if (!keep[j0 + j]) sc[j] = kNegInf;
+        bool saw_nan = false;
+        const float block_max = simd.row_max(sc, n, &saw_nan);
+        if (saw_nan) {
+          st.nan[row] = 1;  // the decomposition's max, exp and sum all turn NaN for this row
+          continue;
+        }
+        if (block_max == kNegInf) continue;  // every key of the block masked: nothing to add
+        const float m_new = std::max(st.m[row], block_max);
+        alpha[live] = std::exp(st.m[row] - m_new);  // 0 on the row's first visible block
+        st.l[row] = alpha[live] * st.l[row] + simd.exp_shifted(sc, n, m_new, sc);
+        st.m[row] = m_new;
+        o_rows[live] = st.o.data() + row * Dv;
+        p_rows[live++] = sc;
+      }
+      if (live) simd.pv_accumulate(o_rows, live, Dv, alpha, p_rows, n, vb + j0 * Dv, Dv);
+      i += count;
     }
   }
   for (int64_t i = 0; i < rows; ++i) {

@@ -27,12 +27,15 @@ void pack_kt(const float* k, int64_t k_stride, int64_t keys, int64_t d, float* k
     for (int64_t i = 0; i < d; ++i) kt[i * ld + j] = k[j * k_stride + i];
 }
 
-void qk_scores_kt(const float* q, const float* kt, int64_t ld, int64_t keys, int64_t d, float scale,
-                  float* s) {
-  for (int64_t j = 0; j < keys; ++j) s[j] = 0;
-  for (int64_t i = 0; i < d; ++i)
-    for (int64_t j = 0; j < keys; ++j) s[j] += q[i] * kt[i * ld + j];
-  for (int64_t j = 0; j < keys; ++j) s[j] *= scale;
+void qk_scores_kt(const float* const* q, int64_t rows, const float* kt, int64_t ld, int64_t keys,
+                  int64_t d, float scale, float* s, int64_t s_stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* out = s + r * s_stride;
+    for (int64_t j = 0; j < keys; ++j) out[j] = 0;
+    for (int64_t i = 0; i < d; ++i)
+      for (int64_t j = 0; j < keys; ++j) out[j] += q[r][i] * kt[i * ld + j];
+    for (int64_t j = 0; j < keys; ++j) out[j] *= scale;
+  }
 }
 
 float row_max(const float* x, int64_t n, bool* saw_nan) {
@@ -53,13 +56,15 @@ float exp_shifted(const float* x, int64_t n, float m, float* out) {
   return total;
 }
 
-void pv_accumulate(float* o, int64_t dv, float alpha, const float* p, int64_t keys, const float* v,
-                   int64_t v_stride) {
-  for (int64_t i = 0; i < dv; ++i) o[i] *= alpha;
-  for (int64_t j = 0; j < keys; ++j) {
-    const float pj = p[j];
-    const float* row = v + j * v_stride;
-    for (int64_t i = 0; i < dv; ++i) o[i] += pj * row[i];
+void pv_accumulate(float* const* o, int64_t rows, int64_t dv, const float* alpha,
+                   const float* const* p, int64_t keys, const float* v, int64_t v_stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < dv; ++i) o[r][i] *= alpha[r];
+    for (int64_t j = 0; j < keys; ++j) {
+      const float pj = p[r][j];
+      const float* row = v + j * v_stride;
+      for (int64_t i = 0; i < dv; ++i) o[r][i] += pj * row[i];
+    }
   }
 }
 

@@ -157,8 +157,8 @@ void qk_kt_chunk(const float* q, const float* kt, int64_t ld, int64_t keys, int6
   }
 }
 
-void qk_scores_kt(const float* q, const float* kt, int64_t ld, int64_t keys, int64_t d, float scale,
-                  float* s) {
+void qk_scores_kt_row(const float* q, const float* kt, int64_t ld, int64_t keys, int64_t d,
+                      float scale, float* s) {
   for (int64_t j0 = 0; j0 < keys; j0 += 8 * kLanes) {
     const int64_t n = std::min<int64_t>(keys - j0, 8 * kLanes);
     switch ((n + kLanes - 1) / kLanes) {
@@ -171,6 +171,61 @@ void qk_scores_kt(const float* q, const float* kt, int64_t ld, int64_t keys, int
       case 7: qk_kt_chunk<7>(q, kt + j0, ld, n, d, scale, s + j0); break;
       default: qk_kt_chunk<8>(q, kt + j0, ld, n, d, scale, s + j0); break;
     }
+  }
+}
+
+// R query rows against up to NC * 16 packed keys: R x NC accumulators, each packed K row
+// loaded once for the R rows (R + NC loads per R * NC FMAs instead of 1 + NC per NC).
+template <int R, int NC>
+void qk_kt_rows(const float* const* q, const float* kt, int64_t ld, int64_t keys, int64_t d,
+                float scale, float* s, int64_t s_stride) {
+  __m512 acc[R][NC];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < d; ++i) {
+    __m512 b[NC];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c) b[c] = _mm512_loadu_ps(kt + i * ld + c * kLanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 qi = _mm512_set1_ps(q[r][i]);
+#pragma GCC unroll 4
+      for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_fmadd_ps(qi, b[c], acc[r][c]);
+    }
+  }
+  const __m512 sc = _mm512_set1_ps(scale);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; ++c)
+      _mm512_mask_storeu_ps(s + r * s_stride + c * kLanes, tail_mask(keys - c * kLanes),
+                            _mm512_mul_ps(acc[r][c], sc));
+}
+
+template <int R>
+void qk_kt_rows_any(const float* const* q, const float* kt, int64_t ld, int64_t keys, int64_t d,
+                    float scale, float* s, int64_t s_stride) {
+  for (int64_t j0 = 0; j0 < keys; j0 += 4 * kLanes) {
+    const int64_t n = std::min<int64_t>(keys - j0, 4 * kLanes);
+    switch ((n + kLanes - 1) / kLanes) {
+      case 1: qk_kt_rows<R, 1>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
+      case 2: qk_kt_rows<R, 2>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
+      case 3: qk_kt_rows<R, 3>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
+      default: qk_kt_rows<R, 4>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
+    }
+  }
+}
+
+void qk_scores_kt(const float* const* q, int64_t rows, const float* kt, int64_t ld, int64_t keys,
+                  int64_t d, float scale, float* s, int64_t s_stride) {
+  static_assert(kNnRows == 4, "one case per row count, here and in pv_accumulate");
+  switch (rows) {
+    case 1: return qk_scores_kt_row(q[0], kt, ld, keys, d, scale, s);
+    case 2: return qk_kt_rows_any<2>(q, kt, ld, keys, d, scale, s, s_stride);
+    case 3: return qk_kt_rows_any<3>(q, kt, ld, keys, d, scale, s, s_stride);
+    default: return qk_kt_rows_any<4>(q, kt, ld, keys, d, scale, s, s_stride);  // rows <= 4
   }
 }
 
@@ -242,8 +297,8 @@ void pv_chunk(float* o, int64_t width, float alpha, const float* p, int64_t keys
   }
 }
 
-void pv_accumulate(float* o, int64_t dv, float alpha, const float* p, int64_t keys, const float* v,
-                   int64_t v_stride) {
+void pv_accumulate_row(float* o, int64_t dv, float alpha, const float* p, int64_t keys,
+                       const float* v, int64_t v_stride) {
   for (int64_t c0 = 0; c0 < dv; c0 += 8 * kLanes) {
     int64_t w = std::min<int64_t>(dv - c0, 8 * kLanes);
     switch ((w + kLanes - 1) / kLanes) {
@@ -256,6 +311,63 @@ void pv_accumulate(float* o, int64_t dv, float alpha, const float* p, int64_t ke
       case 7: pv_chunk<7>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
       default: pv_chunk<8>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
     }
+  }
+}
+
+// o[r] = alpha[r] o[r] + p[r] V for R rows and up to NV * 16 output columns (from column c0):
+// each V row is loaded once for the R rows.
+template <int R, int NV>
+void pv_rows(float* const* o, int64_t c0, int64_t width, const float* alpha, const float* const* p,
+             int64_t keys, const float* v, int64_t v_stride) {
+  __m512 acc[R][NV];
+  __mmask16 m[NV];
+#pragma GCC unroll 4
+  for (int c = 0; c < NV; ++c) m[c] = tail_mask(width - c * kLanes);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const __m512 a = _mm512_set1_ps(alpha[r]);
+#pragma GCC unroll 4
+    for (int c = 0; c < NV; ++c)
+      acc[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m[c], o[r] + c0 + c * kLanes), a);
+  }
+  for (int64_t j = 0; j < keys; ++j) {
+    __m512 b[NV];
+#pragma GCC unroll 4
+    for (int c = 0; c < NV; ++c) b[c] = _mm512_maskz_loadu_ps(m[c], v + j * v_stride + c0 + c * kLanes);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 pj = _mm512_set1_ps(p[r][j]);
+#pragma GCC unroll 4
+      for (int c = 0; c < NV; ++c) acc[r][c] = _mm512_fmadd_ps(pj, b[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NV; ++c) _mm512_mask_storeu_ps(o[r] + c0 + c * kLanes, m[c], acc[r][c]);
+}
+
+template <int R>
+void pv_rows_any(float* const* o, int64_t dv, const float* alpha, const float* const* p,
+                 int64_t keys, const float* v, int64_t v_stride) {
+  for (int64_t c0 = 0; c0 < dv; c0 += 4 * kLanes) {
+    const int64_t w = std::min<int64_t>(dv - c0, 4 * kLanes);
+    switch ((w + kLanes - 1) / kLanes) {
+      case 1: pv_rows<R, 1>(o, c0, w, alpha, p, keys, v, v_stride); break;
+      case 2: pv_rows<R, 2>(o, c0, w, alpha, p, keys, v, v_stride); break;
+      case 3: pv_rows<R, 3>(o, c0, w, alpha, p, keys, v, v_stride); break;
+      default: pv_rows<R, 4>(o, c0, w, alpha, p, keys, v, v_stride); break;
+    }
+  }
+}
+
+void pv_accumulate(float* const* o, int64_t rows, int64_t dv, const float* alpha,
+                   const float* const* p, int64_t keys, const float* v, int64_t v_stride) {
+  switch (rows) {
+    case 1: return pv_accumulate_row(o[0], dv, alpha[0], p[0], keys, v, v_stride);
+    case 2: return pv_rows_any<2>(o, dv, alpha, p, keys, v, v_stride);
+    case 3: return pv_rows_any<3>(o, dv, alpha, p, keys, v, v_stride);
+    default: return pv_rows_any<4>(o, dv, alpha, p, keys, v, v_stride);  // rows <= 4
   }
 }
 

@@ -152,6 +152,29 @@ TEST(CpuNnKernels, AttentionRowWithANanScoreIsNan) {
   }
 }
 
+// Rows are scored four at a time from the packed K: a NaN row in such a group turns only itself
+// NaN, and its neighbours still get their keys (the group narrows to the rows still live).
+TEST(CpuNnKernels, AttentionNanRowInsideAGroupOfPackedRows) {
+  for (const NnSimd* simd : instruction_sets()) {
+    AttnCase c{"nan_in_group", 1, 12, 12, 16, 16, 32, 32, false};
+    auto q = random_values(c.H * c.Sq * c.D, 7), k = random_values(c.H * c.Sk * c.D, 8),
+         v = random_values(c.H * c.Sk * c.Dv, 9);
+    const int64_t head = 3, row = 5;  // the second row of the second group of four
+    q[(head * c.Sq + row) * c.D + 4] = NAN;
+    cpu::AttentionShape sh{1, c.H, c.H, c.Sq, c.Sk, c.D, c.Dv};
+    sh.scale = 0.25f;
+    c.scale = 0.25;
+    std::vector<float> out(c.H * c.Sq * c.Dv);
+    cpu::attention_f32(sh, q.data(), k.data(), v.data(), out.data(), *simd);
+    const std::vector<double> want = naive_attention(c, q, k, v);
+    for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
+      const bool nan_row = i / c.Dv == head * c.Sq + row;
+      ASSERT_EQ(std::isnan(out[i]), nan_row) << simd->name << " at " << i;
+      if (!nan_row) EXPECT_NEAR(out[i], want[i], 2e-5 * std::max(1.0, std::fabs(want[i])));
+    }
+  }
+}
+
 // ---- norms and softmax -----------------------------------------------------------------------
 
 TEST(CpuNnKernels, LayerNormAndRmsNormMatchFloat64Reference) {
