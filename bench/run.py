@@ -569,6 +569,17 @@ def plot(results, path):
     return True
 
 
+def cpu_ticks():
+    """(steal, total) jiffies of all CPUs from /proc/stat, or None: on a virtual machine the
+    hypervisor's steal time slows every runtime, unevenly, and the load average does not show it."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        return fields[7] if len(fields) > 7 else 0, sum(fields[:8])
+    except (OSError, ValueError):
+        return None
+
+
 def machine():
     # The load average says how busy the machine was: timings on a shared machine are noisy.
     info = {"python": platform.python_version(), "cpus": os.cpu_count(),
@@ -639,6 +650,7 @@ def main():
     work = os.path.join(args.out, "work")
     os.makedirs(work, exist_ok=True)
     runner = Runner(args, work)
+    ticks = cpu_ticks()
     results = {"meta": {"date": stamp, "machine": machine(), "rlx": runner.rlx,
                         "target": args.target, "warmup": args.warmup, "runs": args.runs,
                         "quick": args.quick, "cpus": args.cpus, "rounds": args.rounds,
@@ -652,6 +664,10 @@ def main():
         results["suites"][s] = (suite_minilm if s == "minilm" else suite_qwen3)(runner, peers, args)
 
     results["meta"]["loadavg_at_end"] = os.getloadavg()[0]
+    ticks_end = cpu_ticks()
+    if ticks and ticks_end and ticks_end[1] > ticks[1]:
+        results["meta"]["machine"]["cpu_steal_percent"] = round(
+            100.0 * (ticks_end[0] - ticks[0]) / (ticks_end[1] - ticks[1]), 2)
     base = os.path.join(args.out, stamp)
     with open(base + ".json", "w") as f:
         json.dump(results, f, indent=1)
