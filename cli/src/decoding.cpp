@@ -70,7 +70,10 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
   r.compile_seconds = compile_seconds_;
   r.tokens.resize(static_cast<size_t>(batch));
   if (options.max_new_tokens <= 0) return r;
-  r.cache_capacity = len + options.max_new_tokens;
+  // Capacities come in steps of kCapacityStep, so prompts of nearby lengths share one decode
+  // specialisation (and its compiled kernels in the cache); slots past the position are masked
+  // and the attention kernel skips them.
+  r.cache_capacity = (len + options.max_new_tokens + kCapacityStep - 1) / kCapacityStep * kCapacityStep;
 
   auto t0 = Clock::now();
   NamedTensors out = prefill_.run({{"input_ids", prompt}});

@@ -20,8 +20,11 @@ struct DecodeResult {
   std::vector<std::vector<int64_t>> tokens;  // per prompt row: the generated ids
   double compile_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
   int64_t decode_steps = 0;
-  int64_t cache_capacity = 0;  // T of the decode graph: prompt length + max_new_tokens
+  // T of the decode graph: prompt length + max_new_tokens, rounded up to kCapacityStep.
+  int64_t cache_capacity = 0;
 };
+
+inline constexpr int64_t kCapacityStep = 64;
 
 class GreedyDecoder {
  public:

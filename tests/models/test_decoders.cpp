@@ -43,6 +43,10 @@ TEST_P(DecoderParity, GreedyTokensWithKvCacheMatchReference) {
               GetParam(), static_cast<long long>(rows), static_cast<long long>(steps),
               r.prefill_seconds, static_cast<long long>(r.decode_steps), r.decode_seconds);
   ASSERT_EQ(static_cast<int64_t>(r.tokens.size()), rows);
+  // The cache has masked slots past what the prompt and the new tokens need (a whole number of
+  // capacity steps), and the tokens still match.
+  EXPECT_EQ(r.cache_capacity % cli::kCapacityStep, 0);
+  EXPECT_GE(r.cache_capacity, prompts.shape()[1] + steps);
   for (int64_t i = 0; i < rows; ++i) {
     std::vector<int64_t> want(expected.as<int64_t>() + i * steps,
                               expected.as<int64_t>() + (i + 1) * steps);
