@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace rlx::cpu {
@@ -44,19 +45,37 @@ void kept_range(const uint8_t* keep, int64_t n, int64_t* lo, int64_t* hi) {
   while (*hi > *lo && !keep[*hi - 1]) --*hi;
 }
 
+// A tile's running state. One per worker thread, reset per tile: a run allocates nothing once
+// every thread has seen the largest tile.
 struct TileState {
   std::vector<float> s, o, m, l;
   std::vector<uint8_t> nan;
-  TileState(int64_t rows, int64_t dv)
-      : s(kNnRows * kKeyBlock), o(rows * dv, 0.0f), m(rows, kNegInf), l(rows, 0.0f), nan(rows, 0) {}
+  std::vector<int64_t> limit;  // keys at or past limit[i] are invisible to row i of the tile
+  void reset(int64_t rows, int64_t dv) {
+    s.resize(kNnRows * kKeyBlock);
+    o.assign(rows * dv, 0.0f);
+    m.assign(rows, kNegInf);
+    l.assign(rows, 0.0f);
+    nan.assign(rows, 0);
+    limit.resize(rows);
+  }
 };
+thread_local TileState tls_tile;
+// The calling thread's packed K, read by the tasks of its call. `busy` while a call uses it: a
+// thread waiting in that call's parallel_for may run another model's attention (nested oneTBB
+// use), which then packs into a buffer of its own instead of resizing this one under readers.
+struct PackedKBuffer {
+  std::vector<float> data;
+  bool busy = false;
+};
+thread_local PackedKBuffer tls_packed_k;
 
 // K transposed per (batch, kv head), [D][ld], shared by every tile of that kv head. ld leaves a
 // spare 16 columns: the scoring loop reads whole vectors past a block that starts unaligned.
 struct PackedK {
-  std::vector<float> data;
+  const float* data = nullptr;
   int64_t ld = 0;
-  const float* of(int64_t group, int64_t d) const { return data.data() + group * d * ld; }
+  const float* of(int64_t group, int64_t d) const { return data + group * d * ld; }
 };
 
 void attend_tile(const AttentionShape& sh, const float* q, const float* k, const float* v,
@@ -75,14 +94,15 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
   kept_range(keep, Sk, &lo, &hi);
   if (keep && std::find(keep + lo, keep + hi, 0) == keep + hi) keep = nullptr;  // no holes
   const int64_t rows = r1 - r0;
-  std::vector<int64_t> limit(rows);  // keys at or past limit[i] are invisible to row r0 + i
+  TileState& st = tls_tile;
+  st.reset(rows, Dv);
+  std::vector<int64_t>& limit = st.limit;
   int64_t tile_hi = lo;
   for (int64_t i = 0; i < rows; ++i) {
     limit[i] = sh.causal ? std::min(hi, map.qpos(r0 + i) + Sk - Sq + 1) : hi;
     tile_hi = std::max(tile_hi, limit[i]);
   }
-  const float* kt = packed_k.data.empty() ? nullptr : packed_k.of(b * sh.kv_heads + kvh, D);
-  TileState st(rows, Dv);
+  const float* kt = packed_k.data ? packed_k.of(b * sh.kv_heads + kvh, D) : nullptr;
   float* s = st.s.data();
   auto keys_of = [&](int64_t i, int64_t j0) { return std::min(j0 + kKeyBlock, limit[i]) - j0; };
   for (int64_t j0 = lo; j0 < tile_hi; j0 += kKeyBlock) {
@@ -148,13 +168,25 @@ void attention_f32(const AttentionShape& sh, const float* q, const float* k, con
   const int64_t br = rows_per_task(rows, groups);
   const int64_t tiles = (rows + br - 1) / br;
   PackedK packed_k;
+  std::vector<float> own;
+  std::unique_ptr<bool, void (*)(bool*)> release(nullptr, [](bool* busy) { *busy = false; });
   if (br >= kPackRows) {
     packed_k.ld = (sh.kv_len + 15) / 16 * 16 + 16;
-    packed_k.data.assign(groups * sh.head_dim * packed_k.ld, 0.0f);
+    // Grown, never shrunk or cleared: the columns past a kv head's keys are read into lanes that
+    // are never stored, so what an earlier call left there does not matter.
+    const size_t need = static_cast<size_t>(groups * sh.head_dim * packed_k.ld);
+    std::vector<float>& buffer = tls_packed_k.busy ? own : tls_packed_k.data;
+    if (&buffer != &own) {
+      tls_packed_k.busy = true;
+      release.reset(&tls_packed_k.busy);
+    }
+    if (buffer.size() < need) buffer.resize(need);
+    float* packed = buffer.data();
+    packed_k.data = packed;
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, 1), [&](const tbb::blocked_range<int64_t>& r) {
       for (int64_t g = r.begin(); g < r.end(); ++g)
         simd.pack_kt(k + g * sh.kv_len * sh.head_dim, sh.head_dim, sh.kv_len, sh.head_dim,
-                     packed_k.data.data() + g * sh.head_dim * packed_k.ld, packed_k.ld);
+                     packed + g * sh.head_dim * packed_k.ld, packed_k.ld);
     });
   }
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups * tiles, 1),
