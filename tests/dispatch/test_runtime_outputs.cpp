@@ -1,0 +1,73 @@
+// CompiledModel::run(inputs, outputs): the steady-state path writes into the caller's tensors
+// when it safely can, and allocates otherwise. Values are checked against hand-computed ones.
+#include <gtest/gtest.h>
+
+#include "rlx/core/ir_text.h"
+#include "rlx/core/runtime.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+// y = x + x, z = x * x: two outputs, so reuse is decided per output.
+CompiledModel compile_two_outputs() {
+  Session s(test::cpu_target());
+  return s.compile(parse_graph(R"(graph @g(%x: f32[2,3]) {
+  %y = Add(%x, %x) : f32[2,3]
+  %z = Mul(%x, %x) : f32[2,3]
+  return %y, %z
+}
+)"));
+}
+
+const std::vector<float> kX = {1, 2, 3, -4, 5, 0.5f};
+
+TEST(RuntimeOutputs, MatchingOutputsAreWrittenInPlace) {
+  CompiledModel m = compile_two_outputs();
+  NamedTensors in{{"x", test::f32({2, 3}, kX)}};
+  NamedTensors out;
+  m.run(in, out);
+  ASSERT_EQ(out.size(), 2u);
+  const void* y_mem = out.at("y").data();
+  const void* z_mem = out.at("z").data();
+  in.at("x").as<float>()[0] = 10;
+  m.run(in, out);
+  EXPECT_EQ(out.at("y").data(), y_mem);  // no new allocation
+  EXPECT_EQ(out.at("z").data(), z_mem);
+  EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{20, 4, 6, -8, 10, 1}));
+  EXPECT_EQ(test::values(out.at("z")), (std::vector<double>{100, 4, 9, 16, 25, 0.25}));
+}
+
+TEST(RuntimeOutputs, AnOutputSharingAnInputsMemoryIsReallocated) {
+  CompiledModel m = compile_two_outputs();
+  Tensor x = test::f32({2, 3}, kX);
+  NamedTensors out{{"y", x}};  // y would overwrite x while the kernels read it
+  m.run({{"x", x}}, out);
+  EXPECT_NE(out.at("y").data(), x.data());
+  EXPECT_EQ(test::values(x), (std::vector<double>{1, 2, 3, -4, 5, 0.5}));  // input untouched
+  EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{2, 4, 6, -8, 10, 1}));
+}
+
+TEST(RuntimeOutputs, WrongShapeDtypeOrSharedOutputsAreReplaced) {
+  CompiledModel m = compile_two_outputs();
+  Tensor shared = test::f32({2, 3}, std::vector<float>(6, 7));
+  NamedTensors out{{"y", shared}, {"z", shared},  // two outputs in one buffer
+                   {"other", test::f32({1}, {42})}};
+  m.run({{"x", test::f32({2, 3}, kX)}}, out);
+  EXPECT_NE(out.at("y").data(), out.at("z").data());
+  EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{2, 4, 6, -8, 10, 1}));
+  EXPECT_EQ(test::values(out.at("z")), (std::vector<double>{1, 4, 9, 16, 25, 0.25}));
+  EXPECT_EQ(test::values(out.at("other")), (std::vector<double>{42}));  // not an output: kept
+
+  NamedTensors wrong{{"y", test::f32({3, 2}, std::vector<float>(6))},
+                     {"z", Tensor(DType::kF64, {2, 3})}};
+  const void* y_mem = wrong.at("y").data();
+  m.run({{"x", test::f32({2, 3}, kX)}}, wrong);
+  EXPECT_NE(wrong.at("y").data(), y_mem);
+  EXPECT_EQ(wrong.at("y").shape(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(wrong.at("z").dtype(), DType::kF32);
+  EXPECT_EQ(test::values(wrong.at("z")), (std::vector<double>{1, 4, 9, 16, 25, 0.25}));
+}
+
+}  // namespace
+}  // namespace rlx
