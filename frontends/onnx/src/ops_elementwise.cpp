@@ -162,12 +162,11 @@ void register_elementwise_ops(OpTable& t) {
   t["BitShift"] = [](NodeCtx& n) {
     std::string dir = n.attr_s("direction", "");
     if (dir != "LEFT" && dir != "RIGHT") n.fail("direction must be LEFT or RIGHT");
-    if (n.dtype(0) != DType::kU8)
-      n.failf("shifts of {} are not supported (rlx's only unsigned dtype is u8)",
-              dtype_name(n.dtype(0)));
+    if (!is_unsigned(n.dtype(0)))
+      n.failf("BitShift is defined on unsigned integers, not on {}", dtype_name(n.dtype(0)));
     auto [x, y] = broadcast2(n.b, n.x(0), n.x(1));
-    // x << y = x * 2^y and x >> y = x / 2^y on unsigned values; 2^y wraps to 0 for y >= 8,
-    // which gives the 0 a full shift gives.
+    // x << y = x * 2^y and x >> y = x / 2^y on unsigned values; 2^y wraps to 0 once y reaches
+    // the width, which gives the 0 a full shift gives.
     ValueId p = n.b.binary("pow", full_like(n.b, y, 2.0), y);
     n.out(0, dir == "LEFT" ? n.b.mul(x, p) : n.b.div(x, p));
   };

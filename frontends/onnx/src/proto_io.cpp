@@ -40,6 +40,12 @@ std::optional<DType> dtype_from_onnx(int t) {
       return DType::kC64;
     case TensorProto::BFLOAT16:
       return DType::kBF16;
+    case TensorProto::UINT16:
+      return DType::kU16;
+    case TensorProto::UINT32:
+      return DType::kU32;
+    case TensorProto::UINT64:
+      return DType::kU64;
     default:
       return std::nullopt;
   }
@@ -253,6 +259,7 @@ Tensor tensor_from_proto(const TensorProto& t, const fs::path& base_dir, const s
   int64_t held = *dt == DType::kF32 || *dt == DType::kC64 ? t.float_data_size()
                  : *dt == DType::kF64                     ? t.double_data_size()
                  : *dt == DType::kI64                     ? t.int64_data_size()
+                 : *dt == DType::kU32 || *dt == DType::kU64 ? t.uint64_data_size()
                                                           : t.int32_data_size();
   int64_t want = *dt == DType::kC64 ? 2 * n : n;
   if (held != want)
@@ -294,10 +301,16 @@ Tensor tensor_from_proto(const TensorProto& t, const fs::path& base_dir, const s
     case DType::kC64:
       copy_field(t.float_data(), 2 * n, out.as<float>(), where, "float_data");
       break;
+    // UINT16 travels in int32_data, UINT32 and UINT64 in uint64_data.
     case DType::kU16:
+      copy_field(t.int32_data(), n, out.as<uint16_t>(), where, "int32_data");
+      break;
     case DType::kU32:
-    case DType::kU64:  // dtype_from_onnx maps no ONNX type to these (yet)
-      throw_internal_error(fmt::format("{}: unsigned types have no typed-field reader", where));
+      copy_field(t.uint64_data(), n, out.as<uint32_t>(), where, "uint64_data");
+      break;
+    case DType::kU64:
+      copy_field(t.uint64_data(), n, out.as<uint64_t>(), where, "uint64_data");
+      break;
   }
   return out;
 }

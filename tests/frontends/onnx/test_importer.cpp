@@ -156,6 +156,49 @@ TEST(OnnxImporter, FlattenOfSymbolicDimsRunsForEveryBinding) {
   EXPECT_EQ(m.run({{"x", iota_f32({1, 7, 4})}}).at("y").shape(), (std::vector<int64_t>{7, 4}));
 }
 
+// UINT32 and UINT64 initializers in uint64_data, UINT16 in int32_data (the typed fields ONNX
+// uses when raw_data is absent); arithmetic wraps modulo 2^32 / 2^16 (hand-computed values).
+TEST(OnnxImporter, UnsignedInitializersFromTypedFieldsComputeModularly) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::UINT32, {"3"});
+  mm.input("h", TensorProto::UINT16, {"2"});
+  auto* w = mm.g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(TensorProto::UINT32);
+  w->add_dims(3);
+  for (uint64_t v : {4000000000ull, 1ull, 7ull}) w->add_uint64_data(v);
+  auto* k = mm.g->add_initializer();
+  k->set_name("k");
+  k->set_data_type(TensorProto::UINT16);
+  k->add_dims(2);
+  for (int32_t v : {65535, 3}) k->add_int32_data(v);
+  auto* big = mm.g->add_initializer();
+  big->set_name("big");
+  big->set_data_type(TensorProto::UINT64);
+  big->add_dims(1);
+  big->add_uint64_data(18446744073709551615ull);
+  mm.node("Add", {"x", "w"}, {"y"});
+  mm.node("Add", {"h", "k"}, {"z"});
+  mm.node("Identity", {"big"}, {"u"});
+  mm.output("y");
+  mm.output("z");
+  mm.output("u");
+  Graph g = mm.import().graph();
+  Session s(test::cpu_target());
+  NamedTensors out = s.compile(g).run(
+      {{"x", Tensor::from<uint32_t>(DType::kU32, {3}, {500000000u, 2u, 3u})},
+       {"h", Tensor::from<uint16_t>(DType::kU16, {2}, {2, 4})}});
+  const uint32_t* y = out.at("y").as<uint32_t>();
+  EXPECT_EQ(out.at("y").dtype(), DType::kU32);
+  EXPECT_EQ(y[0], 205032704u);  // 4.5e9 - 2^32
+  EXPECT_EQ(y[1], 3u);
+  EXPECT_EQ(y[2], 10u);
+  const uint16_t* z = out.at("z").as<uint16_t>();
+  EXPECT_EQ(z[0], 1u);  // 65537 - 2^16
+  EXPECT_EQ(z[1], 7u);
+  EXPECT_EQ(out.at("u").as<uint64_t>()[0], 18446744073709551615ull);  // moved bit-exactly
+}
+
 TEST(OnnxImporter, ErrorsNameFileNodeAndOperator) {
   ModelMaker mm;
   mm.input("x", TensorProto::FLOAT, {"2"});

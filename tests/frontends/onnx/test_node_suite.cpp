@@ -22,8 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The share of plain-tensor cases that pass today (1565 of 1736); raise it as the importer grows.
-constexpr double kMinPassRate = 0.90;
+// The share of plain-tensor cases that pass today (1596 of 1736); raise it as the importer grows.
+constexpr double kMinPassRate = 0.915;
 
 fs::path suite_dir() {
   const char* env = std::getenv("RLX_SHARED_DIR");
