@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <mutex>
 
 #include "internal.h"
 #include "rlx/core/error.h"
@@ -38,7 +39,9 @@ std::string_view status_name(PluginStatus s) {
 // What discovery leaves for later: the manifest of each plugin whose library has not been
 // loaded yet (index-aligned with plugins_), the loaded libraries, and the lock for loading.
 struct Registry::Deferred {
-  std::mutex lock;
+  // Recursive: the public lookups hold it for their whole walk over the records (a record may
+  // change while it loads) and load through ensure_loaded, which takes it again.
+  std::recursive_mutex lock;
   std::vector<std::optional<Manifest>> pending;
   std::vector<std::shared_ptr<void>> libraries;  // keeps loaded libraries alive
   bool build_legality = true;
@@ -83,7 +86,7 @@ void load_record(const Manifest& m, PluginRecord& rec, bool build_legality,
 }  // namespace
 
 void Registry::ensure_loaded(size_t index) const {
-  std::lock_guard<std::mutex> hold(deferred_->lock);
+  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
   std::optional<Manifest>& m = deferred_->pending[index];
   if (!m) return;
   load_record(*m, plugins_[index], deferred_->build_legality, deferred_->libraries);
@@ -95,6 +98,7 @@ void Registry::ensure_all_loaded() const {
 }
 
 const std::vector<PluginRecord>& Registry::plugins() const {
+  // After this every record is final, so callers read the list without the lock.
   ensure_all_loaded();
   return plugins_;
 }
@@ -222,6 +226,7 @@ std::string lower(std::string s) {
 }  // namespace
 
 std::shared_ptr<Target> Registry::target(const std::string& name) const {
+  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
   for (size_t i = 0; i < plugins_.size(); ++i) {
     const PluginRecord& p = plugins_[i];
     if (p.name != name || p.status == PluginStatus::kShadowed) continue;
@@ -258,6 +263,7 @@ std::shared_ptr<Target> Registry::target(const std::string& name) const {
 }
 
 std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
+  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
   std::error_code ec;
   // The claims (folder markers, magic, extensions) come from the manifests, so only the importer
   // that claims the file is loaded; one that then fails to load is passed over, as before.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
@@ -467,6 +468,28 @@ TEST_F(AbiTest, LibrariesLoadOnlyWhenAsked) {
   EXPECT_EQ(r.plugins()[2].name, "abi_lazy");
   EXPECT_EQ(r.plugins()[2].status, PluginStatus::kCodegenOnly);
   EXPECT_EQ(r.plugins()[2].detail, "no device");
+}
+
+// Lookups from several threads on a registry nothing has loaded yet: each plugin loads once and
+// every thread gets the same object.
+TEST_F(AbiTest, ConcurrentLookupsLoadEachPluginOnce) {
+  Registry r = discover({case_dir("good"), case_dir("importer")});
+  std::vector<std::shared_ptr<Target>> targets(8);
+  std::vector<std::shared_ptr<Importer>> importers(8);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < targets.size(); ++i)
+    threads.emplace_back([&, i] {
+      targets[i] = r.target("abi_good");
+      importers[i] = r.importer_for("m.tst");
+    });
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    ASSERT_NE(targets[i], nullptr);
+    EXPECT_EQ(targets[i], targets[0]);
+    ASSERT_NE(importers[i], nullptr);
+    EXPECT_EQ(importers[i], importers[0]);
+  }
+  EXPECT_EQ(r.plugins()[0].target, targets[0]);
 }
 
 }  // namespace
