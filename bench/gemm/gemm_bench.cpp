@@ -128,8 +128,10 @@ Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int 
       bias.data(), rlx::cpu::GemmEpilogue::Gelu::kErf, nullptr, 0);
   if (gelu) g.epilogue = &ep;
   const double flops = 2.0 * M * N * K;
-  // Enough calls per timing that small shapes are not dominated by the clock.
-  const int inner = std::max<int>(1, int(2e8 / flops));
+  // Enough calls per timing (about 10 ms of work) that small shapes are dominated neither by the
+  // clock nor by the oneTBB worker waking up for the first call (with a tenth of that, 256^3 came
+  // out at either ~110 or ~220 GFLOP/s from one run to the next).
+  const int inner = std::max<int>(1, int(2e9 / flops));
   auto time_it = [&](const rlx::cpu::GemmArgs& args) {
     rlx::cpu::gemm(args);  // warm-up: scratch, pages, caches
     std::vector<double> runs;

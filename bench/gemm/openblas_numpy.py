@@ -27,7 +27,7 @@ def gflops(m, n, k, reps):
     b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
     c = np.empty((m, n), np.float32)
     flops = 2.0 * m * n * k
-    inner = max(1, int(2e8 / flops))
+    inner = max(1, int(2e9 / flops))
     np.matmul(a, b, out=c)
     runs = []
     for _ in range(reps):
