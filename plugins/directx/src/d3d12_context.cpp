@@ -36,6 +36,8 @@ D3D12_HEAP_PROPERTIES heap(D3D12_HEAP_TYPE type) {
   return p;
 }
 
+}  // namespace
+
 D3D12_RESOURCE_DESC buffer_desc(uint64_t bytes, D3D12_RESOURCE_FLAGS flags) {
   D3D12_RESOURCE_DESC d{};
   d.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
@@ -49,8 +51,6 @@ D3D12_RESOURCE_DESC buffer_desc(uint64_t bytes, D3D12_RESOURCE_FLAGS flags) {
   d.Flags = flags;
   return d;
 }
-
-}  // namespace
 
 D3D12Context* D3D12Context::get(std::string* why) {
   struct Found {

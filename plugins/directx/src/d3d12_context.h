@@ -77,4 +77,7 @@ class D3D12Context {
   std::mutex mutex_;
 };
 
+// The description of a plain buffer resource of `bytes` bytes (row-major, no format).
+D3D12_RESOURCE_DESC buffer_desc(uint64_t bytes, D3D12_RESOURCE_FLAGS flags);
+
 }  // namespace rlx::directx

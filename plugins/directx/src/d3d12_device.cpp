@@ -68,16 +68,7 @@ gpu_host::DeviceBuffer D3D12Device::allocate(size_t bytes) {
   b->size = (bytes + 15) / 16 * 16;
   D3D12_HEAP_PROPERTIES heap{};
   heap.Type = D3D12_HEAP_TYPE_DEFAULT;
-  D3D12_RESOURCE_DESC desc{};
-  desc.Dimension = D3D12_RESOURCE_DIMENSION_BUFFER;
-  desc.Width = b->size;
-  desc.Height = 1;
-  desc.DepthOrArraySize = 1;
-  desc.MipLevels = 1;
-  desc.Format = DXGI_FORMAT_UNKNOWN;
-  desc.SampleDesc.Count = 1;
-  desc.Layout = D3D12_TEXTURE_LAYOUT_ROW_MAJOR;
-  desc.Flags = D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS;
+  D3D12_RESOURCE_DESC desc = buffer_desc(b->size, D3D12_RESOURCE_FLAG_ALLOW_UNORDERED_ACCESS);
   std::lock_guard lock(context_.mutex());
   HRESULT hr = context_.device()->CreateCommittedResource(&heap, D3D12_HEAP_FLAG_NONE, &desc,
                                                           D3D12_RESOURCE_STATE_COMMON, nullptr,
