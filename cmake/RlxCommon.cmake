@@ -1,6 +1,15 @@
 # Shared build settings for in-tree libraries and plugins.
-set(RLX_ABI_MAJOR 1)
-set(RLX_ABI_MINOR 1)  # keep equal to sdk/include/rlx/sdk/abi.h
+# The plugin ABI version has one source, sdk/include/rlx/sdk/abi.h; manifests, packages and the
+# CLI read it from there.
+file(STRINGS ${CMAKE_CURRENT_LIST_DIR}/../sdk/include/rlx/sdk/abi.h rlx_abi_lines
+     REGEX "^#define RLX_ABI_(MAJOR|MINOR) [0-9]+$")
+foreach(line IN LISTS rlx_abi_lines)
+  string(REGEX MATCH "RLX_ABI_(MAJOR|MINOR) ([0-9]+)" _ "${line}")
+  set(RLX_ABI_${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+endforeach()
+if(NOT DEFINED RLX_ABI_MAJOR OR NOT DEFINED RLX_ABI_MINOR)
+  message(FATAL_ERROR "cannot read RLX_ABI_MAJOR/MINOR from sdk/include/rlx/sdk/abi.h")
+endif()
 # Plugins land in one folder of the build tree so the uninstalled `rlx` finds them
 # the same way an installed one does (<prefix>/share/rlx/plugins.d).
 set(RLX_BUILD_PLUGIN_DIR ${CMAKE_BINARY_DIR}/share/rlx/plugins.d)

@@ -147,7 +147,10 @@ int compile_main(const Args& args, const GlobalOptions& global) {
   write_file(out_dir / "dispatch.json", report + "\n");
   files.push_back({"dispatch.json", "dispatch-report"});
   timer.stage("emit");
-  for (Artifact& a : target->emit(program, out_dir)) {
+  std::vector<Artifact> emitted = target->program_level() == ProgramLevel::kMir
+                                      ? target->emit_mir(model.mir_for(bindings), out_dir)
+                                      : target->emit(program, out_dir);
+  for (Artifact& a : emitted) {
     // A target that writes one of our file names wins; the manifest lists each path once.
     std::erase_if(files, [&](const Artifact& f) { return f.path == a.path; });
     files.push_back(std::move(a));

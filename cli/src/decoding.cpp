@@ -96,24 +96,41 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
   };
   if (take(out.at("logits"))) return r;
 
+  // The caches live on the target's device from here on (contract 2.0): each step reads the
+  // last step's caches where they are and leaves its own there; only the token ids, the position
+  // and the logits cross to or from the host. A target without a device keeps them in host
+  // memory.
+  std::shared_ptr<Device> device = decode_.device();
   NamedTensors inputs;
+  NamedDeviceTensors device_inputs;
   for (const std::string& name : cache_names_) {
     std::string present = "present_" + name.substr(5);
-    inputs[name] = cache_from_prompt(out.at(present), r.cache_capacity);
+    Tensor cache = cache_from_prompt(out.at(present), r.cache_capacity);
+    if (device) device_inputs[name] = DeviceTensor::upload(device, cache);
+    else inputs[name] = std::move(cache);
   }
   // Each step's caches are the next step's inputs, so the steps alternate between two output
   // maps: a step writes where the step before last wrote, and after two steps none allocates.
   NamedTensors outs[2];
+  NamedDeviceTensors device_outs[2];
+  if (device)
+    for (NamedDeviceTensors& o : device_outs)
+      for (const std::string& name : cache_names_) o["present_" + name.substr(5)] = DeviceTensor();
   Tensor position(DType::kI64, {1});
   t0 = Clock::now();
   for (int64_t step = 1; step < options.max_new_tokens; ++step) {
     NamedTensors& o = outs[step % 2];
+    NamedDeviceTensors& device_o = device_outs[step % 2];
     inputs["input_ids"] = next;
     position.as<int64_t>()[0] = len + step - 1;
     inputs["position"] = position;
-    decode_.run(inputs, o);
+    decode_.run(inputs, device_inputs, o, device_o);
     ++r.decode_steps;
-    for (const std::string& name : cache_names_) inputs[name] = o.at("present_" + name.substr(5));
+    for (const std::string& name : cache_names_) {
+      std::string present = "present_" + name.substr(5);
+      if (device) device_inputs[name] = device_o.at(present);
+      else inputs[name] = o.at(present);
+    }
     if (take(o.at("logits"))) break;
   }
   r.decode_seconds = since(t0);

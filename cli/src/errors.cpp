@@ -25,9 +25,14 @@ void print(const std::string& what, const std::string& hint) {
 // What the user can do about each kind of library error; the message already says what and why.
 std::string hint_for(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kCompile:
+    case ErrorKind::kCompile:  // core's CompileError ends in its own "what to do"
+      break;
+    case ErrorKind::kUnsupported:
       return "choose another target with --target, or see `rlx --list-targets -v` for what each "
              "target covers";
+    case ErrorKind::kDevice:
+      return "the device or its driver failed; `rlx --list-targets -v` shows the target's device "
+             "and status";
     case ErrorKind::kPlugin:
       return "the plugin failed; check it with `rlx --list-targets -v`, or reinstall it";
     case ErrorKind::kInternal:
@@ -49,9 +54,7 @@ int report_exception(std::exception_ptr error, bool verbose) {
   } catch (const Error& e) {
     const bool internal = e.kind() == ErrorKind::kInternal;
     std::string what = e.what();
-    // Compile errors from core already end in their own "what to do" line.
-    std::string hint = what.find("what to do") == std::string::npos ? hint_for(e.kind()) : "";
-    print(internal ? "internal error: " + what : what, hint);
+    print(internal ? "internal error: " + what : what, hint_for(e.kind()));
     if (verbose) std::fprintf(stderr, "rlx: note: raised at %s\n", e.where_string().c_str());
     return internal ? kExitInternal : kExitUser;
   } catch (const std::bad_alloc&) {

@@ -59,9 +59,9 @@ Model load_model(const registry::Registry& reg, const fs::path& path,
     try {
       return importer->load(path, options);
     } catch (const Error& e) {
-      // The boundary reports every importer failure as a plugin error; almost always the
-      // model files are at fault, and the message names what is wrong with them.
-      if (e.kind() != ErrorKind::kPlugin) throw;
+      // A user error (the importer says what is wrong with the files) or an unclassified one
+      // (almost always the files are at fault too): either way the hint is what it reads.
+      if (e.kind() != ErrorKind::kUser && e.kind() != ErrorKind::kPlugin) throw;
       throw CliError(e.what(), fmt::format("the {} importer could not read {}; docs/models.md "
                                            "lists what it reads and the sizes (--bind) it takes",
                                            importer->name(), path.string()));

@@ -15,6 +15,14 @@ void throw_user_error(std::string message, SourceLocation where) {
   throw Error(ErrorKind::kUser, std::move(message), where);
 }
 
+void throw_unsupported(std::string message, SourceLocation where) {
+  throw Error(ErrorKind::kUnsupported, std::move(message), where);
+}
+
+void throw_device_error(std::string message, SourceLocation where) {
+  throw Error(ErrorKind::kDevice, std::move(message), where);
+}
+
 void throw_internal_error(std::string message, SourceLocation where) {
   throw Error(ErrorKind::kInternal, std::move(message), where);
 }

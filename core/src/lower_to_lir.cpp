@@ -46,7 +46,8 @@ bool fusible(const OpDef* def) {
 
 class Lowering {
  public:
-  explicit Lowering(const Graph& g) : g_(g), buf_(g.values.size(), -1) {}
+  Lowering(const Graph& g, const LoweringOptions& options)
+      : g_(g), options_(options), buf_(g.values.size(), -1) {}
 
   lir::Program run() {
     decide();
@@ -67,6 +68,7 @@ class Lowering {
 
  private:
   const Graph& g_;
+  LoweringOptions options_;
   lir::Program p_;
   std::vector<int32_t> buf_;
   std::vector<bool> mat_;
@@ -108,6 +110,42 @@ class Lowering {
       if (n.op == "constant" && !forced[n.outputs[0]] && n.attr_tensor("value").numel() == 1 &&
           n.attr_tensor("value").dtype() != DType::kC64)
         mat_[n.outputs[0]] = false;
+    if (options_.max_buffers_per_kernel > 0) cap_kernel_buffers(options_.max_buffers_per_kernel);
+  }
+
+  // Fusion makes one loop kernel read every buffer its fused chain reaches. On a device that
+  // binds at most `cap` buffers per kernel (its output included), a chain that would read more
+  // is cut: the widest fused operands become buffers of their own, each computed by a kernel that
+  // fits, until the consumer fits too. Nodes come in topological order, so every operand's set
+  // has been made to fit before its consumer is looked at. An op that alone reads more than
+  // `cap` - 1 buffers cannot be cut here; the device refuses it, naming the kernel.
+  void cap_kernel_buffers(uint32_t cap) {
+    std::vector<std::vector<ValueId>> reads(g_.values.size());  // of a fused (unmaterialised) value
+    auto reads_of = [&](ValueId v) -> std::vector<ValueId> {
+      if (mat_[v]) return {v};
+      return reads[v];
+    };
+    for (const Node& n : g_.nodes) {
+      const OpDef* d = OpRegistry::instance().find(n.op);
+      if (!fusible(d) || n.op == "constant") continue;  // a non-materialised constant is an immediate
+      auto gather = [&] {
+        std::vector<ValueId> all;
+        for (ValueId in : n.inputs)
+          for (ValueId r : reads_of(in))
+            if (std::find(all.begin(), all.end(), r) == all.end()) all.push_back(r);
+        return all;
+      };
+      std::vector<ValueId> all = gather();
+      while (all.size() + 1 > cap) {
+        ValueId widest = -1;
+        for (ValueId in : n.inputs)
+          if (!mat_[in] && reads[in].size() > 1 && (widest < 0 || reads[in].size() > reads[widest].size())) widest = in;
+        if (widest < 0) break;
+        mat_[widest] = true;
+        all = gather();
+      }
+      reads[n.outputs[0]] = std::move(all);
+    }
   }
 
   int32_t add_buffer(ValueId v, BufferKind kind) {
@@ -265,7 +303,7 @@ class Lowering {
     for (ValueId v : n.outputs) c.outputs.push_back(buf_[v]);
     c.attrs = n.attrs;
     c.loc = n.loc;
-    for (auto& r : n.regions) c.regions.push_back(std::make_shared<lir::Program>(lower_to_lir(*r)));
+    for (auto& r : n.regions) c.regions.push_back(std::make_shared<lir::Program>(lower_to_lir(*r, options_)));
     p_.kernels.push_back(std::move(c));
   }
 
@@ -389,6 +427,6 @@ class Lowering {
 
 }  // namespace
 
-lir::Program lower_to_lir(const Graph& g) { return Lowering(g).run(); }
+lir::Program lower_to_lir(const Graph& g, const LoweringOptions& options) { return Lowering(g, options).run(); }
 
 }  // namespace rlx

@@ -1,6 +1,11 @@
 #include "rlx/core/runtime.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
 
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
@@ -8,14 +13,71 @@
 
 namespace rlx {
 
+namespace {
+
+// Where a compiled specialisation takes each input and output: a slot of the binding table it
+// runs on (an LIR buffer id, or for MIR-level targets the graph's inputs then its outputs).
+struct IoLayout {
+  size_t slots = 0;
+  std::map<std::string, int32_t> inputs;
+  struct Output {
+    std::string name;
+    int32_t slot;
+    DType dtype;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Output> outputs;
+  std::vector<std::pair<int32_t, const void*>> constants;  // LIR constants the caller passes in
+};
+
+IoLayout layout_of(const lir::Program& p) {
+  IoLayout io;
+  io.slots = p.buffers.size();
+  for (auto& [name, b] : p.inputs) io.inputs[name] = b;
+  for (auto& [name, b] : p.outputs) io.outputs.push_back({name, b, p.buffers[b].dtype, p.buffers[b].shape});
+  for (const auto& buf : p.buffers)
+    if (buf.kind == lir::BufferKind::kConstant) io.constants.emplace_back(buf.id, buf.data.data());
+  return io;
+}
+
+IoLayout layout_of(const Graph& g, const std::vector<std::string>& output_names) {
+  IoLayout io;
+  io.slots = g.inputs.size() + g.outputs.size();
+  for (size_t i = 0; i < g.inputs.size(); ++i) io.inputs[g.values[g.inputs[i]].name] = static_cast<int32_t>(i);
+  for (size_t j = 0; j < g.outputs.size(); ++j) {
+    const TensorType& t = g.type(g.outputs[j]);
+    std::vector<int64_t> shape;
+    for (const Dim& d : t.shape) {
+      if (!d.is_static()) throw_internal_error(fmt::format("output {} is not static after specialisation", t.str()));
+      shape.push_back(d.value);
+    }
+    io.outputs.push_back({output_names.at(j), static_cast<int32_t>(g.inputs.size() + j), t.dtype, std::move(shape)});
+  }
+  return io;
+}
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const char* pa = static_cast<const char*>(a.data());
+  const char* pb = static_cast<const char*>(b.data());
+  return pa && pb && pa < pb + b.nbytes() && pb < pa + a.nbytes();
+}
+
+bool same_buffer(const DeviceTensor& a, const DeviceTensor& b) {
+  return a.defined() && b.defined() && a.buffer().handle == b.buffer().handle;
+}
+
+}  // namespace
+
 struct CompiledModel::State {
   std::shared_ptr<Target> target;
   DispatchReport report;
   Graph mir;
   std::vector<std::string> input_names, output_names;
   struct Specialization {
-    lir::Program program;
+    lir::Program program;  // empty for MIR-level targets
     std::unique_ptr<Executable> exe;
+    IoLayout io;
+    bool host_only_run = false;  // run(std::vector<void*>) takes the whole table
   };
   std::map<Bindings, Specialization> cache;
 
@@ -23,17 +85,73 @@ struct CompiledModel::State {
     auto it = cache.find(b);
     if (it != cache.end()) return it->second;
     Specialization s;
-    s.program = lower(b);
-    s.exe = target->compile(s.program);
+    if (target->program_level() == ProgramLevel::kMir) {
+      Graph g = specialized(b);
+      s.io = layout_of(g, output_names);
+      s.exe = target->compile_mir(g);
+    } else {
+      s.program = lower(b);
+      s.io = layout_of(s.program);
+      s.exe = target->compile(s.program);
+      s.host_only_run = true;
+    }
     return cache.emplace(b, std::move(s)).first->second;
   }
 
-  lir::Program lower(const Bindings& b) const {
+  Graph specialized(const Bindings& b) const {
     Graph g = specialize(mir, b);
     run_default_passes(g);
-    lir::Program p = lower_to_lir(g);
+    return g;
+  }
+
+  lir::Program lower(const Bindings& b) const {
+    // Kernels are cut to what the device binds (webgpu: storage buffers per shader stage).
+    LoweringOptions options;
+    if (std::shared_ptr<Device> d = target->device()) options.max_buffers_per_kernel = d->limits().max_buffers_per_kernel;
+    lir::Program p = lower_to_lir(specialized(b), options);
     for (size_t i = 0; i < p.outputs.size(); ++i) p.outputs[i].first = output_names.at(i);
     return p;
+  }
+
+  // Checks every input against the graph (dtype, rank and static dims of what `given` says the
+  // caller passed under its name) and binds the symbolic dims.
+  Bindings bind(const std::function<std::optional<std::pair<DType, std::vector<int64_t>>>(const std::string&)>& given) const {
+    Bindings bindings;
+    const Graph& g = mir;
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const std::string& name = input_names[i];
+      auto got = given(name);
+      if (!got) throw_user_error(fmt::format("input '{}' is missing", name));
+      auto& [dtype, shape] = *got;
+      const TensorType& want = g.type(g.inputs[i]);
+      std::string shape_str = fmt::format("[{}]", fmt::join(shape, ","));
+      if (dtype != want.dtype || static_cast<int64_t>(shape.size()) != want.rank())
+        throw_user_error(fmt::format("input '{}' is {}{}, the model expects {}", name, dtype_name(dtype), shape_str,
+                                     want.str()));
+      for (size_t d = 0; d < shape.size(); ++d) {
+        const Dim& dim = want.shape[d];
+        int64_t n = shape[d];
+        if (dim.is_static() && dim.value != n)
+          throw_user_error(fmt::format("input '{}' has size {} in dim {}, the model expects {} ({})", name, n, d,
+                                       dim.value, want.str()));
+        if (!dim.is_static()) {
+          auto [b, fresh] = bindings.emplace(dim.sym, n);
+          if (!fresh && b->second != n)
+            throw_user_error(fmt::format("input '{}' gives {} = {}, but an earlier input gave {} = {}", name, dim.sym,
+                                         n, dim.sym, b->second));
+        }
+      }
+    }
+    return bindings;
+  }
+
+  void check_names(const std::vector<std::string>& given) const {
+    for (const std::string& name : given)
+      if (std::find(input_names.begin(), input_names.end(), name) == input_names.end()) {
+        std::string expected;
+        for (auto& n : input_names) expected += (expected.empty() ? "" : ", ") + n;
+        throw_user_error(fmt::format("unknown input '{}': the model's inputs are {}", name, expected));
+      }
   }
 };
 
@@ -63,6 +181,8 @@ CompiledModel Session::compile(const Graph& graph) {
 const DispatchReport& CompiledModel::report() const { return state_->report; }
 const Graph& CompiledModel::mir() const { return state_->mir; }
 lir::Program CompiledModel::lir_for(const Bindings& b) const { return state_->lower(b); }
+Graph CompiledModel::mir_for(const Bindings& b) const { return state_->specialized(b); }
+std::shared_ptr<Device> CompiledModel::device() const { return state_->target->device(); }
 
 NamedTensors CompiledModel::run(const NamedTensors& inputs) {
   NamedTensors out;
@@ -70,72 +190,88 @@ NamedTensors CompiledModel::run(const NamedTensors& inputs) {
   return out;
 }
 
-namespace {
-
-bool overlaps(const Tensor& a, const Tensor& b) {
-  const char* pa = static_cast<const char*>(a.data());
-  const char* pb = static_cast<const char*>(b.data());
-  return pa && pb && pa < pb + b.nbytes() && pb < pa + a.nbytes();
+void CompiledModel::run(const NamedTensors& inputs, NamedTensors& outputs) {
+  NamedDeviceTensors none_in, none_out;
+  run(inputs, none_in, outputs, none_out);
 }
 
-}  // namespace
-
-void CompiledModel::run(const NamedTensors& inputs, NamedTensors& outputs) {
+void CompiledModel::run(const NamedTensors& inputs, const NamedDeviceTensors& device_inputs,
+                        NamedTensors& outputs, NamedDeviceTensors& device_outputs) {
   State& st = *state_;
-  const Graph& g = st.mir;
-  for (auto& [name, t] : inputs)
-    if (std::find(st.input_names.begin(), st.input_names.end(), name) == st.input_names.end()) {
-      std::string expected;
-      for (auto& n : st.input_names) expected += (expected.empty() ? "" : ", ") + n;
-      throw_user_error(fmt::format("unknown input '{}': the model's inputs are {}", name, expected));
-    }
-  Bindings bindings;
-  for (size_t i = 0; i < g.inputs.size(); ++i) {
-    const std::string& name = st.input_names[i];
-    auto it = inputs.find(name);
-    if (it == inputs.end()) throw_user_error(fmt::format("input '{}' is missing", name));
-    const TensorType& want = g.type(g.inputs[i]);
-    const Tensor& t = it->second;
-    if (t.dtype() != want.dtype || t.rank() != want.rank())
-      throw_user_error(fmt::format("input '{}' is {}{}, the model expects {}", name,
-                                   dtype_name(t.dtype()), t.shape_str(), want.str()));
-    for (int64_t d = 0; d < t.rank(); ++d) {
-      const Dim& dim = want.shape[d];
-      int64_t got = t.shape()[d];
-      if (dim.is_static() && dim.value != got)
-        throw_user_error(fmt::format("input '{}' has size {} in dim {}, the model expects {} ({})",
-                                     name, got, d, dim.value, want.str()));
-      if (!dim.is_static()) {
-        auto [b, fresh] = bindings.emplace(dim.sym, got);
-        if (!fresh && b->second != got)
-          throw_user_error(fmt::format("input '{}' gives {} = {}, but an earlier input gave {} = {}",
-                                       name, dim.sym, got, dim.sym, b->second));
-      }
-    }
+  std::vector<std::string> given;
+  for (auto& [name, t] : inputs) given.push_back(name);
+  for (auto& [name, t] : device_inputs) {
+    if (inputs.count(name)) throw_user_error(fmt::format("input '{}' is given both on the host and on the device", name));
+    given.push_back(name);
+  }
+  st.check_names(given);
+  Bindings bindings = st.bind([&](const std::string& name) -> std::optional<std::pair<DType, std::vector<int64_t>>> {
+    if (auto it = inputs.find(name); it != inputs.end()) return std::make_pair(it->second.dtype(), it->second.shape());
+    if (auto it = device_inputs.find(name); it != device_inputs.end() && it->second.defined())
+      return std::make_pair(it->second.dtype(), it->second.shape());
+    return std::nullopt;
+  });
+
+  std::shared_ptr<Device> device;
+  if (!device_inputs.empty() || !device_outputs.empty()) {
+    device = st.target->device();
+    if (!device)
+      throw_unsupported(fmt::format("target {} has no device memory of its own, so it keeps no tensor on a device; "
+                                    "pass host tensors",
+                                    st.target->name()));
+    for (auto& [name, t] : device_inputs)
+      if (t.device() != device.get())
+        throw_user_error(fmt::format("device input '{}' lives on another device than target {}'s", name,
+                                     st.target->name()));
   }
   auto& spec = st.specialization(bindings);
-  const lir::Program& p = spec.program;
-  std::vector<void*> ptrs(p.buffers.size(), nullptr);
-  for (auto& [name, b] : p.inputs) ptrs[b] = const_cast<void*>(inputs.at(name).data());
-  for (const auto& buf : p.buffers)
-    if (buf.kind == lir::BufferKind::kConstant) ptrs[buf.id] = const_cast<void*>(buf.data.data());
-  std::vector<const Tensor*> bound;  // outputs given memory so far
-  for (auto& [name, b] : p.outputs) {
-    const lir::Buffer& buf = p.buffers[b];
-    auto it = outputs.find(name);
-    bool reuse = it != outputs.end() && it->second.dtype() == buf.dtype &&
-                 it->second.shape() == buf.shape && it->second.defined();
-    // Kernels read inputs while they write outputs, so an output may not share their memory.
-    // Nor may two outputs share memory.
-    for (auto in = inputs.begin(); reuse && in != inputs.end(); ++in)
-      reuse = !overlaps(it->second, in->second);
+  const IoLayout& io = spec.io;
+  // A buffer the host can address directly (host-memory targets) is passed as host memory.
+  auto bind_device = [&](const DeviceTensor& t) {
+    BufferBinding b;
+    if (void* p = device->host_address(t.buffer())) b.host = p;
+    else b.device = t.buffer();
+    return b;
+  };
+  std::vector<BufferBinding> slots(io.slots);
+  for (auto [slot, data] : io.constants) slots[slot].host = const_cast<void*>(data);
+  for (auto& [name, slot] : io.inputs) {
+    if (auto it = inputs.find(name); it != inputs.end()) slots[slot].host = const_cast<void*>(it->second.data());
+    else slots[slot] = bind_device(device_inputs.at(name));
+  }
+  std::vector<const Tensor*> bound;             // host outputs given memory so far
+  std::vector<const DeviceTensor*> bound_dev;   // device outputs given memory so far
+  for (const IoLayout::Output& o : io.outputs) {
+    if (auto dit = device_outputs.find(o.name); dit != device_outputs.end()) {
+      DeviceTensor& t = dit->second;
+      bool reuse = t.defined() && t.device() == device.get() && t.dtype() == o.dtype && t.shape() == o.shape;
+      // Kernels read inputs while they write outputs, so an output may not share their memory,
+      // nor may two outputs share memory.
+      for (auto in = device_inputs.begin(); reuse && in != device_inputs.end(); ++in) reuse = !same_buffer(t, in->second);
+      for (const DeviceTensor* other : bound_dev) reuse = reuse && !same_buffer(t, *other);
+      if (!reuse) t = DeviceTensor(device, o.dtype, o.shape);
+      slots[o.slot] = bind_device(t);
+      bound_dev.push_back(&t);
+      continue;
+    }
+    auto it = outputs.find(o.name);
+    bool reuse = it != outputs.end() && it->second.dtype() == o.dtype && it->second.shape() == o.shape &&
+                 it->second.defined();
+    for (auto in = inputs.begin(); reuse && in != inputs.end(); ++in) reuse = !overlaps(it->second, in->second);
     for (const Tensor* other : bound) reuse = reuse && !overlaps(it->second, *other);
-    if (!reuse) outputs[name] = Tensor(buf.dtype, buf.shape);
-    const Tensor& t = outputs[name];
-    ptrs[b] = const_cast<void*>(t.data());
+    if (!reuse) outputs[o.name] = Tensor(o.dtype, o.shape);
+    const Tensor& t = outputs[o.name];
+    slots[o.slot].host = const_cast<void*>(t.data());
     bound.push_back(&t);
   }
-  spec.exe->run(ptrs);
+  bool all_host = std::all_of(slots.begin(), slots.end(), [](const BufferBinding& b) { return !b.device.valid(); });
+  if (all_host && spec.host_only_run) {
+    std::vector<void*> ptrs(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) ptrs[i] = slots[i].host;
+    spec.exe->run(ptrs);
+  } else {
+    spec.exe->run_bound(slots, 0);
+  }
 }
 
 }  // namespace rlx

@@ -9,6 +9,8 @@
 #include <string>
 #include <variant>
 
+#include "rlx/core/error.h"
+
 #include "rlx/registry/registry.h"
 
 namespace boost::dll {
@@ -18,6 +20,8 @@ class shared_library;
 namespace rlx::sdk {
 class TargetBoundary;
 class ImporterBoundary;
+struct Status;
+enum class StatusKind : uint32_t;
 }  // namespace rlx::sdk
 
 namespace rlx::registry::detail {
@@ -52,10 +56,12 @@ LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& li
 // code behind the boundary objects stays mapped while any of them lives.
 std::shared_ptr<Target> make_target_adapter(LibraryHandle library,
                                             std::unique_ptr<sdk::TargetBoundary> target);
-// abi_minor: the plugin's handshake minor, which says which boundary methods it has.
 std::shared_ptr<Importer> make_importer_adapter(LibraryHandle library,
-                                                std::unique_ptr<sdk::ImporterBoundary> importer,
-                                                uint32_t abi_minor);
+                                                std::unique_ptr<sdk::ImporterBoundary> importer);
+
+// A failed Status as the rlx::Error of its kind, "<plugin> plugin: <message>"; returns on ok.
+ErrorKind error_kind_of(sdk::StatusKind kind);
+void check_status(const std::string& plugin, const sdk::Status& status);
 
 // Every registered op at every dtype; never throws (a failure becomes an illegal entry).
 LegalityTable build_legality_table(const Target& target);

@@ -57,6 +57,8 @@ function(rlx_add_plugin)
   add_library(${tgt} MODULE ${P_SOURCES})
   target_link_libraries(${tgt} PRIVATE rlx::sdk rlx::core)
   target_compile_features(${tgt} PRIVATE cxx_std_20)
+  # The version the plugin reports is the one its manifest says (plugin.h reads it).
+  target_compile_definitions(${tgt} PRIVATE RLX_PLUGIN_VERSION="${P_VERSION}")
   # An installed plugin finds librlx_sdk and librlx_core in the lib folder of its own prefix.
   if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
     set(rpath "${CMAKE_INSTALL_LIBDIR}")

@@ -32,6 +32,7 @@ bool single_float(DType t) {
   return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
 }
 
+// Within int64; u64 has its own cases where its maximum matters (reduce_init, conversions).
 std::pair<int64_t, int64_t> int_limits(DType t) {
   switch (t) {
     case DType::kBool:
@@ -521,6 +522,13 @@ class KernelRenderer {
       return fmt::format(fmt::runtime(entry(d_.load, to, "load conversion")), fmt::arg("x", bits));
     }
     if (is_float(to)) return single_float(from) && single_float(to) ? x : cast(to, x);
+    if (is_float(from) && to == DType::kU64) {
+      // Saturating like the other integers: NaN and <= 0 give 0, >= 2^64 all ones.
+      std::string max = cast(to, fmt::format("-1{}", d_.int64_suffix));
+      return choose(is_nan(x), literal(0, to),
+                    choose(fmt::format("{} <= 0.0", x), literal(0, to),
+                           choose(fmt::format("{} >= 18446744073709551616.0", x), max, cast(to, x))));
+    }
     if (is_float(from)) {
       auto [lo, hi] = int_limits(to);
       // Compared in double, where every limit up to 2^63 is exact: >= 2^63 saturates to max.
@@ -557,6 +565,8 @@ class KernelRenderer {
     if (op == "add") return literal(0, t);
     if (op == "mul") return literal(1, t);
     if (is_float(t)) return literal(op == "max" ? -INFINITY : INFINITY, t);
+    // u64's range is past int64's: its maximum is all ones, -1 converted (modular, as C says).
+    if (t == DType::kU64) return op == "max" ? literal(0, t) : cast(t, fmt::format("-1{}", d_.int64_suffix));
     auto [lo, hi] = int_limits(t);
     return literal(static_cast<double>(op == "max" ? lo : hi), t);
   }

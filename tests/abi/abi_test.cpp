@@ -11,10 +11,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "rlx/core/error.h"
+#include "rlx/core/ir_text.h"
 #include "rlx/core/op_registry.h"
+#include "rlx/core/runtime.h"
 #include "rlx/registry/registry.h"
 
 namespace rlx::registry {
@@ -133,39 +136,123 @@ TEST_F(AbiTest, ImporterIsFoundByExtension) {
   EXPECT_THROW(r.target("abi_importer"), Error);
 }
 
-TEST_F(AbiTest, ImportOptionsReachAnImporterOfAbi11) {
+TEST_F(AbiTest, ImportOptionsReachTheImporter) {
   Registry r = discover({case_dir("importer")});
   std::shared_ptr<Importer> imp = r.importer_for("m.tst");
   ASSERT_TRUE(imp);
   ImportOptions sizes;
   sizes.dim_values = {{"seq", 8}};
   EXPECT_EQ(imp->load("m.tst", sizes).graph().name, "m:with-options seq=8");
-  EXPECT_EQ(imp->load("m.tst", ImportOptions{}).graph().name, "m");  // no options: plain load
-}
-
-TEST_F(AbiTest, AnImporterOfAbi10IsNeverAskedForOptions) {
-  Registry r = discover({case_dir("old_importer")});
-  ASSERT_EQ(r.plugins().size(), 1u);
-  EXPECT_EQ(r.plugins()[0].status, PluginStatus::kAvailable);
-  EXPECT_EQ(r.plugins()[0].abi, "1.0");
-  std::shared_ptr<Importer> imp = r.importer_for("m.tst");
-  ASSERT_TRUE(imp);
-  // Sizes are only hints (its dims stay symbolic and get bound when lowering): a plain load.
-  ImportOptions sizes;
-  sizes.dim_values = {{"seq", 8}};
-  EXPECT_EQ(imp->load("m.tst", sizes).graph().name, "m");
-  // Input values would change the model: refused, with what to do.
   ImportOptions values;
   values.input_values.emplace("k", Tensor(DType::kI64, {}));
+  EXPECT_EQ(imp->load("m.tst", values).graph().name, "m:with-options value:k");
+  EXPECT_EQ(imp->load("m.tst", ImportOptions{}).graph().name, "m");
+}
+
+// Contract 2.0 typed errors: the kind a plugin raised is the kind the host sees, so the CLI can
+// advise by kind; only unclassified failures are the plugin's fault (kPlugin).
+TEST_F(AbiTest, ErrorsKeepTheirKindAcrossTheBoundary) {
+  Registry r = discover({case_dir("importer"), case_dir("contract")});
+  auto kind_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::make_pair(e.kind(), std::string(e.what()));
+    }
+    return std::make_pair(ErrorKind::kInternal, std::string("nothing thrown"));
+  };
+  std::shared_ptr<Importer> imp = r.importer_for("m.tst");
+  EXPECT_EQ(kind_of([&] { imp->load("user.tst"); }),
+            std::make_pair(ErrorKind::kUser, std::string("abi_importer plugin: user.tst is not a tst model")));
+  EXPECT_EQ(kind_of([&] { imp->load("fail.tst"); }),
+            std::make_pair(ErrorKind::kPlugin, std::string("abi_importer plugin: cannot parse fail.tst")));
+  std::shared_ptr<Target> t = r.target("abi_contract");
+  EXPECT_EQ(kind_of([&] { t->device()->allocate(size_t{2} << 30); }),
+            std::make_pair(ErrorKind::kDevice, std::string("abi_contract plugin: abi_contract: out of device memory")));
+  ChannelOptions two;
+  two.world_size = 2;
+  EXPECT_EQ(kind_of([&] { t->open_channel(two); }),
+            std::make_pair(ErrorKind::kUnsupported, std::string("abi_contract plugin: abi_contract channels have one rank")));
+  EXPECT_EQ(kind_of([&] { t->compile(lir::Program{}); }).first, ErrorKind::kPlugin);
+}
+
+TEST_F(AbiTest, AMirLevelTargetRunsOnHostAndDeviceBuffers) {
+  std::shared_ptr<Target> t = discover({case_dir("contract")}).target("abi_contract");
+  EXPECT_EQ(t->program_level(), ProgramLevel::kMir);
+  Session session(t);
+  CompiledModel m = session.compile(parse_graph(R"(graph @g(%x: f32[N], %y: f32[N]) {
+  %z = Add(%x, %y) : f32[N]
+  return %z
+}
+)"));
+  auto f32 = [](std::vector<float> v) { return Tensor::from<float>(DType::kF32, {static_cast<int64_t>(v.size())}, v); };
+  auto values = [](const Tensor& t) { return std::vector<float>(t.as<float>(), t.as<float>() + t.numel()); };
+  // Host tensors in and out: the runtime binds graph inputs, then outputs, for a MIR program.
+  NamedTensors out = m.run({{"x", f32({1, 2, 3})}, {"y", f32({10, 20, 30})}});
+  EXPECT_EQ(values(out.at("z")), (std::vector<float>{11, 22, 33}));
+
+  // x on the device, z left there, y from the host; then z fed back as the next x.
+  std::shared_ptr<Device> dev = m.device();
+  ASSERT_TRUE(dev);
+  EXPECT_EQ(dev, t->device());  // one device object for the target's life
+  EXPECT_EQ(dev->limits().max_buffers_per_kernel, 8u);
+  NamedDeviceTensors din{{"x", DeviceTensor::upload(dev, f32({1, 2, 3}))}};
+  NamedDeviceTensors dout{{"z", DeviceTensor()}};
+  NamedTensors hin{{"y", f32({0.5f, 0.5f, 0.5f})}}, hout;
+  m.run(hin, din, hout, dout);
+  EXPECT_TRUE(hout.empty());
+  ASSERT_TRUE(dout.at("z").defined());
+  EXPECT_EQ(values(dout.at("z").download()), (std::vector<float>{1.5f, 2.5f, 3.5f}));
+  din["x"] = dout.at("z");
+  NamedDeviceTensors dout2{{"z", DeviceTensor()}};
+  m.run(hin, din, hout, dout2);
+  EXPECT_EQ(values(dout2.at("z").download()), (std::vector<float>{2, 3, 4}));
+  // An output may not reuse an input's buffer: the runtime gives z a new one.
+  NamedDeviceTensors alias{{"z", din.at("x")}};
+  m.run(hin, din, hout, alias);
+  EXPECT_NE(alias.at("z").buffer().handle, din.at("x").buffer().handle);
+  EXPECT_EQ(values(alias.at("z").download()), (std::vector<float>{2, 3, 4}));
+
+  fs::path dir = fs::path(::testing::TempDir()) / "rlx-abi-contract-emit";
+  fs::create_directories(dir);
+  std::vector<Artifact> a = t->emit_mir(m.mir_for({{"N", 3}}), dir);
+  ASSERT_EQ(a.size(), 1u);
+  std::ifstream ops(dir / a[0].path);
+  std::string line;
+  std::getline(ops, line);
+  EXPECT_EQ(line, "1 add");
+}
+
+TEST_F(AbiTest, ChannelsQueuesAndExtensionsCrossTheBoundary) {
+  std::shared_ptr<Target> t = discover({case_dir("contract")}).target("abi_contract");
+  std::shared_ptr<Device> dev = t->device();
+  QueueId q = dev->create_queue();
+  EXPECT_NE(q, 0u);
+  DeviceTensor in = DeviceTensor::upload(dev, Tensor::from<float>(DType::kF32, {2}, {3, 4}));
+  DeviceTensor out(dev, DType::kF32, {2});
+  std::unique_ptr<Channel> c = t->open_channel(ChannelOptions{});
+  EXPECT_EQ(c->rank(), 0);
+  EXPECT_EQ(c->world_size(), 1);
+  c->all_reduce(in.buffer(), out.buffer(), DType::kF32, 2, ReduceOp::kSum, q);
+  dev->synchronize(dev->record(q));
+  Tensor back = out.download();
+  EXPECT_EQ(back.as<float>()[0], 3);
+  EXPECT_EQ(back.as<float>()[1], 4);
   try {
-    imp->load("m.tst", values);
-    FAIL() << "a 1.0 importer must not be given input values";
+    c->send(in.buffer(), DType::kF32, 2, 1, q);
+    FAIL() << "a 1-rank channel cannot send";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUser);
-    EXPECT_STREQ(e.what(),
-                 "the abi_importer importer was built for ABI 1.0, which cannot take input values "
-                 "at import; rebuild it against this SDK");
   }
+  const auto* answer = static_cast<const int32_t*>(t->extension("abi.contract.answer", 1));
+  ASSERT_NE(answer, nullptr);
+  EXPECT_EQ(*answer, 42);
+  EXPECT_EQ(t->extension("abi.contract.answer", 2), nullptr);
+  EXPECT_EQ(t->extension("rlx.cuda.stream", 1), nullptr);
+  // A target without a device of its own says so, and has no channel.
+  std::shared_ptr<Target> good = discover({case_dir("good")}).target("abi_good");
+  EXPECT_EQ(good->device(), nullptr);
+  EXPECT_THROW(good->open_channel(ChannelOptions{}), Error);
 }
 
 TEST_F(AbiTest, ImporterIsFoundByMagicBytesAndFolderMarker) {
@@ -186,8 +273,8 @@ TEST_F(AbiTest, AbiMajorMismatchIsIncompatible) {
   PluginRecord p = only("abi_major");
   EXPECT_EQ(p.status, PluginStatus::kIncompatible);
   EXPECT_EQ(status_name(p.status), "incompatible");
-  EXPECT_EQ(p.abi, "2.0");
-  EXPECT_EQ(p.detail, fmt::format("built for ABI 2.0, this rlx has ABI {}: rebuild the plugin "
+  EXPECT_EQ(p.abi, "1.1");  // a 1.x plugin meeting this 2.x host
+  EXPECT_EQ(p.detail, fmt::format("built for ABI 1.1, this rlx has ABI {}: rebuild the plugin "
                                   "against this SDK",
                                   host_abi()));
   EXPECT_FALSE(p.target);
@@ -441,7 +528,7 @@ TEST_F(AbiTest, UnknownTargetListsTheUsableOnes) {
     r.target("abi_major");
     FAIL() << "incompatible target";
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), StartsWith("target 'abi_major' is incompatible: built for ABI 2.0"));
+    EXPECT_THAT(e.what(), StartsWith("target 'abi_major' is incompatible: built for ABI 1.1"));
   }
 }
 

@@ -2,6 +2,7 @@
 // when it safely can, and allocates otherwise. Values are checked against hand-computed ones.
 #include <gtest/gtest.h>
 
+#include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/core/runtime.h"
 #include "test_support.h"
@@ -67,6 +68,27 @@ TEST(RuntimeOutputs, WrongShapeDtypeOrSharedOutputsAreReplaced) {
   EXPECT_EQ(wrong.at("y").shape(), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(wrong.at("z").dtype(), DType::kF32);
   EXPECT_EQ(test::values(wrong.at("z")), (std::vector<double>{1, 4, 9, 16, 25, 0.25}));
+}
+
+// Contract 2.0 on a host-memory target: cpu's device is host memory, so device tensors reach the
+// kernels as host pointers; an output kept on the device is written in place on the next run.
+TEST(RuntimeOutputs, DeviceTensorsOfAHostTargetAreWrittenInPlace) {
+  CompiledModel m = compile_two_outputs();
+  std::shared_ptr<Device> device = m.device();
+  ASSERT_TRUE(device);
+  NamedDeviceTensors in{{"x", DeviceTensor::upload(device, test::f32({2, 3}, kX))}};
+  ASSERT_NE(device->host_address(in.at("x").buffer()), nullptr);
+  NamedTensors host_out;
+  NamedDeviceTensors dev_out{{"y", DeviceTensor()}};
+  m.run({}, in, host_out, dev_out);
+  const void* y_mem = dev_out.at("y").buffer().handle;
+  EXPECT_EQ(test::values(dev_out.at("y").download()), (std::vector<double>{2, 4, 6, -8, 10, 1}));
+  EXPECT_EQ(test::values(host_out.at("z")), (std::vector<double>{1, 4, 9, 16, 25, 0.25}));
+  m.run({}, in, host_out, dev_out);
+  EXPECT_EQ(dev_out.at("y").buffer().handle, y_mem);  // no new allocation
+  // The same input on the host and on the device is ambiguous.
+  NamedTensors both{{"x", test::f32({2, 3}, kX)}};
+  EXPECT_THROW(m.run(both, in, host_out, dev_out), Error);
 }
 
 }  // namespace

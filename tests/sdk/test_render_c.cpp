@@ -226,6 +226,24 @@ TEST_F(RenderC, IntegerReductionsStartFromTheTypeLimits) {
   EXPECT_EQ(values<int32_t>(out.at("all")), (std::vector<int32_t>{199988}));  // no loop left
 }
 
+// u64 above 2^63: max starts from 0 and min from 2^64 - 1, not from int64's limits (a max
+// starting at INT64_MIN = 2^63 as u64 would win over every smaller value).
+TEST_F(RenderC, U64ReductionsStartFromItsOwnLimits) {
+  const uint64_t big = (uint64_t{1} << 63) + 5, top = ~uint64_t{0};
+  auto out = run(R"(graph @g(%x: u64[2,2], %f: f64[4]) {
+  %mx = reduce_max(%x) {axes = [1]} : u64[2]
+  %mn = reduce_min(%x) {axes = [1]} : u64[2]
+  %c = convert(%f) {dtype = u64} : u64[4]
+  return %mx, %mn, %c
+}
+)",
+                 {{"x", tensor<uint64_t>(DType::kU64, {2, 2}, {3, 7, big, top})},
+                  {"f", tensor<double>(DType::kF64, {4}, {-3.5, 1e19, 1e30, 12.75})}});
+  EXPECT_EQ(values<uint64_t>(out.at("mx")), (std::vector<uint64_t>{7, top}));
+  EXPECT_EQ(values<uint64_t>(out.at("mn")), (std::vector<uint64_t>{3, big}));
+  EXPECT_EQ(values<uint64_t>(out.at("c")), (std::vector<uint64_t>{0, 10000000000000000000ull, top, 12}));
+}
+
 TEST_F(RenderC, PadWritesThePadValueOutsideTheOperand) {
   auto out = run(R"(graph @g(%x: f32[2,2], %v: f32[]) {
   %p = pad(%x, %v) {low = [1, 0], high = [0, 2]} : f32[3,4]

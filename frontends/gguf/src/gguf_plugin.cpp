@@ -7,8 +7,10 @@ namespace rlx::gguf {
 class GgufImporter final : public sdk::ImporterPlugin {
  public:
   std::string name() const override { return "gguf"; }
-  std::string version() const override { return "0.1.0"; }
-  Model load(const std::filesystem::path& path) override { return load_model(path); }
+  Model load(const std::filesystem::path& path, const ImportOptions& options) override {
+    refuse_input_values(options);  // its dims stay symbolic, so sizes need nothing here
+    return load_model(path);
+  }
 };
 
 }  // namespace rlx::gguf

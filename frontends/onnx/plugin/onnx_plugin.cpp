@@ -7,9 +7,7 @@ namespace rlx::onnx {
 class OnnxImporter final : public sdk::ImporterPlugin {
  public:
   std::string name() const override { return "onnx"; }
-  std::string version() const override { return "0.1.0"; }
-  Model load(const std::filesystem::path& path) override { return import_file(path); }
-  Model load_with(const std::filesystem::path& path, const ImportOptions& options) override {
+  Model load(const std::filesystem::path& path, const ImportOptions& options) override {
     return import_file(path, options);
   }
 };

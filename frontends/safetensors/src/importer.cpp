@@ -14,9 +14,9 @@ namespace {
 class SafetensorsImporter final : public sdk::ImporterPlugin {
  public:
   std::string name() const override { return "safetensors"; }
-  std::string version() const override { return "0.1.0"; }
 
-  Model load(const std::filesystem::path& path) override {
+  Model load(const std::filesystem::path& path, const ImportOptions& options) override {
+    refuse_input_values(options);  // its dims stay symbolic, so sizes need nothing here
     std::error_code ec;
     if (!std::filesystem::is_directory(path, ec)) return load_tensor_file(path);
     TransformerConfig config = read_hf_config(path);

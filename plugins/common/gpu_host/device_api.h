@@ -14,16 +14,15 @@
 #include <utility>
 #include <vector>
 
+#include "rlx/core/device.h"
 #include "rlx/core/lir.h"
 #include "rlx/sdk/render.h"
 
 namespace rlx::gpu_host {
 
-// One device allocation (cl_mem, VkBuffer + memory, ...). The adapter owns its meaning.
-struct DeviceBuffer {
-  void* handle = nullptr;
-  size_t bytes = 0;
-};
+// One device allocation (cl_mem, VkBuffer + memory, ...); the adapter owns its meaning. The
+// contract's buffer type, so a caller's device tensors bind to kernels as they are.
+using DeviceBuffer = rlx::DeviceBuffer;
 
 // A built module (cl_program, VkShaderModule set, ...): source text of many kernels compiled once.
 class Module {
@@ -82,6 +81,8 @@ class DeviceApi {
   virtual void launch(Module& module, const std::string& symbol,
                       const std::vector<const DeviceBuffer*>& args, int64_t work_items) = 0;
   virtual void finish() = 0;
+  // What the device allows (contract 2.0 DeviceLimits); {} when the adapter does not say.
+  virtual DeviceLimits limits() const { return {}; }
 };
 
 }  // namespace rlx::gpu_host

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "rlx/core/error.h"
 
@@ -26,9 +27,22 @@ class ProgramOnDevice {
       : api_(api), p_(p), plan_(plan_module(p, api.library())) {
     module_ = api_.build(plan_.source);
     own_.resize(p_.buffers.size());
+    // Temporaries come from the buffer plan's arena: temps the plan put at one arena offset have
+    // disjoint lifetimes, so they share one device buffer (as large as the largest of them).
+    std::map<int64_t, size_t> slot_bytes;
+    for (const lir::Buffer& b : p_.buffers)
+      if (b.kind == lir::BufferKind::kTemp && b.arena_offset >= 0)
+        slot_bytes[b.arena_offset] = std::max(slot_bytes[b.arena_offset], static_cast<size_t>(b.nbytes()));
+    std::map<int64_t, std::shared_ptr<OwnedBuffer>> slots;
     for (const lir::Buffer& b : p_.buffers) {
+      if (b.kind == lir::BufferKind::kTemp && b.arena_offset >= 0) {
+        std::shared_ptr<OwnedBuffer>& slot = slots[b.arena_offset];
+        if (!slot) slot = std::make_shared<OwnedBuffer>(api_, slot_bytes[b.arena_offset]);
+        own_[b.id] = slot;
+        continue;
+      }
       if (b.kind != lir::BufferKind::kTemp && b.kind != lir::BufferKind::kConstant) continue;
-      own_[b.id] = std::make_unique<OwnedBuffer>(api_, static_cast<size_t>(b.nbytes()));
+      own_[b.id] = std::make_shared<OwnedBuffer>(api_, static_cast<size_t>(b.nbytes()));
       if (b.kind == lir::BufferKind::kConstant && b.nbytes() > 0)
         api_.upload(own_[b.id]->get(), b.data.data(), static_cast<size_t>(b.nbytes()));
     }
@@ -128,7 +142,7 @@ class ProgramOnDevice {
   const lir::Program& p_;
   ModulePlan plan_;
   std::unique_ptr<Module> module_;
-  std::vector<std::unique_ptr<OwnedBuffer>> own_;
+  std::vector<std::shared_ptr<OwnedBuffer>> own_;  // temps of one arena slot share theirs
   std::unique_ptr<OwnedBuffer> status_;
   std::vector<int32_t> zeros_;
   std::vector<std::unique_ptr<Loop>> loops_;
@@ -162,27 +176,41 @@ DeviceExecutable::DeviceExecutable(std::shared_ptr<DeviceApi> api, const lir::Pr
 DeviceExecutable::~DeviceExecutable() = default;
 
 void DeviceExecutable::run(const std::vector<void*>& host) {
+  std::vector<BufferBinding> bound(host.size());
+  for (size_t i = 0; i < host.size(); ++i) bound[i].host = host[i];
+  run_bound(bound, 0);
+}
+
+void DeviceExecutable::run_bound(const std::vector<BufferBinding>& given, QueueId) {
   const lir::Program& p = program_->program();
-  if (host.size() != p.buffers.size())
+  if (given.size() != p.buffers.size())
     throw_internal_error(fmt::format("{}: run() got a buffer table of the wrong size", api_->target_name()));
-  if (io_.empty()) {
-    io_.resize(p.buffers.size());
-    for (const lir::Buffer& b : p.buffers)
-      if (b.kind == lir::BufferKind::kInput || b.kind == lir::BufferKind::kOutput)
-        io_[b.id] = std::make_unique<OwnedBuffer>(*api_, static_cast<size_t>(b.nbytes()));
-  }
+  if (io_.empty()) io_.resize(p.buffers.size());
   std::vector<const DeviceBuffer*> bound(p.buffers.size(), nullptr);
   for (const lir::Buffer& b : p.buffers) {
-    if (!io_[b.id]) continue;
+    if (b.kind != lir::BufferKind::kInput && b.kind != lir::BufferKind::kOutput) continue;
+    const size_t bytes = static_cast<size_t>(b.nbytes());
+    if (given[b.id].device.valid()) {
+      if (given[b.id].device.bytes < bytes)
+        throw_internal_error(fmt::format("{}: the device buffer bound to {} has {} bytes, it needs {}",
+                                         api_->target_name(), b.name, given[b.id].device.bytes, bytes));
+      bound[b.id] = &given[b.id].device;
+      continue;
+    }
+    if (!io_[b.id]) io_[b.id] = std::make_unique<OwnedBuffer>(*api_, bytes);
     bound[b.id] = &io_[b.id]->get();
-    if (b.kind == lir::BufferKind::kInput && b.nbytes() > 0) {
-      if (!host[b.id]) throw_internal_error(fmt::format("{}: input {} has no host memory", api_->target_name(), b.name));
-      api_->upload(io_[b.id]->get(), host[b.id], static_cast<size_t>(b.nbytes()));
+    if (b.kind == lir::BufferKind::kInput && bytes > 0) {
+      if (!given[b.id].host)
+        throw_internal_error(fmt::format("{}: input {} has no host memory", api_->target_name(), b.name));
+      api_->upload(io_[b.id]->get(), given[b.id].host, bytes);
     }
   }
   program_->execute(bound);
-  for (auto& [name, id] : p.outputs)
-    if (p.buffers[id].nbytes() > 0) api_->download(io_[id]->get(), host.at(id), static_cast<size_t>(p.buffers[id].nbytes()));
+  for (auto& [name, id] : p.outputs) {
+    const size_t bytes = static_cast<size_t>(p.buffers[id].nbytes());
+    if (given[id].device.valid() || bytes == 0) continue;
+    api_->download(io_[id]->get(), given[id].host, bytes);
+  }
 }
 
 }  // namespace rlx::gpu_host

@@ -1,7 +1,10 @@
 // The one host-side pattern of GPU-like targets: a compiled LIR program on a device behind a
-// DeviceApi. Construction builds the program's module once, allocates one device buffer per
-// constant, temporary, input and output (constants uploaded once); run() uploads the inputs,
-// launches the steps in order, downloads the outputs and reports any bad index a kernel found.
+// DeviceApi. Construction builds the program's module once and allocates one device buffer per
+// constant (uploaded once) and per arena slot of the buffer plan (temporaries of one slot share
+// its buffer). run() uploads the inputs, launches the steps in order, downloads the outputs and
+// reports any bad index a kernel found; run_bound() does the same for host-bound inputs and
+// outputs and uses device-bound ones where they are, so a caller's device tensors stay on the
+// device across runs.
 // A while loop runs its control flow here on the host: its cond and body regions are programs
 // of their own on the same device, the carried values never leave it, only the predicate does.
 #pragma once
@@ -37,6 +40,10 @@ class DeviceExecutable final : public Executable {
   // buffers[i]: host memory of program buffer i for inputs and outputs (constants are the
   // program's own data, already on the device).
   void run(const std::vector<void*>& buffers) override;
+  // Contract 2.0: an input or output bound to a buffer of this target's Device is used in place
+  // (it never crosses to the host); host-bound ones go through the executable's own buffers as
+  // in run().
+  void run_bound(const std::vector<BufferBinding>& buffers, QueueId queue) override;
 
  private:
   std::shared_ptr<DeviceApi> api_;  // destroyed last: every buffer below is released through it

@@ -5,6 +5,7 @@
 #include <array>
 #include <fstream>
 
+#include "api_device.h"
 #include "signature.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
@@ -37,13 +38,36 @@ Verdict GpuLikeTargetPlugin::claim_native(const NodeSignature& s) const {
   return Verdict::no(fmt::format("{} has no native kernel for {}: it runs the MIR decomposition", name_, s.op));
 }
 
+std::shared_ptr<DeviceApi> GpuLikeTargetPlugin::open_device_api(std::string* why) {
+  *why = fmt::format("{} has no device API on this platform", name_);
+  return nullptr;
+}
+
+void GpuLikeTargetPlugin::open() {
+  std::call_once(opened_, [&] {
+    api_ = open_device_api(&why_);
+    if (api_) device_ = std::make_shared<ApiDevice>(api_);
+  });
+}
+
+std::shared_ptr<DeviceApi> GpuLikeTargetPlugin::device_api(const std::string& writes) {
+  open();
+  if (!api_) throw_cannot_run(why_, writes);
+  return api_;
+}
+
+std::shared_ptr<Device> GpuLikeTargetPlugin::device() {
+  open();
+  return device_;
+}
+
 Verdict GpuLikeTargetPlugin::device_status(bool found, const std::string& why, const std::string& detail) {
   if (!found) return Verdict::no(why);
   return detail.empty() ? Verdict::yes() : Verdict{true, detail};
 }
 
 void GpuLikeTargetPlugin::throw_cannot_run(const std::string& why, const std::string& writes) const {
-  throw_user_error(fmt::format("{0} cannot run here: {1}. `rlx compile --target {0} -o DIR` still writes {2}", name_,
+  throw_unsupported(fmt::format("{0} cannot run here: {1}. `rlx compile --target {0} -o DIR` still writes {2}", name_,
                                why, writes));
 }
 

@@ -5,9 +5,12 @@
 // GpuLikeTargetPlugin and adds its own legality, compile() and emit().
 #pragma once
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "device_api.h"
 #include "rlx/sdk/plugin.h"
 
 namespace rlx::gpu_host {
@@ -27,10 +30,17 @@ class GpuLikeTargetPlugin : public sdk::TargetPlugin {
   GpuLikeTargetPlugin(std::string name, std::string language)
       : name_(std::move(name)), language_(std::move(language)) {}
   std::string name() const override { return name_; }
-  std::string version() const override { return "0.1.0"; }
   Verdict claim_native(const NodeSignature& s) const override;
+  // Contract 2.0: the target's memory (gpu_host::ApiDevice) over the DeviceApi its executables
+  // run on, or nullptr when this machine has no device for it.
+  std::shared_ptr<Device> device() override;
 
  protected:
+  // The device API the target runs on, or nullptr with `why` when this machine has none. Asked
+  // once; device_api() keeps the answer.
+  virtual std::shared_ptr<DeviceApi> open_device_api(std::string* why);
+  // open_device_api()'s answer, or throw_cannot_run(why, writes).
+  std::shared_ptr<DeviceApi> device_api(const std::string& writes);
   Verdict common_refusals(const NodeSignature& s, bool f64_single_only = false) const {
     return gpu_host::common_refusals(s, name_, language_, f64_single_only);
   }
@@ -46,6 +56,12 @@ class GpuLikeTargetPlugin : public sdk::TargetPlugin {
 
  private:
   std::string name_, language_;
+  std::once_flag opened_;
+  std::shared_ptr<DeviceApi> api_;
+  std::string why_;
+  std::shared_ptr<Device> device_;
+
+  void open();
 };
 
 }  // namespace rlx::gpu_host

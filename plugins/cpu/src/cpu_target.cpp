@@ -10,6 +10,7 @@
 #include "nn_kernels.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
+#include "rlx/sdk/host_device.h"
 #include "rlx/sdk/plugin.h"
 #include "rlx/sdk/render.h"
 
@@ -39,7 +40,6 @@ bool moves_elements(const OpDef& def) {
 class CpuTarget final : public sdk::TargetPlugin {
  public:
   std::string name() const override { return "cpu"; }
-  std::string version() const override { return "0.1.0"; }
 
   Verdict claim_native(const NodeSignature& s) const override {
     if (s.op == "MatMul" || s.op == "Linear") {
@@ -79,6 +79,12 @@ class CpuTarget final : public sdk::TargetPlugin {
     // The generated C, the shared object built from it and a build report (codegen_emit.h).
     return emit_cpu_artifacts(program, dir);
   }
+
+  // Host memory: device tensors reach the executables as host pointers.
+  std::shared_ptr<Device> device() override { return device_; }
+
+ private:
+  std::shared_ptr<Device> device_ = std::make_shared<sdk::HostDevice>();
 };
 
 }  // namespace

@@ -46,11 +46,12 @@ class DirectXTarget final : public gpu_host::GpuLikeTargetPlugin {
     return device_status(device != nullptr, why, device ? device->describe() : "");
   }
 
+  std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
+    return D3D12Device::create("directx", hlsl_library(), why);
+  }
+
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
-    std::string why;
-    auto device = D3D12Device::create("directx", hlsl_library(), &why);
-    if (!device) throw_cannot_run(why, "the HLSL");
-    return std::make_unique<gpu_host::DeviceExecutable>(device, program);
+    return std::make_unique<gpu_host::DeviceExecutable>(device_api("the HLSL"), program);
   }
 #else
   // What HLSL can hold and compute; there is no D3D12 device to ask here.
@@ -61,7 +62,7 @@ class DirectXTarget final : public gpu_host::GpuLikeTargetPlugin {
   Verdict can_execute() const override { return Verdict::no(kWhy); }
 
   std::unique_ptr<Executable> compile(const lir::Program&) override {
-    throw_user_error(fmt::format("directx is codegen-only: {}", kWhy));
+    throw_unsupported(fmt::format("directx is codegen-only: {}", kWhy));
   }
 #endif
 

@@ -40,6 +40,10 @@ class GpuTarget final : public gpu_host::GpuLikeTargetPlugin {
     return Verdict::yes();
   }
 
+  std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
+    return OpenClDevice::shared(why);
+  }
+
   Verdict can_execute() const override {
     std::string why;
     auto device = OpenClDevice::shared(&why);
@@ -48,16 +52,15 @@ class GpuTarget final : public gpu_host::GpuLikeTargetPlugin {
   }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
-    std::string why;
-    auto device = OpenClDevice::shared(&why);
-    if (!device) throw_cannot_run(why, "the OpenCL C");
+    std::shared_ptr<gpu_host::DeviceApi> api = device_api("the OpenCL C");
+    auto device = std::static_pointer_cast<OpenClDevice>(api);
     if (!device->info().fp64)
       if (std::string at = gpu_host::dtype_use(program, DType::kF64); !at.empty())
         throw Error(ErrorKind::kCompile,
                     fmt::format("{} has no cl_khr_fp64, but {} of the compiled program is f64; convert the "
                                 "model to f32 first (rlx never narrows f64 silently)",
                                 device->info().describe(), at));
-    return std::make_unique<gpu_host::DeviceExecutable>(device, program);
+    return std::make_unique<gpu_host::DeviceExecutable>(api, program);
   }
 
   // The module exactly as compile() builds it: every kernel of the program in one OpenCL C file.

@@ -41,6 +41,11 @@ class OpenClDevice final : public gpu_host::DeviceApi {
   void launch(gpu_host::Module& module, const std::string& symbol,
               const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) override;
   void finish() override;
+  DeviceLimits limits() const override {
+    DeviceLimits l;
+    l.max_workgroup_size = static_cast<uint32_t>(info_.max_work_group);
+    return l;
+  }
 
  private:
   OpenClDevice(const OpenClApi& cl, cl_device_id device, OpenClDeviceInfo info);

@@ -47,7 +47,7 @@ class OneApiTarget final : public gpu_host::GpuLikeTargetPlugin {
   }
 
   std::unique_ptr<Executable> compile(const lir::Program&) override {
-    throw_user_error(fmt::format("oneapi is codegen-only here ({}): use `rlx compile --target oneapi -o DIR` "
+    throw_unsupported(fmt::format("oneapi is codegen-only here ({}): use `rlx compile --target oneapi -o DIR` "
                                  "for its OpenCL C and SPIR-V, or run the same kernels with --target gpu",
                                  probe_level_zero().detail));
   }

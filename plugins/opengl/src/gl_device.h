@@ -42,6 +42,11 @@ class GlDevice final : public gpu_host::DeviceApi {
   void launch(gpu_host::Module& module, const std::string& symbol,
               const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) override;
   void finish() override;
+  DeviceLimits limits() const override {
+    DeviceLimits l;
+    l.max_buffers_per_kernel = static_cast<uint32_t>(info().max_storage_blocks);
+    return l;
+  }
 
  private:
   GlContext& c_;

@@ -51,11 +51,10 @@ class OpenGlTarget final : public gpu_host::GpuLikeTargetPlugin {
     return device_status(found, why);
   }
 
+  std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override { return GlDevice::shared(why); }
+
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
-    std::string why;
-    auto device = GlDevice::shared(&why);
-    if (!device) throw_cannot_run(why, "the GLSL");
-    return std::make_unique<gpu_host::DeviceExecutable>(device, program);
+    return std::make_unique<gpu_host::DeviceExecutable>(device_api("the GLSL"), program);
   }
 
   // The module exactly as compile() builds it: every kernel's compute shader in one file,

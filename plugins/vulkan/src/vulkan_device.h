@@ -63,6 +63,12 @@ class VulkanDevice final : public gpu_host::DeviceApi {
   void launch(gpu_host::Module& module, const std::string& symbol,
               const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) override;
   void finish() override;
+  DeviceLimits limits() const override {
+    DeviceLimits l;
+    l.max_buffer_bytes = info().max_storage_range;
+    l.max_buffers_per_kernel = info().max_storage_buffers;
+    return l;
+  }
 
  private:
   std::shared_ptr<VulkanContext> context_;

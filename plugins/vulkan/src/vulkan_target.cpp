@@ -34,11 +34,12 @@ class VulkanTarget final : public gpu_host::GpuLikeTargetPlugin {
     return device_status(found, why);
   }
 
+  std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
+    return VulkanDevice::create("vulkan", glsl_library(), ShaderLanguage::kGlsl, why);
+  }
+
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
-    std::string why;
-    auto device = VulkanDevice::create("vulkan", glsl_library(), ShaderLanguage::kGlsl, &why);
-    if (!device) throw_cannot_run(why, "the GLSL and SPIR-V");
-    return std::make_unique<gpu_host::DeviceExecutable>(device, program);
+    return std::make_unique<gpu_host::DeviceExecutable>(device_api("the GLSL and SPIR-V"), program);
   }
 
   // The module exactly as compile() builds it: the GLSL of every kernel in one file (sections

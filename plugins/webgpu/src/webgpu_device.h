@@ -60,6 +60,12 @@ class WebGpuDevice final : public gpu_host::DeviceApi {
   void launch(gpu_host::Module& module, const std::string& symbol,
               const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) override;
   void finish() override;
+  DeviceLimits limits() const override {
+    DeviceLimits l;
+    l.max_buffer_bytes = info().max_binding_bytes;
+    l.max_buffers_per_kernel = info().max_storage_buffers;
+    return l;
+  }
 
  private:
   std::shared_ptr<WebGpuContext> context_;

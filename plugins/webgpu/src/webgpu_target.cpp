@@ -81,11 +81,12 @@ class WebGpuTarget final : public gpu_host::GpuLikeTargetPlugin {
     return device_status(device != nullptr, why, device ? device->describe() : "");
   }
 
+  std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
+    return WebGpuDevice::shared(why);
+  }
+
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
-    std::string why;
-    auto device = WebGpuDevice::shared(&why);
-    if (!device) throw_cannot_run(why, "the WGSL and the ES module");
-    return std::make_unique<gpu_host::DeviceExecutable>(device, program);
+    return std::make_unique<gpu_host::DeviceExecutable>(device_api("the WGSL and the ES module"), program);
   }
 
   // The module exactly as compile() builds it (every kernel's WGSL in one file, sections

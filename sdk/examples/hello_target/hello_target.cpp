@@ -21,7 +21,6 @@ class HelloTarget final : public rlx::sdk::TargetPlugin {
  public:
   // Must equal `name` in the manifest (hello.toml, written by rlx_add_plugin).
   std::string name() const override { return "hello"; }
-  std::string version() const override { return "0.1.0"; }
 
   // Path 1: hello has no hand-written kernels, so every HIR op takes the shared MIR path.
   rlx::Verdict claim_native(const rlx::NodeSignature&) const override {
@@ -45,7 +44,7 @@ class HelloTarget final : public rlx::sdk::TargetPlugin {
   }
 
   std::unique_ptr<rlx::Executable> compile(const rlx::lir::Program&) override {
-    throw rlx::Error(rlx::ErrorKind::kUser,
+    throw rlx::Error(rlx::ErrorKind::kUnsupported,
                      "hello is codegen-only: use `rlx compile --target hello -o DIR` to write its "
                      "C source, or run on an executing target such as cpu");
   }

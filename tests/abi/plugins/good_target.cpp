@@ -13,7 +13,6 @@ namespace {
 class GoodTarget final : public rlx::sdk::TargetPlugin {
  public:
   std::string name() const override { return RLX_TEST_PLUGIN_NAME; }
-  std::string version() const override { return "0.0.1"; }
   rlx::Verdict claim_native(const rlx::NodeSignature&) const override {
     return rlx::Verdict::no("refuses everything");
   }

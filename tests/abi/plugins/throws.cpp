@@ -9,7 +9,6 @@ class ThrowingTarget final : public rlx::sdk::TargetPlugin {
  public:
   ThrowingTarget() { throw std::runtime_error("boom"); }
   std::string name() const override { return "abi_throws"; }
-  std::string version() const override { return "0"; }
   rlx::Verdict claim_native(const rlx::NodeSignature&) const override { return {}; }
   rlx::Verdict accepts_primitive(const rlx::NodeSignature&) const override { return {}; }
   rlx::Verdict can_execute() const override { return {}; }

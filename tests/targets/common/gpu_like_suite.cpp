@@ -283,6 +283,35 @@ void packed_elements_keep_their_neighbours(const GpuLikeTarget& t) {
   for (const char* name : {"p", "q", "s"}) EXPECT_EQ(values(got.at(name)), values(want.at(name))) << name;
 }
 
+// Contract 2.0: a state kept on the target's device across runs (fed back as an input without
+// visiting the host) beside a host input and a host output; values by hand.
+void device_tensors_stay_on_the_device(const GpuLikeTarget& t) {
+  std::shared_ptr<Target> target = target_named(t.name);
+  Session session(target);
+  CompiledModel m = session.compile(parse_graph(R"(graph @t(%x: f32[2,3], %state: f32[2,3]) {
+  %n = add(%state, %x) : f32[2,3]
+  %y = reduce_sum(%n) {axes = [1]} : f32[2]
+  return %n, %y
+}
+)"));
+  std::shared_ptr<Device> device = m.device();
+  ASSERT_TRUE(device);
+  EXPECT_EQ(device, target->device());
+  NamedDeviceTensors state{{"state", DeviceTensor::upload(device, f32({2, 3}, {1, 2, 3, 4, 5, 6}))}};
+  // A buffer of a GPU-style device is not host memory: it reaches the kernels as it is.
+  EXPECT_EQ(device->host_address(state.at("state").buffer()), nullptr);
+  NamedTensors in{{"x", f32({2, 3}, {1, 1, 1, 1, 1, 1})}};
+  NamedTensors out[2];
+  NamedDeviceTensors kept[2] = {{{"n", DeviceTensor()}}, {{"n", DeviceTensor()}}};
+  for (int step = 1; step <= 3; ++step) {
+    m.run(in, state, out[step % 2], kept[step % 2]);
+    ASSERT_EQ(out[step % 2].count("n"), 0u) << "n was asked for on the device";
+    EXPECT_EQ(values(out[step % 2].at("y")), (std::vector<double>{6.0 + 3 * step, 15.0 + 3 * step})) << step;
+    state["state"] = kept[step % 2].at("n");
+  }
+  EXPECT_EQ(values(state.at("state").download()), (std::vector<double>{4, 5, 6, 7, 8, 9}));
+}
+
 struct EnvironmentCheck : ::testing::Environment {
   explicit EnvironmentCheck(std::string name) : name(std::move(name)) {}
   void SetUp() override {
@@ -313,6 +342,7 @@ void register_gpu_like_tests(const GpuLikeTarget& t) {
   add("SymbolicBatchIsBoundPerRunAndCached", symbolic_batch_is_bound_per_run);
   add("WorkBeyondOneDispatchDimensionRuns", work_beyond_one_dispatch_dimension);
   add("MixedProgramsAgreeWithCpu", mixed_programs_agree_with_cpu);
+  add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);
   if (t.packed_subword) add("PackedBoolAndF16ElementsKeepTheirNeighbours", packed_elements_keep_their_neighbours);
   if (!t.fixture_suite.empty()) register_gpu_like_fixture_tests(t);
 }

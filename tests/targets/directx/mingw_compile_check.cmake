@@ -17,8 +17,9 @@ endif()
 file(REMOVE_RECURSE ${OUT_DIR})
 file(MAKE_DIRECTORY ${OUT_DIR}/include)
 file(CREATE_LINK ${FMT_INCLUDE}/fmt ${OUT_DIR}/include/fmt SYMBOLIC)
+# RLX_PLUGIN_VERSION: what rlx_add_plugin() defines for every plugin.
 set(flags -std=c++20 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror
-    -isystem ${OUT_DIR}/include)
+    -isystem ${OUT_DIR}/include "-DRLX_PLUGIN_VERSION=\"0.0.0\"")
 foreach(dir ${INCLUDES})
   list(APPEND flags -I${dir})
 endforeach()

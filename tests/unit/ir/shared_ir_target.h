@@ -26,11 +26,11 @@ class SharedIrOnly : public Target {
 };
 
 // Graph text -> LIR through dispatch to SharedIrOnly and the default passes.
-inline lir::Program lower(const char* text) {
+inline lir::Program lower(const char* text, const LoweringOptions& options = {}) {
   SharedIrOnly target;
   Graph g = dispatch(parse_graph(text), target).graph;
   run_default_passes(g);
-  return lower_to_lir(g);
+  return lower_to_lir(g, options);
 }
 
 }  // namespace rlx::ir_test

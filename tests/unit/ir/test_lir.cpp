@@ -1,6 +1,8 @@
 // MIR -> LIR: fusion decisions, aliases and the buffer plan.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "rlx/core/lir.h"
 #include "shared_ir_target.h"
 
@@ -31,6 +33,45 @@ TEST(Lir, ElementwiseChainWithBroadcastFusesIntoOneKernel) {
   // x is read transposed (strides 1 and 8), b broadcast along the second loop dim (stride 0).
   EXPECT_EQ(k.exprs[0].load.strides, (std::vector<int64_t>{1, 8}));
   EXPECT_EQ(k.exprs[1].load.strides, (std::vector<int64_t>{1, 0}));
+}
+
+// The storage buffers each loop kernel binds: the distinct buffers it loads, plus its store.
+std::vector<size_t> buffers_per_kernel(const lir::Program& p) {
+  std::vector<size_t> out;
+  for (auto& k : p.kernels) {
+    const auto& l = std::get<lir::LoopKernel>(k);
+    std::vector<int32_t> ids;
+    for (const lir::Expr& e : l.exprs)
+      if (e.kind == lir::ExprKind::kLoad && std::find(ids.begin(), ids.end(), e.load.buffer) == ids.end())
+        ids.push_back(e.load.buffer);
+    out.push_back(ids.size() + l.stores.size());
+  }
+  return out;
+}
+
+// ((a+b)+(c+d)) + ((e+f)+(g+h)): one kernel of 9 buffers unbounded; with 4 buffers a kernel, the
+// two widest operands are cut first, then whatever still does not fit.
+constexpr const char* kEightInputSum = R"(graph @g(%a: f32[4], %b: f32[4], %c: f32[4], %d: f32[4], %e: f32[4], %f: f32[4], %g: f32[4], %h: f32[4]) {
+  %ab = add(%a, %b) : f32[4]
+  %cd = add(%c, %d) : f32[4]
+  %abcd = add(%ab, %cd) : f32[4]
+  %ef = add(%e, %f) : f32[4]
+  %gh = add(%g, %h) : f32[4]
+  %efgh = add(%ef, %gh) : f32[4]
+  %y = add(%abcd, %efgh) : f32[4]
+  return %y
+}
+)";
+
+TEST(Lir, FusionRespectsTheDevicesBuffersPerKernel) {
+  EXPECT_EQ(buffers_per_kernel(lower(kEightInputSum)), (std::vector<size_t>{9}));
+  for (uint32_t cap : {3u, 4u, 5u, 8u}) {
+    std::vector<size_t> sizes = buffers_per_kernel(lower(kEightInputSum, LoweringOptions{cap}));
+    EXPECT_GT(sizes.size(), 1u) << cap;
+    for (size_t s : sizes) EXPECT_LE(s, cap) << "cap " << cap;
+  }
+  // With 3 a kernel, every add is a kernel of its own (2 loads + 1 store).
+  EXPECT_EQ(buffers_per_kernel(lower(kEightInputSum, LoweringOptions{3})), std::vector<size_t>(7, 3));
 }
 
 TEST(Lir, SoftmaxIsTwoReductionsAndTwoElementwiseKernels) {

@@ -22,8 +22,11 @@ struct SourceLocation {
 
 enum class ErrorKind {
   kUser,      // bad input: unreadable file, wrong tensor, malformed IR text
-  kCompile,   // the graph cannot be compiled for the chosen target (dispatch refusal)
-  kPlugin,    // a plugin reported a failure across the boundary
+  kCompile,   // the graph cannot be compiled for the chosen target (dispatch refusal); the
+              // message carries its own "what to do"
+  kUnsupported,  // the target or its device cannot do what was asked (no f64, codegen-only)
+  kDevice,       // the device or its driver failed at run time (lost device, out of memory)
+  kPlugin,    // a plugin failed in a way it did not classify (a bug or a broken install)
   kInternal,  // a bug in rlx
 };
 
@@ -52,6 +55,10 @@ class CompileError : public Error {
 
 [[noreturn]] void throw_user_error(std::string message,
                                    SourceLocation where = SourceLocation::current());
+[[noreturn]] void throw_unsupported(std::string message,
+                                    SourceLocation where = SourceLocation::current());
+[[noreturn]] void throw_device_error(std::string message,
+                                     SourceLocation where = SourceLocation::current());
 [[noreturn]] void throw_internal_error(
     std::string message, SourceLocation where = SourceLocation::current());
 

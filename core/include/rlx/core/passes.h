@@ -14,8 +14,15 @@ void run_default_passes(Graph& g);  // the four above to a fixed point
 // Substitutes symbol bindings into every shape and shape attribute.
 Graph specialize(const Graph& g, const Bindings& bindings);
 
+// What the device a program will run on allows (from Device::limits()); 0 means no limit.
+struct LoweringOptions {
+  // Storage buffers one loop kernel may bind (webgpu: maxStorageBuffersPerShaderStage): a fused
+  // chain that would read more is cut into several kernels.
+  uint32_t max_buffers_per_kernel = 0;
+};
+
 // MIR -> LIR: fuses elementwise chains, index maps and reductions into loop kernels, emits
 // library calls for the rest, then plans buffers. The graph must have static shapes.
-lir::Program lower_to_lir(const Graph& g);
+lir::Program lower_to_lir(const Graph& g, const LoweringOptions& options = {});
 
 }  // namespace rlx

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "rlx/core/device_tensor.h"
 #include "rlx/core/dispatch.h"
 #include "rlx/core/graph.h"
 #include "rlx/core/target.h"
@@ -19,6 +20,7 @@
 namespace rlx {
 
 using NamedTensors = std::map<std::string, Tensor>;
+using NamedDeviceTensors = std::map<std::string, DeviceTensor>;
 
 class CompiledModel {
  public:
@@ -28,11 +30,23 @@ class CompiledModel {
   // other output is allocated. A loop that passes the same map allocates nothing after its first
   // run (a decoder that feeds outputs back as inputs alternates between two maps).
   void run(const NamedTensors& inputs, NamedTensors& outputs);
+  // With tensors on the target's device (contract 2.0): inputs come from `inputs` (host) or
+  // `device_inputs`; every output named in `device_outputs` (an undefined DeviceTensor asks for
+  // one) stays on the device, reused in place under the same rules as host outputs, and the
+  // others are written to `outputs`. Only host tensors cross to or from the device, so a loop
+  // that feeds device outputs back as device inputs keeps them there. Needs a target with a
+  // device (device() below).
+  void run(const NamedTensors& inputs, const NamedDeviceTensors& device_inputs,
+           NamedTensors& outputs, NamedDeviceTensors& device_outputs);
+  // The target's device, or nullptr for a target without one.
+  std::shared_ptr<Device> device() const;
   const DispatchReport& report() const;
   // The MIR graph after dispatch and passes (symbolic).
   const Graph& mir() const;
   // LIR for the given bindings of the graph's symbols.
   lir::Program lir_for(const Bindings& bindings) const;
+  // The MIR graph specialised to the bindings, after passes: what a MIR-level target compiles.
+  Graph mir_for(const Bindings& bindings) const;
 
  private:
   friend class Session;

@@ -35,11 +35,8 @@ class Importer {
  public:
   virtual ~Importer() = default;
   virtual std::string name() const = 0;
-  virtual Model load(const std::filesystem::path& path) = 0;
-  // With ImportOptions. A plugin built for ABI 1.0 cannot take them: it gets a plain load when
-  // the options only carry sizes (its dims stay symbolic and are bound at compile time) and a
-  // user error when they carry input values.
-  virtual Model load(const std::filesystem::path& path, const ImportOptions& options) = 0;
+  // With what the caller knows besides the path (ImportOptions in rlx/core/model.h).
+  virtual Model load(const std::filesystem::path& path, const ImportOptions& options = {}) = 0;
 };
 
 struct Manifest {

@@ -6,11 +6,17 @@
 //   1.0  the first boundary
 //   1.1  ImporterBoundary::load_with_options (ImportOptions: input values, dim sizes, input
 //        shapes)
+//   2.0  contract 2.0: Status with a kind (user, unsupported, device, internal); device-resident
+//        buffers, queues and events (DeviceBoundary); executables bound to host or device
+//        buffers; compile_mir/emit_mir for targets that take the MIR graph; Channel for
+//        collectives; named, versioned extensions; the plugin version from the build; one
+//        importer entry point, load(path, options). A 1.x plugin is refused.
 #pragma once
 #include <cstdint>
 
-#define RLX_ABI_MAJOR 1
-#define RLX_ABI_MINOR 1
+// CMake reads these two lines (cmake/RlxCommon.cmake): keep each a plain number.
+#define RLX_ABI_MAJOR 2
+#define RLX_ABI_MINOR 0
 
 #define RLX_STR2(x) #x
 #define RLX_STR(x) RLX_STR2(x)

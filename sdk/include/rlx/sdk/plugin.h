@@ -4,10 +4,13 @@
 //   RLX_DEFINE_TARGET_PLUGIN(MyTarget)
 //
 // It exports the ABI handshake and a factory whose objects catch every exception inside the
-// plugin, so nothing but a Status crosses into the host.
+// plugin, so nothing but a Status crosses into the host. The plugin's version is the one its
+// build gives it: rlx_add_plugin() defines RLX_PLUGIN_VERSION from the project's (or its own
+// VERSION argument), and writes the same string into the manifest.
 #pragma once
 #include <exception>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "rlx/core/error.h"
@@ -17,38 +20,58 @@
 
 namespace rlx::sdk {
 
-class TargetPlugin : public rlx::Target {
- public:
-  virtual std::string version() const = 0;
-};
+// A target: rlx::Target's methods (rlx/core/target.h), including the contract 2.0 defaults a
+// plugin overrides as it grows: program_level/compile_mir/emit_mir, device, open_channel,
+// extension.
+class TargetPlugin : public rlx::Target {};
 
 class ImporterPlugin {
  public:
   virtual ~ImporterPlugin() = default;
   virtual std::string name() const = 0;
-  virtual std::string version() const = 0;
-  // Reads the model at `path` (a file, or a folder for formats stored as several files).
-  virtual Model load(const std::filesystem::path& path) = 0;
-  // Reads the model with what the caller knows besides the path (ImportOptions in
-  // rlx/core/model.h). A format whose dims stay symbolic ignores the sizes; the default refuses
-  // input values, which only an importer that specialises a graph on them can use.
-  virtual Model load_with(const std::filesystem::path& path, const ImportOptions& options) {
+  // Reads the model at `path` (a file, or a folder for formats stored as several files), with
+  // what the caller knows besides the path (ImportOptions in rlx/core/model.h). A format whose
+  // dims stay symbolic may ignore the sizes; an importer that cannot specialise a graph on input
+  // values refuses them (refuse_input_values).
+  virtual Model load(const std::filesystem::path& path, const ImportOptions& options) = 0;
+
+ protected:
+  // The refusal for importers of formats without graph inputs to fix.
+  void refuse_input_values(const ImportOptions& options) const {
     if (!options.input_values.empty())
       throw_user_error(name() + " importer: cannot fix the values of graph inputs at import (" +
                        options.input_values.begin()->first + "); this format has no such inputs");
-    return load(path);
   }
 };
 
 namespace detail {
 
-inline std::string describe_current_exception() {
+// The kind a failure crosses the boundary with: rlx::Error kinds map one to one (a dispatch
+// refusal inside a plugin is "unsupported"); out of memory is the device's; anything else is
+// a bug in the plugin.
+inline Status current_exception_status() {
   try {
     throw;
+  } catch (const Error& e) {
+    switch (e.kind()) {
+      case ErrorKind::kUser:
+        return Status::fail(StatusKind::kUser, e.what());
+      case ErrorKind::kCompile:
+      case ErrorKind::kUnsupported:
+        return Status::fail(StatusKind::kUnsupported, e.what());
+      case ErrorKind::kDevice:
+        return Status::fail(StatusKind::kDevice, e.what());
+      case ErrorKind::kPlugin:
+      case ErrorKind::kInternal:
+        break;
+    }
+    return Status::fail(StatusKind::kInternal, e.what());
+  } catch (const std::bad_alloc&) {
+    return Status::fail(StatusKind::kDevice, "out of memory");
   } catch (const std::exception& e) {
-    return e.what();
+    return Status::fail(StatusKind::kInternal, e.what());
   } catch (...) {
-    return "unknown exception";
+    return Status::fail(StatusKind::kInternal, "unknown exception");
   }
 }
 
@@ -58,7 +81,7 @@ Status guarded(F&& f) noexcept {
     f();
     return Status::good();
   } catch (...) {
-    return Status::fail(describe_current_exception());
+    return current_exception_status();
   }
 }
 
@@ -67,26 +90,106 @@ Verdict guarded_verdict(F&& f) noexcept {
   try {
     return f();
   } catch (...) {
-    return Verdict::no("the plugin failed while deciding: " + describe_current_exception());
+    return Verdict::no("the plugin failed while deciding: " + current_exception_status().message);
   }
 }
 
 class GuardedExecutable final : public ExecutableBoundary {
  public:
   explicit GuardedExecutable(std::unique_ptr<Executable> e) : impl_(std::move(e)) {}
-  Status run(const std::vector<void*>& buffers) noexcept override {
-    return guarded([&] { impl_->run(buffers); });
+  Status run(const std::vector<BufferBinding>& buffers, QueueId queue) noexcept override {
+    return guarded([&] { impl_->run_bound(buffers, queue); });
   }
 
  private:
   std::unique_ptr<Executable> impl_;
 };
 
+class GuardedDevice final : public DeviceBoundary {
+ public:
+  explicit GuardedDevice(std::shared_ptr<Device> d) : impl_(std::move(d)) {}
+  DeviceLimits limits() const noexcept override {
+    try {
+      return impl_->limits();
+    } catch (...) {
+      return {};
+    }
+  }
+  Status allocate(size_t bytes, DeviceBuffer* out) noexcept override {
+    return guarded([&] { *out = impl_->allocate(bytes); });
+  }
+  void release(DeviceBuffer& buffer) noexcept override { impl_->release(buffer); }
+  void* host_address(const DeviceBuffer& buffer) const noexcept override {
+    try {
+      return impl_->host_address(buffer);
+    } catch (...) {
+      return nullptr;
+    }
+  }
+  Status upload(const DeviceBuffer& dst, size_t offset, const void* src, size_t bytes,
+                QueueId queue) noexcept override {
+    return guarded([&] { impl_->upload(dst, offset, src, bytes, queue); });
+  }
+  Status download(const DeviceBuffer& src, size_t offset, void* dst, size_t bytes,
+                  QueueId queue) noexcept override {
+    return guarded([&] { impl_->download(src, offset, dst, bytes, queue); });
+  }
+  Status copy(const DeviceBuffer& src, size_t src_offset, const DeviceBuffer& dst, size_t dst_offset,
+              size_t bytes, QueueId queue) noexcept override {
+    return guarded([&] { impl_->copy(src, src_offset, dst, dst_offset, bytes, queue); });
+  }
+  Status create_queue(QueueId* out) noexcept override {
+    return guarded([&] { *out = impl_->create_queue(); });
+  }
+  Status record(QueueId queue, Event* out) noexcept override {
+    return guarded([&] { *out = impl_->record(queue); });
+  }
+  Status wait(QueueId queue, const Event& event) noexcept override {
+    return guarded([&] { impl_->wait(queue, event); });
+  }
+  Status synchronize(const Event& event) noexcept override {
+    return guarded([&] { impl_->synchronize(event); });
+  }
+
+ private:
+  std::shared_ptr<Device> impl_;
+};
+
+class GuardedChannel final : public ChannelBoundary {
+ public:
+  explicit GuardedChannel(std::unique_ptr<Channel> c) : impl_(std::move(c)) {}
+  int32_t rank() const noexcept override { return impl_->rank(); }
+  int32_t world_size() const noexcept override { return impl_->world_size(); }
+  Status run(const CollectiveCall& c) noexcept override {
+    return guarded([&] {
+      switch (c.op) {
+        case CollectiveOp::kAllReduce:
+          return impl_->all_reduce(c.in, c.out, c.dtype, c.count, c.reduce, c.queue);
+        case CollectiveOp::kAllGather:
+          return impl_->all_gather(c.in, c.out, c.dtype, c.count, c.queue);
+        case CollectiveOp::kReduceScatter:
+          return impl_->reduce_scatter(c.in, c.out, c.dtype, c.count, c.reduce, c.queue);
+        case CollectiveOp::kBroadcast:
+          return impl_->broadcast(c.in, c.dtype, c.count, c.peer, c.queue);
+        case CollectiveOp::kSend:
+          return impl_->send(c.in, c.dtype, c.count, c.peer, c.queue);
+        case CollectiveOp::kRecv:
+          return impl_->recv(c.in, c.dtype, c.count, c.peer, c.queue);
+      }
+      throw_internal_error("unknown collective");
+    });
+  }
+
+ private:
+  std::unique_ptr<Channel> impl_;
+};
+
 class GuardedTarget final : public TargetBoundary {
  public:
-  explicit GuardedTarget(std::unique_ptr<TargetPlugin> t) : impl_(std::move(t)) {}
+  GuardedTarget(std::unique_ptr<TargetPlugin> t, std::string version)
+      : impl_(std::move(t)), version_(std::move(version)) {}
   std::string name() const noexcept override { return impl_->name(); }
-  std::string version() const noexcept override { return impl_->version(); }
+  std::string version() const noexcept override { return version_; }
   Verdict can_execute() const noexcept override {
     return guarded_verdict([&] { return impl_->can_execute(); });
   }
@@ -96,6 +199,13 @@ class GuardedTarget final : public TargetBoundary {
   Verdict accepts_primitive(const NodeSignature& s) const noexcept override {
     return guarded_verdict([&] { return impl_->accepts_primitive(s); });
   }
+  ProgramLevel program_level() const noexcept override {
+    try {
+      return impl_->program_level();
+    } catch (...) {
+      return ProgramLevel::kLir;
+    }
+  }
   Status compile(const lir::Program& p, std::unique_ptr<ExecutableBoundary>* out) noexcept override {
     return guarded([&] { *out = std::make_unique<GuardedExecutable>(impl_->compile(p)); });
   }
@@ -103,31 +213,61 @@ class GuardedTarget final : public TargetBoundary {
               std::vector<Artifact>* out) noexcept override {
     return guarded([&] { *out = impl_->emit(p, dir); });
   }
+  Status compile_mir(const Graph& g, std::unique_ptr<ExecutableBoundary>* out) noexcept override {
+    return guarded([&] { *out = std::make_unique<GuardedExecutable>(impl_->compile_mir(g)); });
+  }
+  Status emit_mir(const Graph& g, const std::filesystem::path& dir,
+                  std::vector<Artifact>* out) noexcept override {
+    return guarded([&] { *out = impl_->emit_mir(g, dir); });
+  }
+  Status device(DeviceBoundary** out) noexcept override {
+    return guarded([&] {
+      if (!device_) {
+        std::shared_ptr<Device> d = impl_->device();
+        if (d) device_ = std::make_unique<GuardedDevice>(std::move(d));
+      }
+      *out = device_.get();
+    });
+  }
+  Status open_channel(const ChannelOptions& options,
+                      std::unique_ptr<ChannelBoundary>* out) noexcept override {
+    return guarded([&] { *out = std::make_unique<GuardedChannel>(impl_->open_channel(options)); });
+  }
+  const void* extension(const std::string& name, uint32_t version) const noexcept override {
+    try {
+      return impl_->extension(name, version);
+    } catch (...) {
+      return nullptr;
+    }
+  }
 
  private:
   std::unique_ptr<TargetPlugin> impl_;
+  std::string version_;
+  std::unique_ptr<GuardedDevice> device_;
 };
 
 class GuardedImporter final : public ImporterBoundary {
  public:
-  explicit GuardedImporter(std::unique_ptr<ImporterPlugin> i) : impl_(std::move(i)) {}
+  GuardedImporter(std::unique_ptr<ImporterPlugin> i, std::string version)
+      : impl_(std::move(i)), version_(std::move(version)) {}
   std::string name() const noexcept override { return impl_->name(); }
-  std::string version() const noexcept override { return impl_->version(); }
-  Status load(const std::filesystem::path& path, Model* out) noexcept override {
-    return guarded([&] { *out = impl_->load(path); });
-  }
-  Status load_with_options(const std::filesystem::path& path, const ImportOptions& options,
-                           Model* out) noexcept override {
-    return guarded([&] { *out = impl_->load_with(path, options); });
+  std::string version() const noexcept override { return version_; }
+  Status load(const std::filesystem::path& path, const ImportOptions& options,
+              Model* out) noexcept override {
+    return guarded([&] { *out = impl_->load(path, options); });
   }
 
  private:
   std::unique_ptr<ImporterPlugin> impl_;
+  std::string version_;
 };
 
 }  // namespace detail
 }  // namespace rlx::sdk
 
+// RLX_PLUGIN_VERSION comes from the build (rlx_add_plugin() defines it); a plugin built another
+// way must define it as a string literal.
 #define RLX_DEFINE_PLUGIN_ABI_(kind_str)                                            \
   RLX_PLUGIN_EXPORT const RlxPluginAbi* rlx_plugin_abi() {                          \
     static const RlxPluginAbi abi{RLX_ABI_MAJOR, RLX_ABI_MINOR, RLX_TOOLCHAIN_TAG, kind_str}; \
@@ -138,9 +278,10 @@ class GuardedImporter final : public ImporterBoundary {
   RLX_DEFINE_PLUGIN_ABI_("target")                                                        \
   RLX_PLUGIN_EXPORT void rlx_plugin_factory(::rlx::sdk::PluginObjects* out) noexcept {    \
     try {                                                                                 \
-      out->target = std::make_unique<::rlx::sdk::detail::GuardedTarget>(std::make_unique<Class>()); \
+      out->target = std::make_unique<::rlx::sdk::detail::GuardedTarget>(                  \
+          std::make_unique<Class>(), RLX_PLUGIN_VERSION);                     \
     } catch (...) {                                                                       \
-      out->error = ::rlx::sdk::detail::describe_current_exception();                      \
+      out->error = ::rlx::sdk::detail::current_exception_status().message;                \
     }                                                                                     \
   }
 
@@ -148,8 +289,9 @@ class GuardedImporter final : public ImporterBoundary {
   RLX_DEFINE_PLUGIN_ABI_("importer")                                                      \
   RLX_PLUGIN_EXPORT void rlx_plugin_factory(::rlx::sdk::PluginObjects* out) noexcept {    \
     try {                                                                                 \
-      out->importer = std::make_unique<::rlx::sdk::detail::GuardedImporter>(std::make_unique<Class>()); \
+      out->importer = std::make_unique<::rlx::sdk::detail::GuardedImporter>(              \
+          std::make_unique<Class>(), RLX_PLUGIN_VERSION);                     \
     } catch (...) {                                                                       \
-      out->error = ::rlx::sdk::detail::describe_current_exception();                      \
+      out->error = ::rlx::sdk::detail::current_exception_status().message;                \
     }                                                                                     \
   }
