@@ -3,7 +3,7 @@
 # missing, so a warm machine (and CI on it) pays nothing.
 set -euo pipefail
 packages=(cmake ninja-build g++ ccache pkg-config python3-venv
-          libboost-dev libtomlplusplus-dev libfmt-dev libtbb-dev
+          libboost-dev libtomlplusplus-dev libfmt-dev libtbb-dev libsimdjson-dev libutf8proc-dev
           googletest libgtest-dev libgmock-dev dpkg-dev
           libonnx-dev libprotobuf-dev protobuf-compiler clang-14 libclang-rt-14-dev
           ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo

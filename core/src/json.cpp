@@ -1,249 +1,198 @@
 #include "rlx/core/json.h"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <stdexcept>
-#include "utf8.h"
 
 namespace rlx::json {
 namespace {
 
+namespace od = simdjson::ondemand;
+
+// Refused before the recursion below can run out of stack; a document this deep is no header or
+// tokenizer, and simdjson's own limit (1024) is far above it.
 constexpr int kMaxDepth = 128;
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is invalid (overlong forms,
-// surrogates and code points above U+10FFFF are invalid).
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  size_t len;
-  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k)
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  return len;
-}
+constexpr std::string_view kWhitespace = " \t\n\r";
 
-void append_utf8(std::string& out, uint32_t cp) { utf8_append(cp, out); }
-
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-
-// Decimal exponent of the leading digit of a well-formed JSON number (1e400 -> 400,
-// 0.001 -> -3); only its sign matters, to tell overflow from underflow.
-int64_t decimal_magnitude(std::string_view raw) {
-  size_t e = raw.find_first_of("eE");
-  int64_t exp = 0;
-  if (e != std::string_view::npos) {
-    std::string_view digits = raw.substr(e + 1);
-    bool neg = !digits.empty() && digits[0] == '-';
-    if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) digits.remove_prefix(1);
-    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), exp);
-    if (ec != std::errc()) exp = INT64_MAX / 4;  // more digits than any double exponent
-    if (neg) exp = -exp;
-    raw = raw.substr(0, e);
-  }
-  if (!raw.empty() && raw[0] == '-') raw.remove_prefix(1);
-  size_t dot = std::min(raw.find('.'), raw.size());
-  size_t first = raw.find_first_of("123456789");
-  if (first == std::string_view::npos) return INT64_MIN / 4;  // zero
-  int64_t lead =
-      first < dot ? static_cast<int64_t>(dot - first) - 1 : -static_cast<int64_t>(first - dot);
-  return lead + exp;
-}
-
-class Parser {
+// simdjson's On-Demand parser reads the text; this class copies what it finds into the Value
+// tree. On-Demand rather than simdjson's DOM because only On-Demand hands back the source text
+// of a number (Number::raw keeps every digit of integers beyond 2^53) and where an error is.
+class Reader {
  public:
-  explicit Parser(std::string_view text) : s_(text) {}
+  explicit Reader(std::string_view text) : text_(text), padded_(text.data(), text.size()) {}
 
   Value document() {
-    skip_ws();
-    Value v = value(0);
-    skip_ws();
-    if (pos_ != s_.size()) fail("unexpected data after the JSON value");
+    od::document doc;
+    if (auto error = parser_.iterate(padded_).get(doc)) fail(error, stage1_error_offset(error));
+    doc_ = &doc;
+    Value v = value(doc, 0);
+    // simdjson checks what follows a root number, boolean or null, not what follows a root
+    // string, array or object: a root string's token runs up to the next token, if any, and
+    // after an array or object the iterator is at the end or at what follows.
+    if (v.as_string()) {
+      std::string_view token = raw_token(doc);
+      if (size_t end = offset(token.data() + token.size()); end < text_.size())
+        fail("unexpected data after the JSON value", end);
+    } else if (!v.is_null() && !v.as_bool() && !v.as_number() && where() < text_.size()) {
+      fail("unexpected data after the JSON value", where());
+    }
     return v;
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error(
-        fmt::format("{}{} at byte {}", what, at_end() ? " (unexpected end of input)" : "", pos_));
+  [[noreturn]] void fail(std::string_view what, size_t at) const {
+    throw std::runtime_error(fmt::format(
+        "{}{} at byte {}", what, at >= text_.size() ? " (unexpected end of input)" : "", at));
   }
-  bool at_end() const { return pos_ >= s_.size(); }
-  // NUL at the end matches no token, so callers need no separate end check.
-  char peek() const { return at_end() ? '\0' : s_[pos_]; }
+  [[noreturn]] void fail(simdjson::error_code error, size_t at) const {
+    if (error == simdjson::DEPTH_ERROR) fail("nesting too deep", at);
+    std::string_view what = simdjson::error_message(error);
+    if (what.ends_with('.')) what.remove_suffix(1);
+    // An array or object that never closes is found before the walk reaches the end (the last
+    // token does not close the first), so no token position says where it ends early.
+    fail(what, error == simdjson::INCOMPLETE_ARRAY_OR_OBJECT ? text_.size() : at);
+  }
+  // A failed value: at its token, or just after it when simdjson found something following a
+  // root scalar. simdjson answers a scalar that is not what type() announced (tru, nulll, -)
+  // with the generic INCORRECT_TYPE; `kind_error` names the kind of token instead.
+  template <class V>
+  void check(simdjson::error_code error, V& v,
+             simdjson::error_code kind_error = simdjson::INCORRECT_TYPE) const {
+    if (!error) return;
+    if (error == simdjson::INCORRECT_TYPE) error = kind_error;
+    std::string_view token = raw_token(v);
+    if (token.empty()) fail(error, where());
+    fail(error,
+         offset(error == simdjson::TRAILING_CONTENT ? token.data() + token.size() : token.data()));
+  }
+  // A failed step between values (a missing comma, colon or key).
+  void check(simdjson::error_code error) const {
+    if (error) fail(error, where());
+  }
+  // The token the iterator holds: the last one read when an error stopped it, the end of the
+  // text when it has used up the document.
+  size_t where() const {
+    const char* at = nullptr;
+    return doc_->current_location().get(at) == simdjson::SUCCESS ? offset(at) : text_.size();
+  }
+  size_t offset(const char* p) const {
+    return std::min(static_cast<size_t>(p - padded_.data()), text_.size());
+  }
 
-  void skip_ws() {
-    while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r'))
-      ++pos_;
-  }
-
-  bool consume(char c) {
-    if (peek() != c) return false;
-    ++pos_;
-    return true;
-  }
-  void expect(char c) {
-    if (!consume(c)) fail(fmt::format("expected '{}'", c));
-  }
-  void digits() {
-    if (!is_digit(peek())) fail("invalid number: digit expected");
-    while (is_digit(peek())) ++pos_;
-  }
-
-  void literal(std::string_view word) {
-    if (s_.substr(pos_, word.size()) != word) fail("invalid literal");
-    pos_ += word.size();
-  }
-
-  Value value(int depth) {
-    if (depth > kMaxDepth) fail("nesting too deep");
-    switch (peek()) {
-      case '{':
-        return Value{object(depth)};
-      case '[':
-        return Value{array(depth)};
-      case '"':
-        return Value{string()};
-      case 't':
-        literal("true");
-        return Value{true};
-      case 'f':
-        literal("false");
-        return Value{false};
-      case 'n':
-        literal("null");
-        return Value{nullptr};
-      default:
-        if (peek() == '-' || is_digit(peek())) return Value{number()};
-        fail("unexpected character");
+  // simdjson's first pass (strings, UTF-8) reports what is wrong but not where.
+  size_t stage1_error_offset(simdjson::error_code error) {
+    if (error == simdjson::UTF8_ERROR) return utf8_error_offset(text_).value_or(0);
+    if (error != simdjson::UNESCAPED_CHARS) return text_.size();  // an unclosed string, no JSON
+    // The first control character inside a string is the last byte of the shortest prefix in
+    // which simdjson finds one. Only failing documents pay for this search.
+    size_t lo = 0, hi = text_.size();  // the prefix of length lo is clean, hi's is not
+    while (hi - lo > 1) {
+      size_t mid = lo + (hi - lo) / 2;
+      (has_unescaped_chars(text_.substr(0, mid)) ? hi : lo) = mid;
     }
+    return lo;
+  }
+  // simdjson reports an unclosed string before unescaped characters, and a prefix often ends
+  // inside a string: one quote closes it, two when the prefix ends in an escaping backslash, and
+  // two add a closed empty string to a prefix that ends outside strings.
+  bool has_unescaped_chars(std::string_view prefix) {
+    for (std::string_view tail : {"", "\"", "\"\""}) {
+      simdjson::padded_string text(std::string(prefix) + std::string(tail));
+      od::document ignored;
+      if (parser_.iterate(text).get(ignored) == simdjson::UNESCAPED_CHARS) return true;
+    }
+    return false;
   }
 
-  Object object(int depth) {
+  // The root goes through od::document, everything below it through od::value: simdjson
+  // checks that nothing follows a root scalar.
+  template <class V>
+  Value value(V& v, int depth) {
+    od::json_type type;
+    check(v.type().get(type), v);
+    switch (type) {
+      case od::json_type::object: {
+        if (depth > kMaxDepth) check(simdjson::DEPTH_ERROR, v);
+        od::object o;
+        check(v.get_object().get(o), v);
+        return Value{object(o, depth)};
+      }
+      case od::json_type::array: {
+        if (depth > kMaxDepth) check(simdjson::DEPTH_ERROR, v);
+        od::array a;
+        check(v.get_array().get(a), v);
+        return Value{array(a, depth)};
+      }
+      case od::json_type::string: {
+        std::string_view s;
+        check(v.get_string().get(s), v, simdjson::STRING_ERROR);
+        return Value{std::string(s)};
+      }
+      case od::json_type::boolean: {
+        bool b = false;
+        check(v.get_bool().get(b), v,
+              raw_token(v).starts_with('f') ? simdjson::F_ATOM_ERROR : simdjson::T_ATOM_ERROR);
+        return Value{b};
+      }
+      case od::json_type::null: {
+        bool null = false;
+        check(v.is_null().get(null), v, simdjson::N_ATOM_ERROR);
+        if (!null) check(simdjson::N_ATOM_ERROR, v);
+        return Value{nullptr};
+      }
+      case od::json_type::number: {
+        std::string_view raw = raw_token(v);
+        Number n;
+        n.raw = std::string(raw.substr(0, raw.find_last_not_of(kWhitespace) + 1));
+        check(v.get_double().get(n.value), v, simdjson::NUMBER_ERROR);
+        return Value{std::move(n)};
+      }
+    }
+    check(simdjson::TAPE_ERROR, v);
+    return Value{};
+  }
+
+  Object object(od::object& o, int depth) {
     Object members;
-    expect('{');
-    skip_ws();
-    if (consume('}')) return members;
-    do {
-      skip_ws();
-      if (peek() != '"') fail("expected a string key");
-      std::string key = string();
-      skip_ws();
-      expect(':');
-      skip_ws();
-      members.emplace_back(std::move(key), value(depth + 1));
-      skip_ws();
-    } while (consume(','));
-    expect('}');
+    for (auto field : o) {
+      od::field f;
+      check(std::move(field).get(f));
+      std::string_view key;
+      check(f.unescaped_key().get(key));
+      std::string k(key);
+      od::value v = f.value();
+      members.emplace_back(std::move(k), value(v, depth + 1));
+    }
     return members;
   }
 
-  Array array(int depth) {
+  Array array(od::array& a, int depth) {
     Array items;
-    expect('[');
-    skip_ws();
-    if (consume(']')) return items;
-    do {
-      skip_ws();
-      items.push_back(value(depth + 1));
-      skip_ws();
-    } while (consume(','));
-    expect(']');
+    for (auto item : a) {
+      od::value v;
+      check(std::move(item).get(v));
+      items.push_back(value(v, depth + 1));
+    }
     return items;
   }
 
-  uint32_t hex4() {
-    uint32_t v = 0;
-    const char* p = s_.data() + pos_;
-    auto [end, ec] = std::from_chars(p, p + std::min<size_t>(4, s_.size() - pos_), v, 16);
-    if (ec != std::errc() || end != p + 4) fail("\\u must be followed by 4 hex digits");
-    pos_ += 4;
-    return v;
+  // The value's token and the whitespace after it; empty when simdjson has none to give.
+  template <class V>
+  static std::string_view raw_token(V& v) {
+    // od::value hands back the view as is, od::document wrapped in a result.
+    simdjson::simdjson_result<std::string_view> token = v.raw_json_token();
+    std::string_view raw;
+    return std::move(token).get(raw) == simdjson::SUCCESS ? raw : std::string_view();
   }
 
-  std::string string() {
-    expect('"');
-    std::string out;
-    while (!consume('"')) {
-      if (at_end()) fail("unterminated string");
-      auto c = static_cast<unsigned char>(s_[pos_]);
-      if (c < 0x20) fail("control character in string");
-      if (c >= 0x80) {
-        size_t len = utf8_sequence_length(s_, pos_);
-        if (len == 0) fail("invalid UTF-8 in string");
-        out.append(s_.substr(pos_, len));
-        pos_ += len;
-      } else if (consume('\\')) {
-        escape(out);
-      } else {
-        out += static_cast<char>(c);
-        ++pos_;
-      }
-    }
-    return out;
-  }
-
-  void escape(std::string& out) {
-    static constexpr std::string_view kFrom = "\"\\/bfnrt", kTo = "\"\\/\b\f\n\r\t";
-    if (consume('u')) return append_utf8(out, unicode_escape());
-    size_t k = at_end() ? std::string_view::npos : kFrom.find(peek());
-    if (k == std::string_view::npos) fail("invalid escape");
-    out += kTo[k];
-    ++pos_;
-  }
-
-  // After "\u": one code point, joining a surrogate pair; lone surrogates are refused because
-  // they have no UTF-8 encoding.
-  uint32_t unicode_escape() {
-    uint32_t cp = hex4();
-    if (cp >= 0xDC00 && cp <= 0xDFFF) fail("lone low surrogate in \\u escape");
-    if (cp < 0xD800 || cp > 0xDBFF) return cp;
-    if (!consume('\\') || !consume('u')) fail("high surrogate not followed by a low surrogate");
-    uint32_t lo = hex4();
-    if (lo < 0xDC00 || lo > 0xDFFF) fail("high surrogate not followed by a low surrogate");
-    return 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-  }
-
-  Number number() {
-    size_t start = pos_;
-    consume('-');
-    if (!consume('0')) digits();
-    if (consume('.')) digits();
-    if (consume('e') || consume('E')) {
-      if (!consume('+')) consume('-');
-      digits();
-    }
-    Number n;
-    n.raw = std::string(s_.substr(start, pos_ - start));
-    auto [end, ec] = std::from_chars(n.raw.data(), n.raw.data() + n.raw.size(), n.value);
-    // JSON sets no range limit; saturate the way strtod does.
-    if (ec == std::errc::result_out_of_range)
-      n.value = std::copysign(decimal_magnitude(n.raw) > 0 ? HUGE_VAL : 0.0,
-                              n.raw[0] == '-' ? -1.0 : 1.0);
-    return n;
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
+  std::string_view text_;
+  simdjson::padded_string padded_;
+  od::parser parser_;
+  od::document* doc_ = nullptr;
 };
 
 }  // namespace
@@ -278,13 +227,17 @@ std::string_view Value::kind() const {
 }
 
 Value parse(std::string_view text) {
-  return Parser(text).document();
+  return Reader(text).document();
 }
 
 std::optional<size_t> utf8_error_offset(std::string_view s) {
+  if (simdjson::validate_utf8(s.data(), s.size())) return std::nullopt;
+  // simdjson says whether, not where: walk the sequences, letting simdjson judge each one
+  // (overlong forms, surrogates, values above U+10FFFF), until the first it refuses.
   for (size_t i = 0; i < s.size();) {
-    size_t len = utf8_sequence_length(s, i);
-    if (len == 0) return i;
+    auto lead = static_cast<unsigned char>(s[i]);
+    size_t len = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    if (i + len > s.size() || !simdjson::validate_utf8(s.data() + i, len)) return i;
     i += len;
   }
   return std::nullopt;

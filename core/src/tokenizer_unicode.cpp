@@ -1,15 +1,29 @@
 #include "tokenizer_unicode.h"
 
-#include <algorithm>
+#include <utf8proc.h>
 
 namespace rlx::tok {
 
 uint16_t cp_flags(uint32_t cp) {
   if (cp > 0x10FFFF) return 0;
-  const CategoryRange* end = kCategoryRanges + kNumCategoryRanges;
-  auto it = std::upper_bound(kCategoryRanges, end, cp,
-                             [](uint32_t c, const CategoryRange& r) { return c < r.first; });
-  return (it - 1)->flags;
+  // The two-letter general category ("Lu", "Mn", "Cn", ...); the classes follow its first letter.
+  const char* category = utf8proc_category_string(static_cast<utf8proc_int32_t>(cp));
+  switch (category[0]) {
+    case 'L':
+      return kLetter;
+    case 'M':
+      return category[1] == 'n' ? kMark | kNonspacing : kMark;
+    case 'N':
+      return kNumber;
+    case 'P':
+      return kPunct;
+    case 'S':
+      return kSymbol;
+    case 'Z':
+      return kSeparator;
+    default:  // C*: Cn is unassigned, Cc Cf Cs Co are control
+      return category[1] == 'n' ? kUndefined : kControl;
+  }
 }
 
 bool is_whitespace(uint32_t cp) {
@@ -21,36 +35,32 @@ bool is_whitespace(uint32_t cp) {
 uint32_t to_lower(uint32_t cp) {
   if (cp >= 'A' && cp <= 'Z') return cp + 32;
   if (cp < 0x80) return cp;
-  const CaseMapping* end = kLowercase + kNumLowercase;
-  auto it = std::lower_bound(kLowercase, end, cp,
-                             [](const CaseMapping& m, uint32_t c) { return m.cp < c; });
-  return it != end && it->cp == cp ? it->lower : cp;
+  return static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp)));
 }
 
 void decompose(uint32_t cp, std::vector<uint32_t>& out) {
-  // Hangul syllables decompose by formula (Unicode 3.12).
-  constexpr uint32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
-  constexpr uint32_t kVCount = 21, kTCount = 28, kSCount = 11172;
-  if (cp >= kSBase && cp < kSBase + kSCount) {
-    uint32_t s = cp - kSBase;
-    out.push_back(kLBase + s / (kVCount * kTCount));
-    out.push_back(kVBase + (s % (kVCount * kTCount)) / kTCount);
-    if (s % kTCount) out.push_back(kTBase + s % kTCount);
-    return;
-  }
-  if (cp < 0xC0) {
+  if (cp < 0xC0) {  // nothing below U+00C0 has a canonical decomposition
     out.push_back(cp);
     return;
   }
-  const Decomposition* end = kDecompositions + kNumDecompositions;
-  auto it = std::lower_bound(kDecompositions, end, cp,
-                             [](const Decomposition& d, uint32_t c) { return d.cp < c; });
-  if (it == end || it->cp != cp) {
+  // Written straight into `out` (int32_t and uint32_t may alias). 4 code points is the longest
+  // canonical decomposition in Unicode 15 (U+1F82 and others); utf8proc says if it needs more.
+  const size_t at = out.size();
+  int boundclass = 0;  // read only with UTF8PROC_CHARBOUND
+  auto decompose_into = [&](utf8proc_ssize_t room) {
+    out.resize(at + static_cast<size_t>(room));
+    return utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cp),
+                                   reinterpret_cast<utf8proc_int32_t*>(out.data() + at), room,
+                                   UTF8PROC_DECOMPOSE, &boundclass);
+  };
+  utf8proc_ssize_t n = decompose_into(4);
+  if (n > 4) n = decompose_into(n);
+  if (n < 0) {  // not a code point: kept as it is
+    out.resize(at);
     out.push_back(cp);
     return;
   }
-  out.insert(out.end(), kDecompositionData + it->offset,
-             kDecompositionData + it->offset + it->length);
+  out.resize(at + static_cast<size_t>(n));
 }
 
 std::vector<uint32_t> utf8_decode(std::string_view s) {
@@ -77,7 +87,6 @@ std::vector<uint32_t> utf8_decode(std::string_view s) {
   }
   return out;
 }
-
 
 std::string utf8_encode(const std::vector<uint32_t>& cps) {
   std::string out;

@@ -1,5 +1,6 @@
 // Unicode helpers for the tokenizers: UTF-8 <-> codepoints, category classes, canonical
-// decomposition and lowercase. Private to core.
+// decomposition and lowercase. The Unicode data comes from utf8proc (Debian libutf8proc-dev,
+// 2.8: Unicode 15). Private to core.
 #pragma once
 #include "utf8.h"
 #include <cstddef>
@@ -25,8 +26,10 @@ enum CpFlags : uint16_t {
 
 uint16_t cp_flags(uint32_t cp);  // 0 for values above U+10FFFF
 // White_Space (PropList.txt): \t..\r, space, U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028,
-// U+2029, U+202F, U+205F, U+3000.
+// U+2029, U+202F, U+205F, U+3000. Spelled out: utf8proc has no White_Space property, and the
+// set has not changed since Unicode 6.3.
 bool is_whitespace(uint32_t cp);
+// The simple lowercase mapping (UnicodeData.txt): one code point, U+0130 becomes plain i.
 uint32_t to_lower(uint32_t cp);
 // Full canonical decomposition of cp appended to out (cp itself when it has none).
 void decompose(uint32_t cp, std::vector<uint32_t>& out);
@@ -40,26 +43,5 @@ inline size_t utf8_len(uint8_t lead) {
 std::vector<uint32_t> utf8_decode(std::string_view s);
 using rlx::utf8_append;
 std::string utf8_encode(const std::vector<uint32_t>& cps);
-
-// Generated tables (tokenizer_unicode_data.cpp).
-struct CategoryRange {
-  uint32_t first;
-  uint16_t flags;
-};
-struct Decomposition {
-  uint32_t cp;
-  uint16_t offset;
-  uint8_t length;
-};
-struct CaseMapping {
-  uint32_t cp, lower;
-};
-extern const CategoryRange kCategoryRanges[];
-extern const size_t kNumCategoryRanges;
-extern const Decomposition kDecompositions[];
-extern const size_t kNumDecompositions;
-extern const uint32_t kDecompositionData[];
-extern const CaseMapping kLowercase[];
-extern const size_t kNumLowercase;
 
 }  // namespace rlx::tok

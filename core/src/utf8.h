@@ -1,4 +1,4 @@
-// UTF-8 encoding of one code point, shared by the JSON reader and the tokenizers.
+// UTF-8 encoding of one code point, for the tokenizers.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,6 @@
-// A minimal strict JSON (RFC 8259) reader and a string quoter, private to rlx. It exists for
-// file headers (safetensors) and --json output; it is not a general-purpose JSON library.
+// A strict JSON (RFC 8259) reader and a string quoter, private to rlx. It exists for model files
+// (safetensors headers, config.json, tokenizer.json) and --json output; simdjson does the
+// parsing, this API only keeps a small document tree that callers walk.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -49,7 +50,8 @@ struct Member {
 
 // Parses one JSON text surrounded by optional whitespace. Throws std::runtime_error whose
 // message ends in "at byte N". Strings must be valid UTF-8; \u escapes (surrogate pairs
-// included) are decoded to UTF-8. Nesting deeper than 128 levels is refused.
+// included) are decoded to UTF-8. Nesting deeper than 128 levels is refused, and so is a number
+// beyond the range of a double (1e400), which RFC 8259 leaves to the implementation.
 Value parse(std::string_view text);
 
 // Byte offset of the first invalid UTF-8 sequence in s, or nullopt when s is valid.
