@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "commands.h"
-#include "decoding.h"
+#include "rlx/llm/decoding.h"
 #include "json_out.h"
 #include "model.h"
 #include "text_input.h"
@@ -106,12 +106,12 @@ int generate_main(const Args& args, const GlobalOptions& global) {
   }
   check_vocab(model, prompt);
 
-  GreedyDecoder decoder(model, target);
-  DecodeOptions options;
+  llm::GreedyDecoder decoder(model, target);
+  llm::DecodeOptions options;
   options.max_new_tokens = max_new;
   if (!args.flag("ignore-eos")) options.stop_ids = stop_ids(model);
   auto n = static_cast<int64_t>(prompt.size());
-  DecodeResult r = decoder.run(Tensor::from<int64_t>(DType::kI64, {1, n}, prompt), options);
+  llm::DecodeResult r = decoder.run(Tensor::from<int64_t>(DType::kI64, {1, n}, prompt), options);
   const std::vector<int64_t>& tokens = r.tokens.at(0);
 
   // Text in, text out: with --prompt the continuation is printed as text.

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "rlx/core/model.h"
-#include "rlx/core/tokenizer.h"
+#include "rlx/llm/tokenizer.h"
 
 namespace rlx::cli {
 

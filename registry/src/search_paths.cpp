@@ -1,4 +1,4 @@
-// Where plugins are looked for, in precedence order (ARCHITECTURE.md section 4). The rlx binary's
+// Where plugins are looked for, in precedence order (docs/architecture.md section 4). The rlx binary's
 // own prefix is part of the list so a relocated install, or the uninstalled build tree, finds the
 // plugins next to it without any environment variable.
 #include <cstdlib>

@@ -1,5 +1,5 @@
 # rlx_add_plugin(): builds an rlx plugin and writes its manifest, the way the registry expects
-# to find them (ARCHITECTURE.md section 4): librlx_<kind>_<name>.so beside <name>.toml.
+# to find them (docs/architecture.md section 4): librlx_<kind>_<name>.so beside <name>.toml.
 #
 #   rlx_add_plugin(NAME <name> KIND target|importer SOURCES <src>...
 #                  [VERSION <v>] [DESCRIPTION <text>] [REQUIRES <system library>...]

@@ -6,7 +6,7 @@ namespace rlx::sdk {
 
 namespace {
 
-// f16/bf16 conversions are ports of core/src/half.cpp (round to nearest even, NaN kept quiet) so
+// f16/bf16 conversions are ports of core/src/ir/half.cpp (round to nearest even, NaN kept quiet) so
 // that generated kernels round exactly like the host. Bit casts go through memcpy, which is
 // well defined in C and compiles to a register move.
 constexpr const char* kPrelude = R"(#include <math.h>

@@ -18,7 +18,7 @@ namespace rlx::sdk {
 
 namespace {
 
-// Conversions are the C dialect's (ports of core/src/half.cpp) with GLSL's bit casts. pow, fmod
+// Conversions are the C dialect's (ports of core/src/ir/half.cpp) with GLSL's bit casts. pow, fmod
 // and erf keep C's semantics where GLSL's builtins are undefined (pow of a negative base or of
 // zero) or missing (fmod, erf); tanh is guarded because some drivers compute it as a quotient of
 // exponentials that overflows to NaN for large |x|.

@@ -8,7 +8,7 @@ namespace rlx::sdk {
 
 namespace {
 
-// f16/bf16 conversions are the C dialect's (ports of core/src/half.cpp), written with OpenCL's
+// f16/bf16 conversions are the C dialect's (ports of core/src/ir/half.cpp), written with OpenCL's
 // bit casts, so a kernel rounds exactly like the host and needs no cl_khr_fp16: 16-bit floats
 // are stored as ushort bits and computed in float.
 //  * FP_CONTRACT OFF: OpenCL lets a compiler fuse a * b + c into one rounding by default, which

@@ -28,7 +28,7 @@ namespace rlx::sdk {
 
 namespace {
 
-// Conversions are the GLSL dialect's (ports of core/src/half.cpp). pow, fmod and erf keep C's
+// Conversions are the GLSL dialect's (ports of core/src/ir/half.cpp). pow, fmod and erf keep C's
 // semantics where WGSL's builtins are undefined (pow of a negative base or of zero) or missing.
 constexpr const char* kPrelude = R"(// rlx WGSL kernels: 64 invocations per workgroup, a 2D grid of workgroups.
 fn rlx_inf() -> f32 { var bits = 0x7F800000u; return bitcast<f32>(bits); }

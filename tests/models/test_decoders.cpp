@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "decoding.h"
+#include "rlx/llm/decoding.h"
 #include "model_support.h"
 #include "rlx/core/runtime.h"
 #include "test_support.h"
@@ -35,17 +35,17 @@ TEST_P(DecoderParity, GreedyTokensWithKvCacheMatchReference) {
   const Tensor& expected = ref.at("greedy_tokens");
   const int64_t rows = expected.shape()[0], steps = expected.shape()[1];
   Model model = load_model(dir);
-  cli::GreedyDecoder decoder(model, cpu_target());
-  cli::DecodeOptions options;
+  llm::GreedyDecoder decoder(model, cpu_target());
+  llm::DecodeOptions options;
   options.max_new_tokens = steps;  // no stop ids: the reference ran every step
-  cli::DecodeResult r = decoder.run(prompts, options);
+  llm::DecodeResult r = decoder.run(prompts, options);
   std::printf("%s: %lld prompts x %lld tokens; prefill %.3fs, %lld decode steps %.3fs\n",
               GetParam(), static_cast<long long>(rows), static_cast<long long>(steps),
               r.prefill_seconds, static_cast<long long>(r.decode_steps), r.decode_seconds);
   ASSERT_EQ(static_cast<int64_t>(r.tokens.size()), rows);
   // The cache has masked slots past what the prompt and the new tokens need (a whole number of
   // capacity steps), and the tokens still match.
-  EXPECT_EQ(r.cache_capacity % cli::kCapacityStep, 0);
+  EXPECT_EQ(r.cache_capacity % llm::kCapacityStep, 0);
   EXPECT_GE(r.cache_capacity, prompts.shape()[1] + steps);
   for (int64_t i = 0; i < rows; ++i) {
     std::vector<int64_t> want(expected.as<int64_t>() + i * steps,

@@ -15,11 +15,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "decoding.h"
+#include "rlx/llm/decoding.h"
 #include "model_support.h"
 #include "process.h"
 #include "rlx/core/json.h"
-#include "rlx/core/tokenizer.h"
+#include "rlx/llm/tokenizer.h"
 #include "test_support.h"
 
 namespace rlx::test {
@@ -201,14 +201,14 @@ TEST(RealModels, Gemma3PromptIdsMatchTheHfTokenizer) {
 TEST(RealModels, Gemma3GreedyTokensMatchTransformers) {
   RLX_ENV_PATH_OR_SKIP(gguf, "RLX_GEMMA_GGUF", kGemmaHow);
   Model model = load_model(gguf);
-  cli::GreedyDecoder decoder(model, cpu_target());
+  llm::GreedyDecoder decoder(model, cpu_target());
   int ties = 0;
   size_t compared = 0;
   for (const GemmaPrompt& p : gemma_reference()) {
-    cli::DecodeOptions options;
+    llm::DecodeOptions options;
     options.max_new_tokens = static_cast<int64_t>(p.tokens.size());  // EOS ignored, as the ref
     const auto n = static_cast<int64_t>(p.prompt_ids.size());
-    cli::DecodeResult r =
+    llm::DecodeResult r =
         decoder.run(Tensor::from<int64_t>(DType::kI64, {1, n}, p.prompt_ids), options);
     const std::vector<int64_t>& got = r.tokens.at(0);
     ASSERT_EQ(got.size(), p.tokens.size()) << "prompt: " << p.text;

@@ -96,7 +96,7 @@ ValueId Params::f32(const std::string& name, const std::vector<int64_t>& shape) 
     throw_internal_error(
         fmt::format("{}: weight '{}' is asked for as f32 after being used as {} block rows", what_,
                     name, s->qtype));
-  // Narrowing is never silent (ARCHITECTURE.md: f64 -> f32 only when the user asks).
+  // Narrowing is never silent (docs/architecture.md: f64 -> f32 only when the user asks).
   if (b_.type(s->v).dtype == DType::kF64)
     throw_user_error(
         fmt::format("{}: weight '{}' is f64; the model builders compute in f32 and "

@@ -8,7 +8,7 @@
 
 #include "gguf_tokenizer.h"
 #include "rlx/core/error.h"
-#include "rlx/core/tokenizer.h"
+#include "rlx/llm/tokenizer.h"
 
 namespace rlx::gguf {
 

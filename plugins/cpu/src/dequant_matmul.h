@@ -1,4 +1,4 @@
-// The block-format ops on the cpu (core/src/ops_quant.cpp), claimed natively:
+// The block-format ops on the cpu (core/src/ops/ops_quant.cpp), claimed natively:
 // DequantMatMul y[..., N] = x[..., K] W^T with W as rows of ggml blocks (rlx/core/quant.h),
 // each weight row decoded once per call; DequantizeRows decodes rows to f32.
 #pragma once

@@ -134,7 +134,7 @@ GemmEpilogue GemmEpilogue::bias_gelu_residual(const float* bias, Gelu gelu, cons
   int x = e.acc();
   if (bias) x = e.binary(EpOp::kAdd, x, e.load(bias, 0, 1));
   if (gelu != Gelu::kNone) {
-    // The IR's GELU (core/src/ops_hir_nn.cpp): 0.5 x (1 + erf(x / sqrt 2)) or
+    // The IR's GELU (core/src/ops/ops_hir_nn.cpp): 0.5 x (1 + erf(x / sqrt 2)) or
     // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
     int half_x = e.binary(EpOp::kMul, x, e.constant(0.5f));
     int inner;

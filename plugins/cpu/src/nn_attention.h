@@ -1,5 +1,5 @@
 // Fused scaled dot-product attention on the cpu, f32: the native lowering of the HIR Attention
-// op (core/src/ops_hir_nn.cpp), computing what its decomposition computes without
+// op (core/src/ops/ops_hir_nn.cpp), computing what its decomposition computes without
 // materialising the [B, H, Sq, Sk] scores: per tile of query rows and block of keys,
 // S = Q K^T * scale, masked, folded into a running max and sum (online softmax), O += P V.
 #pragma once

@@ -1,6 +1,6 @@
 // Row-wise kernels of the native cpu lowerings, f32, each one pass over a row held in L1:
 // LayerNorm and RMSNorm over the last axis, Softmax over any axis. They compute what the MIR
-// decompositions in core/src/ops_hir_nn.cpp compute (same operation order, f32 throughout),
+// decompositions in core/src/ops/ops_hir_nn.cpp compute (same operation order, f32 throughout),
 // parallel over rows with oneTBB.
 #pragma once
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The OpenCL entry points the gpu target uses, resolved from the ICD loader (libOpenCL.so.1)
 // with dlopen on first use, so the plugin loads on machines without OpenCL and says why it
-// cannot run there (ARCHITECTURE.md section 4). OpenCL 1.2 calls only: every driver has them.
+// cannot run there (docs/architecture.md section 4). OpenCL 1.2 calls only: every driver has them.
 #pragma once
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>

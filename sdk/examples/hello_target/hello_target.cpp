@@ -1,6 +1,6 @@
 // hello: the smallest useful rlx target plugin, written for plugin authors to copy.
 //
-// A target answers four questions for the dispatch contract and the registry (ARCHITECTURE.md
+// A target answers four questions for the dispatch contract and the registry (docs/architecture.md
 // sections 3 and 4): which HIR ops it lowers natively (none here), which MIR primitives its code
 // generator accepts (all, at f32), whether it can run on this machine (no: it is codegen-only),
 // and how to turn an LIR program into artifacts (C source from the SDK's renderer). Methods may

@@ -19,7 +19,7 @@
 #include "rlx/core/half.h"
 #include "rlx/core/quant.h"
 #include "rlx/core/runtime.h"
-#include "rlx/core/tokenizer.h"
+#include "rlx/llm/tokenizer.h"
 #include "rlx/registry/registry.h"
 #include "test_support.h"
 

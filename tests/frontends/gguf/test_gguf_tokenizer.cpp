@@ -11,7 +11,7 @@
 
 #include "gguf_reader.h"
 #include "gguf_tokenizer.h"
-#include "rlx/core/tokenizer.h"
+#include "rlx/llm/tokenizer.h"
 
 namespace rlx::gguf {
 namespace {

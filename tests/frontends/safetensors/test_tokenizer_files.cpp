@@ -5,7 +5,7 @@
 
 #include "hf_folder.h"
 #include "model_support.h"
-#include "rlx/core/tokenizer.h"
+#include "rlx/llm/tokenizer.h"
 
 namespace rlx::test {
 namespace {

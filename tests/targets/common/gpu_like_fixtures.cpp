@@ -8,7 +8,7 @@
 #include <chrono>
 #include <functional>
 
-#include "decoding.h"
+#include "rlx/llm/decoding.h"
 #include "gpu_like_suite.h"
 #include "model_support.h"
 #include "rlx/core/runtime.h"
@@ -74,10 +74,10 @@ void qwen3_tiny_greedy_tokens(const GpuLikeTarget& t) {
   const Tensor& expected = ref.at("greedy_tokens");
   const int64_t rows = expected.shape()[0], steps = expected.shape()[1];
   Model model = load_model(dir);
-  cli::GreedyDecoder decoder(model, target_named(t.name));
-  cli::DecodeOptions options;
+  llm::GreedyDecoder decoder(model, target_named(t.name));
+  llm::DecodeOptions options;
   options.max_new_tokens = steps;
-  cli::DecodeResult r = decoder.run(prompts, options);
+  llm::DecodeResult r = decoder.run(prompts, options);
   std::printf("%s qwen3-tiny: %lld prompts x %lld tokens; compile %.2fs, prefill %.2fs, "
               "%lld decode steps %.2fs\n",
               t.name.c_str(), static_cast<long long>(rows),

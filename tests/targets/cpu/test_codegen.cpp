@@ -242,7 +242,7 @@ TEST(CpuCodegen, CompiledKernelsGiveTheInterpretersBits) {
 
 // Every f16 and bf16 bit pattern to f32, and f32 values at and around each of them (rounding
 // ties, NaN payloads, subnormals, overflow) back to 16 bits: the generated conversions give the
-// host's (core/src/half.cpp) bits.
+// host's (core/src/ir/half.cpp) bits.
 TEST(CpuCodegen, SixteenBitConversionsMatchTheHostForEveryPattern) {
   REQUIRE_COMPILER();
   TempDir cache;

@@ -1,4 +1,4 @@
-// The dispatch contract (ARCHITECTURE.md section 3): for each HIR node, native -> shared IR ->
+// The dispatch contract (docs/architecture.md section 3): for each HIR node, native -> shared IR ->
 // rewritten -> CompileError. The result is a graph of MIR primitives plus natively claimed
 // nodes, and a DispatchReport recording each node's path.
 #pragma once

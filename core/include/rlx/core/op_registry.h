@@ -1,6 +1,7 @@
 // Every op is defined once here: name, level, arity, type/shape inference, verifier (inference
-// that throws), MIR decomposition, and a sample signature used to build legality tables. Ops are
-// referred to by these stable names across the plugin boundary.
+// that throws), MIR decomposition, gradient rule, and a sample signature used to build legality
+// tables. Ops are referred to by these stable names across the plugin boundary. The definitions
+// live in op families (core/src/ops), each added by one line in op_registry.cpp.
 #pragma once
 #include <functional>
 #include <string>
@@ -27,6 +28,11 @@ using InferFn =
     std::function<std::vector<TensorType>(const std::vector<TensorType>& in, const Node& node)>;
 using DecomposeFn = std::function<std::vector<ValueId>(GraphBuilder& b, const Node& node,
                                                        const std::vector<ValueId>& inputs)>;
+// Reverse mode: given the node, its inputs and the cotangents of its outputs, adds the graph
+// that computes the cotangent of each input (an invalid ValueId for inputs without one).
+using GradientFn = std::function<std::vector<ValueId>(GraphBuilder& b, const Node& node,
+                                                      const std::vector<ValueId>& inputs,
+                                                      const std::vector<ValueId>& output_cotangents)>;
 
 struct OpSample {
   std::vector<TensorType> inputs;
@@ -47,6 +53,7 @@ struct OpDef {
   DecomposeFn decompose;  // HIR only; empty when only a rewrite or a native claim can lower it
   SampleFn sample;
   std::string summary;
+  GradientFn gradient;  // empty until the op has a rule (autodiff refuses it, naming the op)
 };
 
 class OpRegistry {
@@ -61,9 +68,6 @@ class OpRegistry {
   void add(OpDef def);
   std::vector<OpDef> ops_;
   std::map<std::string, size_t> index_;
-  friend void register_mir_ops(OpRegistry&);
-  friend void register_hir_ops(OpRegistry&);
-  friend void register_hir_nn_ops(OpRegistry&);
 };
 
 // Infers output types of `node` from its input types; throws a user error naming the node.

@@ -87,7 +87,7 @@ class Registry {
   Registry& operator=(Registry&&) noexcept;
   ~Registry();
 
-  // Search order of ARCHITECTURE.md section 4; RLX_DISABLE_PLUGINS=1 loads nothing.
+  // Search order of docs/architecture.md section 4; RLX_DISABLE_PLUGINS=1 loads nothing.
   static Registry discover(const Options& options = {});
   // Every plugin with its final status: loads each one not loaded yet.
   const std::vector<PluginRecord>& plugins() const;

@@ -1,5 +1,5 @@
-// Renders LIR loop kernels as source code for C-family kernel languages (ARCHITECTURE.md section
-// 5). One renderer serves every such language: a Dialect is a table of what differs between them
+// Renders LIR loop kernels as source code for C-family kernel languages (docs/architecture.md
+// section 6). One renderer serves every such language: a Dialect is a table of what differs between them
 // (type names, kernel signature, index builtins, address spaces, math function names) plus two
 // hooks for what a table cannot say. A new language is a new table, usually a copy of another
 // with a few fields changed, never a copy of the renderer (tinygrad's CStyleLanguage design).

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "rlx/core/error.h"
-#include "rlx/core/tokenizer.h"
+#include "rlx/llm/tokenizer.h"
 
 namespace rlx {
 namespace {

@@ -1,7 +1,7 @@
 // Decoders of the 32-element formats (ggml-common.h): Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL.
 // In the 4- and 5-bit ones byte j holds element j in its low nibble and element j + 16 in its
 // high nibble; Q5's fifth bits are a little-endian u32, bit j for element j.
-#include "quant_blocks.h"
+#include "quant/quant_blocks.h"
 #include "rlx/core/quant.h"
 
 namespace rlx::quant::detail {

@@ -5,7 +5,8 @@
 //     decodes rows, e.g. the few embedding-table rows a Embedding gathered
 // There is no MIR decomposition yet (MIR has no block-format primitives), so only a target
 // that claims them natively lowers them; other targets refuse them with that reason.
-#include "op_helpers.h"
+#include "ops/op_family.h"
+#include "ops/op_helpers.h"
 #include "rlx/core/quant.h"
 
 namespace rlx {
@@ -56,8 +57,7 @@ std::vector<TensorType> infer_dequantize_rows(const std::vector<TensorType>& in,
 
 }  // namespace
 
-// Registered by OpRegistry's constructor (op_registry.cpp).
-std::vector<OpDef> quant_op_defs() {
+void quant_ops(OpFamily& f) {
   OpDef d{"DequantMatMul", OpLevel::kHir, OpClass::kOpaque, 2, 2, 1};
   d.infer = infer_dequant_matmul;
   d.sample = [](DType dt) -> std::optional<OpSample> {
@@ -74,7 +74,8 @@ std::vector<OpDef> quant_op_defs() {
                      {{"qtype", std::string("q4_0")}, {"k", int64_t{32}}});
   };
   r.summary = "rows in a ggml block format {qtype, k} to f32; native only (no MIR decomposition)";
-  return {std::move(d), std::move(r)};
+  f.add(std::move(d));
+  f.add(std::move(r));
 }
 
 }  // namespace rlx

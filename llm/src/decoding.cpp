@@ -1,4 +1,4 @@
-#include "decoding.h"
+#include "rlx/llm/decoding.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "rlx/core/error.h"
 
-namespace rlx::cli {
+namespace rlx::llm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -137,4 +137,4 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
   return r;
 }
 
-}  // namespace rlx::cli
+}  // namespace rlx::llm

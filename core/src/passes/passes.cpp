@@ -4,7 +4,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "passes_util.h"
+#include "passes/passes_util.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/passes.h"
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "text_cursor.h"
+#include "ir/text_cursor.h"
 #include <fmt/ranges.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "text_cursor.h"
+#include "ir/text_cursor.h"
 
 #include "rlx/core/ir_text.h"
 

@@ -2,7 +2,8 @@
 // into these (or is claimed natively by a target).
 #include <numeric>
 
-#include "op_helpers.h"
+#include "ops/op_family.h"
+#include "ops/op_helpers.h"
 #include "rlx/core/builder.h"
 
 namespace rlx {
@@ -286,7 +287,7 @@ std::vector<TensorType> infer_dim_size(const std::vector<TensorType>& in, const 
 
 }  // namespace
 
-void register_mir_ops(OpRegistry& r) {
+void mir_ops(OpFamily& r) {
   using D = Domain;
   for (auto [name, dom] : std::initializer_list<std::pair<const char*, Domain>>{
            {"neg", D::kNumeric}, {"abs", D::kNumeric}, {"sign", D::kNumeric},

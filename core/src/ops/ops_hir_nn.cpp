@@ -2,7 +2,8 @@
 // definition: inference runs it on a scratch graph, the shared-IR path lowers through it.
 #include <cmath>
 
-#include "op_helpers.h"
+#include "ops/op_family.h"
+#include "ops/op_helpers.h"
 #include "rlx/core/builder.h"
 
 namespace rlx {
@@ -235,7 +236,7 @@ std::vector<TensorType> infer_conv(const std::vector<TensorType>& in, const Node
 
 }  // namespace
 
-void register_hir_nn_ops(OpRegistry& r) {
+void hir_nn_ops(OpFamily& r) {
   auto add = [&](const std::string& name, int min_in, int max_in, DecomposeFn dec, SampleFn sample,
                  std::string summary) {
     OpDef d{name, OpLevel::kHir, OpClass::kOpaque, min_in, max_in, 1};

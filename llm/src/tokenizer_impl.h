@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "rlx/core/tokenizer.h"
+#include "rlx/llm/tokenizer.h"
 
 namespace rlx {
 

@@ -2,14 +2,17 @@
 
 #include <fmt/format.h>
 
+#include "ops/op_family.h"
 #include "rlx/core/error.h"
 
 namespace rlx {
 
-void register_mir_ops(OpRegistry& r);
-void register_hir_ops(OpRegistry& r);
-void register_hir_nn_ops(OpRegistry& r);
-std::vector<OpDef> quant_op_defs();  // ops_quant.cpp
+namespace {
+
+// Every op family, in registration order (primitives first: HIR decompositions refer to them).
+constexpr void (*kFamilies[])(OpFamily&) = {mir_ops, hir_ops, hir_nn_ops, quant_ops};
+
+}  // namespace
 
 const OpRegistry& OpRegistry::instance() {
   static const OpRegistry registry;
@@ -17,10 +20,11 @@ const OpRegistry& OpRegistry::instance() {
 }
 
 OpRegistry::OpRegistry() {
-  register_mir_ops(*this);
-  register_hir_ops(*this);
-  register_hir_nn_ops(*this);
-  for (OpDef& d : quant_op_defs()) add(std::move(d));
+  for (auto family : kFamilies) {
+    OpFamily f;
+    family(f);
+    for (OpDef& d : f.defs()) add(std::move(d));
+  }
 }
 
 void OpRegistry::add(OpDef def) {

@@ -1,4 +1,4 @@
-#include "text_cursor.h"
+#include "ir/text_cursor.h"
 
 #include <fmt/format.h>
 

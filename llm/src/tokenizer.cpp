@@ -1,7 +1,7 @@
 // Tokenizer: vocabulary tables, special-token partitioning and decoding; the per-kind
 // algorithms live in tokenizer_spm.cpp, tokenizer_bpe.cpp and tokenizer_wordpiece.cpp. The
 // order of steps follows llama.cpp's llama_vocab::tokenize, whose outputs the tests reproduce.
-#include "rlx/core/tokenizer.h"
+#include "rlx/llm/tokenizer.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "op_helpers.h"
+#include "ops/op_helpers.h"
 
 #include "rlx/core/builder.h"
 

@@ -1,6 +1,6 @@
 // Decoders of the 256-element "super-block" formats (ggml-common.h, QK_K = 256): Q2_K .. Q8_K
 // and IQ4_XS. Loops follow ggml's dequantize_row_* so the element order is the reference one.
-#include "quant_blocks.h"
+#include "quant/quant_blocks.h"
 #include "rlx/core/quant.h"
 
 namespace rlx::quant::detail {

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "rlx/core/lir.h"
-#include "text_cursor.h"
+#include "ir/text_cursor.h"
 
 namespace rlx::lir {
 

@@ -1,5 +1,5 @@
 // Greedy decoding with the KV-cache graphs of a decoder model ("prefill" and "decode", see
-// docs/models.md). Depends on core only, so tests drive the same loop as `rlx generate`.
+// docs/models.md). `rlx generate` and the tests drive this same loop.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -9,7 +9,7 @@
 #include "rlx/core/model.h"
 #include "rlx/core/runtime.h"
 
-namespace rlx::cli {
+namespace rlx::llm {
 
 struct DecodeOptions {
   int64_t max_new_tokens = 16;
@@ -43,4 +43,4 @@ class GreedyDecoder {
 // one on ties, like torch.argmax).
 int64_t argmax_last(const Tensor& logits, int64_t row);
 
-}  // namespace rlx::cli
+}  // namespace rlx::llm

@@ -1,4 +1,4 @@
-#include "passes_util.h"
+#include "passes/passes_util.h"
 
 namespace rlx::passes {
 

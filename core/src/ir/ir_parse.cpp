@@ -11,7 +11,7 @@
 #include "rlx/core/ir_text.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/safetensors.h"
-#include "text_cursor.h"
+#include "ir/text_cursor.h"
 
 namespace rlx {
 

@@ -4,7 +4,7 @@
 // library call. reshape reinterprets a materialised buffer (an alias, no kernel).
 #include <fmt/format.h>
 
-#include "passes_util.h"
+#include "passes/passes_util.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/passes.h"

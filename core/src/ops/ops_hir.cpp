@@ -1,5 +1,6 @@
 // HIR elementwise and shape ops: numpy-broadcasting wrappers over MIR primitives.
-#include "op_helpers.h"
+#include "ops/op_family.h"
+#include "ops/op_helpers.h"
 #include "rlx/core/builder.h"
 
 namespace rlx {
@@ -35,8 +36,7 @@ SampleFn numeric_sample(int arity) {
 
 }  // namespace
 
-// Registered through a free function so op_registry.cpp stays the one place that lists files.
-void register_hir_ops(OpRegistry& r) {
+void hir_ops(OpFamily& r) {
   auto add = [&](const std::string& name, int min_in, int max_in, DecomposeFn dec, SampleFn sample,
                  std::string summary) {
     OpDef d = hir(name, min_in, max_in, infer_by_decomposition(dec), dec, std::move(sample),

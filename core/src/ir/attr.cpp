@@ -6,7 +6,7 @@
 #include <complex>
 
 #include "rlx/core/half.h"
-#include "text_cursor.h"
+#include "ir/text_cursor.h"
 
 namespace rlx {
 namespace {
