@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "hlsl_library.h"
-#include "legality.h"
 #include "module_plan.h"
 #include "rlx/core/error.h"
 #include "rlx/sdk/plugin.h"
@@ -35,7 +34,7 @@ class DirectXTarget final : public gpu_host::GpuLikeTargetPlugin {
 #ifdef _WIN32
   // What HLSL can hold and compute, then what the D3D12 device's capabilities allow.
   Verdict accepts_primitive(const NodeSignature& s) const override {
-    if (Verdict v = vulkan::shader_legality("directx", "HLSL", s, nullptr); !v.ok) return v;
+    if (Verdict v = hlsl_legality(s); !v.ok) return v;
     const D3D12Info* device = D3D12Device::probe(nullptr);
     return device ? d3d12_legality("directx", s, *device) : Verdict::yes();
   }
@@ -56,7 +55,7 @@ class DirectXTarget final : public gpu_host::GpuLikeTargetPlugin {
 #else
   // What HLSL can hold and compute; there is no D3D12 device to ask here.
   Verdict accepts_primitive(const NodeSignature& s) const override {
-    return vulkan::shader_legality("directx", "HLSL", s, nullptr);
+    return hlsl_legality(s);
   }
 
   Verdict can_execute() const override { return Verdict::no(kWhy); }

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "signature.h"
+#include "target_plugin.h"
+
 namespace rlx::directx {
 
 namespace {
@@ -13,6 +16,17 @@ std::string binding(int j, const std::string& type, const std::string& name) {
 }  // namespace
 
 const sdk::Dialect& HlslKernelLibrary::dialect() const { return sdk::hlsl_dialect(); }
+
+Verdict hlsl_legality(const NodeSignature& s) {
+  // HLSL has exp, log, tanh, erf, sin, cos and pow on 32-bit floats only.
+  if (Verdict v = gpu_host::common_refusals(s, "directx", "HLSL", /*f64_single_only=*/true); !v.ok) return v;
+  using gpu_host::uses;
+  if (uses(s, DType::kBool) || uses(s, DType::kI8) || uses(s, DType::kU8))
+    return Verdict::no(fmt::format("HLSL has no 8-bit storage type, so directx cannot store the bool/i8/u8 values "
+                                   "of {}; convert them to i32 first",
+                                   s.op));
+  return Verdict::yes();
+}
 
 // The kernel marker, the buffers, the status buffer and the entry point.
 std::string HlslKernelLibrary::head(const gpu_host::IndexCall& c, const std::string& buffers) const {

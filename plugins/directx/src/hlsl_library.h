@@ -2,6 +2,7 @@
 // (index semantics and status protocol: gpu_host/index_call_library.h).
 #pragma once
 #include "index_call_library.h"
+#include "rlx/core/target.h"
 
 namespace rlx::directx {
 
@@ -20,5 +21,9 @@ class HlslKernelLibrary final : public gpu_host::IndexCallLibrary {
 };
 
 const HlslKernelLibrary& hlsl_library();
+
+// What HLSL can hold and compute, on any device: the shader languages' refusals (f64
+// transcendentals, complex values, not a primitive) and HLSL's lack of 8-bit storage.
+Verdict hlsl_legality(const NodeSignature& s);
 
 }  // namespace rlx::directx

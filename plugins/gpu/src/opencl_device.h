@@ -1,5 +1,5 @@
 // The gpu target's device: one OpenCL device, context and in-order queue per process, behind
-// the shared executor's DeviceApi (plugins/common/gpu_host/device_api.h).
+// the shared executor's DeviceApi (sdk/gpu_host/device_api.h).
 //
 // The device is the first GPU of any platform, else the first device of any type; the
 // environment variable RLX_OPENCL_DEVICE picks another by a substring of "<platform> / <device>"

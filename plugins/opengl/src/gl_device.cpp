@@ -198,7 +198,7 @@ std::shared_ptr<GlDevice> GlDevice::shared(std::string* why) {
 
 const GlInfo& GlDevice::info() const { return c_.info(); }
 
-const gpu_host::KernelLibrary& GlDevice::library() const { return vulkan::glsl_opengl_library(); }
+const gpu_host::KernelLibrary& GlDevice::library() const { return glsl::glsl_opengl_library(); }
 
 gpu_host::DeviceBuffer GlDevice::allocate(size_t bytes) {
   std::lock_guard lock(c_.mutex());

@@ -61,7 +61,7 @@ class OpenGlTarget final : public gpu_host::GpuLikeTargetPlugin {
   // sections starting at `//@rlx-kernel <symbol>`.
   std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
     return {write_module(dir, "opengl_kernels.comp", "glsl",
-                         gpu_host::plan_module(program, vulkan::glsl_opengl_library()).source)};
+                         gpu_host::plan_module(program, glsl::glsl_opengl_library()).source)};
   }
 };
 

@@ -27,10 +27,6 @@ Verdict shader_legality(const std::string& target, const std::string& language, 
                         const VulkanDeviceInfo* device) {
   // GLSL and HLSL have exp, log, tanh, erf, sin, cos and pow on 32-bit floats only.
   if (Verdict v = gpu_host::common_refusals(s, target, language, /*f64_single_only=*/true); !v.ok) return v;
-  if (language == "HLSL" && (uses(s, DType::kBool) || uses(s, DType::kI8) || uses(s, DType::kU8)))
-    return Verdict::no(fmt::format("HLSL has no 8-bit storage type, so {} cannot store the bool/i8/u8 values "
-                                   "of {}; convert them to i32 first",
-                                   target, s.op));
   if (!device) return Verdict::yes();
   struct Need {
     DType dtype;

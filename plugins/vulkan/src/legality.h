@@ -1,6 +1,6 @@
-// What a shader target accepts on a Vulkan device (vulkan; directx, whose kernels run on Vulkan
-// here): MIR primitives whose dtypes the device and the language can store and compute. A dtype
-// the device lacks is refused with the missing feature named, never narrowed.
+// What the vulkan target accepts on a Vulkan device: MIR primitives whose dtypes the device and
+// GLSL can store and compute. A dtype the device lacks is refused with the missing feature named,
+// never narrowed.
 #pragma once
 #include <filesystem>
 #include <string>

@@ -1,6 +1,6 @@
 // The Vulkan side of the vulkan (and directx-on-Vulkan) targets: one instance, device and
 // compute queue per process (VulkanContext), and a DeviceApi adapter over it for the shared GPU
-// host executor (plugins/common/gpu_host/device_api.h). A module is a set of compute shaders,
+// host executor (sdk/gpu_host/device_api.h). A module is a set of compute shaders,
 // one per kernel section of the generated source (render.h's kShaderKernelMarker), each
 // compiled to SPIR-V by glslang; pipelines are created on first launch.
 //

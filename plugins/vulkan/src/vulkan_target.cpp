@@ -35,7 +35,7 @@ class VulkanTarget final : public gpu_host::GpuLikeTargetPlugin {
   }
 
   std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
-    return VulkanDevice::create("vulkan", glsl_library(), ShaderLanguage::kGlsl, why);
+    return VulkanDevice::create("vulkan", glsl::glsl_library(), ShaderLanguage::kGlsl, why);
   }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
@@ -45,7 +45,7 @@ class VulkanTarget final : public gpu_host::GpuLikeTargetPlugin {
   // The module exactly as compile() builds it: the GLSL of every kernel in one file (sections
   // start at `//@rlx-kernel <symbol>`), and each kernel's SPIR-V.
   std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
-    return emit_shader_module(gpu_host::plan_module(program, glsl_library()).source, ShaderLanguage::kGlsl,
+    return emit_shader_module(gpu_host::plan_module(program, glsl::glsl_library()).source, ShaderLanguage::kGlsl,
                               dir, "vulkan_kernels.comp", "glsl");
   }
 };

@@ -1,6 +1,6 @@
 // The WebGPU side of the webgpu target: one wgpu-native instance, adapter, device and queue per
 // process (WebGpuContext), and a DeviceApi adapter over it for the shared GPU host executor
-// (plugins/common/gpu_host/device_api.h). A module is one shader module and compute pipeline per
+// (sdk/gpu_host/device_api.h). A module is one shader module and compute pipeline per
 // kernel section of the generated WGSL (render.h's kShaderKernelMarker), all created when the
 // module is built, so a WGSL or pipeline error surfaces at compile time with naga's message.
 //

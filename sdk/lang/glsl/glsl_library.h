@@ -4,7 +4,7 @@
 #pragma once
 #include "index_call_library.h"
 
-namespace rlx::vulkan {
+namespace rlx::glsl {
 
 class GlslKernelLibrary final : public gpu_host::IndexCallLibrary {
  public:
@@ -25,4 +25,4 @@ class GlslKernelLibrary final : public gpu_host::IndexCallLibrary {
 const GlslKernelLibrary& glsl_library();         // GLSL 4.50 for Vulkan
 const GlslKernelLibrary& glsl_opengl_library();  // GLSL 4.30 for OpenGL
 
-}  // namespace rlx::vulkan
+}  // namespace rlx::glsl

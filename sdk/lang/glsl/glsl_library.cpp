@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace rlx::vulkan {
+namespace rlx::glsl {
 
 namespace {
 
@@ -110,4 +110,4 @@ const GlslKernelLibrary& glsl_opengl_library() {
   return lib;
 }
 
-}  // namespace rlx::vulkan
+}  // namespace rlx::glsl
