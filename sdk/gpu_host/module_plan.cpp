@@ -94,21 +94,6 @@ lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Progr
   return k;
 }
 
-std::string dtype_use(const lir::Program& p, DType dt) {
-  for (const lir::Buffer& b : p.buffers)
-    if (b.dtype == dt && b.kind != lir::BufferKind::kAlias) return fmt::format("buffer {}", b.name);
-  for (const lir::Kernel& k : p.kernels) {
-    if (auto* l = std::get_if<lir::LoopKernel>(&k)) {
-      for (const lir::Expr& e : l->exprs)
-        if (e.dtype == dt) return fmt::format("kernel {}", l->name);
-      continue;
-    }
-    for (const auto& r : std::get<lir::CallKernel>(k).regions)
-      if (std::string s = dtype_use(*r, dt); !s.empty()) return s;
-  }
-  return "";
-}
-
 ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   const sdk::Dialect& d = library.dialect();
   ModulePlan plan;

@@ -42,11 +42,6 @@ struct ModulePlan {
 // Throws rlx::Error (kCompile) naming the call when the library lacks a kernel for it.
 ModulePlan plan_module(const lir::Program& program, const KernelLibrary& library);
 
-// Where `program` (or a region of it) computes or stores `dtype`: "kernel k3_add" or "buffer x",
-// empty when nowhere. Targets whose device lacks a dtype accept only the constant/convert pairs
-// that decompositions write scalars with (folded away before lowering), then check here that
-// nothing of that dtype reached the kernels.
-std::string dtype_use(const lir::Program& program, DType dtype);
 
 // dot_general as a loop kernel: parallel dims (batch, lhs free, rhs free) in output order, then
 // the contracted dims reduced by sum. Operands are read in the compute type of the output

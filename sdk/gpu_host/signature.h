@@ -1,15 +1,9 @@
-// Legality questions every GPU-like target asks of a node signature.
+// Legality questions every GPU-like target asks of a node signature: the SDK's (legality.h).
 #pragma once
-#include "rlx/core/target.h"
+#include "rlx/sdk/legality.h"
 
 namespace rlx::gpu_host {
 
-// Whether any input or output of the node has dtype `d` (a target lacking `d` refuses the node).
-inline bool uses(const NodeSignature& s, DType d) {
-  for (const auto* list : {&s.inputs, &s.outputs})
-    for (const TensorType& t : *list)
-      if (t.dtype == d) return true;
-  return false;
-}
+using sdk::uses;
 
 }  // namespace rlx::gpu_host

@@ -21,16 +21,13 @@ bool f32_only_in_shaders(std::string_view op) {
 
 Verdict common_refusals(const NodeSignature& s, const std::string& target, const std::string& language,
                         bool f64_single_only) {
-  const OpDef* def = OpRegistry::instance().find(s.op);
-  if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
+  if (Verdict v = sdk::primitive_only(s); !v.ok) return v;
   if (uses(s, DType::kC64))
     return Verdict::no(fmt::format("{} has no complex type, so {} has no c64 kernel for {}: split complex "
                                    "values into real and imaginary parts before compiling",
                                    language, target, s.op));
   if (f64_single_only && uses(s, DType::kF64) && f32_only_in_shaders(s.op))
-    return Verdict::no(fmt::format("{} has {} for 32-bit floats only, so {} cannot compute it in f64; "
-                                   "convert the model to f32 first (rlx never narrows f64 silently)",
-                                   language, s.op, target));
+    return sdk::refuse_f64(fmt::format("{} has {} for 32-bit floats only", language, s.op), target, "it");
   return Verdict::yes();
 }
 

@@ -11,23 +11,13 @@
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/sdk/host_device.h"
+#include "rlx/sdk/legality.h"
 #include "rlx/sdk/plugin.h"
 #include "rlx/sdk/render.h"
 
 namespace rlx::cpu {
 
 namespace {
-
-bool all_of_dtypes(const NodeSignature& s, std::initializer_list<DType> ok) {
-  auto in = [&](const TensorType& t) { return std::find(ok.begin(), ok.end(), t.dtype) != ok.end(); };
-  return std::all_of(s.inputs.begin(), s.inputs.end(), in) && std::all_of(s.outputs.begin(), s.outputs.end(), in);
-}
-
-bool uses_u64(const NodeSignature& s) {
-  auto u64 = [](const TensorType& t) { return t.dtype == DType::kU64; };
-  return std::any_of(s.inputs.begin(), s.inputs.end(), u64) ||
-         std::any_of(s.outputs.begin(), s.outputs.end(), u64);
-}
 
 // Ops whose result elements are copies of input elements (or of a constant).
 bool moves_elements(const OpDef& def) {
@@ -43,7 +33,7 @@ class CpuTarget final : public sdk::TargetPlugin {
 
   Verdict claim_native(const NodeSignature& s) const override {
     if (s.op == "MatMul" || s.op == "Linear") {
-      if (all_of_dtypes(s, {DType::kF32, DType::kF64})) return Verdict::yes();
+      if (sdk::only_uses(s, {DType::kF32, DType::kF64})) return Verdict::yes();
       return Verdict::no(fmt::format("cpu's GEMM takes {} in f32 or f64 only", s.op));
     }
     if (s.op == "DequantMatMul" || s.op == "DequantizeRows") return claim_block_op(s);
@@ -52,15 +42,15 @@ class CpuTarget final : public sdk::TargetPlugin {
   }
 
   Verdict accepts_primitive(const NodeSignature& s) const override {
+    if (Verdict v = sdk::primitive_only(s); !v.ok) return v;
     const OpDef* def = OpRegistry::instance().find(s.op);
-    if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
     for (const auto* list : {&s.inputs, &s.outputs})
       for (const TensorType& t : *list)
         if (t.dtype == DType::kC64)
           return Verdict::no(fmt::format("the cpu code generator has no c64 kernels for {}", s.op));
     // u64 is carried as its 64 bits: ops that only move or pick elements are exact, arithmetic
     // in the int64 compute class would be wrong above INT64_MAX.
-    if (uses_u64(s) && !moves_elements(*def))
+    if (sdk::uses(s, DType::kU64) && !moves_elements(*def))
       return Verdict::no(fmt::format(
           "cpu moves u64 values but does not compute on them ({} needs arithmetic); convert the "
           "model's u64 tensors to i64 where the values allow it",

@@ -10,6 +10,7 @@
 #include "opencl_library.h"
 #include "signature.h"
 #include "rlx/core/error.h"
+#include "rlx/sdk/legality.h"
 #include "rlx/sdk/plugin.h"
 #include "target_plugin.h"
 
@@ -34,9 +35,7 @@ class GpuTarget final : public gpu_host::GpuLikeTargetPlugin {
     // that no f64 reached a kernel.
     bool scalar_pattern = s.op == "constant" || s.op == "convert";
     if (device && !device->info().fp64 && uses(s, DType::kF64) && !scalar_pattern)
-      return Verdict::no(fmt::format("{} has no cl_khr_fp64, so gpu cannot compute {} in f64; convert "
-                                     "the model to f32 first (rlx never narrows f64 silently)",
-                                     device->info().describe(), s.op));
+      return sdk::refuse_f64(device->info().describe() + " has no cl_khr_fp64", "gpu", s.op);
     return Verdict::yes();
   }
 
@@ -54,12 +53,7 @@ class GpuTarget final : public gpu_host::GpuLikeTargetPlugin {
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
     std::shared_ptr<gpu_host::DeviceApi> api = device_api("the OpenCL C");
     auto device = std::static_pointer_cast<OpenClDevice>(api);
-    if (!device->info().fp64)
-      if (std::string at = gpu_host::dtype_use(program, DType::kF64); !at.empty())
-        throw Error(ErrorKind::kCompile,
-                    fmt::format("{} has no cl_khr_fp64, but {} of the compiled program is f64; convert the "
-                                "model to f32 first (rlx never narrows f64 silently)",
-                                device->info().describe(), at));
+    if (!device->info().fp64) sdk::check_no_f64(program, device->info().describe() + " has no cl_khr_fp64");
     return std::make_unique<gpu_host::DeviceExecutable>(api, program);
   }
 

@@ -10,6 +10,7 @@
 #include "opencl_library.h"
 #include "signature.h"
 #include "rlx/core/error.h"
+#include "rlx/sdk/legality.h"
 #include "rlx/sdk/plugin.h"
 #include "spirv_compile.h"
 #include "target_plugin.h"
@@ -32,10 +33,7 @@ class OneApiTarget final : public gpu_host::GpuLikeTargetPlugin {
     // constant folding removes before lowering: those two are accepted, and emit() checks that
     // no f64 reached a kernel.
     if (uses(s, DType::kF64) && s.op != "constant" && s.op != "convert")
-      return Verdict::no(fmt::format(
-          "oneapi targets Intel GPUs without fp64 (Xe-LP, Xe-HPG), so it cannot compute {} in "
-          "f64; convert the model to f32 first (rlx never narrows f64 silently)",
-          s.op));
+      return sdk::refuse_f64("oneapi targets Intel GPUs without fp64 (Xe-LP, Xe-HPG)", "it", s.op);
     return Verdict::yes();
   }
 
@@ -53,11 +51,7 @@ class OneApiTarget final : public gpu_host::GpuLikeTargetPlugin {
   }
 
   std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
-    if (std::string at = gpu_host::dtype_use(program, DType::kF64); !at.empty())
-      throw Error(ErrorKind::kCompile,
-                  fmt::format("oneapi targets Intel GPUs without fp64, but {} of the compiled program is "
-                              "f64; convert the model to f32 first (rlx never narrows f64 silently)",
-                              at));
+    sdk::check_no_f64(program, "oneapi targets Intel GPUs without fp64");
     Artifact cl = write_module(dir, "oneapi_kernels.cl", "opencl-c",
                                gpu_host::plan_module(program, opencl_c::opencl_library()).source);
     compile_to_spirv(dir / cl.path, dir / "oneapi_kernels.spv");

@@ -12,6 +12,7 @@
 #include "signature.h"
 #include "target_plugin.h"
 #include "rlx/core/error.h"
+#include "rlx/sdk/legality.h"
 #include "rlx/sdk/plugin.h"
 
 namespace rlx::opengl {
@@ -29,12 +30,8 @@ class OpenGlTarget final : public gpu_host::GpuLikeTargetPlugin {
     if (Verdict v = common_refusals(s, /*f64_single_only=*/true); !v.ok) return v;
     // bool, f16 and bf16 are packed in 32-bit words; i8, u8 and i16 would need 8/16-bit
     // arithmetic types to wrap in, which OpenGL's GLSL lacks.
-    for (DType t : {DType::kI8, DType::kU8, DType::kI16})
-      if (uses(s, t))
-        return Verdict::no(fmt::format("OpenGL 4.3 has no 8- or 16-bit integer types, so opengl cannot compute "
-                                       "the {} values of {}; use --target vulkan, or convert them to i32 "
-                                       "first (rlx never changes a dtype silently)",
-                                       dtype_name(t), s.op));
+    if (Verdict v = sdk::refuse_narrow_integers(s, "OpenGL 4.3", "opengl", "use --target vulkan, or "); !v.ok)
+      return v;
     std::string why;
     auto device = GlDevice::shared(&why);
     bool wide = uses(s, DType::kI64) || (s.op == "pow" && !s.outputs.empty() && is_integer(s.outputs[0].dtype));

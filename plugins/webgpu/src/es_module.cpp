@@ -6,6 +6,7 @@
 
 #include "rlx/core/error.h"
 #include "rlx/core/json.h"
+#include "rlx/sdk/legality.h"
 
 namespace rlx::webgpu {
 
@@ -177,7 +178,7 @@ std::string unsupported(const lir::Program& program, const gpu_host::ModulePlan&
       return "the program has a while loop, whose host control flow the ES module does not run yet; run it with "
              "`rlx run --target webgpu`";
   for (DType t : {DType::kI64, DType::kF64}) {
-    std::string at = gpu_host::dtype_use(program, t);
+    std::string at = sdk::dtype_use(program, t);
     if (!at.empty())
       return fmt::format("{} uses {}, which WebGPU in browsers lacks (only wgpu-native's shader-int64/shader-f64 "
                          "have it); compile with RLX_WEBGPU_PORTABLE=1 to have rlx refuse such nodes by name",

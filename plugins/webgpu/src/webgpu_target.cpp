@@ -37,12 +37,7 @@ class WebGpuTarget final : public gpu_host::GpuLikeTargetPlugin {
 
   Verdict accepts_primitive(const NodeSignature& s) const override {
     if (Verdict v = common_refusals(s, /*f64_single_only=*/true); !v.ok) return v;
-    for (DType t : {DType::kI8, DType::kU8, DType::kI16})
-      if (uses(s, t))
-        return Verdict::no(fmt::format("WGSL has no 8- or 16-bit integer types, so webgpu cannot compute the {} "
-                                       "values of {}; convert them to i32 first (rlx never changes a dtype "
-                                       "silently)",
-                                       dtype_name(t), s.op));
+    if (Verdict v = sdk::refuse_narrow_integers(s, "WGSL", "webgpu"); !v.ok) return v;
     // Any other dtype the dialect has no type for (a dtype added after this table) is refused
     // here rather than failing when the kernel is rendered.
     for (const auto* list : {&s.inputs, &s.outputs})

@@ -1,0 +1,68 @@
+#include "rlx/sdk/legality.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "rlx/core/error.h"
+#include "rlx/core/op_registry.h"
+
+namespace rlx::sdk {
+
+namespace {
+constexpr std::string_view kF64Advice = "convert the model to f32 first (rlx never narrows f64 silently)";
+}  // namespace
+
+bool uses(const NodeSignature& s, DType d) {
+  for (const auto* list : {&s.inputs, &s.outputs})
+    for (const TensorType& t : *list)
+      if (t.dtype == d) return true;
+  return false;
+}
+
+bool only_uses(const NodeSignature& s, std::initializer_list<DType> ok) {
+  auto in = [&](const TensorType& t) { return std::find(ok.begin(), ok.end(), t.dtype) != ok.end(); };
+  return std::all_of(s.inputs.begin(), s.inputs.end(), in) && std::all_of(s.outputs.begin(), s.outputs.end(), in);
+}
+
+Verdict primitive_only(const NodeSignature& s) {
+  const OpDef* def = OpRegistry::instance().find(s.op);
+  if (!def || def->level != OpLevel::kMir) return Verdict::no(s.op + " is not a MIR primitive");
+  return Verdict::yes();
+}
+
+Verdict refuse_f64(std::string_view lacks, std::string_view who, std::string_view what) {
+  return Verdict::no(fmt::format("{}, so {} cannot compute {} in f64; {}", lacks, who, what, kF64Advice));
+}
+
+void check_no_f64(const lir::Program& program, std::string_view lacks) {
+  if (std::string at = dtype_use(program, DType::kF64); !at.empty())
+    throw_unsupported(fmt::format("{}, but {} of the compiled program is f64; {}", lacks, at, kF64Advice));
+}
+
+std::string dtype_use(const lir::Program& p, DType dt) {
+  for (const lir::Buffer& b : p.buffers)
+    if (b.dtype == dt && b.kind != lir::BufferKind::kAlias) return fmt::format("buffer {}", b.name);
+  for (const lir::Kernel& k : p.kernels) {
+    if (auto* l = std::get_if<lir::LoopKernel>(&k)) {
+      for (const lir::Expr& e : l->exprs)
+        if (e.dtype == dt) return fmt::format("kernel {}", l->name);
+      continue;
+    }
+    for (const auto& r : std::get<lir::CallKernel>(k).regions)
+      if (std::string s = dtype_use(*r, dt); !s.empty()) return s;
+  }
+  return "";
+}
+
+Verdict refuse_narrow_integers(const NodeSignature& s, std::string_view language, std::string_view target,
+                               std::string_view alternative) {
+  for (DType t : {DType::kI8, DType::kU8, DType::kI16})
+    if (uses(s, t))
+      return Verdict::no(fmt::format("{} has no 8- or 16-bit integer types, so {} cannot compute the {} values of "
+                                     "{}; {}convert them to i32 first (rlx never changes a dtype silently)",
+                                     language, target, dtype_name(t), s.op, alternative));
+  return Verdict::yes();
+}
+
+}  // namespace rlx::sdk
