@@ -1,5 +1,6 @@
 // NodeCtx: what an op handler sees of its node.
 #include <cmath>
+#include <cstdint>
 
 #include "context.h"
 #include "proto_io.h"
@@ -54,9 +55,19 @@ std::vector<int64_t> NodeCtx::need_ints(int i, const char* what) {
   if (!is_integer(t.dtype()))
     failf("{} must be an integer tensor, got {}", what, dtype_name(t.dtype()));
   std::vector<int64_t> out(t.numel());
-  for (int64_t k = 0; k < t.numel(); ++k) out[k] = static_cast<int64_t>(t.scalar_at(k));
-  if (t.dtype() == DType::kI64)
-    for (int64_t k = 0; k < t.numel(); ++k) out[k] = t.as<int64_t>()[k];
+  // i64 and u64 are read as they are: through a double, values near 2^63 would round past
+  // int64's range (undefined behaviour when converted back). Narrower types are exact in double.
+  for (int64_t k = 0; k < t.numel(); ++k) {
+    if (t.dtype() == DType::kI64) {
+      out[k] = t.as<int64_t>()[k];
+    } else if (t.dtype() == DType::kU64) {
+      uint64_t u = t.as<uint64_t>()[k];
+      if (u > static_cast<uint64_t>(INT64_MAX)) failf("{} holds {}, past the int64 range rlx computes sizes in", what, u);
+      out[k] = static_cast<int64_t>(u);
+    } else {
+      out[k] = static_cast<int64_t>(t.scalar_at(k));
+    }
+  }
   return out;
 }
 

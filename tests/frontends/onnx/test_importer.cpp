@@ -228,6 +228,20 @@ TEST(OnnxImporter, ConcatOfDifferentRanksIsAUserError) {
   }
 }
 
+// An i64 constant near 2^63 read as a list of ints (here Pad's axes) is read exactly and refused as
+// an axis out of range; read through a double first it was undefined behaviour (UBSan, found by
+// the fuzzer; tests/fuzz/corpus/onnx/ubsan-need-ints.onnx is the original input).
+TEST(OnnxImporter, IntListsNearTwoToTheSixtyThreeAreReadExactly) {
+  ModelMaker mm(18);  // Pad takes its axes as an input from opset 18
+  mm.input("x", TensorProto::FLOAT, {"2", "3"});
+  mm.init_i64("pads", {0, 0, 1, 1});
+  mm.init_i64("axes", {INT64_MAX, 1});
+  mm.node("Pad", {"x", "pads", "", "axes"}, {"y"});
+  mm.output("y");
+  std::string e = error_of([&] { mm.import(); });
+  EXPECT_NE(e.find("axis 9223372036854775807 is out of range for rank 2"), std::string::npos) << e;
+}
+
 TEST(OnnxImporter, RejectsBytesThatAreNotAModel) {
   std::string e = error_of([] { onnx::import_bytes("\x0a\xff\xff\xff", "bad.onnx", "."); });
   EXPECT_NE(e.find("bad.onnx: not a valid ONNX model"), std::string::npos) << e;
