@@ -29,15 +29,15 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path gguf_dir() {
-  return fs::path(RLX_SHARED_DIR) / "conformance" / "gguf";
+  return fs::path(RLX_GGUF_CONFORMANCE_DIR);
 }
 fs::path tiny_path() {
   return gguf_dir() / "llama-2-tiny-random.gguf";
 }
 
-#define REQUIRE_SHARED()       \
+#define REQUIRE_CONFORMANCE_DATA()       \
   if (!fs::exists(gguf_dir())) \
-  GTEST_SKIP() << "no conformance data at " << gguf_dir() << " (set RLX_SHARED_DIR)"
+  GTEST_SKIP() << "no conformance data at " << gguf_dir() << ""
 
 std::shared_ptr<registry::Importer> gguf_importer(const fs::path& file) {
   static registry::Registry r = [] {
@@ -187,7 +187,7 @@ int64_t argmax(const float* p, int64_t n) {
 // --- tests ------------------------------------------------------------------------------------
 
 TEST(GgufModel, TinyLlamaImportsWithGraphsAndTokenizer) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   Model m = import(tiny_path());
   EXPECT_EQ(m.architecture, "llama");
   for (const char* g : {"main", "prefill", "decode"}) EXPECT_TRUE(m.graphs.count(g)) << g;
@@ -199,7 +199,7 @@ TEST(GgufModel, TinyLlamaImportsWithGraphsAndTokenizer) {
 }
 
 TEST(GgufModel, TinyLlamaLogitsMatchFloat64Reference) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   Model m = import(tiny_path());
   GgufFile f = read_gguf(tiny_path());
   RefModel ref = ref_of(f);
@@ -231,7 +231,7 @@ TEST(GgufModel, TinyLlamaLogitsMatchFloat64Reference) {
 // Greedy decoding through prefill + decode (the KV cache), against the reference's greedy
 // tokens over the growing sequence.
 TEST(GgufModel, TinyLlamaGeneratesThroughTheKvCache) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   Model m = import(tiny_path());
   GgufFile f = read_gguf(tiny_path());
   RefModel ref = ref_of(f);
@@ -293,7 +293,7 @@ TEST(GgufModel, TinyLlamaGeneratesThroughTheKvCache) {
 }
 
 TEST(GgufModel, ImporterIsChosenByMagicBytes) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   fs::path copy = fs::temp_directory_path() / fmt::format("rlx-gguf-{}.bin", ::getpid());
   fs::copy_file(tiny_path(), copy, fs::copy_options::overwrite_existing);
   auto importer = gguf_importer(copy);
@@ -303,7 +303,7 @@ TEST(GgufModel, ImporterIsChosenByMagicBytes) {
 }
 
 TEST(GgufModel, VocabOnlyFileGivesATokenizerAndNoGraphs) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   Model m = import(gguf_dir() / "ggml-vocab-bert-bge.gguf");
   EXPECT_TRUE(m.graphs.empty());
   ASSERT_TRUE(m.tokenizer.has_value());
@@ -312,7 +312,7 @@ TEST(GgufModel, VocabOnlyFileGivesATokenizerAndNoGraphs) {
 }
 
 TEST(GgufModel, StoriesFileIsRejectedNamingItsPartialBlockTensors) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   fs::path p = gguf_dir() / "tinyllamas-stories-260k-q8_0.gguf";
   try {
     import(p);

@@ -21,12 +21,12 @@ using test::header;
 using test::tensor_info;
 
 fs::path gguf_dir() {
-  return fs::path(RLX_SHARED_DIR) / "conformance" / "gguf";
+  return fs::path(RLX_GGUF_CONFORMANCE_DIR);
 }
 
-#define REQUIRE_SHARED()       \
+#define REQUIRE_CONFORMANCE_DATA()       \
   if (!fs::exists(gguf_dir())) \
-  GTEST_SKIP() << "no conformance data at " << gguf_dir() << " (set RLX_SHARED_DIR)"
+  GTEST_SKIP() << "no conformance data at " << gguf_dir() << ""
 
 GgufFile parse(const Bytes& b, ParseOptions o = {}) {
   auto* p = reinterpret_cast<const uint8_t*>(b.str().data());
@@ -56,7 +56,7 @@ std::string error_of(const Bytes& b) {
 // --- llama.cpp's files ------------------------------------------------------------------------
 
 TEST(GgufReader, VocabOnlyFiles) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   GgufFile spm = read_gguf(gguf_dir() / "ggml-vocab-llama-spm.gguf");
   EXPECT_EQ(spm.version, 3u);
   EXPECT_EQ(spm.kv.size(), 22u);
@@ -80,7 +80,7 @@ TEST(GgufReader, VocabOnlyFiles) {
 }
 
 TEST(GgufReader, ModelFilesV2AndV3) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   GgufFile tiny = read_gguf(gguf_dir() / "llama-2-tiny-random.gguf");
   EXPECT_EQ(tiny.version, 3u);
   ASSERT_EQ(tiny.tensors.size(), 12u);
@@ -108,7 +108,7 @@ TEST(GgufReader, ModelFilesV2AndV3) {
 // llama.cpp refuses the stories260K file: five ffn_down tensors have 172-element rows, not a
 // whole number of 32-element Q8_0 blocks. So does rlx, naming every one of them.
 TEST(GgufReader, RejectsRowsOfPartialBlocksNamingEachTensor) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   fs::path path = gguf_dir() / "tinyllamas-stories-260k-q8_0.gguf";
   try {
     read_gguf(path);
@@ -134,7 +134,7 @@ TEST(GgufReader, RejectsRowsOfPartialBlocksNamingEachTensor) {
 // Every readable tensor of the conformance files, decoded by rlx, against the sums and values
 // the gguf package (llama.cpp's Python reader) gives: data/make_tensor_stats.py.
 TEST(GgufReader, RealTensorsDecodeAsGgufPyDecodesThem) {
-  REQUIRE_SHARED();
+  REQUIRE_CONFORMANCE_DATA();
   std::ifstream stats(fs::path(RLX_GGUF_TEST_DATA) / "tensor_stats.txt");
   ASSERT_TRUE(stats) << "tensor_stats.txt missing";
   std::map<std::string, GgufFile> files;

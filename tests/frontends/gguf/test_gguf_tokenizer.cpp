@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path gguf_dir() {
-  return fs::path(RLX_SHARED_DIR) / "conformance" / "gguf";
+  return fs::path(RLX_GGUF_CONFORMANCE_DIR);
 }
 
 std::string slurp(const fs::path& p) {
@@ -49,7 +49,7 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> read_pairs(const fs::p
 void check_pairs(const std::string& file) {
   fs::path path = gguf_dir() / file;
   if (!fs::exists(path))
-    GTEST_SKIP() << "no conformance data at " << path << " (set RLX_SHARED_DIR)";
+    GTEST_SKIP() << "no conformance data at " << path << "";
   GgufFile f = read_gguf(path);
   std::optional<TokenizerSpec> spec = tokenizer_spec(f);
   ASSERT_TRUE(spec.has_value());

@@ -1,10 +1,10 @@
-"""Writes tensor_stats.txt: for every tensor of the GGUF files in ../shared/conformance/gguf that
+"""Writes tensor_stats.txt: for every tensor of the GGUF files in tests/data/gguf that
 llama.cpp can read, its element count, sum, sum of squares and a few values, decoded by the
 gguf package from PyPI (llama.cpp's own Python reader): the reference for rlx's decoders on
 real files.
 
     python -m venv /tmp/v && /tmp/v/bin/pip install gguf numpy
-    /tmp/v/bin/python make_tensor_stats.py ../../../../../shared/conformance/gguf > tensor_stats.txt
+    /tmp/v/bin/python make_tensor_stats.py ../../../data/gguf > tensor_stats.txt
 """
 import pathlib
 import sys
