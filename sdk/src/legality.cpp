@@ -31,6 +31,13 @@ Verdict primitive_only(const NodeSignature& s) {
   return Verdict::yes();
 }
 
+Verdict refuse_complex(const NodeSignature& s, std::string_view language, std::string_view target) {
+  if (!uses(s, DType::kC64)) return Verdict::yes();
+  return Verdict::no(fmt::format("{} has no complex type, so {} has no c64 kernel for {}: split complex values "
+                                 "into real and imaginary parts before compiling",
+                                 language, target, s.op));
+}
+
 Verdict refuse_f64(std::string_view lacks, std::string_view who, std::string_view what) {
   return Verdict::no(fmt::format("{}, so {} cannot compute {} in f64; {}", lacks, who, what, kF64Advice));
 }

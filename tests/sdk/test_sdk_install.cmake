@@ -1,7 +1,8 @@
 # The SDK as a plugin author meets it: `cmake --install` the build into a temporary prefix,
-# build sdk/examples/hello_target against it with find_package(RLX), and check that the
-# installed `rlx --list-targets --json` lists the example, through RLX_PLUGIN_PATH, as
-# codegen-only. Run by CTest (tests/sdk/CMakeLists.txt passes the -D variables).
+# build sdk/examples/hello_target against it with find_package(RLX), check that the installed
+# `rlx --list-targets --json` lists the example, through RLX_PLUGIN_PATH, as available, and run
+# the conformance suite the example's build made with rlx_add_target_tests (its main test).
+# Run by CTest (tests/sdk/CMakeLists.txt passes the -D variables).
 foreach(var BUILD_DIR EXAMPLE_DIR WORK_DIR LIBDIR GENERATOR CXX)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "test_sdk_install.cmake needs -D${var}=...")
@@ -67,7 +68,22 @@ endif()
 if(NOT found)
   message(FATAL_ERROR "target hello is not listed with RLX_PLUGIN_PATH=${example_build}:\n${json}")
 endif()
-if(NOT status STREQUAL "codegen-only" OR NOT detail MATCHES "codegen-only example target")
-  message(FATAL_ERROR "hello is listed as '${status}' (${detail}), expected codegen-only:\n${json}")
+if(NOT status STREQUAL "available")
+  message(FATAL_ERROR "hello is listed as '${status}' (${detail}), expected available:\n${json}")
 endif()
 message(STATUS "hello is listed: ${status} (${detail})")
+
+# The suite loads hello from its build folder and the cpu reference from the prefix, which the
+# example's build found through find_package(RLX).
+step("running the conformance suite on hello"
+     ${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${prefix}/${LIBDIR}:$ENV{LD_LIBRARY_PATH}"
+     ${CMAKE_CTEST_COMMAND} --test-dir ${example_build} --output-on-failure -j2)
+string(REGEX MATCH "100% tests passed, 0 tests failed out of ([0-9]+)" all_passed "${step_output}")
+if(NOT all_passed OR CMAKE_MATCH_1 LESS 20)
+  message(FATAL_ERROR "the conformance suite on hello did not pass as a whole (or ran under 20 tests):\n${step_output}")
+endif()
+# A suite whose target failed to load skips every test, saying why: that is not a pass here.
+if(step_output MATCHES "\\*\\*\\*Skipped")
+  message(FATAL_ERROR "tests of the conformance suite skipped on hello:\n${step_output}")
+endif()
+message(STATUS "the conformance suite passed on hello: ${CMAKE_MATCH_1} tests")

@@ -3,7 +3,7 @@
 // On Windows the kernels run on Direct3D 12 through the shared GPU host executor (d3d12_device.h:
 // DXIL from dxcompiler.dll); elsewhere Direct3D 12 does not exist and the target is codegen-only.
 // On Linux its kernels are compiled by glslang's HLSL front end and run on Vulkan (lavapipe)
-// through the vulkan target's device adapter (tests/targets/directx).
+// through the vulkan target's device adapter (plugins/directx/tests).
 #include <fmt/format.h>
 
 #include "hlsl_library.h"

@@ -2,7 +2,7 @@
 // same module text, from the shared OpenCL C kernel library), compiled to SPIR-V for
 // zeModuleCreate. There is no Level Zero executor yet, so the target is codegen-only everywhere;
 // its status says whether a Level Zero GPU was found. Where none is, its SPIR-V is validated
-// (spirv-val, ocloc) and its OpenCL C runs on the gpu target (tests/targets/oneapi).
+// (spirv-val, ocloc) and its OpenCL C runs on the gpu target (plugins/oneapi/tests).
 #include <fmt/format.h>
 
 #include "level_zero_probe.h"

@@ -20,6 +20,10 @@ bool only_uses(const NodeSignature& s, std::initializer_list<DType> ok);
 // "<op> is not a MIR primitive" for HIR ops (a code generator takes primitives only), else yes.
 Verdict primitive_only(const NodeSignature& s);
 
+// "<language> has no complex type, so <target> has no c64 kernel for <op>: split complex values
+// into real and imaginary parts before compiling" when the node uses c64, else yes.
+Verdict refuse_complex(const NodeSignature& s, std::string_view language, std::string_view target);
+
 // The f64 policy: "<lacks>, so <who> cannot compute <what> in f64; convert the model to f32
 // first (rlx never narrows f64 silently)".
 Verdict refuse_f64(std::string_view lacks, std::string_view who, std::string_view what);

@@ -1,0 +1,40 @@
+// What is particular to the vulkan target: the emitted GLSL and SPIR-V. What it shares with the
+// other GPU-like targets (the cpu primitive suites run on vulkan, float ops at every dtype vulkan
+// accepts, refusals, index errors, mixed programs, the model fixtures) is registered by
+// vulkan_test_main.cpp from sdk/testing.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "target_suite.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+std::shared_ptr<Target> vulkan() { return test::target_named("vulkan"); }
+
+// The emitted GLSL is what runs, and each kernel's SPIR-V passes spirv-val where it is installed.
+TEST(VulkanTarget, EmitsGlslAndValidSpirv) {
+  test::Emitted e(test::kEmitProgram, vulkan());
+  const auto& artifacts = e.artifacts();
+  ASSERT_EQ(artifacts.size(), 4u);
+  EXPECT_EQ(artifacts[0].path, "vulkan_kernels.comp");
+  const std::string glsl = e.text("vulkan_kernels.comp");
+  EXPECT_EQ(glsl.rfind("#version 450", 0), 0u) << glsl;
+  EXPECT_NE(glsl.find("//@rlx-kernel k0_dot_general\n"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("//@rlx-kernel k1_gather\n"), std::string::npos) << glsl;
+  bool have_val = std::system("command -v spirv-val > /dev/null 2>&1") == 0;
+  for (size_t i = 1; i < artifacts.size(); ++i) {
+    EXPECT_EQ(artifacts[i].kind, "spirv");
+    EXPECT_GT(std::filesystem::file_size(e.dir() / artifacts[i].path), 20u);
+    if (have_val)
+      EXPECT_EQ(std::system(fmt::format("spirv-val --target-env vulkan1.1 '{}'", (e.dir() / artifacts[i].path).string()).c_str()), 0)
+          << artifacts[i].path;
+  }
+}
+
+}  // namespace
+}  // namespace rlx

@@ -1,0 +1,304 @@
+// What is particular to the webgpu target: its refusals (8/16-bit integers always; i64 and f64
+// where the device lacks wgpu-native's extensions, or when RLX_WEBGPU_PORTABLE asks for what
+// browsers run), NaN through select-based max/min, the emitted WGSL, and the generated ES module
+// run in headless Chromium against the cpu. What it shares with the other GPU-like targets (the
+// cpu primitive suites run on webgpu, float ops at every dtype it accepts, packed bool/f16
+// neighbours, index errors, mixed programs, the model fixtures) is registered by
+// webgpu_test_main.cpp from sdk/testing.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "target_suite.h"
+#include "rlx/core/error.h"
+#include "rlx/core/half.h"
+#include "rlx/core/json.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+using test::f32;
+using test::run_text;
+using test::values;
+
+std::shared_ptr<Target> webgpu() { return test::target_named("webgpu"); }
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_.empty()) unsetenv(name_);
+    else setenv(name_, old_.c_str(), 1);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+};
+
+TEST(WebGpuTarget, RefusesNarrowIntegersWithTheReason) {
+  std::string msg = test::compile_error("graph @t(%x: i16[4], %y: i16[4]) {\n  %z = add(%x, %y) : i16[4]\n  return %z\n}\n",
+                                        webgpu());
+  EXPECT_NE(msg.find("WGSL has no 8- or 16-bit integer types, so webgpu cannot compute the i16 values of add"),
+            std::string::npos)
+      << msg;
+}
+
+// Browsers' WGSL has no i64 or f64: with RLX_WEBGPU_PORTABLE the target refuses them by node and
+// dtype even where wgpu-native's extensions would run them.
+TEST(WebGpuTarget, PortableRefusesI64AndF64NamingTheNode) {
+  ScopedEnv portable("RLX_WEBGPU_PORTABLE", "1");
+  std::string msg = test::compile_error(
+      "graph @t(%x: i64[4], %y: i64[4]) {\n  %sum = add(%x, %y) : i64[4]\n  return %sum\n}\n", webgpu());
+  EXPECT_NE(msg.find("WGSL has no 64-bit integers without wgpu-native's shader-int64 feature (RLX_WEBGPU_PORTABLE "
+                     "asks for what browsers run), so webgpu cannot hold the i64 values of add"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("%sum"), std::string::npos) << "the node is named: " << msg;
+  msg = test::compile_error("graph @t(%x: f64[4]) {\n  %twice = add(%x, %x) : f64[4]\n  return %twice\n}\n", webgpu());
+  EXPECT_NE(msg.find("so webgpu cannot hold the f64 values of add"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("%twice"), std::string::npos) << msg;
+}
+
+// NaN propagates through max/min (select-based in WGSL) and sign keeps -0, as on the cpu.
+TEST(WebGpuTarget, NanAndSignedZeroFollowTheRenderer) {
+  const char* ir = R"(graph @t(%x: f32[4], %y: f32[4]) {
+  %mx = max(%x, %y) : f32[4]
+  %mn = min(%x, %y) : f32[4]
+  %sg = sign(%x) : f32[4]
+  %r = reduce_max(%x) {axes = [0]} : f32[]
+  return %mx, %mn, %sg, %r
+}
+)";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  NamedTensors in = {{"x", f32({4}, {nan, 1, -0.0f, 2})}, {"y", f32({4}, {1, nan, 0, -3})}};
+  test::expect_all_close(run_text(ir, in, test::cpu_target()), run_text(ir, in, webgpu()), 0);
+}
+
+// A fused kernel binding more storage buffers than the device allows (32 on lavapipe) either runs
+// (a device with a higher limit) or fails with wgpu's validation message turned into an rlx
+// error naming the kernel and the limit: the device's errors never pass silently.
+TEST(WebGpuTarget, DeviceErrorsBecomeRlxErrors) {
+  const int n = 40;
+  std::string params, body, prev = "%x0";
+  NamedTensors in;
+  for (int i = 0; i < n; ++i) {
+    params += fmt::format("{}%x{}: f32[4]", i ? ", " : "", i);
+    in[fmt::format("x{}", i)] = f32({4}, {float(i), 1, 2, 3});
+    if (i == 0) continue;
+    body += fmt::format("  %s{0} = add({1}, %x{0}) : f32[4]\n", i, prev);
+    prev = fmt::format("%s{}", i);
+  }
+  const std::string ir = fmt::format("graph @t({}) {{\n{}  return {}\n}}\n", params, body, prev);
+  NamedTensors got;
+  try {
+    got = run_text(ir, in, webgpu());
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("webgpu: creating the pipeline of kernel k0_add"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("max_storage_buffers_per_shader_stage"), std::string::npos) << msg;
+    return;
+  }
+  test::expect_all_close(run_text(ir, in, test::cpu_target()), got, 0);
+}
+
+// The emitted WGSL is what runs (one section per kernel); the ES module beside it refuses, when
+// run, what browsers lack (kEmitProgram's indices are i64).
+TEST(WebGpuTarget, EmitsWgslAndAnEsModule) {
+  test::Emitted e(test::kEmitProgram, webgpu());
+  std::vector<std::string> files;
+  for (const Artifact& a : e.artifacts()) files.push_back(a.path);
+  EXPECT_EQ(files, (std::vector<std::string>{"webgpu_kernels.wgsl", "model.mjs", "weights.bin"}));
+  const std::string wgsl = e.text("webgpu_kernels.wgsl");
+  for (const char* kernel : {"k0_dot_general", "k1_gather"})
+    EXPECT_NE(wgsl.find(fmt::format("//@rlx-kernel {}\n", kernel)), std::string::npos) << wgsl;
+  EXPECT_NE(wgsl.find("@group(0) @binding(1) var<storage, read> ids: array<i64>;"), std::string::npos) << wgsl;
+  EXPECT_NE(wgsl.find("@compute @workgroup_size(64)"), std::string::npos) << wgsl;
+  const std::string js = e.text("model.mjs");
+  EXPECT_NE(js.find("export async function run(inputs, options = {})"), std::string::npos);
+  EXPECT_NE(js.find("uses i64, which WebGPU in browsers lacks"), std::string::npos) << js.substr(0, 3000);
+}
+
+// --- the ES module in headless Chromium
+
+std::string find_on_path(const std::vector<std::string>& names) {
+  const char* path = std::getenv("PATH");
+  if (!path) return "";
+  std::string p = path;
+  for (const std::string& n : names) {
+    size_t at = 0;
+    while (at <= p.size()) {
+      size_t end = p.find(':', at);
+      if (end == std::string::npos) end = p.size();
+      std::filesystem::path f = std::filesystem::path(p.substr(at, end - at)) / n;
+      if (access(f.c_str(), X_OK) == 0) return f.string();
+      at = end + 1;
+    }
+  }
+  return "";
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);  // its own process group, so its children (Chromium's) end with it
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f) {
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+    }
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void stop(pid_t pid) {
+  if (pid <= 0) return;
+  kill(-pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+// Serves a folder over http and stores the body of a POST to /result (the page's report).
+constexpr const char* kServer = R"(import functools, http.server, os, sys
+root, result = sys.argv[1], sys.argv[2]
+class Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, '.mjs': 'text/javascript'}
+    def do_POST(self):
+        data = self.rfile.read(int(self.headers.get('Content-Length', 0)))
+        open(result + '.tmp', 'wb').write(data)
+        os.replace(result + '.tmp', result)
+        self.send_response(200)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(Handler, directory=root))
+open(root + '/port.txt', 'w').write(str(server.server_address[1]))
+server.serve_forever()
+)";
+
+// Runs model.mjs on the inputs in inputs.json and posts the outputs (as plain arrays) or the error.
+constexpr const char* kPage = R"(<!doctype html>
+<script type="module">
+import { run, signature } from './model.mjs';
+const types = { f32: Float32Array, i32: Int32Array, f16: Uint16Array, bool: Uint8Array };
+let report;
+try {
+  const raw = await (await fetch('inputs.json')).json();
+  const inputs = {};
+  for (const [name, values] of Object.entries(raw)) inputs[name] = types[signature.inputs[name].dtype].from(values);
+  const adapter = await navigator.gpu.requestAdapter();
+  const outputs = await run(inputs);
+  report = { adapter: adapter && adapter.info ? adapter.info.architecture : '', outputs: {} };
+  for (const [name, a] of Object.entries(outputs)) report.outputs[name] = Array.from(a, Number);
+} catch (e) {
+  report = { error: String(e && e.stack || e) };
+}
+await fetch('/result', { method: 'POST', body: JSON.stringify(report) });
+</script>
+)";
+
+constexpr const char* kBrowserProgram = R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i32[3], %h: f16[2,3]) {
+  %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
+  %m = reduce_max(%d) {axes = [2]} : f32[2,3]
+  %t = tanh(%m) : f32[2,3]
+  %r = reshape(%d) {shape = [6, 5]} : f32[6,5]
+  %g = gather(%r, %ids) {axis = 0} : f32[3,5]
+  %s = scatter(%r, %ids, %g) {axis = 0, reduce = "add"} : f32[6,5]
+  %w = constant() {value = dense<f32[3,5]: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]>} : f32[3,5]
+  %gw = mul(%g, %w) : f32[3,5]
+  %hc = convert(%t) {dtype = f16} : f16[2,3]
+  %hs = mul(%hc, %h) : f16[2,3]
+  %p = lt(%m, %t) : bool[2,3]
+  return %s, %t, %gw, %hs, %p
+}
+)";
+
+TEST(WebGpuTarget, EsModuleRunsInHeadlessChromiumLikeTheCpu) {
+  std::string chromium = find_on_path({"chromium", "chromium-browser", "google-chrome"});
+  if (const char* c = std::getenv("RLX_CHROMIUM")) chromium = c;
+  std::string python = find_on_path({"python3"});
+  if (chromium.empty()) GTEST_SKIP() << "no chromium on PATH (Debian's `chromium` package; or set RLX_CHROMIUM)";
+  if (python.empty()) GTEST_SKIP() << "no python3 on PATH to serve the ES module";
+  NamedTensors in = test::mixed_program_inputs();
+  in["ids"] = Tensor::from<int32_t>(DType::kI32, {3}, {5, -6, 5});
+  test::Emitted e(kBrowserProgram, webgpu());
+  ASSERT_NE(e.text("model.mjs").find("unsupported: \"\""), std::string::npos) << "model.mjs refuses the program";
+  const auto& dir = e.dir();
+  // inputs.json: each input's elements (f16 as its bits).
+  std::string inputs = "{";
+  for (auto& [name, t] : in) {
+    std::vector<std::string> v;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (t.dtype() == DType::kF16) v.push_back(std::to_string(t.as<uint16_t>()[i]));
+      else if (t.dtype() == DType::kI32) v.push_back(std::to_string(t.as<int32_t>()[i]));
+      else v.push_back(fmt::format("{}", t.as<float>()[i]));
+    }
+    inputs += fmt::format("{}\"{}\": [{}]", inputs.size() > 1 ? ", " : "", name, fmt::join(v, ", "));
+  }
+  std::ofstream(dir / "inputs.json") << inputs << "}";
+  std::ofstream(dir / "index.html") << kPage;
+  std::ofstream(dir / "server.py") << kServer;
+  const auto result = dir / "result.json";
+  pid_t server = spawn({python, (dir / "server.py").string(), dir.string(), result.string()}, dir / "server.log");
+  std::string port;
+  for (int i = 0; i < 200 && port.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    port = test::read_file(dir / "port.txt");
+  }
+  if (port.empty()) {
+    stop(server);
+    FAIL() << "the http server did not start: " << test::read_file(dir / "server.log");
+  }
+  pid_t browser = spawn({chromium, "--headless=new", "--no-sandbox", "--enable-unsafe-webgpu",
+                         "--use-webgpu-adapter=swiftshader", "--user-data-dir=" + (dir / "profile").string(),
+                         fmt::format("http://127.0.0.1:{}/index.html", port)},
+                        dir / "chromium.log");
+  std::string report;
+  for (int i = 0; i < 1200 && report.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    report = test::read_file(result);
+  }
+  stop(browser);
+  stop(server);
+  ASSERT_FALSE(report.empty()) << "Chromium reported nothing within 120 s; its log:\n"
+                               << test::read_file(dir / "chromium.log");
+  json::Value r = json::parse(report);
+  if (const json::Value* err = r.find("error")) FAIL() << "model.mjs failed in Chromium: " << *err->as_string();
+  NamedTensors want = run_text(kBrowserProgram, in, test::cpu_target());
+  const json::Value* outputs = r.find("outputs");
+  ASSERT_NE(outputs, nullptr);
+  for (auto& [name, t] : want) {
+    const json::Value* got = outputs->find(name);
+    ASSERT_NE(got, nullptr) << name;
+    const json::Array& a = *got->as_array();
+    ASSERT_EQ(static_cast<int64_t>(a.size()), t.numel()) << name;
+    std::vector<double> ref = values(t);
+    for (size_t i = 0; i < a.size(); ++i) {
+      double v = a[i].as_number()->value;
+      if (t.dtype() == DType::kF16) v = f16_to_f32(static_cast<uint16_t>(v));
+      double tol = t.dtype() == DType::kF16 ? 1e-3 : t.dtype() == DType::kBool ? 0 : 1e-5;
+      EXPECT_NEAR(v, ref[i], tol * std::max(1.0, std::fabs(ref[i]))) << name << "[" << i << "]";
+    }
+  }
+  std::printf("model.mjs ran in headless Chromium (WebGPU adapter: %s)\n",
+              r.find("adapter") && r.find("adapter")->as_string() ? r.find("adapter")->as_string()->c_str() : "?");
+}
+
+}  // namespace
+}  // namespace rlx

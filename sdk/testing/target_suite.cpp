@@ -1,0 +1,405 @@
+// The shared tests of every target (target_suite.h): written once, registered per target with
+// the target's name in them, so each target's suite keeps its own test names.
+#include "target_suite.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <random>
+
+#include "rlx/core/error.h"
+#include "rlx/core/half.h"
+#include "rlx/core/ir_text.h"
+#include "rlx/core/runtime.h"
+#include "test_support.h"
+
+namespace rlx::test {
+
+namespace {
+
+std::vector<SuiteExtension>& suite_extensions() {
+  static std::vector<SuiteExtension> extensions;  // filled by static initializers
+  return extensions;
+}
+
+// A test whose body is a function: lets one body be registered under each target's names.
+class FunctionTest : public ::testing::Test {
+ public:
+  explicit FunctionTest(std::function<void()> body) : body_(std::move(body)) {}
+  void TestBody() override { body_(); }
+
+ private:
+  std::function<void()> body_;
+};
+
+bool wanted(const SuiteTarget& t, const std::string& test) {
+  return std::find(t.skip_tests.begin(), t.skip_tests.end(), test) == t.skip_tests.end();
+}
+
+}  // namespace
+
+bool add_suite_extension(SuiteExtension extension) {
+  suite_extensions().push_back(extension);
+  return true;
+}
+
+void register_function_test(const SuiteTarget& t, const std::string& suite, const std::string& name,
+                            std::function<void()> body) {
+  if (!wanted(t, name)) return;
+  ::testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+                          [body = std::move(body)]() -> ::testing::Test* { return new FunctionTest(body); });
+}
+
+namespace {
+
+Tensor make(DType d, const std::vector<double>& v) {
+  Tensor t(d, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (d == DType::kF16) t.as<uint16_t>()[i] = f32_to_f16(static_cast<float>(v[i]));
+    if (d == DType::kBF16) t.as<uint16_t>()[i] = f32_to_bf16(static_cast<float>(v[i]));
+    if (d == DType::kF32) t.as<float>()[i] = static_cast<float>(v[i]);
+    if (d == DType::kF64) t.as<double>()[i] = v[i];
+  }
+  return t;
+}
+
+double round_to(DType d, double v) {
+  if (d == DType::kF16) return f16_to_f32(f32_to_f16(static_cast<float>(v)));
+  if (d == DType::kBF16) return bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
+  if (d == DType::kF32) return static_cast<float>(v);
+  return v;
+}
+
+void expect_close(DType d, const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  // f16/bf16 results are rounded once from f32, so they may land one 16-bit ulp away.
+  const double tol = d == DType::kF16 ? 1e-3 : d == DType::kBF16 ? 8e-3 : d == DType::kF32 ? 2e-6 : 1e-13;
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " [" << i << "] = " << got[i];
+    } else if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << what << " [" << i << "]";
+    } else {
+      EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
+    }
+  }
+}
+
+bool has(const std::vector<DType>& v, DType d) { return std::find(v.begin(), v.end(), d) != v.end(); }
+
+// Whether the cpu float suites (every op at every float dtype) can run on the target as they are.
+bool runs_cpu_float_suites(const SuiteTarget& t) {
+  return t.f64_single_only.empty() && t.float_dtypes.size() == 4;
+}
+
+// The cpu suite's float tables at the dtypes the target computes (ops refused at f64 left out;
+// RefusesF64TranscendentalsWithTheReason checks the refusal), against double references.
+void float_ops_at_every_dtype(const SuiteTarget& t) {
+  const std::vector<double> xs = {-2.0, -0.5, 0.0, 0.5, 2.0, 3.0};
+  const std::vector<double> ys = {1.5, -0.25, 2.0, 0.5, -3.0, 4.0};
+  const std::vector<std::pair<const char*, std::function<double(double)>>> unary = {
+      {"neg", [](double x) { return -x; }},          {"abs", [](double x) { return std::fabs(x); }},
+      {"sign", [](double x) { return double((x > 0) - (x < 0)); }},
+      {"exp", [](double x) { return std::exp(x); }}, {"log", [](double x) { return std::log(x); }},
+      {"sqrt", [](double x) { return std::sqrt(x); }}, {"rsqrt", [](double x) { return 1 / std::sqrt(x); }},
+      {"tanh", [](double x) { return std::tanh(x); }}, {"erf", [](double x) { return std::erf(x); }},
+      {"sin", [](double x) { return std::sin(x); }},   {"cos", [](double x) { return std::cos(x); }},
+      {"floor", [](double x) { return std::floor(x); }}, {"ceil", [](double x) { return std::ceil(x); }},
+      {"round", [](double x) { return std::nearbyint(x); }},
+      {"logistic", [](double x) { return 1 / (1 + std::exp(-x)); }}};
+  const std::vector<std::pair<const char*, std::function<double(double, double)>>> binary = {
+      {"add", [](double a, double b) { return a + b; }},  {"sub", [](double a, double b) { return a - b; }},
+      {"mul", [](double a, double b) { return a * b; }},  {"div", [](double a, double b) { return a / b; }},
+      {"max", [](double a, double b) { return std::max(a, b); }},
+      {"min", [](double a, double b) { return std::min(a, b); }},
+      {"pow", [](double a, double b) { return std::pow(a, b); }},
+      {"rem", [](double a, double b) { return std::fmod(a, b); }}};
+  auto skip = [&](DType d, const std::string& op) {
+    return d == DType::kF64 && std::find(t.f64_single_only.begin(), t.f64_single_only.end(), op) != t.f64_single_only.end();
+  };
+  auto target = target_named(t.name);
+  for (DType d : t.float_dtypes) {
+    auto type = fmt::format("{}[6]", dtype_name(d));
+    for (auto& [op, ref] : unary) {
+      if (skip(d, op)) continue;
+      auto out = run_text(fmt::format("graph @t(%x: {0}) {{\n  %y = {1}(%x) : {0}\n  return %y\n}}\n", type, op),
+                          {{"x", make(d, xs)}}, target);
+      std::vector<double> want;
+      for (double x : xs) want.push_back(round_to(d, ref(round_to(d, x))));
+      expect_close(d, values(out.at("y")), want, fmt::format("{} {}", op, dtype_name(d)));
+    }
+    for (auto& [op, ref] : binary) {
+      if (skip(d, op)) continue;
+      auto out = run_text(
+          fmt::format("graph @t(%x: {0}, %y: {0}) {{\n  %z = {1}(%x, %y) : {0}\n  return %z\n}}\n", type, op),
+          {{"x", make(d, xs)}, {"y", make(d, ys)}}, target);
+      std::vector<double> want;
+      for (size_t i = 0; i < xs.size(); ++i) want.push_back(round_to(d, ref(xs[i], ys[i])));
+      expect_close(d, values(out.at("z")), want, fmt::format("{} {}", op, dtype_name(d)));
+    }
+  }
+}
+
+void refuses_complex(const SuiteTarget& t) {
+  std::string msg = compile_error("graph @t(%x: c64[4], %y: c64[4]) {\n  %z = add(%x, %y) : c64[4]\n  return %z\n}\n",
+                                  target_named(t.name));
+  EXPECT_NE(msg.find(fmt::format("{} has no complex type, so {} has no c64 kernel for add: split complex values "
+                                 "into real and imaginary parts before compiling",
+                                 t.language, t.name)),
+            std::string::npos)
+      << msg;
+}
+
+void refuses_f64_transcendentals(const SuiteTarget& t) {
+  std::string msg = compile_error("graph @t(%x: f64[4]) {\n  %y = exp(%x) : f64[4]\n  return %y\n}\n", target_named(t.name));
+  EXPECT_NE(msg.find(fmt::format("{} has exp for 32-bit floats only, so {} cannot compute it in f64; convert the "
+                                 "model to f32 first (rlx never narrows f64 silently)",
+                                 t.language, t.name)),
+            std::string::npos)
+      << msg;
+}
+
+void f64_constants_keep_their_bits(const SuiteTarget& t) {
+  // A bare 0.1 is a float in GLSL; a dialect must write a double literal.
+  auto out = run_text("graph @t(%x: f64[1]) {\n  %c = constant() {value = dense<f64[1]: [0.1]>} : f64[1]\n  %y = add(%x, %c) : f64[1]\n  return %y\n}\n",
+                      {{"x", make(DType::kF64, {0})}}, target_named(t.name));
+  EXPECT_EQ(out.at("y").as<double>()[0], 0.1);
+}
+
+// The error text the executor writes for a bad index, with the target's name in front.
+void expect_index_error(const SuiteTarget& t, const std::string& ir, const NamedTensors& in, const std::string& want) {
+  try {
+    run_text(ir, in, target_named(t.name));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), fmt::format("{} plugin: {}", t.name, want));
+  }
+}
+
+void gather_out_of_range(const SuiteTarget& t) {
+  expect_index_error(
+      t, "graph @t(%x: f32[4,2], %i: i32[2]) {\n  %y = gather(%x, %i) {axis = 0} : f32[2,2]\n  return %y\n}\n",
+      {{"x", f32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7})}, {"i", Tensor::from<int32_t>(DType::kI32, {2}, {1, 4})}},
+      "gather: index 4 (at position 1 of the indices) is out of range for an axis of size 4");
+}
+
+void scatter_out_of_range(const SuiteTarget& t) {
+  expect_index_error(
+      t, "graph @t(%x: f32[3], %i: i64[2], %u: f32[2]) {\n  %y = scatter(%x, %i, %u) {axis = 0, reduce = \"add\"} : f32[3]\n  return %y\n}\n",
+      {{"x", f32({3}, {0, 0, 0})}, {"i", Tensor::from<int64_t>(DType::kI64, {2}, {-1, -5000000000})}, {"u", f32({2}, {1, 2})}},
+      "scatter: index -5000000000 (at position 1 of the indices) is out of range for an axis of size 3");
+}
+
+void symbolic_batch_is_bound_per_run(const SuiteTarget& t) {
+  Graph g = parse_graph("graph @t(%x: f32[B,2]) {\n  %s = reduce_sum(%x) {axes = [0]} : f32[2]\n  return %s\n}\n", "t");
+  Session s(target_named(t.name));
+  auto m = s.compile(g);
+  EXPECT_EQ(values(m.run({{"x", f32({1, 2}, {1, 2})}}).at("s")), (std::vector<double>{1, 2}));
+  EXPECT_EQ(values(m.run({{"x", f32({3, 2}, {1, 2, 3, 4, 5, 6})}}).at("s")), (std::vector<double>{9, 12}));
+}
+
+void work_beyond_one_dispatch_dimension(const SuiteTarget& t) {
+  // 2^23 work-items: 131072 groups of 64, past the 65535 groups of one grid dimension.
+  const int64_t n = int64_t{1} << 23;
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000);
+  auto out = run_text(fmt::format("graph @t(%x: f32[{0}]) {{\n  %y = neg(%x) : f32[{0}]\n  return %y\n}}\n", n),
+                      {{"x", f32({n}, x)}}, target_named(t.name));
+  const float* y = out.at("y").as<float>();
+  EXPECT_EQ(y[0], -0.0f);
+  EXPECT_EQ(y[n - 1], -static_cast<float>((n - 1) % 1000));
+  EXPECT_EQ(y[n / 2 + 7], -static_cast<float>((n / 2 + 7) % 1000));
+}
+
+}  // namespace
+
+const char* const kEmitProgram = R"(graph @t(%a: f32[2,3], %b: f32[3,2], %i: i64[2]) {
+  %y = dot_general(%a, %b) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [0]} : f32[2,2]
+  %g = gather(%y, %i) {axis = 0} : f32[2,2]
+  %e = exp(%g) : f32[2,2]
+  return %e
+}
+)";
+
+const char* const kMixedProgram = R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
+  %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
+  %m = reduce_max(%d) {axes = [2]} : f32[2,3]
+  %t = tanh(%m) : f32[2,3]
+  %r = reshape(%d) {shape = [6, 5]} : f32[6,5]
+  %g = gather(%r, %ids) {axis = 0} : f32[3,5]
+  %s = scatter(%r, %ids, %g) {axis = 0, reduce = "add"} : f32[6,5]
+  %hc = convert(%t) {dtype = f16} : f16[2,3]
+  %hs = mul(%hc, %h) : f16[2,3]
+  %it = iota() {dim = 1, dtype = i64, shape = [2, 3]} : i64[2,3]
+  %ip = pow(%it, %it) : i64[2,3]
+  return %s, %t, %hs, %ip, %g
+}
+)";
+
+NamedTensors mixed_program_inputs() {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(24), b(40), h(6);
+  for (auto& x : a) x = u(rng);
+  for (auto& x : b) x = u(rng);
+  for (auto& x : h) x = u(rng);
+  Tensor hh(DType::kF16, {2, 3});
+  for (int i = 0; i < 6; ++i) hh.as<uint16_t>()[i] = f32_to_f16(h[i]);
+  return {{"a", f32({2, 3, 4}, a)}, {"b", f32({2, 4, 5}, b)},
+          {"ids", Tensor::from<int64_t>(DType::kI64, {3}, {5, -6, 5})}, {"h", hh}};
+}
+
+namespace {
+
+// kMixedProgram on the target and on cpu, same inputs.
+void mixed_programs_agree_with_cpu(const SuiteTarget& t) {
+  NamedTensors in = mixed_program_inputs();
+  NamedTensors want = run_text(kMixedProgram, in, cpu_target()), got = run_text(kMixedProgram, in, target_named(t.name));
+  // f16 products round once to 16 bits.
+  NamedTensors want_f16 = {{"hs", want.at("hs")}};
+  want.erase("hs");
+  expect_all_close(want, got, 1e-6);
+  expect_all_close(want_f16, got, 1e-3);
+}
+
+// bool and f16 elements share 32-bit words: neighbours written by different invocations keep
+// each other's bytes (odd lengths, offsets inside a word).
+void packed_elements_keep_their_neighbours(const SuiteTarget& t) {
+  const int64_t n = 4099;
+  std::vector<float> x(n), y(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = static_cast<float>((i * 37) % 101) - 50;
+    y[i] = static_cast<float>((i * 53) % 97) - 48;
+  }
+  const char* ir = R"(graph @t(%x: f32[4099], %y: f32[4099]) {
+  %p = lt(%x, %y) : bool[4099]
+  %h = convert(%x) {dtype = f16} : f16[4099]
+  %s = slice(%h) {limit = [4098], start = [1], strides = [1]} : f16[4097]
+  %q = not(%p) : bool[4099]
+  return %p, %q, %s
+}
+)";
+  NamedTensors in = {{"x", f32({n}, x)}, {"y", f32({n}, y)}};
+  auto want = run_text(ir, in, cpu_target());
+  auto got = run_text(ir, in, target_named(t.name));
+  for (const char* name : {"p", "q", "s"}) EXPECT_EQ(values(got.at(name)), values(want.at(name))) << name;
+}
+
+// Contract 2.0: a state kept on the target's device across runs (fed back as an input without
+// visiting the host) beside a host input and a host output; values by hand.
+void device_tensors_stay_on_the_device(const SuiteTarget& t) {
+  std::shared_ptr<Target> target = target_named(t.name);
+  Session session(target);
+  CompiledModel m = session.compile(parse_graph(R"(graph @t(%x: f32[2,3], %state: f32[2,3]) {
+  %n = add(%state, %x) : f32[2,3]
+  %y = reduce_sum(%n) {axes = [1]} : f32[2]
+  return %n, %y
+}
+)"));
+  std::shared_ptr<Device> device = m.device();
+  ASSERT_TRUE(device);
+  EXPECT_EQ(device, target->device());
+  NamedDeviceTensors state{{"state", DeviceTensor::upload(device, f32({2, 3}, {1, 2, 3, 4, 5, 6}))}};
+  // A buffer of a GPU-style device is not host memory: it reaches the kernels as it is. A host
+  // target's buffers are, and reach its kernels as addresses.
+  if (t.host_memory)
+    EXPECT_NE(device->host_address(state.at("state").buffer()), nullptr);
+  else
+    EXPECT_EQ(device->host_address(state.at("state").buffer()), nullptr);
+  NamedTensors in{{"x", f32({2, 3}, {1, 1, 1, 1, 1, 1})}};
+  NamedTensors out[2];
+  NamedDeviceTensors kept[2] = {{{"n", DeviceTensor()}}, {{"n", DeviceTensor()}}};
+  for (int step = 1; step <= 3; ++step) {
+    m.run(in, state, out[step % 2], kept[step % 2]);
+    ASSERT_EQ(out[step % 2].count("n"), 0u) << "n was asked for on the device";
+    EXPECT_EQ(values(out[step % 2].at("y")), (std::vector<double>{6.0 + 3 * step, 15.0 + 3 * step})) << step;
+    state["state"] = kept[step % 2].at("n");
+  }
+  EXPECT_EQ(values(state.at("state").download()), (std::vector<double>{4, 5, 6, 7, 8, 9}));
+}
+
+struct EnvironmentCheck : ::testing::Environment {
+  explicit EnvironmentCheck(std::string name) : name(std::move(name)) {}
+  void SetUp() override {
+    Verdict v = target_named(name)->can_execute();
+    if (!v.ok) GTEST_SKIP() << name << " cannot run here: " << v.reason;
+  }
+  std::string name;
+};
+
+}  // namespace
+
+void register_target_suite_tests(const SuiteTarget& t) {
+  const std::string suite = t.display + "Target";
+  auto add = [&](const std::string& name, void (*body)(const SuiteTarget&)) {
+    register_function_test(t, suite, name, [t, body] { body(t); });
+  };
+  add("RunsOn" + t.device, [](const SuiteTarget& t) {
+    Verdict v = target_named(t.name)->can_execute();
+    EXPECT_TRUE(v.ok) << v.reason;
+  });
+  if (!runs_cpu_float_suites(t)) add(fmt::format("FloatOpsAtEveryDtype{}Accepts", t.display), float_ops_at_every_dtype);
+  if (has(t.float_dtypes, DType::kF64)) add("F64ConstantsKeepTheirBits", f64_constants_keep_their_bits);
+  if (has(t.float_dtypes, DType::kF64) && !t.f64_single_only.empty())
+    add("RefusesF64TranscendentalsWithTheReason", refuses_f64_transcendentals);
+  add("RefusesComplexWithTheReason", refuses_complex);
+  add("GatherOutOfRangeIsAClearError", gather_out_of_range);
+  add("ScatterOutOfRangeNamesTheNegativeIndex", scatter_out_of_range);
+  add("SymbolicBatchIsBoundPerRunAndCached", symbolic_batch_is_bound_per_run);
+  add("WorkBeyondOneDispatchDimensionRuns", work_beyond_one_dispatch_dimension);
+  add("MixedProgramsAgreeWithCpu", mixed_programs_agree_with_cpu);
+  add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);
+  if (t.packed_subword) add("PackedBoolAndF16ElementsKeepTheirNeighbours", packed_elements_keep_their_neighbours);
+  for (SuiteExtension extension : suite_extensions()) extension(t);
+}
+
+void register_codegen_only_tests(const SuiteTarget& t) {
+  const std::string suite = t.display + "Target";
+  register_function_test(t, suite, "RefusesComplexWithTheReason", [t] { refuses_complex(t); });
+  if (!t.f64_single_only.empty())
+    register_function_test(t, suite, "RefusesF64TranscendentalsWithTheReason", [t] { refuses_f64_transcendentals(t); });
+}
+
+int target_suite_main(int argc, char** argv, const SuiteTarget& t) {
+  setenv("RLX_TEST_TARGET", t.name.c_str(), 0);
+  std::string cache;
+  if (!t.cache_env.empty() && !std::getenv(t.cache_env.c_str())) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / fmt::format("rlx-{}-tests-XXXXXX", t.name)).string();
+    if (mkdtemp(tmpl.data())) {
+      cache = tmpl;
+      setenv(t.cache_env.c_str(), cache.c_str(), 1);
+    }
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  // Left out of the cpu suites: the tests that name the cpu itself (its error text, an explicit
+  // cpu compile; the shared tests above are their counterparts), and the float suites when the
+  // target does not compute every op at every float dtype (FloatOpsAtEveryDtype<display>Accepts
+  // runs them at the dtypes it does).
+  std::vector<std::string> out = {"CpuStructural.GatherOutOfRangeIsAClearError",
+                                  "CpuStructural.SymbolicBatchIsBoundPerRunAndCached"};
+  if (!runs_cpu_float_suites(t)) {
+    out.push_back("CpuPrimitives.FloatUnaryOpsAtEveryFloatDtype");
+    out.push_back("CpuPrimitives.FloatBinaryOpsAtEveryFloatDtype");
+  }
+  out.insert(out.end(), t.skip_cpu_tests.begin(), t.skip_cpu_tests.end());
+  std::string filter = GTEST_FLAG_GET(filter);
+  filter += filter.find('-') == std::string::npos ? "-" : ":";
+  for (size_t i = 0; i < out.size(); ++i) filter += (i ? ":" : "") + out[i];
+  GTEST_FLAG_SET(filter, filter);
+  ::testing::AddGlobalTestEnvironment(new EnvironmentCheck(t.name));
+  register_target_suite_tests(t);
+  int rc = RUN_ALL_TESTS();
+  if (!cache.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(cache, ec);
+  }
+  return rc;
+}
+
+}  // namespace rlx::test

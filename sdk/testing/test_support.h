@@ -1,0 +1,63 @@
+// Shared test helpers.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rlx/core/runtime.h"
+#include "rlx/core/target.h"
+#include "rlx/core/tensor.h"
+
+namespace rlx::test {
+
+// The in-tree cpu target, loaded through the registry exactly as the CLI loads it.
+std::shared_ptr<Target> cpu_target();
+// Any in-tree target by name, the same way (throws the registry's error when it cannot run).
+std::shared_ptr<Target> target_named(const std::string& name);
+// The target the suites run on: the one RLX_TEST_TARGET names, cpu when unset. Lets one suite
+// of primitive tests check every target (plugins/gpu/tests runs the cpu suites on gpu).
+std::shared_ptr<Target> target_under_test();
+// Parses IR text, compiles it for `target` and runs it.
+NamedTensors run_text(const std::string& ir, const NamedTensors& inputs,
+                      std::shared_ptr<Target> target = target_under_test());
+std::vector<double> values(const Tensor& t);
+Tensor f32(std::vector<int64_t> shape, std::vector<float> v);
+// The message of the error compiling IR text for `target` throws, or "" when it compiles.
+std::string compile_error(const std::string& ir, std::shared_ptr<Target> target);
+// Every output of `want` is in `got` with its element count, each element within
+// rel_tol * max(1, |want|) (NaN where want is NaN, the same infinity where want is infinite).
+void expect_all_close(const NamedTensors& want, const NamedTensors& got, double rel_tol,
+                      const std::string& what = "");
+
+// A fresh folder under the system's temporary folder, removed with its contents at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A whole file's bytes ("" when it cannot be read).
+std::string read_file(const std::filesystem::path& path);
+
+// IR text compiled for `target` (static shapes) and emitted into a fresh folder, kept until the
+// object goes out of scope.
+class Emitted {
+ public:
+  Emitted(const std::string& ir, std::shared_ptr<Target> target);
+  const std::vector<Artifact>& artifacts() const { return artifacts_; }
+  const std::filesystem::path& dir() const { return dir_.path(); }
+  std::string text(const std::string& file) const { return read_file(dir() / file); }
+
+ private:
+  TempDir dir_;
+  std::vector<Artifact> artifacts_;
+};
+
+}  // namespace rlx::test

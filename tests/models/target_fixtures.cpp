@@ -1,0 +1,106 @@
+// The model fixtures end to end on an executing target (gpu on PoCL, vulkan on lavapipe, opengl on
+// llvmpipe here), added to each in-tree target's suite (add_suite_extension) under the target's
+// fixture suite, against the
+// same references as the cpu (tests/models, tests/frontends/onnx): minilm-l2-f16 sentence embeddings (cosine >= 0.9999),
+// bert-tiny-onnx against ONNX Runtime (max error <= 1e-4), qwen3-tiny greedy tokens (identical).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+
+#include "rlx/llm/decoding.h"
+#include "target_suite.h"
+#include "model_support.h"
+#include "rlx/core/runtime.h"
+#include "test_support.h"
+
+namespace rlx::test {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void minilm_sentence_embeddings(const SuiteTarget& t) {
+  RLX_FIXTURE_OR_SKIP(dir, "minilm-l2-f16");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  Model model = load_model(dir);
+  auto t0 = std::chrono::steady_clock::now();
+  Session session(target_named(t.name));
+  CompiledModel main = session.compile(model.graph("main"));
+  NamedTensors out = main.run({{"input_ids", ref.at("input_ids")},
+                               {"attention_mask", ref.at("attention_mask")},
+                               {"token_type_ids", ref.at("token_type_ids")}});
+  double first = seconds_since(t0);
+  const Tensor& emb = out.at("sentence_embedding");
+  ASSERT_EQ(emb.shape(), ref.at("sentence_embedding_f64").shape());
+  double worst = 1;
+  for (int64_t r = 0; r < emb.shape()[0]; ++r)
+    worst = std::min(worst, cosine(emb, ref.at("sentence_embedding_f64"), r, emb.shape()[1]));
+  double err = max_abs_diff(out.at("last_hidden_state"), ref.at("last_hidden_state_f64"));
+  std::printf("%s minilm-l2-f16: min cosine %.8f (limit 0.9999), hidden max abs error %.3g; "
+              "compile + first run %.2fs\n", t.name.c_str(), worst, err, first);
+  EXPECT_GE(worst, 0.9999);
+  EXPECT_LE(err, 2e-3);
+}
+
+void bert_tiny_onnx(const SuiteTarget& t) {
+  RLX_FIXTURE_OR_SKIP(dir, "bert-tiny-onnx");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  Model model = load_model(dir / "model.onnx");
+  auto t0 = std::chrono::steady_clock::now();
+  Session session(target_named(t.name));
+  CompiledModel m = session.compile(model.graph());
+  NamedTensors out = m.run({{"input_ids", ref.at("input_ids")},
+                            {"attention_mask", ref.at("attention_mask")},
+                            {"token_type_ids", ref.at("token_type_ids")}});
+  double first = seconds_since(t0);
+  const Tensor& got = out.at("last_hidden_state");
+  ASSERT_EQ(got.shape(), ref.at("last_hidden_state_ort").shape());
+  double err = max_abs_diff(got, ref.at("last_hidden_state_ort"));
+  std::printf("%s bert-tiny-onnx: max abs error vs ONNX Runtime %.3g (limit 1e-4); compile + "
+              "first run %.2fs\n", t.name.c_str(), err, first);
+  EXPECT_LE(err, 1e-4);
+}
+
+void qwen3_tiny_greedy_tokens(const SuiteTarget& t) {
+  RLX_FIXTURE_OR_SKIP(dir, "qwen3-tiny");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  const Tensor& prompts = ref.at("prompts");
+  const Tensor& expected = ref.at("greedy_tokens");
+  const int64_t rows = expected.shape()[0], steps = expected.shape()[1];
+  Model model = load_model(dir);
+  llm::GreedyDecoder decoder(model, target_named(t.name));
+  llm::DecodeOptions options;
+  options.max_new_tokens = steps;
+  llm::DecodeResult r = decoder.run(prompts, options);
+  std::printf("%s qwen3-tiny: %lld prompts x %lld tokens; compile %.2fs, prefill %.2fs, "
+              "%lld decode steps %.2fs\n",
+              t.name.c_str(), static_cast<long long>(rows),
+              static_cast<long long>(steps), r.compile_seconds,
+              r.prefill_seconds, static_cast<long long>(r.decode_steps), r.decode_seconds);
+  ASSERT_EQ(static_cast<int64_t>(r.tokens.size()), rows);
+  for (int64_t i = 0; i < rows; ++i) {
+    std::vector<int64_t> want(expected.as<int64_t>() + i * steps, expected.as<int64_t>() + (i + 1) * steps);
+    EXPECT_EQ(r.tokens[i], want) << "prompt " << i;
+  }
+}
+
+void register_fixture_tests(const SuiteTarget& t) {
+  if (t.fixture_suite.empty()) return;
+  auto add = [&](const char* name, void (*body)(const SuiteTarget&)) {
+    register_function_test(t, t.fixture_suite, name, [t, body] { body(t); });
+  };
+  add("MiniLmSentenceEmbeddingsMatchFloat64Reference", minilm_sentence_embeddings);
+  add("BertTinyOnnxMatchesOnnxRuntime", bert_tiny_onnx);
+  add("Qwen3TinyGreedyTokensMatchReference", qwen3_tiny_greedy_tokens);
+}
+
+// Every executing in-tree target's suite links this file (tests/CMakeLists.txt).
+const bool kRegistered = add_suite_extension(&register_fixture_tests);
+
+}  // namespace
+
+}  // namespace rlx::test
