@@ -14,6 +14,9 @@ endif()
 # the same way an installed one does (<prefix>/share/rlx/plugins.d).
 set(RLX_BUILD_PLUGIN_DIR ${CMAKE_BINARY_DIR}/share/rlx/plugins.d)
 set(RLX_INSTALL_PLUGIN_DIR ${CMAKE_INSTALL_DATADIR}/rlx/plugins.d)
+# The targets the `rlx` package carries (with the importers); every other in-tree target is
+# packaged on its own as rlx-target-<name>, as a vendor's would be (packaging/README.md).
+set(RLX_RUNTIME_TARGETS cpu)
 
 function(rlx_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)

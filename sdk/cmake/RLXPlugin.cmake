@@ -16,7 +16,10 @@
 # Outputs go to the current binary folder, so RLX_PLUGIN_PATH=<build dir> finds the plugin
 # before it is installed; `cmake --install` puts both files in <prefix>/share/rlx/plugins.d.
 # Inside the rlx build (RLX_BUILD_PLUGIN_DIR is set) outputs go to that shared folder instead,
-# where the uninstalled rlx looks.
+# where the uninstalled rlx looks, and a target not named in RLX_RUNTIME_TARGETS installs as
+# component target-<name> by default, which packaging/ makes the package rlx-target-<name> (the
+# names are collected in the global property RLX_TARGET_PACKAGES, the DESCRIPTION is kept in
+# the library target's property RLX_PLUGIN_DESCRIPTION).
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 
@@ -42,15 +45,19 @@ function(rlx_add_plugin)
       set(P_VERSION "0.0.0")
     endif()
   endif()
-  if(NOT P_COMPONENT)
-    set(P_COMPONENT runtime)
-  endif()
   if(DEFINED RLX_BUILD_PLUGIN_DIR)
     set(out_dir "${RLX_BUILD_PLUGIN_DIR}")
     set(install_dir "${RLX_INSTALL_PLUGIN_DIR}")
+    if(NOT P_COMPONENT AND P_KIND STREQUAL "target" AND NOT P_NAME IN_LIST RLX_RUNTIME_TARGETS)
+      set(P_COMPONENT target-${P_NAME})
+      set_property(GLOBAL APPEND PROPERTY RLX_TARGET_PACKAGES ${P_NAME})
+    endif()
   else()
     set(out_dir "${CMAKE_CURRENT_BINARY_DIR}")
     set(install_dir "${CMAKE_INSTALL_DATADIR}/rlx/plugins.d")
+  endif()
+  if(NOT P_COMPONENT)
+    set(P_COMPONENT runtime)
   endif()
 
   set(tgt rlx_${P_KIND}_${P_NAME})
@@ -73,7 +80,8 @@ function(rlx_add_plugin)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     INSTALL_RPATH "${rpath}"
-    INSTALL_RPATH_USE_LINK_PATH OFF)
+    INSTALL_RPATH_USE_LINK_PATH OFF
+    RLX_PLUGIN_DESCRIPTION "${P_DESCRIPTION}")
 
   # TOML basic strings: escape backslashes and quotes.
   set(desc "${P_DESCRIPTION}")

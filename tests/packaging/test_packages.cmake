@@ -1,21 +1,34 @@
 # cmake -P script (registered by CMakeLists.txt here). Steps, each printed before it runs:
-#   1  cpack the build tree into WORK_DIR/debs: rlx_<v>_<arch>.deb, rlx-dev_<v>_<arch>.deb
-#   2  check their control fields and contents
-#   3  dpkg-deb -x both into WORK_DIR/root
-#   4  <root>/usr/bin/rlx --list-targets: cpu available, every plugin from inside the root
-#   5  build sdk/examples/hello_target against <root>/usr (find_package(RLX) of rlx-dev),
+#   1  cpack the build tree into WORK_DIR/debs: rlx_<v>_<arch>.deb, rlx-dev_<v>_<arch>.deb and
+#      one rlx-target-<name>_<v>_<arch>.deb per target of TARGET_PACKAGES
+#   2  check the control fields and contents of rlx and rlx-dev: no target but RUNTIME_TARGETS
+#   3  check each rlx-target-<name>: its library and manifest only, Depends on the ABI, and every
+#      library it needs shipped by rlx or owned by a package it depends on
+#   4  dpkg-deb -x rlx and rlx-dev into WORK_DIR/root
+#   5  <root>/usr/bin/rlx --list-targets: RUNTIME_TARGETS only, cpu available, every plugin from
+#      inside the root
+#   6  for each rlx-target-<name>: extract it into the root: exactly one more target, <name>;
+#      delete its files from the root: the listing is back to step 5's
+#   7  build sdk/examples/hello_target against <root>/usr (find_package(RLX) of rlx-dev),
 #      install it into a staging prefix, then move the root elsewhere
-#   6  package it with <root>/usr/share/rlx/vendor-target as rlx-target-hello
-#   7  extract it into the root: exactly one more target, hello, codegen-only
-#   8  delete the files `dpkg-deb -c` lists from the root: the listing is back to step 4's
+#   8  package it with <root>/usr/share/rlx/vendor-target as rlx-target-hello
+#   9  extract it into the root: exactly one more target, hello, with hello_status
+#  10  delete the files `dpkg-deb -c` lists from the root: the listing is back to step 5's
 # Written in CMake rather than shell so the JSON listing is parsed (string(JSON)), not grepped.
 cmake_minimum_required(VERSION 3.25)
 
-foreach(v BUILD_DIR SOURCE_DIR WORK_DIR VERSION ABI_MAJOR ABI_MINOR CPACK GENERATOR)
+foreach(v BUILD_DIR SOURCE_DIR WORK_DIR VERSION ABI_MAJOR ABI_MINOR CPACK GENERATOR
+          RUNTIME_TARGETS TARGET_PACKAGES)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "test_packages.cmake: -D${v}=... is required")
   endif()
 endforeach()
+# Comma-separated on the command line: the targets the rlx package carries, and the in-tree
+# targets packaged on their own (cmake/RlxCommon.cmake, rlx_add_plugin()).
+string(REPLACE "," ";" RUNTIME_TARGETS "${RUNTIME_TARGETS}")
+string(REPLACE "," ";" TARGET_PACKAGES "${TARGET_PACKAGES}")
+# What the listing says of sdk/examples/hello_target once its package is unpacked.
+set(hello_status codegen-only)
 
 set(step_name "setup")
 macro(step n text)
@@ -122,16 +135,129 @@ function(expect_field deb field expected)
   message("[packaging]   ${field}: ${value}")
 endfunction()
 
+# The Debian package of in-tree target <name> and its file (packaging/CMakeLists.txt names it the
+# same way).
+function(target_deb name out_package out_deb)
+  string(TOLOWER "${name}" package)
+  string(REPLACE "_" "-" package "rlx-target-${package}")
+  set(${out_package} "${package}" PARENT_SCOPE)
+  set(${out_deb} "${DEBS}/${package}_${VERSION}_${ARCH}.deb" PARENT_SCOPE)
+endfunction()
+
+# Every shared library an executable or plugin under <dir> needs comes from the package itself,
+# from <shipped> (file names rlx ships, for a package depending on the ABI only rlx provides) or
+# from a package <deb>'s Depends names: the dependencies are written by hand (packaging/), so
+# this is what keeps them true when a plugin starts linking something new.
+function(check_needed deb dir shipped)
+  run(dpkg-deb -f "${deb}" Depends OUTPUT depends)
+  string(STRIP "${depends}" depends)
+  string(REPLACE ", " ";" depends_list "${depends}")
+  set(depended "")
+  foreach(d IN LISTS depends_list)
+    string(REGEX REPLACE " .*" "" d "${d}")  # the package name, without its version
+    list(APPEND depended "${d}")
+  endforeach()
+  file(GLOB_RECURSE elf_files "${dir}/usr/bin/*" "${dir}/usr/lib/*.so*" "${dir}/usr/share/rlx/*.so")
+  foreach(f IN LISTS elf_files)
+    get_filename_component(n "${f}" NAME)
+    list(APPEND shipped "${n}")
+  endforeach()
+  set(checked "")
+  foreach(f IN LISTS elf_files)
+    if(IS_SYMLINK "${f}")
+      continue()
+    endif()
+    execute_process(COMMAND readelf -d "${f}" OUTPUT_VARIABLE dyn ERROR_QUIET)
+    string(REGEX MATCHALL "Shared library: \\[[^]]+\\]" needed "${dyn}")
+    foreach(entry IN LISTS needed)
+      string(REGEX REPLACE "Shared library: \\[([^]]+)\\]" "\\1" lib "${entry}")
+      if(lib IN_LIST shipped OR lib IN_LIST checked)
+        continue()
+      endif()
+      list(APPEND checked "${lib}")
+      # Owners are looked up once per run: `dpkg -S` reads the whole dpkg database.
+      get_property(pkg GLOBAL PROPERTY "owner_of_${lib}")
+      if(NOT pkg)
+        execute_process(COMMAND dpkg -S "*/${lib}" OUTPUT_VARIABLE owner ERROR_QUIET
+                        RESULT_VARIABLE rc)
+        if(NOT rc EQUAL 0)
+          fail("${f} needs ${lib}, which no installed package owns")
+        endif()
+        # Several packages may own the name (libc6 and libc6-i386): take this architecture's.
+        string(REPLACE "\n" ";" owners "${owner}")
+        foreach(line IN LISTS owners)
+          if(line MATCHES "^([^:, ]+):${ARCH}: ")
+            set(pkg "${CMAKE_MATCH_1}")
+            break()
+          endif()
+        endforeach()
+        if(NOT pkg)
+          string(REGEX REPLACE "^([^:, ]+).*" "\\1" pkg "${owner}")
+        endif()
+        set_property(GLOBAL PROPERTY "owner_of_${lib}" "${pkg}")
+      endif()
+      if(NOT pkg IN_LIST depended)
+        fail("${f} needs ${lib} from ${pkg}, which ${deb} does not depend on (Depends: ${depends})")
+      endif()
+    endforeach()
+  endforeach()
+  message("[packaging]   every needed library is shipped or depended on: ${checked}")
+endfunction()
+
+# A target package holds the plugin's library and manifest, nothing else.
+function(expect_plugin_files deb name)
+  deb_files("${deb}" files)
+  list(SORT files)
+  set(expected usr/share/rlx/plugins.d/${name}.toml usr/share/rlx/plugins.d/librlx_target_${name}.so)
+  list(SORT expected)
+  if(NOT files STREQUAL expected)
+    fail("a target package holds its library and manifest only; ${deb} holds: ${files}")
+  endif()
+endfunction()
+
+# Unpacks target package <deb> into the root; fails unless the listing is <base> plus exactly
+# target <name>, with a status in <statuses> (a list).
+function(add_target_package deb name base statuses)
+  run(dpkg-deb -x "${deb}" "${ROOT}")
+  list_targets(got)
+  set(rest "${got}")
+  list(FILTER rest EXCLUDE REGEX "^${name}=")
+  set(entry "${got}")
+  list(FILTER entry INCLUDE REGEX "^${name}=")
+  string(REPLACE "${name}=" "" status "${entry}")
+  if(NOT rest STREQUAL base OR NOT status OR NOT status IN_LIST statuses)
+    fail("expected targets ${base} and ${name} (${statuses}), listed ${got}")
+  endif()
+endfunction()
+
+# Deletes the files `dpkg-deb -c <deb>` lists from the root; fails unless the listing is <base>.
+function(remove_target_package deb base)
+  deb_files("${deb}" files)
+  foreach(f IN LISTS files)
+    message("[packaging]   rm ${ROOT}/${f}")
+    file(REMOVE "${ROOT}/${f}")
+  endforeach()
+  list_targets(got)
+  if(NOT got STREQUAL base)
+    fail("expected the original targets ${base}, listed ${got}")
+  endif()
+endfunction()
+
 # ---------------------------------------------------------------------------------------------
 step(1 "cpack -G DEB of ${BUILD_DIR}")
 run(${CPACK} -G DEB --config "${BUILD_DIR}/CPackConfig.cmake" -B "${DEBS}")
 set(rlx_deb "${DEBS}/rlx_${VERSION}_${ARCH}.deb")
 set(dev_deb "${DEBS}/rlx-dev_${VERSION}_${ARCH}.deb")
-file(GLOB made RELATIVE "${DEBS}" "${DEBS}/*.deb")
+set(expected_debs "${rlx_deb}" "${dev_deb}")
+foreach(name IN LISTS TARGET_PACKAGES)
+  target_deb(${name} package deb)
+  list(APPEND expected_debs "${deb}")
+endforeach()
+list(SORT expected_debs)
+file(GLOB made "${DEBS}/*.deb")
 list(SORT made)
-if(NOT made STREQUAL "rlx-dev_${VERSION}_${ARCH}.deb;rlx_${VERSION}_${ARCH}.deb")
-  fail("expected exactly rlx_${VERSION}_${ARCH}.deb and rlx-dev_${VERSION}_${ARCH}.deb, \
-cpack wrote: ${made}")
+if(NOT made STREQUAL expected_debs)
+  fail("expected exactly ${expected_debs}, cpack wrote: ${made}")
 endif()
 
 step(2 "control fields and contents of rlx and rlx-dev")
@@ -153,6 +279,24 @@ foreach(f IN LISTS rlx_files)
   if(f MATCHES "^usr/include/|/cmake/|\\.so$" AND NOT f MATCHES "^usr/share/rlx/plugins\\.d/")
     fail("rlx holds ${f}, which belongs in rlx-dev")
   endif()
+  # The targets outside RUNTIME_TARGETS are packages of their own.
+  if(f MATCHES "^usr/share/rlx/plugins\\.d/librlx_target_(.+)\\.so$"
+     AND NOT CMAKE_MATCH_1 IN_LIST RUNTIME_TARGETS)
+    fail("rlx holds ${f}: of the targets only ${RUNTIME_TARGETS} belong in rlx, \
+the ${CMAKE_MATCH_1} target in rlx-target-${CMAKE_MATCH_1}")
+  endif()
+endforeach()
+foreach(name IN LISTS TARGET_PACKAGES)
+  if("usr/share/rlx/plugins.d/${name}.toml" IN_LIST rlx_files)
+    fail("rlx holds ${name}.toml, the manifest of a target packaged on its own")
+  endif()
+endforeach()
+run(dpkg-deb -f "${rlx_deb}" Suggests OUTPUT rlx_suggests)
+foreach(name IN LISTS TARGET_PACKAGES)
+  target_deb(${name} package deb)
+  if(NOT rlx_suggests MATCHES "(^|, )${package}(,|\n|$)")
+    fail("rlx does not suggest ${package}; Suggests: ${rlx_suggests}")
+  endif()
 endforeach()
 foreach(f usr/share/rlx/vendor-target/CMakeLists.txt)
   if(NOT f IN_LIST dev_files)
@@ -164,78 +308,60 @@ if(NOT dev_files)
   fail("rlx-dev holds no RLXConfig.cmake")
 endif()
 
-step(3 "dpkg-deb -x rlx and rlx-dev into ${ROOT}")
+step(3 "control fields, contents and libraries of the rlx-target-<name> packages")
+# The libraries rlx ships, which a package depending on rlx-abi-<major> may need.
+set(rlx_shipped "")
+foreach(f IN LISTS rlx_files)
+  get_filename_component(n "${f}" NAME)
+  list(APPEND rlx_shipped "${n}")
+endforeach()
+foreach(name IN LISTS TARGET_PACKAGES)
+  target_deb(${name} package deb)
+  message("[packaging]   ${deb}")
+  run(dpkg-deb -f "${deb}" Package Depends Description OUTPUT control)
+  # Shaped like a vendor's package: the ABI first, then what the plugin itself links.
+  set(abi_depends "rlx-abi-${ABI_MAJOR} \\(>= ${ABI_MAJOR}\\.${ABI_MINOR}\\)")
+  if(NOT control MATCHES "\nDepends: ${abi_depends}(, [^\n]*)?\n")
+    fail("${deb} must depend on rlx-abi-${ABI_MAJOR} (>= ${ABI_MAJOR}.${ABI_MINOR}) first:\n${control}")
+  endif()
+  if(NOT control MATCHES "\nDescription: rlx target plugin: ${name}\n")
+    fail("${deb}: the description's synopsis must name the ${name} target:\n${control}")
+  endif()
+  expect_plugin_files("${deb}" ${name})
+  set(dir "${WORK_DIR}/target-${name}")
+  run(dpkg-deb -x "${deb}" "${dir}")
+  check_needed("${deb}" "${dir}" "${rlx_shipped}")
+  file(REMOVE_RECURSE "${dir}")
+endforeach()
+
+step(4 "dpkg-deb -x rlx and rlx-dev into ${ROOT}")
 run(dpkg-deb -x "${rlx_deb}" "${ROOT}")
 run(dpkg-deb -x "${dev_deb}" "${ROOT}")
+check_needed("${rlx_deb}" "${ROOT}" "")
 
-# Every shared library an executable or plugin of rlx needs comes from the package itself or
-# from a package its Depends names: the dependencies are written by hand (packaging/), so this
-# is what keeps them true when a plugin starts linking something new.
-run(dpkg-deb -f "${rlx_deb}" Depends OUTPUT rlx_depends)
-execute_process(COMMAND dpkg --print-architecture OUTPUT_VARIABLE DEB_ARCH
-                OUTPUT_STRIP_TRAILING_WHITESPACE)
-string(STRIP "${rlx_depends}" rlx_depends)
-string(REPLACE ", " ";" depends_list "${rlx_depends}")
-set(depended "")
-foreach(d IN LISTS depends_list)
-  string(REGEX REPLACE " .*" "" d "${d}")  # the package name, without its version
-  list(APPEND depended "${d}")
-endforeach()
-file(GLOB_RECURSE elf_files "${ROOT}/usr/bin/*" "${ROOT}/usr/lib/*.so*" "${ROOT}/usr/share/rlx/*.so")
-set(shipped "")
-foreach(f IN LISTS elf_files)
-  get_filename_component(n "${f}" NAME)
-  list(APPEND shipped "${n}")
-endforeach()
-set(checked "")
-foreach(f IN LISTS elf_files)
-  if(IS_SYMLINK "${f}")
-    continue()
-  endif()
-  execute_process(COMMAND readelf -d "${f}" OUTPUT_VARIABLE dyn ERROR_QUIET)
-  string(REGEX MATCHALL "Shared library: \\[[^]]+\\]" needed "${dyn}")
-  foreach(entry IN LISTS needed)
-    string(REGEX REPLACE "Shared library: \\[([^]]+)\\]" "\\1" lib "${entry}")
-    if(lib IN_LIST shipped OR lib IN_LIST checked)
-      continue()
-    endif()
-    list(APPEND checked "${lib}")
-    execute_process(COMMAND dpkg -S "*/${lib}" OUTPUT_VARIABLE owner ERROR_QUIET RESULT_VARIABLE rc)
-    if(NOT rc EQUAL 0)
-      fail("${f} needs ${lib}, which no installed package owns")
-    endif()
-    # Several packages may own the name (libc6 and libc6-i386): take this architecture's.
-    string(REPLACE "\n" ";" owners "${owner}")
-    set(pkg "")
-    foreach(line IN LISTS owners)
-      if(line MATCHES "^([^:, ]+):${DEB_ARCH}: ")
-        set(pkg "${CMAKE_MATCH_1}")
-        break()
-      endif()
-    endforeach()
-    if(NOT pkg)
-      string(REGEX REPLACE "^([^:, ]+).*" "\\1" pkg "${owner}")
-    endif()
-    if(NOT pkg IN_LIST depended)
-      fail("${f} needs ${lib} from ${pkg}, which the rlx package does not depend on \
-(Depends: ${rlx_depends})")
-    endif()
-  endforeach()
-endforeach()
-message("[packaging]   every needed library is shipped or depended on: ${checked}")
-
-step(4 "list the unpacked root's targets")
+step(5 "list the unpacked root's targets: ${RUNTIME_TARGETS}")
 list_targets(before)
+set(names "${before}")
+list(TRANSFORM names REPLACE "=.*" "")
+set(expected_names ${RUNTIME_TARGETS})
+list(SORT expected_names)
+if(NOT names STREQUAL expected_names)
+  fail("rlx and rlx-dev alone must list the targets ${expected_names}, listed ${before}")
+endif()
 if(NOT "cpu=available" IN_LIST before)
   fail("cpu is not listed as available: ${before}")
 endif()
-foreach(entry IN LISTS before)
-  if(entry MATCHES "^hello=")
-    fail("hello is listed before its package is installed")
-  endif()
+
+step(6 "each rlx-target-<name> alone: unpacked, exactly one more target; deleted, the listing is back")
+foreach(name IN LISTS TARGET_PACKAGES)
+  target_deb(${name} package deb)
+  message("[packaging]   ${package}")
+  # GPU runtimes are opened lazily: without one (OpenCL, Vulkan, ...) the target is codegen-only.
+  add_target_package("${deb}" ${name} "${before}" "available;codegen-only")
+  remove_target_package("${deb}" "${before}")
 endforeach()
 
-step(5 "build sdk/examples/hello_target against ${ROOT}/usr")
+step(7 "build sdk/examples/hello_target against ${ROOT}/usr")
 set(hello_build "${WORK_DIR}/hello-build")
 set(hello_stage "${WORK_DIR}/hello-stage")
 set(gen_args -G "${GENERATOR}")
@@ -260,7 +386,7 @@ message("[packaging]   mv ${ROOT} ${moved_root}")
 file(RENAME "${ROOT}" "${moved_root}")
 set(ROOT "${moved_root}")
 
-step(6 "package hello with the vendor template as rlx-target-hello")
+step(8 "package hello with the vendor template as rlx-target-hello")
 set(vendor_build "${WORK_DIR}/vendor-build")
 run(${CMAKE_COMMAND} -S "${ROOT}/usr/share/rlx/vendor-target" -B "${vendor_build}"
     "-DRLX_PLUGIN_MANIFEST=${hello_stage}/share/rlx/plugins.d/hello.toml"
@@ -273,32 +399,13 @@ if(NOT EXISTS "${hello_deb}")
 endif()
 expect_field("${hello_deb}" Package rlx-target-hello)
 expect_field("${hello_deb}" Depends "rlx-abi-${ABI_MAJOR} (>= ${ABI_MAJOR}.${ABI_MINOR})")
-deb_files("${hello_deb}" hello_files)
-list(SORT hello_files)
-set(expected_files usr/share/rlx/plugins.d/hello.toml
-                   usr/share/rlx/plugins.d/librlx_target_hello.so)
-if(NOT hello_files STREQUAL expected_files)
-  fail("a vendor package holds its library and manifest only; it holds: ${hello_files}")
-endif()
+expect_plugin_files("${hello_deb}" hello)
 
-step(7 "dpkg-deb -x rlx-target-hello into the root: exactly one more target")
-run(dpkg-deb -x "${hello_deb}" "${ROOT}")
-list_targets(with_hello)
-set(expected ${before} hello=codegen-only)
-list(SORT expected)
-if(NOT with_hello STREQUAL expected)
-  fail("expected targets ${expected}, listed ${with_hello}")
-endif()
+step(9 "dpkg-deb -x rlx-target-hello into the root: exactly one more target, hello")
+add_target_package("${hello_deb}" hello "${before}" ${hello_status})
 
-step(8 "delete rlx-target-hello's files from the root: the listing is back")
-foreach(f IN LISTS hello_files)
-  message("[packaging]   rm ${ROOT}/${f}")
-  file(REMOVE "${ROOT}/${f}")
-endforeach()
-list_targets(after)
-if(NOT after STREQUAL before)
-  fail("expected the original targets ${before}, listed ${after}")
-endif()
+step(10 "delete rlx-target-hello's files from the root: the listing is back")
+remove_target_package("${hello_deb}" "${before}")
 
 file(REMOVE_RECURSE "${WORK_DIR}")
 message("[packaging] all steps passed")
