@@ -41,8 +41,8 @@ struct BenchOptions {
 };
 
 void declare_bench_options(CLI::App& app, BenchOptions& o) {
-  add_argument(app, "MODEL", o.model, Presence::kRequired);
-  add_target_option(app, o.target, "the target to run on (see `rlx --list-targets`)");
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "run on");
   add_value(app, "-i,--inputs", "IN.safetensors", o.inputs,
             "the input tensors, by graph input name");
   add_integer(app, "-b,--batch", "N", 1, o.batch, "made-up inputs: the size of B (batch)");

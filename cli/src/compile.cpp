@@ -114,8 +114,8 @@ struct CompileOptions {
 };
 
 void declare_compile_options(CLI::App& app, CompileOptions& o) {
-  add_argument(app, "MODEL", o.model, Presence::kRequired);
-  add_target_option(app, o.target, "the target to compile for (see `rlx --list-targets`)");
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "compile for");
   add_value(app, "-o,--output-dir", "DIR", o.output_dir,
             "the folder to write into (created when missing)", Presence::kRequired);
   add_bind_option(app, o.bind, "the size of a symbolic dim");

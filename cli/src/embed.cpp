@@ -148,8 +148,8 @@ struct EmbedOptions {
 };
 
 void declare_embed_options(CLI::App& app, EmbedOptions& o) {
-  add_argument(app, "MODEL", o.model, Presence::kRequired);
-  add_target_option(app, o.target, "the target to run on (see `rlx --list-targets`)");
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "run on");
   add_value(app, "-i,--inputs", "IN.safetensors", o.inputs,
             "input_ids [, attention_mask, token_type_ids]");
   add_value(app, "-o,--output", "OUT.safetensors", o.output,

@@ -19,8 +19,8 @@ struct ExplainOptions {
 };
 
 void declare_explain_options(CLI::App& app, ExplainOptions& o) {
-  add_argument(app, "MODEL", o.model, Presence::kRequired);
-  add_target_option(app, o.target, "the target to compile for (see `rlx --list-targets`)");
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "compile for");
   add_bind_option(app, o.bind, "a size for a symbolic dim, fixed at import");
   add_flag(app, "--json", o.json, "print the dispatch report as JSON");
   add_graph_option(app, o.graph);

@@ -80,8 +80,8 @@ struct GenerateOptions {
 };
 
 void declare_generate_options(CLI::App& app, GenerateOptions& o) {
-  add_argument(app, "MODEL", o.model, Presence::kRequired);
-  add_target_option(app, o.target, "the target to run on (see `rlx --list-targets`)");
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "run on");
   add_value(app, "-p,--prompt-ids", "IDS", o.prompt_ids,
             "the prompt as comma-separated token ids: 1,2,3");
   add_value(app, "--prompt", "TEXT", o.prompt,

@@ -104,8 +104,14 @@ void add_integer(CLI::App& app, const std::string& names, const std::string& val
   add_checked_integer(app, names, value, min, help, [&into](int64_t v) { into = v; });
 }
 
-void add_target_option(CLI::App& app, std::string& into, const std::string& help) {
-  add_value(app, "-t,--target", "T", into, help, Presence::kRequired);
+void add_model_argument(CLI::App& app, std::string& into) {
+  add_argument(app, "MODEL", into, Presence::kRequired);
+}
+
+void add_target_option(CLI::App& app, std::string& into, const std::string& purpose) {
+  add_value(app, "-t,--target", "T", into,
+            fmt::format("the target to {} (see `rlx --list-targets`)", purpose),
+            Presence::kRequired);
 }
 
 void add_graph_option(CLI::App& app, std::string& into) {

@@ -45,8 +45,10 @@ void add_integer(CLI::App& app, const std::string& names, const std::string& val
 void add_integer(CLI::App& app, const std::string& names, const std::string& value, int64_t min,
                  std::optional<int64_t>& into, const std::string& help);
 
-// The ones several commands share.
-void add_target_option(CLI::App& app, std::string& into, const std::string& help);  // required
+// The ones several commands share. MODEL and --target are required; `purpose` says what the
+// target is for: "run on", "compile for".
+void add_model_argument(CLI::App& app, std::string& into);
+void add_target_option(CLI::App& app, std::string& into, const std::string& purpose);
 // --graph NAME: which graph of a model with several (decoders: main, prefill, decode); default
 // main.
 void add_graph_option(CLI::App& app, std::string& into);

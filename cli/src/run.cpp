@@ -25,8 +25,8 @@ struct RunOptions {
 };
 
 void declare_run_options(CLI::App& app, RunOptions& o) {
-  add_argument(app, "MODEL", o.model, Presence::kRequired);
-  add_target_option(app, o.target, "the target to run on (see `rlx --list-targets`)");
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "run on");
   add_value(app, "-i,--inputs", "IN.safetensors", o.inputs,
             "the input tensors, by graph input name", Presence::kRequired);
   add_value(app, "-o,--output", "OUT.safetensors", o.output, "where to write the output tensors",
