@@ -6,17 +6,18 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <numeric>
 
-#include "commands.h"
-#include "json_out.h"
 #include "bindings.h"
+#include "commands.h"
+#include "errors.h"
 #include "inputs_file.h"
+#include "json_out.h"
 #include "model.h"
+#include "options.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
 
@@ -30,15 +31,31 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-const CommandSpec& bench_spec();
+struct BenchOptions {
+  std::string model, target, graph;
+  std::optional<std::string> inputs, output;
+  std::optional<int64_t> batch, seq;
+  std::vector<std::string> bind;
+  int64_t warmup = 10, runs = 50;
+  bool json = false;
+};
 
-int64_t parse_positive(const std::string& text, const std::string& option, int64_t min) {
-  int64_t v = -1;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || ec != std::errc() || p != text.data() + text.size() || v < min)
-    throw UsageError(fmt::format("--{}: '{}' is not an integer >= {}", option, text, min),
-                     usage_hint(bench_spec()));
-  return v;
+void declare_bench_options(CLI::App& app, BenchOptions& o) {
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "run on");
+  add_value(app, "-i,--inputs", "IN.safetensors", o.inputs,
+            "the input tensors, by graph input name");
+  add_integer(app, "-b,--batch", "N", 1, o.batch, "made-up inputs: the size of B (batch)");
+  add_integer(app, "-s,--seq", "S", 1, o.seq, "made-up inputs: the size of S (sequence length)");
+  add_bind_option(app, o.bind, "made-up inputs: the size of another symbolic dim");
+  add_integer(app, "--warmup", "N", 1, o.warmup,
+              "untimed runs first, the compiling one included (default 10, >= 1)");
+  add_integer(app, "-n,--runs", "N", 1, o.runs, "timed runs (default 50)");
+  add_value(app, "-o,--output", "OUT.safetensors", o.output,
+            "write the outputs of the last run (to check them)");
+  add_flag(app, "--json", o.json,
+           "print {\"p50_ms\", \"p90_ms\", \"compile_ms\", \"peak_rss_mb\", min/mean/max, ...}");
+  add_graph_option(app, o.graph);
 }
 
 // q-th percentile (0..100) with linear interpolation between the two nearest ranks: NumPy's
@@ -64,12 +81,14 @@ double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) * 1024.0 / 1e6;  // KiB on Linux
 }
 
-std::string bind_option_name(const std::string& name) { return "--bind " + name; }
+std::string bind_option_name(const std::string& name) {
+  return "--bind " + name;
+}
 
 // Sizes for the graph's symbols from --batch (B), --seq (S) and --bind NAME=SIZE (`binds`, which
 // the importer has seen: it may have fixed some of them).
-Bindings sizes_from_args(const Args& args, const Graph& graph, const Model& model,
-                         const Bindings& binds) {
+Bindings sizes_from_options(const BenchOptions& o, const Graph& graph, const Model& model,
+                            const Bindings& binds) {
   Bindings sizes = sizes_for_graph(binds, graph, model, &bind_option_name);
   const std::vector<std::string> symbols = graph.symbols();
   auto set = [&](const std::string& name, int64_t value, const std::string& option) {
@@ -79,11 +98,10 @@ Bindings sizes_from_args(const Args& args, const Graph& graph, const Model& mode
                                                  : "its symbols: " + unsized_symbols({}, graph)),
                      "give sizes only for the symbols of the model's input shapes");
     if (!sizes.emplace(name, value).second)
-      throw UsageError(fmt::format("the size of '{}' is given twice", name),
-                       usage_hint(bench_spec()));
+      throw UsageError(fmt::format("the size of '{}' is given twice", name), usage_hint("bench"));
   };
-  if (auto b = args.value("batch")) set("B", parse_positive(*b, "batch", 1), "--batch");
-  if (auto s = args.value("seq")) set("S", parse_positive(*s, "seq", 1), "--seq");
+  if (o.batch) set("B", *o.batch, "--batch");
+  if (o.seq) set("S", *o.seq, "--seq");
   if (std::string missing = unsized_symbols(sizes, graph); !missing.empty()) {
     std::string example;
     for (const auto& s : symbols)
@@ -150,18 +168,18 @@ json::Value jnumber(double v, int decimals) {
   return json::Value{json::Number{v, fmt::format("{:.{}f}", v, decimals)}};
 }
 
-int bench_main(const Args& args, const GlobalOptions& global) {
-  const std::string model_path = args.positional(0);
-  const std::string target_name = args.required("target");
-  const int64_t warmup = parse_positive(args.value("warmup").value_or("10"), "warmup", 1);
-  const int64_t runs = parse_positive(args.value("runs").value_or("50"), "runs", 1);
-  const bool sized = args.value("batch") || args.value("seq") || !args.values("bind").empty();
-  if (args.value("inputs") && sized)
+int bench_main(const BenchOptions& o, const GlobalOptions& global) {
+  const std::string& model_path = o.model;
+  const std::string& target_name = o.target;
+  const int64_t warmup = o.warmup;
+  const int64_t runs = o.runs;
+  const bool sized = o.batch || o.seq || !o.bind.empty();
+  if (o.inputs && sized)
     throw UsageError("give either --inputs or sizes to make inputs up (--batch, --seq, --bind)",
-                     usage_hint(bench_spec()));
+                     usage_hint("bench"));
   std::optional<fs::path> output;
-  if (auto o = args.value("output")) {
-    output = *o;
+  if (o.output) {
+    output = *o.output;
     std::error_code ec;
     if (output->has_parent_path() && !fs::is_directory(output->parent_path(), ec))
       throw CliError(fmt::format("cannot write {}: folder {} does not exist", output->string(),
@@ -169,20 +187,20 @@ int bench_main(const Args& args, const GlobalOptions& global) {
                      "create the folder first, or choose another --output");
   }
 
-  const Bindings binds = parse_bind_specs(args.values("bind"), 1);
+  const Bindings binds = parse_bind_specs(o.bind, 1);
 
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path);
   std::optional<TensorMap> file;
-  if (auto path = args.value("inputs")) file = read_inputs_file(*path);
-  Model model = load_model(reg, model_path,
-                           file ? import_options_for(*file) : import_options_for(binds));
-  const std::string graph_name = args.value("graph").value_or("main");
-  const Graph& graph = chosen_graph(model, args);
-  NamedTensors inputs = args.value("inputs")
-                            ? match_inputs(graph, *file, *args.value("inputs"))
-                            : synthesize_inputs(graph, model, sizes_from_args(args, graph, model, binds));
+  if (o.inputs) file = read_inputs_file(*o.inputs);
+  Model model =
+      load_model(reg, model_path, file ? import_options_for(*file) : import_options_for(binds));
+  const std::string& graph_name = o.graph;
+  const Graph& graph = model.graph(graph_name);
+  NamedTensors inputs =
+      o.inputs ? match_inputs(graph, *file, *o.inputs)
+               : synthesize_inputs(graph, model, sizes_from_options(o, graph, model, binds));
 
   // The first run specialises the model for these shapes (lowering and the target's compile):
   // it belongs to the compile time, not to the latency.
@@ -220,7 +238,7 @@ int bench_main(const Args& args, const GlobalOptions& global) {
     shapes += fmt::format("{}{} {}{}", shapes.empty() ? "" : ", ", graph.values[v].name,
                           dtype_name(t.dtype()), t.shape_str());
   }
-  if (args.flag("json")) {
+  if (o.json) {
     json::Object input_json;
     for (ValueId v : graph.inputs) {
       const Tensor& t = inputs.at(graph.values[v].name);
@@ -262,51 +280,27 @@ int bench_main(const Args& args, const GlobalOptions& global) {
   return 0;
 }
 
-const CommandSpec& bench_spec() {
-  static const CommandSpec spec = [] {
-    CommandSpec s;
-    s.name = "bench";
-    s.summary = "measure a model's latency on a target (p50, p90, compile time, peak memory)";
-    s.usage =
-        "MODEL --target T [--inputs IN.safetensors | --batch N --seq S | --bind NAME=SIZE]...\n"
-        "       [--graph NAME] [--warmup 10] [--runs 50] [--output OUT.safetensors] [--json]";
-    s.description =
-        "Compiles MODEL for target T, runs it once (compiling it for the input shapes) and\n"
-        "WARMUP-1 more times untimed, then RUNS times, clocking each run. Prints the median (p50)\n"
-        "and 90th percentile (p90) of those runs, linearly interpolated as NumPy does; compile_ms\n"
-        "(the compile call plus what the first run took beyond p50: dispatch, passes, lowering "
-        "and\n"
-        "the target's code generation); and the process's peak resident memory in MB (10^6 "
-        "bytes).\n"
-        "Inputs come from IN.safetensors (one tensor per graph input, by name), or are made up\n"
-        "from sizes for the symbolic dims: --batch binds B, --seq binds S, --bind any other\n"
-        "(a decoder's decode graph: --bind T=CAPACITY). Made-up inputs are deterministic: floats\n"
-        "uniform in [-1, 1), input_ids spread over the vocabulary, attention_mask ones, positions\n"
-        "0, 1, ...; anything else zero. bench/ in the source tree races rlx against other\n"
-        "runtimes with this command.";
-    s.positionals = {"MODEL"};
-    s.options = {
-        {"target", 't', "T", "the target to run on (see `rlx --list-targets`)"},
-        {"inputs", 'i', "IN.safetensors", "the input tensors, by graph input name"},
-        {"batch", 'b', "N", "made-up inputs: the size of B (batch)"},
-        {"seq", 's', "S", "made-up inputs: the size of S (sequence length)"},
-        bind_option("made-up inputs: the size of another symbolic dim"),
-        {"warmup", 0, "N", "untimed runs first, the compiling one included (default 10, >= 1)"},
-        {"runs", 'n', "N", "timed runs (default 50)"},
-        {"output", 'o', "OUT.safetensors", "write the outputs of the last run (to check them)"},
-        {"json", 0, "",
-         "print {\"p50_ms\", \"p90_ms\", \"compile_ms\", \"peak_rss_mb\", min/mean/max, ...}"},
-        graph_option(),
-    };
-    return s;
-  }();
-  return spec;
-}
-
 }  // namespace
 
 Command bench_command() {
-  return {bench_spec(), &bench_main};
+  return make_command<BenchOptions>(
+      {"bench", "measure a model's latency on a target (p50, p90, compile time, peak memory)",
+       "MODEL --target T [--inputs IN.safetensors | --batch N --seq S | --bind NAME=SIZE]...\n"
+       "       [--graph NAME] [--warmup 10] [--runs 50] [--output OUT.safetensors] [--json]",
+       "Compiles MODEL for target T, runs it once (compiling it for the input shapes) and\n"
+       "WARMUP-1 more times untimed, then RUNS times, clocking each run. Prints the median (p50)\n"
+       "and 90th percentile (p90) of those runs, linearly interpolated as NumPy does; compile_ms\n"
+       "(the compile call plus what the first run took beyond p50: dispatch, passes, lowering "
+       "and\n"
+       "the target's code generation); and the process's peak resident memory in MB (10^6 "
+       "bytes).\n"
+       "Inputs come from IN.safetensors (one tensor per graph input, by name), or are made up\n"
+       "from sizes for the symbolic dims: --batch binds B, --seq binds S, --bind any other\n"
+       "(a decoder's decode graph: --bind T=CAPACITY). Made-up inputs are deterministic: floats\n"
+       "uniform in [-1, 1), input_ids spread over the vocabulary, attention_mask ones, positions\n"
+       "0, 1, ...; anything else zero. bench/ in the source tree races rlx against other\n"
+       "runtimes with this command."},
+      &declare_bench_options, &bench_main);
 }
 
 }  // namespace rlx::cli

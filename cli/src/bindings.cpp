@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <charconv>
 
+#include "errors.h"
+#include "options.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cli {
 
-OptionSpec bind_option(std::string help) {
-  return {"bind", 0, "NAME=SIZE", std::move(help), true};
+void add_bind_option(CLI::App& app, std::vector<std::string>& into, const std::string& help) {
+  add_repeatable(app, "--bind", "NAME=SIZE", into, help);
 }
 
 Bindings parse_bind_specs(const std::vector<std::string>& specs, int64_t min_size) {

@@ -6,15 +6,18 @@
 #include <string>
 #include <vector>
 
-#include "args.h"
 #include "rlx/core/graph.h"
 #include "rlx/core/model.h"
 #include "rlx/core/shape.h"
 
+namespace CLI {
+class App;
+}
+
 namespace rlx::cli {
 
-// The --bind option of a command, with its help text.
-OptionSpec bind_option(std::string help);
+// The --bind NAME=SIZE option of a command (repeatable), with its help text.
+void add_bind_option(CLI::App& app, std::vector<std::string>& into, const std::string& help);
 
 // NAME=SIZE specs -> sizes (syntax only: a name, an integer >= min_size, each name once).
 Bindings parse_bind_specs(const std::vector<std::string>& specs, int64_t min_size);

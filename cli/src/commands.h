@@ -1,10 +1,16 @@
-// The subcommands of `rlx`. Each one lives in its own file and is described by a Command: the
-// spec its arguments are parsed (and its --help printed) from, and the function that runs it.
+// The subcommands of `rlx`. Each one lives in its own file: a struct of its options, the function
+// that declares them (options.h) on the command's CLI11 App, bound to the struct's fields, and the
+// function that runs the command on them. command_line.cpp parses the command line into them.
 #pragma once
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
-#include "args.h"
+namespace CLI {
+class App;
+}
 
 namespace rlx::cli {
 
@@ -14,11 +20,31 @@ struct GlobalOptions {
   bool verbose = false;
 };
 
+// Runs a parsed command; returns the exit code. Failures are thrown and mapped by errors.h.
+using CommandMain = std::function<int(const GlobalOptions& global)>;
+
 struct Command {
-  CommandSpec spec;
-  // Returns the exit code; failures are thrown and mapped by errors.h.
-  int (*main)(const Args& args, const GlobalOptions& global);
+  std::string name;         // "run"; what follows `rlx`
+  std::string summary;      // one line for `rlx --help`
+  std::string usage;        // arguments after the command name, for the usage line of --help
+  std::string description;  // paragraph(s) shown by --help
+  // Declares the command's options on `app`, bound to storage the returned function owns; once
+  // the command line is parsed into it, that function runs the command.
+  std::function<CommandMain(CLI::App& app)> declare;
 };
+
+// A Command whose options are the fields of `Options`: `declare_options` binds them, `main` runs
+// on what was parsed into them.
+template <class Options>
+Command make_command(Command text, void (*declare_options)(CLI::App& app, Options& options),
+                     int (*main)(const Options& options, const GlobalOptions& global)) {
+  text.declare = [declare_options, main](CLI::App& app) -> CommandMain {
+    auto options = std::make_shared<Options>();
+    declare_options(app, *options);
+    return [options, main](const GlobalOptions& global) { return main(*options, global); };
+  };
+  return text;
+}
 
 Command list_targets_command();
 Command explain_command();
@@ -27,9 +53,5 @@ Command compile_command();
 Command embed_command();
 Command generate_command();
 Command bench_command();
-
-// The options of GlobalOptions, appended to every command's spec.
-std::vector<OptionSpec> global_option_specs();
-GlobalOptions global_options_from(const Args& args);
 
 }  // namespace rlx::cli

@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <fstream>
 
-#include "commands.h"
-#include "json_out.h"
 #include "bindings.h"
+#include "commands.h"
+#include "errors.h"
+#include "json_out.h"
 #include "model.h"
+#include "options.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/core/lir.h"
 #include "rlx/core/runtime.h"
@@ -42,7 +44,9 @@ class StageTimer {
   std::vector<std::pair<std::string, double>> stages_;
 };
 
-std::string bind_option_name(const std::string& name) { return "--bind " + name; }
+std::string bind_option_name(const std::string& name) {
+  return "--bind " + name;
+}
 
 // Every symbolic dim needs a size before lowering: from --bind, or fixed by the importer.
 Bindings lowering_sizes(const Bindings& given, const Graph& graph, const Model& model) {
@@ -103,22 +107,41 @@ std::vector<std::pair<std::string, double>> split_target_stages(
   return out;
 }
 
-int compile_main(const Args& args, const GlobalOptions& global) {
-  const fs::path model_path = args.positional(0);
-  const std::string target_name = args.required("target");
-  const fs::path out_dir = args.required("output-dir");
-  const bool timings = args.flag("timings");
-  const bool json_output = args.flag("json");
+struct CompileOptions {
+  std::string model, target, output_dir, graph;
+  std::vector<std::string> bind;
+  bool timings = false, json = false;
+};
+
+void declare_compile_options(CLI::App& app, CompileOptions& o) {
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "compile for");
+  add_value(app, "-o,--output-dir", "DIR", o.output_dir,
+            "the folder to write into (created when missing)", Presence::kRequired);
+  add_bind_option(app, o.bind, "the size of a symbolic dim");
+  add_flag(app, "--timings", o.timings,
+           "print the time of each stage in ms (a target that builds code adds its own: codegen, "
+           "compiler, load)");
+  add_flag(app, "--json", o.json, "print a JSON summary of the files written (and the timings)");
+  add_graph_option(app, o.graph);
+}
+
+int compile_main(const CompileOptions& o, const GlobalOptions& global) {
+  const fs::path model_path = o.model;
+  const std::string& target_name = o.target;
+  const fs::path out_dir = o.output_dir;
+  const bool timings = o.timings;
+  const bool json_output = o.json;
 
   StageTimer timer;
   timer.stage("plugin discovery");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
 
-  const Bindings given = parse_bind_specs(args.values("bind"), 0);
+  const Bindings given = parse_bind_specs(o.bind, 0);
   timer.stage("import");
   Model model_file = load_model(reg, model_path, import_options_for(given));
-  const Graph& graph = chosen_graph(model_file, args);
+  const Graph& graph = model_file.graph(o.graph);
   Bindings bindings = lowering_sizes(given, graph, model_file);
 
   timer.stage("dispatch+passes");
@@ -210,28 +233,17 @@ int compile_main(const Args& args, const GlobalOptions& global) {
 }  // namespace
 
 Command compile_command() {
-  CommandSpec spec;
-  spec.name = "compile";
-  spec.summary = "compile a model and write the target's artifacts to a folder";
-  spec.usage = "MODEL --target T -o DIR [--bind NAME=SIZE]... [--timings] [--json]";
-  spec.description =
-      "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
-      "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
-      "dispatch.json (the path of every node), the target's own artifacts, and manifest.json\n"
-      "listing every file with its kind.\n"
-      "Symbolic dims of the inputs need a size: --bind batch=4. The size reaches the importer\n"
-      "too: ONNX and rten fix such dims at import, which models whose shape arithmetic rlx\n"
-      "cannot keep symbolic need (a reflect Pad: `sequence + 128`).";
-  spec.positionals = {"MODEL"};
-  spec.options = {
-      {"target", 't', "T", "the target to compile for (see `rlx --list-targets`)"},
-      {"output-dir", 'o', "DIR", "the folder to write into (created when missing)"},
-      bind_option("the size of a symbolic dim"),
-      {"timings", 0, "", "print the time of each stage in ms (a target that builds code adds its own: codegen, compiler, load)"},
-      {"json", 0, "", "print a JSON summary of the files written (and the timings)"},
-      graph_option(),
-  };
-  return {spec, &compile_main};
+  return make_command<CompileOptions>(
+      {"compile", "compile a model and write the target's artifacts to a folder",
+       "MODEL --target T -o DIR [--bind NAME=SIZE]... [--timings] [--json]",
+       "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
+       "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
+       "dispatch.json (the path of every node), the target's own artifacts, and manifest.json\n"
+       "listing every file with its kind.\n"
+       "Symbolic dims of the inputs need a size: --bind batch=4. The size reaches the importer\n"
+       "too: ONNX and rten fix such dims at import, which models whose shape arithmetic rlx\n"
+       "cannot keep symbolic need (a reflect Pad: `sequence + 128`)."},
+      &declare_compile_options, &compile_main);
 }
 
 }  // namespace rlx::cli

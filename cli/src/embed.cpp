@@ -9,8 +9,10 @@
 #include <fstream>
 
 #include "commands.h"
+#include "errors.h"
 #include "json_out.h"
 #include "model.h"
+#include "options.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
 #include "text_input.h"
@@ -138,29 +140,48 @@ json::Value jfloat(float x) {
   return json::Value{json::Number{x, fmt::format("{}", x)}};
 }
 
-int embed_main(const Args& args, const GlobalOptions& global) {
-  const std::string model_path = args.positional(0);
-  const std::string target_name = args.required("target");
-  const std::optional<std::string> output = args.value("output");
-  if (!output && !args.flag("json"))
-    throw UsageError("give --output OUT.safetensors, --json, or both",
-                     "run `rlx embed --help` to see its options");
+struct EmbedOptions {
+  std::string model, target;
+  std::optional<std::string> inputs, output, text_file;
+  std::vector<std::string> text;
+  bool json = false;
+};
+
+void declare_embed_options(CLI::App& app, EmbedOptions& o) {
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "run on");
+  add_value(app, "-i,--inputs", "IN.safetensors", o.inputs,
+            "input_ids [, attention_mask, token_type_ids]");
+  add_value(app, "-o,--output", "OUT.safetensors", o.output,
+            "where to write sentence_embedding and last_hidden_state");
+  add_repeatable(app, "--text", "TEXT", o.text, "a sentence to embed instead of --inputs");
+  add_value(app, "--text-file", "FILE", o.text_file, "sentences to embed, one per line");
+  add_flag(app, "--json", o.json,
+           "print {\"sentence_embedding\": [[...], ...], \"output\": PATH | null}");
+}
+
+int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
+  const std::string& model_path = o.model;
+  const std::string& target_name = o.target;
+  const std::optional<std::string>& output = o.output;
+  if (!output && !o.json)
+    throw UsageError("give --output OUT.safetensors, --json, or both", usage_hint("embed"));
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
   check_encoder(model, model_path);
-  std::vector<std::string> sentences = args.values("text");
-  if (auto file = args.value("text-file")) {
-    std::vector<std::string> lines = read_lines(*file);
+  std::vector<std::string> sentences = o.text;
+  if (o.text_file) {
+    std::vector<std::string> lines = read_lines(*o.text_file);
     sentences.insert(sentences.end(), lines.begin(), lines.end());
   }
-  const bool from_text = !sentences.empty() || args.value("text-file");
-  if (from_text == args.value("inputs").has_value())
+  const bool from_text = !sentences.empty() || o.text_file;
+  if (from_text == o.inputs.has_value())
     throw UsageError("give either --inputs IN.safetensors or --text/--text-file",
-                     "run `rlx embed --help` to see its options");
+                     usage_hint("embed"));
   NamedTensors inputs =
-      from_text ? tokenize_batch(model, sentences) : read_encoder_inputs(*args.value("inputs"));
+      from_text ? tokenize_batch(model, sentences) : read_encoder_inputs(*o.inputs);
 
   Session session(target);
   CompiledModel compiled = session.compile(model.graph("main"));
@@ -177,7 +198,7 @@ int embed_main(const Args& args, const GlobalOptions& global) {
     write_safetensors(p, written);
   }
   const Tensor& emb = written.at("sentence_embedding");
-  if (args.flag("json")) {
+  if (o.json) {
     json::Array rows;
     const int64_t width = emb.shape()[1];
     for (int64_t r = 0; r < emb.shape()[0]; ++r) {
@@ -200,29 +221,17 @@ int embed_main(const Args& args, const GlobalOptions& global) {
 }  // namespace
 
 Command embed_command() {
-  CommandSpec spec;
-  spec.name = "embed";
-  spec.summary = "sentence embeddings of an encoder model (bert)";
-  spec.usage =
-      "MODEL --target T (--inputs IN.safetensors | --text TEXT... | --text-file FILE)\n"
-      "       [--output OUT.safetensors] [--json]";
-  spec.description =
-      "Runs an encoder on token ids. IN.safetensors holds input_ids [batch, seq] (i64 or i32)\n"
-      "and optionally attention_mask (default all ones) and token_type_ids (default zeros).\n"
-      "OUT.safetensors receives sentence_embedding f32[batch, hidden] (mean pooling over the\n"
-      "unmasked tokens, then L2 normalisation) and last_hidden_state f32[batch, seq, hidden].\n"
-      "--text / --text-file tokenize sentences with the model's tokenizer (vocab.txt or\n"
-      "tokenizer.json) instead: one row per sentence, padded to the longest.";
-  spec.positionals = {"MODEL"};
-  spec.options = {
-      {"target", 't', "T", "the target to run on (see `rlx --list-targets`)"},
-      {"inputs", 'i', "IN.safetensors", "input_ids [, attention_mask, token_type_ids]"},
-      {"output", 'o', "OUT.safetensors", "where to write sentence_embedding and last_hidden_state"},
-      {"text", 0, "TEXT", "a sentence to embed instead of --inputs (repeatable)", true},
-      {"text-file", 0, "FILE", "sentences to embed, one per line"},
-      {"json", 0, "", "print {\"sentence_embedding\": [[...], ...], \"output\": PATH | null}"},
-  };
-  return {spec, &embed_main};
+  return make_command<EmbedOptions>(
+      {"embed", "sentence embeddings of an encoder model (bert)",
+       "MODEL --target T (--inputs IN.safetensors | --text TEXT... | --text-file FILE)\n"
+       "       [--output OUT.safetensors] [--json]",
+       "Runs an encoder on token ids. IN.safetensors holds input_ids [batch, seq] (i64 or i32)\n"
+       "and optionally attention_mask (default all ones) and token_type_ids (default zeros).\n"
+       "OUT.safetensors receives sentence_embedding f32[batch, hidden] (mean pooling over the\n"
+       "unmasked tokens, then L2 normalisation) and last_hidden_state f32[batch, seq, hidden].\n"
+       "--text / --text-file tokenize sentences with the model's tokenizer (vocab.txt or\n"
+       "tokenizer.json) instead: one row per sentence, padded to the longest."},
+      &declare_embed_options, &embed_main);
 }
 
 }  // namespace rlx::cli

@@ -6,7 +6,6 @@
 #include <new>
 #include <string>
 
-#include "args.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cli {
@@ -44,6 +43,11 @@ std::string hint_for(ErrorKind kind) {
 }
 
 }  // namespace
+
+std::string usage_hint(std::string_view command) {
+  if (command.empty()) return "run `rlx --help` to see the commands";
+  return fmt::format("run `rlx {} --help` to see its usage", command);
+}
 
 int report_exception(std::exception_ptr error, bool verbose) {
   try {

@@ -4,8 +4,32 @@
 // Messages read "rlx: error: <what>", followed where useful by "hint: <what to do>".
 #pragma once
 #include <exception>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace rlx::cli {
+
+// Anything wrong that the user can fix: exit code 1, message plus an optional hint line.
+class CliError : public std::runtime_error {
+ public:
+  CliError(std::string message, std::string hint = {})
+      : std::runtime_error(std::move(message)), hint_(std::move(hint)) {}
+  const std::string& hint() const { return hint_; }
+
+ private:
+  std::string hint_;
+};
+
+// A malformed command line; the hint points at the command's --help.
+class UsageError : public CliError {
+ public:
+  using CliError::CliError;
+};
+
+// "run `rlx run --help` to see its usage": the hint of every usage error of a command (`command`
+// is "run"; empty for rlx itself).
+std::string usage_hint(std::string_view command);
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitUser = 1;

@@ -7,9 +7,11 @@
 #include <optional>
 
 #include "commands.h"
-#include "rlx/llm/decoding.h"
+#include "errors.h"
 #include "json_out.h"
 #include "model.h"
+#include "options.h"
+#include "rlx/llm/decoding.h"
 #include "text_input.h"
 
 namespace rlx::cli {
@@ -29,20 +31,11 @@ std::vector<int64_t> parse_ids(const std::string& text, const std::string& optio
       throw UsageError(fmt::format("--{}: '{}' is not a token id (a non-negative integer); "
                                    "expected a comma-separated list such as 1,2,3",
                                    option, item),
-                       "run `rlx generate --help` to see its options");
+                       usage_hint("generate"));
     ids.push_back(v);
     start = end + 1;
   }
   return ids;
-}
-
-int64_t parse_count(const std::string& text, const std::string& option) {
-  int64_t v = -1;
-  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size() || v < 0)
-    throw UsageError(fmt::format("--{}: '{}' is not a non-negative integer", option, text),
-                     "run `rlx generate --help` to see its options");
-  return v;
 }
 
 std::set<int64_t> stop_ids(const Model& model) {
@@ -79,37 +72,55 @@ std::string replace_invalid_utf8(std::string text) {
   return out;
 }
 
-int generate_main(const Args& args, const GlobalOptions& global) {
-  const std::string model_path = args.positional(0);
-  const std::string target_name = args.required("target");
-  const int64_t max_new =
-      parse_count(args.value("max-new-tokens").value_or("32"), "max-new-tokens");
-  if (args.value("prompt") && args.value("prompt-ids"))
-    throw UsageError("give either --prompt or --prompt-ids, not both",
-                     "run `rlx generate --help` to see its options");
+struct GenerateOptions {
+  std::string model, target;
+  std::optional<std::string> prompt_ids, prompt;
+  int64_t max_new_tokens = 32;
+  bool ignore_eos = false, json = false;
+};
+
+void declare_generate_options(CLI::App& app, GenerateOptions& o) {
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "run on");
+  add_value(app, "-p,--prompt-ids", "IDS", o.prompt_ids,
+            "the prompt as comma-separated token ids: 1,2,3");
+  add_value(app, "--prompt", "TEXT", o.prompt,
+            "the prompt as text, tokenized with the model's tokenizer");
+  add_integer(app, "-n,--max-new-tokens", "N", 0, o.max_new_tokens,
+              "how many tokens to generate at most (default 32)");
+  add_flag(app, "--ignore-eos", o.ignore_eos, "keep generating after an end-of-sequence token");
+  add_flag(app, "--json", o.json,
+           "print {\"tokens\": [generated ids]} (and \"text\" with --prompt)");
+}
+
+int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
+  const std::string& model_path = o.model;
+  const std::string& target_name = o.target;
+  if (o.prompt && o.prompt_ids)
+    throw UsageError("give either --prompt or --prompt-ids, not both", usage_hint("generate"));
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
   std::optional<Tokenizer> tokenizer;
   std::vector<int64_t> prompt;
-  if (args.value("prompt")) {
+  if (o.prompt) {
     tokenizer = model_tokenizer(model, "prompt", "--prompt-ids 1,2,3");
-    prompt = tokenizer->encode(*args.value("prompt"), /*add_special=*/true);
+    prompt = tokenizer->encode(*o.prompt, /*add_special=*/true);
     if (prompt.empty())
       throw CliError("--prompt: the text gives no tokens", "give a non-empty prompt");
-  } else if (args.value("prompt-ids")) {
-    prompt = parse_ids(*args.value("prompt-ids"), "prompt-ids");
+  } else if (o.prompt_ids) {
+    prompt = parse_ids(*o.prompt_ids, "prompt-ids");
   } else {
     throw UsageError("give the prompt: --prompt-ids 1,2,3 or --prompt TEXT",
-                     "run `rlx generate --help` to see its options");
+                     usage_hint("generate"));
   }
   check_vocab(model, prompt);
 
   llm::GreedyDecoder decoder(model, target);
   llm::DecodeOptions options;
-  options.max_new_tokens = max_new;
-  if (!args.flag("ignore-eos")) options.stop_ids = stop_ids(model);
+  options.max_new_tokens = o.max_new_tokens;
+  if (!o.ignore_eos) options.stop_ids = stop_ids(model);
   auto n = static_cast<int64_t>(prompt.size());
   llm::DecodeResult r = decoder.run(Tensor::from<int64_t>(DType::kI64, {1, n}, prompt), options);
   const std::vector<int64_t>& tokens = r.tokens.at(0);
@@ -117,7 +128,7 @@ int generate_main(const Args& args, const GlobalOptions& global) {
   // Text in, text out: with --prompt the continuation is printed as text.
   std::optional<std::string> text;
   if (tokenizer) text = replace_invalid_utf8(tokenizer->decode(tokens));
-  if (args.flag("json")) {
+  if (o.json) {
     json::Array ids;
     for (int64_t t : tokens) ids.push_back(jint(t));
     json::Object o{{"tokens", json::Value{std::move(ids)}}};
@@ -145,28 +156,16 @@ int generate_main(const Args& args, const GlobalOptions& global) {
 }  // namespace
 
 Command generate_command() {
-  CommandSpec spec;
-  spec.name = "generate";
-  spec.summary = "greedy text generation with a decoder model (qwen3, llama, gemma3)";
-  spec.usage =
-      "MODEL --target T (--prompt-ids 1,2,3 | --prompt TEXT) [--max-new-tokens N] "
-      "[--ignore-eos] [--json]";
-  spec.description =
-      "Runs the model's prefill graph over the prompt, then its decode graph once per new token\n"
-      "with a KV cache of fixed capacity (prompt + N), always taking the most likely token.\n"
-      "Stops after N tokens, or after an end-of-sequence token of the model unless --ignore-eos.\n"
-      "Prints the generated ids (not the prompt) separated by spaces, or with --prompt the\n"
-      "generated text (the model's tokenizer.json or vocab.txt); -v adds timings.";
-  spec.positionals = {"MODEL"};
-  spec.options = {
-      {"target", 't', "T", "the target to run on (see `rlx --list-targets`)"},
-      {"prompt-ids", 'p', "IDS", "the prompt as comma-separated token ids: 1,2,3"},
-      {"prompt", 0, "TEXT", "the prompt as text, tokenized with the model's tokenizer"},
-      {"max-new-tokens", 'n', "N", "how many tokens to generate at most (default 32)"},
-      {"ignore-eos", 0, "", "keep generating after an end-of-sequence token"},
-      {"json", 0, "", "print {\"tokens\": [generated ids]} (and \"text\" with --prompt)"},
-  };
-  return {spec, &generate_main};
+  return make_command<GenerateOptions>(
+      {"generate", "greedy text generation with a decoder model (qwen3, llama, gemma3)",
+       "MODEL --target T (--prompt-ids 1,2,3 | --prompt TEXT) [--max-new-tokens N] "
+       "[--ignore-eos] [--json]",
+       "Runs the model's prefill graph over the prompt, then its decode graph once per new token\n"
+       "with a KV cache of fixed capacity (prompt + N), always taking the most likely token.\n"
+       "Stops after N tokens, or after an end-of-sequence token of the model unless --ignore-eos.\n"
+       "Prints the generated ids (not the prompt) separated by spaces, or with --prompt the\n"
+       "generated text (the model's tokenizer.json or vocab.txt); -v adds timings."},
+      &declare_generate_options, &generate_main);
 }
 
 }  // namespace rlx::cli

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "args.h"
+#include "errors.h"
 
 namespace rlx::cli {
 

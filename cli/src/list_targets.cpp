@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "json_out.h"
 #include "model.h"
+#include "options.h"
 #include "table.h"
 
 namespace rlx::cli {
@@ -143,12 +144,21 @@ void print_json(const registry::Registry& reg, bool verbose) {
   std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
 }
 
-int list_targets_main(const Args& args, const GlobalOptions& global) {
+struct ListTargetsOptions {
+  bool json = false;
+};
+
+void declare_list_targets_options(CLI::App& app, ListTargetsOptions& o) {
+  add_flag(app, "--json", o.json,
+           "print JSON: {\"targets\": [...], \"importers\": [...], \"problems\": [...]}");
+}
+
+int list_targets_main(const ListTargetsOptions& o, const GlobalOptions& global) {
   // -v is the global --verbose: more detail, here per plugin, elsewhere where an error arose.
   const bool verbose = global.verbose;
   // Legality tables cost a pass over the op registry per target; only -v shows them.
   const registry::Registry& reg = plugin_registry(global, verbose);
-  if (args.flag("json"))
+  if (o.json)
     print_json(reg, verbose);
   else
     print_text(reg, verbose);
@@ -158,22 +168,16 @@ int list_targets_main(const Args& args, const GlobalOptions& global) {
 }  // namespace
 
 Command list_targets_command() {
-  CommandSpec spec;
-  spec.name = "list-targets";
-  spec.summary = "list the target and importer plugins, their status and why";
-  spec.usage = "[-v] [--json]";
-  spec.description =
-      "Lists every plugin found on the search path with its status (available, codegen-only,\n"
-      "unavailable, incompatible, broken) and the reason, then the manifests and libraries that\n"
-      "could not be used. Also spelled `rlx --list-targets`. Never fails because of a plugin.\n"
-      "With -v: manifest and library paths, legality coverage per target, the search order and\n"
-      "shadowed copies (with --json also \"manifest\", \"library\", \"coverage\", "
-      "\"search_dirs\").";
-  spec.options = {
-      {"json", 0, "",
-       "print JSON: {\"targets\": [...], \"importers\": [...], \"problems\": [...]}"},
-  };
-  return {spec, &list_targets_main};
+  return make_command<ListTargetsOptions>(
+      {"list-targets", "list the target and importer plugins, their status and why",
+       "[-v] [--json]",
+       "Lists every plugin found on the search path with its status (available, codegen-only,\n"
+       "unavailable, incompatible, broken) and the reason, then the manifests and libraries that\n"
+       "could not be used. Also spelled `rlx --list-targets`. Never fails because of a plugin.\n"
+       "With -v: manifest and library paths, legality coverage per target, the search order and\n"
+       "shadowed copies (with --json also \"manifest\", \"library\", \"coverage\", "
+       "\"search_dirs\")."},
+      &declare_list_targets_options, &list_targets_main);
 }
 
 }  // namespace rlx::cli

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "args.h"
+#include "errors.h"
 #include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
 
@@ -38,15 +38,6 @@ void require_can_execute(Target& target, const std::string& target_name,
         fmt::format("use `rlx compile {} --target {} -o DIR` to emit its artifacts, "
                     "or run on a target listed as available by `rlx --list-targets`",
                     model_path, target_name));
-}
-
-OptionSpec graph_option() {
-  return {"graph", 'g', "NAME",
-          "the graph of MODEL to use (default main; decoders also have prefill and decode)"};
-}
-
-const Graph& chosen_graph(const Model& model, const Args& args) {
-  return model.graph(args.value("graph").value_or("main"));
 }
 
 Model load_model(const registry::Registry& reg, const fs::path& path,

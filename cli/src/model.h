@@ -26,10 +26,6 @@ std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::
 void require_can_execute(Target& target, const std::string& target_name,
                          const std::string& model_path);
 
-// --graph NAME: which graph of a model several graphs (decoders: main, prefill, decode) to use.
-OptionSpec graph_option();
-const Graph& chosen_graph(const Model& model, const Args& args);
-
 // Loads MODEL: an importer claims it (folder marker, magic bytes or extension), otherwise it is
 // read as IR text (with the sibling .safetensors holding its params).
 // `options` reach the importer (sizes from --bind, input shapes from --inputs); IR text takes

@@ -6,9 +6,11 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "json_out.h"
+#include "errors.h"
 #include "inputs_file.h"
+#include "json_out.h"
 #include "model.h"
+#include "options.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
 
@@ -17,17 +19,34 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int run_main(const Args& args, const GlobalOptions& global) {
-  const fs::path model_path = args.positional(0);
-  const std::string target_name = args.required("target");
-  const std::string inputs_path = args.required("inputs");
-  const fs::path output_path = args.required("output");
+struct RunOptions {
+  std::string model, target, inputs, output, graph;
+  bool json = false;
+};
+
+void declare_run_options(CLI::App& app, RunOptions& o) {
+  add_model_argument(app, o.model);
+  add_target_option(app, o.target, "run on");
+  add_value(app, "-i,--inputs", "IN.safetensors", o.inputs,
+            "the input tensors, by graph input name", Presence::kRequired);
+  add_value(app, "-o,--output", "OUT.safetensors", o.output, "where to write the output tensors",
+            Presence::kRequired);
+  add_flag(app, "--json", o.json,
+           "print a JSON summary: {\"outputs\": [{\"name\", \"dtype\", \"shape\"}]}");
+  add_graph_option(app, o.graph);
+}
+
+int run_main(const RunOptions& o, const GlobalOptions& global) {
+  const fs::path model_path = o.model;
+  const std::string& target_name = o.target;
+  const std::string& inputs_path = o.inputs;
+  const fs::path output_path = o.output;
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path.string());
   const TensorMap file = read_inputs_file(inputs_path);
   Model model_file = load_model(reg, model_path, import_options_for(file));
-  const Graph& graph = chosen_graph(model_file, args);
+  const Graph& graph = model_file.graph(o.graph);
   NamedTensors inputs = match_inputs(graph, file, inputs_path);
 
   Session session(target);
@@ -55,7 +74,7 @@ int run_main(const Args& args, const GlobalOptions& global) {
                                                {"shape", json::Value{std::move(shape)}}}});
     text += fmt::format("  {} {}{}\n", name, dtype_name(t.dtype()), t.shape_str());
   }
-  if (args.flag("json"))
+  if (o.json)
     std::fputs(
         (to_json_text(json::Value{json::Object{{"outputs", json::Value{summary}}}}) + "\n").c_str(),
         stdout);
@@ -67,24 +86,14 @@ int run_main(const Args& args, const GlobalOptions& global) {
 }  // namespace
 
 Command run_command() {
-  CommandSpec spec;
-  spec.name = "run";
-  spec.summary = "run a model on named inputs from a safetensors file";
-  spec.usage = "MODEL --target T --inputs IN.safetensors --output OUT.safetensors [--json]";
-  spec.description =
-      "Compiles MODEL for target T and runs it. IN.safetensors holds one tensor per graph input,\n"
-      "named like the input; OUT.safetensors receives one tensor per graph output, named like\n"
-      "the output. Symbolic dims are bound from the input shapes (an ONNX or rten model whose\n"
-      "shape arithmetic rlx cannot keep symbolic is specialised on them at import).";
-  spec.positionals = {"MODEL"};
-  spec.options = {
-      {"target", 't', "T", "the target to run on (see `rlx --list-targets`)"},
-      {"inputs", 'i', "IN.safetensors", "the input tensors, by graph input name"},
-      {"output", 'o', "OUT.safetensors", "where to write the output tensors"},
-      {"json", 0, "", "print a JSON summary: {\"outputs\": [{\"name\", \"dtype\", \"shape\"}]}"},
-      graph_option(),
-  };
-  return {spec, &run_main};
+  return make_command<RunOptions>(
+      {"run", "run a model on named inputs from a safetensors file",
+       "MODEL --target T --inputs IN.safetensors --output OUT.safetensors [--json]",
+       "Compiles MODEL for target T and runs it. IN.safetensors holds one tensor per graph input,\n"
+       "named like the input; OUT.safetensors receives one tensor per graph output, named like\n"
+       "the output. Symbolic dims are bound from the input shapes (an ONNX or rten model whose\n"
+       "shape arithmetic rlx cannot keep symbolic is specialised on them at import)."},
+      &declare_run_options, &run_main);
 }
 
 }  // namespace rlx::cli

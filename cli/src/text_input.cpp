@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "args.h"
+#include "errors.h"
 
 namespace rlx::cli {
 

@@ -146,6 +146,69 @@ TEST_F(CliTest, MissingRequiredOptionIsAUserError) {
   EXPECT_THAT(r.err, HasSubstr("needs -t, --target T")) << dump(r);
 }
 
+// Every command, with options its --help must list (the global ones come with each).
+const std::vector<std::pair<std::string, std::vector<std::string>>> kCommandOptions = {
+    {"list-targets", {"--json"}},
+    {"explain", {"-t, --target T", "--bind NAME=SIZE", "--json", "-g, --graph NAME"}},
+    {"run", {"-t, --target T", "-i, --inputs IN.safetensors", "-o, --output OUT.safetensors"}},
+    {"compile", {"-o, --output-dir DIR", "--bind NAME=SIZE", "--timings", "--json"}},
+    {"embed", {"--text TEXT", "--text-file FILE", "-o, --output OUT.safetensors", "--json"}},
+    {"generate", {"-p, --prompt-ids IDS", "--prompt TEXT", "-n, --max-new-tokens N"}},
+    {"bench", {"-b, --batch N", "-s, --seq S", "--warmup N", "-n, --runs N", "--json"}},
+    {"help", {}},
+};
+
+TEST_F(CliTest, EveryCommandsHelpListsItsOptions) {
+  for (const auto& [command, options] : kCommandOptions) {
+    ProcessResult r = rlx({command, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << dump(r);
+    EXPECT_THAT(r.out, StartsWith("usage: rlx " + command)) << dump(r);
+    EXPECT_TRUE(r.err.empty()) << dump(r);
+    for (const std::string& o : options) EXPECT_THAT(r.out, HasSubstr("\n  " + o)) << dump(r);
+    for (const char* o : {"--plugin-path DIR", "-v, --verbose", "-h, --help"})
+      EXPECT_THAT(r.out, HasSubstr(o)) << dump(r);
+    EXPECT_EQ(rlx({"help", command}).out, r.out) << command;
+  }
+}
+
+TEST_F(CliTest, MisspelledFlagNamesTheFlagTheCommandAndTheLikelyOne) {
+  for (const auto& [command, options] : kCommandOptions) {
+    if (command == "help") continue;
+    ProcessResult r = rlx({command, "--jsno"});
+    EXPECT_EQ(r.exit_code, 1) << dump(r);
+    EXPECT_THAT(r.err, StartsWith("rlx: error: unknown option '--jsno' for rlx " + command + "\n"))
+        << dump(r);
+    EXPECT_THAT(r.err, HasSubstr("hint: did you mean --json? run `rlx " + command + " --help`"))
+        << dump(r);
+    EXPECT_TRUE(r.out.empty()) << dump(r);
+  }
+}
+
+// Each way a command line can be wrong is a usage error that names the option (as --help shows
+// it) and points at the command's --help, before any model is read.
+TEST_F(CliTest, BadOptionsAreUsageErrorsNamingTheOption) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "m.rlx", "--target"}, "option --target needs a value (T)"},
+      {{"run", "m.rlx", "-t", "cpu", "--target", "cpu"}, "option --target is given more than once"},
+      {{"explain", "m.rlx", "-t", "cpu", "--json=yes"}, "option --json takes no value"},
+      {{"explain", "m.rlx", "extra", "-t", "cpu"}, "unexpected argument 'extra' for rlx explain"},
+      {{"explain", "m.rlx", "-x"}, "unknown option '-x' for rlx explain"},
+      {{"compile", "m.rlx", "-t", "cpu"}, "rlx compile needs -o, --output-dir DIR"},
+      {{"generate", "-t", "cpu"}, "rlx generate needs MODEL"},
+      {{"generate", "m", "-t", "cpu", "-n", "many"},
+       "--max-new-tokens: 'many' is not a non-negative integer"},
+      {{"bench", "m", "-t", "cpu", "--batch", "0"}, "--batch: '0' is not an integer >= 1"},
+      {{"--frobnicate", "run"}, "unknown option '--frobnicate'"},
+  };
+  for (const auto& [args, message] : cases) {
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 1) << message << "\n" << dump(r);
+    EXPECT_THAT(r.err, StartsWith("rlx: error: " + message + "\n")) << dump(r);
+    EXPECT_THAT(r.err, HasSubstr("\nhint: run `rlx ")) << dump(r);
+    EXPECT_TRUE(r.out.empty()) << dump(r);
+  }
+}
+
 TEST_F(CliTest, ListTargetsJsonListsCpuAvailable) {
   ProcessResult r = rlx({"--list-targets", "--json"});
   ASSERT_EQ(r.exit_code, 0) << dump(r);
