@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "rlx/core/error.h"
+#include "rlx/core/model_files.h"
 #include "rlx/core/lir.h"
 #include "rlx/core/safetensors.h"
 
@@ -110,12 +111,12 @@ Program read_program(const std::string& path) {
       throw_user_error(fmt::format("{} names the side file \"{}\": side files are plain file "
                                    "names beside the text",
                                    path, name));
-    const fs::path side = dir / name;
     std::error_code ec;
-    if (!fs::exists(side, ec))
+    if (!fs::exists(dir / name, ec))
       throw_user_error(fmt::format("{} keeps constants in {}, which is missing: copy it beside "
                                    "the text, or compile again",
-                                   path, side.string()));
+                                   path, (dir / name).string()));
+    const fs::path side = file_in_model_folder(dir, name, path + " (side file)");
     if (name == external.file) external.tensors = map_safetensors(side);
     else external.other_files[name] = map_safetensors(side);
   }

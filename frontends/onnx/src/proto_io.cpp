@@ -9,6 +9,7 @@
 
 #include "carried_types.h"
 #include "rlx/core/error.h"
+#include "rlx/core/model_files.h"
 #include "rlx/core/half.h"
 
 namespace rlx::onnx {
@@ -193,7 +194,7 @@ std::string external_path(const TensorProto& t, const fs::path& base_dir, const 
     if (part == "..")
       throw_user_error(fmt::format("{}: external data location '{}' leaves the model's folder",
                                    where, location));
-  return (base_dir / rel).string();
+  return file_in_model_folder(base_dir, location, fmt::format("{}: external data", where)).string();
 }
 
 template <typename Src, typename Dst>

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "json_file.h"
+#include "rlx/core/model_files.h"
 #include "rlx/core/error.h"
 
 namespace rlx::frontends {
@@ -57,7 +58,8 @@ Checkpoint Checkpoint::open(const fs::path& folder) {
         if (!fs::exists(shard, ec))
           throw_user_error(fmt::format("{}: tensor '{}' is in shard '{}', which does not exist",
                                        (folder / kIndex).string(), tensor, shard.string()));
-        c.shards_.emplace(file, map_safetensors(shard));
+        c.shards_.emplace(file, map_safetensors(file_in_model_folder(
+                                    folder, file, fmt::format("{}: shard", (folder / kIndex).string()))));
       }
     for (const auto& [tensor, file] : index) {
       const TensorMap& shard = c.shards_.at(file);

@@ -1,12 +1,17 @@
 #include "codegen_cache.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <fstream>
+#include <optional>
+#include <sstream>
 
 #include "rlx/core/error.h"
 
@@ -50,6 +55,48 @@ void write_text(const fs::path& path, const std::string& text) {
         path.string()));
 }
 
+std::optional<std::string> read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// What a cache entry's .sum file records: its object's size and content hash. A truncated or
+// altered object (a full disk, a killed copy, another program) is caught before dlopen maps it:
+// a short file mapped and called dies with SIGBUS, which no error handling can catch.
+std::string object_digest(const std::string& bytes) {
+  return fmt::format("{} {}\n", bytes.size(), content_hash(bytes));
+}
+
+// Whether the entry's object still has the bytes recorded when it was written; the reason when not.
+std::optional<std::string> damage_of(const fs::path& object) {
+  std::optional<std::string> bytes = read_file(object);
+  if (!bytes) return "it cannot be read";
+  std::optional<std::string> sum = read_file(fs::path(object).replace_extension(".sum"));
+  if (!sum) return "it has no checksum (.sum) beside it";
+  if (*sum != object_digest(*bytes))
+    return fmt::format("it holds {} bytes that do not match its checksum ({})", bytes->size(),
+                       sum->substr(0, sum->find('\n')));
+  return std::nullopt;
+}
+
+// Removes the temporaries of compiles whose process is gone (killed mid-compile): names
+// <hash>.tmp.<pid>.<n>.<ext>. On every miss: beside a compiler run, reading a folder is free.
+void remove_orphaned_temporaries(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const size_t at = name.find(".tmp.");
+    if (at == std::string::npos) continue;
+    const long pid = std::strtol(name.c_str() + at + 5, nullptr, 10);
+    if (pid <= 0 || pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    fs::remove(it->path(), ignored);
+  }
+}
+
 }  // namespace
 
 fs::path kernel_cache_dir() {
@@ -81,9 +128,18 @@ CachedObject find_or_build(const std::string& source, const Toolchain& tc) {
   CachedObject out;
   out.path = dir / (key + ".so");
   if (fs::exists(out.path, ec)) {
-    out.hit = true;
-    return out;
+    std::optional<std::string> damage = damage_of(out.path);
+    if (!damage) {
+      out.hit = true;
+      return out;
+    }
+    // Said once on stderr, not thrown: the entry is rebuilt and the run goes on correctly.
+    std::fprintf(stderr, "rlx: cpu: the kernel cache entry %s was damaged (%s); compiling it again\n",
+                 out.path.c_str(), damage->c_str());
+    out.repaired = *damage;
+    evict(out.path);
   }
+  remove_orphaned_temporaries(dir);
 
   const fs::path src = temporary_beside(out.path, ".c");
   const fs::path obj = temporary_beside(out.path, ".so");
@@ -104,8 +160,14 @@ CachedObject find_or_build(const std::string& source, const Toolchain& tc) {
         "command: {}\n{}",
         rc, src.string(), cmd, log.substr(0, 4000)));
   }
+  // The checksum goes in first, then the object: a reader that sees the object sees its sum.
   // rename() replaces atomically: a reader sees the old file or the whole new one.
-  fs::rename(obj, out.path, ec);
+  std::optional<std::string> built = read_file(obj);
+  if (!built) throw_internal_error(fmt::format("cpu: cannot read back the compiled kernels {}", obj.string()));
+  const fs::path sum = temporary_beside(out.path, ".sum");
+  write_text(sum, object_digest(*built));
+  fs::rename(sum, fs::path(out.path).replace_extension(".sum"), ec);
+  if (!ec) fs::rename(obj, out.path, ec);
   if (ec) {
     fs::remove(obj, ec);
     throw_user_error(fmt::format("cpu: cannot install {} in the kernel cache: {}",
@@ -120,6 +182,7 @@ CachedObject find_or_build(const std::string& source, const Toolchain& tc) {
 void evict(const fs::path& object) {
   std::error_code ec;
   fs::remove(object, ec);
+  fs::remove(fs::path(object).replace_extension(".sum"), ec);
 }
 
 }  // namespace rlx::cpu

@@ -2,7 +2,9 @@
 // toolchain, at <cache>/kernels/<hash>.so, where <cache> is $RLX_CACHE_DIR, else
 // $XDG_CACHE_HOME/rlx, else ~/.cache/rlx. A module is compiled into a temporary file of the same
 // folder and renamed into place, so concurrent processes never see a partial file and at worst
-// both compile it; the last rename wins with identical contents.
+// both compile it; the last rename wins with identical contents. Beside each object, <hash>.sum
+// records its size and content hash, checked before the object is loaded: a damaged entry is
+// compiled again (said on stderr), never mapped.
 #pragma once
 #include <filesystem>
 #include <string>
@@ -20,6 +22,7 @@ struct CachedObject {
   std::filesystem::path path;  // the shared object
   bool hit = false;            // found in the cache: no compiler ran
   double compiler_ms = 0;      // time spent in the compiler (0 on a hit)
+  std::string repaired;        // why the entry found was damaged and rebuilt ("" when it was not)
 };
 
 // The shared object for `source` built by `tc`, compiled now unless the cache has it. The key

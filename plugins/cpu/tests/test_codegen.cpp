@@ -379,6 +379,43 @@ TEST(CpuCodegen, CacheKeyCoversIsaAndFlags) {
   EXPECT_EQ(count_files(cache, ".so"), 3);
 }
 
+// A cache entry damaged outside rlx (a truncated .so, as a full disk or a killed copy leaves it)
+// is caught by its checksum and compiled again; mapping it would end the process with SIGBUS.
+// Temporaries of a compile whose process is gone are removed.
+TEST(CpuCodegen, DamagedCacheEntriesAreRebuiltNotLoaded) {
+  REQUIRE_COMPILER();
+  TempDir dir;
+  fs::path cache = dir.path() / "cache", log = dir.path() / "cc.log";
+  ScopedEnv env;
+  env.set("RLX_CACHE_DIR", cache.string())
+      .set("RLX_CC", logging_compiler(dir.path(), log).string())
+      .set("RLX_CPU_KERNELS", "compiled");
+  EXPECT_EQ(run_small(), kSmallWant);
+  ASSERT_EQ(count_files(cache, ".so"), 1);
+  fs::path object;
+  for (const auto& e : fs::directory_iterator(cache / "kernels"))
+    if (e.path().extension() == ".so") object = e.path();
+  const auto size = fs::file_size(object);
+  fs::resize_file(object, 1000);
+  pid_t gone = 0;
+  char true_cmd[] = "true";
+  char* argv[] = {true_cmd, nullptr};
+  ASSERT_EQ(posix_spawnp(&gone, "true", nullptr, nullptr, argv, environ), 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  const fs::path orphan = cache / "kernels" / ("0123.tmp." + std::to_string(gone) + ".0.c");
+  std::ofstream(orphan) << "left by a killed compile";
+
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run_small(), kSmallWant);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("was damaged"), std::string::npos) << err;
+  EXPECT_EQ(count_lines(log), 2) << "the damaged entry was not compiled again";
+  EXPECT_EQ(fs::file_size(object), size);
+  EXPECT_FALSE(fs::exists(orphan));
+  EXPECT_EQ(run_small(), kSmallWant);
+  EXPECT_EQ(count_lines(log), 2) << "the rebuilt entry was not a hit";
+}
+
 // What each of the concurrent processes runs: skipped unless a parent started it.
 TEST(CpuCodegenChild, CompileAndRun) {
   if (!std::getenv("RLX_CODEGEN_CHILD")) GTEST_SKIP() << "run by ConcurrentProcessesShareTheCache";

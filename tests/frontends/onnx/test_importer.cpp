@@ -1,6 +1,7 @@
 // The ONNX importer on small models built in code: names, symbolic dims, shape-subgraph folding,
 // external data and the errors for what it cannot read.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <onnx/onnx_pb.h>
 
 #include <fstream>
@@ -139,6 +140,24 @@ TEST(OnnxImporter, FoldsShapeSubgraphsWithSymbolicDims) {
   auto out = s.compile(g).run({{"x", iota_f32({3, 5, 4})}});
   EXPECT_EQ(out.at("y").shape(), (std::vector<int64_t>{3, 2, 10}));
   EXPECT_EQ(out.at("y").as<float>()[59], 59.0f);
+}
+
+// The ONNX spec's Hamming window, alpha = 25/46 and beta = 21/46 with pi itself, by hand:
+// periodic, size 4: 25/46 - 21/46 cos(2 pi i / 4) = 4/46, 25/46, 1, 25/46. (onnx.reference writes
+// pi as 3.1415, which puts the second element 2e-5 lower.)
+TEST(OnnxImporter, HammingWindowFollowsTheSpec) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"4"});
+  mm.init_i64("size", {4});
+  mm.node("HammingWindow", {"size"}, {"w"});
+  mm.node("Add", {"x", "w"}, {"y"});
+  mm.output("y");
+  Session s(test::cpu_target());
+  auto out = s.compile(mm.import().graph()).run({{"x", Tensor::from<float>(DType::kF32, {4}, {0, 0, 0, 0})}});
+  const std::vector<double> want = {4.0 / 46, 25.0 / 46, 1.0, 25.0 / 46};
+  std::vector<double> got = test::values(out.at("y"));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-7) << i;
 }
 
 TEST(OnnxImporter, FlattenOfSymbolicDimsRunsForEveryBinding) {
@@ -302,6 +321,39 @@ TEST(OnnxImporter, ReadsExternalDataRelativeToTheModel) {
   e = error_of([&] { mm.import({}, dir); });
   EXPECT_NE(e.find("lies beyond the end"), std::string::npos) << e;
   fs::remove_all(dir);
+}
+
+// External data is untrusted: a symlink out of the model's folder would put another file's
+// bytes in a tensor, a FIFO would block open() forever. Links inside the folder still work.
+TEST(OnnxImporter, ExternalDataMustBeARegularFileInsideTheModelsFolder) {
+  test::TempDir outside, dir;
+  std::vector<float> w{1, 2, 3, 4};
+  std::ofstream(outside.path() / "secret.bin", std::ios::binary).write(reinterpret_cast<const char*>(w.data()), 16);
+  std::ofstream(dir.path() / "real.bin", std::ios::binary).write(reinterpret_cast<const char*>(w.data()), 16);
+  fs::create_symlink(outside.path() / "secret.bin", dir.path() / "link_out.bin");
+  fs::create_symlink("real.bin", dir.path() / "link_in.bin");
+  ASSERT_EQ(::mkfifo((dir.path() / "fifo").c_str(), 0600), 0);
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"4"});
+  auto* t = mm.g->add_initializer();
+  t->set_name("w");
+  t->set_data_type(TensorProto::FLOAT);
+  t->add_dims(4);
+  t->set_data_location(TensorProto::EXTERNAL);
+  auto* location = t->add_external_data();
+  location->set_key("location");
+  mm.node("Mul", {"x", "w"}, {"y"});
+  mm.output("y");
+
+  location->set_value("link_out.bin");
+  std::string e = error_of([&] { mm.import({}, dir.path()); });
+  EXPECT_NE(e.find("outside the model's folder"), std::string::npos) << e;
+  EXPECT_NE(e.find("link_out.bin"), std::string::npos) << e;
+  location->set_value("fifo");
+  e = error_of([&] { mm.import({}, dir.path()); });
+  EXPECT_NE(e.find("not a regular file"), std::string::npos) << e;
+  location->set_value("link_in.bin");
+  EXPECT_EQ(error_of([&] { mm.import({}, dir.path()); }), "");
 }
 
 TEST(OnnxImporter, ShapeFromARuntimeInputNeedsItsValue) {

@@ -123,6 +123,18 @@ TEST(HfErrors, IndexNamesAMissingShard) {
   EXPECT_THAT(load_error(dir), HasSubstr("which does not exist"));
 }
 
+// A shard is read only if it is a regular file inside the folder: a symlink out of it is refused.
+TEST(HfErrors, IndexNamesAShardLinkedFromOutsideTheFolder) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("model"), outside = fresh_dir("elsewhere");
+  write_text(dir / "config.json", d.config_json());
+  write_safetensors(outside / "shard.safetensors", d.weights());
+  fs::create_symlink(outside / "shard.safetensors", dir / "model-00001-of-00001.safetensors");
+  write_text(dir / "model.safetensors.index.json",
+             R"({"weight_map": {"model.norm.weight": "model-00001-of-00001.safetensors"}})");
+  EXPECT_THAT(load_error(dir), HasSubstr("outside the model's folder"));
+}
+
 TEST(HfErrors, IndexListsATensorItsShardLacks) {
   TinyDecoder d;
   fs::path dir = fresh_dir("model");
