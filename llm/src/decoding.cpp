@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <chrono>
 #include <cstring>
 
@@ -37,8 +39,17 @@ int64_t argmax_last(const Tensor& logits, int64_t row) {
                                  dtype_name(logits.dtype()), logits.shape_str()));
   const float* p = logits.as<float>() + (row * s[1] + s[1] - 1) * s[2];
   int64_t best = 0;
-  for (int64_t i = 1; i < s[2]; ++i)
+  for (int64_t i = 0; i < s[2]; ++i) {
+    // A NaN compares false with everything, so the loop would pick token 0 and print it as if the
+    // model had chosen it: a wrong answer with exit 0. Say so instead.
+    if (std::isnan(p[i]))
+      throw Error(ErrorKind::kUser,
+                  fmt::format("the model's logits are NaN (vocabulary entry {} of sequence {}): the weights "
+                              "or the config produce NaN (check epsilons and rope bases); no token is "
+                              "chosen from them",
+                              i, row));
     if (p[i] > p[best]) best = i;
+  }
   return best;
 }
 

@@ -216,6 +216,31 @@ TEST(CpuHirOps, AttentionPaddingMask) {
   expect_all_near(values(out.at("o")), naive_attention(q, k, v, B, H, H, S, S, D, false, keep), 1e-5);
 }
 
+// A batch whose attention_mask is all zeros: Hugging Face adds the dtype's lowest value to masked
+// scores, so every score of the row is equal and the weights are uniform: the output is the mean
+// of V (finite), not 0/0. The other batch keeps its normal masked attention.
+TEST(CpuHirOps, AttentionWithEveryKeyMaskedAveragesTheValues) {
+  const int B = 2, H = 2, S = 3, D = 4;
+  auto q = random_values(B * H * S * D, 21), k = random_values(B * H * S * D, 22), v = random_values(B * H * S * D, 23);
+  std::vector<int> keep = {0, 0, 0, 1, 0, 1};
+  auto out = run_text(R"(graph @t(%q: f32[2,2,3,4], %k: f32[2,2,3,4], %v: f32[2,2,3,4], %m: i64[2,3]) {
+  %o = Attention(%q, %k, %v, %m) {mask = "padding"} : f32[2,2,3,4]
+  return %o
+}
+)",
+                      {{"q", f32({B, H, S, D}, q)}, {"k", f32({B, H, S, D}, k)}, {"v", f32({B, H, S, D}, v)},
+                       {"m", Tensor::from<int64_t>(DType::kI64, {2, 3}, {0, 0, 0, 1, 0, 1})}});
+  std::vector<double> want = naive_attention(q, k, v, B, H, H, S, S, D, false, keep);
+  for (int h = 0; h < H; ++h)  // batch 0: every row is the mean of its head's V
+    for (int i = 0; i < S; ++i)
+      for (int d = 0; d < D; ++d) {
+        double mean = 0;
+        for (int j = 0; j < S; ++j) mean += v[((0 * H + h) * S + j) * D + d];
+        want[((0 * H + h) * S + i) * D + d] = mean / S;
+      }
+  expect_all_near(values(out.at("o")), want, 1e-5);
+}
+
 TEST(CpuHirOps, ConvThroughTheIm2colRewrite) {
   const int N = 2, C = 2, Hh = 5, W = 4, O = 3, KH = 3, KW = 2, SH = 2, SW = 1, PT = 1, PL = 0, PB = 1, PR = 1;
   auto x = random_values(N * C * Hh * W, 18), w = random_values(O * C * KH * KW, 19), b = random_values(O, 20);

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "rlx/llm/decoding.h"
 #include "model_support.h"
+#include "rlx/core/error.h"
 #include "rlx/core/runtime.h"
 #include "test_support.h"
 
@@ -12,6 +15,18 @@ namespace rlx::test {
 namespace {
 
 class DecoderParity : public ::testing::TestWithParam<const char*> {};
+
+// A NaN among the logits is an error, not token 0 (every comparison with NaN is false).
+TEST(GreedyDecoding, NanLogitsAreAnErrorNotTokenZero) {
+  Tensor logits = Tensor::from<float>(DType::kF32, {1, 2, 3}, {0, 1, 2, 5, std::nanf(""), 4});
+  EXPECT_EQ(llm::argmax_last(Tensor::from<float>(DType::kF32, {1, 1, 3}, {1, 7, 2}), 0), 1);
+  try {
+    llm::argmax_last(logits, 0);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("logits are NaN"), std::string::npos) << e.what();
+  }
+}
 
 TEST_P(DecoderParity, PromptLogitsMatchFloat64Reference) {
   RLX_FIXTURE_OR_SKIP(dir, GetParam());

@@ -1,6 +1,7 @@
 // HIR neural-network ops and their MIR decompositions. Each decomposition is the op's
 // definition: inference runs it on a scratch graph, the shared-IR path lowers through it.
 #include <cmath>
+#include <limits>
 
 #include "ops/op_family.h"
 #include "ops/op_helpers.h"
@@ -188,7 +189,15 @@ Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
   ValueId scores = b.dot_general(in[0], k, {0, 1}, {0, 1}, {3}, {3});  // [B,H,Sq,Sk]
   scores = b.mul(scores, b.full_like(scores, scale));
   Shape ss = b.type(scores).shape;
-  ValueId neg = b.full_like(scores, -INFINITY);
+  // Masked scores become the dtype's lowest finite value, as Hugging Face's masks do, not -inf:
+  // a row whose every key is masked (an all-zero attention_mask) then averages V uniformly
+  // instead of dividing 0 by 0 into NaN; any visible key still takes all the weight.
+  const DType sd = b.type(scores).dtype;
+  const double lowest = sd == DType::kF16    ? -65504.0
+                        : sd == DType::kBF16 ? -3.3895313892515355e38
+                        : sd == DType::kF32  ? static_cast<double>(std::numeric_limits<float>::lowest())
+                                             : std::numeric_limits<double>::lowest();
+  ValueId neg = b.full_like(scores, lowest);
   if (mask == "causal") {
     Shape qk{ss[2], ss[3]};
     ValueId row = b.op("iota", {}, {{"shape", qk}, {"dim", int64_t{0}}, {"dtype", DType::kI64}});

@@ -1,6 +1,8 @@
 // build_model: checks the normalised config, then hands it to the builder of its family.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "builders_internal.h"
 #include "rlx/core/error.h"
 
@@ -41,6 +43,18 @@ void check(const TransformerConfig& c) {
   require_size(c, c.kv_heads, "num_key_value_heads");
   require_size(c, c.head_dim, "head_dim");
   require_size(c, c.intermediate, "intermediate_size");
+  // A zero, negative or NaN epsilon or rope base makes every output NaN (and `generate` emit
+  // token 0): the config is wrong, so say which key.
+  auto require_positive = [&](double value, const char* field) {
+    if (!(value > 0) || !std::isfinite(value))
+      bad_config(c, fmt::format("{} must be a positive finite number, got {}", field, value));
+  };
+  require_positive(c.norm_eps, c.arch == "bert" ? "layer_norm_eps" : "rms_norm_eps");
+  if (c.arch != "bert") require_positive(c.rope_theta, "rope_theta");
+  if (c.arch == "gemma3") {
+    require_positive(c.rope_local_theta, "rope_local_base_freq");
+    if (c.query_pre_attn_scalar != 0) require_positive(c.query_pre_attn_scalar, "query_pre_attn_scalar");
+  }
   if (c.heads % c.kv_heads)
     bad_config(c, fmt::format("num_attention_heads ({}) is not a multiple of "
                               "num_key_value_heads ({})",

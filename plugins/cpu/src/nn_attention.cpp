@@ -153,8 +153,19 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
   }
   for (int64_t i = 0; i < rows; ++i) {
     float* dst = out_row(r0 + i);
-    if (st.nan[i]) std::fill(dst, dst + Dv, std::numeric_limits<float>::quiet_NaN());
-    else simd.divide(st.o.data() + i * Dv, Dv, st.l[i], dst);  // l = 0 (no key seen): 0/0 = NaN
+    if (st.nan[i]) {
+      std::fill(dst, dst + Dv, std::numeric_limits<float>::quiet_NaN());
+    } else if (st.l[i] == 0) {
+      // No visible key (an all-zero padding mask, or a query before the first key): every score
+      // is the same lowest value in the decomposition (Hugging Face's semantics), so the weights
+      // are uniform over all keys and the row is the mean of V.
+      std::fill(dst, dst + Dv, 0.0f);
+      for (int64_t j = 0; j < Sk; ++j)
+        for (int64_t d = 0; d < Dv; ++d) dst[d] += vb[j * Dv + d];
+      if (Sk) for (int64_t d = 0; d < Dv; ++d) dst[d] /= static_cast<float>(Sk);
+    } else {
+      simd.divide(st.o.data() + i * Dv, Dv, st.l[i], dst);
+    }
   }
 }
 

@@ -60,8 +60,8 @@ struct AttnCase {
   double scale = 0;           // 0: 1 / sqrt(D)
 };
 
-// softmax(Q K^T * scale + mask) V in float64; a row with no visible key is NaN, as the
-// decomposition's softmax over all -inf is.
+// softmax(Q K^T * scale + mask) V in float64, the mask adding the lowest value as Hugging Face
+// does: a row with no visible key has equal scores, so it is the mean of V over all keys.
 std::vector<double> naive_attention(const AttnCase& c, const std::vector<float>& q,
                                     const std::vector<float>& k, const std::vector<float>& v) {
   const double scale = c.scale ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.D));
@@ -81,7 +81,7 @@ std::vector<double> naive_attention(const AttnCase& c, const std::vector<float>&
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (auto& x : s) x = x == -INFINITY ? 0.0 : std::exp(x - mx), sum += x;
+        for (auto& x : s) x = mx == -INFINITY ? 1.0 : x == -INFINITY ? 0.0 : std::exp(x - mx), sum += x;
         for (int64_t t = 0; t < c.Dv; ++t) {
           double acc = 0;
           for (int64_t j = 0; j < c.Sk; ++j) acc += s[j] * v[((b * c.Hkv + g) * c.Sk + j) * c.Dv + t];
@@ -103,7 +103,7 @@ std::vector<AttnCase> attention_cases() {
   cs.push_back({"more_queries_than_keys_causal", 1, 2, 2, 4, 2, 8, 8, true});  // rows 0, 1 see nothing
   AttnCase pad{"padding_with_fully_masked_batch", 3, 2, 2, 4, 5, 16, 16};
   pad.keep = {1, 1, 0, 1, 0,   // batch 0: gaps
-              0, 0, 0, 0, 0,   // batch 1: nothing visible -> NaN rows
+              0, 0, 0, 0, 0,   // batch 1: nothing visible -> the mean of V
               0, 0, 1, 1, 1};  // batch 2: leading padding
   cs.push_back(pad);
   // A fixed-capacity KV cache with 21 filled slots of 64: decode reads the valid part only.

@@ -69,6 +69,14 @@ TEST(HfErrors, HeadsNotAMultipleOfKvHeads) {
                                          "num_key_value_heads (3)"));
 }
 
+// Values that make every output NaN (and `generate` print token 0) are config errors naming the key.
+TEST(HfErrors, NonPositiveEpsilonOrRopeBaseNamesTheKey) {
+  fs::path dir = llama_with(R"("rms_norm_eps": [0-9.e-]+)", R"("rms_norm_eps": -1)");
+  EXPECT_THAT(load_error(dir), HasSubstr("rms_norm_eps must be a positive finite number, got -1"));
+  dir = llama_with(R"("rope_theta": [0-9.e+]+)", R"("rope_theta": -1)", "theta");
+  EXPECT_THAT(load_error(dir), HasSubstr("rope_theta must be a positive finite number, got -1"));
+}
+
 TEST(HfErrors, MissingTensor) {
   TinyDecoder d;
   fs::path dir = fresh_dir("model");
