@@ -302,7 +302,7 @@ def suite_minilm(runner, peers, args):
 
 
 QWEN3_CONFIG = {
-    # qwen3-tiny (shared/fixtures/qwen3-tiny) scaled to hidden 1024 and 8 layers: 16 query heads
+    # qwen3-tiny (tests/data/fixtures/qwen3-tiny) scaled to hidden 1024 and 8 layers: 16 query heads
     # and 8 kv heads of 64, MLP 3x hidden as in the fixture, a 32k vocabulary, tied embeddings.
     "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "attention_bias": False,
     "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 3072,

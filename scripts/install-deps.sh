@@ -7,6 +7,7 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           libcli11-dev  # the rlx command line (header-only)
           googletest libgtest-dev libgmock-dev dpkg-dev
           libonnx-dev libprotobuf-dev protobuf-compiler clang-14 libclang-rt-14-dev
+          libonnx-testdata  # ONNX's backend node tests (tests/frontends/onnx/test_node_suite.cpp)
           ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
           llvm-spirv-14 spirv-tools libze-dev intel-opencl-icd
           flatbuffers-compiler libflatbuffers-dev

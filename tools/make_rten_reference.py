@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/frontends/rten/silero_reference.safetensors: silero_vad.onnx run by ONNX Runtime
 on fixed inputs, the reference the rten importer's parity test compares against (silero_vad.rten
-is the same model converted by rten-convert; see ../shared/conformance/MANIFEST.md).
+is the same model converted by rten-convert; see tests/data/rten/README.md).
 
 Needs numpy, onnxruntime and safetensors (pip, in a venv). Run from the repository root:
     python3 tools/make_rten_reference.py [path/to/silero_vad.onnx]
@@ -17,7 +17,7 @@ import onnxruntime as ort
 from safetensors.numpy import save_file
 
 root = Path(__file__).resolve().parent.parent
-model = Path(sys.argv[1]) if len(sys.argv) > 1 else root.parent / "shared/conformance/rten/silero_vad.onnx"
+model = Path(sys.argv[1]) if len(sys.argv) > 1 else root / "tests/data/rten/silero_vad.onnx"
 out = root / "tests/frontends/rten/silero_reference.safetensors"
 
 rng = np.random.default_rng(20241129)

@@ -2,7 +2,7 @@
 // and safetensors headers): the file is read once, then parsed `runs` times; prints the median
 // and the fastest run. Not a test and not in `all`:
 //   cmake --build build --target rlx_bench_json_load
-//   python3 bench/json_load/make_tokenizer_json.py ../shared/conformance/gguf /tmp/tokenizer.json
+//   python3 bench/json_load/make_tokenizer_json.py tests/data/gguf /tmp/tokenizer.json
 //   build/bench/json_load/rlx_bench_json_load /tmp/tokenizer.json 15
 #include <fmt/format.h>
 

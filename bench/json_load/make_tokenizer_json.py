@@ -1,10 +1,10 @@
 """Writes a byte-level BPE tokenizer.json shaped like Qwen2's (about 150k tokens, as many merges,
 pretty-printed the way `tokenizers` saves it) for timing rlx::json::parse. No real multi-MB
-tokenizer.json ships with the repository or ../shared, so the tokens are built from the real
+tokenizer.json ships with the repository, so the tokens are built from the real
 vocabularies of the llama.cpp test files (SentencePiece and WordPiece, many scripts); every
 token is reachable by its merges, so the file is a consistent BPE model.
 
-    python3 bench/json_load/make_tokenizer_json.py ../shared/conformance/gguf out.json
+    python3 bench/json_load/make_tokenizer_json.py tests/data/gguf out.json
 """
 import json
 import struct

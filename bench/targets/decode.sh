@@ -5,13 +5,13 @@
 # compilation excluded).
 #
 #   bench/targets/decode.sh [MODEL] [TARGETS] [ROUNDS] [NEW_TOKENS]
-#   bench/targets/decode.sh ../shared/fixtures/qwen3-tiny cpu,gpu,vulkan,opengl,webgpu 3 64
+#   bench/targets/decode.sh tests/data/fixtures/qwen3-tiny cpu,gpu,vulkan,opengl,webgpu 3 64
 #
 # RLX (default build/bin/rlx) picks the binary; webgpu needs RLX_WGPU_NATIVE (scripts/test.sh
 # shows where the wgpu wheel keeps it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-model=${1:-$root/../shared/fixtures/qwen3-tiny}
+model=${1:-$root/tests/data/fixtures/qwen3-tiny}
 IFS=, read -r -a targets <<< "${2:-cpu,gpu,vulkan,opengl,webgpu}"
 rounds=${3:-3}
 new=${4:-64}

@@ -44,9 +44,7 @@ double max_abs_diff(const Tensor& a, const Tensor& b) {
 class ImportOptionsCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    model_dir_ = fs::path(RLX_SHARED_DIR) / "conformance" / "rten";
-    if (!fs::exists(model_dir_ / "silero_vad.onnx") || !fs::exists(model_dir_ / "silero_vad.rten"))
-      GTEST_SKIP() << "no silero_vad.{onnx,rten} under " << model_dir_;
+    model_dir_ = RLX_RTEN_CONFORMANCE_DIR;  // tests/data/rten
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     dir_ = fs::path(::testing::TempDir()) / fmt::format("rlx-importopts-{}-{}", info->name(), getpid());
     fs::remove_all(dir_);

@@ -1,6 +1,7 @@
 # Configures and builds the fuzz project with clang, then runs every *_fuzz binary RUNS times (or
 # for RLX_FUZZ_SECONDS seconds when that is set in the environment) on a copy of its seed corpus
-# (corpus/<name>/ in the source tree plus files from ../shared).
+# (corpus/<name>/ in the source tree plus the conformance files of tests/data and, for onnx, the
+# node tests in ONNX_NODE).
 # Prints executions per target; fails on any crash, leak or sanitizer report.
 set(FUZZ_SEED 1)
 if(DEFINED ENV{RLX_FUZZ_SEED})
@@ -35,13 +36,13 @@ foreach(fuzzer ${fuzzers})
   file(MAKE_DIRECTORY ${corpus})
   file(GLOB seeds ${SOURCE}/../corpus/${target}/*)
   if(target STREQUAL "safetensors")
-    file(GLOB_RECURSE more ${SHARED}/conformance/safetensors/*.safetensors)
+    file(GLOB_RECURSE more ${SOURCE}/../../data/safetensors/*.safetensors)
   elseif(target STREQUAL "gguf")
     file(GLOB more ${SOURCE}/../../data/gguf/*.gguf)
   elseif(target STREQUAL "onnx")
-    file(GLOB more ${SHARED}/conformance/onnx-node/test_a*/model.onnx)
+    file(GLOB more ${ONNX_NODE}/test_a*/model.onnx)
   elseif(target STREQUAL "rten")
-    file(GLOB more ${SHARED}/conformance/rten/*.rten)
+    file(GLOB more ${SOURCE}/../../data/rten/*.rten)
   else()
     set(more "")
   endif()

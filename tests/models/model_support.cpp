@@ -9,7 +9,7 @@
 namespace rlx::test {
 
 std::optional<std::filesystem::path> fixture(const std::string& name) {
-  std::filesystem::path p = std::filesystem::path(RLX_SHARED_DIR) / "fixtures" / name;
+  std::filesystem::path p = std::filesystem::path(RLX_FIXTURES_DIR) / name;
   std::error_code ec;
   if (!std::filesystem::is_directory(p, ec)) return std::nullopt;
   return p;

@@ -10,13 +10,12 @@
 
 namespace rlx::test {
 
-// ../shared/fixtures/<name>, or nullopt when it is not there.
+// tests/data/fixtures/<name>, or nullopt when it is not there.
 std::optional<std::filesystem::path> fixture(const std::string& name);
-// Skips the current test with the reason when the fixture is absent.
-#define RLX_FIXTURE_OR_SKIP(var, name)                                                          \
-  auto var##_opt = ::rlx::test::fixture(name);                                                  \
-  if (!var##_opt)                                                                               \
-    GTEST_SKIP() << "fixture " << name << " not found under " << RLX_SHARED_DIR << "/fixtures"; \
+// The fixture's folder; the current test fails when it is absent (it is part of the repository).
+#define RLX_FIXTURE(var, name)                                                          \
+  auto var##_opt = ::rlx::test::fixture(name);                                          \
+  ASSERT_TRUE(var##_opt) << "fixture " << name << " not found under " RLX_FIXTURES_DIR; \
   const std::filesystem::path var = *var##_opt
 
 Model load_model(const std::filesystem::path& path);

@@ -24,7 +24,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 void minilm_sentence_embeddings(const SuiteTarget& t) {
-  RLX_FIXTURE_OR_SKIP(dir, "minilm-l2-f16");
+  RLX_FIXTURE(dir, "minilm-l2-f16");
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
   Model model = load_model(dir);
   auto t0 = std::chrono::steady_clock::now();
@@ -47,7 +47,7 @@ void minilm_sentence_embeddings(const SuiteTarget& t) {
 }
 
 void bert_tiny_onnx(const SuiteTarget& t) {
-  RLX_FIXTURE_OR_SKIP(dir, "bert-tiny-onnx");
+  RLX_FIXTURE(dir, "bert-tiny-onnx");
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
   Model model = load_model(dir / "model.onnx");
   auto t0 = std::chrono::steady_clock::now();
@@ -66,7 +66,7 @@ void bert_tiny_onnx(const SuiteTarget& t) {
 }
 
 void qwen3_tiny_greedy_tokens(const SuiteTarget& t) {
-  RLX_FIXTURE_OR_SKIP(dir, "qwen3-tiny");
+  RLX_FIXTURE(dir, "qwen3-tiny");
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
   const Tensor& prompts = ref.at("prompts");
   const Tensor& expected = ref.at("greedy_tokens");

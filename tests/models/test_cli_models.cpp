@@ -71,7 +71,7 @@ std::vector<int64_t> json_tokens(const ProcessResult& r) {
 }
 
 TEST_F(CliModels, EmbedMatchesTheFloat64Reference) {
-  RLX_FIXTURE_OR_SKIP(model, "minilm-l2-f16");
+  RLX_FIXTURE(model, "minilm-l2-f16");
   TensorMap ref = read_safetensors(model / "reference.safetensors");
   fs::path in = dir_ / "in.safetensors", out = dir_ / "out.safetensors";
   write_safetensors(in, {{"input_ids", ref.at("input_ids")},
@@ -89,7 +89,7 @@ TEST_F(CliModels, EmbedMatchesTheFloat64Reference) {
 }
 
 TEST_F(CliModels, EmbedJsonPrintsOneRowPerSentence) {
-  RLX_FIXTURE_OR_SKIP(model, "minilm-l2-f16");
+  RLX_FIXTURE(model, "minilm-l2-f16");
   TensorMap ref = read_safetensors(model / "reference.safetensors");
   fs::path in = dir_ / "in.safetensors";
   write_safetensors(
@@ -107,7 +107,7 @@ TEST_F(CliModels, EmbedJsonPrintsOneRowPerSentence) {
 
 TEST_F(CliModels, GenerateJsonGivesTheReferenceGreedyTokens) {
   for (const char* name : {"qwen3-tiny", "llama-tiny"}) {
-    RLX_FIXTURE_OR_SKIP(model, name);
+    RLX_FIXTURE(model, name);
     TensorMap ref = read_safetensors(model / "reference.safetensors");
     const Tensor& expected = ref.at("greedy_tokens");
     ProcessResult r = rlx({"generate", model.string(), "--target", "cpu", "--prompt-ids",
@@ -120,7 +120,7 @@ TEST_F(CliModels, GenerateJsonGivesTheReferenceGreedyTokens) {
 
 // With an eos id in generation_config.json, generation stops right after producing it.
 TEST_F(CliModels, GenerateStopsAtEndOfSequence) {
-  RLX_FIXTURE_OR_SKIP(fixture, "qwen3-tiny");
+  RLX_FIXTURE(fixture, "qwen3-tiny");
   TensorMap ref = read_safetensors(fixture / "reference.safetensors");
   std::vector<int64_t> greedy = row_of(ref.at("greedy_tokens"), 0);
   fs::path model = dir_ / "qwen3-eos";
@@ -146,7 +146,7 @@ TEST_F(CliModels, GenerateStopsAtEndOfSequence) {
 }
 
 TEST_F(CliModels, PlainOutputIsTheIdsOnOneLine) {
-  RLX_FIXTURE_OR_SKIP(model, "llama-tiny");
+  RLX_FIXTURE(model, "llama-tiny");
   TensorMap ref = read_safetensors(model / "reference.safetensors");
   std::vector<int64_t> g = row_of(ref.at("greedy_tokens"), 1);
   ProcessResult r = rlx({"generate", model.string(), "-t", "cpu", "-p",
@@ -167,8 +167,8 @@ TEST_F(CliModels, CommandsHaveHelp) {
 }
 
 TEST_F(CliModels, WrongKindOfModelIsAUserError) {
-  RLX_FIXTURE_OR_SKIP(bert, "minilm-l2-f16");
-  RLX_FIXTURE_OR_SKIP(qwen, "qwen3-tiny");
+  RLX_FIXTURE(bert, "minilm-l2-f16");
+  RLX_FIXTURE(qwen, "qwen3-tiny");
   ProcessResult r = rlx({"generate", bert.string(), "--target", "cpu", "--prompt-ids", "1,2"});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
   EXPECT_THAT(r.err, HasSubstr("generation needs a decoder model")) << dump(r);
@@ -185,7 +185,7 @@ TEST_F(CliModels, WrongKindOfModelIsAUserError) {
 }
 
 TEST_F(CliModels, RunOnADecoderFolderGivesLogits) {
-  RLX_FIXTURE_OR_SKIP(model, "qwen3-tiny");
+  RLX_FIXTURE(model, "qwen3-tiny");
   TensorMap ref = read_safetensors(model / "reference.safetensors");
   fs::path in = dir_ / "in.safetensors", out = dir_ / "out.safetensors";
   write_safetensors(in, {{"input_ids", ref.at("prompts")}});

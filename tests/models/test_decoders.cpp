@@ -29,7 +29,7 @@ TEST(GreedyDecoding, NanLogitsAreAnErrorNotTokenZero) {
 }
 
 TEST_P(DecoderParity, PromptLogitsMatchFloat64Reference) {
-  RLX_FIXTURE_OR_SKIP(dir, GetParam());
+  RLX_FIXTURE(dir, GetParam());
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
   Model model = load_model(dir);
   Session session(cpu_target());
@@ -44,7 +44,7 @@ TEST_P(DecoderParity, PromptLogitsMatchFloat64Reference) {
 }
 
 TEST_P(DecoderParity, GreedyTokensWithKvCacheMatchReference) {
-  RLX_FIXTURE_OR_SKIP(dir, GetParam());
+  RLX_FIXTURE(dir, GetParam());
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
   const Tensor& prompts = ref.at("prompts");
   const Tensor& expected = ref.at("greedy_tokens");

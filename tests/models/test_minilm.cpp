@@ -10,7 +10,7 @@ namespace rlx::test {
 namespace {
 
 TEST(MiniLmParity, EmbeddingsMatchFloat64Reference) {
-  RLX_FIXTURE_OR_SKIP(dir, "minilm-l2-f16");
+  RLX_FIXTURE(dir, "minilm-l2-f16");
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
   Model model = load_model(dir);
   Session session(cpu_target());

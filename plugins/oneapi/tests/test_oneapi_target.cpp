@@ -203,7 +203,7 @@ TEST(OneApiTarget, FixtureModelsEmitValidSpirv) {
     expect_valid_module(s.compile(g).lir_for(bindings_for(g, in)), out.path(), c.fixture);
     ++done;
   }
-  if (!done) GTEST_SKIP() << "no fixture under " << RLX_SHARED_DIR << "/fixtures";
+  if (!done) GTEST_SKIP() << "no fixture under " << RLX_FIXTURES_DIR;
 }
 
 }  // namespace

@@ -14,11 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fixture_dir() {
-  const char* env = std::getenv("RLX_SHARED_DIR");
-  return fs::path(env ? env : RLX_SHARED_DIR) / "fixtures" / "bert-tiny-onnx";
-}
-
 std::shared_ptr<registry::Importer> onnx_importer(const fs::path& model) {
   registry::Options o;
   o.plugin_paths = {RLX_TEST_PLUGIN_DIR};
@@ -30,9 +25,7 @@ std::shared_ptr<registry::Importer> onnx_importer(const fs::path& model) {
 }
 
 TEST(OnnxBertParity, LastHiddenStateMatchesOnnxRuntime) {
-  fs::path dir = fixture_dir();
-  if (!fs::exists(dir / "model.onnx"))
-    GTEST_SKIP() << "no fixture at " << dir << " (set RLX_SHARED_DIR)";
+  fs::path dir = RLX_BERT_TINY_DIR;  // tests/data/fixtures/bert-tiny-onnx
   auto importer = onnx_importer(dir / "model.onnx");
   ASSERT_TRUE(importer) << "the onnx importer plugin did not load";
   Model model = importer->load(dir / "model.onnx");

@@ -19,8 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path conformance_dir() {
-  const char* env = std::getenv("RLX_SHARED_DIR");
-  return fs::path(env ? env : RLX_SHARED_DIR) / "conformance" / "rten";
+  return RLX_RTEN_CONFORMANCE_DIR;  // tests/data/rten
 }
 
 std::string read_all(const fs::path& p) {
@@ -67,15 +66,7 @@ NamedTensors inputs_for(const std::string& c, DType sr_type) {
           {"c", ref.at(c + ".c")}};
 }
 
-class Silero : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!fs::exists(conformance_dir() / "silero_vad.rten"))
-      GTEST_SKIP() << "no silero_vad.rten under " << conformance_dir() << " (set RLX_SHARED_DIR)";
-  }
-};
-
-TEST_F(Silero, MatchesOnnxRuntimeOnTheOnnxFile) {
+TEST(Silero, MatchesOnnxRuntimeOnTheOnnxFile) {
   Model model = rten::import_file(conformance_dir() / "silero_vad.rten", chunk_of_512());
   const Graph& g = model.graph();
   ASSERT_EQ(g.inputs.size(), 4u);
@@ -97,7 +88,7 @@ TEST_F(Silero, MatchesOnnxRuntimeOnTheOnnxFile) {
   }
 }
 
-TEST_F(Silero, MatchesRlxOnnxImportOfTheSameModel) {
+TEST(Silero, MatchesRlxOnnxImportOfTheSameModel) {
   Model rten_model = rten::import_file(conformance_dir() / "silero_vad.rten", chunk_of_512());
   Model onnx_model = onnx::import_file(conformance_dir() / "silero_vad.onnx", chunk_of_512());
   Session s(test::cpu_target());
@@ -115,7 +106,7 @@ TEST_F(Silero, MatchesRlxOnnxImportOfTheSameModel) {
   }
 }
 
-TEST_F(Silero, V1FileGivesTheSameOutputsAsV2) {
+TEST(Silero, V1FileGivesTheSameOutputsAsV2) {
   std::string v2 = read_all(conformance_dir() / "silero_vad.rten");
   // V1 keeps every tensor inline in the FlatBuffers model; the 1.8 MB of weights fit easily.
   std::string v1 = rten::test::write_v1(rten::test::read_inline(v2));
@@ -131,7 +122,7 @@ TEST_F(Silero, V1FileGivesTheSameOutputsAsV2) {
     EXPECT_EQ(max_abs_diff(x.at(name), y.at(name)), 0);
 }
 
-TEST_F(Silero, SymbolicSequenceIsRefusedWithTheReason) {
+TEST(Silero, SymbolicSequenceIsRefusedWithTheReason) {
   // Without a chunk length the importer must say which node needs it, not crash or guess.
   try {
     rten::import_file(conformance_dir() / "silero_vad.rten");

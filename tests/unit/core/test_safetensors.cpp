@@ -312,17 +312,14 @@ TEST_F(Safetensors, RejectsMissingFileAndReservedName) {
   }
 }
 
-// ---- Third-party vectors (shared/conformance/safetensors, described in its MANIFEST.md) ----
+// ---- Third-party vectors (tests/data/safetensors, described in its README.md) ----
 
-fs::path shared_dir() {
-  const char* env = std::getenv("RLX_SHARED_DIR");
-  return env && *env ? fs::path(env) : fs::path(RLX_DEFAULT_SHARED_DIR);
-}
+const fs::path kConformance = RLX_SAFETENSORS_CONFORMANCE_DIR;
 
 struct Expected {
   const char* file;
   const char* error;  // nullptr: must read; else a part of the expected message
-  const char* why;    // the upstream verdict, from MANIFEST.md
+  const char* why;    // the upstream verdict, from tests/data/safetensors/README.md
 };
 
 // Every file of the folder has a row; a new file without one fails the test.
@@ -372,16 +369,13 @@ const Expected kVectors[] = {
 };
 
 TEST(SafetensorsConformance, EveryVectorGetsItsVerdict) {
-  fs::path root = shared_dir() / "conformance" / "safetensors";
-  if (!fs::is_directory(root))
-    GTEST_SKIP() << "no conformance vectors at " << root
-                 << " (set RLX_SHARED_DIR to the shared folder)";
+  const fs::path& root = kConformance;
   std::set<std::string> listed;
   for (const Expected& v : kVectors) {
     listed.insert(v.file);
     fs::path p = root / v.file;
     SCOPED_TRACE(v.file);
-    ASSERT_TRUE(fs::exists(p)) << "listed in MANIFEST.md but missing";
+    ASSERT_TRUE(fs::exists(p)) << "listed here but missing";
     if (v.error) {
       EXPECT_CONTAINS(read_error(p), v.error) << " (upstream: " << v.why << ")";
       continue;
@@ -400,8 +394,7 @@ TEST(SafetensorsConformance, EveryVectorGetsItsVerdict) {
 }
 
 TEST(SafetensorsConformance, ValuesOfValidVectors) {
-  fs::path root = shared_dir() / "conformance" / "safetensors";
-  if (!fs::is_directory(root)) GTEST_SKIP() << "no conformance vectors at " << root;
+  const fs::path& root = kConformance;
   // pr84 samples hold range(-3, 3) in every type; unsigned types wrap.
   struct Sample {
     const char* name;
@@ -485,8 +478,7 @@ TEST_F(Safetensors, MapRejectsWhatReadRejects) {
 }
 
 TEST(SafetensorsConformance, WriterReproducesReferenceOutput) {
-  fs::path up = shared_dir() / "conformance" / "safetensors" / "upstream-test-vectors";
-  if (!fs::is_directory(up)) GTEST_SKIP() << "no conformance vectors at " << up;
+  fs::path up = kConformance / "upstream-test-vectors";
   fs::path out = fs::temp_directory_path() / fmt::format("rlx-st-ref-{}.safetensors", ::getpid());
   auto range6 = [](std::vector<int64_t> shape) {
     return Tensor::from<float>(DType::kF32, std::move(shape), {0, 1, 2, 3, 4, 5});
