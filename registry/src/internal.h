@@ -33,6 +33,12 @@ std::variant<Manifest, std::string> parse_manifest(const std::filesystem::path& 
 // The note to show when RLX_DISABLE_PLUGINS switches plugins off, or nullopt when they are on.
 std::optional<std::string> plugins_disabled_note();
 
+// The library a manifest names, resolved in the manifest's folder: a file name or a relative path
+// whose real path (symlinks followed) stays inside that folder. Otherwise why not, naming the
+// manifest and the field. A library that does not exist yet resolves (check_loadable says so).
+std::variant<std::filesystem::path, std::string> resolve_library(
+    const std::filesystem::path& manifest_path, const std::string& library);
+
 // "linux-x86_64": what [requires] platforms entries are matched against.
 std::string platform_tag();
 // Why this machine cannot run the plugin (platform or a [requires] library missing), or nullopt.

@@ -155,8 +155,8 @@ class RegistryBuilder {
     rec.abi = m.abi;
     rec.description = m.description;
     rec.manifest_path = manifest_path;
-    rec.library_path = fs::path(m.library).is_absolute() ? fs::path(m.library)
-                                                         : manifest_path.parent_path() / m.library;
+    auto library = detail::resolve_library(manifest_path, m.library);
+    if (auto* path = std::get_if<fs::path>(&library)) rec.library_path = *path;
     rec.extensions = m.extensions;
     rec.magic = m.magic;
     rec.folders = m.folders;
@@ -166,6 +166,9 @@ class RegistryBuilder {
     if (!inserted) {
       rec.status = PluginStatus::kShadowed;
       rec.detail = "shadowed by " + winner->second.string();
+    } else if (auto* outside = std::get_if<std::string>(&library)) {
+      rec.status = PluginStatus::kBroken;
+      rec.detail = *outside;
     } else if (check_loadable(m, rec)) {
       to_load = std::move(m);
     }

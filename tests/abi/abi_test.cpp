@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "rlx/core/error.h"
@@ -577,6 +578,42 @@ TEST_F(AbiTest, ConcurrentLookupsLoadEachPluginOnce) {
     EXPECT_EQ(importers[i], importers[0]);
   }
   EXPECT_EQ(r.plugins()[0].target, targets[0]);
+}
+
+// --- Where a manifest may point ---
+
+std::string manifest_of(const std::string& folder, const std::string& name) {
+  return (case_dir(folder) / (name + ".toml")).string();
+}
+
+TEST_F(AbiTest, LibraryOutsideTheManifestsFolderIsBroken) {
+  const fs::path good = case_dir("good") / "librlx_target_abi_good.so";
+  const std::map<std::string, std::string> how = {
+      {"library_absolute", "\"" + good.string() + "\" is an absolute path"},
+      {"library_dotdot", "\"../good/librlx_target_abi_good.so\" leads out of it"},
+      {"library_symlink", "\"librlx_target_abi_good.so\" resolves to " +
+                              fs::canonical(good).string() + ", outside it"},
+  };
+  for (const auto& [folder, what] : how) {
+    SCOPED_TRACE(folder);
+    PluginRecord p = only(folder);
+    EXPECT_EQ(p.status, PluginStatus::kBroken);
+    EXPECT_EQ(p.detail,
+              fmt::format("{}: [plugin] library {}; it must name a file in the "
+                          "manifest's folder ({}): put the library beside the manifest "
+                          "and name it by its file name",
+                          manifest_of(folder, "abi_good"), what, case_dir(folder).string()));
+    EXPECT_FALSE(p.target);
+  }
+}
+
+TEST_F(AbiTest, RequiredLibrariesAreNamesNotPaths) {
+  Registry r = discover({case_dir("requires_path")});
+  EXPECT_TRUE(r.plugins().empty());
+  ASSERT_EQ(r.problems().size(), 1u);
+  EXPECT_EQ(r.problems()[0].message,
+            "[requires] libraries entries must be library names the system loader finds "
+            "(\"libcuda.so.1\"), not paths, got \"/tmp/evil.so\"");
 }
 
 }  // namespace
