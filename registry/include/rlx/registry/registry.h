@@ -2,6 +2,10 @@
 // loads them with Boost.DLL after the ABI handshake, and keeps a status per plugin plus a
 // legality table per target. Listing never throws: every failure becomes a status or a problem.
 //
+// Before a library is first loaded into this process, rlx-plugin-probe loads it in a child
+// process the same way, with a time limit; a plugin that crashes, hangs or exits there is
+// broken with what happened and is never loaded here (docs/plugin-authors.md, "What runs where").
+//
 // Libraries are loaded on demand: discovery reads every manifest (so shadowing, problems and the
 // importers' claims are known at once) but loads a library only when its plugin is asked for
 // (target(), importer_for()) or when the whole list is (plugins()). A command that names one
@@ -78,6 +82,8 @@ struct SearchDir {
 struct Options {
   std::vector<std::filesystem::path> plugin_paths;  // --plugin-path, highest precedence
   bool build_legality = true;
+  // The probe helper to run instead of the rlx-plugin-probe installed beside this library.
+  std::optional<std::filesystem::path> probe_helper;
 };
 
 class Registry {
