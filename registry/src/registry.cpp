@@ -272,22 +272,19 @@ std::shared_ptr<Target> Registry::target(const std::string& name) const {
   throw_user_error(std::move(message));
 }
 
-std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
-  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
+std::vector<size_t> Registry::claimants(const fs::path& path) const {
   std::error_code ec;
-  // The claims (folder markers, magic, extensions) come from the manifests, so only the importer
-  // that claims the file is loaded; one that then fails to load is passed over, as before.
-  auto first_claiming = [&](auto&& claims) -> std::shared_ptr<Importer> {
+  auto claiming = [&](auto&& claims) {
+    std::vector<size_t> out;
     for (size_t i = 0; i < plugins_.size(); ++i) {
       const PluginRecord& p = plugins_[i];
-      if (p.kind != "importer" || !usable(p) || !claims(p)) continue;
-      ensure_loaded(i);
-      if (usable(p) && p.importer) return p.importer;
+      if (p.kind == "importer" && p.status != PluginStatus::kShadowed && claims(p))
+        out.push_back(i);
     }
-    return nullptr;
+    return out;
   };
   if (fs::is_directory(path, ec)) {
-    return first_claiming([&](const PluginRecord& p) {
+    return claiming([&](const PluginRecord& p) {
       return std::any_of(p.folders.begin(), p.folders.end(),
                          [&](const std::string& marker) { return fs::exists(path / marker, ec); });
     });
@@ -300,20 +297,43 @@ std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
   } else {
     head.clear();
   }
-  if (auto by_magic = first_claiming([&](const PluginRecord& p) {
-        return std::any_of(p.magic.begin(), p.magic.end(), [&](const std::string& magic) {
-          return !magic.empty() && head.compare(0, magic.size(), magic) == 0;
-        });
-      }))
-    return by_magic;
-  // Suffix match rather than path.extension(), so multi-part extensions (".tar.gz") work.
-  const std::string file = lower(path.filename().string());
-  return first_claiming([&](const PluginRecord& p) {
-    return std::any_of(p.extensions.begin(), p.extensions.end(), [&](const std::string& ext) {
-      const std::string e = lower(ext);
-      return file.size() > e.size() && file.compare(file.size() - e.size(), e.size(), e) == 0;
+  std::vector<size_t> out = claiming([&](const PluginRecord& p) {
+    return std::any_of(p.magic.begin(), p.magic.end(), [&](const std::string& magic) {
+      return !magic.empty() && head.compare(0, magic.size(), magic) == 0;
     });
   });
+  // Suffix match rather than path.extension(), so multi-part extensions (".tar.gz") work.
+  const std::string file = lower(path.filename().string());
+  for (size_t i : claiming([&](const PluginRecord& p) {
+         return std::any_of(p.extensions.begin(), p.extensions.end(), [&](const std::string& ext) {
+           const std::string e = lower(ext);
+           return file.size() > e.size() && file.compare(file.size() - e.size(), e.size(), e) == 0;
+         });
+       }))
+    if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+  return out;
+}
+
+std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
+  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
+  // The claims come from the manifests, so only importers that claim the file are loaded; one
+  // that then fails to load (or to pass the probe) is passed over.
+  for (size_t i : claimants(path)) {
+    if (!usable(plugins_[i])) continue;
+    ensure_loaded(i);
+    if (usable(plugins_[i]) && plugins_[i].importer) return plugins_[i].importer;
+  }
+  return nullptr;
+}
+
+std::vector<PluginRecord> Registry::unusable_importers_for(const fs::path& path) const {
+  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
+  std::vector<PluginRecord> out;
+  for (size_t i : claimants(path)) {
+    ensure_loaded(i);
+    if (!usable(plugins_[i]) || !plugins_[i].importer) out.push_back(plugins_[i]);
+  }
+  return out;
 }
 
 }  // namespace rlx::registry

@@ -672,6 +672,20 @@ TEST_F(AbiTest, HostileLibrariesAreBrokenWithWhatHappened) {
   }
 }
 
+// An importer claiming a file is passed over when its probe fails, and can be asked about.
+TEST_F(AbiTest, UnusableImporterIsPassedOverAndNamed) {
+  Registry r = discover({case_dir("hostile_importer"), case_dir("importer")});
+  EXPECT_EQ(r.importer_for("model.onnx"), nullptr);
+  std::vector<PluginRecord> unusable = r.unusable_importers_for("model.onnx");
+  ASSERT_EQ(unusable.size(), 1u);
+  EXPECT_EQ(unusable[0].name, "hostile_importer");
+  EXPECT_EQ(unusable[0].status, PluginStatus::kBroken);
+  EXPECT_THAT(unusable[0].detail, StartsWith("crashed with SIGSEGV while loading the library"));
+  EXPECT_TRUE(r.unusable_importers_for("model.tst").empty());
+  ASSERT_NE(r.importer_for("model.tst"), nullptr);
+  EXPECT_FALSE(is_mapped(unusable[0].library_path));
+}
+
 // A copy of one case's manifest and library in a folder of the test's own.
 fs::path copy_case(const std::string& folder, const std::string& name, const fs::path& to) {
   fs::create_directories(to);

@@ -105,6 +105,9 @@ class Registry {
   // The importer that reads `path`: for a folder, by the marker files its manifest names; for a
   // file, by leading magic bytes, then by extension. nullptr when none claims it.
   std::shared_ptr<Importer> importer_for(const std::filesystem::path& path) const;
+  // The importers that claim `path` but cannot be used (broken, incompatible, unavailable), in
+  // the order importer_for tries them: why it found none, for the error a user sees.
+  std::vector<PluginRecord> unusable_importers_for(const std::filesystem::path& path) const;
 
  private:
   struct Deferred;
@@ -112,6 +115,9 @@ class Registry {
   // lookups stay const and the records they fill in are mutable (under Deferred's lock).
   void ensure_loaded(size_t index) const;
   void ensure_all_loaded() const;
+  // Indices of the importers whose manifests claim `path`, in the order they are tried: folder
+  // markers for a folder; for a file, magic bytes, then extensions. Loads nothing.
+  std::vector<size_t> claimants(const std::filesystem::path& path) const;
 
   mutable std::vector<PluginRecord> plugins_;
   std::vector<Problem> problems_;
