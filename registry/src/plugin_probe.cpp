@@ -39,59 +39,59 @@ struct Judged {
   bool remember = false;  // worth keeping: the outcome is the file's, not this moment's
 };
 
-// The plugin did not answer the probe: what happened, in which step, and what to do.
-Judged abnormal(const std::string& what, const ProbeReport& report, const PluginRecord& rec,
-                std::string_view todo_extra = {}) {
-  Judged j;
-  j.verdict.status = PluginStatus::kBroken;
-  const std::string_view where =
-      report.last_stage ? stage_words(*report.last_stage) : "before it reached the plugin";
-  j.verdict.detail = fmt::format("{} {}: remove or fix the plugin ({}){}", what, where,
-                                 rec.manifest_path.string(), todo_extra);
-  j.verdict.abi = report.abi;
-  return j;
+// How the helper's process ended, when it did not end well: "crashed with SIGSEGV", ...
+std::string ending(const ChildOutcome& out, const ProbeReport& report,
+                   const ProbeSettings& settings) {
+  switch (out.end) {
+    case ChildOutcome::End::kTimedOut:
+      return fmt::format("did not answer within {:g} s", settings.timeout_s);
+    case ChildOutcome::End::kSignaled:
+      return is_crash(out.code) ? "crashed with " + signal_text(out.code)
+                                : "was killed by " + signal_text(out.code);
+    default:
+      if (!report.error.empty() && out.code == 0)
+        return fmt::format("garbled the probe's report ({})", report.error);
+      return fmt::format("ended the process (exit status {})", out.code);
+  }
 }
 
 Judged judge(const ChildOutcome& out, const ProbeSettings& settings, const PluginRecord& rec) {
-  ProbeReport report = parse_report(out.report);
-  using End = ChildOutcome::End;
-  switch (out.end) {
-    case End::kNotStarted: {
-      Judged j;  // not remembered: the next command tries again
-      j.verdict.detail = fmt::format(
-          "could not be checked before loading: cannot start {}: {}; try again, or reinstall rlx",
-          settings.helper.string(), out.error);
-      return j;
-    }
-    case End::kTimedOut: {
-      // Not remembered: a busy machine can be slow once; a plugin that hangs costs the wait at
-      // each command, and its row says so.
-      return abnormal(fmt::format("did not answer within {:g} s", settings.timeout_s), report, rec,
-                      fmt::format(", or raise {} if it is only slow", kProbeTimeoutEnv));
-    }
-    case End::kSignaled: {
-      const std::string what = is_crash(out.code) ? "crashed with " + signal_text(out.code)
-                                                  : "was killed by " + signal_text(out.code);
-      Judged j = abnormal(what, report, rec);
-      // SIGKILL from outside is most often the out-of-memory killer, a matter of the moment.
-      j.remember = out.code != SIGKILL;
-      return j;
-    }
-    case End::kExited:
-      break;
+  const ProbeReport report = parse_report(out.report);
+  const bool clean = out.end == ChildOutcome::End::kExited && out.code == 0;
+  Judged j;
+  // The helper failed by itself: it did not start, or ended before it reached the plugin (a
+  // library of rlx's own missing, say). The plugin is not to blame and nothing is remembered.
+  if (out.end == ChildOutcome::End::kNotStarted) {
+    j.verdict.detail = fmt::format(
+        "could not be checked before loading: the plugin probe {} could not be started ({}): try "
+        "again, or reinstall rlx",
+        settings.helper.string(), out.error);
+    return j;
   }
-  if (!report.complete || out.code != 0) {
-    Judged j = abnormal(report.complete || report.error.empty()
-                            ? fmt::format("ended the process (exit status {})", out.code)
-                            : fmt::format("garbled the probe's report ({})", report.error),
-                        report, rec);
-    j.remember = true;
+  if (!report.last_stage && !report.complete) {
+    j.verdict.detail = fmt::format(
+        "could not be checked before loading: the plugin probe {} {} before it reached the "
+        "plugin: reinstall rlx",
+        settings.helper.string(), ending(out, report, settings));
+    return j;
+  }
+  // The plugin stopped the probe: what happened, in which step, and what to do.
+  if (!report.complete || !clean) {
+    j.verdict.abi = report.abi;
+    const bool timed_out = out.end == ChildOutcome::End::kTimedOut;
+    j.verdict.detail = fmt::format(
+        "{} {}: remove or fix the plugin ({}){}", ending(out, report, settings),
+        stage_words(report.last_stage.value_or(LoadStage::kLoading)), rec.manifest_path.string(),
+        timed_out ? fmt::format(", or raise {} if it is only slow", kProbeTimeoutEnv) : "");
+    // Not remembered: a time-out (a busy machine is slow once; a plugin that hangs costs the
+    // wait at each command, and its row says so), or SIGKILL from outside, most often the
+    // out-of-memory killer. Crashes and exits are the plugin's.
+    j.remember = !timed_out && !(out.end == ChildOutcome::End::kSignaled && out.code == SIGKILL);
     return j;
   }
   // It answered: available and codegen-only pass (rlx asks can_execute() again itself, as the
   // machine may change); any other answer is final but not remembered, since it can depend on
   // the machine (a library the plugin needs, installed later).
-  Judged j;
   j.verdict.passed =
       report.status == PluginStatus::kAvailable || report.status == PluginStatus::kCodegenOnly;
   j.remember = j.verdict.passed;

@@ -791,6 +791,22 @@ TEST_F(AbiTest, MissingProbeHelperIsListedAndPluginsStillLoad) {
   EXPECT_EQ(r.plugins().at(0).status, PluginStatus::kCodegenOnly);
 }
 
+// A helper that fails by itself (here it is /bin/false) blames neither the plugin nor the cache.
+TEST_F(AbiTest, FailingProbeHelperBlamesRlxAndIsNotRemembered) {
+  Options o;
+  o.plugin_paths = {case_dir("good")};
+  o.build_legality = false;
+  o.probe_helper = "/bin/false";
+  for (int i = 0; i < 2; ++i) {
+    Registry r = Registry::discover(o);
+    EXPECT_TRUE(r.problems().empty());
+    EXPECT_EQ(r.plugins().at(0).status, PluginStatus::kBroken);
+    EXPECT_EQ(r.plugins().at(0).detail,
+              "could not be checked before loading: the plugin probe /bin/false ended the process "
+              "(exit status 1) before it reached the plugin: reinstall rlx");
+  }
+}
+
 TEST_F(AbiTest, ProbeTimeoutMustBeSeconds) {
   for (const char* bad : {"abc", "0", "-1", "5s", "nan"}) {
     setenv("RLX_PLUGIN_PROBE_TIMEOUT_S", bad, 1);
