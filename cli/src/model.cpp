@@ -10,6 +10,22 @@ namespace rlx::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// "no importer could read X: the importer 'evil' that claims it is broken: <why>", one line per
+// importer that claims it.
+CliError unusable_importers_error(const fs::path& path,
+                                  const std::vector<registry::PluginRecord>& importers) {
+  std::string message = fmt::format("no importer could read '{}':", path.string());
+  for (const registry::PluginRecord& p : importers)
+    message += fmt::format("\n  the importer '{}' that claims it is {}: {}", p.name,
+                           registry::status_name(p.status), p.detail);
+  return CliError(std::move(message),
+                  "fix or remove that plugin (`rlx --list-targets -v` shows its files)");
+}
+
+}  // namespace
+
 const registry::Registry& plugin_registry(const GlobalOptions& global, bool build_legality) {
   static const registry::Registry* reg = nullptr;
   if (!reg) {
@@ -58,13 +74,25 @@ Model load_model(const registry::Registry& reg, const fs::path& path,
                                            importer->name(), path.string()));
     }
   }
-  if (fs::is_directory(path, ec))
+  // No usable importer claims it. A claimant that cannot be used (a plugin that crashed in its
+  // probe, say) is passed over like an absent one; if nothing else reads the path, it is named
+  // rather than a parse error of, say, ONNX bytes as IR text.
+  const std::vector<registry::PluginRecord> unusable = reg.unusable_importers_for(path);
+  if (fs::is_directory(path, ec)) {
+    if (!unusable.empty()) throw unusable_importers_error(path, unusable);
     throw CliError(
         fmt::format("no importer reads the folder '{}'", path.string()),
         "see the importers in `rlx --list-targets`; a Hugging Face folder needs its config.json");
+  }
   Model m;
   m.architecture = "ir";
-  m.graphs["main"] = load_graph_file(path);
+  try {
+    m.graphs["main"] = load_graph_file(path);
+  } catch (const Error&) {
+    // Not IR text either: the importer that claims it but cannot be used is the story.
+    if (!unusable.empty()) throw unusable_importers_error(path, unusable);
+    throw;
+  }
   return m;
 }
 

@@ -27,7 +27,8 @@ void require_can_execute(Target& target, const std::string& target_name,
                          const std::string& model_path);
 
 // Loads MODEL: an importer claims it (folder marker, magic bytes or extension), otherwise it is
-// read as IR text (with the sibling .safetensors holding its params).
+// read as IR text (with the sibling .safetensors holding its params). When neither works and an
+// importer that claims it cannot be used, the error names that importer and why.
 // `options` reach the importer (sizes from --bind, input shapes from --inputs); IR text takes
 // none.
 Model load_model(const registry::Registry& reg, const std::filesystem::path& path,

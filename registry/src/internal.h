@@ -4,6 +4,7 @@
 // and listing never throws.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,12 +34,26 @@ std::variant<Manifest, std::string> parse_manifest(const std::filesystem::path& 
 // The note to show when RLX_DISABLE_PLUGINS switches plugins off, or nullopt when they are on.
 std::optional<std::string> plugins_disabled_note();
 
+// The library a manifest names, resolved in the manifest's folder: a file name or a relative path
+// whose real path (symlinks followed) stays inside that folder. Otherwise why not, naming the
+// manifest and the field. A library that does not exist yet resolves (check_loadable says so).
+std::variant<std::filesystem::path, std::string> resolve_library(
+    const std::filesystem::path& manifest_path, const std::string& library);
+
 // "linux-x86_64": what [requires] platforms entries are matched against.
 std::string platform_tag();
 // Why this machine cannot run the plugin (platform or a [requires] library missing), or nullopt.
 std::optional<std::string> probe_requirements(const Manifest& manifest);
 
 using LibraryHandle = std::shared_ptr<boost::dll::shared_library>;
+
+// The steps of loading a plugin, in order. The probe reports each one before taking it, so a
+// plugin that crashes or hangs is blamed on the step it was in.
+enum class LoadStage { kLoading, kHandshake, kFactory, kIdentity, kCanExecute, kLegality, kExit };
+inline constexpr int kLoadStageCount = static_cast<int>(LoadStage::kExit) + 1;
+using StageFn = std::function<void(LoadStage)>;
+// "while loading the library", "in its factory (rlx_plugin_factory)", ...
+std::string_view stage_words(LoadStage stage);
 
 struct LoadResult {
   PluginStatus status = PluginStatus::kBroken;  // kAvailable here means "loaded"
@@ -50,7 +65,13 @@ struct LoadResult {
   std::shared_ptr<Importer> importer;
 };
 // ABI handshake, factory call and name check; never throws.
-LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& library_path);
+LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& library_path,
+                       const StageFn& on_stage = {});
+// What the first use of a plugin does, in rlx and in the probe alike: load_plugin, then for a
+// target can_execute() and (when asked) the legality table; fills in the record's final status.
+// `libraries` keeps the loaded library mapped.
+void load_record(const Manifest& manifest, PluginRecord& rec, bool build_legality,
+                 std::vector<std::shared_ptr<void>>& libraries, const StageFn& on_stage = {});
 
 // Adapters from the noexcept boundary back to the host interfaces. They hold `library` so the
 // code behind the boundary objects stays mapped while any of them lives.

@@ -1,7 +1,9 @@
 // Loads one plugin library: the C ABI handshake first (no C++ symbol is touched before it
 // passes), then the factory, then a check that the object is the plugin the manifest describes.
 #include <dlfcn.h>
+#include <elf.h>
 #include <fmt/format.h>
+#include <link.h>
 
 #include <boost/dll/shared_library.hpp>
 #include <cstring>
@@ -51,9 +53,52 @@ std::optional<std::string> abi_mismatch(const RlxPluginAbi& abi, const Manifest&
   return std::nullopt;
 }
 
+// Whether an exported symbol is code. `int rlx_plugin_abi = 42;` exports data under the
+// name, and calling it would jump into that data; the ELF symbol type tells them apart.
+bool is_function(void* address) {
+  Dl_info info;
+  void* entry = nullptr;
+  if (!dladdr1(address, &info, &entry, RTLD_DL_SYMENT) || !entry)
+    return true;  // unknown: let the call decide (the probe catches a crash)
+  // The type is the low nibble of st_info in 32- and 64-bit ELF alike.
+  const int type = ELF64_ST_TYPE(static_cast<const ElfW(Sym)*>(entry)->st_info);
+  return type == STT_FUNC || type == STT_GNU_IFUNC;
+}
+
+std::string not_a_function(std::string_view symbol) {
+  return fmt::format(
+      "{} is not a function (the library exports data under that name): the library is not an "
+      "rlx plugin built with the SDK's RLX_DEFINE_*_PLUGIN",
+      symbol);
+}
+
 }  // namespace
 
-LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& library_path) {
+std::string_view stage_words(LoadStage stage) {
+  switch (stage) {
+    case LoadStage::kLoading:
+      return "while loading the library";
+    case LoadStage::kHandshake:
+      return "during the ABI handshake (" RLX_ABI_SYMBOL ")";
+    case LoadStage::kFactory:
+      return "in its factory (" RLX_FACTORY_SYMBOL ")";
+    case LoadStage::kIdentity:
+      return "while asked its name and version";
+    case LoadStage::kCanExecute:
+      return "in can_execute()";
+    case LoadStage::kLegality:
+      return "while its legality table was built (claim_native, accepts_primitive)";
+    case LoadStage::kExit:
+      return "while the process exited (static destructors, atexit handlers)";
+  }
+  return "while loading";
+}
+
+LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& library_path,
+                       const StageFn& on_stage) {
+  auto stage = [&](LoadStage s) {
+    if (on_stage) on_stage(s);
+  };
   namespace dll = boost::dll;
   // Declared before `objects` so the boundary objects are destroyed while their code is mapped.
   LibraryHandle lib = std::make_shared<dll::shared_library>();
@@ -63,6 +108,7 @@ LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& li
     // RTLD_LOCAL keeps plugins' symbols from interposing on each other.
     dll::fs::error_code ec;
     dlerror();
+    stage(LoadStage::kLoading);
     lib->load(library_path, dll::load_mode::rtld_now | dll::load_mode::rtld_local, ec);
     if (ec || !lib->is_loaded()) {
       const char* err = dlerror();
@@ -81,6 +127,9 @@ LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& li
                     ": the library is not an rlx plugin (plugins define it with "
                     "RLX_DEFINE_TARGET_PLUGIN or RLX_DEFINE_IMPORTER_PLUGIN)");
     auto& abi_fn = lib->get<const RlxPluginAbi*()>(RLX_ABI_SYMBOL);
+    if (!is_function(reinterpret_cast<void*>(&abi_fn)))
+      return failed(PluginStatus::kBroken, not_a_function(RLX_ABI_SYMBOL));
+    stage(LoadStage::kHandshake);
     const RlxPluginAbi* abi = abi_fn();
     if (!abi) return failed(PluginStatus::kBroken, RLX_ABI_SYMBOL "() returned null");
     if (auto why = abi_mismatch(*abi, manifest)) {
@@ -93,13 +142,17 @@ LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& li
     if (!lib->has(RLX_FACTORY_SYMBOL))
       return failed(PluginStatus::kBroken, "missing factory symbol " RLX_FACTORY_SYMBOL);
     auto& factory = lib->get<sdk::PluginFactory>(RLX_FACTORY_SYMBOL);
+    if (!is_function(reinterpret_cast<void*>(&factory)))
+      return failed(PluginStatus::kBroken, not_a_function(RLX_FACTORY_SYMBOL));
     sdk::PluginObjects objects;
+    stage(LoadStage::kFactory);
     factory(&objects);
     if (!objects.error.empty())
       return failed(PluginStatus::kBroken, "the plugin failed to start: " + objects.error);
 
     std::string name, version;
     LoadResult r;
+    stage(LoadStage::kIdentity);
     if (manifest.kind == "target") {
       if (!objects.target)
         return failed(PluginStatus::kBroken, "the plugin factory returned no target object");

@@ -143,6 +143,14 @@ Manifest validate(const toml::table& root) {
     m.requires_libraries = get_string_array(*req, "requires", "libraries");
     m.platforms = get_string_array(*req, "requires", "platforms");
   }
+  // rlx opens these itself, in its own process, to see whether they exist: a name the system
+  // loader looks up, never a path to any file a manifest likes.
+  for (const std::string& lib : m.requires_libraries)
+    if (lib.empty() || lib.find('/') != std::string::npos)
+      invalid(
+          fmt::format("[requires] libraries entries must be library names the system loader "
+                      "finds (\"libcuda.so.1\"), not paths, got \"{}\"",
+                      lib));
   if (const toml::table* caps = get_table(root, "capabilities", false)) {
     for (const auto& [key, value] : *caps) m.capabilities[std::string(key.str())] = display(value);
   }

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "internal.h"
+#include "probe.h"
 #include "rlx/core/error.h"
 
 namespace rlx::registry {
@@ -45,6 +46,8 @@ struct Registry::Deferred {
   std::vector<std::optional<Manifest>> pending;
   std::vector<std::shared_ptr<void>> libraries;  // keeps loaded libraries alive
   bool build_legality = true;
+  detail::ProbeSettings probe;
+  std::map<size_t, detail::ProbeVerdict> probed;  // verdicts of plugins probed, not yet loaded
 };
 
 Registry::Registry() : deferred_(std::make_unique<Deferred>()) {}
@@ -52,48 +55,47 @@ Registry::Registry(Registry&&) noexcept = default;
 Registry& Registry::operator=(Registry&&) noexcept = default;
 Registry::~Registry() = default;
 
-namespace {
-
-// Loads one plugin whose manifest passed discovery and fills in its record's final status.
-void load_record(const Manifest& m, PluginRecord& rec, bool build_legality,
-                 std::vector<std::shared_ptr<void>>& libraries) {
-  detail::LoadResult loaded = detail::load_plugin(m, rec.library_path);
-  if (!loaded.abi.empty()) rec.abi = loaded.abi;
-  if (loaded.status != PluginStatus::kAvailable) {
-    rec.status = loaded.status;
-    rec.detail = loaded.detail;
-    return;
-  }
-  // The plugin's own answers are authoritative over the manifest's.
-  if (!loaded.version.empty()) rec.version = loaded.version;
-  libraries.push_back(loaded.library);
-  rec.target = loaded.target;
-  rec.importer = loaded.importer;
-  rec.status = PluginStatus::kAvailable;
-  rec.detail.clear();
-  if (rec.target) {
-    Verdict v = rec.target->can_execute();
-    if (!v.ok) {
-      rec.status = PluginStatus::kCodegenOnly;
-      rec.detail = v.reason.empty() ? "cannot execute on this machine" : v.reason;
-    } else if (!v.reason.empty()) {
-      rec.detail = v.reason;  // how it executes here (cpu: kernels compiled or interpreted)
-    }
-    if (build_legality) rec.legality = detail::build_legality_table(*rec.target);
-  }
-}
-
-}  // namespace
-
 void Registry::ensure_loaded(size_t index) const {
   std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
   std::optional<Manifest>& m = deferred_->pending[index];
   if (!m) return;
-  load_record(*m, plugins_[index], deferred_->build_legality, deferred_->libraries);
+  PluginRecord& rec = plugins_[index];
+  // The probe first, in a child process: a plugin that fails there is never mapped here.
+  // Without the helper (a broken install, listed as a problem) plugins load unchecked.
+  if (!deferred_->probe.helper.empty()) {
+    auto known = deferred_->probed.find(index);
+    detail::ProbeVerdict verdict = known != deferred_->probed.end()
+                                       ? std::move(known->second)
+                                       : detail::probe_plugins({&rec}, deferred_->probe).at(0);
+    deferred_->probed.erase(index);
+    if (!verdict.passed) {
+      rec.status = verdict.status;
+      rec.detail = verdict.detail;
+      if (!verdict.abi.empty()) rec.abi = verdict.abi;
+      m.reset();
+      return;
+    }
+  }
+  detail::load_record(*m, rec, deferred_->build_legality, deferred_->libraries);
   m.reset();
 }
 
 void Registry::ensure_all_loaded() const {
+  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
+  // Every probe first, several at once (a cold listing waits for the slowest few, not the sum),
+  // then the loads in order.
+  if (!deferred_->probe.helper.empty()) {
+    std::vector<size_t> indices;
+    std::vector<const PluginRecord*> recs;
+    for (size_t i = 0; i < plugins_.size(); ++i)
+      if (deferred_->pending[i] && !deferred_->probed.count(i)) {
+        indices.push_back(i);
+        recs.push_back(&plugins_[i]);
+      }
+    std::vector<detail::ProbeVerdict> verdicts = detail::probe_plugins(recs, deferred_->probe);
+    for (size_t k = 0; k < indices.size(); ++k)
+      deferred_->probed[indices[k]] = std::move(verdicts[k]);
+  }
   for (size_t i = 0; i < plugins_.size(); ++i) ensure_loaded(i);
 }
 
@@ -123,6 +125,11 @@ class RegistryBuilder {
     }
     reg_.search_dirs_ = plugin_search_dirs(options_);
     for (const SearchDir& dir : reg_.search_dirs_) scan(dir.path);
+    const auto& pending = reg_.deferred_->pending;
+    const bool to_load =
+        std::any_of(pending.begin(), pending.end(),
+                    [](const std::optional<Manifest>& m) { return m.has_value(); });
+    reg_.deferred_->probe = detail::probe_settings(options_, to_load, reg_.problems_);
     return std::move(reg_);
   }
 
@@ -155,8 +162,8 @@ class RegistryBuilder {
     rec.abi = m.abi;
     rec.description = m.description;
     rec.manifest_path = manifest_path;
-    rec.library_path = fs::path(m.library).is_absolute() ? fs::path(m.library)
-                                                         : manifest_path.parent_path() / m.library;
+    auto library = detail::resolve_library(manifest_path, m.library);
+    if (auto* path = std::get_if<fs::path>(&library)) rec.library_path = *path;
     rec.extensions = m.extensions;
     rec.magic = m.magic;
     rec.folders = m.folders;
@@ -166,6 +173,9 @@ class RegistryBuilder {
     if (!inserted) {
       rec.status = PluginStatus::kShadowed;
       rec.detail = "shadowed by " + winner->second.string();
+    } else if (auto* outside = std::get_if<std::string>(&library)) {
+      rec.status = PluginStatus::kBroken;
+      rec.detail = *outside;
     } else if (check_loadable(m, rec)) {
       to_load = std::move(m);
     }
@@ -262,22 +272,19 @@ std::shared_ptr<Target> Registry::target(const std::string& name) const {
   throw_user_error(std::move(message));
 }
 
-std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
-  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
+std::vector<size_t> Registry::claimants(const fs::path& path) const {
   std::error_code ec;
-  // The claims (folder markers, magic, extensions) come from the manifests, so only the importer
-  // that claims the file is loaded; one that then fails to load is passed over, as before.
-  auto first_claiming = [&](auto&& claims) -> std::shared_ptr<Importer> {
+  auto claiming = [&](auto&& claims) {
+    std::vector<size_t> out;
     for (size_t i = 0; i < plugins_.size(); ++i) {
       const PluginRecord& p = plugins_[i];
-      if (p.kind != "importer" || !usable(p) || !claims(p)) continue;
-      ensure_loaded(i);
-      if (usable(p) && p.importer) return p.importer;
+      if (p.kind == "importer" && p.status != PluginStatus::kShadowed && claims(p))
+        out.push_back(i);
     }
-    return nullptr;
+    return out;
   };
   if (fs::is_directory(path, ec)) {
-    return first_claiming([&](const PluginRecord& p) {
+    return claiming([&](const PluginRecord& p) {
       return std::any_of(p.folders.begin(), p.folders.end(),
                          [&](const std::string& marker) { return fs::exists(path / marker, ec); });
     });
@@ -290,20 +297,43 @@ std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
   } else {
     head.clear();
   }
-  if (auto by_magic = first_claiming([&](const PluginRecord& p) {
-        return std::any_of(p.magic.begin(), p.magic.end(), [&](const std::string& magic) {
-          return !magic.empty() && head.compare(0, magic.size(), magic) == 0;
-        });
-      }))
-    return by_magic;
-  // Suffix match rather than path.extension(), so multi-part extensions (".tar.gz") work.
-  const std::string file = lower(path.filename().string());
-  return first_claiming([&](const PluginRecord& p) {
-    return std::any_of(p.extensions.begin(), p.extensions.end(), [&](const std::string& ext) {
-      const std::string e = lower(ext);
-      return file.size() > e.size() && file.compare(file.size() - e.size(), e.size(), e) == 0;
+  std::vector<size_t> out = claiming([&](const PluginRecord& p) {
+    return std::any_of(p.magic.begin(), p.magic.end(), [&](const std::string& magic) {
+      return !magic.empty() && head.compare(0, magic.size(), magic) == 0;
     });
   });
+  // Suffix match rather than path.extension(), so multi-part extensions (".tar.gz") work.
+  const std::string file = lower(path.filename().string());
+  for (size_t i : claiming([&](const PluginRecord& p) {
+         return std::any_of(p.extensions.begin(), p.extensions.end(), [&](const std::string& ext) {
+           const std::string e = lower(ext);
+           return file.size() > e.size() && file.compare(file.size() - e.size(), e.size(), e) == 0;
+         });
+       }))
+    if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+  return out;
+}
+
+std::shared_ptr<Importer> Registry::importer_for(const fs::path& path) const {
+  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
+  // The claims come from the manifests, so only importers that claim the file are loaded; one
+  // that then fails to load (or to pass the probe) is passed over.
+  for (size_t i : claimants(path)) {
+    if (!usable(plugins_[i])) continue;
+    ensure_loaded(i);
+    if (usable(plugins_[i]) && plugins_[i].importer) return plugins_[i].importer;
+  }
+  return nullptr;
+}
+
+std::vector<PluginRecord> Registry::unusable_importers_for(const fs::path& path) const {
+  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
+  std::vector<PluginRecord> out;
+  for (size_t i : claimants(path)) {
+    ensure_loaded(i);
+    if (!usable(plugins_[i]) || !plugins_[i].importer) out.push_back(plugins_[i]);
+  }
+  return out;
 }
 
 }  // namespace rlx::registry

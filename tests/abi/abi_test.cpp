@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include "rlx/core/error.h"
@@ -25,6 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 fs::path case_dir(const std::string& name) {
@@ -45,6 +48,17 @@ class AbiTest : public ::testing::Test {
     setenv("XDG_DATA_DIRS", nowhere_.c_str(), 1);
     unsetenv("RLX_PLUGIN_PATH");
     unsetenv("RLX_DISABLE_PLUGINS");
+    unsetenv("RLX_PLUGIN_PROBE_TIMEOUT_S");
+    // Probe verdicts from another test (or an earlier run) must not answer for this one.
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    scratch_ =
+        fs::path(::testing::TempDir()) / fmt::format("rlx-abi-{}-{}", info->name(), getpid());
+    fs::remove_all(scratch_);
+    fs::create_directories(scratch_);
+    setenv("RLX_CACHE_DIR", (scratch_ / "cache").c_str(), 1);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(scratch_);
   }
 
   // Legality tables are left to the one test about them, so a core bug in op_legality shows up
@@ -66,6 +80,7 @@ class AbiTest : public ::testing::Test {
   }
 
   fs::path nowhere_;
+  fs::path scratch_;  // this test's own folder; RLX_CACHE_DIR is its cache/
 };
 
 TEST_F(AbiTest, GoodTargetIsCodegenOnlyWithItsReason) {
@@ -577,6 +592,232 @@ TEST_F(AbiTest, ConcurrentLookupsLoadEachPluginOnce) {
     EXPECT_EQ(importers[i], importers[0]);
   }
   EXPECT_EQ(r.plugins()[0].target, targets[0]);
+}
+
+// --- Where a manifest may point ---
+
+std::string manifest_of(const std::string& folder, const std::string& name) {
+  return (case_dir(folder) / (name + ".toml")).string();
+}
+
+TEST_F(AbiTest, LibraryOutsideTheManifestsFolderIsBroken) {
+  const fs::path good = case_dir("good") / "librlx_target_abi_good.so";
+  const std::map<std::string, std::string> how = {
+      {"library_absolute", "\"" + good.string() + "\" is an absolute path"},
+      {"library_dotdot", "\"../good/librlx_target_abi_good.so\" leads out of it"},
+      {"library_symlink", "\"librlx_target_abi_good.so\" resolves to " +
+                              fs::canonical(good).string() + ", outside it"},
+  };
+  for (const auto& [folder, what] : how) {
+    SCOPED_TRACE(folder);
+    PluginRecord p = only(folder);
+    EXPECT_EQ(p.status, PluginStatus::kBroken);
+    EXPECT_EQ(p.detail,
+              fmt::format("{}: [plugin] library {}; it must name a file in the "
+                          "manifest's folder ({}): put the library beside the manifest "
+                          "and name it by its file name",
+                          manifest_of(folder, "abi_good"), what, case_dir(folder).string()));
+    EXPECT_FALSE(p.target);
+  }
+}
+
+TEST_F(AbiTest, RequiredLibrariesAreNamesNotPaths) {
+  Registry r = discover({case_dir("requires_path")});
+  EXPECT_TRUE(r.plugins().empty());
+  ASSERT_EQ(r.problems().size(), 1u);
+  EXPECT_EQ(r.problems()[0].message,
+            "[requires] libraries entries must be library names the system loader finds "
+            "(\"libcuda.so.1\"), not paths, got \"/tmp/evil.so\"");
+}
+
+// --- The probe: libraries that attack the process loading them (issue 24's recipes) ---
+
+// Each is broken with what happened in the probe's child process and where, and none of them was
+// ever mapped into this process: the probe kept them out.
+TEST_F(AbiTest, HostileLibrariesAreBrokenWithWhatHappened) {
+  setenv("RLX_PLUGIN_PROBE_TIMEOUT_S", "1", 1);
+  Registry r = discover({case_dir("hostile")});
+  EXPECT_TRUE(r.problems().empty()) << r.problems().front().message;
+  const std::string fix = ": remove or fix the plugin (";
+  const std::map<std::string, std::string> want = {
+      {"hostile_ctor_segv", "crashed with SIGSEGV while loading the library" + fix +
+                                manifest_of("hostile", "hostile_ctor_segv") + ")"},
+      {"hostile_ctor_abort", "crashed with SIGABRT while loading the library" + fix},
+      {"hostile_ctor_loop", "did not answer within 1 s while loading the library" + fix},
+      {"hostile_ctor_exit", "ended the process (exit status 0) while loading the library" + fix},
+      {"hostile_abi_data",
+       "rlx_plugin_abi is not a function (the library exports data under "
+       "that name)"},
+      {"hostile_abi_pointer",
+       "crashed with SIGSEGV during the ABI handshake (rlx_plugin_abi)" + fix},
+      {"hostile_factory_segv", "crashed with SIGSEGV in its factory (rlx_plugin_factory)" + fix},
+      {"hostile_factory_scribble", "crashed with SIGSEGV while asked its name and version" + fix},
+  };
+  ASSERT_EQ(r.plugins().size(), want.size());
+  for (const PluginRecord& p : r.plugins()) {
+    SCOPED_TRACE(p.name);
+    ASSERT_TRUE(want.count(p.name));
+    EXPECT_EQ(p.status, PluginStatus::kBroken);
+    EXPECT_THAT(p.detail, StartsWith(want.at(p.name)));
+    EXPECT_FALSE(p.target);
+    EXPECT_FALSE(is_mapped(p.library_path));
+  }
+  EXPECT_THAT(r.plugins()[0].detail, Not(HasSubstr("remembered")));
+  try {
+    r.target("hostile_ctor_segv");
+    FAIL() << "a broken target must not be returned";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUser);
+    EXPECT_THAT(e.what(), StartsWith("target 'hostile_ctor_segv' is broken: crashed with SIGSEGV"));
+  }
+}
+
+// An importer claiming a file is passed over when its probe fails, and can be asked about.
+TEST_F(AbiTest, UnusableImporterIsPassedOverAndNamed) {
+  Registry r = discover({case_dir("hostile_importer"), case_dir("importer")});
+  EXPECT_EQ(r.importer_for("model.onnx"), nullptr);
+  std::vector<PluginRecord> unusable = r.unusable_importers_for("model.onnx");
+  ASSERT_EQ(unusable.size(), 1u);
+  EXPECT_EQ(unusable[0].name, "hostile_importer");
+  EXPECT_EQ(unusable[0].status, PluginStatus::kBroken);
+  EXPECT_THAT(unusable[0].detail, StartsWith("crashed with SIGSEGV while loading the library"));
+  EXPECT_TRUE(r.unusable_importers_for("model.tst").empty());
+  ASSERT_NE(r.importer_for("model.tst"), nullptr);
+  EXPECT_FALSE(is_mapped(unusable[0].library_path));
+}
+
+// A copy of one case's manifest and library in a folder of the test's own.
+fs::path copy_case(const std::string& folder, const std::string& name, const fs::path& to) {
+  fs::create_directories(to);
+  for (const fs::directory_entry& e : fs::directory_iterator(case_dir(folder))) {
+    const std::string file = e.path().filename().string();
+    if (file == name + ".toml" || file.find("_" + name + ".so") != std::string::npos)
+      fs::copy_file(e.path(), to / file, fs::copy_options::overwrite_existing);
+  }
+  return to;
+}
+
+// Changes one byte of `file` that loading never reads (the compiler's note in .comment), keeping
+// its size and modification time: only the content hash can tell.
+void change_unread_byte(const fs::path& file) {
+  const fs::file_time_type time = fs::last_write_time(file);
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const size_t at = bytes.find("GCC: (");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] = 'g';
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  fs::last_write_time(file, time);
+}
+
+TEST_F(AbiTest, CrashVerdictsAreRememberedUntilTheFileChanges) {
+  const fs::path dir = copy_case("hostile", "hostile_ctor_segv", scratch_ / "plugins");
+  auto detail = [&] { return discover({dir}).plugins().at(0).detail; };
+  EXPECT_THAT(detail(), Not(HasSubstr("remembered")));
+  const std::string again = detail();
+  EXPECT_THAT(again, StartsWith("crashed with SIGSEGV while loading the library"));
+  EXPECT_THAT(again, HasSubstr("[remembered from an earlier check of this file; delete " +
+                               (scratch_ / "cache" / "plugin-probe").string()));
+  const fs::path lib = dir / "librlx_target_hostile_ctor_segv.so";
+  // Same path, size and time, other bytes: probed again.
+  change_unread_byte(lib);
+  EXPECT_THAT(detail(), Not(HasSubstr("remembered")));
+  EXPECT_THAT(detail(), HasSubstr("remembered"));
+  // The same bytes touched otherwise (a chmod): still remembered, hashed once more.
+  fs::permissions(lib, fs::perms::others_read, fs::perm_options::remove);
+  EXPECT_THAT(detail(), HasSubstr("remembered"));
+  // A newer time alone is enough to probe again.
+  fs::last_write_time(lib, fs::last_write_time(lib) + std::chrono::seconds(5));
+  EXPECT_THAT(detail(), Not(HasSubstr("remembered")));
+}
+
+TEST_F(AbiTest, PassesAreRememberedAndTimeoutsAreNot) {
+  Registry good = discover({case_dir("good")});
+  EXPECT_EQ(good.plugins().at(0).status, PluginStatus::kCodegenOnly);
+  std::vector<fs::path> verdicts;
+  for (const auto& e : fs::directory_iterator(scratch_ / "cache" / "plugin-probe"))
+    verdicts.push_back(e.path());
+  ASSERT_EQ(verdicts.size(), 1u);
+  std::ifstream in(verdicts[0]);
+  EXPECT_THAT(std::string(std::istreambuf_iterator<char>(in), {}), HasSubstr("passed"));
+  // The remembered pass: the plugin still loads, and can_execute() is asked again here.
+  EXPECT_EQ(discover({case_dir("good")}).plugins().at(0).detail, "no device");
+
+  // A plugin that hangs costs the time limit at each discovery: a busy moment must not become
+  // a verdict kept for good.
+  setenv("RLX_PLUGIN_PROBE_TIMEOUT_S", "0.3", 1);
+  const fs::path dir = copy_case("hostile", "hostile_ctor_loop", scratch_ / "plugins");
+  for (int i = 0; i < 2; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    std::string detail = discover({dir}).plugins().at(0).detail;
+    EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+    EXPECT_THAT(detail, StartsWith("did not answer within 0.3 s while loading the library"));
+    EXPECT_THAT(detail, HasSubstr("or raise RLX_PLUGIN_PROBE_TIMEOUT_S if it is only slow"));
+    EXPECT_THAT(detail, Not(HasSubstr("remembered")));
+  }
+}
+
+TEST_F(AbiTest, UnwritableCacheCostsAProbeNotAFailure) {
+  const fs::path file = scratch_ / "not-a-folder";
+  std::ofstream(file) << "x";
+  setenv("RLX_CACHE_DIR", file.c_str(), 1);
+  const fs::path dir = copy_case("hostile", "hostile_ctor_segv", scratch_ / "plugins");
+  for (int i = 0; i < 2; ++i) {
+    Registry r = discover({dir, case_dir("good")});
+    EXPECT_TRUE(r.problems().empty());
+    ASSERT_EQ(r.plugins().size(), 2u);
+    EXPECT_THAT(r.plugins()[0].detail, StartsWith("crashed with SIGSEGV"));
+    EXPECT_THAT(r.plugins()[0].detail, Not(HasSubstr("remembered")));
+    EXPECT_EQ(r.plugins()[1].status, PluginStatus::kCodegenOnly);
+  }
+}
+
+// Without the helper rlx still works, loading plugins unchecked, and the listing says so.
+TEST_F(AbiTest, MissingProbeHelperIsListedAndPluginsStillLoad) {
+  Options o;
+  o.plugin_paths = {case_dir("good")};
+  o.build_legality = false;
+  o.probe_helper = scratch_ / "no-such-rlx-plugin-probe";
+  Registry r = Registry::discover(o);
+  ASSERT_EQ(r.problems().size(), 1u);
+  EXPECT_EQ(r.problems()[0].path, *o.probe_helper);
+  EXPECT_THAT(r.problems()[0].message,
+              StartsWith("the plugin probe (rlx-plugin-probe) is missing here, so plugins are "
+                         "loaded into rlx unchecked"));
+  EXPECT_THAT(r.problems()[0].message, HasSubstr("reinstall rlx"));
+  EXPECT_EQ(r.plugins().at(0).status, PluginStatus::kCodegenOnly);
+}
+
+// A helper that fails by itself (here it is /bin/false) blames neither the plugin nor the cache.
+TEST_F(AbiTest, FailingProbeHelperBlamesRlxAndIsNotRemembered) {
+  Options o;
+  o.plugin_paths = {case_dir("good")};
+  o.build_legality = false;
+  o.probe_helper = "/bin/false";
+  for (int i = 0; i < 2; ++i) {
+    Registry r = Registry::discover(o);
+    EXPECT_TRUE(r.problems().empty());
+    EXPECT_EQ(r.plugins().at(0).status, PluginStatus::kBroken);
+    EXPECT_EQ(r.plugins().at(0).detail,
+              "could not be checked before loading: the plugin probe /bin/false ended the process "
+              "(exit status 1) before it reached the plugin: reinstall rlx");
+  }
+}
+
+TEST_F(AbiTest, ProbeTimeoutMustBeSeconds) {
+  for (const char* bad : {"abc", "0", "-1", "5s", "nan"}) {
+    setenv("RLX_PLUGIN_PROBE_TIMEOUT_S", bad, 1);
+    Registry r = discover({case_dir("good")});
+    ASSERT_EQ(r.problems().size(), 1u) << bad;
+    EXPECT_EQ(r.problems()[0].message,
+              fmt::format("RLX_PLUGIN_PROBE_TIMEOUT_S=\"{}\" is not a number of seconds above 0; "
+                          "plugins get the default 5 s to answer the probe",
+                          bad));
+    EXPECT_EQ(r.plugins().at(0).status, PluginStatus::kCodegenOnly);
+  }
 }
 
 }  // namespace

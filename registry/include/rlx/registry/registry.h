@@ -2,6 +2,10 @@
 // loads them with Boost.DLL after the ABI handshake, and keeps a status per plugin plus a
 // legality table per target. Listing never throws: every failure becomes a status or a problem.
 //
+// Before a library is first loaded into this process, rlx-plugin-probe loads it in a child
+// process the same way, with a time limit; a plugin that crashes, hangs or exits there is
+// broken with what happened and is never loaded here (docs/plugin-authors.md, "What runs where").
+//
 // Libraries are loaded on demand: discovery reads every manifest (so shadowing, problems and the
 // importers' claims are known at once) but loads a library only when its plugin is asked for
 // (target(), importer_for()) or when the whole list is (plugins()). A command that names one
@@ -78,6 +82,8 @@ struct SearchDir {
 struct Options {
   std::vector<std::filesystem::path> plugin_paths;  // --plugin-path, highest precedence
   bool build_legality = true;
+  // The probe helper to run instead of the rlx-plugin-probe installed beside this library.
+  std::optional<std::filesystem::path> probe_helper;
 };
 
 class Registry {
@@ -99,6 +105,9 @@ class Registry {
   // The importer that reads `path`: for a folder, by the marker files its manifest names; for a
   // file, by leading magic bytes, then by extension. nullptr when none claims it.
   std::shared_ptr<Importer> importer_for(const std::filesystem::path& path) const;
+  // The importers that claim `path` but cannot be used (broken, incompatible, unavailable), in
+  // the order importer_for tries them: why it found none, for the error a user sees.
+  std::vector<PluginRecord> unusable_importers_for(const std::filesystem::path& path) const;
 
  private:
   struct Deferred;
@@ -106,6 +115,9 @@ class Registry {
   // lookups stay const and the records they fill in are mutable (under Deferred's lock).
   void ensure_loaded(size_t index) const;
   void ensure_all_loaded() const;
+  // Indices of the importers whose manifests claim `path`, in the order they are tried: folder
+  // markers for a folder; for a file, magic bytes, then extensions. Loads nothing.
+  std::vector<size_t> claimants(const std::filesystem::path& path) const;
 
   mutable std::vector<PluginRecord> plugins_;
   std::vector<Problem> problems_;
