@@ -108,7 +108,7 @@ class Qwen3:
         half = x.shape[-1] // 2
         return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
 
-    def forward(self, ids, positions, cache=None, cache_len=0):
+    def forward(self, ids, positions, cache=None, cache_len=0, last_only=False):
         """cache: per layer [k, v] tensors [B, Hkv, T, D] updated in place at `positions`;
         attention then covers slots 0 .. cache_len + S - 1 (causal inside the new tokens)."""
         w, cfg, eps = self.w, self.cfg, self.cfg["rms_norm_eps"]
@@ -148,6 +148,8 @@ class Qwen3:
             g = _linear(h, w[p + "mlp.gate_proj.weight"])
             u = _linear(h, w[p + "mlp.up_proj.weight"])
             x = x + _linear(F.silu(g) * u, w[p + "mlp.down_proj.weight"])
+        if last_only:  # a prompt's continuation needs the last position's logits only
+            x = x[:, -1:]
         x = _rms(x, w["model.norm.weight"], eps)
         return _linear(x, self.head), presents
 
@@ -170,7 +172,7 @@ def prepare(task, inputs):
 
         def call():
             with torch.inference_mode():
-                logits, _ = model.forward(ids, positions)
+                logits, _ = model.forward(ids, positions, last_only=True)
             return {"logits": logits.numpy()}
         return call
     if kind == "qwen3-decode":

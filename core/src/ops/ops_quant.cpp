@@ -1,6 +1,9 @@
 // HIR ops on ggml block formats (rlx/core/quant.h), the way GGUF files carry weights:
 //   DequantMatMul(x f32[..., K], w u8[N, row_bytes(qtype, K)]) {qtype = "q4_k"} -> f32[..., N]
 //     y = x W^T, W decoded row by row (a Linear whose weight stays quantized)
+//     {activations = "q8"}: x is first rounded to 8-bit blocks (32 elements, or 256 for the K
+//     formats; d = max|x| / 127, q = round(x / d)) and each block product is an integer sum, as
+//     in llama.cpp; "f32" (the default) multiplies the decoded weights by x as it is
 //   DequantizeRows(w u8[..., row_bytes(qtype, K)]) {qtype, k = K} -> f32[..., K]
 //     decodes rows, e.g. the few embedding-table rows a Embedding gathered
 // There is no MIR decomposition yet (MIR has no block-format primitives), so only a target
@@ -33,6 +36,12 @@ std::vector<TensorType> infer_dequant_matmul(const std::vector<TensorType>& in, 
   if (*bytes != w.shape[1].value)
     fail("DequantMatMul: a {} row of {} elements takes {} bytes, w has {}", qname, k.value, *bytes,
          w.shape[1].value);
+  const std::string act = n.attr_string("activations", "f32");
+  if (act != "f32" && act != "q8")
+    fail("DequantMatMul: activations must be \"f32\" or \"q8\", got \"{}\"", act);
+  if (act == "q8" && q->block_size != 32 && q->block_size != 256)
+    fail("DequantMatMul: activations = \"q8\" needs a block format of 32 or 256 elements, not {}",
+         qname);
   Shape out = x.shape;
   out.back() = w.shape[0];
   return one(tt(DType::kF32, out));

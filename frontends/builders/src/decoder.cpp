@@ -2,7 +2,7 @@
 // One function builds the three graphs of the KV-cache design (docs/models.md,
 // docs/decisions.md): "prefill" returns the prompt's keys and values, "decode" writes one token's
 // keys and values into a fixed-capacity cache at `position` and attends over the filled part,
-// "main" is prefill without the cache outputs.
+// "main" gives the logits of every position and no cache.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -159,6 +159,12 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
   }
 
   b.set_loc("lm_head");
+  // Prefill only starts generation: the last position's logits are all it needs, and the head
+  // over the vocabulary is most of a prompt's work when computed for every position.
+  if (which == DecoderGraph::kPrefill) {
+    ValueId last = b.reshape(b.reduce(pos, {0}, ReduceKind::kMax), Shape{1});
+    h = b.op("gather", {h, last}, {{"axis", int64_t{1}}});
+  }
   h = norm(h, "model.norm.weight", H);
   const bool tied = c.tie_embeddings && !source.has("lm_head.weight");
   // A tied head is the embedding table's param again: quantized, the same byte rows.

@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 
 #include "gemm.h"
+#include "qdot.h"
 #include "rlx/core/quant.h"
 
 namespace rlx::cpu {
@@ -21,6 +22,17 @@ Verdict claim_block_op(const NodeSignature& s) {
   }
   if (s.inputs.size() != 2 || s.inputs[0].dtype != DType::kF32 || s.inputs[1].dtype != DType::kU8)
     return Verdict::no("cpu's DequantMatMul takes f32 activations and u8 block rows");
+  auto act = s.attrs.find("activations");
+  if (act != s.attrs.end()) {
+    const auto* a = std::get_if<std::string>(&act->second);
+    const int64_t block = quant::find_qtype(*name)->block_size;
+    if (!a || (*a != "f32" && *a != "q8"))
+      return Verdict::no("cpu's DequantMatMul knows activations \"f32\" and \"q8\"");
+    if (*a == "q8" && block != 32 && block != 256)
+      return Verdict::no(fmt::format("cpu's DequantMatMul rounds activations to 8 bits only for "
+                                     "block formats of 32 or 256 elements, not {}",
+                                     *name));
+  }
   return Verdict::yes();
 }
 
@@ -40,16 +52,31 @@ void run_dequantize_rows(const lir::CallKernel& k, const std::vector<lir::Buffer
 
 namespace {
 
-// Eight partial sums: the compiler vectorises this without reassociating one chain.
-float dot(const float* a, const float* b, int64_t n) {
-  float acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  float s = 0;
-  for (; i < n; ++i) s += a[i] * b[i];
-  for (float v : acc) s += v;
-  return s;
+bool q8_activations(const lir::CallKernel& k) {
+  auto it = k.attrs.find("activations");
+  return it != k.attrs.end() && std::get<std::string>(it->second) == "q8";
+}
+
+// {activations = "q8"}: each row of x is rounded to 8-bit blocks once, then every weight block
+// meets it as an integer dot product (qdot.h). Rows of W are split over threads in chunks that
+// keep a chunk's weights in cache while every row of x passes over them.
+void run_q8(quant::QType t, const float* x, const uint8_t* w, int64_t row_bytes, int64_t M,
+            int64_t N, int64_t K, float* y) {
+  const auto stride = static_cast<int64_t>(qdot_act_row_bytes(t, K));
+  thread_local std::vector<uint8_t> xq;
+  xq.resize(static_cast<size_t>(M * stride));
+  uint8_t* xs = xq.data();  // tasks on other threads must not name the thread_local
+  if (M > 1)
+    tbb::parallel_for(int64_t{0}, M, [&](int64_t m) {
+      qdot_quantize_row(t, x + m * K, K, xs + m * stride);
+    });
+  else
+    qdot_quantize_row(t, x, K, xs);
+  const int64_t grain = M > 1 ? 16 : 64;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, grain),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      qdot_rows(t, w, row_bytes, r.begin(), r.end(), xs, stride, M, K, y, N);
+                    });
 }
 
 }  // namespace
@@ -63,6 +90,7 @@ void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>
   const auto* w = static_cast<const uint8_t*>(ptrs[k.inputs[1]]);
   auto* y = static_cast<float*>(ptrs[k.outputs[0]]);
   (void)out;
+  if (q8_activations(k)) return run_q8(q.type, x, w, row_bytes, M, N, K, y);
   if (M >= 4) {
     // Several rows of x (prefill): decode a block of W's rows to f32 once per task and run the
     // packed GEMM on it, y[:, n0:n1] = x W[n0:n1]^T, so each decoded weight meets every row of x
@@ -85,16 +113,11 @@ void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>
                       });
     return;
   }
-  // One to three rows (decode): a GEMV bound by reading W; rows of W in chunks, each task
-  // decodes its rows once and uses them for every row of x.
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, 16),
+  // One to three rows (decode): a GEMV bound by reading W once; each weight block is decoded in
+  // registers and meets every row of x there.
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, 64),
                     [&](const tbb::blocked_range<int64_t>& r) {
-                      std::vector<float> row(K);
-                      for (int64_t n = r.begin(); n < r.end(); ++n) {
-                        quant::dequantize(q.type, w + n * row_bytes, row.data(), K);
-                        for (int64_t m = 0; m < M; ++m)
-                          y[m * N + n] = dot(x + m * K, row.data(), K);
-                      }
+                      qdot_rows_f32(q.type, w, row_bytes, r.begin(), r.end(), x, K, M, K, y, N);
                     });
 }
 

@@ -17,6 +17,7 @@
 #include "gguf_writer.h"
 #include "rlx/core/error.h"
 #include "rlx/core/half.h"
+#include "rlx/core/passes.h"
 #include "rlx/core/quant.h"
 #include "rlx/core/runtime.h"
 #include "rlx/llm/tokenizer.h"
@@ -62,12 +63,38 @@ struct RefModel {
   const GgufFile& f;
   int64_t n_embd, n_head, n_kv, n_ff, n_layer, vocab;
   double eps, base;
+  bool q8_activations = false;  // the model's DequantMatMul nodes round x to 8-bit blocks
 
   std::vector<double> weights(const std::string& name) const {
     const TensorInfo& t = *f.tensor(name);
     std::vector<float> v(t.numel);
     quant::dequantize(*t.type->quant, f.bytes(t).data(), v.data(), t.numel);
     return {v.begin(), v.end()};
+  }
+  // A matrix and the block llama.cpp rounds activations to before multiplying by it: 32 for
+  // the 32-element formats, 256 for the K formats, 0 for float weights.
+  struct Mat {
+    std::vector<double> w;
+    int64_t block = 0;
+  };
+  Mat mat(const std::string& name) const {
+    const int64_t b = quant::info(*f.tensor(name)->type->quant).block_size;
+    return {weights(name), b == 32 || b == 256 ? b : 0};
+  }
+  // x rounded to 8 bits per block: d = max|x| / 127, q = round(x * (1 / d)) in f32 as rlx
+  // documents DequantMatMul {activations = "q8"}.
+  static std::vector<double> round_q8(std::vector<double> x, int64_t block) {
+    for (size_t b = 0; b < x.size(); b += block) {
+      float amax = 0;
+      for (int64_t i = 0; i < block; ++i) amax = std::max(amax, std::abs(static_cast<float>(x[b + i])));
+      const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+      for (int64_t i = 0; i < block; ++i)
+        x[b + i] = static_cast<double>(d) * std::nearbyint(static_cast<float>(x[b + i]) * id);
+    }
+    return x;
+  }
+  std::vector<double> matvec(const Mat& m, const std::vector<double>& x) const {
+    return m.block && q8_activations ? matvec(m.w, round_q8(x, m.block)) : matvec(m.w, x);
   }
   // y[o] = sum_i W[o][i] x[i], W stored as ne = [in, out].
   static std::vector<double> matvec(const std::vector<double>& w, const std::vector<double>& x) {
@@ -119,9 +146,10 @@ struct RefModel {
         add_bias(y, fmt::format("blk.{}.{}.bias", l, n));
         return y;
       };
-      auto wq = W("attn_q"), wk = W("attn_k"), wv = W("attn_v"), wo = W("attn_output");
-      auto an = W("attn_norm"), fn = W("ffn_norm"), wg = W("ffn_gate"), wu = W("ffn_up"),
-           wd = W("ffn_down");
+      auto M = [&](const char* n) { return mat(fmt::format("blk.{}.{}.weight", l, n)); };
+      auto wq = M("attn_q"), wk = M("attn_k"), wv = M("attn_v"), wo = M("attn_output");
+      auto an = W("attn_norm"), fn = W("ffn_norm");
+      auto wg = M("ffn_gate"), wu = M("ffn_up"), wd = M("ffn_down");
       std::vector<std::vector<double>> q(S), k(S), v(S);
       for (int64_t s = 0; s < S; ++s) {
         auto h = rms(x[s], an);
@@ -157,7 +185,7 @@ struct RefModel {
     }
     // Without output.weight the head is tied to the embedding table.
     auto on = weights("output_norm.weight");
-    auto out = weights(f.tensor("output.weight") ? "output.weight" : "token_embd.weight");
+    auto out = mat(f.tensor("output.weight") ? "output.weight" : "token_embd.weight");
     std::vector<std::vector<double>> logits;
     for (int64_t s = 0; s < S; ++s) logits.push_back(matvec(out, rms(x[s], on)));
     return logits;
@@ -258,7 +286,7 @@ TEST(GgufModel, TinyLlamaGeneratesThroughTheKvCache) {
           key_err = std::max(key_err, std::abs(k0.as<float>()[(h * S + s) * hd + i * hd / 2 + j] -
                                                ref_keys[s][h * hd + 2 * j + i]));
   EXPECT_LT(key_err, 1e-6);
-  std::vector<int64_t> generated = {argmax(out.at("logits").as<float>() + (S - 1) * V, V)};
+  std::vector<int64_t> generated = {argmax(out.at("logits").as<float>(), V)};  // the last position
   NamedTensors in;
   for (int64_t l = 0; l < ref.n_layer; ++l)
     for (const char* kind : {"key", "value"}) {
@@ -504,7 +532,8 @@ TEST(GgufModel, QuantizedLlamaWeightsDecodedMatchReference) {
   Model m = frontends::build_model(mapping.config, DecodedWeights(weights));
   Session session(rlx::test::cpu_target());
   CompiledModel main = session.compile(m.graph("main"));
-  double worst = max_logit_error(main, ref_of(f), {3, 17, 0, 39, 8, 8, 21});
+  RefModel ref = ref_of(f);
+  double worst = max_logit_error(main, ref, {3, 17, 0, 39, 8, 8, 21});
   std::printf("q8_0 llama (weights decoded at load): max logit error %.3g of the largest\n", worst);
   EXPECT_LT(worst, 1e-5);
 }
@@ -566,7 +595,7 @@ std::vector<int64_t> greedy_with_cache(const Model& m, const std::vector<int64_t
     logits->emplace_back(row, row + vocab);
     tokens.push_back(argmax(row, vocab));
   };
-  pick(out.at("logits").as<float>() + (S - 1) * vocab);
+  pick(out.at("logits").as<float>());  // prefill gives the last position only
   NamedTensors in;
   for (int64_t l = 0; l < layers; ++l)
     for (const char* kind : {"key", "value"}) {
@@ -639,6 +668,32 @@ TEST(GgufModel, Q4KLlamaWithTiedHeadMatchesReference) {
               fmt::format("{}", fmt::join(got, ",")).c_str(), step_worst);
   EXPECT_EQ(got, want);
   EXPECT_LT(step_worst, 1e-5);
+}
+
+// The same models with {activations = "q8"} (llama.cpp's arithmetic) against the reference
+// that rounds each matrix's input to 8-bit blocks by the documented rule: the rounding is the
+// only difference from the f32 path, so the bound stays at float noise, while the f32
+// reference is about 1% away.
+TEST(GgufModel, Q8ActivationsMatchTheRoundingReference) {
+  for (const char* which : {"q8_0", "q4_k"}) {
+    GgufFile f;
+    const bool k = std::string(which) == "q4_k";
+    Model m = import_bytes(k ? q4_k_llama_file() : quantized_llama_file(), which, &f);
+    Graph g = m.graph("main");
+    EXPECT_EQ(set_quantized_activations(g, "q8"), k ? 15 : 8);
+    Session session(rlx::test::cpu_target());
+    CompiledModel main = session.compile(g);
+    RefModel ref = ref_of(f);
+    const std::vector<int64_t> ids = {1, 30, 7, 39, 12, 12, 5, 0};
+    const double f32_gap = max_logit_error(main, ref, ids);
+    ref.q8_activations = true;
+    const double worst = max_logit_error(main, ref, ids);
+    std::printf("%s llama, q8 activations: max logit error %.3g against the rounding reference, "
+                "%.3g against the f32 one\n",
+                which, worst, f32_gap);
+    EXPECT_LT(worst, 1e-5) << which;
+    EXPECT_GT(f32_gap, 1e-3) << which << ": the rounding did not happen";
+  }
 }
 
 }  // namespace

@@ -88,6 +88,70 @@ TEST(DequantMatMul, EveryFormatOnCpuMatchesDequantizeThenMultiply) {
   }
 }
 
+// {activations = "q8"}: x rounded to 8-bit blocks (d = max|x| / 127 over 32 elements, or 256
+// for the K formats; q = round(x * (1 / d))), then multiplied exactly by the decoded weights.
+TEST(DequantMatMul, Q8ActivationsMatchTheRoundedReference) {
+  auto cpu = test::cpu_target();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  int formats = 0;
+  for (const quant::QTypeInfo& q : quant::all_qtypes()) {
+    if (q.block_size != 32 && q.block_size != 256) continue;
+    ++formats;
+    const int64_t K = q.block_size == 256 ? 512 : 96, N = 70, M = 5;
+    const int64_t rb = *quant::row_bytes(q.type, K);
+    std::vector<uint8_t> w = random_rows(q, N, K, rng);
+    std::vector<float> x(M * K);
+    for (auto& v : x) v = normal(rng);
+    std::string ir = fmt::format(R"(graph @t(%x: f32[{},{}], %w: u8[{},{}]) {{
+  %y = DequantMatMul(%x, %w) {{activations = "q8", qtype = "{}"}} : f32[{},{}]
+  return %y
+}}
+)",
+                                 M, K, N, rb, q.name, M, N);
+    Session session(cpu);
+    CompiledModel m = session.compile(parse_graph(ir));
+    EXPECT_EQ(m.report().entries.at(0).path, LoweringPath::kNative) << q.name;
+    Tensor wt(DType::kU8, {N, rb});
+    std::memcpy(wt.data(), w.data(), w.size());
+    for (int64_t rows : {M, int64_t{1}}) {  // prefill-like and decode-like
+      std::string g1 = ir;
+      if (rows == 1) {
+        g1 = fmt::format(R"(graph @t(%x: f32[1,{}], %w: u8[{},{}]) {{
+  %y = DequantMatMul(%x, %w) {{activations = "q8", qtype = "{}"}} : f32[1,{}]
+  return %y
+}}
+)",
+                         K, N, rb, q.name, N);
+      }
+      CompiledModel c = session.compile(parse_graph(g1));
+      std::vector<float> xs(x.begin(), x.begin() + rows * K);
+      NamedTensors out = c.run({{"x", Tensor::from(DType::kF32, {rows, K}, xs)}, {"w", wt}});
+      const float* y = out.at("y").as<float>();
+      std::vector<float> row(K);
+      double worst = 0;
+      for (int64_t i = 0; i < rows; ++i) {
+        std::vector<double> xr(K);
+        for (int64_t b0 = 0; b0 < K; b0 += q.block_size) {
+          float amax = 0;
+          for (int64_t j = 0; j < q.block_size; ++j) amax = std::max(amax, std::abs(x[i * K + b0 + j]));
+          const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+          for (int64_t j = 0; j < q.block_size; ++j)
+            xr[b0 + j] = static_cast<double>(d) * std::nearbyint(x[i * K + b0 + j] * id);
+        }
+        for (int64_t n = 0; n < N; ++n) {
+          quant::dequantize(q.type, w.data() + n * rb, row.data(), K);
+          double want = 0, mag = 0;
+          for (int64_t k = 0; k < K; ++k) want += xr[k] * row[k], mag += std::abs(xr[k] * row[k]);
+          worst = std::max(worst, std::abs(y[i * N + n] - want) / std::max(1e-30, mag));
+        }
+      }
+      EXPECT_LT(worst, 1e-6) << q.name << " rows " << rows;
+    }
+  }
+  EXPECT_EQ(formats, 13);  // every format but the three plain float ones
+}
+
 // An embedding table kept quantized: gather the rows, then decode only those.
 TEST(DequantizeRows, GatheredRowsOfEveryFormat) {
   auto cpu = test::cpu_target();
@@ -131,6 +195,9 @@ TEST(DequantMatMul, InferenceChecksTheRowSize) {
   EXPECT_EQ(bad("  %y = DequantMatMul(%x, %w) {qtype = \"q8_0\"} : f32[2,3]\n"), "");
   EXPECT_NE(bad("  %y = DequantMatMul(%x, %w) {qtype = \"q4_0\"} : f32[2,3]\n")
                 .find("takes 36 bytes, w has 68"),
+            std::string::npos);
+  EXPECT_NE(bad("  %y = DequantMatMul(%x, %w) {activations = \"q4\", qtype = \"q8_0\"} : f32[2,3]\n")
+                .find("activations must be \"f32\" or \"q8\""),
             std::string::npos);
   EXPECT_NE(bad("  %y = DequantMatMul(%x, %w) {qtype = \"q9_9\"} : f32[2,3]\n")
                 .find("not a known block format"),

@@ -1,0 +1,112 @@
+// Shared by the AVX-512 block kernels (qdot_avx512.cpp: integer products; qdot_f32_avx512.cpp:
+// f32 products): each 32-element format brought to 32 unsigned bytes u in a register with
+// w = scale * u + coeff, and the K formats' packed scales. Include only from files compiled with
+// the AVX-512 VNNI flags (plugins/cpu/CMakeLists.txt).
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace rlx::cpu::detail::avx512 {
+
+inline float f16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return _cvtsh_ss(v);
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline __m256i dot_u8s8(__m256i u, const int8_t* x) {
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u,
+                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+}
+
+// 16 packed bytes -> 32 unsigned nibbles: byte j's low nibble is element j, its high one j + 16.
+inline __m256i nibbles(const uint8_t* qs) {
+  __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+// ---- 32-element formats: w = scale * u + coeff, summed against x = d * q --------------------
+// sum_k w x = scale * d * (u . q) + coeff * (d * sum q), so each block gives the integer dot
+// times scale and the activation block's dsum times coeff.
+struct Q4_0 {
+  static constexpr int kBytes = 18;
+  static __m256i unpack(const uint8_t* b) { return nibbles(b + 2); }
+  static float scale(const uint8_t* b) { return f16(b); }
+  static float coeff(const uint8_t* b) { return -8.0f * f16(b); }
+};
+struct Q4_1 {
+  static constexpr int kBytes = 20;
+  static __m256i unpack(const uint8_t* b) { return nibbles(b + 4); }
+  static float scale(const uint8_t* b) { return f16(b); }
+  static float coeff(const uint8_t* b) { return f16(b + 2); }
+};
+// The fifth bits: bit j of the little-endian u32 qh belongs to element j.
+inline __m256i fifth_bits(const uint8_t* qh) {
+  uint32_t h;
+  std::memcpy(&h, qh, 4);
+  return _mm256_maskz_mov_epi8(h, _mm256_set1_epi8(0x10));
+}
+struct Q5_0 {
+  static constexpr int kBytes = 22;
+  static __m256i unpack(const uint8_t* b) { return _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2)); }
+  static float scale(const uint8_t* b) { return f16(b); }
+  static float coeff(const uint8_t* b) { return -16.0f * f16(b); }
+};
+struct Q5_1 {
+  static constexpr int kBytes = 24;
+  static __m256i unpack(const uint8_t* b) { return _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4)); }
+  static float scale(const uint8_t* b) { return f16(b); }
+  static float coeff(const uint8_t* b) { return f16(b + 2); }
+};
+// Signed bytes made unsigned by flipping the top bit (q + 128).
+struct Q8_0 {
+  static constexpr int kBytes = 34;
+  static __m256i unpack(const uint8_t* b) {
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2)),
+                            _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+  static float scale(const uint8_t* b) { return f16(b); }
+  static float coeff(const uint8_t* b) { return -128.0f * f16(b); }
+};
+// The non-uniform levels (kIQ4Levels) plus 128, looked up with a byte shuffle.
+struct IQ4_NL {
+  static constexpr int kBytes = 18;
+  static __m256i unpack(const uint8_t* b) {
+    const __m256i levels = _mm256_setr_epi8(
+        1, 24, 45, 63, 79, 93, 106, static_cast<char>(118), static_cast<char>(129),
+        static_cast<char>(141), static_cast<char>(153), static_cast<char>(166),
+        static_cast<char>(181), static_cast<char>(197), static_cast<char>(217),
+        static_cast<char>(241), 1, 24, 45, 63, 79, 93, 106, static_cast<char>(118),
+        static_cast<char>(129), static_cast<char>(141), static_cast<char>(153),
+        static_cast<char>(166), static_cast<char>(181), static_cast<char>(197),
+        static_cast<char>(217), static_cast<char>(241));
+    return _mm256_shuffle_epi8(levels, nibbles(b + 2));
+  }
+  static float scale(const uint8_t* b) { return f16(b); }
+  static float coeff(const uint8_t* b) { return -128.0f * f16(b); }
+};
+
+// Q4_K / Q5_K: eight 6-bit (scale, min) pairs in 12 bytes (ggml's get_scale_min_k4).
+inline void scales_mins_k4(const uint8_t* q, int* sc, int* mn) {
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      sc[j] = q[j] & 63;
+      mn[j] = q[j + 4] & 63;
+    } else {
+      sc[j] = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+      mn[j] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+  }
+}
+
+}  // namespace rlx::cpu::detail::avx512
