@@ -27,8 +27,8 @@ InputLimit parse_limit(const std::string& key, const std::string& value) {
   std::string name = key.substr(std::string(kInputLimitPrefix).size());
   if (size_t dot = name.rfind(".dim"); dot != std::string::npos) {
     if (!parse_int(std::string_view(name).substr(dot + 4), l.dim) || l.dim < 0)
-      throw_user_error(fmt::format("model metadata '{}': '{}' is not a dim number", key,
-                                   name.substr(dot + 4)));
+      throw_user_error(
+          fmt::format("model metadata '{}': '{}' is not a dim number", key, name.substr(dot + 4)));
     name.resize(dot);
   }
   l.input = name;
@@ -57,9 +57,10 @@ void check_values(const InputLimit& l, const Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     const auto v = static_cast<int64_t>(p[i]);
     if (v >= l.min && v <= l.max) continue;
-    throw_user_error(fmt::format("input '{}' holds {} at {}, outside what the model takes: {} to "
-                                 "{} ({})",
-                                 l.input, v, position_of(i, t.shape()), l.min, l.max, l.reason));
+    throw_user_error(
+        fmt::format("input '{}' holds {} at {}, outside what the model takes: {} to "
+                    "{} ({})",
+                    l.input, v, position_of(i, t.shape()), l.min, l.max, l.reason));
   }
 }
 
@@ -86,13 +87,16 @@ void check_input_limits(const InputLimits& limits, const std::map<std::string, T
       if (l.dim >= t.rank()) continue;  // a rank error is bind()'s to report
       const int64_t n = t.shape()[l.dim];
       if (n < l.min || n > l.max)
-        throw_user_error(fmt::format("input '{}' {} has size {} in dim {}, outside what the model "
-                                     "takes: {} to {} ({})",
-                                     l.input, t.shape_str(), n, l.dim, l.min, l.max, l.reason));
+        throw_user_error(
+            fmt::format("input '{}' {} has size {} in dim {}, outside what the model "
+                        "takes: {} to {} ({})",
+                        l.input, t.shape_str(), n, l.dim, l.min, l.max, l.reason));
       continue;
     }
-    if (t.dtype() == DType::kI64) check_values<int64_t>(l, t);
-    else if (t.dtype() == DType::kI32) check_values<int32_t>(l, t);
+    if (t.dtype() == DType::kI64)
+      check_values<int64_t>(l, t);
+    else if (t.dtype() == DType::kI32)
+      check_values<int32_t>(l, t);
   }
 }
 

@@ -52,10 +52,10 @@ void UsedWeights::check_all_used(const TransformerConfig& c) const {
                         ? fmt::format("the checkpoint has layer {} but num_hidden_layers is {}",
                                       deepest, c.layers)
                         : "the config does not describe the model these weights belong to";
-  throw_user_error(fmt::format("{} ({}): {} weight{} of the checkpoint would never be read ({}): "
-                               "{}; fix the config to match the checkpoint",
-                               c.arch, c.source, unused.size(), unused.size() == 1 ? "" : "s", why,
-                               listed));
+  throw_user_error(
+      fmt::format("{} ({}): {} weight{} of the checkpoint would never be read ({}): "
+                  "{}; fix the config to match the checkpoint",
+                  c.arch, c.source, unused.size(), unused.size() == 1 ? "" : "s", why, listed));
 }
 
 }  // namespace rlx::frontends::detail
