@@ -206,7 +206,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   // it belongs to the compile time, not to the latency.
   auto t0 = Clock::now();
   Session session(target);
-  CompiledModel compiled = session.compile(graph);
+  CompiledModel compiled = session.compile(model, graph_name);
   const double compile_call_ms = ms_since(t0);
   t0 = Clock::now();
   NamedTensors outputs = compiled.run(inputs);

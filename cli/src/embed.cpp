@@ -184,7 +184,7 @@ int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
       from_text ? tokenize_batch(model, sentences) : read_encoder_inputs(*o.inputs);
 
   Session session(target);
-  CompiledModel compiled = session.compile(model.graph("main"));
+  CompiledModel compiled = session.compile(model, "main");
   NamedTensors out = compiled.run(inputs);
   TensorMap written{{"sentence_embedding", out.at("sentence_embedding")},
                     {"last_hidden_state", out.at("last_hidden_state")}};

@@ -46,18 +46,6 @@ std::set<int64_t> stop_ids(const Model& model) {
   return ids;
 }
 
-void check_vocab(const Model& model, const std::vector<int64_t>& ids) {
-  auto it = model.metadata.find("vocab_size");
-  if (it == model.metadata.end()) return;
-  int64_t vocab = std::stoll(it->second);
-  for (int64_t id : ids)
-    if (id >= vocab)
-      throw CliError(
-          fmt::format("--prompt-ids: token id {} is not below the model's vocabulary "
-                      "size {}",
-                      id, vocab));
-}
-
 // Byte-level tokens can end inside a UTF-8 sequence; like transformers' decode (errors =
 // "replace"), each invalid byte becomes U+FFFD so the text (and the JSON holding it) is valid.
 std::string replace_invalid_utf8(std::string text) {
@@ -115,13 +103,20 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
     throw UsageError("give the prompt: --prompt-ids 1,2,3 or --prompt TEXT",
                      usage_hint("generate"));
   }
-  check_vocab(model, prompt);
 
+  // Token ids are checked against the vocabulary where every input is (the model's input
+  // limits, when it runs); the length is checked here to name the flag.
   llm::GreedyDecoder decoder(model, target);
+  auto n = static_cast<int64_t>(prompt.size());
+  if (const int64_t context = decoder.context(); context > n && o.max_new_tokens > context - n)
+    throw CliError(fmt::format("-n/--max-new-tokens {}: the prompt's {} tokens and {} new ones "
+                               "exceed the model's context of {} positions "
+                               "(max_position_embeddings)",
+                               o.max_new_tokens, n, o.max_new_tokens, context),
+                   fmt::format("give -n {} or less, or a shorter prompt", context - n));
   llm::DecodeOptions options;
   options.max_new_tokens = o.max_new_tokens;
   if (!o.ignore_eos) options.stop_ids = stop_ids(model);
-  auto n = static_cast<int64_t>(prompt.size());
   llm::DecodeResult r = decoder.run(Tensor::from<int64_t>(DType::kI64, {1, n}, prompt), options);
   const std::vector<int64_t>& tokens = r.tokens.at(0);
 
@@ -162,7 +157,8 @@ Command generate_command() {
        "[--ignore-eos] [--json]",
        "Runs the model's prefill graph over the prompt, then its decode graph once per new token\n"
        "with a KV cache of fixed capacity (prompt + N), always taking the most likely token.\n"
-       "Stops after N tokens, or after an end-of-sequence token of the model unless --ignore-eos.\n"
+       "Stops after N tokens, or after an end-of-sequence token of the model unless --ignore-eos;\n"
+       "the prompt plus N may not exceed the model's max_position_embeddings.\n"
        "Prints the generated ids (not the prompt) separated by spaces, or with --prompt the\n"
        "generated text (the model's tokenizer.json or vocab.txt); -v adds timings."},
       &declare_generate_options, &generate_main);

@@ -50,7 +50,7 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   NamedTensors inputs = match_inputs(graph, file, inputs_path);
 
   Session session(target);
-  CompiledModel model = session.compile(graph);
+  CompiledModel model = session.compile(model_file, o.graph);
   NamedTensors outputs = model.run(inputs);
 
   std::error_code ec;

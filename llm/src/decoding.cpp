@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <chrono>
 #include <cstring>
 
 #include "rlx/core/error.h"
+#include "rlx/core/input_limits.h"
 
 namespace rlx::llm {
 namespace {
@@ -29,6 +31,10 @@ Tensor cache_from_prompt(const Tensor& present, int64_t capacity) {
   for (int64_t bh = 0; bh < s[0] * s[1]; ++bh) std::memcpy(dst + bh * cap_row, src + bh * row, row);
   return cache;
 }
+
+// For models without max_position_embeddings: far beyond any trained context, and small enough
+// that the cache's size arithmetic cannot overflow.
+constexpr int64_t kMaxPositions = int64_t{1} << 24;
 
 }  // namespace
 
@@ -65,10 +71,15 @@ GreedyDecoder::GreedyDecoder(const Model& model, std::shared_ptr<Target> target)
     const std::string& name = decode.values[v].name;
     if (name.rfind("past_", 0) == 0) cache_names_.push_back(name);
   }
+  for (const InputLimit& l : input_limits(model))
+    if (l.input == "position" && l.dim < 0) {
+      context_ = l.max + 1;
+      context_reason_ = l.reason;
+    }
   auto t0 = Clock::now();
   Session session(std::move(target));
-  prefill_ = session.compile(model.graph("prefill"));
-  decode_ = session.compile(decode);
+  prefill_ = session.compile(model, "prefill");
+  decode_ = session.compile(model, "decode");
   compile_seconds_ = since(t0);
 }
 
@@ -81,6 +92,20 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
   r.compile_seconds = compile_seconds_;
   r.tokens.resize(static_cast<size_t>(batch));
   if (options.max_new_tokens <= 0) return r;
+  // The cache holds every position, so the length is bounded before it sizes anything (a huge
+  // max_new_tokens would overflow the capacity or ask for the machine's memory).
+  int64_t total = 0;
+  const bool overflow = __builtin_add_overflow(len, options.max_new_tokens, &total);
+  if (overflow || total > kMaxPositions ||
+      (context_ > 0 && total > context_))
+    throw_user_error(fmt::format(
+        "a prompt of {} tokens and max_new_tokens {} need {} positions, more than the model "
+        "takes ({}); ask for at most {} new tokens",
+        len, options.max_new_tokens,
+        overflow ? std::string("more than 2^63") : std::to_string(total),
+        context_ > 0 ? fmt::format("{}, {}", context_, context_reason_)
+                     : fmt::format("{}, rlx's limit for a model that does not say", kMaxPositions),
+        std::max<int64_t>(0, (context_ > 0 ? context_ : kMaxPositions) - len)));
   // Capacities come in steps of kCapacityStep, so prompts of nearby lengths share one decode
   // specialisation (and its compiled kernels in the cache); slots past the position are masked
   // and the attention kernel skips them.

@@ -460,5 +460,27 @@ TEST_F(CliTest, CompileSymbolicModelNeedsBind) {
   EXPECT_EQ(b->find("B")->as_number()->raw, "5");
 }
 
+// A size the user binds that makes a value larger than the machine's memory is the user's error
+// naming the node, the type asked for and the binding (issue 24), not "out of memory" (rc 2).
+TEST_F(CliTest, BindingLargerThanMemoryNamesTheNodeAndTheSize) {
+  fs::path model = write("outer.rlx",
+                         "graph @outer(%a: f32[S,1], %b: f32[1,S]) {\n"
+                         "  %y = Add(%a, %b) : f32[S,S]\n"
+                         "  return %y\n"
+                         "}\n");
+  ProcessResult r = rlx({"compile", model.string(), "--target", "cpu", "-o",
+                         (dir_ / "out").string(), "--bind", "S=10000000"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  // 10^14 f32 values: 4e14 bytes = 363.8 TiB.
+  EXPECT_THAT(r.err, HasSubstr("would produce f32[10000000,10000000] (with S = 10000000): "
+                               "363.8 TiB, more than this machine's"))
+      << dump(r);
+  // Add broadcasts %a to [S,S] first; IR text gives its nodes no source name to add.
+  EXPECT_THAT(r.err, HasSubstr("rlx: error: %t0 (broadcast_in_dim) would produce")) << dump(r);
+  ProcessResult ok = rlx({"compile", model.string(), "--target", "cpu", "-o",
+                          (dir_ / "out").string(), "--bind", "S=3"});
+  EXPECT_EQ(ok.exit_code, 0) << dump(ok);
+}
+
 }  // namespace
 }  // namespace rlx::cli

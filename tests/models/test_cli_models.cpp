@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <regex>
 
 #include "hf_folder.h"
 #include "model_support.h"
@@ -245,6 +246,111 @@ TEST_F(CliModels, GeneratePromptPrintsText) {
   ProcessResult plain = rlx({"generate", model.string(), "--target", "cpu", "--prompt", "hi hi",
                              "-n", "4", "--ignore-eos"});
   EXPECT_EQ(plain.out, *v.find("text")->as_string() + "\n");
+}
+
+// Hostile inputs (issue 24): an id outside the vocabulary, a mask that is not 0/1, a token type
+// past type_vocab_size or more positions than the model embeds is the user's error, named with
+// the input, the value, where it is and the range (minilm-l2-f16: vocab 1000, 2 token types, 128
+// positions), before any kernel runs.
+TEST_F(CliModels, EmbedRejectsInputsOutsideTheModelsRanges) {
+  RLX_FIXTURE(model, "minilm-l2-f16");
+  auto ids = [](std::vector<int64_t> v) {
+    return Tensor::from<int64_t>(DType::kI64, {1, static_cast<int64_t>(v.size())}, v);
+  };
+  struct Case {
+    TensorMap inputs;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {{{"input_ids", ids({101, 7, -1})}},
+       "input 'input_ids' holds -1 at [0, 2], outside what the model takes: 0 to 999 "
+       "(vocab_size 1000)"},
+      {{{"input_ids", ids({101, 7, 1000})}},
+       "input 'input_ids' holds 1000 at [0, 2], outside what the model takes: 0 to 999 "
+       "(vocab_size 1000)"},
+      {{{"input_ids", ids({101, 7, 9})}, {"attention_mask", ids({1, 5, 1})}},
+       "input 'attention_mask' holds 5 at [0, 1], outside what the model takes: 0 to 1"},
+      {{{"input_ids", ids({101, 7, 9})}, {"attention_mask", ids({1, 1, -1})}},
+       "input 'attention_mask' holds -1 at [0, 2], outside what the model takes: 0 to 1"},
+      {{{"input_ids", ids({101, 7, 9})}, {"token_type_ids", ids({0, 2, 0})}},
+       "input 'token_type_ids' holds 2 at [0, 1], outside what the model takes: 0 to 1 "
+       "(type_vocab_size 2)"},
+      {{{"input_ids", ids(std::vector<int64_t>(129, 7))}},
+       "input 'input_ids' [1,129] has size 129 in dim 1, outside what the model takes: 0 to 128 "
+       "(max_position_embeddings 128)"},
+  };
+  for (const Case& c : cases) {
+    fs::path in = dir_ / "in.safetensors";
+    write_safetensors(in, c.inputs);
+    ProcessResult r =
+        rlx({"embed", model.string(), "--target", "cpu", "--inputs", in.string(), "--json"});
+    EXPECT_EQ(r.exit_code, 1) << dump(r);
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << dump(r);
+    EXPECT_THAT(r.err, ::testing::Not(HasSubstr("plugin"))) << dump(r);
+    EXPECT_EQ(r.out, "") << dump(r);
+  }
+}
+
+// The same rule for `rlx run` and `rlx generate` on a decoder (qwen3-tiny: vocab 2048, 512
+// positions).
+TEST_F(CliModels, RunAndGenerateRejectIdsOutsideTheVocabulary) {
+  RLX_FIXTURE(model, "qwen3-tiny");
+  fs::path in = dir_ / "in.safetensors", out = dir_ / "out.safetensors";
+  write_safetensors(in, {{"input_ids", Tensor::from<int64_t>(DType::kI64, {1, 2}, {2048, 1})}});
+  ProcessResult r = rlx({"run", model.string(), "--target", "cpu", "--inputs", in.string(),
+                         "--output", out.string()});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("input 'input_ids' holds 2048 at [0, 0], outside what the model "
+                               "takes: 0 to 2047 (vocab_size 2048)"))
+      << dump(r);
+  EXPECT_FALSE(fs::exists(out));
+  r = rlx({"generate", model.string(), "--target", "cpu", "--prompt-ids", "1,2048", "-n", "2"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("input 'input_ids' holds 2048 at [0, 1], outside what the model "
+                               "takes: 0 to 2047 (vocab_size 2048)"))
+      << dump(r);
+}
+
+// A length the KV cache cannot hold is the user's error naming the flag and the limit, not an
+// int64 overflow or "out of memory".
+TEST_F(CliModels, GenerateLengthBeyondTheContextNamesTheLimit) {
+  RLX_FIXTURE(model, "qwen3-tiny");
+  for (const char* n : {"9223372036854775807", "100000000", "511"}) {
+    ProcessResult r = rlx({"generate", model.string(), "--target", "cpu", "--prompt-ids", "1,2",
+                           "-n", n, "--ignore-eos"});
+    EXPECT_EQ(r.exit_code, 1) << dump(r);
+    EXPECT_THAT(r.err, HasSubstr(fmt::format("-n/--max-new-tokens {}: the prompt's 2 tokens and "
+                                             "{} new ones exceed the model's context of 512 "
+                                             "positions",
+                                             n, n)))
+        << dump(r);
+    EXPECT_THAT(r.err, HasSubstr("hint: give -n 510 or less")) << dump(r);
+  }
+  // Exactly the context is allowed: 2 + 510 = 512 positions.
+  ProcessResult r = rlx({"generate", model.string(), "--target", "cpu", "--prompt-ids", "1,2",
+                         "-n", "510", "--ignore-eos", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_EQ(json_tokens(r).size(), 510u);
+}
+
+// A config that describes less than the checkpoint holds (issue 24): one layer of two would run
+// silently.
+TEST_F(CliModels, ConfigWithFewerLayersThanTheCheckpointIsAUserError) {
+  RLX_FIXTURE(fixture, "qwen3-tiny");
+  fs::path model = dir_ / "qwen3-one-layer";
+  fs::create_directories(model);
+  fs::copy_file(fixture / "model.safetensors", model / "model.safetensors");
+  std::ifstream f(fixture / "config.json");
+  std::string config((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  config = std::regex_replace(config, std::regex(R"("num_hidden_layers": 2)"),
+                              R"("num_hidden_layers": 1)");
+  config = std::regex_replace(config, std::regex(R"("full_attention",\s*"full_attention")"),
+                              R"("full_attention")");
+  std::ofstream(model / "config.json") << config;
+  ProcessResult r = rlx({"generate", model.string(), "--target", "cpu", "--prompt-ids", "1,2"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("the checkpoint has layer 1 but num_hidden_layers is 1")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("model.layers.1.")) << dump(r);
 }
 
 }  // namespace

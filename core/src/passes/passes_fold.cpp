@@ -54,6 +54,13 @@ const Tensor* constant_value(const Graph& g, ValueId v) {
   return &g.nodes[p].attr_tensor("value");
 }
 
+bool exceeds_fold_limit(const Shape& shape) {
+  int64_t n = 1;
+  for (const Dim& d : shape)
+    if (__builtin_mul_overflow(n, d.value, &n) || n > kMaxFoldElements) return true;
+  return false;
+}
+
 std::optional<Tensor> fold(const Graph& g, const Node& n) {
   if (n.outputs.size() != 1) return std::nullopt;
   const TensorType& out = g.type(n.outputs[0]);
@@ -69,12 +76,14 @@ std::optional<Tensor> fold(const Graph& g, const Node& n) {
     if (!t) return std::nullopt;
     ins.push_back(t);
   }
+  // Sized before anything is allocated: a constant broadcast to [2^40] must not be materialised
+  // here (the runtime refuses such sizes with a message naming the node).
+  if (n.op != "reshape" && exceeds_fold_limit(out.shape)) return std::nullopt;
   Tensor result(out.dtype, static_dims(out.shape));
   if (n.op == "reshape") {
     std::memcpy(result.data(), ins[0]->data(), result.nbytes());
     return result;
   }
-  if (result.numel() > kMaxFoldElements) return std::nullopt;
   const OpDef& def = OpRegistry::instance().get(n.op);
   if (def.cls != OpClass::kElementwise || n.op == "iota") return std::nullopt;
   // c64 has no scalar arithmetic here, and u64 values above INT64_MAX none in int64.

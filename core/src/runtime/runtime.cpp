@@ -10,6 +10,7 @@
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/passes.h"
+#include "value_sizes.h"
 
 namespace rlx {
 
@@ -73,6 +74,7 @@ struct CompiledModel::State {
   DispatchReport report;
   Graph mir;
   std::vector<std::string> input_names, output_names;
+  InputLimits limits;
   struct Specialization {
     lir::Program program;  // empty for MIR-level targets
     std::unique_ptr<Executable> exe;
@@ -100,6 +102,7 @@ struct CompiledModel::State {
 
   Graph specialized(const Bindings& b) const {
     Graph g = specialize(mir, b);
+    check_value_sizes(g, b);  // before passes or lowering compute with the sizes
     run_default_passes(g);
     return g;
   }
@@ -159,7 +162,11 @@ Session::Session(std::shared_ptr<Target> target) : target_(std::move(target)) {
   if (!target_) throw_user_error("Session needs a target");
 }
 
-CompiledModel Session::compile(const Graph& graph) {
+CompiledModel Session::compile(const Model& model, const std::string& name) {
+  return compile(model.graph(name), input_limits(model));
+}
+
+CompiledModel Session::compile(const Graph& graph, InputLimits limits) {
   verify_graph(graph);
   for (ValueId p : graph.params)
     if (!graph.weights.count(graph.values[p].name))
@@ -167,6 +174,7 @@ CompiledModel Session::compile(const Graph& graph) {
                                    graph.values[p].name));
   auto st = std::make_shared<CompiledModel::State>();
   st->target = target_;
+  st->limits = std::move(limits);
   DispatchResult d = dispatch(graph, *target_);
   st->report = std::move(d.report);
   st->mir = std::move(d.graph);
@@ -211,6 +219,9 @@ void CompiledModel::run(const NamedTensors& inputs, const NamedDeviceTensors& de
       return std::make_pair(it->second.dtype(), it->second.shape());
     return std::nullopt;
   });
+  // Before anything runs, so no kernel indexes a table with a bad id (device inputs are the
+  // caller's own outputs, such as KV caches, and stay unread).
+  check_input_limits(st.limits, inputs);
 
   std::shared_ptr<Device> device;
   if (!device_inputs.empty() || !device_outputs.empty()) {

@@ -5,6 +5,7 @@
 
 #include "builders_internal.h"
 #include "rlx/core/error.h"
+#include "rlx/core/input_limits.h"
 
 namespace rlx::frontends {
 namespace detail {
@@ -89,9 +90,25 @@ std::string eos_list(const TransformerConfig& c) {
   return out;
 }
 
+// What the graphs can index: an id past the vocabulary (or a negative one, which gather would count
+// from the end), a token type past type_vocab_size, a position past the embedded or trained ones.
+void record_input_limits(Model& m, const TransformerConfig& c) {
+  add_input_limit(m, {"input_ids", -1, 0, c.vocab - 1, fmt::format("vocab_size {}", c.vocab)});
+  if (c.arch == "bert") {
+    add_input_limit(m, {"token_type_ids", -1, 0, c.type_vocab - 1,
+                        fmt::format("type_vocab_size {}", c.type_vocab)});
+    add_input_limit(m, {"attention_mask", -1, 0, 1, "1 for a token, 0 for padding"});
+  }
+  if (c.max_positions <= 0) return;
+  const std::string why = fmt::format("max_position_embeddings {}", c.max_positions);
+  add_input_limit(m, {"input_ids", 1, 0, c.max_positions, why});
+  if (c.arch != "bert") add_input_limit(m, {"position", -1, 0, c.max_positions - 1, why});
+}
+
 }  // namespace
 
-Model build_model(const TransformerConfig& c, const WeightSource& weights) {
+Model build_model(const TransformerConfig& c, const WeightSource& source) {
+  detail::UsedWeights weights(source);
   Model m;
   m.architecture = c.arch;
   if (c.arch != "bert" && c.arch != "qwen3" && c.arch != "llama" && c.arch != "gemma3")
@@ -109,6 +126,8 @@ Model build_model(const TransformerConfig& c, const WeightSource& weights) {
     m.metadata[kMetaEosIds] = eos_list(c);
     if (c.bos >= 0) m.metadata[kMetaBosId] = std::to_string(c.bos);
   }
+  weights.check_all_used(c);
+  record_input_limits(m, c);
   m.metadata[kMetaVocab] = std::to_string(c.vocab);
   if (c.max_positions > 0) m.metadata[kMetaMaxPositions] = std::to_string(c.max_positions);
   return m;

@@ -1,5 +1,6 @@
 // What build_model.cpp dispatches to: one function per model family.
 #pragma once
+#include <set>
 #include <string>
 
 #include "rlx/core/builder.h"
@@ -14,6 +15,22 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& w);
 // Decoders (qwen3, llama, gemma3): which graph of the KV-cache design (docs/models.md).
 enum class DecoderGraph { kMain, kPrefill, kDecode };
 Graph build_decoder(const TransformerConfig& c, const WeightSource& w, DecoderGraph which);
+
+// A source that remembers which weights were read (has() only asks), so that build_model can
+// refuse weights no graph reads.
+class UsedWeights final : public WeightSource {
+ public:
+  explicit UsedWeights(const WeightSource& source) : source_(source) {}
+  bool has(const std::string& name) const override { return source_.has(name); }
+  Weight get(const std::string& name) const override;
+  std::vector<std::string> names() const override { return source_.names(); }
+  // Throws a user error listing the weights never read, except those known_unused (see .cpp).
+  void check_all_used(const TransformerConfig& c) const;
+
+ private:
+  const WeightSource& source_;
+  mutable std::set<std::string> used_;
+};
 
 // Marks v as a graph output under `name` (output names are value names).
 void output(GraphBuilder& b, ValueId v, const std::string& name);

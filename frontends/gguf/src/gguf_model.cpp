@@ -39,6 +39,12 @@ Tensor owned_bytes(DType dtype, std::vector<int64_t> shape, const std::vector<ui
 
 }  // namespace
 
+std::vector<std::string> GgufWeights::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, ref] : refs_) out.push_back(name);
+  return out;
+}
+
 frontends::Weight GgufWeights::get(const std::string& name) const {
   auto it = refs_.find(name);
   if (it == refs_.end())

@@ -43,6 +43,7 @@ class GgufWeights final : public frontends::WeightSource {
       : f_(f), refs_(std::move(refs)) {}
   bool has(const std::string& name) const override { return refs_.count(name) > 0; }
   frontends::Weight get(const std::string& name) const override;
+  std::vector<std::string> names() const override;
 
  private:
   const GgufFile& f_;

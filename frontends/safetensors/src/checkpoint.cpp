@@ -83,6 +83,12 @@ Checkpoint Checkpoint::open(const fs::path& folder) {
   return c;
 }
 
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : where_) out.push_back(name);
+  return out;
+}
+
 Weight Checkpoint::get(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end())

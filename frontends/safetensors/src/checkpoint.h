@@ -23,6 +23,7 @@ class Checkpoint final : public WeightSource {
 
   bool has(const std::string& name) const override { return where_.count(name) != 0; }
   Weight get(const std::string& name) const override;
+  std::vector<std::string> names() const override;
   // "model.safetensors" or "model.safetensors.index.json (3 shards)", for messages.
   const std::string& description() const { return description_; }
 

@@ -149,10 +149,16 @@ RopeBases rope_bases(const ConfigFile& f, double global, double local) {
   return r;
 }
 
-void check_full_attention(const ConfigFile& f) {
+void check_full_attention(const ConfigFile& f, int64_t layers) {
   if (f.boolean("use_sliding_window", false))
     f.fail("use_sliding_window", "is true; rlx's qwen3 and llama builders use full attention only");
-  if (const json::Value* lt = f.find("layer_types"); lt && lt->as_array())
+  const json::Value* lt = f.find("layer_types");
+  if (lt && !lt->as_array()) f.fail("layer_types", "must be an array of strings");
+  // transformers lists one entry per layer; a list of another length describes another model.
+  if (lt && static_cast<int64_t>(lt->as_array()->size()) != layers)
+    f.fail("layer_types", fmt::format("lists {} layers, num_hidden_layers is {}",
+                                      lt->as_array()->size(), layers));
+  if (lt)
     for (const json::Value& t : *lt->as_array())
       if (!t.as_string() || *t.as_string() != "full_attention")
         f.fail("layer_types",
@@ -218,7 +224,7 @@ TransformerConfig read_hf_config(const fs::path& folder) {
     c.hidden_act = activation(f, "hidden_act", "silu");
     c.rope_theta = rope_bases(f, 10000.0, 10000.0).global;
     c.tie_embeddings = f.boolean("tie_word_embeddings", false);
-    check_full_attention(f);
+    check_full_attention(f, c.layers);
   }
   if (c.arch == "llama" && f.integer("pretraining_tp", 1) != 1)
     f.fail("pretraining_tp", "must be 1 (tensor-parallel slicing of the reference is not built)");

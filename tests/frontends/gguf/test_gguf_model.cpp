@@ -504,6 +504,7 @@ class DecodedWeights final : public frontends::WeightSource {
  public:
   explicit DecodedWeights(const frontends::WeightSource& w) : w_(w) {}
   bool has(const std::string& name) const override { return w_.has(name); }
+  std::vector<std::string> names() const override { return w_.names(); }
   frontends::Weight get(const std::string& name) const override {
     frontends::Weight w = w_.get(name);
     if (w.qtype.empty()) return w;

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "rlx/core/error.h"
 #include "rlx/core/runtime.h"
 #include "rlx/onnx/import.h"
 #include "rlx/registry/registry.h"
@@ -396,6 +397,42 @@ TEST(OnnxImporter, PluginIsFoundByExtension) {
   auto importer = reg->importer_for("some/model.onnx");
   ASSERT_TRUE(importer);
   EXPECT_EQ(importer->name(), "onnx");
+}
+
+// Shapes in the model larger than the machine's memory (issue 24) are the user's error naming the
+// ONNX node and the type it asks for, before anything is allocated.
+TEST(OnnxImporter, ShapesLargerThanMemoryNameTheNode) {
+  auto run_error = [](const ModelMaker& mm, const std::map<std::string, Tensor>& in) {
+    Session s(test::cpu_target());
+    CompiledModel m = s.compile(mm.import().graph());
+    try {
+      m.run(in);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUser) << e.what();
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "ran";
+    return std::string();
+  };
+  ModelMaker cos;
+  cos.init_i64("shape", {int64_t{1} << 40});
+  cos.node("ConstantOfShape", {"shape"}, {"y"}, "huge");
+  cos.output("y");
+  // 2^40 f32 values: 4 TiB.
+  std::string e = run_error(cos, {});
+  EXPECT_NE(e.find("'huge') would produce f32[1099511627776]: 4.0 TiB, more than this "
+                   "machine's"),
+            std::string::npos)
+      << e;
+
+  ModelMaker expand;
+  expand.input("x", TensorProto::FLOAT, {"1"});
+  expand.init_i64("shape", {int64_t{1} << 20, int64_t{1} << 20});
+  expand.node("Expand", {"x", "shape"}, {"y"}, "wide");
+  expand.output("y");
+  e = run_error(expand, {{"x", iota_f32({1})}});
+  EXPECT_NE(e.find("'wide') would produce f32[1048576,1048576]: 4.0 TiB"), std::string::npos)
+      << e;
 }
 
 }  // namespace

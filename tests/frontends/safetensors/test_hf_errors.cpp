@@ -173,5 +173,57 @@ TEST(HfErrors, CorruptWeightsFileNamesTheFile) {
               HasSubstr((dir / "model.safetensors").string() + ": header too small"));
 }
 
+// A config with fewer layers than the checkpoint would run a different, shallower model.
+TEST(HfErrors, ConfigWithFewerLayersThanTheCheckpointIsRefused) {
+  TinyDecoder d;  // weights of 2 layers
+  fs::path dir = llama_with(R"("num_hidden_layers": 2)", R"("num_hidden_layers": 1)");
+  const std::string e = load_error(dir);
+  EXPECT_THAT(e, HasSubstr("the checkpoint has layer 1 but num_hidden_layers is 1"));
+  EXPECT_THAT(e, HasSubstr("model.layers.1.input_layernorm.weight"));
+  // 9 tensors per llama layer: 2 norms, q/k/v/o, gate/up/down.
+  EXPECT_THAT(e, HasSubstr("9 weights of the checkpoint would never be read"));
+}
+
+TEST(HfErrors, TensorNoGraphReadsIsNamed) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("model");
+  write_text(dir / "config.json", d.config_json());
+  TensorMap w = d.weights();
+  w["model.layers.0.self_attn.q_norm.weight"] = random_tensor(DType::kF32, {4}, 1.0, 7);
+  write_safetensors(dir / "model.safetensors", w);
+  EXPECT_THAT(load_error(dir),
+              HasSubstr("1 weight of the checkpoint would never be read (the config does not "
+                        "describe the model these weights belong to): "
+                        "model.layers.0.self_attn.q_norm.weight"));
+}
+
+// Buffers transformers recomputes and heads of other tasks are not part of the forward pass.
+TEST(HfErrors, KnownBuffersAndHeadsMayStayUnread) {
+  TinyDecoder d;
+  fs::path dir = fresh_dir("decoder");
+  write_text(dir / "config.json", d.config_json());
+  TensorMap w = d.weights();
+  w["model.layers.0.self_attn.rotary_emb.inv_freq"] = random_tensor(DType::kF32, {2}, 1.0, 8);
+  write_safetensors(dir / "model.safetensors", w);
+  EXPECT_NO_THROW(load_model(dir));
+
+  TinyBert bert;
+  bert.prefix = "bert.";
+  fs::path bdir = fresh_dir("bert");
+  write_text(bdir / "config.json", bert.config_json());
+  TensorMap bw = bert.weights();
+  bw["bert.embeddings.position_ids"] = random_tensor(DType::kF32, {1, 12}, 1.0, 9);
+  bw["bert.pooler.dense.weight"] = random_tensor(DType::kF32, {16, 16}, 1.0, 10);
+  bw["cls.predictions.bias"] = random_tensor(DType::kF32, {30}, 1.0, 11);
+  write_safetensors(bdir / "model.safetensors", bw);
+  EXPECT_NO_THROW(load_model(bdir));
+}
+
+TEST(HfErrors, LayerTypesOfAnotherLengthThanTheLayers) {
+  fs::path dir = llama_with(R"("rope_theta": 10000.0,)",
+                            R"("rope_theta": 10000.0, "layer_types": ["full_attention"],)");
+  EXPECT_THAT(load_error(dir), HasSubstr("'layer_types' lists 1 layers, num_hidden_layers is 2"));
+}
+
 }  // namespace
 }  // namespace rlx::test

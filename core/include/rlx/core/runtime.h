@@ -5,7 +5,9 @@
 //   auto outputs = model.run({{"x", x}});          // name -> Tensor
 //
 // A CompiledModel specialises itself per input shape (symbolic dims bound from the inputs) and
-// caches each specialisation; it is not thread-safe.
+// caches each specialisation; it is not thread-safe. Compiled from a Model, it checks each run's
+// host inputs against the model's input limits (token ids within the vocabulary, ...) before
+// anything runs.
 #pragma once
 #include <map>
 #include <memory>
@@ -14,6 +16,8 @@
 #include "rlx/core/device_tensor.h"
 #include "rlx/core/dispatch.h"
 #include "rlx/core/graph.h"
+#include "rlx/core/input_limits.h"
+#include "rlx/core/model.h"
 #include "rlx/core/target.h"
 #include "rlx/core/tensor.h"
 
@@ -57,7 +61,10 @@ class CompiledModel {
 class Session {
  public:
   explicit Session(std::shared_ptr<Target> target);
-  CompiledModel compile(const Graph& graph);
+  // `limits` are checked against the host inputs of every run (see input_limits.h).
+  CompiledModel compile(const Graph& graph, InputLimits limits = {});
+  // The model's graph `name` with the input limits its importer recorded.
+  CompiledModel compile(const Model& model, const std::string& name = "main");
   Target& target() { return *target_; }
 
  private:

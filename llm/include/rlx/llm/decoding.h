@@ -30,13 +30,19 @@ class GreedyDecoder {
  public:
   // Throws a user error when the model lacks the prefill/decode graphs.
   GreedyDecoder(const Model& model, std::shared_ptr<Target> target);
-  // prompt: i64[B, S], rows of equal length (no padding).
+  // prompt: i64[B, S], rows of equal length (no padding). A prompt plus max_new_tokens longer
+  // than context() is a user error.
   DecodeResult run(const Tensor& prompt, const DecodeOptions& options);
+  // Positions the model takes (its max_position_embeddings, from its input limit on
+  // `position`); 0 when the model does not say.
+  int64_t context() const { return context_; }
 
  private:
   CompiledModel prefill_, decode_;
   std::vector<std::string> cache_names_;  // past_* inputs of decode, in input order
   double compile_seconds_ = 0;
+  int64_t context_ = 0;
+  std::string context_reason_;
 };
 
 // Index of the largest value in row `row` of the last position of logits [B, S, V] (the first

@@ -57,11 +57,16 @@ class WeightSource {
   virtual bool has(const std::string& name) const = 0;
   // Throws a user error naming the tensor (and the file) when it is missing.
   virtual Weight get(const std::string& name) const = 0;
+  // Every tensor the source holds, so that build_model can refuse the ones no graph reads.
+  virtual std::vector<std::string> names() const = 0;
 };
 
 // Builds the model's graphs (see rlx/core/model.h for the graph names and docs/models.md for
 // their inputs and outputs). Throws a user error naming the config field or the tensor when the
-// config is incomplete or a weight is missing or has the wrong shape.
+// config is incomplete or a weight is missing or has the wrong shape, and when the source holds
+// weights no graph reads (a config that describes less than the checkpoint holds, such as fewer
+// layers) other than the ones checkpoints carry for other uses (rotary inv_freq buffers,
+// position_ids, a tied lm_head, BERT's pooler and pre-training heads).
 Model build_model(const TransformerConfig& config, const WeightSource& weights);
 
 // Metadata keys build_model writes into Model::metadata, read by `rlx generate` and tests.
