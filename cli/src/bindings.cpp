@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 
 #include "errors.h"
 #include "options.h"
@@ -17,6 +18,7 @@ void add_bind_option(CLI::App& app, std::vector<std::string>& into, const std::s
 
 Bindings parse_bind_specs(const std::vector<std::string>& specs, int64_t min_size) {
   Bindings sizes;
+  std::map<std::string, std::string> given;  // name -> its first spec, for the message
   for (const std::string& spec : specs) {
     const size_t eq = spec.find('=');
     const std::string name = spec.substr(0, eq);
@@ -29,7 +31,10 @@ Bindings parse_bind_specs(const std::vector<std::string>& specs, int64_t min_siz
           fmt::format("--bind '{}' is not NAME=SIZE with a size >= {}", spec, min_size),
           "write e.g. --bind batch=4");
     if (!sizes.emplace(name, value).second)
-      throw UsageError(fmt::format("symbol '{}' is bound twice", name), "give each --bind once");
+      throw UsageError(
+          fmt::format("--bind: symbol '{}' is bound twice ({}, then {})", name, given[name], spec),
+          "give each symbol one --bind");
+    given.emplace(name, spec);
   }
   return sizes;
 }

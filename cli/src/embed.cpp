@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "commands.h"
@@ -76,14 +78,25 @@ NamedTensors read_encoder_inputs(const std::string& path) {
 }
 
 std::vector<std::string> read_lines(const std::string& path) {
+  constexpr const char* kHint = "give a text file holding one sentence per line";
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw CliError(fmt::format("--text-file {} does not exist", path), kHint);
+  if (fs::is_directory(path, ec))
+    throw CliError(fmt::format("--text-file {} is a folder, not a file", path), kHint);
+  errno = 0;
   std::ifstream f(path);
-  if (!f) throw CliError(fmt::format("cannot read --text-file {}", path));
+  if (!f)
+    throw CliError(fmt::format("cannot read --text-file {}: {}", path,
+                               errno ? std::strerror(errno) : "it cannot be opened"),
+                   kHint);
   std::vector<std::string> lines;
   for (std::string line; std::getline(f, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!line.empty()) lines.push_back(line);
   }
-  if (lines.empty()) throw CliError(fmt::format("--text-file {} has no non-empty line", path));
+  if (lines.empty())
+    throw CliError(fmt::format("--text-file {} has no non-empty line", path), kHint);
   return lines;
 }
 
@@ -166,20 +179,21 @@ int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
   const std::optional<std::string>& output = o.output;
   if (!output && !o.json)
     throw UsageError("give --output OUT.safetensors, --json, or both", usage_hint("embed"));
-  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, target_name);
-  require_can_execute(*target, target_name, model_path);
-  Model model = load_model(reg, model_path);
-  check_encoder(model, model_path);
+  const bool from_text = !o.text.empty() || o.text_file;
+  if (from_text == o.inputs.has_value())
+    throw UsageError("give either --inputs IN.safetensors or --text/--text-file",
+                     usage_hint("embed"));
+  // The text is read before the model, so a wrong path is reported at once.
   std::vector<std::string> sentences = o.text;
   if (o.text_file) {
     std::vector<std::string> lines = read_lines(*o.text_file);
     sentences.insert(sentences.end(), lines.begin(), lines.end());
   }
-  const bool from_text = !sentences.empty() || o.text_file;
-  if (from_text == o.inputs.has_value())
-    throw UsageError("give either --inputs IN.safetensors or --text/--text-file",
-                     usage_hint("embed"));
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  require_can_execute(*target, target_name, model_path);
+  Model model = load_model(reg, model_path);
+  check_encoder(model, model_path);
   NamedTensors inputs =
       from_text ? tokenize_batch(model, sentences) : read_encoder_inputs(*o.inputs);
 

@@ -33,7 +33,8 @@ std::string hint_for(ErrorKind kind) {
       return "the device or its driver failed; `rlx --list-targets -v` shows the target's device "
              "and status";
     case ErrorKind::kPlugin:
-      return "the plugin failed; check it with `rlx --list-targets -v`, or reinstall it";
+      return "the plugin failed; check it with `rlx --list-targets -v`, reinstall it, or report "
+             "the command and this message to its authors";
     case ErrorKind::kInternal:
       return kBugHint;
     case ErrorKind::kUser:
@@ -60,7 +61,9 @@ int report_exception(std::exception_ptr error, bool verbose) {
     std::string what = e.what();
     print(internal ? "internal error: " + what : what, hint_for(e.kind()));
     if (verbose) std::fprintf(stderr, "rlx: note: raised at %s\n", e.where_string().c_str());
-    return internal ? kExitInternal : kExitUser;
+    // A plugin's unclassified failure is a bug there (its message already names the plugin), not
+    // something wrong with the user's input.
+    return internal || e.kind() == ErrorKind::kPlugin ? kExitInternal : kExitUser;
   } catch (const std::bad_alloc&) {
     print("out of memory", "try a smaller model or input, or free memory on this machine");
     return kExitInternal;

@@ -1,6 +1,7 @@
 // Maps whatever a command threw to an exit code and a message on stderr:
 //   0 ok; 1 the user can fix it (bad input, illegal graph, unknown target, bad command line);
-//   2 a bug in rlx (an internal error or an exception rlx did not expect).
+//   2 a bug in rlx or a plugin (an internal error, a plugin's unclassified failure, an exception
+//   rlx did not expect).
 // Messages read "rlx: error: <what>", followed where useful by "hint: <what to do>".
 #pragma once
 #include <exception>

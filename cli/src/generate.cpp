@@ -84,24 +84,26 @@ void declare_generate_options(CLI::App& app, GenerateOptions& o) {
 int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   const std::string& model_path = o.model;
   const std::string& target_name = o.target;
+  // The command line is checked before the model is read.
   if (o.prompt && o.prompt_ids)
     throw UsageError("give either --prompt or --prompt-ids, not both", usage_hint("generate"));
+  if (!o.prompt && !o.prompt_ids)
+    throw UsageError("give the prompt: --prompt-ids 1,2,3 or --prompt TEXT",
+                     usage_hint("generate"));
+  if (o.prompt && o.prompt->empty())
+    throw UsageError("--prompt is empty: give the text to continue", usage_hint("generate"));
+  std::vector<int64_t> prompt;
+  if (o.prompt_ids) prompt = parse_ids(*o.prompt_ids, "prompt-ids");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
   std::optional<Tokenizer> tokenizer;
-  std::vector<int64_t> prompt;
   if (o.prompt) {
     tokenizer = model_tokenizer(model, "prompt", "--prompt-ids 1,2,3");
     prompt = tokenizer->encode(*o.prompt, /*add_special=*/true);
     if (prompt.empty())
       throw CliError("--prompt: the text gives no tokens", "give a non-empty prompt");
-  } else if (o.prompt_ids) {
-    prompt = parse_ids(*o.prompt_ids, "prompt-ids");
-  } else {
-    throw UsageError("give the prompt: --prompt-ids 1,2,3 or --prompt TEXT",
-                     usage_hint("generate"));
   }
 
   // Token ids are checked against the vocabulary where every input is (the model's input

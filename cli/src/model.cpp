@@ -40,9 +40,13 @@ const registry::Registry& plugin_registry(const GlobalOptions& global, bool buil
 std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::string& name) {
   if (name.empty())
     throw UsageError("--target needs a name", "run `rlx --list-targets` to see the targets");
+  // The design names several targets for placement (--target cuda,cpu); until it exists, one.
   if (name.find(',') != std::string::npos)
-    throw CliError(fmt::format("placement over several targets ('{}') is not supported yet", name),
-                   "name one target");
+    throw CliError(
+        fmt::format("placement over several targets ('{}') is not supported yet", name),
+        fmt::format(
+            "name one target, e.g. --target {}; `rlx --list-targets` shows them",
+            name.substr(0, name.find(',')).empty() ? "cpu" : name.substr(0, name.find(','))));
   return reg.target(name);
 }
 

@@ -199,6 +199,17 @@ TEST_F(CliTest, BadOptionsAreUsageErrorsNamingTheOption) {
        "--max-new-tokens: 'many' is not a non-negative integer"},
       {{"bench", "m", "-t", "cpu", "--batch", "0"}, "--batch: '0' is not an integer >= 1"},
       {{"--frobnicate", "run"}, "unknown option '--frobnicate'"},
+      {{"explain", "m.rlx", "-t", "cpu", "--json", "--json"},
+       "option --json is given more than once"},
+      {{"generate", "m", "-t", "cpu", "-p", "1", "--ignore-eos=yes"},
+       "option --ignore-eos takes no value"},
+      {{"generate", "m", "-t", "cpu", "--prompt", "hi", "--prompt-ids", "1,2"},
+       "give either --prompt or --prompt-ids, not both"},
+      {{"generate", "m", "-t", "cpu", "--prompt", ""},
+       "--prompt is empty: give the text to continue"},
+      {{"generate", "m", "-t", "cpu"}, "give the prompt: --prompt-ids 1,2,3 or --prompt TEXT"},
+      {{"embed", "m", "-t", "cpu", "--json"},
+       "give either --inputs IN.safetensors or --text/--text-file"},
   };
   for (const auto& [args, message] : cases) {
     ProcessResult r = rlx(args);
@@ -480,6 +491,120 @@ TEST_F(CliTest, BindingLargerThanMemoryNamesTheNodeAndTheSize) {
   ProcessResult ok = rlx({"compile", model.string(), "--target", "cpu", "-o",
                           (dir_ / "out").string(), "--bind", "S=3"});
   EXPECT_EQ(ok.exit_code, 0) << dump(ok);
+}
+
+// One symbol bound twice is a usage error naming both, before the model is read.
+TEST_F(CliTest, ADimBoundTwiceNamesBothBindings) {
+  const std::vector<std::string> bind = {"--bind", "S=1", "--bind", "S=2"};
+  const std::string absent = (dir_ / "absent.rlx").string();
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"compile", absent, "-t", "cpu", "-o", (dir_ / "out").string()},
+        std::vector<std::string>{"explain", absent, "-t", "cpu"}}) {
+    args.insert(args.end(), bind.begin(), bind.end());
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 1) << dump(r);
+    EXPECT_EQ(r.err,
+              "rlx: error: --bind: symbol 'S' is bound twice (S=1, then S=2)\n"
+              "hint: give each symbol one --bind\n")
+        << dump(r);
+  }
+}
+
+// The design names several targets for placement; the CLI does not place yet and says so, with
+// the first name as the way out.
+TEST_F(CliTest, PlacementOverSeveralTargetsIsRefusedWithTheWayOut) {
+  const std::string model = small_model().string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"explain", model, "--target", "cpu,gpu"},
+        std::vector<std::string>{"run", model, "--target", "cpu,gpu", "-i",
+                                 (dir_ / "in.safetensors").string(), "-o",
+                                 (dir_ / "out.safetensors").string()}}) {
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 1) << dump(r);
+    EXPECT_EQ(r.err,
+              "rlx: error: placement over several targets ('cpu,gpu') is not supported yet\n"
+              "hint: name one target, e.g. --target cpu; `rlx --list-targets` shows them\n")
+        << dump(r);
+  }
+}
+
+// Exit code 2 is for failures that are not the user's: here the cpu target's C compiler rejects
+// the kernels rlx generated (a plugin's unclassified failure).
+TEST_F(CliTest, APluginsInternalFailureExitsWithTwo) {
+  fs::path cc = write("broken-cc",
+                      "#!/bin/sh\n"
+                      "if [ \"$1\" = --version ]; then echo 'broken-cc 1.0'; exit 0; fi\n"
+                      "echo 'broken-cc: internal compiler error' >&2\nexit 1\n");
+  fs::permissions(cc, fs::perms::owner_all);
+  fs::path in = dir_ / "in.safetensors";
+  write_safetensors(in, {{"x", Tensor::from<float>(DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6})},
+                         {"w", Tensor::from<float>(DType::kF32, {2, 3}, {1, 1, 1, 1, 1, 1})}});
+  ProcessResult r = rlx({"run", small_model().string(), "-t", "cpu", "-i", in.string(), "-o",
+                         (dir_ / "out.safetensors").string()},
+                        {{"RLX_CC", cc.string()},
+                         {"RLX_CPU_KERNELS", "compiled"},
+                         {"RLX_CACHE_DIR", (dir_ / "cache").string()}});
+  EXPECT_EQ(r.exit_code, 2) << dump(r);
+  EXPECT_THAT(r.err, StartsWith("rlx: error: cpu plugin: cpu: the C compiler failed on generated "
+                                "kernels (exit 1)"))
+      << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("broken-cc: internal compiler error")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("\nhint: the plugin failed;")) << dump(r);
+  EXPECT_FALSE(fs::exists(dir_ / "out.safetensors"));
+}
+
+const fs::path kMiniLm = fs::path(RLX_FIXTURES_DIR) / "minilm-l2-f16";
+
+// A --text-file that cannot be read says why, before the model is loaded.
+TEST_F(CliTest, AnUnreadableTextFileSaysWhy) {
+  const fs::path absent = dir_ / "absent.txt";
+  ProcessResult r =
+      rlx({"embed", kMiniLm.string(), "-t", "cpu", "--text-file", absent.string(), "--json"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_EQ(r.err, "rlx: error: --text-file " + absent.string() +
+                       " does not exist\nhint: give a text file holding one sentence per line\n")
+      << dump(r);
+  // A folder opens as a stream on Linux and read as "no non-empty line".
+  r = rlx({"embed", kMiniLm.string(), "-t", "cpu", "--text-file", dir_.string(), "--json"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err,
+              StartsWith("rlx: error: --text-file " + dir_.string() + " is a folder, not a file\n"))
+      << dump(r);
+  r = rlx({"embed", kMiniLm.string(), "-t", "cpu", "--text-file",
+           write("blank.txt", "\n\n").string(), "--json"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("blank.txt has no non-empty line\nhint: give a text file"))
+      << dump(r);
+}
+
+TEST_F(CliTest, AnEmbedInputsFileWithoutInputIdsSaysWhatItNeeds) {
+  fs::path in = dir_ / "mask.safetensors";
+  write_safetensors(in,
+                    {{"attention_mask", Tensor::from<int64_t>(DType::kI64, {1, 3}, {1, 1, 1})}});
+  ProcessResult r = rlx({"embed", kMiniLm.string(), "-t", "cpu", "-i", in.string(), "--json"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_EQ(r.err, "rlx: error: " + in.string() +
+                       " has no 'input_ids' tensor\nhint: write the token ids as input_ids, i64 "
+                       "[batch, seq]\n")
+      << dump(r);
+  EXPECT_TRUE(r.out.empty()) << dump(r);
+}
+
+// A tokenizer.json of a kind rlx does not read (Unigram) is named as such, not as missing.
+TEST_F(CliTest, AnUnsupportedTokenizerIsNamedNotCalledMissing) {
+  fs::path model = dir_ / "minilm-unigram";
+  fs::create_directories(model);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::copy_file(kMiniLm / f, model / f);
+  std::ofstream(model / "tokenizer.json")
+      << R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0], ["hi", -1.0]]}})";
+  ProcessResult r = rlx({"embed", model.string(), "-t", "cpu", "--text", "hi", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_EQ(r.err, "rlx: error: --text needs a tokenizer, and the bert model's is not supported: " +
+                       (model / "tokenizer.json").string() +
+                       " holds a Unigram tokenizer ('model.type'), which rlx does not read (it "
+                       "reads WordPiece, BPE and byte-fallback BPE)\n"
+                       "hint: give token ids instead: --inputs IN.safetensors\n")
+      << dump(r);
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     rlx::frontends::TransformerConfig config = rlx::frontends::read_hf_config(dir);
-    auto tokenizer = rlx::frontends::read_tokenizer_files(dir, config);
+    rlx::frontends::TokenizerFiles tokenizer = rlx::frontends::read_tokenizer_files(dir, config);
     (void)tokenizer;
     rlx::frontends::Checkpoint weights = rlx::frontends::Checkpoint::open(dir);
     rlx::Model m = rlx::frontends::build_model(config, weights);

@@ -111,6 +111,34 @@ class Lowering {
           n.attr_tensor("value").dtype() != DType::kC64)
         mat_[n.outputs[0]] = false;
     if (options_.max_buffers_per_kernel > 0) cap_kernel_buffers(options_.max_buffers_per_kernel);
+    // After the buffer cap: cutting an operand out never makes a kernel read more buffers.
+    if (options_.max_ops_per_kernel > 0) cap_kernel_ops(options_.max_ops_per_kernel);
+  }
+
+  // A fused value brings its whole unmaterialised expression tree into its consumer's kernel. A
+  // tree of more than `cap` ops is cut like a kernel with too many buffers: its largest fused
+  // operands become buffers of their own, each computed by a kernel that fits, until it fits too
+  // (nodes come in topological order, so every operand already fits).
+  void cap_kernel_ops(uint32_t cap) {
+    std::vector<uint64_t> ops(g_.values.size(), 1);  // of a fused value: its tree; else its load
+    for (const Node& n : g_.nodes) {
+      if (!fusible(OpRegistry::instance().find(n.op))) continue;
+      auto tree = [&] {
+        uint64_t s = 1;
+        for (ValueId in : n.inputs) s += mat_[in] ? 1 : ops[in];
+        return s;
+      };
+      uint64_t size = tree();
+      while (size > cap) {
+        ValueId largest = -1;
+        for (ValueId in : n.inputs)
+          if (!mat_[in] && ops[in] > 1 && (largest < 0 || ops[in] > ops[largest])) largest = in;
+        if (largest < 0) break;  // one op with more than `cap` - 1 operands: it stays whole
+        mat_[largest] = true;
+        size = tree();
+      }
+      ops[n.outputs[0]] = size;
+    }
   }
 
   // Fusion makes one loop kernel read every buffer its fused chain reaches. On a device that

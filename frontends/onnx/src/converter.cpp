@@ -262,6 +262,12 @@ void Converter::add_graph_inputs() {
 
 void Converter::add_graph_outputs() {
   for (const auto& out : model_.graph().output()) {
+    // Outside any node, so the file is named here (convert_node's errors get it from there).
+    if (!values_.count(out.name()))
+      throw_user_error(
+          fmt::format("{}: graph output '{}' is never produced: no node, graph input "
+                      "or initializer of the model defines it",
+                      file_, out.name()));
     ValPtr v = lookup(out.name());
     ValueId id = materialize(*v);
     bool reused = std::find(g_.outputs.begin(), g_.outputs.end(), id) != g_.outputs.end();

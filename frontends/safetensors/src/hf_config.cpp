@@ -81,6 +81,11 @@ class ConfigFile {
 
 std::string family(const ConfigFile& f) {
   std::string type = f.string("model_type", "");
+  // Absent, the family comes from 'architectures'; present and empty, the file is damaged.
+  if (type.empty() && f.has("model_type"))
+    f.fail("model_type",
+           "is empty; it names the model family: \"bert\", \"qwen3\", \"llama\" or "
+           "\"gemma3_text\" for the models rlx builds (transformers writes it with the weights)");
   if (type == "bert" || type == "qwen3" || type == "llama") return type;
   if (type == "gemma3_text") return "gemma3";
   if (type == "gemma3")
@@ -96,6 +101,10 @@ std::string family(const ConfigFile& f) {
     if (arch.rfind("Bert", 0) == 0) return "bert";
     if (arch == "Gemma3ForCausalLM") return "gemma3";
   }
+  if (type.empty() && arch.empty())
+    f.fail("model_type",
+           "is missing, and no 'architectures' names the model class either: add \"model_type\" "
+           "(rlx builds bert, qwen3, llama and gemma3_text)");
   f.fail(type.empty() ? "architectures" : "model_type",
          fmt::format("names '{}', which rlx has no model builder for (it builds bert, qwen3, "
                      "llama and gemma3_text)",

@@ -24,7 +24,9 @@ class SafetensorsImporter final : public sdk::ImporterPlugin {
     config.source = path.string() + "/" + weights.description();
     Model m = build_model(config, weights);
     m.metadata["source"] = path.string();
-    m.tokenizer = read_tokenizer_files(path, config);
+    TokenizerFiles tokenizer = read_tokenizer_files(path, config);
+    m.tokenizer = std::move(tokenizer.spec);
+    if (!tokenizer.unsupported.empty()) m.metadata[kTokenizerProblemKey] = tokenizer.unsupported;
     // sentence-transformers cuts texts at its own max_seq_length (all-MiniLM-L6-v2: 256, below
     // the 512 positions), and `rlx embed --text` cuts where it does.
     std::filesystem::path st = path / "sentence_bert_config.json";

@@ -75,14 +75,21 @@ bool mentions(const json::Value& v, const std::string& type) {
   return false;
 }
 
-std::optional<TokenizerSpec> from_tokenizer_json(const fs::path& file) {
+std::optional<TokenizerSpec> from_tokenizer_json(const fs::path& file, std::string* unsupported) {
   json::Value root = read_json_file(file);
   const json::Value* model = root.find("model");
   const json::Value* type = model ? model->find("type") : nullptr;
   if (!type || !type->as_string())
     throw_user_error(fmt::format("{}: 'model.type' is missing", file.string()));
   const json::Value* v = model->find("vocab");
-  if (*type->as_string() == "Unigram") return std::nullopt;
+  // The model still loads (token ids need no tokenizer); what wants text is told why not.
+  if (*type->as_string() == "Unigram") {
+    *unsupported = fmt::format(
+        "{} holds a Unigram tokenizer ('model.type'), which rlx does not read (it reads "
+        "WordPiece, BPE and byte-fallback BPE)",
+        file.string());
+    return std::nullopt;
+  }
   if (!v || !v->as_object())
     throw_user_error(
         fmt::format("{}: 'model.vocab' must be an object of token -> id", file.string()));
@@ -222,16 +229,15 @@ void apply_tokenizer_config(const fs::path& folder, TokenizerSpec& spec,
 
 }  // namespace
 
-std::optional<TokenizerSpec> read_tokenizer_files(const fs::path& folder,
-                                                  const TransformerConfig& config) {
+TokenizerFiles read_tokenizer_files(const fs::path& folder, const TransformerConfig& config) {
   std::error_code ec;
-  std::optional<TokenizerSpec> spec;
+  TokenizerFiles files;
   if (fs::exists(folder / "tokenizer.json", ec))
-    spec = from_tokenizer_json(folder / "tokenizer.json");
+    files.spec = from_tokenizer_json(folder / "tokenizer.json", &files.unsupported);
   else if (fs::exists(folder / "vocab.txt", ec))
-    spec = from_vocab_txt(folder / "vocab.txt");
-  if (spec) apply_tokenizer_config(folder, *spec, config);
-  return spec;
+    files.spec = from_vocab_txt(folder / "vocab.txt");
+  if (files.spec) apply_tokenizer_config(folder, *files.spec, config);
+  return files;
 }
 
 }  // namespace rlx::frontends

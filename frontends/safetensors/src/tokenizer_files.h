@@ -13,9 +13,16 @@
 
 namespace rlx::frontends {
 
-// nullopt when the folder has no tokenizer files or their model type has no rlx equivalent
-// (Unigram). `config` supplies bos/eos/pad ids the tokenizer files leave out.
-std::optional<TokenizerSpec> read_tokenizer_files(const std::filesystem::path& folder,
-                                                  const TransformerConfig& config);
+struct TokenizerFiles {
+  std::optional<TokenizerSpec> spec;
+  // Why `spec` is empty although there is a tokenizer file: its model type has no rlx equivalent
+  // (Unigram). Names the file and the type; empty otherwise.
+  std::string unsupported;
+};
+
+// No spec when the folder has no tokenizer files, or an unsupported kind (then `unsupported`
+// says so). `config` supplies bos/eos/pad ids the tokenizer files leave out.
+TokenizerFiles read_tokenizer_files(const std::filesystem::path& folder,
+                                    const TransformerConfig& config);
 
 }  // namespace rlx::frontends

@@ -7,8 +7,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -45,13 +46,24 @@ fs::path temporary_beside(const fs::path& target, const char* suffix) {
                                             counter.fetch_add(1), suffix);
 }
 
+// A cache that cannot be written is an error, not a reason to compile into a private folder: a
+// read-only cache still serves its hits, and a miss says which folder and what to do.
 void write_text(const fs::path& path, const std::string& text) {
+  errno = 0;
   std::ofstream out(path, std::ios::binary);
+  const int open_errno = errno;
+  if (!out)
+    throw_user_error(
+        fmt::format("cpu: the kernel cache folder {} is not writable (cannot create {}: {}): set "
+                    "RLX_CACHE_DIR to a writable folder",
+                    path.parent_path().string(), path.filename().string(),
+                    open_errno ? std::strerror(open_errno) : "unknown reason"));
   out << text;
   out.close();
   if (!out)
     throw_user_error(fmt::format(
-        "cpu: cannot write {} for the kernel cache: set RLX_CACHE_DIR to a writable folder",
+        "cpu: cannot write {} in the kernel cache (is the disk full?): free space, or set "
+        "RLX_CACHE_DIR to another folder",
         path.string()));
 }
 
@@ -147,10 +159,19 @@ CachedObject find_or_build(const std::string& source, const Toolchain& tc) {
   std::vector<std::string> argv = {tc.compiler};
   argv.insert(argv.end(), tc.flags.begin(), tc.flags.end());
   argv.insert(argv.end(), {"-o", obj.string(), src.string()});
+  const int timeout_s = compile_timeout_s();
   auto t0 = std::chrono::steady_clock::now();
   std::string log;
-  int rc = run_command(argv, &log);
+  int rc = run_command(argv, &log, timeout_s);
   out.compiler_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (rc == kTimedOut) {
+    fs::remove(obj, ec);
+    throw_user_error(fmt::format(
+        "cpu: the C compiler ({}) ran longer than {} s on the generated kernels and was stopped; "
+        "source kept at {}: set RLX_CC_TIMEOUT_S to more seconds (0 for no limit), or use "
+        "RLX_CPU_KERNELS=interpret",
+        tc.compiler, timeout_s, src.string()));
+  }
   if (rc != 0 || !fs::exists(obj, ec)) {
     fs::remove(obj, ec);
     std::string cmd;

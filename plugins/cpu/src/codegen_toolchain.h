@@ -6,6 +6,8 @@
 //   RLX_CC           the compiler to use (a name on PATH or a path); default cc, gcc, clang
 //   RLX_CPU_ISA      x86-64-v4 | x86-64-v3 | baseline; default: the best this CPU runs
 //   RLX_CPU_CFLAGS   extra flags appended to the compiler's command line (space-separated)
+//   RLX_CC_TIMEOUT_S seconds one compiler run may take before it is stopped (default 300; 0: no
+//                    limit)
 #pragma once
 #include <string>
 #include <vector>
@@ -43,8 +45,19 @@ KernelPlan choose_kernel_plan();
 // "baseline".
 std::string host_isa();
 
+inline constexpr int kDefaultCompileTimeoutS = 300;
+
+// RLX_CC_TIMEOUT_S, else kDefaultCompileTimeoutS; 0 means no limit. Throws rlx::Error (kUser)
+// when it is not a non-negative integer.
+int compile_timeout_s();
+
+// run_command's result when the command ran past its time limit and was killed.
+inline constexpr int kTimedOut = -2;
+
 // Runs argv[0] (an absolute path) with its arguments, no shell; stdout and stderr together land
-// in *output. Returns the exit status (-1 when it could not start or died from a signal).
-int run_command(const std::vector<std::string>& argv, std::string* output);
+// in *output. Returns the exit status (-1 when it could not start or died from a signal). With
+// `timeout_s` > 0, a command still running after that many seconds is killed with everything it
+// started (its own process group) and kTimedOut is returned.
+int run_command(const std::vector<std::string>& argv, std::string* output, int timeout_s = 0);
 
 }  // namespace rlx::cpu

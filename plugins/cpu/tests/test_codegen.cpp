@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <new>
 #include <optional>
 
@@ -99,14 +100,39 @@ int count_lines(const fs::path& file) {
   return n;
 }
 
-// A compiler wrapper that logs each compile (not `--version`) to `log`, sleeps `delay` and
-// runs cc.
-fs::path logging_compiler(const fs::path& dir, const fs::path& log, const char* delay = "0") {
+// A compiler wrapper that logs each compile (not `--version`) to `log` and runs cc.
+fs::path logging_compiler(const fs::path& dir, const fs::path& log) {
   fs::path script = dir / "logging-cc";
   std::ofstream(script) << fmt::format(
-      "#!/bin/sh\nif [ \"$1\" != --version ]; then echo run >> '{}'; sleep {}; fi\n"
+      "#!/bin/sh\nif [ \"$1\" != --version ]; then echo run >> '{}'; fi\n"
       "exec cc \"$@\"\n",
-      log.string(), delay);
+      log.string());
+  fs::permissions(script, fs::perms::owner_all);
+  return script;
+}
+
+// A compiler wrapper for two processes that must compile at the same time: each compile (not
+// `--version`) logs itself to `log`, announces itself in `barrier`, and waits there until the
+// other has arrived too before it runs cc. Neither can finish before both have started, however
+// the machine schedules them; one that waits 120 s in vain fails, naming the barrier.
+fs::path rendezvous_compiler(const fs::path& dir, const fs::path& log, const fs::path& barrier) {
+  fs::create_directories(barrier);
+  fs::path script = dir / "rendezvous-cc";
+  std::ofstream(script) << fmt::format(
+      "#!/bin/sh\n"
+      "if [ \"$1\" != --version ]; then\n"
+      "  echo run >> '{0}'\n"
+      "  : > '{1}'/$$\n"
+      "  n=0\n"
+      "  while [ \"$(ls '{1}' | wc -l)\" -lt 2 ]; do\n"
+      "    n=$((n + 1))\n"
+      "    if [ $n -gt 12000 ]; then echo 'rendezvous-cc: the other compile never came' >&2; "
+      "exit 1; fi\n"
+      "    sleep 0.01\n"
+      "  done\n"
+      "fi\n"
+      "exec cc \"$@\"\n",
+      log.string(), barrier.string());
   fs::permissions(script, fs::perms::owner_all);
   return script;
 }
@@ -416,6 +442,132 @@ TEST(CpuCodegen, DamagedCacheEntriesAreRebuiltNotLoaded) {
   EXPECT_EQ(count_lines(log), 2) << "the rebuilt entry was not a hit";
 }
 
+// The kernels of another graph than kSmallGraph (a cache miss where kSmallGraph hits).
+std::vector<double> run_other() {
+  NamedTensors in = {{"x", test::f32({4}, {1, 2, 3, 4})}};
+  return values(
+      run_text("graph @t(%x: f32[4]) {\n  %a = mul(%x, %x) : f32[4]\n  %b = neg(%a) : f32[4]\n"
+               "  return %b\n}\n",
+               in)
+          .at("b"));
+}
+
+std::string user_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUser) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return {};
+}
+
+// A cache folder that cannot be made (its parent is a regular file, which stops root too) fails
+// the compile with the folder, the reason and what to do; nothing is compiled elsewhere.
+TEST(CpuCodegen, ACacheFolderThatCannotBeMadeIsAClearError) {
+  REQUIRE_COMPILER();
+  TempDir dir;
+  std::ofstream(dir.path() / "file") << "not a folder";
+  ScopedEnv env;
+  env.set("RLX_CACHE_DIR", (dir.path() / "file" / "cache").string())
+      .set("RLX_CPU_KERNELS", "compiled");
+  const std::string e = user_error_of([] { run_small(); });
+  EXPECT_NE(e.find("cannot create the kernel cache folder " +
+                   (dir.path() / "file" / "cache" / "kernels").string() + " (Not a directory)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("set RLX_CACHE_DIR to a writable folder"), std::string::npos) << e;
+}
+
+// A read-only cache (say one shipped with an application) still serves the kernels it holds; a
+// miss fails with the folder and what to do rather than compiling somewhere else unseen.
+TEST(CpuCodegen, AReadOnlyCacheServesItsKernelsAndRefusesMissesClearly) {
+  REQUIRE_COMPILER();
+  TempDir dir;
+  const fs::path cache = dir.path() / "cache", kernels = cache / "kernels";
+  ScopedEnv env;
+  env.set("RLX_CACHE_DIR", cache.string()).set("RLX_CPU_KERNELS", "compiled");
+  EXPECT_EQ(run_small(), kSmallWant);
+  fs::permissions(kernels, fs::perms::owner_read | fs::perms::owner_exec);
+  struct Restore {
+    fs::path p;
+    ~Restore() { fs::permissions(p, fs::perms::owner_all); }
+  } restore{kernels};
+  // Root writes into read-only folders: then this cannot be tested here.
+  if (std::ofstream(kernels / "probe")) {
+    fs::remove(kernels / "probe");
+    GTEST_SKIP() << "this process writes into a folder without write permission (root?), so a "
+                    "read-only cache cannot be made here";
+  }
+  EXPECT_EQ(run_small(), kSmallWant) << "a hit needs no write";
+  const std::string e = user_error_of([] { run_other(); });
+  EXPECT_NE(e.find("the kernel cache folder " + kernels.string() + " is not writable"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("Permission denied"), std::string::npos) << e;
+  EXPECT_NE(e.find("set RLX_CACHE_DIR to a writable folder"), std::string::npos) << e;
+}
+
+// Without RLX_CACHE_DIR the cache is $XDG_CACHE_HOME/rlx/kernels, else ~/.cache/rlx/kernels; an
+// empty variable counts as unset.
+TEST(CpuCodegen, WithoutRlxCacheDirTheCacheFollowsXdgThenHome) {
+  REQUIRE_COMPILER();
+  TempDir dir;
+  const fs::path xdg = dir.path() / "xdg", home = dir.path() / "home";
+  ScopedEnv env;
+  env.unset("RLX_CACHE_DIR").set("XDG_CACHE_HOME", xdg.string()).set("HOME", home.string());
+  env.set("RLX_CPU_KERNELS", "compiled");
+  EXPECT_EQ(run_small(), kSmallWant);
+  EXPECT_EQ(count_files(xdg / "rlx", ".so"), 1);
+  EXPECT_FALSE(fs::exists(home));
+  env.set("RLX_CACHE_DIR", "").unset("XDG_CACHE_HOME");
+  EXPECT_EQ(run_small(), kSmallWant);
+  EXPECT_EQ(count_files(home / ".cache" / "rlx", ".so"), 1);
+}
+
+// A compiler that does not finish within RLX_CC_TIMEOUT_S is stopped with everything it started,
+// and the compile fails saying what to change.
+TEST(CpuCodegen, ACompilerPastItsTimeLimitIsStoppedWithAClearError) {
+  TempDir dir;
+  const fs::path pid_file = dir.path() / "child.pid", script = dir.path() / "hanging-cc";
+  std::ofstream(script) << fmt::format(
+      "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'hanging-cc 1.0'; exit 0; fi\n"
+      "sleep 1000 &\necho $! > '{}'\nwait\n",
+      pid_file.string());
+  fs::permissions(script, fs::perms::owner_all);
+  ScopedEnv env;
+  env.set("RLX_CACHE_DIR", (dir.path() / "cache").string())
+      .set("RLX_CC", script.string())
+      .set("RLX_CPU_KERNELS", "compiled")
+      .set("RLX_CC_TIMEOUT_S", "1");
+  const std::string e = user_error_of([] { run_small(); });
+  EXPECT_NE(e.find("ran longer than 1 s on the generated kernels and was stopped"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("set RLX_CC_TIMEOUT_S to more seconds (0 for no limit)"), std::string::npos)
+      << e;
+  // The compiler's own child was stopped too: gone, or a zombie nobody reaps (PID 1 in a
+  // container may not).
+  int child = 0;
+  std::ifstream(pid_file) >> child;
+  ASSERT_GT(child, 0);
+  auto stopped = [&] {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    const size_t paren = line.rfind(')');
+    return paren != std::string::npos && line.size() > paren + 2 && line[paren + 2] == 'Z';
+  };
+  for (int i = 0; i < 1000 && !stopped(); ++i) ::usleep(10000);
+  EXPECT_TRUE(stopped()) << "the compiler's child " << child << " still runs";
+
+  env.set("RLX_CC_TIMEOUT_S", "soon");
+  EXPECT_NE(
+      user_error_of([] { run_small(); }).find("RLX_CC_TIMEOUT_S=soon is not a number of seconds"),
+      std::string::npos);
+}
+
 // What each of the concurrent processes runs: skipped unless a parent started it.
 TEST(CpuCodegenChild, CompileAndRun) {
   if (!std::getenv("RLX_CODEGEN_CHILD")) GTEST_SKIP() << "run by ConcurrentProcessesShareTheCache";
@@ -427,9 +579,9 @@ TEST(CpuCodegen, ConcurrentProcessesShareTheCache) {
   TempDir dir;
   fs::path cache = dir.path() / "cache", log = dir.path() / "cc.log";
   ScopedEnv env;
-  // The slow compiler makes both processes compile at the same time.
+  // Both processes miss the cache and compile at the same time: the compiler waits for both.
   env.set("RLX_CACHE_DIR", cache.string())
-      .set("RLX_CC", logging_compiler(dir.path(), log, "1").string())
+      .set("RLX_CC", rendezvous_compiler(dir.path(), log, dir.path() / "barrier").string())
       .set("RLX_CPU_KERNELS", "compiled")
       .set("RLX_CODEGEN_CHILD", "1");
   std::string self = fs::read_symlink("/proc/self/exe").string();
@@ -447,7 +599,7 @@ TEST(CpuCodegen, ConcurrentProcessesShareTheCache) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a child failed";
   }
   EXPECT_EQ(count_files(cache, ".so"), 1);
-  EXPECT_GE(count_lines(log), 1);
+  EXPECT_EQ(count_lines(log), 2) << "both processes compiled, at the same time";
   for (const auto& e : fs::directory_iterator(cache / "kernels"))
     EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
 }

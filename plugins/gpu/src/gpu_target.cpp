@@ -7,18 +7,17 @@
 #include "device_executable.h"
 #include "module_plan.h"
 #include "opencl_device.h"
+#include "opencl_legality.h"
 #include "opencl_library.h"
-#include "signature.h"
 #include "rlx/core/error.h"
 #include "rlx/sdk/legality.h"
 #include "rlx/sdk/plugin.h"
+#include "signature.h"
 #include "target_plugin.h"
 
 namespace rlx::gpu {
 
 namespace {
-
-using gpu_host::uses;
 
 class GpuTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
@@ -28,15 +27,8 @@ class GpuTarget final : public gpu_host::GpuLikeTargetPlugin {
     if (Verdict v = common_refusals(s); !v.ok) return v;
     std::string why;
     auto device = OpenClDevice::shared(&why);
-    // 16-bit floats are stored as bits and computed in f32 (render.h), so they need no
-    // cl_khr_fp16; f64 needs cl_khr_fp64, and is never narrowed to f32 behind the user's back.
-    // Decompositions write scalars as an f64 constant converted to the compute dtype, which
-    // constant folding removes before lowering: those two are accepted, and compile() checks
-    // that no f64 reached a kernel.
-    bool scalar_pattern = s.op == "constant" || s.op == "convert";
-    if (device && !device->info().fp64 && uses(s, DType::kF64) && !scalar_pattern)
-      return sdk::refuse_f64(device->info().describe() + " has no cl_khr_fp64", "gpu", s.op);
-    return Verdict::yes();
+    if (!device) return Verdict::yes();  // codegen-only: the OpenCL C itself is legal
+    return fp64_verdict(s, device->info().fp64, device->info().describe());
   }
 
   std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <vector>
@@ -153,6 +154,13 @@ OpenClDevice::OpenClDevice(const OpenClApi& cl, cl_device_id device, OpenClDevic
   // default allows 2.5 and 3 ulp. Never -cl-fast-relaxed-math: it would change NaN and inf.
   build_options_ = "-cl-std=CL1.2";
   if (info_.correctly_rounded_divide_sqrt) build_options_ += " -cl-fp32-correctly-rounded-divide-sqrt";
+  // Warnings about generated code are not the user's to act on, and PoCL's compiler prints its
+  // count ("47 warnings generated.") on the process's stderr itself, whatever the build log
+  // holds: -w leaves it none. RLX_OPENCL_BUILD_LOG=1 keeps them and prints every build's log; a
+  // failed build's log is always in the error.
+  const char* show = std::getenv("RLX_OPENCL_BUILD_LOG");
+  show_build_log_ = show && *show && std::string(show) != "0";
+  if (!show_build_log_) build_options_ += " -w";
 }
 
 OpenClDevice::~OpenClDevice() {
@@ -197,6 +205,15 @@ void OpenClDevice::copy(const gpu_host::DeviceBuffer& src, const gpu_host::Devic
         "clEnqueueCopyBuffer");
 }
 
+std::string OpenClDevice::build_log(cl_program program) const {
+  size_t n = 0;
+  cl_.clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
+  std::string log(n, '\0');
+  if (n) cl_.clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
 std::unique_ptr<gpu_host::Module> OpenClDevice::build(const std::string& source) {
   const char* text = source.c_str();
   size_t len = source.size();
@@ -205,11 +222,13 @@ std::unique_ptr<gpu_host::Module> OpenClDevice::build(const std::string& source)
   check(err, "clCreateProgramWithSource");
   auto module = std::make_unique<OpenClModule>(cl_, program);
   err = cl_.clBuildProgram(program, 1, &device_, build_options_.c_str(), nullptr, nullptr);
+  if (err == CL_SUCCESS && show_build_log_) {
+    std::string log = build_log(program);
+    std::fprintf(stderr, "rlx: gpu: OpenCL build log (%s):\n%s\n", build_options_.c_str(),
+                 log.empty() ? "(empty)" : log.c_str());
+  }
   if (err != CL_SUCCESS) {
-    size_t n = 0;
-    cl_.clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
-    std::string log(n, '\0');
-    if (n) cl_.clGetProgramBuildInfo(program, device_, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
+    std::string log = build_log(program);
     if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
     throw Error(ErrorKind::kCompile, fmt::format("gpu: {} could not compile the generated OpenCL C ({}); "
                                                  "`rlx compile --target gpu` writes the source. Build log:\n{}",

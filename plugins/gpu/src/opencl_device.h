@@ -3,7 +3,8 @@
 //
 // The device is the first GPU of any platform, else the first device of any type; the
 // environment variable RLX_OPENCL_DEVICE picks another by a substring of "<platform> / <device>"
-// ("NVIDIA", "Portable Computing Language").
+// ("NVIDIA", "Portable Computing Language"). Builds are quiet (-w) unless RLX_OPENCL_BUILD_LOG=1,
+// which prints every build's log on stderr.
 #pragma once
 #include <memory>
 #include <string>
@@ -55,8 +56,10 @@ class OpenClDevice final : public gpu_host::DeviceApi {
   cl_command_queue queue_ = nullptr;
   OpenClDeviceInfo info_;
   std::string build_options_;
+  bool show_build_log_ = false;  // RLX_OPENCL_BUILD_LOG
 
   void check(cl_int err, const char* call) const;
+  std::string build_log(cl_program program) const;
 };
 
 }  // namespace rlx::gpu

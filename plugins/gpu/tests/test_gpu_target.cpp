@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
+#include "rlx/core/safetensors.h"
 #include "target_suite.h"
 #include "test_support.h"
 
@@ -40,6 +43,39 @@ TEST(GpuTarget, WithoutAnOpenClDriverItIsCodegenOnlyAndSaysWhy) {
                       "install a driver: pocl-opencl-icd for CPUs, or the GPU vendor's OpenCL ICD"),
             std::string::npos)
       << out;
+}
+
+// Runs `rlx run` of y = x + x on gpu with `env` (shell assignments) and returns what it wrote on
+// stderr.
+std::string rlx_run_stderr(const std::string& env) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("rlx-gpu-log-{}", getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "m.rlx")
+      << "graph @g(%x: f32[3]) {\n  %y = add(%x, %x) : f32[3]\n  return %y\n}\n";
+  write_safetensors(dir / "in.safetensors",
+                    {{"x", Tensor::from<float>(DType::kF32, {3}, {1, 2, 3})}});
+  const std::string cmd = fmt::format(
+      "{} POCL_CACHE_DIR='{}' '{}' --plugin-path '{}' run '{}' -t gpu -i '{}' -o '{}' 2>'{}' "
+      ">/dev/null",
+      env, (dir / "pocl").string(), RLX_BINARY, RLX_TEST_PLUGIN_DIR, (dir / "m.rlx").string(),
+      (dir / "in.safetensors").string(), (dir / "out.safetensors").string(),
+      (dir / "err").string());
+  const int rc = std::system(cmd.c_str());
+  EXPECT_EQ(rc, 0) << cmd;
+  std::string err = test::read_file(dir / "err");
+  fs::remove_all(dir);
+  return err;
+}
+
+// The OpenCL compiler's warnings about generated code stay off the user's terminal (PoCL printed
+// "47 warnings generated." on stderr itself); RLX_OPENCL_BUILD_LOG=1 shows every build's log.
+TEST(GpuTarget, BuildLogsAreQuietUnlessAskedFor) {
+  if (Verdict v = gpu()->can_execute(); !v.ok) GTEST_SKIP() << v.reason;
+  EXPECT_EQ(rlx_run_stderr(""), "");
+  const std::string shown = rlx_run_stderr("RLX_OPENCL_BUILD_LOG=1");
+  EXPECT_NE(shown.find("rlx: gpu: OpenCL build log (-cl-std=CL1.2"), std::string::npos) << shown;
+  EXPECT_EQ(shown.find(" -w)"), std::string::npos) << shown;
 }
 
 TEST(GpuTarget, EmitsTheOpenClModuleItRuns) {

@@ -230,6 +230,25 @@ TEST(OnnxImporter, ErrorsNameFileNodeAndOperator) {
   EXPECT_NE(e.find("not supported"), std::string::npos) << e;
 }
 
+// A graph output no node produces is refused naming the file and the output (it was "value 'z' is
+// used before any node..." with no file).
+TEST(OnnxImporter, AnOutputNeverProducedNamesTheFileAndTheOutput) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"2"});
+  mm.node("Relu", {"x"}, {"y"});
+  mm.output("y");
+  mm.output("z");
+  try {
+    mm.import();
+    FAIL() << "accepted an output nothing produces";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUser) << e.what();
+    EXPECT_EQ(std::string(e.what()),
+              "test.onnx: graph output 'z' is never produced: no node, graph input or initializer "
+              "of the model defines it");
+  }
+}
+
 // Found by onnx_fuzz: the axis was checked against operand 0's rank only, and a lower-rank
 // operand was then indexed past its last dim (an internal error instead of a user error).
 TEST(OnnxImporter, ConcatOfDifferentRanksIsAUserError) {
@@ -386,6 +405,23 @@ TEST(OnnxImporter, OutputThatIsAnInputKeepsItsOwnName) {
   Session s(test::cpu_target());
   auto out = s.compile(g).run({{"x", Tensor::from<float>(DType::kF32, {2}, {1, 2})}});
   EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{1, 2}));
+}
+
+// 5000 Relu nodes in a row fuse into one chain; cut into kernels of a bounded size, the cpu target
+// compiles it in seconds (one C function of it took cc -O3 over a minute) and computes relu.
+TEST(OnnxImporter, AFiveThousandReluChainCompilesAndRuns) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::FLOAT, {"6"});
+  const int n = 5000;
+  for (int i = 0; i < n; ++i)
+    mm.node("Relu", {i ? "r" + std::to_string(i - 1) : "x"},
+            {i == n - 1 ? "y" : "r" + std::to_string(i)});
+  mm.output("y");
+  Graph g = mm.import().graph();
+  Session s(test::cpu_target());
+  auto out = s.compile(g).run(
+      {{"x", Tensor::from<float>(DType::kF32, {6}, {-2.5f, -1, -0.0f, 0.25f, 3, 1e30f})}});
+  EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{0, 0, 0, 0.25, 3, 1e30f}));
 }
 
 TEST(OnnxImporter, PluginIsFoundByExtension) {

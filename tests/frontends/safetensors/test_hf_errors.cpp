@@ -57,6 +57,21 @@ TEST(HfErrors, UnknownArchitecture) {
                                          "builder for"));
 }
 
+// An empty model_type is not an absent one: the error names the key and the file, and says
+// what belongs there, rather than blaming 'architectures'.
+TEST(HfErrors, EmptyModelTypeNamesTheKeyAndTheFile) {
+  fs::path dir = llama_with(R"("model_type": "llama")", R"("model_type": "")");
+  EXPECT_THAT(load_error(dir), HasSubstr((dir / "config.json").string() +
+                                         ": 'model_type' is empty; it names the model family"));
+}
+
+TEST(HfErrors, NeitherModelTypeNorArchitecturesSaysSo) {
+  fs::path dir =
+      llama_with(R"("architectures": \["LlamaForCausalLM"\], "model_type": "llama",)", "");
+  EXPECT_THAT(load_error(dir), HasSubstr((dir / "config.json").string() +
+                                         ": 'model_type' is missing, and no 'architectures'"));
+}
+
 TEST(HfErrors, RopeScalingIsRefused) {
   fs::path dir = llama_with(R"("rope_theta": 10000.0,)",
                             R"("rope_scaling": {"rope_type": "llama3", "factor": 8.0},)");

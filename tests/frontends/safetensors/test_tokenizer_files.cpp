@@ -69,6 +69,23 @@ TEST(TokenizerFiles, NoFilesNoTokenizer) {
   EXPECT_FALSE(load_model(bert_folder("bert")).tokenizer.has_value());
 }
 
+// A Unigram tokenizer.json has no rlx equivalent: the model loads without a tokenizer, and says
+// why under kTokenizerProblemKey, naming the file and the kind.
+TEST(TokenizerFiles, AnUnsupportedKindIsRecordedNotMistakenForNone) {
+  fs::path dir = bert_folder("bert");
+  write_text(dir / "tokenizer.json",
+             R"({"model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]}})");
+  Model m = load_model(dir);
+  EXPECT_FALSE(m.tokenizer.has_value());
+  ASSERT_TRUE(m.metadata.count(kTokenizerProblemKey));
+  EXPECT_EQ(m.metadata.at(kTokenizerProblemKey),
+            (dir / "tokenizer.json").string() +
+                " holds a Unigram tokenizer ('model.type'), which rlx does not read (it reads "
+                "WordPiece, BPE and byte-fallback BPE)");
+  fs::remove(dir / "tokenizer.json");
+  EXPECT_FALSE(load_model(dir).metadata.count(kTokenizerProblemKey));
+}
+
 TEST(TokenizerFiles, BadTokenizerJsonNamesTheFile) {
   fs::path dir = bert_folder("bert");
   write_text(dir / "tokenizer.json", R"({"model": {"vocab": {}}})");

@@ -105,5 +105,60 @@ TEST(Lir, ReshapeIsAnAliasAndTheArenaReusesDeadBuffers) {
   EXPECT_LE(p.arena_bytes, 2 * 256);
 }
 
+// y = neg(neg(...neg(x))) with `n` negations: one fused chain.
+std::string neg_chain(int n) {
+  std::string text = "graph @g(%x: f32[16]) {\n";
+  for (int i = 0; i < n; ++i)
+    text += "  %v" + std::to_string(i) + " = neg(" + (i ? "%v" + std::to_string(i - 1) : "%x") +
+            ") : f32[16]\n";
+  return text + "  return %v" + std::to_string(n - 1) + "\n}\n";
+}
+
+// Each kernel's expressions: its loads, constants and ops.
+std::vector<size_t> exprs_per_kernel(const lir::Program& p) {
+  std::vector<size_t> out;
+  for (auto& k : p.kernels) out.push_back(std::get<lir::LoopKernel>(k).exprs.size());
+  return out;
+}
+
+// A long chain is cut into kernels of at most `max_ops_per_kernel` expressions (an optimising C
+// compiler takes minutes over one function of thousands), and none of its ops is lost.
+TEST(Lir, LongFusionChainsAreCutAtTheOpsPerKernelLimit) {
+  const std::string chain = neg_chain(1000);
+  EXPECT_EQ(exprs_per_kernel(lower(chain.c_str(), LoweringOptions{0, 0})),
+            (std::vector<size_t>{1001}));  // unlimited: one load and 1000 negations
+  for (uint32_t cap : {2u, 3u, 64u, 256u}) {
+    std::vector<size_t> sizes = exprs_per_kernel(lower(chain.c_str(), LoweringOptions{0, cap}));
+    size_t negations = 0;
+    for (size_t s : sizes) {
+      EXPECT_LE(s, cap) << "cap " << cap;
+      negations += s - 1;  // every kernel loads the previous one's buffer (or x) once
+    }
+    EXPECT_EQ(negations, 1000u) << "cap " << cap;
+    // Cut greedily: every kernel but the last is full.
+    EXPECT_EQ(sizes.size(), (1000 + cap - 2) / (cap - 1)) << "cap " << cap;
+  }
+  // The default keeps short chains whole and cuts long ones.
+  EXPECT_EQ(exprs_per_kernel(lower(neg_chain(100).c_str())), (std::vector<size_t>{101}));
+  for (size_t s : exprs_per_kernel(lower(chain.c_str()))) EXPECT_LE(s, kDefaultMaxOpsPerKernel);
+}
+
+// A tree (not a chain) is cut at its largest operand first, and a binary op's two loads count.
+TEST(Lir, TheOpsLimitCutsTheLargestOperand) {
+  auto p = lower(R"(graph @g(%x: f32[4], %y: f32[4]) {
+  %a = neg(%x) : f32[4]
+  %b = exp(%a) : f32[4]
+  %c = log(%b) : f32[4]
+  %d = neg(%y) : f32[4]
+  %e = add(%c, %d) : f32[4]
+  return %e
+}
+)",
+                 LoweringOptions{0, 5});
+  // The whole tree is 7 expressions (two loads, five ops): neg-exp-log becomes its own kernel of
+  // 4, then add(load c, neg(load y)) is 4.
+  EXPECT_EQ(exprs_per_kernel(p), (std::vector<size_t>{4, 4}));
+}
+
 }  // namespace
 }  // namespace rlx

@@ -64,4 +64,9 @@ struct ImportOptions {
 // ImportOptions ("sequence=512,batch=1"), so a caller can tell a fixed dim from an unknown name.
 inline constexpr const char* kFixedDimsKey = "fixed_dims";
 
+// Model::metadata key under which an importer says why a model whose files include a tokenizer
+// has no Model::tokenizer (its kind is not one rlx reads), so a caller that needs one can say
+// that rather than "there is none".
+inline constexpr const char* kTokenizerProblemKey = "tokenizer_problem";
+
 }  // namespace rlx

@@ -21,11 +21,21 @@ int set_quantized_activations(Graph& g, const std::string& mode);
 // Substitutes symbol bindings into every shape and shape attribute.
 Graph specialize(const Graph& g, const Bindings& bindings);
 
-// What the device a program will run on allows (from Device::limits()); 0 means no limit.
+// The default of LoweringOptions::max_ops_per_kernel. A kernel's code grows with its fused ops and
+// the time of an optimising compiler faster than that: one function of 2000 fused ONNX Relu nodes
+// took 5 s of `cc -O3`, 5000 more than a minute. 256 keeps every kernel of the model fixtures in
+// tests/data whole (their largest has 14 expressions) and bounds what one function costs.
+inline constexpr uint32_t kDefaultMaxOpsPerKernel = 256;
+
+// What the device a program will run on allows (from Device::limits()), and how large one kernel
+// may grow; 0 means no limit.
 struct LoweringOptions {
   // Storage buffers one loop kernel may bind (webgpu: maxStorageBuffersPerShaderStage): a fused
   // chain that would read more is cut into several kernels.
   uint32_t max_buffers_per_kernel = 0;
+  // Ops fused into one loop kernel (each op of its expression tree, loads and constants
+  // included): a longer chain is cut into several kernels.
+  uint32_t max_ops_per_kernel = kDefaultMaxOpsPerKernel;
 };
 
 // MIR -> LIR: fuses elementwise chains, index maps and reductions into loop kernels, emits
