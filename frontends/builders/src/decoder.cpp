@@ -135,7 +135,13 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
       v = b.op("scatter", {cache[i].past_value, pos, v}, at);
     }
     ValueId a;
-    if (local) {
+    if (local && decode) {
+      // One query: the window is a mask over cache slots, so the native kernel takes it as a
+      // padding mask instead of a decomposition that multiplies the whole cache every step.
+      ValueId slots_in_window = b.reshape(window_mask(), Shape{kCacheLen});
+      ValueId m = b.broadcast_in_dim(slots_in_window, {kBatch, kCacheLen}, {1});
+      a = b.op("Attention", {q, k, v, m}, {{"mask", std::string("padding")}, {"scale", scale}});
+    } else if (local) {
       a = masked_attention(b, q, k, v, window_mask(), scale);
     } else {
       Attrs attrs{{"mask", std::string(decode ? "padding" : "causal")}, {"scale", scale}};

@@ -101,8 +101,7 @@ void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>
                         thread_local std::vector<float> wbuf;
                         const int64_t n0 = r.begin(), nb = r.end() - r.begin();
                         wbuf.resize(static_cast<size_t>(nb * K));
-                        for (int64_t n = 0; n < nb; ++n)
-                          quant::dequantize(q.type, w + (n0 + n) * row_bytes, wbuf.data() + n * K, K);
+                        qdot_decode_rows(q.type, w, row_bytes, n0, n0 + nb, K, wbuf.data(), K);
                         GemmArgs g;
                         g.M = M, g.N = nb, g.K = K;
                         g.a = MatView{x, DType::kF32, K, 1};

@@ -192,6 +192,15 @@ void qdot_rows_f32(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int
   detail::qdot_rows_f32_portable(t, w, row_bytes, n0, n1, x, ldx, M, k, y, ldy);
 }
 
+void qdot_decode_rows(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
+                      int64_t k, float* out, int64_t ldo) {
+#if defined(__x86_64__)
+  if (qdot_isa() == QDotIsa::kAvx512Vnni && qdot_supports(t))
+    return detail::qdot_decode_rows_avx512(t, w, row_bytes, n0, n1, k, out, ldo);
+#endif
+  for (int64_t n = n0; n < n1; ++n) quant::dequantize(t, w + n * row_bytes, out + (n - n0) * ldo, k);
+}
+
 void qdot_rows(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
                const void* xq, int64_t xq_stride, int64_t M, int64_t k, float* y, int64_t ldy) {
 #if defined(__x86_64__)

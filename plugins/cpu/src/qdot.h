@@ -64,7 +64,14 @@ void qdot_rows(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, 
 void qdot_rows_f32(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
                    const float* x, int64_t ldx, int64_t M, int64_t k, float* y, int64_t ldy);
 
+// Decodes rows [n0, n1) of W to f32, row n at out + (n - n0) * ldo: quant::dequantize's values,
+// with SIMD where qdot_supports(t).
+void qdot_decode_rows(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
+                      int64_t k, float* out, int64_t ldo);
+
 namespace detail {
+void qdot_decode_rows_avx512(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
+                             int64_t n1, int64_t k, float* out, int64_t ldo);
 // The ISA entry points behind qdot_rows (same contract); avx512vnni only where supported.
 void qdot_rows_portable(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
                         int64_t n1, const void* xq, int64_t xq_stride, int64_t M, int64_t k,

@@ -1,8 +1,8 @@
-// The AVX-512 f32 block products (DequantMatMul's default arithmetic, activations as they are):
-// each weight block is decoded in registers to unsigned bytes plus a scale and a minimum per 16
-// elements, widened to f32 as w = fma(u, scale, min) (the exact value quant::dequantize gives:
-// every format's scale times its integer is exact in f32, so both round once), and multiplied
-// into up to kRowTile rows of x. Nothing is written to memory but one block's bytes on the stack.
+// The AVX-512 f32 block products (DequantMatMul's default arithmetic, activations as they are)
+// and row decoding: each weight block is decoded in registers to unsigned bytes plus a scale and
+// a minimum per 16 elements, widened to f32 as w = fma(u, scale, min) (the exact value
+// quant::dequantize gives: every format's scale times its integer is exact in f32, so both round
+// once), and multiplied into up to kRowTile rows of x, or stored (prefill's weight tiles).
 #include "qdot.h"
 #if defined(__x86_64__)
 #include "qdot_avx512_blocks.h"
@@ -15,33 +15,27 @@ using quant::QType;
 
 constexpr int kRowTile = 4;
 
-// One decoded block: element i is scale[i / 16] * u[i] + min[i / 16].
-struct Decoded {
-  alignas(64) uint8_t u[256];
-  float scale[16], min[16];
-};
-
+// Each format hands its block to `fn` 32 elements at a time, as unsigned bytes u in a register
+// with element i of the chunk = scale_lo * u[i] + min_lo for i < 16, scale_hi * u[i] + min_hi
+// above: fn(u, offset in the block, scale_lo, min_lo, scale_hi, min_hi).
 template <class F>
 struct Block32 {
   static constexpr int kElems = 32, kBytes = F::kBytes;
-  static void decode(const uint8_t* b, Decoded& d) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(d.u), F::unpack(b));
-    d.scale[0] = d.scale[1] = F::scale(b);
-    d.min[0] = d.min[1] = F::coeff(b);
+  template <class Fn>
+  static void visit(const uint8_t* b, Fn&& fn) {
+    const float s = F::scale(b), c = F::coeff(b);
+    fn(F::unpack(b), 0, s, c, s, c);
   }
 };
 
 template <bool kFifth>
 struct Q45K {
   static constexpr int kElems = 256, kBytes = kFifth ? 176 : 144;
-  static void decode(const uint8_t* b, Decoded& d) {
+  template <class Fn>
+  static void visit(const uint8_t* b, Fn&& fn) {
     const float dd = f16(b), dmin = f16(b + 2);
     int sc[8], mn[8];
     scales_mins_k4(b + 4, sc, mn);
-    for (int s = 0; s < 8; ++s) {
-      d.scale[2 * s] = d.scale[2 * s + 1] = dd * static_cast<float>(sc[s]);
-      d.min[2 * s] = d.min[2 * s + 1] = -dmin * static_cast<float>(mn[s]);
-    }
     const uint8_t* qs = b + (kFifth ? 48 : 16);
     const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
     const __m256i qh = kFifth ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16))
@@ -57,64 +51,89 @@ struct Q45K {
             hi, _mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(2 << (2 * j)))), hi,
             sixteen);
       }
-      _mm256_store_si256(reinterpret_cast<__m256i*>(d.u + 64 * j), lo);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(d.u + 64 * j + 32), hi);
+      const float s0 = dd * static_cast<float>(sc[2 * j]), m0 = -dmin * static_cast<float>(mn[2 * j]);
+      const float s1 = dd * static_cast<float>(sc[2 * j + 1]),
+                  m1 = -dmin * static_cast<float>(mn[2 * j + 1]);
+      fn(lo, 64 * j, s0, m0, s0, m0);
+      fn(hi, 64 * j + 32, s1, m1, s1, m1);
     }
   }
 };
 
 struct Q6K {
   static constexpr int kElems = 256, kBytes = 210;
-  static void decode(const uint8_t* b, Decoded& d) {
+  template <class Fn>
+  static void visit(const uint8_t* b, Fn&& fn) {
     const float dd = f16(b + 208);
     const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
-    for (int s = 0; s < 16; ++s) {
-      d.scale[s] = dd * static_cast<float>(sc[s]);
-      d.min[s] = -32.0f * d.scale[s];
-    }
     const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = b + 64 * h;
       const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
       const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      auto put = [&](int g, __m256i v) {
-        _mm256_store_si256(reinterpret_cast<__m256i*>(d.u + 128 * h + 32 * g), v);
-      };
-      put(0, _mm256_or_si256(_mm256_and_si256(l0, low4),
-                             _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)));
-      put(1, _mm256_or_si256(_mm256_and_si256(l1, low4),
-                             _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)));
-      put(2, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                             _mm256_and_si256(qh, bits45)));
-      put(3, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45)));
+      const __m256i u[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, low4),
+                          _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
+          _mm256_or_si256(_mm256_and_si256(l1, low4),
+                          _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                          _mm256_and_si256(qh, bits45)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45))};
+      for (int g = 0; g < 4; ++g) {
+        const float s0 = dd * static_cast<float>(sc[8 * h + 2 * g]);
+        const float s1 = dd * static_cast<float>(sc[8 * h + 2 * g + 1]);
+        fn(u[g], 128 * h + 32 * g, s0, -32.0f * s0, s1, -32.0f * s1);
+      }
     }
   }
 };
 
-inline float hsum512(__m512 v) { return _mm512_reduce_add_ps(v); }
+// The two halves of a chunk widened to f32 weights.
+inline __m512 widen_lo(__m256i u, float s, float m) {
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_castsi256_si128(u))),
+                         _mm512_set1_ps(s), _mm512_set1_ps(m));
+}
+inline __m512 widen_hi(__m256i u, float s, float m) {
+  return _mm512_fmadd_ps(
+      _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(u, 1))),
+      _mm512_set1_ps(s), _mm512_set1_ps(m));
+}
 
 template <class B, int MT>
 void rows(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const float* const* x,
           int64_t nb, float* const* y) {
-  Decoded d;
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t* b = w + n * row_bytes;
-    __m512 acc[MT];
-    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    // Two sums per row of x: the halves of a chunk do not wait on each other's FMA.
+    __m512 acc[MT], acc2[MT];
+    for (int m = 0; m < MT; ++m) acc[m] = acc2[m] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, b += B::kBytes) {
-      B::decode(b, d);
       const int64_t base = i * B::kElems;
-      for (int s = 0; s < B::kElems / 16; ++s) {
-        const __m128i u8 = _mm_load_si128(reinterpret_cast<const __m128i*>(d.u + 16 * s));
-        const __m512 wv = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(u8)),
-                                          _mm512_set1_ps(d.scale[s]), _mm512_set1_ps(d.min[s]));
-        for (int m = 0; m < MT; ++m)
-          acc[m] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x[m] + base + 16 * s), acc[m]);
-      }
+      B::visit(b, [&](__m256i u, int off, float s0, float m0, float s1, float m1) {
+        const __m512 w0 = widen_lo(u, s0, m0), w1 = widen_hi(u, s1, m1);
+        for (int m = 0; m < MT; ++m) {
+          acc[m] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[m] + base + off), acc[m]);
+          acc2[m] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x[m] + base + off + 16), acc2[m]);
+        }
+      });
     }
-    for (int m = 0; m < MT; ++m) y[m][n] = hsum512(acc[m]);
+    for (int m = 0; m < MT; ++m) y[m][n] = _mm512_reduce_add_ps(_mm512_add_ps(acc[m], acc2[m]));
+  }
+}
+
+template <class B>
+void decode(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, int64_t nb, float* out,
+            int64_t ldo) {
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* b = w + n * row_bytes;
+    float* o = out + (n - n0) * ldo;
+    for (int64_t i = 0; i < nb; ++i, b += B::kBytes, o += B::kElems)
+      B::visit(b, [&](__m256i u, int off, float s0, float m0, float s1, float m1) {
+        _mm512_storeu_ps(o + off, widen_lo(u, s0, m0));
+        _mm512_storeu_ps(o + off + 16, widen_hi(u, s1, m1));
+      });
   }
 }
 
@@ -136,6 +155,22 @@ void dispatch(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t 
 }
 
 }  // namespace
+
+void qdot_decode_rows_avx512(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
+                             int64_t n1, int64_t k, float* out, int64_t ldo) {
+  switch (t) {
+    case QType::kQ4_0: return decode<Block32<Q4_0>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ4_1: return decode<Block32<Q4_1>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ5_0: return decode<Block32<Q5_0>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ5_1: return decode<Block32<Q5_1>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ8_0: return decode<Block32<Q8_0>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kIQ4_NL: return decode<Block32<IQ4_NL>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ4_K: return decode<Q45K<false>>(w, row_bytes, n0, n1, k / 256, out, ldo);
+    case QType::kQ5_K: return decode<Q45K<true>>(w, row_bytes, n0, n1, k / 256, out, ldo);
+    case QType::kQ6_K: return decode<Q6K>(w, row_bytes, n0, n1, k / 256, out, ldo);
+    default: return;  // callers check qdot_supports first
+  }
+}
 
 void qdot_rows_f32_avx512(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
                           const float* x, int64_t ldx, int64_t M, int64_t k, float* y,

@@ -143,6 +143,29 @@ TEST(QDot, F32ActivationsMatchDequantizeThenMultiply) {
   }
 }
 
+// Prefill's weight tiles: decoded rows equal quant::dequantize's values exactly (zeros may
+// differ in sign: d * (q - 8) is -0 for a negative d, fma(u, d, -8d) +0; a product cannot tell).
+TEST(QDot, DecodedRowsEqualDequantize) {
+  std::mt19937 rng(29);
+  for (QDotIsa isa : {QDotIsa::kPortable, QDotIsa::kAvx512Vnni}) {
+    if (!qdot_isa_supported(isa)) continue;
+    set_qdot_isa(isa);
+    for (QType t : kFormats) {
+      const int64_t K = quant::info(t).block_size == 256 ? 512 : 96, N = 7, ldo = K + 5;
+      const int64_t rb = *quant::row_bytes(t, K);
+      std::vector<uint8_t> w = random_rows(t, N, K, rng);
+      std::vector<float> got(static_cast<size_t>(N * ldo)), want(static_cast<size_t>(K));
+      qdot_decode_rows(t, w.data(), rb, 2, N, K, got.data(), ldo);
+      for (int64_t n = 2; n < N; ++n) {
+        quant::dequantize(t, w.data() + n * rb, want.data(), K);
+        int differ = 0;
+        for (int64_t i = 0; i < K; ++i) differ += want[i] != got[(n - 2) * ldo + i];
+        EXPECT_EQ(differ, 0) << quant::info(t).name << " row " << n << " " << qdot_isa_name(isa);
+      }
+    }
+  }
+}
+
 TEST(QDot, ActivationBlocksFollowTheRoundingRule) {
   // One Q8_0-style block: max |x| = 2.54 gives d = 0.02; 1.0 rounds to 50, -0.011 to -1.
   std::vector<float> x(32, 0.f);
