@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 
 #include "gemm.h"
+#include "gemm_epilogue_fusion.h"
 #include "qdot.h"
 #include "rlx/core/quant.h"
 
@@ -52,6 +53,26 @@ void run_dequantize_rows(const lir::CallKernel& k, const std::vector<lir::Buffer
 
 namespace {
 
+// An elementwise consumer fused into the product (gemm_epilogue_fusion.h): applied to each
+// finished tile of y while it is in cache. Empty when none was fused.
+GemmEpilogue epilogue_of(const lir::CallKernel& k, const std::vector<void*>& ptrs) {
+  GemmEpilogue ep;
+  auto it = k.attrs.find("epilogue");
+  if (it == k.attrs.end()) return ep;
+  std::vector<EpLoad> loads;
+  decode_epilogue(std::get<std::string>(it->second), -1, ep,
+                  [&](int32_t input, int64_t offset, int64_t rs, int64_t cs) {
+                    loads.push_back({static_cast<const float*>(ptrs[k.inputs[input]]) + offset, rs, cs});
+                  });
+  for (size_t i = 0; i < loads.size(); ++i) ep.loads[i] = loads[i];
+  return ep;
+}
+
+// Rows [0, M) x columns [n0, n1) of y finished.
+void finish(const GemmEpilogue& ep, float* y, int64_t N, int64_t M, int64_t n0, int64_t n1) {
+  if (!ep.empty()) apply_epilogue(ep, y + n0, N, 0, n0, M, n1 - n0);
+}
+
 bool q8_activations(const lir::CallKernel& k) {
   auto it = k.attrs.find("activations");
   return it != k.attrs.end() && std::get<std::string>(it->second) == "q8";
@@ -61,7 +82,7 @@ bool q8_activations(const lir::CallKernel& k) {
 // meets it as an integer dot product (qdot.h). Rows of W are split over threads in chunks that
 // keep a chunk's weights in cache while every row of x passes over them.
 void run_q8(quant::QType t, const float* x, const uint8_t* w, int64_t row_bytes, int64_t M,
-            int64_t N, int64_t K, float* y) {
+            int64_t N, int64_t K, float* y, const GemmEpilogue& ep) {
   const auto stride = static_cast<int64_t>(qdot_act_row_bytes(t, K));
   thread_local std::vector<uint8_t> xq;
   xq.resize(static_cast<size_t>(M * stride));
@@ -76,6 +97,7 @@ void run_q8(quant::QType t, const float* x, const uint8_t* w, int64_t row_bytes,
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, grain),
                     [&](const tbb::blocked_range<int64_t>& r) {
                       qdot_rows(t, w, row_bytes, r.begin(), r.end(), xs, stride, M, K, y, N);
+                      finish(ep, y, N, M, r.begin(), r.end());
                     });
 }
 
@@ -90,25 +112,33 @@ void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>
   const auto* w = static_cast<const uint8_t*>(ptrs[k.inputs[1]]);
   auto* y = static_cast<float*>(ptrs[k.outputs[0]]);
   (void)out;
-  if (q8_activations(k)) return run_q8(q.type, x, w, row_bytes, M, N, K, y);
+  const GemmEpilogue ep = epilogue_of(k, ptrs);
+  if (q8_activations(k)) return run_q8(q.type, x, w, row_bytes, M, N, K, y, ep);
   if (M >= 4) {
-    // Several rows of x (prefill): decode a block of W's rows to f32 once per task and run the
-    // packed GEMM on it, y[:, n0:n1] = x W[n0:n1]^T, so each decoded weight meets every row of x
-    // in registers instead of one dot product at a time.
-    constexpr int64_t kRowsPerTask = 128;
+    // Several rows of x (prefill): Y^T = W X^T by tiles of W's rows. X^T is packed once as the
+    // GEMM's B operand and shared by every task; a task decodes its rows of W into a buffer the
+    // GEMM reads in place as A (rows contiguous: no packing), so each decoded weight meets every
+    // row of x in registers, and only the small result tile is transposed into y.
+    const PackedB xt = pack_b(MatView{x, DType::kF32, 1, K}, K, M, /*f64=*/false);
+    constexpr int64_t kRowsPerTask = 96;
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, kRowsPerTask),
                       [&](const tbb::blocked_range<int64_t>& r) {
-                        thread_local std::vector<float> wbuf;
+                        thread_local std::vector<float> wbuf, ctile;
                         const int64_t n0 = r.begin(), nb = r.end() - r.begin();
                         wbuf.resize(static_cast<size_t>(nb * K));
+                        ctile.resize(static_cast<size_t>(nb * M));
                         qdot_decode_rows(q.type, w, row_bytes, n0, n0 + nb, K, wbuf.data(), K);
                         GemmArgs g;
-                        g.M = M, g.N = nb, g.K = K;
-                        g.a = MatView{x, DType::kF32, K, 1};
-                        g.b = MatView{wbuf.data(), DType::kF32, 1, K};
-                        g.c = y + n0;
-                        g.ldc = N;
-                        gemm_block(g, 0, M, 0, nb);
+                        g.M = nb, g.N = M, g.K = K;
+                        g.a = MatView{wbuf.data(), DType::kF32, K, 1};
+                        g.b = MatView{x, DType::kF32, 1, K};
+                        g.packed = &xt;
+                        g.c = ctile.data();
+                        g.ldc = M;
+                        gemm_block(g, 0, nb, 0, M);
+                        for (int64_t m = 0; m < M; ++m)
+                          for (int64_t i = 0; i < nb; ++i) y[m * N + n0 + i] = ctile[i * M + m];
+                        finish(ep, y, N, M, n0, n0 + nb);
                       });
     return;
   }
@@ -117,6 +147,7 @@ void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, N, 64),
                     [&](const tbb::blocked_range<int64_t>& r) {
                       qdot_rows_f32(q.type, w, row_bytes, r.begin(), r.end(), x, K, M, K, y, N);
+                      finish(ep, y, N, M, r.begin(), r.end());
                     });
 }
 

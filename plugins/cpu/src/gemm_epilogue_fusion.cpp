@@ -32,7 +32,8 @@ const OpName* find_op(const std::string& n) {
 }
 
 bool is_gemm_call(const lir::CallKernel& c) {
-  return c.callee == "native:MatMul" || c.callee == "native:Linear" || c.callee == "dot_general";
+  return c.callee == "native:MatMul" || c.callee == "native:Linear" || c.callee == "dot_general" ||
+         c.callee == "native:DequantMatMul";
 }
 
 std::vector<int64_t> row_major(const std::vector<int64_t>& shape) {

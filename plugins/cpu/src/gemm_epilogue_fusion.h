@@ -2,7 +2,8 @@
 // of the ops an epilogue supports), so the tile of C is finished while it is still in cache and
 // the GEMM result is never written to and read back from memory.
 //
-// A call kernel (native:MatMul, native:Linear, dot_general) with an f32 result G is merged with
+// A call kernel (native:MatMul, native:Linear, dot_general, native:DequantMatMul) with an f32
+// result G is merged with
 // the loop kernel L that consumes G when:
 //  * L is the only kernel that reads G (through any alias) and G is not a program output;
 //  * L is elementwise (no reduction), f32 throughout, over G's shape, with one store whose

@@ -18,6 +18,7 @@
 #include "rlx/core/half.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/core/passes.h"
+#include "rlx/core/quant.h"
 #include "rlx/core/runtime.h"
 #include "test_support.h"
 
@@ -449,6 +450,45 @@ TEST(CpuGemmFusion, LinearWithBiasKeepsItsBiasAndTakesTheGelu) {
   auto got = run_program(p, {{"x", x}, {"w", w}, {"b", b}});
   auto prod = reference(M, N, K, {x.begin(), x.end()}, K, 1, {w.begin(), w.end()}, 1, K);
   for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(got[i], gelu_erf(prod[i] + b[i % N]), 2e-5) << i;
+}
+
+// A quantized product takes its consumer too (Gemma's GELU(gate) * up): on the decode path
+// (one row, products in registers) and the prefill path (several rows, decoded weight tiles).
+TEST(CpuGemmFusion, DequantMatMulTakesGeluTimesAnotherTensor) {
+  const int64_t K = 64, N = 45;
+  std::mt19937 rng(31);
+  std::uniform_int_distribution<int> q(-127, 127);
+  std::vector<uint8_t> w(N * (K / 32) * 34);
+  for (size_t b = 0; b < w.size(); b += 34) {
+    const uint16_t d = f32_to_f16(0.01f);
+    std::memcpy(&w[b], &d, 2);
+    for (int j = 0; j < 32; ++j) w[b + 2 + j] = static_cast<uint8_t>(static_cast<int8_t>(q(rng)));
+  }
+  std::vector<float> wf(N * K);
+  quant::dequantize(quant::QType::kQ8_0, w.data(), wf.data(), N * K);
+  for (int64_t M : {1, 6}) {
+    const std::string ir = fmt::format(R"(graph @t(%x: f32[{0},{1}], %w: u8[{2},68], %r: f32[{0},{2}]) {{
+  %y = DequantMatMul(%x, %w) {{qtype = "q8_0"}} : f32[{0},{2}]
+  %g = GELU(%y) {{approximate = "tanh"}} : f32[{0},{2}]
+  %o = Mul(%g, %r) : f32[{0},{2}]
+  return %o
+}}
+)", M, K, N);
+    lir::Program p = lower(ir);
+    ASSERT_EQ(fuse_gemm_epilogues(p), 1) << lir::print_program(p);
+    auto x = random_floats(M * K, 41), r = random_floats(M * N, 42);
+    auto exe = test::cpu_target()->compile(p);
+    std::vector<void*> ptrs(p.buffers.size(), nullptr);
+    for (auto& [name, b] : p.inputs)
+      ptrs[b] = name == "x" ? static_cast<void*>(x.data())
+                : name == "r" ? static_cast<void*>(r.data()) : static_cast<void*>(w.data());
+    std::vector<float> out(M * N);
+    ptrs[p.outputs[0].second] = out.data();
+    exe->run(ptrs);
+    auto prod = reference(M, N, K, {x.begin(), x.end()}, K, 1, {wf.begin(), wf.end()}, 1, K);
+    for (int64_t i = 0; i < M * N; ++i)
+      ASSERT_NEAR(out[i], gelu_tanh(prod[i]) * r[i], 2e-5) << "M=" << M << " at " << i;
+  }
 }
 
 // A batched MatMul (weights broadcast over the batch) with a per-column bias and a residual of
