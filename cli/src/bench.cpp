@@ -37,7 +37,7 @@ struct BenchOptions {
   std::optional<int64_t> batch, seq;
   std::vector<std::string> bind;
   int64_t warmup = 10, runs = 50;
-  bool json = false;
+  bool json = false, q8_activations = false;
 };
 
 void declare_bench_options(CLI::App& app, BenchOptions& o) {
@@ -56,6 +56,7 @@ void declare_bench_options(CLI::App& app, BenchOptions& o) {
   add_flag(app, "--json", o.json,
            "print {\"p50_ms\", \"p90_ms\", \"compile_ms\", \"peak_rss_mb\", min/mean/max, ...}");
   add_graph_option(app, o.graph);
+  add_q8_activations_flag(app, o.q8_activations);
 }
 
 // q-th percentile (0..100) with linear interpolation between the two nearest ranks: NumPy's
@@ -196,6 +197,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   if (o.inputs) file = read_inputs_file(*o.inputs);
   Model model =
       load_model(reg, model_path, file ? import_options_for(*file) : import_options_for(binds));
+  if (o.q8_activations) use_q8_activations(model, model_path);
   const std::string& graph_name = o.graph;
   const Graph& graph = model.graph(graph_name);
   NamedTensors inputs =

@@ -64,7 +64,7 @@ struct GenerateOptions {
   std::string model, target;
   std::optional<std::string> prompt_ids, prompt;
   int64_t max_new_tokens = 32;
-  bool ignore_eos = false, json = false;
+  bool ignore_eos = false, json = false, q8_activations = false;
 };
 
 void declare_generate_options(CLI::App& app, GenerateOptions& o) {
@@ -77,6 +77,7 @@ void declare_generate_options(CLI::App& app, GenerateOptions& o) {
   add_integer(app, "-n,--max-new-tokens", "N", 0, o.max_new_tokens,
               "how many tokens to generate at most (default 32)");
   add_flag(app, "--ignore-eos", o.ignore_eos, "keep generating after an end-of-sequence token");
+  add_q8_activations_flag(app, o.q8_activations);
   add_flag(app, "--json", o.json,
            "print {\"tokens\": [generated ids]} (and \"text\" with --prompt)");
 }
@@ -98,6 +99,7 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
+  if (o.q8_activations) use_q8_activations(model, model_path);
   std::optional<Tokenizer> tokenizer;
   if (o.prompt) {
     tokenizer = model_tokenizer(model, "prompt", "--prompt-ids 1,2,3");

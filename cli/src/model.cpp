@@ -5,6 +5,7 @@
 #include "errors.h"
 #include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
+#include "rlx/core/passes.h"
 
 namespace rlx::cli {
 
@@ -98,6 +99,16 @@ Model load_model(const registry::Registry& reg, const fs::path& path,
     throw;
   }
   return m;
+}
+
+void use_q8_activations(Model& model, const std::string& model_path) {
+  int changed = 0;
+  for (auto& [name, graph] : model.graphs) changed += set_quantized_activations(graph, "q8");
+  if (changed == 0)
+    throw CliError(fmt::format("--q8-activations: {} has no products with block-quantized weights",
+                               model_path),
+                   "the flag applies to GGUF models stored in a block format (Q4_0, Q4_K, Q8_0, "
+                   "...); leave it out");
 }
 
 }  // namespace rlx::cli

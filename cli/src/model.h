@@ -34,4 +34,8 @@ void require_can_execute(Target& target, const std::string& target_name,
 Model load_model(const registry::Registry& reg, const std::filesystem::path& path,
                  const ImportOptions& options = {});
 
+// --q8-activations: every graph's quantized products round activations to 8-bit blocks
+// (set_quantized_activations); a user error when the model has no such product.
+void use_q8_activations(Model& model, const std::string& model_path);
+
 }  // namespace rlx::cli

@@ -127,4 +127,10 @@ void add_global_options(CLI::App& app, GlobalOptions& into) {
            "more detail: per-plugin details in listings, where an error arose");
 }
 
+void add_q8_activations_flag(CLI::App& app, bool& into) {
+  add_flag(app, "--q8-activations", into,
+           "quantized (GGUF block) weights multiply activations rounded to 8-bit blocks, as "
+           "llama.cpp does: faster, logits about 1% off the exact product");
+}
+
 }  // namespace rlx::cli

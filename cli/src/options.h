@@ -53,6 +53,9 @@ void add_target_option(CLI::App& app, std::string& into, const std::string& purp
 // main.
 void add_graph_option(CLI::App& app, std::string& into);
 
+// --q8-activations: quantized products round activations to 8 bits (use_q8_activations).
+void add_q8_activations_flag(CLI::App& app, bool& into);
+
 // --plugin-path and --verbose, accepted before the command name (on rlx's own App) and after it
 // (on the command's); both places add to `into`.
 void add_global_options(CLI::App& app, GlobalOptions& into);

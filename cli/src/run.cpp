@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 struct RunOptions {
   std::string model, target, inputs, output, graph;
-  bool json = false;
+  bool json = false, q8_activations = false;
 };
 
 void declare_run_options(CLI::App& app, RunOptions& o) {
@@ -34,6 +34,7 @@ void declare_run_options(CLI::App& app, RunOptions& o) {
   add_flag(app, "--json", o.json,
            "print a JSON summary: {\"outputs\": [{\"name\", \"dtype\", \"shape\"}]}");
   add_graph_option(app, o.graph);
+  add_q8_activations_flag(app, o.q8_activations);
 }
 
 int run_main(const RunOptions& o, const GlobalOptions& global) {
@@ -46,6 +47,7 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   require_can_execute(*target, target_name, model_path.string());
   const TensorMap file = read_inputs_file(inputs_path);
   Model model_file = load_model(reg, model_path, import_options_for(file));
+  if (o.q8_activations) use_q8_activations(model_file, model_path.string());
   const Graph& graph = model_file.graph(o.graph);
   NamedTensors inputs = match_inputs(graph, file, inputs_path);
 

@@ -119,6 +119,24 @@ TEST_F(CliModels, GenerateJsonGivesTheReferenceGreedyTokens) {
   }
 }
 
+// --q8-activations changes quantized products only: on a float checkpoint it would do nothing,
+// so it is refused instead of being silently ignored.
+TEST_F(CliModels, Q8ActivationsOnAFloatModelIsRefused) {
+  RLX_FIXTURE(model, "qwen3-tiny");
+  for (const char* command : {"generate", "bench"}) {
+    std::vector<std::string> args = {command, model.string(), "--target", "cpu",
+                                      "--q8-activations"};
+    if (std::string(command) == "generate") args.insert(args.end(), {"--prompt-ids", "1,2"});
+    else args.insert(args.end(), {"--seq", "4", "--runs", "1", "--warmup", "1"});
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 1) << dump(r);
+    EXPECT_NE(r.err.find("--q8-activations: " + model.string() +
+                         " has no products with block-quantized weights"),
+              std::string::npos)
+        << dump(r);
+  }
+}
+
 // With an eos id in generation_config.json, generation stops right after producing it.
 TEST_F(CliModels, GenerateStopsAtEndOfSequence) {
   RLX_FIXTURE(fixture, "qwen3-tiny");
