@@ -60,7 +60,8 @@ void qdot_rows(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, 
 
 // The same product with x as it is (f32, M rows `ldx` floats apart): DequantMatMul's default
 // arithmetic. The SIMD path decodes each weight block in registers to exactly the values
-// quant::dequantize gives; the portable one decodes a row at a time.
+// quant::dequantize gives (Q8_0 scales each block's sum instead of each weight); the portable
+// one decodes a row at a time.
 void qdot_rows_f32(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
                    const float* x, int64_t ldx, int64_t M, int64_t k, float* y, int64_t ldy);
 

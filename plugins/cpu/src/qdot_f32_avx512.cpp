@@ -123,6 +123,32 @@ void rows(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const flo
   }
 }
 
+// Q8_0 needs no offset: its signed bytes widen directly, and the block's scale is applied once
+// to the block's sum instead of to every weight (fewer instructions on the largest decode
+// operand, the tied output head of the GGUF models that keep it in Q8_0).
+template <int MT>
+void rows_q8_0(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const float* const* x,
+               int64_t nb, float* const* y) {
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* b = w + n * row_bytes;
+    __m512 acc[MT];
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nb; ++i, b += 34) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+      const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)));
+      const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)));
+      const __m512 d = _mm512_set1_ps(f16(b));
+      for (int m = 0; m < MT; ++m) {
+        const float* xs = x[m] + 32 * i;
+        const __m512 t =
+            _mm512_fmadd_ps(hi, _mm512_loadu_ps(xs + 16), _mm512_mul_ps(lo, _mm512_loadu_ps(xs)));
+        acc[m] = _mm512_fmadd_ps(t, d, acc[m]);
+      }
+    }
+    for (int m = 0; m < MT; ++m) y[m][n] = _mm512_reduce_add_ps(acc[m]);
+  }
+}
+
 template <class B>
 void decode(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, int64_t nb, float* out,
             int64_t ldo) {
@@ -145,7 +171,7 @@ void dispatch(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t 
     case QType::kQ4_1: return rows<Block32<Q4_1>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
     case QType::kQ5_0: return rows<Block32<Q5_0>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
     case QType::kQ5_1: return rows<Block32<Q5_1>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
-    case QType::kQ8_0: return rows<Block32<Q8_0>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
+    case QType::kQ8_0: return rows_q8_0<MT>(w, row_bytes, n0, n1, x, k / 32, y);
     case QType::kIQ4_NL: return rows<Block32<IQ4_NL>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
     case QType::kQ4_K: return rows<Q45K<false>, MT>(w, row_bytes, n0, n1, x, k / 256, y);
     case QType::kQ5_K: return rows<Q45K<true>, MT>(w, row_bytes, n0, n1, x, k / 256, y);
