@@ -86,10 +86,12 @@ void build(Tokenizer::Impl& t) {
       t.pre = Tokenizer::Impl::Pre::kStarcoder;
     } else if (p == "falcon") {
       t.pre = Tokenizer::Impl::Pre::kFalcon;
+    } else if (p == "deepseek-coder") {
+      t.pre = Tokenizer::Impl::Pre::kDeepseekCoder;
     } else {
       bad_spec(fmt::format(
           "BPE pre-tokenizer \"{}\" is not supported (gpt2, mpt, llama3, qwen2, qwen35, "
-          "starcoder, refact, command-r, smollm, falcon are)",
+          "starcoder, refact, command-r, smollm, falcon, deepseek-coder are)",
           p));
     }
   }

@@ -9,6 +9,7 @@
 // matches stays a piece of its own):
 //   starcoder: \p{N} then gpt2
 //   falcon:    [\p{P}$+<=>^~|`]+ then gpt2 then [0-9][0-9][0-9]
+//   deepseek-coder: [\r\n] then \s?\p{L}+ then \s?\p{P}+ then [一-龥ࠀ-一가-퟿]+ then \p{N}
 #include "tokenizer_impl.h"
 #include "tokenizer_unicode.h"
 
@@ -213,6 +214,39 @@ std::vector<std::string> split_falcon(std::string_view text) {
   return chain(chain_gpt2(chain({std::string(text)}, punct_run)), three_digits);
 }
 
+std::vector<std::string> split_deepseek_coder(std::string_view text) {
+  auto newline = [](const Splitter& s, size_t pos) -> size_t {
+    return s.cp(pos) == '\r' || s.cp(pos) == '\n' ? 1 : 0;
+  };
+  // \s?X+ where X is a codepoint class.
+  auto space_then = [](auto in_class) {
+    return [in_class](const Splitter& s, size_t pos) -> size_t {
+      size_t p = pos + (s.space(pos) && in_class(s, pos + 1) ? 1 : 0), n = p;
+      while (in_class(s, n)) ++n;
+      return n > p ? n - pos : 0;
+    };
+  };
+  auto letter = [](const Splitter& s, size_t i) { return s.letter(i); };
+  auto punct = [](const Splitter& s, size_t i) {
+    return i < s.size() && (cp_flags(s.cp(i)) & kPunct) != 0;
+  };
+  // U+4E00..U+9FA5, U+0800..U+4E00, U+AC00..U+D7FF.
+  auto cjk_run = [](const Splitter& s, size_t pos) -> size_t {
+    auto cjk = [&](size_t i) {
+      uint32_t c = s.cp(i);
+      return i < s.size() && ((c >= 0x0800 && c <= 0x9FA5) || (c >= 0xAC00 && c <= 0xD7FF));
+    };
+    size_t n = 0;
+    while (cjk(pos + n)) ++n;
+    return n;
+  };
+  auto digit = [](const Splitter& s, size_t pos) -> size_t { return s.number(pos) ? 1 : 0; };
+  std::vector<std::string> pieces = chain({std::string(text)}, newline);
+  pieces = chain(pieces, space_then(letter));
+  pieces = chain(pieces, space_then(punct));
+  return chain(chain(pieces, cjk_run), digit);
+}
+
 }  // namespace
 
 std::vector<std::string> bpe_pre_split(std::string_view text, Tokenizer::Impl::Pre pre) {
@@ -228,6 +262,8 @@ std::vector<std::string> bpe_pre_split(std::string_view text, Tokenizer::Impl::P
       return split_starcoder(text);
     case Pre::kFalcon:
       return split_falcon(text);
+    case Pre::kDeepseekCoder:
+      return split_deepseek_coder(text);
     default:
       return split_gpt2(Splitter(text));
   }

@@ -95,9 +95,7 @@ struct Vocab {
 constexpr Vocab kVocabs[] = {
     {"bert-bge", nullptr},
     {"command-r", nullptr},
-    {"deepseek-coder",
-     "BPE pre-tokenizer \"deepseek-coder\" (per-script letter classes, CJK ranges, separate "
-     "\\p{N} runs and newline regexes) is not implemented"},
+    {"deepseek-coder", nullptr},
     {"deepseek-llm",
      "BPE pre-tokenizer \"deepseek-llm\" (per-script letter classes, CJK ranges and six chained "
      "regexes) is not implemented"},
