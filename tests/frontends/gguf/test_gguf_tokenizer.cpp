@@ -92,6 +92,10 @@ struct Vocab {
   const char* unsupported;     // nullptr: rlx must reproduce every pair
 };
 
+void PrintTo(const Vocab& v, std::ostream* os) {
+  *os << v.name;
+}
+
 constexpr Vocab kVocabs[] = {
     {"bert-bge", nullptr},
     {"command-r", nullptr},
