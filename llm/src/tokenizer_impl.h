@@ -18,7 +18,7 @@ struct Tokenizer::Impl {
   int64_t byte_tokens[256];  // spm "<0xXX>", bpe the byte's unicode char; -1 when absent
   // bpe: merge rank of "left right" (index in spec.merges).
   std::unordered_map<std::string, int32_t> ranks;
-  enum class Pre { kGpt2, kLlama3, kQwen2 } pre = Pre::kGpt2;
+  enum class Pre { kGpt2, kLlama3, kQwen2, kQwen35, kStarcoder, kFalcon, kDeepseekCoder } pre = Pre::kGpt2;
   bool ignore_merges = false;  // llama3: a word that is a whole token is not merged
 
   int64_t find(std::string_view text) const {

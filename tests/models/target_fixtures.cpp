@@ -1,8 +1,9 @@
 // The model fixtures end to end on an executing target (gpu on PoCL, vulkan on lavapipe, opengl on
 // llvmpipe here), added to each in-tree target's suite (add_suite_extension) under the target's
 // fixture suite, against the
-// same references as the cpu (tests/models, tests/frontends/onnx): minilm-l2-f16 sentence embeddings (cosine >= 0.9999),
-// bert-tiny-onnx against ONNX Runtime (max error <= 1e-4), qwen3-tiny greedy tokens (identical).
+// same references as the cpu (tests/models, tests/frontends/onnx): minilm-l2-f16 sentence embeddings,
+// bert-tiny-onnx against ONNX Runtime (bounds per target below), qwen3-tiny greedy tokens
+// (identical).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +19,24 @@
 namespace rlx::test {
 
 namespace {
+
+// Each bound is about 10x what the target measured here (2026-12: gpu on PoCL, vulkan on
+// lavapipe, opengl on llvmpipe, webgpu on wgpu-native over lavapipe); all of them compute these
+// models in f32, so their errors are the cpu's order. Targets not measured here (cuda, directx,
+// oneapi, out-of-tree ones) keep the earlier, looser bounds until someone measures them.
+struct FixtureBounds {
+  double minilm_hidden;         // last_hidden_state max abs error vs float64
+  double minilm_one_minus_cos;  // 1 - min cosine of the sentence embeddings vs float64
+  double bert_vs_ort;           // bert-tiny-onnx max abs error vs ONNX Runtime
+};
+
+FixtureBounds bounds_for(const std::string& target) {
+  // Measured: max abs error of the hidden state, 1 - cosine, max abs error vs ORT.
+  if (target == "gpu") return {8e-5, 3e-13, 3e-5};  // 7.5e-6, 2.4e-14, 2.4e-6
+  // vulkan, opengl and webgpu measured the same: 6.4e-6, 2.3e-14, 2.4e-6.
+  if (target == "vulkan" || target == "opengl" || target == "webgpu") return {7e-5, 3e-13, 3e-5};
+  return {2e-3, 1e-4, 1e-4};
+}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -40,10 +59,12 @@ void minilm_sentence_embeddings(const SuiteTarget& t) {
   for (int64_t r = 0; r < emb.shape()[0]; ++r)
     worst = std::min(worst, cosine(emb, ref.at("sentence_embedding_f64"), r, emb.shape()[1]));
   double err = max_abs_diff(out.at("last_hidden_state"), ref.at("last_hidden_state_f64"));
-  std::printf("%s minilm-l2-f16: min cosine %.8f (limit 0.9999), hidden max abs error %.3g; "
-              "compile + first run %.2fs\n", t.name.c_str(), worst, err, first);
-  EXPECT_GE(worst, 0.9999);
-  EXPECT_LE(err, 2e-3);
+  const FixtureBounds b = bounds_for(t.name);
+  std::printf("%s minilm-l2-f16: 1 - min cosine %.3g (limit %g), hidden max abs error %.3g "
+              "(limit %g); compile + first run %.2fs\n",
+              t.name.c_str(), 1 - worst, b.minilm_one_minus_cos, err, b.minilm_hidden, first);
+  EXPECT_LE(1 - worst, b.minilm_one_minus_cos);
+  EXPECT_LE(err, b.minilm_hidden);
 }
 
 void bert_tiny_onnx(const SuiteTarget& t) {
@@ -60,9 +81,10 @@ void bert_tiny_onnx(const SuiteTarget& t) {
   const Tensor& got = out.at("last_hidden_state");
   ASSERT_EQ(got.shape(), ref.at("last_hidden_state_ort").shape());
   double err = max_abs_diff(got, ref.at("last_hidden_state_ort"));
-  std::printf("%s bert-tiny-onnx: max abs error vs ONNX Runtime %.3g (limit 1e-4); compile + "
-              "first run %.2fs\n", t.name.c_str(), err, first);
-  EXPECT_LE(err, 1e-4);
+  const double bound = bounds_for(t.name).bert_vs_ort;
+  std::printf("%s bert-tiny-onnx: max abs error vs ONNX Runtime %.3g (limit %g); compile + "
+              "first run %.2fs\n", t.name.c_str(), err, bound, first);
+  EXPECT_LE(err, bound);
 }
 
 void qwen3_tiny_greedy_tokens(const SuiteTarget& t) {

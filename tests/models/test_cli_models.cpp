@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 
@@ -83,10 +86,17 @@ TEST_F(CliModels, EmbedMatchesTheFloat64Reference) {
   ASSERT_EQ(r.exit_code, 0) << dump(r);
   TensorMap got = read_safetensors(out);
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_LE(max_abs_diff(got.at("last_hidden_state"), ref.at("last_hidden_state_f64")), 2e-3);
+  double err = max_abs_diff(got.at("last_hidden_state"), ref.at("last_hidden_state_f64"));
   const Tensor& emb = got.at("sentence_embedding");
+  double worst = 1;
   for (int64_t i = 0; i < emb.shape()[0]; ++i)
-    EXPECT_GE(cosine(emb, ref.at("sentence_embedding_f64"), i, emb.shape()[1]), 0.9999);
+    worst = std::min(worst, cosine(emb, ref.at("sentence_embedding_f64"), i, emb.shape()[1]));
+  // The same numbers as MiniLmParity (measured on cpu, 2026-12: hidden 2.4e-6, 1 - cosine
+  // 6.4e-15), so the same bounds, about 10x.
+  std::printf("rlx embed minilm-l2-f16: hidden max abs error %.3g, 1 - min cosine %.3g\n", err,
+              1 - worst);
+  EXPECT_LE(err, 3e-5);
+  EXPECT_LE(1 - worst, 1e-13);
 }
 
 TEST_F(CliModels, EmbedJsonPrintsOneRowPerSentence) {
@@ -211,7 +221,10 @@ TEST_F(CliModels, RunOnADecoderFolderGivesLogits) {
   ProcessResult r = rlx({"run", model.string(), "--target", "cpu", "--inputs", in.string(),
                          "--output", out.string()});
   ASSERT_EQ(r.exit_code, 0) << dump(r);
-  EXPECT_LE(max_abs_diff(read_safetensors(out).at("logits"), ref.at("prompt_logits_f64")), 1e-3);
+  double err = max_abs_diff(read_safetensors(out).at("logits"), ref.at("prompt_logits_f64"));
+  // Measured 4.2e-6 on cpu (2026-12), as DecoderParity; the bound is about 10x.
+  std::printf("rlx run qwen3-tiny: logits max abs error %.3g\n", err);
+  EXPECT_LE(err, 5e-5);
 }
 
 // Text in: --text tokenizes with the folder's vocab.txt; padding a short sentence next to a
@@ -241,7 +254,11 @@ TEST_F(CliModels, EmbedTextUsesTheModelsTokenizer) {
   auto batch = embed({"--text-file", (dir_ / "lines.txt").string()});
   ASSERT_EQ(alone.size(), 1u);
   ASSERT_EQ(batch.size(), 2u);
-  for (size_t i = 0; i < alone[0].size(); ++i) EXPECT_NEAR(alone[0][i], batch[0][i], 1e-6);
+  double diff = 0;
+  for (size_t i = 0; i < alone[0].size(); ++i)
+    diff = std::max(diff, std::fabs(alone[0][i] - batch[0][i]));
+  std::printf("rlx embed: padded vs alone max abs difference %.3g\n", diff);
+  EXPECT_LE(diff, 1e-6);
   ProcessResult r = rlx({"embed", model.string(), "--target", "cpu", "--json"});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
   EXPECT_THAT(r.err, HasSubstr("give either --inputs IN.safetensors or --text/--text-file"));

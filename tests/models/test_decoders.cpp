@@ -38,9 +38,11 @@ TEST_P(DecoderParity, PromptLogitsMatchFloat64Reference) {
   const Tensor& logits = out.at("logits");
   ASSERT_EQ(logits.shape(), ref.at("prompt_logits_f64").shape());
   double err = max_abs_diff(logits, ref.at("prompt_logits_f64"));
-  std::printf("%s: prompt logits %s, max abs error %.3g (limit 1e-3)\n", GetParam(),
-              logits.shape_str().c_str(), err);
-  EXPECT_LE(err, 1e-3);
+  // Measured on cpu (2026-12): qwen3-tiny 4.2e-6, llama-tiny 3.5e-6; the bound is about 10x.
+  constexpr double kBound = 5e-5;
+  std::printf("%s: prompt logits %s, max abs error %.3g (limit %g)\n", GetParam(),
+              logits.shape_str().c_str(), err, kBound);
+  EXPECT_LE(err, kBound);
 }
 
 TEST_P(DecoderParity, GreedyTokensWithKvCacheMatchReference) {

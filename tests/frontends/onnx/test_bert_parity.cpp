@@ -45,8 +45,11 @@ TEST(OnnxBertParity, LastHiddenStateMatchesOnnxRuntime) {
   double worst = 0;
   for (int64_t i = 0; i < got.numel(); ++i)
     worst = std::max(worst, std::fabs(got.scalar_at(i) - want.scalar_at(i)));
-  std::printf("bert-tiny last_hidden_state max abs error vs ONNX Runtime: %.3g\n", worst);
-  EXPECT_LE(worst, 1e-4);
+  // Measured 1.4e-6 on cpu (2026-12); the bound is about 10x that.
+  constexpr double kBound = 2e-5;
+  std::printf("bert-tiny last_hidden_state max abs error vs ONNX Runtime: %.3g (limit %g)\n", worst,
+              kBound);
+  EXPECT_LE(worst, kBound);
 }
 
 }  // namespace

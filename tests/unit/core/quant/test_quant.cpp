@@ -210,12 +210,22 @@ TEST(Quant, PlainFloatFormats) {
   }
   std::vector<float> out(want.size());
   auto n = static_cast<int64_t>(want.size());
+  // Bit patterns, so -0 must come back negative. The f16 and bf16 values are numpy's
+  // astype(float16) and round-to-nearest-even of the top 16 bits: 65504 is exact in f16 but
+  // becomes 65536 in bf16, 3e-5 is an f16 subnormal.
+  auto bits = [](const std::vector<float>& v) {
+    std::vector<uint32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * 4);
+    return b;
+  };
   dequantize(QType::kF32, f.data(), out.data(), n);
-  EXPECT_EQ(out, want);
+  EXPECT_EQ(bits(out), bits(want));
   dequantize(QType::kF16, h.data(), out.data(), n);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(out[i], want[i], std::abs(want[i]) * 1e-3);
+  EXPECT_EQ(bits(out), (std::vector<uint32_t>{0x00000000, 0x3FC00000, 0xC0100000, 0x477FE000,
+                                              0x80000000, 0x37FB8000}));
   dequantize(QType::kBF16, bf.data(), out.data(), n);
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(out[i], want[i], std::abs(want[i]) * 1e-2);
+  EXPECT_EQ(bits(out), (std::vector<uint32_t>{0x00000000, 0x3FC00000, 0xC0100000, 0x47800000,
+                                              0x80000000, 0x37FC0000}));
   // bf16 is the top half of an f32: 0x3FC0 is 1.5 exactly.
   // Nothing to decode: null pointers are fine (an empty tensor has no storage).
   for (const QTypeInfo& q : all_qtypes()) dequantize(q.type, nullptr, nullptr, 0);

@@ -128,7 +128,7 @@ TEST(BpeTokenizer, WordsSpacesBytesAndDecode) {
 
 TEST(BpeTokenizer, RejectsUnknownPreTokenizerAndBadMerges) {
   TokenizerSpec s = bpe_spec({"a b"});
-  s.pre = "falcon";
+  s.pre = "deepseek-llm";  // not implemented (tests/frontends/gguf lists why)
   EXPECT_THROW(Tokenizer{s}, Error);
   s = bpe_spec({"a b"});
   s.merges.push_back("nospace");
