@@ -59,7 +59,8 @@ int main() {
     std::vector<float> x(static_cast<size_t>(128 * c.k), 0.5f);
     d.stride = static_cast<int64_t>(qdot_act_row_bytes(c.t, c.k));
     d.xq.resize(static_cast<size_t>(128 * d.stride));
-    for (int m = 0; m < 128; ++m) qdot_quantize_row(c.t, x.data() + m * c.k, c.k, d.xq.data() + m * d.stride);
+    for (int m = 0; m < 128; ++m)
+      qdot_quantize_row(c.t, x.data() + m * c.k, c.k, d.xq.data() + m * d.stride);
     d.y.resize(static_cast<size_t>(128 * c.n));
     data.push_back(std::move(d));
   }

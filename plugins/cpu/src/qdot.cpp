@@ -43,9 +43,10 @@ QDotIsa initial_isa() {
   for (QDotIsa isa : {QDotIsa::kAvx512Vnni, QDotIsa::kPortable}) {
     if (std::string(env) != qdot_isa_name(isa)) continue;
     if (!qdot_isa_supported(isa))
-      throw_user_error(fmt::format("RLX_CPU_QDOT_ISA={} but this CPU lacks it; unset it or use "
-                                   "portable",
-                                   env));
+      throw_user_error(
+          fmt::format("RLX_CPU_QDOT_ISA={} but this CPU lacks it; unset it or use "
+                      "portable",
+                      env));
     return isa;
   }
   throw_user_error(fmt::format("RLX_CPU_QDOT_ISA={} is not one of avx512vnni, portable", env));
@@ -58,7 +59,9 @@ std::atomic<int>& isa_slot() {
 
 }  // namespace
 
-QDotIsa qdot_isa() { return static_cast<QDotIsa>(isa_slot().load(std::memory_order_relaxed)); }
+QDotIsa qdot_isa() {
+  return static_cast<QDotIsa>(isa_slot().load(std::memory_order_relaxed));
+}
 
 void set_qdot_isa(QDotIsa isa) {
   if (!qdot_isa_supported(isa))
@@ -78,16 +81,21 @@ bool qdot_supports(QType t) {
     case QType::kIQ4_NL:
     case QType::kQ4_K:
     case QType::kQ5_K:
-    case QType::kQ6_K: return true;
-    default: return false;
+    case QType::kQ6_K:
+      return true;
+    default:
+      return false;
   }
 }
 
-int64_t qdot_act_block(QType t) { return quant::info(t).block_size == 256 ? 256 : 32; }
+int64_t qdot_act_block(QType t) {
+  return quant::info(t).block_size == 256 ? 256 : 32;
+}
 
 size_t qdot_act_row_bytes(QType t, int64_t k) {
   const int64_t blocks = k / qdot_act_block(t);
-  return static_cast<size_t>(blocks) * (qdot_act_block(t) == 256 ? sizeof(QAct256) : sizeof(QAct32));
+  return static_cast<size_t>(blocks) *
+         (qdot_act_block(t) == 256 ? sizeof(QAct256) : sizeof(QAct32));
 }
 
 namespace {
@@ -179,9 +187,9 @@ void qdot_rows_portable(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0
   }
 }
 
-void qdot_rows_f32_portable(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
-                            int64_t n1, const float* x, int64_t ldx, int64_t M, int64_t k,
-                            float* y, int64_t ldy) {
+void qdot_rows_f32_portable(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
+                            const float* x, int64_t ldx, int64_t M, int64_t k, float* y,
+                            int64_t ldy) {
   thread_local std::vector<float> wrow;
   wrow.resize(static_cast<size_t>(k));
   for (int64_t n = n0; n < n1; ++n) {
@@ -207,11 +215,12 @@ void qdot_decode_rows(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, 
   if (qdot_isa() == QDotIsa::kAvx512Vnni && qdot_supports(t))
     return detail::qdot_decode_rows_avx512(t, w, row_bytes, n0, n1, k, out, ldo);
 #endif
-  for (int64_t n = n0; n < n1; ++n) quant::dequantize(t, w + n * row_bytes, out + (n - n0) * ldo, k);
+  for (int64_t n = n0; n < n1; ++n)
+    quant::dequantize(t, w + n * row_bytes, out + (n - n0) * ldo, k);
 }
 
-void qdot_rows(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
-               const void* xq, int64_t xq_stride, int64_t M, int64_t k, float* y, int64_t ldy) {
+void qdot_rows(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const void* xq,
+               int64_t xq_stride, int64_t M, int64_t k, float* y, int64_t ldy) {
 #if defined(__x86_64__)
   if (qdot_isa() == QDotIsa::kAvx512Vnni && qdot_supports(t))
     return detail::qdot_rows_avx512vnni(t, w, row_bytes, n0, n1, xq, xq_stride, M, k, y, ldy);

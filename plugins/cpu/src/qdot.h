@@ -26,8 +26,8 @@ namespace rlx::cpu {
 
 // The activation block layouts. Plain structs: a row of them is a contiguous array.
 struct QAct32 {
-  float d;      // scale: x ~ d * q
-  float dsum;   // d * sum(q): the activation side of a weight format's offset or minimum
+  float d;     // scale: x ~ d * q
+  float dsum;  // d * sum(q): the activation side of a weight format's offset or minimum
   int8_t q[32];
 };
 struct QAct256 {
@@ -79,15 +79,15 @@ namespace detail {
 void qdot_decode_rows_avx512(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
                              int64_t n1, int64_t k, float* out, int64_t ldo);
 // The ISA entry points behind qdot_rows (same contract); avx512vnni only where supported.
-void qdot_rows_portable(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
-                        int64_t n1, const void* xq, int64_t xq_stride, int64_t M, int64_t k,
-                        float* y, int64_t ldy);
+void qdot_rows_portable(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
+                        const void* xq, int64_t xq_stride, int64_t M, int64_t k, float* y,
+                        int64_t ldy);
 void qdot_rows_avx512vnni(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
                           int64_t n1, const void* xq, int64_t xq_stride, int64_t M, int64_t k,
                           float* y, int64_t ldy);
 void qdot_rows_f32_portable(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
-                            int64_t n1, const float* x, int64_t ldx, int64_t M, int64_t k,
-                            float* y, int64_t ldy);
+                            int64_t n1, const float* x, int64_t ldx, int64_t M, int64_t k, float* y,
+                            int64_t ldy);
 void qdot_rows_f32_avx512(quant::QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
                           int64_t n1, const float* x, int64_t ldx, int64_t M, int64_t k, float* y,
                           int64_t ldy);

@@ -28,8 +28,8 @@ void rows32(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const Q
       const float s = F::scale(b), c = F::coeff(b);
       for (int m = 0; m < MT; ++m) {
         const QAct32& a = x[m][i];
-        acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(u, a.q)), _mm256_set1_ps(s * a.d),
-                                 acc[m]);
+        acc[m] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_u8s8(u, a.q)), _mm256_set1_ps(s * a.d), acc[m]);
         corr[m] += c * a.dsum;
       }
     }
@@ -45,7 +45,6 @@ template <bool kFifth, int MT>
 void rows_q45k(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const QAct256* const* x,
                int64_t nb, float* const* y) {
   constexpr int kBytes = kFifth ? 176 : 144;
-  const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t* b = w + n * row_bytes;
     __m256 acc[MT];
@@ -55,29 +54,16 @@ void rows_q45k(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, cons
       const float d = f16(b), dmin = f16(b + 2);
       int sc[8], mn[8];
       scales_mins_k4(b + 4, sc, mn);
-      const uint8_t* qs = b + (kFifth ? 48 : 16);
-      const __m256i qh = kFifth ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16))
-                                : _mm256_setzero_si256();
       __m256i isum[MT];
       for (int m = 0; m < MT; ++m) isum[m] = _mm256_setzero_si256();
-      for (int j = 0; j < 4; ++j) {
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
-        __m256i lo = _mm256_and_si256(q, low4);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-        if constexpr (kFifth) {
-          lo = _mm256_mask_add_epi8(lo, _mm256_test_epi8_mask(qh, _mm256_set1_epi8(1 << (2 * j))),
-                                    lo, sixteen);
-          hi = _mm256_mask_add_epi8(
-              hi, _mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(2 << (2 * j)))), hi,
-              sixteen);
-        }
+      unpack_q45k<kFifth>(b, [&](int j, __m256i lo, __m256i hi) {
         const __m256i s0 = _mm256_set1_epi32(sc[2 * j]), s1 = _mm256_set1_epi32(sc[2 * j + 1]);
         for (int m = 0; m < MT; ++m) {
           const int8_t* xq = x[m][i].q + 64 * j;
           isum[m] = _mm256_add_epi32(isum[m], _mm256_mullo_epi32(dot_u8s8(lo, xq), s0));
           isum[m] = _mm256_add_epi32(isum[m], _mm256_mullo_epi32(dot_u8s8(hi, xq + 32), s1));
         }
-      }
+      });
       for (int m = 0; m < MT; ++m) {
         const QAct256& a = x[m][i];
         acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[m]), _mm256_set1_ps(d * a.d), acc[m]);
@@ -95,12 +81,10 @@ void rows_q45k(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, cons
 template <int MT>
 void rows_q6k(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const QAct256* const* x,
               int64_t nb, float* const* y) {
-  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
   // Lanes 0-3 of a 32-byte product cover elements 0-15 (one subblock), lanes 4-7 the next.
-  const __m256i pick[4] = {_mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1),
-                           _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3),
-                           _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5),
-                           _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7)};
+  const __m256i pick[4] = {
+      _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1), _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3),
+      _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5), _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7)};
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t* b = w + n * row_bytes;
     __m256 acc[MT];
@@ -110,28 +94,14 @@ void rows_q6k(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const
       const __m128i sc16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
       __m256i isum[MT];
       for (int m = 0; m < MT; ++m) isum[m] = _mm256_setzero_si256();
-      for (int h = 0; h < 2; ++h) {
-        const uint8_t* ql = b + 64 * h;
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
-        const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-        const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-        const __m256i u[4] = {
-            _mm256_or_si256(_mm256_and_si256(l0, low4),
-                            _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
-            _mm256_or_si256(_mm256_and_si256(l1, low4),
-                            _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                            _mm256_and_si256(qh, bits45)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                            _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45))};
-        const __m256i sc8 = _mm256_cvtepi8_epi32(h ? _mm_srli_si128(sc16, 8) : sc16);
-        for (int g = 0; g < 4; ++g) {
-          const __m256i s = _mm256_permutevar8x32_epi32(sc8, pick[g]);
-          for (int m = 0; m < MT; ++m)
-            isum[m] = _mm256_add_epi32(
-                isum[m], _mm256_mullo_epi32(dot_u8s8(u[g], x[m][i].q + 128 * h + 32 * g), s));
-        }
-      }
+      const __m256i sc_lo = _mm256_cvtepi8_epi32(sc16),
+                    sc_hi = _mm256_cvtepi8_epi32(_mm_srli_si128(sc16, 8));
+      unpack_q6k(b, [&](int h, int g, __m256i u) {
+        const __m256i s = _mm256_permutevar8x32_epi32(h ? sc_hi : sc_lo, pick[g]);
+        for (int m = 0; m < MT; ++m)
+          isum[m] = _mm256_add_epi32(
+              isum[m], _mm256_mullo_epi32(dot_u8s8(u, x[m][i].q + 128 * h + 32 * g), s));
+      });
       // The offset: 32 * sum_s sc[s] * bsums[s], pairwise in eight lanes.
       const __m256i sc_w = _mm256_cvtepi8_epi16(sc16);
       for (int m = 0; m < MT; ++m) {
@@ -152,16 +122,26 @@ void dispatch(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t 
   auto x32 = reinterpret_cast<const QAct32* const*>(x);
   auto x256 = reinterpret_cast<const QAct256* const*>(x);
   switch (t) {
-    case QType::kQ4_0: return rows32<Q4_0, MT>(w, row_bytes, n0, n1, x32, nb, y);
-    case QType::kQ4_1: return rows32<Q4_1, MT>(w, row_bytes, n0, n1, x32, nb, y);
-    case QType::kQ5_0: return rows32<Q5_0, MT>(w, row_bytes, n0, n1, x32, nb, y);
-    case QType::kQ5_1: return rows32<Q5_1, MT>(w, row_bytes, n0, n1, x32, nb, y);
-    case QType::kQ8_0: return rows32<Q8_0, MT>(w, row_bytes, n0, n1, x32, nb, y);
-    case QType::kIQ4_NL: return rows32<IQ4_NL, MT>(w, row_bytes, n0, n1, x32, nb, y);
-    case QType::kQ4_K: return rows_q45k<false, MT>(w, row_bytes, n0, n1, x256, nb, y);
-    case QType::kQ5_K: return rows_q45k<true, MT>(w, row_bytes, n0, n1, x256, nb, y);
-    case QType::kQ6_K: return rows_q6k<MT>(w, row_bytes, n0, n1, x256, nb, y);
-    default: return;  // callers check qdot_supports first
+    case QType::kQ4_0:
+      return rows32<Q4_0, MT>(w, row_bytes, n0, n1, x32, nb, y);
+    case QType::kQ4_1:
+      return rows32<Q4_1, MT>(w, row_bytes, n0, n1, x32, nb, y);
+    case QType::kQ5_0:
+      return rows32<Q5_0, MT>(w, row_bytes, n0, n1, x32, nb, y);
+    case QType::kQ5_1:
+      return rows32<Q5_1, MT>(w, row_bytes, n0, n1, x32, nb, y);
+    case QType::kQ8_0:
+      return rows32<Q8_0, MT>(w, row_bytes, n0, n1, x32, nb, y);
+    case QType::kIQ4_NL:
+      return rows32<IQ4_NL, MT>(w, row_bytes, n0, n1, x32, nb, y);
+    case QType::kQ4_K:
+      return rows_q45k<false, MT>(w, row_bytes, n0, n1, x256, nb, y);
+    case QType::kQ5_K:
+      return rows_q45k<true, MT>(w, row_bytes, n0, n1, x256, nb, y);
+    case QType::kQ6_K:
+      return rows_q6k<MT>(w, row_bytes, n0, n1, x256, nb, y);
+    default:
+      return;  // callers check qdot_supports first
   }
 }
 
@@ -180,10 +160,18 @@ void qdot_rows_avx512vnni(QType t, const uint8_t* w, int64_t row_bytes, int64_t 
       out[m] = y + (m0 + m) * ldy;
     }
     switch (mt) {
-      case 1: dispatch<1>(t, w, row_bytes, n0, n1, x, nb, out); break;
-      case 2: dispatch<2>(t, w, row_bytes, n0, n1, x, nb, out); break;
-      case 3: dispatch<3>(t, w, row_bytes, n0, n1, x, nb, out); break;
-      default: dispatch<4>(t, w, row_bytes, n0, n1, x, nb, out); break;
+      case 1:
+        dispatch<1>(t, w, row_bytes, n0, n1, x, nb, out);
+        break;
+      case 2:
+        dispatch<2>(t, w, row_bytes, n0, n1, x, nb, out);
+        break;
+      case 3:
+        dispatch<3>(t, w, row_bytes, n0, n1, x, nb, out);
+        break;
+      default:
+        dispatch<4>(t, w, row_bytes, n0, n1, x, nb, out);
+        break;
     }
   }
 }

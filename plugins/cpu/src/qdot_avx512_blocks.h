@@ -58,13 +58,17 @@ inline __m256i fifth_bits(const uint8_t* qh) {
 }
 struct Q5_0 {
   static constexpr int kBytes = 22;
-  static __m256i unpack(const uint8_t* b) { return _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2)); }
+  static __m256i unpack(const uint8_t* b) {
+    return _mm256_or_si256(nibbles(b + 6), fifth_bits(b + 2));
+  }
   static float scale(const uint8_t* b) { return f16(b); }
   static float coeff(const uint8_t* b) { return -16.0f * f16(b); }
 };
 struct Q5_1 {
   static constexpr int kBytes = 24;
-  static __m256i unpack(const uint8_t* b) { return _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4)); }
+  static __m256i unpack(const uint8_t* b) {
+    return _mm256_or_si256(nibbles(b + 8), fifth_bits(b + 4));
+  }
   static float scale(const uint8_t* b) { return f16(b); }
   static float coeff(const uint8_t* b) { return f16(b + 2); }
 };
@@ -82,14 +86,14 @@ struct Q8_0 {
 struct IQ4_NL {
   static constexpr int kBytes = 18;
   static __m256i unpack(const uint8_t* b) {
-    const __m256i levels = _mm256_setr_epi8(
-        1, 24, 45, 63, 79, 93, 106, static_cast<char>(118), static_cast<char>(129),
-        static_cast<char>(141), static_cast<char>(153), static_cast<char>(166),
-        static_cast<char>(181), static_cast<char>(197), static_cast<char>(217),
-        static_cast<char>(241), 1, 24, 45, 63, 79, 93, 106, static_cast<char>(118),
-        static_cast<char>(129), static_cast<char>(141), static_cast<char>(153),
-        static_cast<char>(166), static_cast<char>(181), static_cast<char>(197),
-        static_cast<char>(217), static_cast<char>(241));
+    const __m256i levels =
+        _mm256_setr_epi8(1, 24, 45, 63, 79, 93, 106, static_cast<char>(118), static_cast<char>(129),
+                         static_cast<char>(141), static_cast<char>(153), static_cast<char>(166),
+                         static_cast<char>(181), static_cast<char>(197), static_cast<char>(217),
+                         static_cast<char>(241), 1, 24, 45, 63, 79, 93, 106, static_cast<char>(118),
+                         static_cast<char>(129), static_cast<char>(141), static_cast<char>(153),
+                         static_cast<char>(166), static_cast<char>(181), static_cast<char>(197),
+                         static_cast<char>(217), static_cast<char>(241));
     return _mm256_shuffle_epi8(levels, nibbles(b + 2));
   }
   static float scale(const uint8_t* b) { return f16(b); }
@@ -106,6 +110,55 @@ inline void scales_mins_k4(const uint8_t* q, int* sc, int* mn) {
       sc[j] = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
       mn[j] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
+  }
+}
+
+// Q4_K (kFifth = false) and Q5_K quants as unsigned bytes: for each 64 elements j = 0..3,
+// fn(j, lo, hi) with lo the 32 elements of subblock 2j, hi those of subblock 2j + 1.
+template <bool kFifth, class Fn>
+inline void unpack_q45k(const uint8_t* b, Fn&& fn) {
+  const uint8_t* qs = b + (kFifth ? 48 : 16);
+  const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
+  const __m256i qh = kFifth ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16))
+                            : _mm256_setzero_si256();
+  for (int j = 0; j < 4; ++j) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
+    __m256i lo = _mm256_and_si256(q, low4);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    if constexpr (kFifth) {
+      lo = _mm256_mask_add_epi8(lo, _mm256_test_epi8_mask(qh, _mm256_set1_epi8(1 << (2 * j))), lo,
+                                sixteen);
+      hi = _mm256_mask_add_epi8(
+          hi, _mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(2 << (2 * j)))), hi,
+          sixteen);
+    }
+    fn(j, lo, hi);
+  }
+}
+
+// Q6_K quants as unsigned bytes (value + 32): for each half h = 0..1 and group g = 0..3,
+// fn(h, g, u) with u elements 128h + 32g .. + 31, whose scales are sc[8h + 2g] (first 16) and
+// sc[8h + 2g + 1].
+template <class Fn>
+inline void unpack_q6k(const uint8_t* b, Fn&& fn) {
+  const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = b + 64 * h;
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
+    const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+    const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+    fn(h, 0,
+       _mm256_or_si256(_mm256_and_si256(l0, low4),
+                       _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)));
+    fn(h, 1,
+       _mm256_or_si256(_mm256_and_si256(l1, low4),
+                       _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)));
+    fn(h, 2,
+       _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                       _mm256_and_si256(qh, bits45)));
+    fn(h, 3,
+       _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                       _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45)));
   }
 }
 

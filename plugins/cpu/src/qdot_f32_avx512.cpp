@@ -36,27 +36,14 @@ struct Q45K {
     const float dd = f16(b), dmin = f16(b + 2);
     int sc[8], mn[8];
     scales_mins_k4(b + 4, sc, mn);
-    const uint8_t* qs = b + (kFifth ? 48 : 16);
-    const __m256i low4 = _mm256_set1_epi8(0x0F), sixteen = _mm256_set1_epi8(16);
-    const __m256i qh = kFifth ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16))
-                              : _mm256_setzero_si256();
-    for (int j = 0; j < 4; ++j) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * j));
-      __m256i lo = _mm256_and_si256(q, low4);
-      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-      if constexpr (kFifth) {
-        lo = _mm256_mask_add_epi8(lo, _mm256_test_epi8_mask(qh, _mm256_set1_epi8(1 << (2 * j))),
-                                  lo, sixteen);
-        hi = _mm256_mask_add_epi8(
-            hi, _mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(2 << (2 * j)))), hi,
-            sixteen);
-      }
-      const float s0 = dd * static_cast<float>(sc[2 * j]), m0 = -dmin * static_cast<float>(mn[2 * j]);
+    unpack_q45k<kFifth>(b, [&](int j, __m256i lo, __m256i hi) {
+      const float s0 = dd * static_cast<float>(sc[2 * j]),
+                  m0 = -dmin * static_cast<float>(mn[2 * j]);
       const float s1 = dd * static_cast<float>(sc[2 * j + 1]),
                   m1 = -dmin * static_cast<float>(mn[2 * j + 1]);
       fn(lo, 64 * j, s0, m0, s0, m0);
       fn(hi, 64 * j + 32, s1, m1, s1, m1);
-    }
+    });
   }
 };
 
@@ -66,27 +53,11 @@ struct Q6K {
   static void visit(const uint8_t* b, Fn&& fn) {
     const float dd = f16(b + 208);
     const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* ql = b + 64 * h;
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
-      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-      const __m256i u[4] = {
-          _mm256_or_si256(_mm256_and_si256(l0, low4),
-                          _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits45)),
-          _mm256_or_si256(_mm256_and_si256(l1, low4),
-                          _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits45)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                          _mm256_and_si256(qh, bits45)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits45))};
-      for (int g = 0; g < 4; ++g) {
-        const float s0 = dd * static_cast<float>(sc[8 * h + 2 * g]);
-        const float s1 = dd * static_cast<float>(sc[8 * h + 2 * g + 1]);
-        fn(u[g], 128 * h + 32 * g, s0, -32.0f * s0, s1, -32.0f * s1);
-      }
-    }
+    unpack_q6k(b, [&](int h, int g, __m256i u) {
+      const float s0 = dd * static_cast<float>(sc[8 * h + 2 * g]);
+      const float s1 = dd * static_cast<float>(sc[8 * h + 2 * g + 1]);
+      fn(u, 128 * h + 32 * g, s0, -32.0f * s0, s1, -32.0f * s1);
+    });
   }
 };
 
@@ -96,9 +67,8 @@ inline __m512 widen_lo(__m256i u, float s, float m) {
                          _mm512_set1_ps(s), _mm512_set1_ps(m));
 }
 inline __m512 widen_hi(__m256i u, float s, float m) {
-  return _mm512_fmadd_ps(
-      _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(u, 1))),
-      _mm512_set1_ps(s), _mm512_set1_ps(m));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm256_extracti128_si256(u, 1))),
+                         _mm512_set1_ps(s), _mm512_set1_ps(m));
 }
 
 template <class B, int MT>
@@ -167,34 +137,54 @@ template <int MT>
 void dispatch(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
               const float* const* x, int64_t k, float* const* y) {
   switch (t) {
-    case QType::kQ4_0: return rows<Block32<Q4_0>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
-    case QType::kQ4_1: return rows<Block32<Q4_1>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
-    case QType::kQ5_0: return rows<Block32<Q5_0>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
-    case QType::kQ5_1: return rows<Block32<Q5_1>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
-    case QType::kQ8_0: return rows_q8_0<MT>(w, row_bytes, n0, n1, x, k / 32, y);
-    case QType::kIQ4_NL: return rows<Block32<IQ4_NL>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
-    case QType::kQ4_K: return rows<Q45K<false>, MT>(w, row_bytes, n0, n1, x, k / 256, y);
-    case QType::kQ5_K: return rows<Q45K<true>, MT>(w, row_bytes, n0, n1, x, k / 256, y);
-    case QType::kQ6_K: return rows<Q6K, MT>(w, row_bytes, n0, n1, x, k / 256, y);
-    default: return;  // callers check qdot_supports first
+    case QType::kQ4_0:
+      return rows<Block32<Q4_0>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
+    case QType::kQ4_1:
+      return rows<Block32<Q4_1>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
+    case QType::kQ5_0:
+      return rows<Block32<Q5_0>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
+    case QType::kQ5_1:
+      return rows<Block32<Q5_1>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
+    case QType::kQ8_0:
+      return rows_q8_0<MT>(w, row_bytes, n0, n1, x, k / 32, y);
+    case QType::kIQ4_NL:
+      return rows<Block32<IQ4_NL>, MT>(w, row_bytes, n0, n1, x, k / 32, y);
+    case QType::kQ4_K:
+      return rows<Q45K<false>, MT>(w, row_bytes, n0, n1, x, k / 256, y);
+    case QType::kQ5_K:
+      return rows<Q45K<true>, MT>(w, row_bytes, n0, n1, x, k / 256, y);
+    case QType::kQ6_K:
+      return rows<Q6K, MT>(w, row_bytes, n0, n1, x, k / 256, y);
+    default:
+      return;  // callers check qdot_supports first
   }
 }
 
 }  // namespace
 
-void qdot_decode_rows_avx512(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0,
-                             int64_t n1, int64_t k, float* out, int64_t ldo) {
+void qdot_decode_rows_avx512(QType t, const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1,
+                             int64_t k, float* out, int64_t ldo) {
   switch (t) {
-    case QType::kQ4_0: return decode<Block32<Q4_0>>(w, row_bytes, n0, n1, k / 32, out, ldo);
-    case QType::kQ4_1: return decode<Block32<Q4_1>>(w, row_bytes, n0, n1, k / 32, out, ldo);
-    case QType::kQ5_0: return decode<Block32<Q5_0>>(w, row_bytes, n0, n1, k / 32, out, ldo);
-    case QType::kQ5_1: return decode<Block32<Q5_1>>(w, row_bytes, n0, n1, k / 32, out, ldo);
-    case QType::kQ8_0: return decode<Block32<Q8_0>>(w, row_bytes, n0, n1, k / 32, out, ldo);
-    case QType::kIQ4_NL: return decode<Block32<IQ4_NL>>(w, row_bytes, n0, n1, k / 32, out, ldo);
-    case QType::kQ4_K: return decode<Q45K<false>>(w, row_bytes, n0, n1, k / 256, out, ldo);
-    case QType::kQ5_K: return decode<Q45K<true>>(w, row_bytes, n0, n1, k / 256, out, ldo);
-    case QType::kQ6_K: return decode<Q6K>(w, row_bytes, n0, n1, k / 256, out, ldo);
-    default: return;  // callers check qdot_supports first
+    case QType::kQ4_0:
+      return decode<Block32<Q4_0>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ4_1:
+      return decode<Block32<Q4_1>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ5_0:
+      return decode<Block32<Q5_0>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ5_1:
+      return decode<Block32<Q5_1>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ8_0:
+      return decode<Block32<Q8_0>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kIQ4_NL:
+      return decode<Block32<IQ4_NL>>(w, row_bytes, n0, n1, k / 32, out, ldo);
+    case QType::kQ4_K:
+      return decode<Q45K<false>>(w, row_bytes, n0, n1, k / 256, out, ldo);
+    case QType::kQ5_K:
+      return decode<Q45K<true>>(w, row_bytes, n0, n1, k / 256, out, ldo);
+    case QType::kQ6_K:
+      return decode<Q6K>(w, row_bytes, n0, n1, k / 256, out, ldo);
+    default:
+      return;  // callers check qdot_supports first
   }
 }
 
@@ -207,10 +197,18 @@ void qdot_rows_f32_avx512(QType t, const uint8_t* w, int64_t row_bytes, int64_t 
     const int mt = static_cast<int>(M - m0 < kRowTile ? M - m0 : kRowTile);
     for (int m = 0; m < mt; ++m) xs[m] = x + (m0 + m) * ldx, out[m] = y + (m0 + m) * ldy;
     switch (mt) {
-      case 1: dispatch<1>(t, w, row_bytes, n0, n1, xs, k, out); break;
-      case 2: dispatch<2>(t, w, row_bytes, n0, n1, xs, k, out); break;
-      case 3: dispatch<3>(t, w, row_bytes, n0, n1, xs, k, out); break;
-      default: dispatch<4>(t, w, row_bytes, n0, n1, xs, k, out); break;
+      case 1:
+        dispatch<1>(t, w, row_bytes, n0, n1, xs, k, out);
+        break;
+      case 2:
+        dispatch<2>(t, w, row_bytes, n0, n1, xs, k, out);
+        break;
+      case 3:
+        dispatch<3>(t, w, row_bytes, n0, n1, xs, k, out);
+        break;
+      default:
+        dispatch<4>(t, w, row_bytes, n0, n1, xs, k, out);
+        break;
     }
   }
 }

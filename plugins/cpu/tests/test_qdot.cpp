@@ -23,10 +23,14 @@ std::vector<int> f16_fields(QType t) {
     case QType::kQ5_1:
     case QType::kQ4_K:
     case QType::kQ5_K:
-    case QType::kQ2_K: return t == QType::kQ2_K ? std::vector<int>{80, 82} : std::vector<int>{0, 2};
-    case QType::kQ6_K: return {208};
-    case QType::kQ3_K: return {108};
-    default: return {0};
+    case QType::kQ2_K:
+      return t == QType::kQ2_K ? std::vector<int>{80, 82} : std::vector<int>{0, 2};
+    case QType::kQ6_K:
+      return {208};
+    case QType::kQ3_K:
+      return {108};
+    default:
+      return {0};
   }
 }
 
@@ -57,9 +61,9 @@ std::vector<double> rounded(const float* x, int64_t k, int64_t block) {
   return out;
 }
 
-const QType kFormats[] = {QType::kQ4_0, QType::kQ4_1,  QType::kQ5_0, QType::kQ5_1,
+const QType kFormats[] = {QType::kQ4_0, QType::kQ4_1,   QType::kQ5_0, QType::kQ5_1,
                           QType::kQ8_0, QType::kIQ4_NL, QType::kQ4_K, QType::kQ5_K,
-                          QType::kQ6_K, QType::kQ2_K,  QType::kQ3_K, QType::kIQ4_XS};
+                          QType::kQ6_K, QType::kQ2_K,   QType::kQ3_K, QType::kIQ4_XS};
 
 TEST(QDot, EveryFormatAndIsaMatchesTheRoundedReference) {
   std::mt19937 rng(17);
