@@ -32,6 +32,8 @@ endforeach()
 
 step("configuring the example" ${CMAKE_COMMAND} -S ${EXAMPLE_DIR} -B ${example_build}
      -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX}
+     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}"
+     "-DCMAKE_SHARED_LINKER_FLAGS=${LINKER_FLAGS}" "-DCMAKE_MODULE_LINKER_FLAGS=${LINKER_FLAGS}"
      -DCMAKE_PREFIX_PATH=${prefix})
 step("building the example" ${CMAKE_COMMAND} --build ${example_build})
 foreach(f librlx_target_hello.so hello.toml)

@@ -30,10 +30,13 @@ class SafetensorsImporter final : public sdk::ImporterPlugin {
     // sentence-transformers cuts texts at its own max_seq_length (all-MiniLM-L6-v2: 256, below
     // the 512 positions), and `rlx embed --text` cuts where it does.
     std::filesystem::path st = path / "sentence_bert_config.json";
-    if (std::filesystem::is_regular_file(st, ec))
-      if (const json::Value* n = read_json_file(st).find("max_seq_length"); n && n->as_number())
+    if (std::filesystem::is_regular_file(st, ec)) {
+      // Named: find() points into the document, which a temporary would free before use.
+      const json::Value doc = read_json_file(st);
+      if (const json::Value* n = doc.find("max_seq_length"); n && n->as_number())
         if (std::optional<int64_t> v = n->as_number()->as_i64(); v && *v > 0)
           m.metadata["max_seq_length"] = std::to_string(*v);
+    }
     return m;
   }
 };

@@ -183,13 +183,19 @@ class GlModule final : public gpu_host::Module {
 std::shared_ptr<GlDevice> GlDevice::shared(std::string* why) {
   struct Found {
     std::shared_ptr<GlDevice> device;
+    // A context that failed to come up, kept like a working one so that it stays reachable:
+    // dropped, LeakSanitizer reported it at every exit of a process without a GL driver.
+    GlContext* unusable = nullptr;
     std::string error;
   };
   // Never destroyed: a GL driver must not be torn down by static destructors at exit.
   static const Found* found = [] {
     auto* f = new Found;
     auto* c = new GlContext(&f->error);
-    if (c->ok()) f->device = std::make_shared<GlDevice>(*c);
+    if (c->ok())
+      f->device = std::make_shared<GlDevice>(*c);
+    else
+      f->unusable = c;
     return f;
   }();
   if (!found->device && why) *why = found->error;

@@ -289,6 +289,9 @@ namespace {
 
 struct Found {
   VulkanContext* context = nullptr;
+  // A context that failed to come up, kept (never destroyed, like a working one) so that it
+  // stays reachable: dropped, LeakSanitizer reported it as a leak at every exit.
+  VulkanContext* unusable = nullptr;
   std::string error;
 };
 
@@ -302,10 +305,12 @@ const Found& found() {
       return out;
     }
     auto* c = new VulkanContext(*loader, &why);
-    if (c->ok())
+    if (c->ok()) {
       out->context = c;
-    else
-      out->error = why;  // a half-made context is leaked on purpose, like a made one
+    } else {
+      out->unusable = c;
+      out->error = why;
+    }
     return out;
   }();
   return *f;

@@ -329,11 +329,18 @@ std::shared_ptr<WebGpuDevice> WebGpuDevice::shared(std::string* why) {
   static std::once_flag once;
   static std::shared_ptr<WebGpuContext> context;
   static std::string error;
+  // A context that failed to come up is kept too, so that it stays reachable: dropped,
+  // LeakSanitizer reported it as a leak at every exit of a process without an adapter. Volatile:
+  // the compiler may drop a static that is only written, and the pointer with it.
+  [[maybe_unused]] static WebGpuContext* volatile unusable = nullptr;
   std::call_once(once, [] {
     const WgpuApi* api = wgpu_loader(&error);
     if (!api) return;
     auto* c = new WebGpuContext(*api, &error);  // never destroyed (see ~WebGpuContext)
-    if (c->ok()) context = std::shared_ptr<WebGpuContext>(c, [](WebGpuContext*) {});
+    if (c->ok())
+      context = std::shared_ptr<WebGpuContext>(c, [](WebGpuContext*) {});
+    else
+      unusable = c;
   });
   if (!context) {
     if (why) *why = error;

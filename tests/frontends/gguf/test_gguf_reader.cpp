@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "gguf_reader.h"
@@ -28,9 +29,12 @@ fs::path gguf_dir() {
   if (!fs::exists(gguf_dir())) \
   GTEST_SKIP() << "no conformance data at " << gguf_dir() << ""
 
+// The GgufFile views its bytes, so it owns a copy: tests parse temporaries (`parse(good_file())`)
+// and read tensors afterwards, which read freed memory under ASan before the copy.
 GgufFile parse(const Bytes& b, ParseOptions o = {}) {
-  auto* p = reinterpret_cast<const uint8_t*>(b.str().data());
-  return parse_gguf({p, b.size()}, "test.gguf", o);
+  auto owned = std::make_shared<const std::string>(b.str());
+  auto* p = reinterpret_cast<const uint8_t*>(owned->data());
+  return parse_gguf({p, owned->size()}, "test.gguf", o, owned);
 }
 
 // The message of the rlx::Error that parsing `b` throws ("" when it does not throw).

@@ -234,6 +234,18 @@ TEST(HfErrors, KnownBuffersAndHeadsMayStayUnread) {
   EXPECT_NO_THROW(load_model(bdir));
 }
 
+// sentence-transformers' max_seq_length becomes metadata. The importer once read it through a
+// pointer into a JSON document already freed (a heap-use-after-free under the asan preset).
+TEST(HfErrors, SentenceTransformersMaxSeqLengthIsKept) {
+  TinyBert bert;
+  fs::path dir = fresh_dir("bert-st");
+  write_text(dir / "config.json", bert.config_json());
+  write_safetensors(dir / "model.safetensors", bert.weights());
+  write_text(dir / "sentence_bert_config.json", R"({"max_seq_length": 8, "do_lower_case": false})");
+  Model m = load_model(dir);
+  EXPECT_EQ(m.metadata["max_seq_length"], "8");
+}
+
 TEST(HfErrors, LayerTypesOfAnotherLengthThanTheLayers) {
   fs::path dir = llama_with(R"("rope_theta": 10000.0,)",
                             R"("rope_theta": 10000.0, "layer_types": ["full_attention"],)");
