@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 
@@ -23,8 +24,8 @@ OwnedBuffer::~OwnedBuffer() { api_.release(buffer_); }
 // by the caller on each execute(); constants and temporaries are owned here.
 class ProgramOnDevice {
  public:
-  ProgramOnDevice(DeviceApi& api, const lir::Program& p)
-      : api_(api), p_(p), plan_(plan_module(p, api.library())) {
+  ProgramOnDevice(DeviceApi& api, const lir::Program& p, LaunchProfile* profile)
+      : api_(api), p_(p), plan_(plan_module(p, api.library())), profile_(profile) {
     module_ = api_.build(plan_.source);
     own_.resize(p_.buffers.size());
     // Temporaries come from the buffer plan's arena: temps the plan put at one arena offset have
@@ -77,7 +78,14 @@ class ProgramOnDevice {
       std::vector<const DeviceBuffer*> args;
       for (int32_t b : l.buffers) args.push_back(need(at, b));
       if (l.status_slot >= 0) args.push_back(&status_->get());
+      if (!profile_) {
+        api_.launch(*module_, l.symbol, args, l.work_items);
+        continue;
+      }
+      auto start = std::chrono::steady_clock::now();
       api_.launch(*module_, l.symbol, args, l.work_items);
+      api_.finish();
+      profile_->add(l.symbol, std::chrono::steady_clock::now() - start);
     }
     if (status_) check_indices();
   }
@@ -90,8 +98,8 @@ class ProgramOnDevice {
         : api_(api), call_(std::get<lir::CallKernel>(parent.p_.kernels.at(w.kernel))) {
       if (call_.regions.size() != 2)
         throw_internal_error(fmt::format("{}: while has {} regions, not 2", api_.target_name(), call_.regions.size()));
-      cond_ = std::make_unique<ProgramOnDevice>(api_, *call_.regions[0]);
-      body_ = std::make_unique<ProgramOnDevice>(api_, *call_.regions[1]);
+      cond_ = std::make_unique<ProgramOnDevice>(api_, *call_.regions[0], parent.profile_);
+      body_ = std::make_unique<ProgramOnDevice>(api_, *call_.regions[1], parent.profile_);
       for (int32_t b : call_.inputs) {
         size_t n = static_cast<size_t>(parent.p_.buffers[b].nbytes());
         bytes_.push_back(n);
@@ -141,6 +149,7 @@ class ProgramOnDevice {
   DeviceApi& api_;
   const lir::Program& p_;
   ModulePlan plan_;
+  LaunchProfile* profile_;  // RLX_PROFILE's, owned by the executable; nullptr when off
   std::unique_ptr<Module> module_;
   std::vector<std::shared_ptr<OwnedBuffer>> own_;  // temps of one arena slot share theirs
   std::unique_ptr<OwnedBuffer> status_;
@@ -168,9 +177,9 @@ class ProgramOnDevice {
 };
 
 DeviceExecutable::DeviceExecutable(std::shared_ptr<DeviceApi> api, const lir::Program& program)
-    : api_(std::move(api)) {
+    : api_(std::move(api)), profile_(LaunchProfile::from_environment(api_->target_name())) {
   keep_ = std::make_shared<const lir::Program>(program);
-  program_ = std::make_unique<ProgramOnDevice>(*api_, *keep_);
+  program_ = std::make_unique<ProgramOnDevice>(*api_, *keep_, profile_.get());
 }
 
 DeviceExecutable::~DeviceExecutable() = default;

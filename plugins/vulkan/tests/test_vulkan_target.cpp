@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -34,6 +35,27 @@ TEST(VulkanTarget, EmitsGlslAndValidSpirv) {
       EXPECT_EQ(std::system(fmt::format("spirv-val --target-env vulkan1.1 '{}'", (e.dir() / artifacts[i].path).string()).c_str()), 0)
           << artifacts[i].path;
   }
+}
+
+// RLX_PROFILE=1 prints, when the executable goes, one row per kind of kernel with its launches;
+// the shared host executor does it, so this holds on every GPU-style target.
+TEST(VulkanTarget, ProfileListsEveryKernelKindWithItsLaunches) {
+  ::setenv("RLX_PROFILE", "1", 1);
+  testing::internal::CaptureStderr();
+  NamedTensors out = test::run_text(test::kEmitProgram,
+                                    {{"a", test::f32({2, 3}, {1, 2, 3, 4, 5, 6})},
+                                     {"b", test::f32({3, 2}, {1, 0, 0, 1, 1, 1})},
+                                     {"i", Tensor::from<int64_t>(DType::kI64, {2}, {1, 0})}},
+                                    vulkan());
+  const std::string err = testing::internal::GetCapturedStderr();
+  ::unsetenv("RLX_PROFILE");
+  // [[1,2,3],[4,5,6]] x [[1,0],[0,1],[1,1]] = [[4,5],[10,11]], rows swapped, then exp.
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_NEAR(test::values(out.begin()->second)[0], std::exp(10.0), 0.05);
+  EXPECT_NE(err.find("rlx profile (vulkan)"), std::string::npos) << err;
+  // run_text runs the program twice (fresh outputs, then reused ones): two launches of each.
+  for (const char* kind : {"dot_general", "gather", "exp"})
+    EXPECT_NE(err.find(fmt::format("       2  {}\n", kind)), std::string::npos) << kind << "\n" << err;
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+#include "launch_profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace rlx::gpu_host {
+
+std::unique_ptr<LaunchProfile> LaunchProfile::from_environment(std::string target) {
+  const char* v = std::getenv("RLX_PROFILE");
+  if (!v || !*v || std::strcmp(v, "0") == 0) return nullptr;
+  return std::make_unique<LaunchProfile>(std::move(target));
+}
+
+void LaunchProfile::add(const std::string& symbol, std::chrono::steady_clock::duration spent) {
+  size_t start = 0;
+  if (symbol.size() > 1 && symbol[0] == 'k') {
+    size_t i = 1;
+    while (i < symbol.size() && symbol[i] >= '0' && symbol[i] <= '9') ++i;
+    if (i > 1 && i < symbol.size() && symbol[i] == '_') start = i + 1;
+  }
+  Row& r = rows_[symbol.substr(start)];
+  ++r.calls;
+  r.total += spent;
+}
+
+LaunchProfile::~LaunchProfile() {
+  if (rows_.empty()) return;
+  std::vector<std::pair<std::string, Row>> rows(rows_.begin(), rows_.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
+  std::chrono::steady_clock::duration all{};
+  for (const auto& [name, r] : rows) all += r.total;
+  const double all_ms = std::chrono::duration<double, std::milli>(all).count();
+  std::string text = fmt::format("rlx profile ({}): {:.3f} ms in {} kinds of kernel, each launch waited for\n",
+                                 target_, all_ms, rows.size());
+  text += fmt::format("  {:>10} {:>7} {:>8}  {}\n", "ms", "share", "calls", "kernel");
+  for (const auto& [name, r] : rows) {
+    const double ms = std::chrono::duration<double, std::milli>(r.total).count();
+    text += fmt::format("  {:>10.3f} {:>6.1f}% {:>8}  {}\n", ms, all_ms > 0 ? 100 * ms / all_ms : 0.0, r.calls, name);
+  }
+  std::fputs(text.c_str(), stderr);
+}
+
+}  // namespace rlx::gpu_host
