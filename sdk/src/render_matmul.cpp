@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "render_parts.h"
 #include "rlx/core/error.h"
@@ -391,17 +392,12 @@ class MatmulWriter {
 // transposed product (B^T A^T), which the GEMV reads contiguously when A is contiguous along k.
 MatmulShape transposed(const MatmulShape& s) {
   MatmulShape t = s;
-  t.m = s.n;
-  t.n = s.m;
-  t.a_dtype = s.b_dtype;
-  t.b_dtype = s.a_dtype;
-  t.a_buffer = s.b_buffer;
-  t.b_buffer = s.a_buffer;
-  t.a_batch = s.b_batch;
+  std::swap(t.m, t.n);
+  std::swap(t.a_dtype, t.b_dtype);
+  std::swap(t.a_buffer, t.b_buffer);
+  std::swap(t.a_batch, t.b_batch);
+  std::swap(t.a_k, t.b_k);
   t.a_m = s.b_n;
-  t.a_k = s.b_k;
-  t.b_batch = s.a_batch;
-  t.b_k = s.a_k;
   t.b_n = s.a_m;
   return t;
 }
