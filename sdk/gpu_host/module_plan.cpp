@@ -112,15 +112,10 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   auto add_matmul = [&](const MatmulCall& mm) {
     sdk::MatmulShape anonymous = mm.shape;
     anonymous.name = "k";
-    auto [it, fresh] = bodies.try_emplace(sdk::render_matmul(anonymous, d).source,
-                                          sdk::kernel_symbol(mm.shape.name));
-    sdk::MatmulKernel k = sdk::render_matmul(mm.shape, d);
-    if (fresh) plan.source += k.source + "\n";
-    Launch l;
-    l.symbol = it->second;
-    l.buffers = mm.buffers;
-    l.work_items = k.groups * kGroupSize;
-    plan.steps.emplace_back(std::move(l));
+    sdk::MatmulKernel body = sdk::render_matmul(anonymous, d);
+    auto [it, fresh] = bodies.try_emplace(body.source, sdk::kernel_symbol(mm.shape.name));
+    if (fresh) plan.source += sdk::render_matmul(mm.shape, d).source + "\n";
+    plan.steps.emplace_back(Launch{it->second, mm.buffers, body.groups * kGroupSize, {}, -1});
   };
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
