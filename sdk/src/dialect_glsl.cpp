@@ -225,7 +225,7 @@ Dialect make_glsl_vulkan() {
   d.shared_at_module_scope = true;
   d.barrier = "memoryBarrierShared(); barrier();";
   d.group_index = "int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x)";
-  d.local_index = "int(gl_LocalInvocationIndex)";
+  d.local_index = "gl_LocalInvocationIndex";
   d.render_op = glsl_op;
   d.render_signature = glsl_signature;
   return d;

@@ -189,7 +189,7 @@ Dialect make_hlsl() {
   d.shared_at_module_scope = true;
   d.barrier = "GroupMemoryBarrierWithGroupSync();";
   d.group_index = "int(rlx_tid.y * 65535u + rlx_tid.x / 64u)";
-  d.local_index = "int(rlx_tid.x % 64u)";
+  d.local_index = "rlx_tid.x % 64u";
   d.render_op = hlsl_op;
   d.render_signature = hlsl_signature;
   return d;

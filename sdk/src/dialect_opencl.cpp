@@ -118,7 +118,7 @@ Dialect make_opencl() {
   d.shared_array = "__local {type} {name}[{size}];";
   d.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
   d.group_index = "(long)get_group_id(0)";
-  d.local_index = "(long)get_local_id(0)";
+  d.local_index = "get_local_id(0)";
   d.fixed_group_size_attribute = "__attribute__((reqd_work_group_size(64, 1, 1)))";
   return d;
 }

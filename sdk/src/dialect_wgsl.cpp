@@ -253,7 +253,7 @@ Dialect make_wgsl() {
   d.shared_at_module_scope = true;
   d.barrier = "workgroupBarrier();";
   d.group_index = "i32(rlx_id.y * rlx_groups.x + rlx_id.x / 64u)";
-  d.local_index = "i32(rlx_id.x % 64u)";
+  d.local_index = "rlx_id.x % 64u";
   d.float_accumulator.reset();
   d.render_op = wgsl_op;
   d.render_signature = wgsl_signature;

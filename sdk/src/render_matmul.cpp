@@ -14,7 +14,7 @@
 // SM's f32 pipes busy; a 16-deep slice keeps both arrays at 8.3 KB, under WebGPU's 16 KB floor
 // for workgroup storage. Large tiles leave SMs idle on the small products of an encoder (MiniLM:
 // 128 x 384), so smaller tiles (32 x 64, 32 x 32) are used until the product has enough groups
-// to give each SM of a large GPU (132 on an H200) two.
+// to give each SM of a large GPU (132 on an H200) two; a short M (<= 32) keeps 32-row tiles.
 //
 // GEMV (m == 1, B contiguous along k, the decode step of a Linear layer): a group computes
 // kStrip outputs; its invocations split k (consecutive invocations read consecutive elements),
@@ -47,7 +47,9 @@ constexpr int64_t kFillGroups = 264;
 struct Tile {
   int64_t tm, tn;
 };
-// Largest first; each a multiple of kGrid with tm and kDepth dividing kGroup or a multiple of it.
+// Largest first. tm and tn are multiples of kGrid and divide kGroup, as kDepth does: a slice's
+// copy splits the group's 64 invocations evenly over either of its dims. A product with
+// m <= 32 never takes 64-row tiles (half of each would be empty).
 constexpr Tile kTiles[] = {{64, 64}, {32, 64}, {32, 32}};
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -99,6 +101,7 @@ class MatmulWriter {
     for (DType t : {s_.a_dtype, s_.b_dtype, s_.c_dtype})
       if (!computes_in_f32(t)) fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(t)));
     f32_ = entry(d_.compute_type, DType::kF32, "compute type");
+    int_ = entry(d_.compute_type, DType::kI32, "compute type");
   }
 
   MatmulKernel tiled() {
@@ -118,8 +121,8 @@ class MatmulWriter {
     let("bt", fmt::format("g / {}", per_batch));
     let("m0", fmt::format("((g % {}) / {}) * {}", per_batch, tiles_n, t.tm));
     let("n0", fmt::format("(g % {}) * {}", tiles_n, t.tn));
-    let("tr", fmt::format("li / {}", kGrid));
-    let("tc", fmt::format("li % {}", kGrid));
+    small("tr", fmt::format("li / {}", kGrid));
+    small("tc", fmt::format("li % {}", kGrid));
     let("abase", sum({scaled("bt", s_.a_batch)}));
     let("bbase", sum({scaled("bt", s_.b_batch)}));
     for (int64_t i = 0; i < rm; ++i)
@@ -131,7 +134,7 @@ class MatmulWriter {
     stage("b", "rlx_sb", ldb, t.tn, s_.n, s_.b_n, s_.b_k, "n0", "bbase", s_.b_buffer, s_.b_dtype);
     line(d_.barrier);
     // The next slice's copy waits at the barrier below until every invocation is done here.
-    loop("kk", kDepth);
+    loop("kk", kDepth, int_);
     for (int64_t i = 0; i < rm; ++i)
       declare(f32_, fmt::format("ra{}", i),
               fmt::format("rlx_sa[kk * {} + {}]", lda, plus("tr", kGrid * i)));
@@ -203,7 +206,7 @@ class MatmulWriter {
  private:
   const MatmulShape& s_;
   const Dialect& d_;
-  std::string f32_;
+  std::string f32_, int_;
   std::string out_;
   int indent_ = 0;
 
@@ -228,13 +231,18 @@ class MatmulWriter {
     line(fmt::format(fmt::runtime(d_.declare), fmt::arg("type", type), fmt::arg("name", name),
                      fmt::arg("x", x)));
   }
+  // Element offsets into buffers are index_type (64-bit in OpenCL C); what stays inside a group
+  // (invocation and shared-array indices) is a 32-bit int, which the inner loop on NVIDIA
+  // computes in one instruction where 64-bit arithmetic takes two.
   void let(const std::string& name, const std::string& x) { declare(d_.index_type, name, x); }
+  void small(const std::string& name, const std::string& x) { declare(int_, name, x); }
   void accumulator(const std::string& name) {
     line(fmt::format(fmt::runtime(d_.declare_mutable), fmt::arg("type", f32_),
                      fmt::arg("name", name), fmt::arg("x", zero())));
   }
-  void loop(const std::string& var, int64_t end) {
-    line(fmt::format(fmt::runtime(d_.loop), fmt::arg("type", d_.index_type), fmt::arg("var", var),
+  void loop(const std::string& var, int64_t end) { loop(var, end, d_.index_type); }
+  void loop(const std::string& var, int64_t end, const std::string& type) {
+    line(fmt::format(fmt::runtime(d_.loop), fmt::arg("type", type), fmt::arg("var", var),
                      fmt::arg("end", end)));
     ++indent_;
   }
@@ -294,8 +302,8 @@ class MatmulWriter {
     const bool k_fast = k_stride <= row_stride;
     const int64_t fast = k_fast ? kDepth : rows;  // divides kGroup (kTiles, kDepth)
     // (`as` is a WGSL keyword: hence "fast" and "slow" in full.)
-    let(p + "fast", fmt::format("li % {}", fast));
-    let(p + "slow", fmt::format("li / {}", fast));
+    small(p + "fast", fmt::format("li % {}", fast));
+    small(p + "slow", fmt::format("li / {}", fast));
     for (int64_t u = 0; u < rows * kDepth / kGroup; ++u) {
       std::string slow = plus(p + "slow", u * (kGroup / fast));
       std::string r = k_fast ? slow : p + "fast", kk = k_fast ? p + "fast" : slow;
@@ -314,7 +322,8 @@ class MatmulWriter {
   // invocation's index li.
   void ids(int64_t groups) {
     let("gi", d_.group_index);
-    let("li", d_.local_index);
+    small("li", fmt::format(fmt::runtime(d_.cast), fmt::arg("type", int_),
+                            fmt::arg("x", d_.local_index)));
     let("g", choose(fmt::format("gi < {}", groups), "gi", std::to_string(groups - 1)));
   }
 

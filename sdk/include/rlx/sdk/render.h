@@ -158,8 +158,9 @@ struct Dialect {
   bool shared_at_module_scope = false;
   // Waits for every invocation of the group and makes their shared-array writes visible.
   std::string barrier;  // "barrier(CLK_LOCAL_MEM_FENCE);"
-  // The flat index of the invocation's group and its index within the group ([0, 64)), as
-  // index_type values. The flat group index follows global_id's rule (global_id == group * 64
+  // The flat index of the invocation's group (an index_type value) and its index within the
+  // group ([0, 64), of any integer type: the renderer casts it). The flat group index follows
+  // global_id's rule (global_id == group * 64
   // + local), so a launch of G * 64 work-items reaches groups [0, G) (and possibly more on a 2D
   // grid, which a kernel must ignore).
   std::string group_index, local_index;
