@@ -58,7 +58,8 @@ function(rlx_add_target_tests name)
   if(T_CODEGEN_ONLY)
     set(main GTest::gtest_main)
   else()
-    list(APPEND suite ${dir}/test_primitives.cpp ${dir}/test_structural.cpp ${dir}/test_hir_ops.cpp)
+    list(APPEND suite ${dir}/test_primitives.cpp ${dir}/test_structural.cpp ${dir}/test_hir_ops.cpp
+                      ${dir}/test_matmul.cpp)
     set(main "")
   endif()
 

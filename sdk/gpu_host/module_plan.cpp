@@ -2,20 +2,19 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
+#include <optional>
 
+#include "dot_general_form.h"
 #include "rlx/core/error.h"
 
 namespace rlx::gpu_host {
 
 namespace {
 
-std::vector<int64_t> row_major(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
+// Invocations per group of a cooperative kernel (render.h): a launch of G groups asks for G * 64
+// work-items.
+constexpr int64_t kGroupSize = 64;
 
 DType compute_class(DType t) {
   if (t == DType::kF16 || t == DType::kBF16 || t == DType::kF32) return DType::kF32;
@@ -60,15 +59,8 @@ lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Progr
           rc = ints("rhs_contract");
   const lir::Buffer &lhs = p.buffers.at(call.inputs.at(0)), &rhs = p.buffers.at(call.inputs.at(1));
   const lir::Buffer& out = p.buffers.at(call.outputs.at(0));
-  auto free_dims = [](size_t rank, const IntList& a, const IntList& b) {
-    IntList f;
-    for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
-      if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end())
-        f.push_back(d);
-    return f;
-  };
   IntList lf = free_dims(lhs.shape.size(), lb, lc), rf = free_dims(rhs.shape.size(), rb, rc);
-  auto ls = row_major(lhs.shape), rs = row_major(rhs.shape);
+  auto ls = row_major_strides(lhs.shape), rs = row_major_strides(rhs.shape);
   lir::LoopKernel k;
   k.name = name;
   std::vector<int64_t> a, b;  // strides of lhs and rhs over the domain
@@ -117,6 +109,14 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     l.work_items = sdk::work_items(k);
     plan.steps.emplace_back(std::move(l));
   };
+  auto add_matmul = [&](const MatmulCall& mm) {
+    sdk::MatmulShape anonymous = mm.shape;
+    anonymous.name = "k";
+    sdk::MatmulKernel body = sdk::render_matmul(anonymous, d);
+    auto [it, fresh] = bodies.try_emplace(body.source, sdk::kernel_symbol(mm.shape.name));
+    if (fresh) plan.source += sdk::render_matmul(mm.shape, d).source + "\n";
+    plan.steps.emplace_back(Launch{it->second, mm.buffers, body.groups * kGroupSize, {}, -1});
+  };
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
       add_loop(*k);
@@ -124,7 +124,16 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     }
     const auto& c = std::get<lir::CallKernel>(p.kernels[i]);
     if (c.callee == "dot_general") {
-      add_loop(dot_general_kernel(c, p, fmt::format("k{}_dot_general", i)));
+      const std::string name = fmt::format("k{}_dot_general", i);
+      // Matrix products get a tiled kernel where the dialect has cooperative groups; f64, integer
+      // and non-affine products (rare) keep the per-output loop: a different kernel on the same
+      // device at the same dtype, not a fallback.
+      std::optional<MatmulCall> mm;
+      if (!d.shared_array.empty()) mm = matmul_form(c, p, name);
+      if (mm)
+        add_matmul(*mm);
+      else
+        add_loop(dot_general_kernel(c, p, name));
     } else if (c.callee == "while") {
       plan.steps.push_back(HostWhile{static_cast<int32_t>(i)});
     } else if (library.has_call(c.callee)) {

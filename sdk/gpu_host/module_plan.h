@@ -1,5 +1,6 @@
 // One LIR program as one device module: the source of every kernel (loop kernels through the
-// SDK renderer, dot_general as a generated reduction kernel, other library calls from the
+// SDK renderer, dot_general as a tiled matrix product (sdk::render_matmul) or, where that does
+// not apply (dot_general_form.h), a generated reduction kernel, other library calls from the
 // target's KernelLibrary) and the ordered steps that run it. `emit` writes `source`; the
 // executor builds it once and walks `steps`.
 #pragma once

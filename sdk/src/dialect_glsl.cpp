@@ -206,10 +206,10 @@ Dialect make_glsl_vulkan() {
   d.loop = "for ({type} {var} = 0; {var} < {end}; ++{var}) {{";
   // Builtins are overloaded (no suffix). GLSL has exp, log, tanh, sin, cos and pow for float
   // only: the vulkan target refuses them on f64 rather than computing them in f32.
-  d.math = {{"abs", "abs"},     {"exp", "exp"},   {"log", "log"},         {"sqrt", "sqrt"},
-            {"tanh", "rlx_tanh"}, {"erf", "rlx_erf"}, {"sin", "sin"},       {"cos", "cos"},
-            {"floor", "floor"}, {"ceil", "ceil"}, {"round", "roundEven"}, {"pow", "rlx_pow"},
-            {"rem", "rlx_fmod"}, {"ipow", "rlx_ipow"}};
+  d.math = {{"abs", "abs"},       {"exp", "exp"},       {"log", "log"},         {"sqrt", "sqrt"},
+            {"tanh", "rlx_tanh"}, {"erf", "rlx_erf"},   {"sin", "sin"},         {"cos", "cos"},
+            {"floor", "floor"},   {"ceil", "ceil"},     {"round", "roundEven"}, {"pow", "rlx_pow"},
+            {"rem", "rlx_fmod"},  {"ipow", "rlx_ipow"}, {"fma", "fma"}};
   d.math_float_suffix = "";
   d.prelude = std::string(kVulkanHeader) + kPrelude;
   d.kernel_prefix = "void";
@@ -219,6 +219,13 @@ Dialect make_glsl_vulkan() {
   d.mapping = DomainMapping::kWorkItemPerOutput;
   // Groups of 64 on a 2D grid: x up to the device's limit, y rows of x groups.
   d.global_id = "int(gl_GlobalInvocationID.y * (gl_NumWorkGroups.x * 64u) + gl_GlobalInvocationID.x)";
+  // barrier() synchronises execution; memoryBarrierShared() before it orders the shared writes,
+  // which not every GLSL version's wording promises barrier() alone does.
+  d.shared_array = "shared {type} {name}[{size}];";
+  d.shared_at_module_scope = true;
+  d.barrier = "memoryBarrierShared(); barrier();";
+  d.group_index = "int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x)";
+  d.local_index = "gl_LocalInvocationIndex";
   d.render_op = glsl_op;
   d.render_signature = glsl_signature;
   return d;

@@ -171,10 +171,12 @@ Dialect make_hlsl() {
   d.nan = "asfloat(0x7FC00000u)";
   d.declare = "{type} {name} = {x};";
   d.declare_mutable = "{type} {name} = {x};";
-  d.math = {{"abs", "abs"},       {"exp", "exp"},       {"log", "log"},   {"sqrt", "sqrt"},
-            {"tanh", "rlx_tanh"}, {"erf", "rlx_erf"},   {"sin", "sin"},   {"cos", "cos"},
-            {"floor", "floor"},   {"ceil", "ceil"},     {"round", "round"}, {"pow", "rlx_pow"},
-            {"rem", "rlx_fmod"},  {"ipow", "rlx_ipow"}};  // HLSL's round is half to even
+  d.math = {
+      {"abs", "abs"},       {"exp", "exp"},       {"log", "log"},     {"sqrt", "sqrt"},
+      {"tanh", "rlx_tanh"}, {"erf", "rlx_erf"},   {"sin", "sin"},     {"cos", "cos"},
+      {"floor", "floor"},   {"ceil", "ceil"},     {"round", "round"}, {"pow", "rlx_pow"},
+      {"rem", "rlx_fmod"},  {"ipow", "rlx_ipow"}, {"fma", "mad"}};  // HLSL's round is half to even;
+                                                                    // its fma is f64-only
   d.math_float_suffix = "";
   d.prelude = kPrelude;
   d.kernel_prefix = "void";
@@ -182,6 +184,12 @@ Dialect make_hlsl() {
   d.restrict_kw = "";
   d.mapping = DomainMapping::kWorkItemPerOutput;
   d.global_id = "int(rlx_tid.y * 4194240u + rlx_tid.x)";  // 65535 groups x 64 per grid row
+  // From SV_DispatchThreadID by global_id's rule (rows of 65535 groups).
+  d.shared_array = "groupshared {type} {name}[{size}];";
+  d.shared_at_module_scope = true;
+  d.barrier = "GroupMemoryBarrierWithGroupSync();";
+  d.group_index = "int(rlx_tid.y * 65535u + rlx_tid.x / 64u)";
+  d.local_index = "rlx_tid.x % 64u";
   d.render_op = hlsl_op;
   d.render_signature = hlsl_signature;
   return d;

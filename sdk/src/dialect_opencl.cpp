@@ -101,10 +101,10 @@ Dialect make_opencl() {
   d.int64_suffix = "L";  // long is 64 bits in OpenCL C; long long is reserved
   // The builtins are overloaded for float and double, so no suffix. rint rounds half to even
   // in the default rounding mode, like C's nearbyint.
-  d.math = {{"abs", "fabs"},    {"exp", "exp"},   {"log", "log"},    {"sqrt", "sqrt"},
-            {"tanh", "tanh"},   {"erf", "erf"},   {"sin", "sin"},    {"cos", "cos"},
-            {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"},
-            {"rem", "fmod"},    {"ipow", "rlx_ipow"}};
+  d.math = {{"abs", "fabs"},    {"exp", "exp"},       {"log", "log"},    {"sqrt", "sqrt"},
+            {"tanh", "tanh"},   {"erf", "erf"},       {"sin", "sin"},    {"cos", "cos"},
+            {"floor", "floor"}, {"ceil", "ceil"},     {"round", "rint"}, {"pow", "pow"},
+            {"rem", "fmod"},    {"ipow", "rlx_ipow"}, {"fma", "fma"}};
   d.math_float_suffix = "";
   d.prelude = kPrelude;
   d.kernel_prefix = "__kernel void";
@@ -113,6 +113,13 @@ Dialect make_opencl() {
   d.restrict_kw = "restrict";
   d.mapping = DomainMapping::kWorkItemPerOutput;
   d.global_id = "get_global_id(0)";
+  // Cooperative kernels insist on 64-wide groups: a host that asks for another size (a device
+  // limit below 64) gets CL_INVALID_WORK_GROUP_SIZE instead of wrong results.
+  d.shared_array = "__local {type} {name}[{size}];";
+  d.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
+  d.group_index = "(long)get_group_id(0)";
+  d.local_index = "get_local_id(0)";
+  d.fixed_group_size_attribute = "__attribute__((reqd_work_group_size(64, 1, 1)))";
   return d;
 }
 

@@ -233,10 +233,10 @@ Dialect make_wgsl() {
   d.comment = "// ";
   // Builtins are overloaded (no suffix); tanh, erf, pow and rem are the prelude's f32 helpers
   // (a target refuses them on f64, as on GLSL).
-  d.math = {{"abs", "abs"},       {"exp", "exp"},       {"log", "log"},     {"sqrt", "sqrt"},
-            {"tanh", "rlx_tanh"}, {"erf", "rlx_erf"},   {"sin", "sin"},     {"cos", "cos"},
-            {"floor", "floor"},   {"ceil", "ceil"},     {"round", "round"}, {"pow", "rlx_pow"},
-            {"rem", "rlx_fmod"}};
+  d.math = {{"abs", "abs"},       {"exp", "exp"},     {"log", "log"},     {"sqrt", "sqrt"},
+            {"tanh", "rlx_tanh"}, {"erf", "rlx_erf"}, {"sin", "sin"},     {"cos", "cos"},
+            {"floor", "floor"},   {"ceil", "ceil"},   {"round", "round"}, {"pow", "rlx_pow"},
+            {"rem", "rlx_fmod"},  {"fma", "fma"}};
   d.math_float_suffix = "";
   d.prelude = kPrelude;
   d.kernel_prefix = "fn";
@@ -246,6 +246,14 @@ Dialect make_wgsl() {
   d.mapping = DomainMapping::kWorkItemPerOutput;
   // Groups of 64 on a 2D grid: x up to the device's limit, y rows of x groups.
   d.global_id = "i32(rlx_id.y * (rlx_groups.x * 64u) + rlx_id.x)";
+  // The group and local indices come from global_invocation_id (the entry point's builtins),
+  // by global_id's rule; WGSL's uniformity analysis sees them as non-uniform, so cooperative
+  // kernels never branch on them around a barrier.
+  d.shared_array = "var<workgroup> {name}: array<{type}, {size}>;";
+  d.shared_at_module_scope = true;
+  d.barrier = "workgroupBarrier();";
+  d.group_index = "i32(rlx_id.y * rlx_groups.x + rlx_id.x / 64u)";
+  d.local_index = "rlx_id.x % 64u";
   d.float_accumulator.reset();
   d.render_op = wgsl_op;
   d.render_signature = wgsl_signature;

@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 
+#include "render_parts.h"
 #include "rlx/core/error.h"
 #include "rlx/sdk/render.h"
 
@@ -403,7 +404,8 @@ class KernelRenderer {
   std::string load(const Expr& e) const {
     const lir::AffineLoad& l = e.load;
     DType dt = p_.buffers.at(l.buffer).dtype;
-    std::string element = this->element(p_.storage_of(l.buffer), affine(l.offset, l.strides), dt);
+    std::string element =
+        detail::read_element(d_, pointer(p_.storage_of(l.buffer)), affine(l.offset, l.strides), dt);
     std::string v = convert(
         fmt::format(fmt::runtime(entry(d_.load, dt, "load conversion")), fmt::arg("x", element)),
         dt, e.dtype);
@@ -418,20 +420,7 @@ class KernelRenderer {
     DType dt = p_.buffers.at(s.buffer).dtype;
     std::string x = convert(v, k_.exprs.at(s.expr).dtype, dt);
     std::string bits = fmt::format(fmt::runtime(entry(d_.store, dt, "store conversion")), fmt::arg("x", x));
-    const std::string& packed = d_.store_element[static_cast<int>(dt)];
-    if (!packed.empty()) {
-      line(fmt::format(fmt::runtime(packed), fmt::arg("ptr", pointer(p_.storage_of(s.buffer))),
-                       fmt::arg("i", index), fmt::arg("x", bits)));
-      return;
-    }
-    line(fmt::format("{}[{}] = {};", pointer(p_.storage_of(s.buffer)), index, bits));
-  }
-
-  // Element `index` of storage buffer `storage` as stored (render.h's load_element).
-  std::string element(int32_t storage, const std::string& index, DType dt) const {
-    const std::string& packed = d_.load_element[static_cast<int>(dt)];
-    if (packed.empty()) return fmt::format("{}[{}]", pointer(storage), index);
-    return fmt::format(fmt::runtime(packed), fmt::arg("ptr", pointer(storage)), fmt::arg("i", index));
+    line(detail::write_element(d_, pointer(p_.storage_of(s.buffer)), index, dt, bits));
   }
 
   // Integer add/sub/mul through the wrap type, so overflow wraps instead of being undefined.
@@ -581,9 +570,8 @@ class KernelRenderer {
       ps.push_back("char* const* args");
     } else {
       for (const BufferParam& b : params)
-        ps.push_back(fmt::format(
-            "{}{}{}* {}b{}", d_.global_space.empty() ? "" : d_.global_space + " ",
-            b.written ? "" : "const ", storage_type(b.dtype), restrict_space(), b.storage));
+        ps.push_back(detail::buffer_param(d_, storage_type(b.dtype), b.written,
+                                          fmt::format("b{}", b.storage)));
     }
     if (d_.mapping == DomainMapping::kPointRange) {
       ps.push_back(d_.index_type + " begin");
@@ -612,7 +600,11 @@ class KernelRenderer {
 }  // namespace
 
 std::string kernel_symbol(const lir::LoopKernel& kernel) {
-  std::string s = kernel.name;
+  return kernel_symbol(kernel.name);
+}
+
+std::string kernel_symbol(const std::string& name) {
+  std::string s = name;
   for (char& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;

@@ -2,12 +2,13 @@
 // target), registered from one description of the target instead of copied into each suite.
 //
 // A target that can run here gets: the primitive suites (test_primitives.cpp, test_structural.cpp,
-// test_hir_ops.cpp, written for cpu and run on it through RLX_TEST_TARGET), the shared tests
-// below under the suite "<display>Target", and whatever the build adds (add_suite_extension: the
-// model fixtures, in the rlx tree). Its test main is one call:
+// test_hir_ops.cpp, test_matmul.cpp, written for cpu and run on it through RLX_TEST_TARGET), the
+// shared tests below under the suite "<display>Target", and whatever the build adds
+// (add_suite_extension: the model fixtures, in the rlx tree). Its test main is one call:
 //
 //   int main(int argc, char** argv) {
-//     return rlx::test::target_suite_main(argc, argv, {.name = "vulkan", .display = "Vulkan", ...});
+//     return rlx::test::target_suite_main(argc, argv, {.name = "vulkan", .display = "Vulkan",
+//     ...});
 //   }
 //
 // and its own test file holds only what is particular to it (its emitted source, its own

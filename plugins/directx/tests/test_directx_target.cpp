@@ -87,9 +87,12 @@ TEST(DirectXTarget, EmitsOneHlslShaderPerKernel) {
                    directx());
   ASSERT_EQ(e.artifacts().size(), 1u);
   const std::string hlsl = e.text("directx_kernels.hlsl");
-  EXPECT_NE(hlsl.find("//@rlx-kernel k0_dot_general\n[[vk::binding(0, 0)]] RWStructuredBuffer<float> b0 : register(u0);"),
-            std::string::npos)
+  EXPECT_NE(
+      hlsl.find("//@rlx-kernel k0_dot_general\ngroupshared float rlx_sa[528];\ngroupshared float "
+                "rlx_sb[528];\n[[vk::binding(0, 0)]] RWStructuredBuffer<float> b0 : register(u0);"),
+      std::string::npos)
       << hlsl;
+  EXPECT_NE(hlsl.find("GroupMemoryBarrierWithGroupSync();"), std::string::npos) << hlsl;
   EXPECT_NE(hlsl.find("[numthreads(64, 1, 1)]\nvoid main(uint3 rlx_tid : SV_DispatchThreadID) {"), std::string::npos);
 }
 

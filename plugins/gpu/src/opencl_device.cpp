@@ -249,6 +249,23 @@ void OpenClDevice::launch(gpu_host::Module& m, const std::string& symbol,
     cl_.clGetKernelWorkGroupInfo(k, device_, CL_KERNEL_WORK_GROUP_SIZE, sizeof(most), &most, nullptr);
     // 64 items per group: a multiple of every GPU's SIMD width, small enough for any device.
     size_t group = std::max<size_t>(1, std::min<size_t>({64, most, info_.max_work_group}));
+    // A cooperative kernel (the tiled matrix products) declares the group size it was written
+    // for and computes nothing right with another.
+    size_t required[3] = {0, 0, 0};
+    cl_.clGetKernelWorkGroupInfo(k, device_, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof(required),
+                                 required, nullptr);
+    if (required[0] != 0) {
+      if (required[0] > most || required[0] > info_.max_work_group) {
+        cl_.clReleaseKernel(k);
+        throw Error(
+            ErrorKind::kUnsupported,
+            fmt::format(
+                "gpu: kernel {} needs work-groups of {} items, but {} allows at most {} for it; "
+                "this device cannot run rlx's tiled matrix products",
+                symbol, required[0], info_.describe(), std::min(most, info_.max_work_group)));
+      }
+      group = required[0];
+    }
     it = module.kernels_.emplace(symbol, OpenClModule::Kernel{k, group}).first;
   }
   cl_kernel k = it->second.kernel;

@@ -84,10 +84,13 @@ TEST(GpuTarget, EmitsTheOpenClModuleItRuns) {
   EXPECT_EQ(e.artifacts()[0].path, "gpu_kernels.cl");
   const std::string cl = e.text("gpu_kernels.cl");
   EXPECT_NE(cl.find("#pragma OPENCL FP_CONTRACT OFF"), std::string::npos);
-  EXPECT_NE(cl.find("__kernel void k0_dot_general(__global const float* restrict b0, "
-                    "__global const float* restrict b1, __global float* restrict b2)"),
+  // dot_general is a tiled product (sdk::render_matmul) that insists on 64-item work-groups.
+  EXPECT_NE(cl.find("__kernel void __attribute__((reqd_work_group_size(64, 1, 1))) k0_dot_general("
+                    "__global const float* restrict b0, __global const float* restrict b1, "
+                    "__global float* restrict b2) {\n  __local float rlx_sa["),
             std::string::npos)
       << cl;
+  EXPECT_NE(cl.find("barrier(CLK_LOCAL_MEM_FENCE);"), std::string::npos) << cl;
   EXPECT_NE(cl.find("__kernel void k1_gather("), std::string::npos) << cl;
   EXPECT_NE(cl.find("get_global_id(0)"), std::string::npos);
 }

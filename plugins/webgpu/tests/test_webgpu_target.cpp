@@ -132,6 +132,9 @@ TEST(WebGpuTarget, EmitsWgslAndAnEsModule) {
     EXPECT_NE(wgsl.find(fmt::format("//@rlx-kernel {}\n", kernel)), std::string::npos) << wgsl;
   EXPECT_NE(wgsl.find("@group(0) @binding(1) var<storage, read> ids: array<i64>;"), std::string::npos) << wgsl;
   EXPECT_NE(wgsl.find("@compute @workgroup_size(64)"), std::string::npos) << wgsl;
+  EXPECT_NE(wgsl.find("//@rlx-kernel k0_dot_general\nvar<workgroup> rlx_sa: array<f32, 528>;"),
+            std::string::npos)
+      << wgsl;
   const std::string js = e.text("model.mjs");
   EXPECT_NE(js.find("export async function run(inputs, options = {})"), std::string::npos);
   EXPECT_NE(js.find("uses i64, which WebGPU in browsers lacks"), std::string::npos) << js.substr(0, 3000);

@@ -149,6 +149,26 @@ struct Dialect {
   std::string global_id;
   std::array<std::string, 3> group_id, local_id, group_size;
 
+  // Cooperative kernels (render_matmul): the 64 invocations of a workgroup share arrays and
+  // wait for each other. Empty shared_array: the dialect cannot say it, and render_matmul
+  // refuses. Hosts launch such a kernel over groups * 64 work-items, exactly 64 to a group.
+  std::string shared_array;  // {type} {name} {size}: "__local {type} {name}[{size}];"
+  // Whether shared arrays are declared at module scope, before the entry point (GLSL, HLSL,
+  // WGSL: after the section marker), or as the first statements of the kernel (OpenCL C).
+  bool shared_at_module_scope = false;
+  // Waits for every invocation of the group and makes their shared-array writes visible.
+  std::string barrier;  // "barrier(CLK_LOCAL_MEM_FENCE);"
+  // The flat index of the invocation's group (an index_type value) and its index within the
+  // group ([0, 64), of any integer type: the renderer casts it). The flat group index follows
+  // global_id's rule (global_id == group * 64
+  // + local), so a launch of G * 64 work-items reaches groups [0, G) (and possibly more on a 2D
+  // grid, which a kernel must ignore).
+  std::string group_index, local_index;
+  // Written between kernel_prefix and the name of a cooperative kernel where the language must
+  // be told the group size (OpenCL C's reqd_work_group_size, which also makes a host that asks
+  // for another size fail instead of computing garbage).
+  std::string fixed_group_size_attribute;
+
   // Sums and products of f16/bf16/f32 values accumulate in this dtype when set (the cpu sets
   // f64: one rounding at the store, as its interpreter does); unset, in the compute type.
   std::optional<DType> float_accumulator;
@@ -225,9 +245,42 @@ std::string render_kernel(const lir::LoopKernel& kernel, const lir::Program& pro
 // calls the target provides itself; they appear as a comment naming the callee and buffers.
 std::string render_program(const lir::Program& program, const Dialect& dialect);
 
+// A batched matrix product C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] over f16, bf16 or f32
+// buffers, the operands read through element strides (so a transposed operand, such as the
+// [out, in] weight of a Linear layer, needs no copy) and C written row-major ([batch, m, n]).
+// Every product accumulates in f32 and is rounded once, at the store.
+struct MatmulShape {
+  std::string name;  // the kernel's name (made a valid identifier by kernel_symbol)
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  DType a_dtype = DType::kF32, b_dtype = DType::kF32, c_dtype = DType::kF32;
+  // Element strides of A over (batch, m, k) and of B over (batch, k, n).
+  int64_t a_batch = 0, a_m = 0, a_k = 0;
+  int64_t b_batch = 0, b_k = 0, b_n = 0;
+  // The kernel's buffers are the distinct ones of (a, b, c) in that order, bound as
+  // kOnePerBuffer parameters b0, b1, ...: a_buffer, b_buffer and c_buffer name their positions
+  // (A and B may be one buffer: x @ x^T).
+  int32_t a_buffer = 0, b_buffer = 1, c_buffer = 2;
+};
+
+// A matrix-product kernel and how to launch it.
+struct MatmulKernel {
+  std::string source;   // one function (a shader section), named kernel_symbol(shape.name)
+  int64_t groups = 0;   // launch groups * 64 work-items, 64 to a group
+  std::string variant;  // "tiled 64x64", "gemv", ... (for comments and tests)
+};
+
+// Renders `shape` as a cooperative kernel of the dialect (shared_array, barrier, group_index,
+// local_index must be set): output tiles staged through shared memory, or, for a single row
+// (m == 1) whose B is contiguous along k, one group per strip of outputs with k split over the
+// group. Throws rlx::Error (kCompile) when the dialect lacks cooperative kernels, a dtype, or when
+// the shape has an empty dim (nothing to tile; use the loop kernel).
+MatmulKernel render_matmul(const MatmulShape& shape, const Dialect& dialect);
+
 // The function name render_kernel gives `kernel` (its name with every character outside
 // [A-Za-z0-9_] replaced by '_').
 std::string kernel_symbol(const lir::LoopKernel& kernel);
+// The same rule for a bare name.
+std::string kernel_symbol(const std::string& name);
 
 // The storage buffers a kernel touches, ascending: the parameter order under kOnePerBuffer.
 std::vector<int32_t> kernel_buffers(const lir::LoopKernel& kernel, const lir::Program& program);

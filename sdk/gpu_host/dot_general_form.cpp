@@ -1,0 +1,104 @@
+#include "dot_general_form.h"
+
+#include <algorithm>
+#include <array>
+
+namespace rlx::gpu_host {
+
+namespace {
+
+// One dim of the product: its size and its element strides in lhs and rhs (0 where it is not
+// that operand's).
+using Dim = std::array<int64_t, 3>;
+
+struct Collapsed {
+  int64_t size = 1, lhs = 0, rhs = 0;
+};
+
+// The dims as one, when each (but size-1 ones, which any stride walks) steps over exactly the
+// next one in both operands; nullopt otherwise.
+std::optional<Collapsed> collapse(const std::vector<Dim>& dims) {
+  Collapsed c;
+  bool first = true;
+  for (const Dim& d : dims) {
+    if (d[0] == 1) continue;
+    if (!first && (c.lhs != d[1] * d[0] || c.rhs != d[2] * d[0])) return std::nullopt;
+    c.size *= d[0];
+    c.lhs = d[1];
+    c.rhs = d[2];
+    first = false;
+  }
+  return c;
+}
+
+bool computes_in_f32(DType t) {
+  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
+}
+
+}  // namespace
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+IntList free_dims(size_t rank, const IntList& batch, const IntList& contract) {
+  IntList f;
+  for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+        std::find(contract.begin(), contract.end(), d) == contract.end())
+      f.push_back(d);
+  return f;
+}
+
+std::optional<MatmulCall> matmul_form(const lir::CallKernel& call, const lir::Program& p,
+                                      const std::string& name) {
+  auto ints = [&](const char* key) { return std::get<IntList>(call.attrs.at(key)); };
+  const IntList lb = ints("lhs_batch"), rb = ints("rhs_batch"), lc = ints("lhs_contract"),
+                rc = ints("rhs_contract");
+  const lir::Buffer &lhs = p.buffers.at(call.inputs.at(0)), &rhs = p.buffers.at(call.inputs.at(1));
+  const lir::Buffer& out = p.buffers.at(call.outputs.at(0));
+  if (!computes_in_f32(lhs.dtype) || !computes_in_f32(rhs.dtype) || !computes_in_f32(out.dtype))
+    return std::nullopt;
+  if (lhs.numel() == 0 || rhs.numel() == 0 || out.numel() == 0) return std::nullopt;
+  const auto ls = row_major_strides(lhs.shape), rs = row_major_strides(rhs.shape);
+  std::vector<Dim> batch, m, n, k;
+  for (size_t j = 0; j < lb.size(); ++j) batch.push_back({lhs.shape[lb[j]], ls[lb[j]], rs[rb[j]]});
+  for (int64_t d : free_dims(lhs.shape.size(), lb, lc)) m.push_back({lhs.shape[d], ls[d], 0});
+  for (int64_t d : free_dims(rhs.shape.size(), rb, rc)) n.push_back({rhs.shape[d], 0, rs[d]});
+  for (size_t j = 0; j < lc.size(); ++j) k.push_back({lhs.shape[lc[j]], ls[lc[j]], rs[rc[j]]});
+  auto cb = collapse(batch), cm = collapse(m), cn = collapse(n), ck = collapse(k);
+  if (!cb || !cm || !cn || !ck) return std::nullopt;
+
+  MatmulCall c;
+  sdk::MatmulShape& s = c.shape;
+  s.name = name;
+  s.batch = cb->size;
+  s.m = cm->size;
+  s.n = cn->size;
+  s.k = ck->size;
+  s.a_dtype = lhs.dtype;
+  s.b_dtype = rhs.dtype;
+  s.c_dtype = out.dtype;
+  s.a_batch = cb->lhs;
+  s.a_m = cm->lhs;
+  s.a_k = ck->lhs;
+  s.b_batch = cb->rhs;
+  s.b_k = ck->rhs;
+  s.b_n = cn->rhs;
+  const int32_t a = p.storage_of(call.inputs[0]), b = p.storage_of(call.inputs[1]),
+                o = p.storage_of(call.outputs[0]);
+  if (o == a || o == b) return std::nullopt;
+  if (a == b) {
+    if (lhs.dtype != rhs.dtype) return std::nullopt;
+    s.a_buffer = s.b_buffer = 0;
+    s.c_buffer = 1;
+    c.buffers = {a, o};
+  } else {
+    c.buffers = {a, b, o};
+  }
+  return c;
+}
+
+}  // namespace rlx::gpu_host

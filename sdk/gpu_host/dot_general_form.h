@@ -1,0 +1,30 @@
+// Whether a dot_general is a batched matrix product with affine operands, and which: the form
+// render_matmul takes. Batch, free and contracted dims collapse into one dim each when their
+// memory is contiguous in the same order in both operands (size-1 dims ignored); otherwise, and
+// for anything but f16/bf16/f32 or an empty dim, the call keeps the per-output loop kernel.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rlx/core/lir.h"
+#include "rlx/sdk/render.h"
+
+namespace rlx::gpu_host {
+
+struct MatmulCall {
+  sdk::MatmulShape shape;
+  std::vector<int32_t> buffers;  // storage ids at the shape's buffer positions
+};
+
+std::optional<MatmulCall> matmul_form(const lir::CallKernel& call, const lir::Program& program,
+                                      const std::string& name);
+
+// Row-major element strides of `shape`.
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
+
+// The dims of a rank-`rank` operand that are neither batch nor contracted, ascending.
+IntList free_dims(size_t rank, const IntList& batch, const IntList& contract);
+
+}  // namespace rlx::gpu_host

@@ -1,0 +1,422 @@
+// Matrix-product kernels for the dialects with cooperative groups (render.h: render_matmul),
+// written once from the dialect table: OpenCL C, GLSL, HLSL and WGSL get the same kernel.
+//
+// Tiled: each group of 64 invocations computes a TM x TN tile of C. The invocations form an 8 x 8
+// grid and each accumulates a (TM/8) x (TN/8) block in registers: rows r + 8i and columns c + 8j,
+// so in one step a warp reads few distinct A words (broadcast) and eight consecutive B words
+// from shared memory. K advances in slices of kDepth: the group copies the A and B slices into
+// shared arrays (global reads ordered along whichever of the operand's two dims is contiguous,
+// so they coalesce for both A = x and B = W^T), waits, multiplies, waits. The arrays' rows are
+// padded by one element so that a slice copied along k does not land in one bank.
+//
+// Why these shapes: 64 invocations is every host's group size (render.h). An 8 x 8 register
+// block (64 x 64 tile) does 64 multiply-adds per 16 shared reads, which is what keeps an NVIDIA
+// SM's f32 pipes busy; a 16-deep slice keeps both arrays at 8.3 KB, under WebGPU's 16 KB floor
+// for workgroup storage. Large tiles leave SMs idle on the small products of an encoder (MiniLM:
+// 128 x 384), so smaller tiles (32 x 64, 32 x 32) are used until the product has enough groups
+// to give each SM of a large GPU (132 on an H200) two; a short M (<= 32) keeps 32-row tiles.
+//
+// GEMV (m == 1, B contiguous along k, the decode step of a Linear layer): a group computes
+// kStrip outputs; its invocations split k (consecutive invocations read consecutive elements),
+// then sum their partial results in a shared tree. Nothing is reused at m == 1, so this is about
+// reading B once, coalesced, with all SMs busy.
+//
+// Products accumulate with the dialect's fma where it has one (every GPU has the instruction;
+// the cpu's GEMM fuses too), in f32, and round once at the store.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+#include "render_parts.h"
+#include "rlx/core/error.h"
+#include "rlx/sdk/render.h"
+
+namespace rlx::sdk {
+
+namespace {
+
+constexpr int64_t kGroup = 64;  // invocations per group
+constexpr int64_t kGrid = 8;    // the tiled kernel's invocations form a kGrid x kGrid grid
+constexpr int64_t kDepth = 16;  // the K slice staged in shared memory
+constexpr int64_t kStrip = 4;   // outputs per GEMV group
+// Enough groups to give each SM of a large GPU (132 on an H200) two.
+constexpr int64_t kFillGroups = 264;
+
+struct Tile {
+  int64_t tm, tn;
+};
+// Largest first. tm and tn are multiples of kGrid and divide kGroup, as kDepth does: a slice's
+// copy splits the group's 64 invocations evenly over either of its dims. A product with
+// m <= 32 never takes 64-row tiles (half of each would be empty).
+constexpr Tile kTiles[] = {{64, 64}, {32, 64}, {32, 32}};
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+bool computes_in_f32(DType t) {
+  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
+}
+
+// `x * stride` with the trivial cases folded, for index text.
+std::string scaled(const std::string& x, int64_t stride) {
+  if (stride == 0) return "";
+  return stride == 1 ? x : fmt::format("{} * {}", x, stride);
+}
+
+// `x + c`, or x alone when c is 0.
+std::string plus(const std::string& x, int64_t c) {
+  return c == 0 ? x : fmt::format("{} + {}", x, c);
+}
+
+// Terms joined by " + ", empty ones left out ("0" when all are).
+std::string sum(std::initializer_list<std::string> terms) {
+  std::string s;
+  for (const std::string& t : terms)
+    if (!t.empty()) s += (s.empty() ? "" : " + ") + t;
+  return s.empty() ? "0" : s;
+}
+
+// Conditions joined by " && " ("" when none is needed).
+std::string all_of(std::initializer_list<std::string> conditions) {
+  std::string s;
+  for (const std::string& c : conditions)
+    if (!c.empty()) s += (s.empty() ? "" : " && ") + c;
+  return s;
+}
+
+class MatmulWriter {
+ public:
+  MatmulWriter(const MatmulShape& s, const Dialect& d) : s_(s), d_(d) {
+    if (d_.shared_array.empty() || d_.barrier.empty() || d_.group_index.empty() ||
+        d_.local_index.empty())
+      fail("the dialect has no cooperative (workgroup-shared) kernels");
+    if (d_.buffer_params != BufferParams::kOnePerBuffer)
+      fail("matrix-product kernels take one parameter per buffer");
+    if (s_.batch <= 0 || s_.m <= 0 || s_.n <= 0 || s_.k <= 0)
+      fail(fmt::format("the product [{}, {}, {}] x [{}, {}, {}] is empty", s_.batch, s_.m, s_.k,
+                       s_.batch, s_.k, s_.n));
+    for (DType t : {s_.a_dtype, s_.b_dtype, s_.c_dtype})
+      if (!computes_in_f32(t)) fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(t)));
+    f32_ = entry(d_.compute_type, DType::kF32, "compute type");
+    int_ = entry(d_.compute_type, DType::kI32, "compute type");
+  }
+
+  MatmulKernel tiled() {
+    Tile t = kTiles[std::size(kTiles) - 1];
+    for (const Tile& c : kTiles)
+      if (groups_of(c) >= kFillGroups && (c.tm <= 32 || s_.m > 32)) {
+        t = c;
+        break;
+      }
+    const int64_t tiles_m = ceil_div(s_.m, t.tm), tiles_n = ceil_div(s_.n, t.tn);
+    const int64_t per_batch = tiles_m * tiles_n, groups = s_.batch * per_batch;
+    const int64_t rm = t.tm / kGrid, rn = t.tn / kGrid;
+    const int64_t lda = t.tm + 1, ldb = t.tn + 1;  // padded rows of the shared slices
+    const std::string variant = fmt::format("tiled {}x{}", t.tm, t.tn);
+    open(variant, {{"rlx_sa", kDepth * lda}, {"rlx_sb", kDepth * ldb}});
+    ids(groups);
+    let("bt", fmt::format("g / {}", per_batch));
+    let("m0", fmt::format("((g % {}) / {}) * {}", per_batch, tiles_n, t.tm));
+    let("n0", fmt::format("(g % {}) * {}", tiles_n, t.tn));
+    small("tr", fmt::format("li / {}", kGrid));
+    small("tc", fmt::format("li % {}", kGrid));
+    let("abase", sum({scaled("bt", s_.a_batch)}));
+    let("bbase", sum({scaled("bt", s_.b_batch)}));
+    for (int64_t i = 0; i < rm; ++i)
+      for (int64_t j = 0; j < rn; ++j) accumulator(fmt::format("c{}_{}", i, j));
+    loop("t", ceil_div(s_.k, kDepth));
+    let("k0", fmt::format("t * {}", kDepth));
+    // A[m, k] into rlx_sa[k * lda + m], B[k, n] into rlx_sb[k * ldb + n].
+    stage("a", "rlx_sa", lda, t.tm, s_.m, s_.a_m, s_.a_k, "m0", "abase", s_.a_buffer, s_.a_dtype);
+    stage("b", "rlx_sb", ldb, t.tn, s_.n, s_.b_n, s_.b_k, "n0", "bbase", s_.b_buffer, s_.b_dtype);
+    line(d_.barrier);
+    // The next slice's copy waits at the barrier below until every invocation is done here.
+    loop("kk", kDepth, int_);
+    for (int64_t i = 0; i < rm; ++i)
+      declare(f32_, fmt::format("ra{}", i),
+              fmt::format("rlx_sa[kk * {} + {}]", lda, plus("tr", kGrid * i)));
+    for (int64_t j = 0; j < rn; ++j)
+      declare(f32_, fmt::format("rb{}", j),
+              fmt::format("rlx_sb[kk * {} + {}]", ldb, plus("tc", kGrid * j)));
+    for (int64_t i = 0; i < rm; ++i)
+      for (int64_t j = 0; j < rn; ++j)
+        multiply_add(fmt::format("c{}_{}", i, j), fmt::format("ra{}", i), fmt::format("rb{}", j));
+    close();
+    line(d_.barrier);
+    close();
+    for (int64_t i = 0; i < rm; ++i) let(fmt::format("cm{}", i), "m0 + " + plus("tr", kGrid * i));
+    for (int64_t j = 0; j < rn; ++j) let(fmt::format("cn{}", j), "n0 + " + plus("tc", kGrid * j));
+    for (int64_t i = 0; i < rm; ++i)
+      for (int64_t j = 0; j < rn; ++j) {
+        std::string m = fmt::format("cm{}", i), n = fmt::format("cn{}", j);
+        guarded_store(
+            all_of({fmt::format("gi < {}", groups), below(m, s_.m, t.tm), below(n, s_.n, t.tn)}),
+            fmt::format("(bt * {} + {}) * {} + {}", s_.m, m, s_.n, n), fmt::format("c{}_{}", i, j));
+      }
+    return finish(groups, variant);
+  }
+
+  MatmulKernel gemv() {
+    const int64_t strips = ceil_div(s_.n, kStrip), groups = s_.batch * strips;
+    open("gemv", {{"rlx_red", kStrip * kGroup}});
+    ids(groups);
+    let("bt", fmt::format("g / {}", strips));
+    let("n0", fmt::format("(g % {}) * {}", strips, kStrip));
+    let("abase", sum({scaled("bt", s_.a_batch)}));
+    let("bbase", sum({scaled("bt", s_.b_batch)}));
+    for (int64_t j = 0; j < kStrip; ++j) accumulator(fmt::format("c{}", j));
+    loop("t", ceil_div(s_.k, kGroup));
+    let("k", fmt::format("t * {} + li", kGroup));
+    const std::string k_ok = s_.k % kGroup == 0 ? "" : fmt::format("k < {}", s_.k);
+    declare(f32_, "av",
+            guarded_load(k_ok, s_.a_buffer, s_.a_dtype, sum({"abase", scaled("k", s_.a_k)})));
+    for (int64_t j = 0; j < kStrip; ++j) {
+      std::string n = plus("n0", j);
+      std::string ok = all_of({k_ok, s_.n % kStrip == 0 ? "" : fmt::format("{} < {}", n, s_.n)});
+      std::string bv = fmt::format("bv{}", j);
+      declare(f32_, bv,
+              guarded_load(ok, s_.b_buffer, s_.b_dtype,
+                           sum({"bbase", scaled("k", s_.b_k), scaled("(" + n + ")", s_.b_n)})));
+      multiply_add(fmt::format("c{}", j), "av", bv);
+    }
+    close();
+    for (int64_t j = 0; j < kStrip; ++j)
+      line(fmt::format("rlx_red[{} + li] = c{};", j * kGroup, j));
+    line(d_.barrier);
+    // A tree over the group; the barrier stays outside the branch (uniform control flow).
+    for (int64_t half = kGroup / 2; half >= 1; half /= 2) {
+      line(fmt::format("if (li < {}) {{", half));
+      ++indent_;
+      for (int64_t j = 0; j < kStrip; ++j)
+        line(fmt::format("rlx_red[{0} + li] = rlx_red[{0} + li] + rlx_red[{0} + li + {1}];",
+                         j * kGroup, half));
+      --indent_;
+      line("}");
+      line(d_.barrier);
+    }
+    guarded_store(all_of({fmt::format("gi < {}", groups), fmt::format("li < {}", kStrip),
+                          s_.n % kStrip == 0 ? "" : fmt::format("n0 + li < {}", s_.n)}),
+                  fmt::format("bt * {} + n0 + li", s_.n), fmt::format("rlx_red[li * {}]", kGroup));
+    return finish(groups, "gemv");
+  }
+
+ private:
+  const MatmulShape& s_;
+  const Dialect& d_;
+  std::string f32_, int_;
+  std::string out_;
+  int indent_ = 0;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(
+        ErrorKind::kCompile,
+        fmt::format("cannot render matrix product {} in dialect {}: {}", s_.name, d_.name, what));
+  }
+  const std::string& entry(const DTypeTable& t, DType dt, const char* what) const {
+    const std::string& e = t[static_cast<int>(dt)];
+    if (e.empty()) fail(fmt::format("the dialect has no {} for {}", what, dtype_name(dt)));
+    return e;
+  }
+  std::string pointer(int32_t position) const { return fmt::format("b{}", position); }
+
+  int64_t groups_of(const Tile& t) const {
+    return s_.batch * ceil_div(s_.m, t.tm) * ceil_div(s_.n, t.tn);
+  }
+
+  void line(const std::string& s) { out_ += std::string(2 * indent_, ' ') + s + "\n"; }
+  void declare(const std::string& type, const std::string& name, const std::string& x) {
+    line(fmt::format(fmt::runtime(d_.declare), fmt::arg("type", type), fmt::arg("name", name),
+                     fmt::arg("x", x)));
+  }
+  // Element offsets into buffers are index_type (64-bit in OpenCL C); what stays inside a group
+  // (invocation and shared-array indices) is a 32-bit int, which the inner loop on NVIDIA
+  // computes in one instruction where 64-bit arithmetic takes two.
+  void let(const std::string& name, const std::string& x) { declare(d_.index_type, name, x); }
+  void small(const std::string& name, const std::string& x) { declare(int_, name, x); }
+  void accumulator(const std::string& name) {
+    line(fmt::format(fmt::runtime(d_.declare_mutable), fmt::arg("type", f32_),
+                     fmt::arg("name", name), fmt::arg("x", zero())));
+  }
+  void loop(const std::string& var, int64_t end) { loop(var, end, d_.index_type); }
+  void loop(const std::string& var, int64_t end, const std::string& type) {
+    line(fmt::format(fmt::runtime(d_.loop), fmt::arg("type", type), fmt::arg("var", var),
+                     fmt::arg("end", end)));
+    ++indent_;
+  }
+  void close() {
+    --indent_;
+    line("}");
+  }
+  std::string zero() const { return "0.0" + d_.float_suffix; }
+  std::string choose(const std::string& c, const std::string& t, const std::string& f) const {
+    return fmt::format(fmt::runtime(d_.conditional), fmt::arg("c", c), fmt::arg("t", t),
+                       fmt::arg("f", f));
+  }
+  // "x < limit", or "" where a tile of `tile` always stays inside (limit a multiple of it).
+  static std::string below(const std::string& x, int64_t limit, int64_t tile) {
+    return limit % tile == 0 ? "" : fmt::format("{} < {}", x, limit);
+  }
+
+  void multiply_add(const std::string& acc, const std::string& a, const std::string& b) {
+    auto fma = d_.math.find("fma");
+    if (fma != d_.math.end())
+      line(fmt::format("{0} = {1}({2}, {3}, {0});", acc, fma->second, a, b));
+    else
+      line(fmt::format("{0} = {0} + {1} * {2};", acc, a, b));
+  }
+
+  // Element `index` of buffer `position` in f32, or 0 where `ok` fails. The conditional reads
+  // only inside the buffer where the language evaluates one branch; WGSL's select evaluates
+  // both, and WebGPU clamps an out-of-range read (as the loop renderer relies on too).
+  std::string guarded_load(const std::string& ok, int32_t position, DType dt,
+                           const std::string& index) const {
+    std::string v =
+        fmt::format(fmt::runtime(entry(d_.load, dt, "load conversion")),
+                    fmt::arg("x", detail::read_element(d_, pointer(position), index, dt)));
+    return ok.empty() ? v : choose(ok, v, zero());
+  }
+
+  void guarded_store(const std::string& ok, const std::string& index, const std::string& value) {
+    std::string bits = fmt::format(fmt::runtime(entry(d_.store, s_.c_dtype, "store conversion")),
+                                   fmt::arg("x", value));
+    std::string store = detail::write_element(d_, pointer(s_.c_buffer), index, s_.c_dtype, bits);
+    if (ok.empty()) {
+      line(store);
+      return;
+    }
+    line(fmt::format("if ({}) {{", ok));
+    line("  " + store);
+    line("}");
+  }
+
+  // Copies the current K slice of one operand ([rows, k] with element strides row_stride and
+  // k_stride) into shared array `array` ([kDepth][ld]). Each invocation copies rows * kDepth /
+  // 64 elements; consecutive invocations take consecutive elements along the operand's
+  // contiguous dim, so the global reads coalesce.
+  void stage(const std::string& p, const std::string& array, int64_t ld, int64_t rows,
+             int64_t limit, int64_t row_stride, int64_t k_stride, const std::string& origin,
+             const std::string& base, int32_t position, DType dt) {
+    const bool k_fast = k_stride <= row_stride;
+    const int64_t fast = k_fast ? kDepth : rows;  // divides kGroup (kTiles, kDepth)
+    // (`as` is a WGSL keyword: hence "fast" and "slow" in full.)
+    small(p + "fast", fmt::format("li % {}", fast));
+    small(p + "slow", fmt::format("li / {}", fast));
+    for (int64_t u = 0; u < rows * kDepth / kGroup; ++u) {
+      std::string slow = plus(p + "slow", u * (kGroup / fast));
+      std::string r = k_fast ? slow : p + "fast", kk = k_fast ? p + "fast" : slow;
+      std::string rv = fmt::format("{}r{}", p, u), kv = fmt::format("{}k{}", p, u);
+      let(rv, fmt::format("{} + {}", origin, r));
+      let(kv, fmt::format("k0 + {}", kk));
+      std::string ok = all_of({below(rv, limit, rows), below(kv, s_.k, kDepth)});
+      line(fmt::format("{}[({}) * {} + {}] = {};", array, kk, ld, r,
+                       guarded_load(ok, position, dt,
+                                    sum({base, scaled(rv, row_stride), scaled(kv, k_stride)}))));
+    }
+  }
+
+  // The group's index gi, clamped to the last real group as g (a 2D grid may launch more; those
+  // compute a copy of the last tile and store nothing, keeping every barrier uniform), and the
+  // invocation's index li.
+  void ids(int64_t groups) {
+    let("gi", d_.group_index);
+    small("li", fmt::format(fmt::runtime(d_.cast), fmt::arg("type", int_),
+                            fmt::arg("x", d_.local_index)));
+    let("g", choose(fmt::format("gi < {}", groups), "gi", std::to_string(groups - 1)));
+  }
+
+  // The comment, shared arrays, signature and opening brace.
+  void open(const std::string& variant,
+            std::initializer_list<std::pair<const char*, int64_t>> arrays) {
+    std::vector<int32_t> positions = {s_.a_buffer, s_.b_buffer, s_.c_buffer};
+    int32_t count = *std::max_element(positions.begin(), positions.end()) + 1;
+    std::vector<BufferParam> params(count);
+    for (int32_t j = 0; j < count; ++j) params[j].storage = j;
+    params[s_.a_buffer].dtype = s_.a_dtype;
+    params[s_.b_buffer].dtype = s_.b_dtype;
+    params[s_.c_buffer].dtype = s_.c_dtype;
+    params[s_.c_buffer].written = true;
+    if (s_.c_buffer == s_.a_buffer || s_.c_buffer == s_.b_buffer ||
+        (s_.a_buffer == s_.b_buffer && s_.a_dtype != s_.b_dtype))
+      fail("the output must be its own buffer, and one buffer has one dtype");
+
+    const std::string symbol = kernel_symbol(s_.name);
+    std::string shared;
+    for (auto& [name, size] : arrays)
+      shared += fmt::format(fmt::runtime(d_.shared_array), fmt::arg("type", f32_),
+                            fmt::arg("name", name), fmt::arg("size", size)) +
+                "\n";
+    line(
+        fmt::format("{}{}: {} C[{}, {}, {}] = A[{}, {}, {}] (strides {}, {}, {}) x B[{}, {}, {}] "
+                    "(strides {}, {}, {}), f32 accumulation",
+                    d_.comment, symbol, variant, s_.batch, s_.m, s_.n, s_.batch, s_.m, s_.k,
+                    s_.a_batch, s_.a_m, s_.a_k, s_.batch, s_.k, s_.n, s_.b_batch, s_.b_k, s_.b_n));
+    std::string signature;
+    if (d_.render_signature) {
+      if (auto sig = d_.render_signature(d_, symbol, params)) signature = *sig;
+    }
+    if (signature.empty()) {
+      std::string ps;
+      for (const BufferParam& b : params)
+        ps += (ps.empty() ? "" : ", ") +
+              detail::buffer_param(d_, entry(d_.storage_type, b.dtype, "storage type"), b.written,
+                                   pointer(b.storage));
+      std::string attribute =
+          d_.fixed_group_size_attribute.empty() ? "" : d_.fixed_group_size_attribute + " ";
+      signature = fmt::format("{} {}{}({})", d_.kernel_prefix, attribute, symbol, ps);
+    }
+    if (d_.shared_at_module_scope) {
+      // After a shader section's marker line, so the arrays belong to this kernel's section.
+      size_t at =
+          signature.rfind(kShaderKernelMarker, 0) == 0 ? signature.find('\n') : std::string::npos;
+      signature = at == std::string::npos
+                      ? shared + signature
+                      : signature.substr(0, at + 1) + shared + signature.substr(at + 1);
+    }
+    out_ += signature + " {\n";
+    ++indent_;
+    if (!d_.shared_at_module_scope) out_ += indented(shared);
+  }
+
+  std::string indented(const std::string& text) const {
+    std::string s, pad(2 * indent_, ' ');
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t end = text.find('\n', at);
+      s += pad + text.substr(at, end - at + 1);
+      at = end + 1;
+    }
+    return s;
+  }
+
+  MatmulKernel finish(int64_t groups, const std::string& variant) {
+    close();
+    return {std::move(out_), groups, variant};
+  }
+};
+
+// C[b, m, 0] and C[b, 0, m] are the same element: a single column is a single row of the
+// transposed product (B^T A^T), which the GEMV reads contiguously when A is contiguous along k.
+MatmulShape transposed(const MatmulShape& s) {
+  MatmulShape t = s;
+  std::swap(t.m, t.n);
+  std::swap(t.a_dtype, t.b_dtype);
+  std::swap(t.a_buffer, t.b_buffer);
+  std::swap(t.a_batch, t.b_batch);
+  std::swap(t.a_k, t.b_k);
+  t.a_m = s.b_n;
+  t.b_n = s.a_m;
+  return t;
+}
+
+}  // namespace
+
+MatmulKernel render_matmul(const MatmulShape& shape, const Dialect& dialect) {
+  MatmulShape s = shape.n == 1 && shape.m > 1 ? transposed(shape) : shape;
+  if (s.m == 1 && s.b_k == 1) return MatmulWriter(s, dialect).gemv();
+  return MatmulWriter(shape, dialect).tiled();
+}
+
+}  // namespace rlx::sdk
