@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 #include <optional>
 
@@ -48,6 +49,52 @@ lir::Program positional_program(const lir::LoopKernel& k, const lir::Program& p,
   for (lir::Store& s : c.stores) s.buffer = index.at(p.storage_of(s.buffer));
   local.kernels.push_back(std::move(c));
   return local;
+}
+
+// A native Attention call (the HIR op the GPU-style targets claim, target_plugin.cpp) as the
+// shape render_attention takes, its distinct storage buffers numbered by position.
+struct AttentionCall {
+  sdk::AttentionShape shape;
+  std::vector<int32_t> buffers;
+};
+
+AttentionCall attention_call(const lir::CallKernel& c, const lir::Program& p,
+                             const std::string& name) {
+  AttentionCall a;
+  sdk::AttentionShape& s = a.shape;
+  s.name = name;
+  auto position = [&](int32_t buffer) {
+    const int32_t storage = p.storage_of(buffer);
+    for (size_t j = 0; j < a.buffers.size(); ++j)
+      if (a.buffers[j] == storage) return static_cast<int32_t>(j);
+    a.buffers.push_back(storage);
+    return static_cast<int32_t>(a.buffers.size() - 1);
+  };
+  const lir::Buffer &q = p.buffers.at(c.inputs.at(0)), &k = p.buffers.at(c.inputs.at(1)),
+                    &v = p.buffers.at(c.inputs.at(2)), &o = p.buffers.at(c.outputs.at(0));
+  if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4 || o.shape.size() != 4)
+    throw_internal_error(fmt::format("{}: attention operands are not rank 4", where(c)));
+  s.batch = q.shape[0], s.heads = q.shape[1], s.q_len = q.shape[2], s.head_dim = q.shape[3];
+  s.kv_heads = k.shape[1], s.kv_len = k.shape[2], s.v_dim = v.shape[3];
+  s.q_dtype = q.dtype, s.k_dtype = k.dtype, s.v_dtype = v.dtype, s.out_dtype = o.dtype;
+  s.q_buffer = position(c.inputs[0]);
+  s.k_buffer = position(c.inputs[1]);
+  s.v_buffer = position(c.inputs[2]);
+  s.out_buffer = position(c.outputs[0]);
+  if (auto it = c.attrs.find("mask"); it != c.attrs.end())
+    s.mask = std::get<std::string>(it->second);
+  s.scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+  if (auto it = c.attrs.find("scale"); it != c.attrs.end())
+    s.scale = std::holds_alternative<double>(it->second)
+                  ? std::get<double>(it->second)
+                  : static_cast<double>(std::get<int64_t>(it->second));
+  if (s.mask == "padding") {
+    const lir::Buffer& m = p.buffers.at(c.inputs.at(3));
+    s.mask_dtype = m.dtype;
+    s.mask_batch = m.shape.at(0), s.mask_len = m.shape.at(1);
+    s.mask_buffer = position(c.inputs[3]);
+  }
+  return a;
 }
 
 }  // namespace
@@ -117,6 +164,14 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     if (fresh) plan.source += sdk::render_matmul(mm.shape, d).source + "\n";
     plan.steps.emplace_back(Launch{it->second, mm.buffers, body.groups * kGroupSize, {}, -1});
   };
+  auto add_attention = [&](const AttentionCall& a) {
+    sdk::AttentionShape anonymous = a.shape;
+    anonymous.name = "k";
+    sdk::AttentionKernel body = sdk::render_attention(anonymous, d);
+    auto [it, fresh] = bodies.try_emplace(body.source, sdk::kernel_symbol(a.shape.name));
+    if (fresh) plan.source += sdk::render_attention(a.shape, d).source + "\n";
+    plan.steps.emplace_back(Launch{it->second, a.buffers, body.work_items, {}, -1});
+  };
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
       add_loop(*k);
@@ -134,6 +189,8 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         add_matmul(*mm);
       else
         add_loop(dot_general_kernel(c, p, name));
+    } else if (c.callee == "native:Attention") {
+      add_attention(attention_call(c, p, fmt::format("k{}_attention", i)));
     } else if (c.callee == "while") {
       plan.steps.push_back(HostWhile{static_cast<int32_t>(i)});
     } else if (library.has_call(c.callee)) {
@@ -148,8 +205,8 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       plan.steps.push_back(std::move(l));
     } else {
       throw Error(ErrorKind::kCompile,
-                  fmt::format("the {} kernel library has no kernel for the library call {}",
-                              d.name, where(c)));
+                  fmt::format("the {} kernel library has no kernel for the library call {}", d.name,
+                              where(c)));
     }
   }
   return plan;

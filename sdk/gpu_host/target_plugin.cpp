@@ -6,30 +6,64 @@
 #include <fstream>
 
 #include "api_device.h"
-#include "signature.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
+#include "rlx/sdk/legality.h"
+#include "signature.h"
 
 namespace rlx::gpu_host {
 
 bool f32_only_in_shaders(std::string_view op) {
-  static constexpr std::array<std::string_view, 8> kOps = {"exp", "log", "tanh", "erf", "sin", "cos", "pow", "logistic"};
+  static constexpr std::array<std::string_view, 8> kOps = {"exp", "log", "tanh", "erf",
+                                                           "sin", "cos", "pow",  "logistic"};
   for (std::string_view o : kOps)
     if (o == op) return true;
   return false;
 }
 
-Verdict common_refusals(const NodeSignature& s, const std::string& target, const std::string& language,
-                        bool f64_single_only) {
+Verdict common_refusals(const NodeSignature& s, const std::string& target,
+                        const std::string& language, bool f64_single_only) {
   if (Verdict v = sdk::primitive_only(s); !v.ok) return v;
   if (Verdict v = sdk::refuse_complex(s, language, target); !v.ok) return v;
   if (f64_single_only && uses(s, DType::kF64) && f32_only_in_shaders(s.op))
-    return sdk::refuse_f64(fmt::format("{} has {} for 32-bit floats only", language, s.op), target, "it");
+    return sdk::refuse_f64(fmt::format("{} has {} for 32-bit floats only", language, s.op), target,
+                           "it");
   return Verdict::yes();
 }
 
+// Attention is the one HIR op these targets run natively: its decomposition writes the whole
+// [B, H, Sq, Sk] score tensor and reads it three times, the fused kernel (sdk::render_attention)
+// never stores it. Everything else runs its MIR decomposition.
 Verdict GpuLikeTargetPlugin::claim_native(const NodeSignature& s) const {
-  return Verdict::no(fmt::format("{} has no native kernel for {}: it runs the MIR decomposition", name_, s.op));
+  if (s.op != "Attention")
+    return Verdict::no(
+        fmt::format("{} has no native kernel for {}: it runs the MIR decomposition", name_, s.op));
+  auto refuse = [&](const std::string& why) {
+    return Verdict::no(fmt::format("{}'s native Attention kernel {}", name_, why));
+  };
+  if (Verdict form = sdk::attention_form(s); !form.ok) return refuse(form.reason);
+  auto f32_class = [](DType t) {
+    return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
+  };
+  for (size_t i = 0; i < 3; ++i)
+    if (!f32_class(s.inputs[i].dtype)) return refuse("computes f16, bf16 and f32 only");
+  if (!f32_class(s.outputs[0].dtype)) return refuse("computes f16, bf16 and f32 only");
+  const int64_t d = s.inputs[0].shape[3].value, dv = s.inputs[2].shape[3].value;
+  if (d > kMaxAttentionRow || dv > kMaxAttentionRow)
+    return refuse(fmt::format(
+        "keeps a query's rows in registers, at most {} elements; this one has {} and {}",
+        kMaxAttentionRow, d, dv));
+  // The kernel reads every operand as a conversion to f32 would and writes its output as one from
+  // f32: the target's own legality (its language's and device's dtypes) decides both.
+  std::vector<std::pair<TensorType, TensorType>> conversions;
+  for (const TensorType& t : s.inputs) conversions.push_back({t, TensorType{DType::kF32, t.shape}});
+  conversions.push_back({TensorType{DType::kF32, s.outputs[0].shape}, s.outputs[0]});
+  for (const auto& [from, to] : conversions) {
+    Verdict v = accepts_primitive(NodeSignature{"convert", {from}, {to}, {}});
+    if (!v.ok)
+      return refuse(fmt::format("reads and writes its tensors as conversions, and {}", v.reason));
+  }
+  return Verdict::yes();
 }
 
 std::shared_ptr<DeviceApi> GpuLikeTargetPlugin::open_device_api(std::string* why) {
@@ -55,22 +89,27 @@ std::shared_ptr<Device> GpuLikeTargetPlugin::device() {
   return device_;
 }
 
-Verdict GpuLikeTargetPlugin::device_status(bool found, const std::string& why, const std::string& detail) {
+Verdict GpuLikeTargetPlugin::device_status(bool found, const std::string& why,
+                                           const std::string& detail) {
   if (!found) return Verdict::no(why);
   return detail.empty() ? Verdict::yes() : Verdict{true, detail};
 }
 
-void GpuLikeTargetPlugin::throw_cannot_run(const std::string& why, const std::string& writes) const {
-  throw_unsupported(fmt::format("{0} cannot run here: {1}. `rlx compile --target {0} -o DIR` still writes {2}", name_,
-                               why, writes));
+void GpuLikeTargetPlugin::throw_cannot_run(const std::string& why,
+                                           const std::string& writes) const {
+  throw_unsupported(
+      fmt::format("{0} cannot run here: {1}. `rlx compile --target {0} -o DIR` still writes {2}",
+                  name_, why, writes));
 }
 
-Artifact GpuLikeTargetPlugin::write_module(const std::filesystem::path& dir, const std::string& file,
-                                           const std::string& kind, const std::string& text) const {
+Artifact GpuLikeTargetPlugin::write_module(const std::filesystem::path& dir,
+                                           const std::string& file, const std::string& kind,
+                                           const std::string& text) const {
   std::filesystem::create_directories(dir);
   std::ofstream out(dir / file);
   out << text;
-  if (!out.flush()) throw_user_error(fmt::format("{}: cannot write {}", name_, (dir / file).string()));
+  if (!out.flush())
+    throw_user_error(fmt::format("{}: cannot write {}", name_, (dir / file).string()));
   return Artifact{file, kind};
 }
 

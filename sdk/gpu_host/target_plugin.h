@@ -1,5 +1,5 @@
 // What every GPU-like target plugin answers the same way, with its name and kernel language in
-// the words: its version, that it has no native kernels (every HIR op runs its MIR
+// the words: its version, its one native kernel (Attention; every other HIR op runs its MIR
 // decomposition), the refusals all their kernel languages share, its status from a device probe,
 // the error when it cannot run, and writing a module's text for emit(). A target derives from
 // GpuLikeTargetPlugin and adds its own legality, compile() and emit().
@@ -24,6 +24,9 @@ bool f32_only_in_shaders(std::string_view op);
 // shader languages at f64. Verdict::yes() when none applies.
 Verdict common_refusals(const NodeSignature& s, const std::string& target, const std::string& language,
                         bool f64_single_only);
+
+// The longest q or v row the native Attention kernel keeps in registers per query.
+inline constexpr int64_t kMaxAttentionRow = 256;
 
 class GpuLikeTargetPlugin : public sdk::TargetPlugin {
  public:

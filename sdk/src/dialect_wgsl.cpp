@@ -250,6 +250,7 @@ Dialect make_wgsl() {
   // by global_id's rule; WGSL's uniformity analysis sees them as non-uniform, so cooperative
   // kernels never branch on them around a barrier.
   d.shared_array = "var<workgroup> {name}: array<{type}, {size}>;";
+  d.private_array = "var {name}: array<{type}, {size}>;";
   d.shared_at_module_scope = true;
   d.barrier = "workgroupBarrier();";
   d.group_index = "i32(rlx_id.y * rlx_groups.x + rlx_id.x / 64u)";

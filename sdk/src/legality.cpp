@@ -10,7 +10,8 @@
 namespace rlx::sdk {
 
 namespace {
-constexpr std::string_view kF64Advice = "convert the model to f32 first (rlx never narrows f64 silently)";
+constexpr std::string_view kF64Advice =
+    "convert the model to f32 first (rlx never narrows f64 silently)";
 }  // namespace
 
 bool uses(const NodeSignature& s, DType d) {
@@ -21,8 +22,11 @@ bool uses(const NodeSignature& s, DType d) {
 }
 
 bool only_uses(const NodeSignature& s, std::initializer_list<DType> ok) {
-  auto in = [&](const TensorType& t) { return std::find(ok.begin(), ok.end(), t.dtype) != ok.end(); };
-  return std::all_of(s.inputs.begin(), s.inputs.end(), in) && std::all_of(s.outputs.begin(), s.outputs.end(), in);
+  auto in = [&](const TensorType& t) {
+    return std::find(ok.begin(), ok.end(), t.dtype) != ok.end();
+  };
+  return std::all_of(s.inputs.begin(), s.inputs.end(), in) &&
+         std::all_of(s.outputs.begin(), s.outputs.end(), in);
 }
 
 Verdict primitive_only(const NodeSignature& s) {
@@ -33,18 +37,21 @@ Verdict primitive_only(const NodeSignature& s) {
 
 Verdict refuse_complex(const NodeSignature& s, std::string_view language, std::string_view target) {
   if (!uses(s, DType::kC64)) return Verdict::yes();
-  return Verdict::no(fmt::format("{} has no complex type, so {} has no c64 kernel for {}: split complex values "
-                                 "into real and imaginary parts before compiling",
-                                 language, target, s.op));
+  return Verdict::no(
+      fmt::format("{} has no complex type, so {} has no c64 kernel for {}: split complex values "
+                  "into real and imaginary parts before compiling",
+                  language, target, s.op));
 }
 
 Verdict refuse_f64(std::string_view lacks, std::string_view who, std::string_view what) {
-  return Verdict::no(fmt::format("{}, so {} cannot compute {} in f64; {}", lacks, who, what, kF64Advice));
+  return Verdict::no(
+      fmt::format("{}, so {} cannot compute {} in f64; {}", lacks, who, what, kF64Advice));
 }
 
 void check_no_f64(const lir::Program& program, std::string_view lacks) {
   if (std::string at = dtype_use(program, DType::kF64); !at.empty())
-    throw_unsupported(fmt::format("{}, but {} of the compiled program is f64; {}", lacks, at, kF64Advice));
+    throw_unsupported(
+        fmt::format("{}, but {} of the compiled program is f64; {}", lacks, at, kF64Advice));
 }
 
 std::string dtype_use(const lir::Program& p, DType dt) {
@@ -62,13 +69,48 @@ std::string dtype_use(const lir::Program& p, DType dt) {
   return "";
 }
 
-Verdict refuse_narrow_integers(const NodeSignature& s, std::string_view language, std::string_view target,
-                               std::string_view alternative) {
+Verdict refuse_narrow_integers(const NodeSignature& s, std::string_view language,
+                               std::string_view target, std::string_view alternative) {
   for (DType t : {DType::kI8, DType::kU8, DType::kI16})
     if (uses(s, t))
-      return Verdict::no(fmt::format("{} has no 8- or 16-bit integer types, so {} cannot compute the {} values of "
-                                     "{}; {}convert them to i32 first (rlx never changes a dtype silently)",
-                                     language, target, dtype_name(t), s.op, alternative));
+      return Verdict::no(
+          fmt::format("{} has no 8- or 16-bit integer types, so {} cannot compute the {} values of "
+                      "{}; {}convert them to i32 first (rlx never changes a dtype silently)",
+                      language, target, dtype_name(t), s.op, alternative));
+  return Verdict::yes();
+}
+
+Verdict attention_form(const NodeSignature& s) {
+  if (s.inputs.size() < 3 || s.outputs.size() != 1)
+    return Verdict::no("needs q, k, v and one output");
+  const TensorType &q = s.inputs[0], &k = s.inputs[1], &v = s.inputs[2];
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
+    return Verdict::no("takes rank-4 q, k, v only");
+  for (const TensorType* t : {&q, &k, &v})
+    if (!t->shape[1].is_static() || !t->shape[3].is_static())
+      return Verdict::no("needs static head counts and head dims");
+  const int64_t h = q.shape[1].value, hkv = k.shape[1].value;
+  if (hkv <= 0 || h % hkv || v.shape[1].value != hkv || q.shape[3].value != k.shape[3].value)
+    return Verdict::no("needs matching head dims and query heads a multiple of kv heads");
+  auto attr = [&](const char* key) -> const AttrValue* {
+    auto it = s.attrs.find(key);
+    return it == s.attrs.end() ? nullptr : &it->second;
+  };
+  std::string mask = "none";
+  if (const AttrValue* m = attr("mask")) {
+    const auto* text = std::get_if<std::string>(m);
+    if (!text) return Verdict::no("knows the masks none, causal and padding only");
+    mask = *text;
+  }
+  if (mask != "none" && mask != "causal" && mask != "padding")
+    return Verdict::no("knows the masks none, causal and padding only");
+  if ((mask == "padding") != (s.inputs.size() == 4))
+    return Verdict::no("needs a mask input exactly for mask = \"padding\"");
+  if (mask == "padding" && s.inputs[3].rank() != 2)
+    return Verdict::no("takes a [batch, kv_seq] padding mask only");
+  if (const AttrValue* sc = attr("scale");
+      sc && !std::holds_alternative<double>(*sc) && !std::holds_alternative<int64_t>(*sc))
+    return Verdict::no("needs a numeric scale");
   return Verdict::yes();
 }
 

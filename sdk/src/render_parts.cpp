@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
+#include "rlx/core/error.h"
+
 namespace rlx::sdk::detail {
 
 std::string read_element(const Dialect& d, const std::string& ptr, const std::string& index,
@@ -24,6 +29,134 @@ std::string buffer_param(const Dialect& d, const std::string& storage_type, bool
   return fmt::format("{}{}{}* {}{}", d.global_space.empty() ? "" : d.global_space + " ",
                      written ? "" : "const ", storage_type,
                      d.restrict_kw.empty() ? "" : d.restrict_kw + " ", name);
+}
+
+void KernelText::fail(const std::string& why) const {
+  throw Error(ErrorKind::kCompile,
+              fmt::format("cannot render {} in dialect {}: {}", what_, d_.name, why));
+}
+
+const std::string& KernelText::entry(const DTypeTable& table, DType dtype,
+                                     const char* what_entry) const {
+  const std::string& e = table[static_cast<int>(dtype)];
+  if (e.empty()) fail(fmt::format("the dialect has no {} for {}", what_entry, dtype_name(dtype)));
+  return e;
+}
+
+void KernelText::open(const std::string& symbol, const std::vector<BufferParam>& params,
+                      const std::string& comment) {
+  if (d_.buffer_params != BufferParams::kOnePerBuffer)
+    fail("such kernels take one parameter per buffer");
+  line(d_.comment + comment);
+  std::string signature;
+  if (d_.render_signature) {
+    if (auto sig = d_.render_signature(d_, symbol, params)) signature = *sig;
+  }
+  if (signature.empty()) {
+    std::string ps;
+    for (const BufferParam& b : params)
+      ps += (ps.empty() ? "" : ", ") + buffer_param(d_,
+                                                    entry(d_.storage_type, b.dtype, "storage type"),
+                                                    b.written, fmt::format("b{}", b.storage));
+    for (const std::string& extra : d_.extra_params) ps += (ps.empty() ? "" : ", ") + extra;
+    signature = fmt::format("{} {}({})", d_.kernel_prefix, symbol, ps);
+  }
+  out_ += signature + " {\n";
+  ++indent_;
+}
+
+std::string KernelText::finish() {
+  while (indent_ > 0) close();
+  return std::move(out_);
+}
+
+void KernelText::line(const std::string& s) {
+  out_ += std::string(2 * indent_, ' ') + s + "\n";
+}
+
+void KernelText::declare(const std::string& type, const std::string& name, const std::string& x) {
+  line(fmt::format(fmt::runtime(d_.declare), fmt::arg("type", type), fmt::arg("name", name),
+                   fmt::arg("x", x)));
+}
+
+void KernelText::declare_mutable(const std::string& type, const std::string& name,
+                                 const std::string& x) {
+  line(fmt::format(fmt::runtime(d_.declare_mutable), fmt::arg("type", type), fmt::arg("name", name),
+                   fmt::arg("x", x)));
+}
+
+void KernelText::array(const std::string& type, const std::string& name, int64_t size) {
+  line(fmt::format(fmt::runtime(d_.private_array), fmt::arg("type", type), fmt::arg("name", name),
+                   fmt::arg("size", size)));
+}
+
+void KernelText::loop(const std::string& var, int64_t end) {
+  loop_to(var, std::to_string(end));
+}
+
+void KernelText::loop_to(const std::string& var, const std::string& end) {
+  line(fmt::format(fmt::runtime(d_.loop), fmt::arg("type", d_.index_type), fmt::arg("var", var),
+                   fmt::arg("end", end)));
+  ++indent_;
+}
+
+void KernelText::close() {
+  --indent_;
+  line("}");
+}
+
+void KernelText::work_item(const std::string& name, int64_t n) {
+  std::string id = d_.global_id;
+  if (id.empty()) {
+    if (d_.group_id[0].empty() || d_.group_size[0].empty() || d_.local_id[0].empty())
+      fail("the dialect maps work-items but names no global_id or group/local ids");
+    id = fmt::format("{} * {} + {}", cast(d_.index_type, d_.group_id[0]), d_.group_size[0],
+                     d_.local_id[0]);
+  }
+  let(name, id);
+  line(fmt::format("if ({} >= {}) {{ return; }}", name, n));
+}
+
+std::string KernelText::choose(const std::string& c, const std::string& t,
+                               const std::string& f) const {
+  return fmt::format(fmt::runtime(d_.conditional), fmt::arg("c", c), fmt::arg("t", t),
+                     fmt::arg("f", f));
+}
+
+std::string KernelText::f32_literal(double v) const {
+  if (std::isinf(v) || std::isnan(v)) fail("a non-finite literal");
+  std::string s = fmt::format("{:.9g}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + d_.float_suffix;
+}
+
+std::string KernelText::cast(const std::string& type, const std::string& x) const {
+  return fmt::format(fmt::runtime(d_.cast), fmt::arg("type", type), fmt::arg("x", x));
+}
+
+std::string KernelText::math(const std::string& op) const {
+  auto it = d_.math.find(op);
+  if (it == d_.math.end()) fail(fmt::format("the dialect has no math function for {}", op));
+  return it->second + d_.math_float_suffix;
+}
+
+std::string KernelText::multiply_add(const std::string& a, const std::string& b,
+                                     const std::string& c) const {
+  auto fma = d_.math.find("fma");
+  if (fma != d_.math.end()) return fmt::format("{}({}, {}, {})", fma->second, a, b, c);
+  return fmt::format("{} * {} + {}", a, b, c);
+}
+
+std::string KernelText::load(int32_t position, DType dtype, const std::string& index) const {
+  return fmt::format(fmt::runtime(entry(d_.load, dtype, "load conversion")),
+                     fmt::arg("x", read_element(d_, fmt::format("b{}", position), index, dtype)));
+}
+
+std::string KernelText::store(int32_t position, DType dtype, const std::string& index,
+                              const std::string& value) const {
+  std::string bits =
+      fmt::format(fmt::runtime(entry(d_.store, dtype, "store conversion")), fmt::arg("x", value));
+  return write_element(d_, fmt::format("b{}", position), index, dtype, bits);
 }
 
 }  // namespace rlx::sdk::detail

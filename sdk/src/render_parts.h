@@ -2,6 +2,7 @@
 // (render_matmul.cpp) write the same way. Internal to librlx_sdk.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "rlx/sdk/render.h"
 
@@ -19,5 +20,57 @@ std::string write_element(const Dialect& d, const std::string& ptr, const std::s
 // One kOnePerBuffer parameter: "__global const float* restrict b0".
 std::string buffer_param(const Dialect& d, const std::string& storage_type, bool written,
                          const std::string& name);
+
+// The text of one hand-shaped kernel (render_attention; render_matmul's writer follows the same
+// pattern) in a dialect: statements indented as they nest, the dialect's declarations, loops,
+// conditionals, loads and stores, and the signature. Failures are compile errors naming the
+// kernel (`what`) and the dialect.
+class KernelText {
+ public:
+  KernelText(const Dialect& d, std::string what) : d_(d), what_(std::move(what)) {}
+
+  [[noreturn]] void fail(const std::string& why) const;
+  // The dialect's entry for `dtype` in `table`, or a compile error naming `what_entry`.
+  const std::string& entry(const DTypeTable& table, DType dtype, const char* what_entry) const;
+
+  // `comment` as a comment line, then the signature over buffers b0, b1, ... and the opening
+  // brace.
+  void open(const std::string& symbol, const std::vector<BufferParam>& params,
+            const std::string& comment);
+  // The closing brace of the function; the whole text.
+  std::string finish();
+
+  void line(const std::string& s);
+  void declare(const std::string& type, const std::string& name, const std::string& x);
+  void declare_mutable(const std::string& type, const std::string& name, const std::string& x);
+  void let(const std::string& name, const std::string& x) { declare(d_.index_type, name, x); }
+  // A per-invocation array of `size` elements (zeroed by the caller).
+  void array(const std::string& type, const std::string& name, int64_t size);
+  void loop(const std::string& var, int64_t end);
+  void loop_to(const std::string& var, const std::string& end);  // a bound known at run time
+  void close();
+  // The flat work-item index, and a return for the items past `n` (one work-item per output).
+  void work_item(const std::string& name, int64_t n);
+
+  std::string choose(const std::string& c, const std::string& t, const std::string& f) const;
+  std::string f32_literal(double v) const;
+  std::string cast(const std::string& type, const std::string& x) const;
+  std::string math(const std::string& op) const;  // the f32 function's name ("exp")
+  // fma(a, b, c) where the dialect has it, else a * b + c.
+  std::string multiply_add(const std::string& a, const std::string& b, const std::string& c) const;
+  // Element `index` of buffer b<position> converted to its compute type.
+  std::string load(int32_t position, DType dtype, const std::string& index) const;
+  // The statement storing compute value `value` at element `index` of buffer b<position>.
+  std::string store(int32_t position, DType dtype, const std::string& index,
+                    const std::string& value) const;
+
+  const Dialect& dialect() const { return d_; }
+
+ private:
+  const Dialect& d_;
+  std::string what_;
+  std::string out_;
+  int indent_ = 0;
+};
 
 }  // namespace rlx::sdk::detail

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "rlx/core/dispatch.h"
 #include "rlx/core/ir_text.h"
 #include "test_support.h"
 
@@ -214,6 +215,58 @@ TEST(CpuHirOps, AttentionPaddingMask) {
                       {{"q", f32({B, H, S, D}, q)}, {"k", f32({B, H, S, D}, k)}, {"v", f32({B, H, S, D}, v)},
                        {"m", Tensor::from<int64_t>(DType::kI64, {2, 3}, {1, 1, 0, 1, 0, 1})}});
   expect_all_near(values(out.at("o")), naive_attention(q, k, v, B, H, H, S, S, D, false, keep), 1e-5);
+}
+
+// Long rows with a wide spread of scores: the online softmax of the GPU-style targets' native
+// kernel rescales its running sum and output many times per row, and each rescale must be exact
+// enough to land within 1e-5 of the float64 reference.
+TEST(CpuHirOps, AttentionLongRowsWithWideScores) {
+  const int B = 2, H = 4, S = 130, D = 64;
+  auto q = random_values(B * H * S * D, 31, 2), k = random_values(B * H * S * D, 32, 2),
+       v = random_values(B * H * S * D, 33);
+  auto out = run_text(R"(graph @t(%q: f32[2,4,130,64], %k: f32[2,4,130,64], %v: f32[2,4,130,64]) {
+  %o = Attention(%q, %k, %v) : f32[2,4,130,64]
+  return %o
+}
+)",
+                      {{"q", f32({B, H, S, D}, q)}, {"k", f32({B, H, S, D}, k)}, {"v", f32({B, H, S, D}, v)}});
+  expect_all_near(values(out.at("o")), naive_attention(q, k, v, B, H, H, S, S, D, false, {}), 1e-5);
+}
+
+// A bool padding mask of one row, broadcast over the batch, with grouped kv heads.
+TEST(CpuHirOps, AttentionBoolMaskBroadcastOverTheBatch) {
+  const int B = 2, H = 4, Hkv = 2, S = 5, D = 8;
+  auto q = random_values(B * H * S * D, 41), k = random_values(B * Hkv * S * D, 42), v = random_values(B * Hkv * S * D, 43);
+  Tensor m(DType::kBool, {1, S});
+  const std::vector<int> row = {1, 0, 1, 1, 0};
+  for (int j = 0; j < S; ++j) m.as<uint8_t>()[j] = static_cast<uint8_t>(row[j]);
+  std::vector<int> keep = row;
+  keep.insert(keep.end(), row.begin(), row.end());
+  auto out = run_text(R"(graph @t(%q: f32[2,4,5,8], %k: f32[2,2,5,8], %v: f32[2,2,5,8], %m: bool[1,5]) {
+  %o = Attention(%q, %k, %v, %m) {mask = "padding"} : f32[2,4,5,8]
+  return %o
+}
+)",
+                      {{"q", f32({B, H, S, D}, q)}, {"k", f32({B, Hkv, S, D}, k)}, {"v", f32({B, Hkv, S, D}, v)}, {"m", m}});
+  expect_all_near(values(out.at("o")), naive_attention(q, k, v, B, H, Hkv, S, S, D, false, keep), 1e-5);
+}
+
+// f32 Attention is one native kernel on every target that runs these suites (the cpu's and the
+// GPU-style targets' fused kernels), not the decomposition's four kernels.
+TEST(CpuHirOps, AttentionAtF32IsNative) {
+  const char* ir = R"(graph @t(%q: f32[1,2,3,4], %k: f32[1,2,3,4], %v: f32[1,2,3,4]) {
+  %o = Attention(%q, %k, %v) {mask = "causal"} : f32[1,2,3,4]
+  return %o
+}
+)";
+  DispatchResult r = dispatch(parse_graph(ir, "test.rlx"), *test::target_under_test());
+  bool found = false;
+  for (const auto& e : r.report.entries)
+    if (e.op == "Attention") {
+      found = true;
+      EXPECT_EQ(e.path, LoweringPath::kNative) << (e.refused.empty() ? "" : e.refused[0]);
+    }
+  EXPECT_TRUE(found);
 }
 
 // A batch whose attention_mask is all zeros: Hugging Face adds the dtype's lowest value to masked

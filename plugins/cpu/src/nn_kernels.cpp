@@ -7,6 +7,7 @@
 #include "nn_attention.h"
 #include "nn_norms.h"
 #include "rlx/core/error.h"
+#include "rlx/sdk/legality.h"
 #include "scalar_ops.h"
 
 namespace rlx::cpu {
@@ -51,22 +52,8 @@ bool all_f32(const std::vector<TensorType>& ts, size_t count) {
 }
 
 Verdict claim_attention(const NodeSignature& s) {
-  if (s.inputs.size() < 3 || s.outputs.size() != 1) return refuse(s, "needs q, k, v and one output");
-  if (!all_f32(s.inputs, 3) || !all_f32(s.outputs, 1))
-    return refuse(s, "takes f32 q, k, v only");
-  const TensorType &q = s.inputs[0], &k = s.inputs[1], &v = s.inputs[2];
-  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) return refuse(s, "takes rank-4 q, k, v only");
-  for (const TensorType* t : {&q, &k, &v})
-    if (!static_dim(*t, 1) || !static_dim(*t, 3)) return refuse(s, "needs static head counts and head dims");
-  const int64_t h = q.shape[1].value, hkv = k.shape[1].value;
-  if (hkv <= 0 || h % hkv || v.shape[1].value != hkv || q.shape[3].value != k.shape[3].value)
-    return refuse(s, "needs matching head dims and query heads a multiple of kv heads");
-  auto mask = text_attr(s.attrs, "mask", "none");
-  if (!mask || (*mask != "none" && *mask != "causal" && *mask != "padding"))
-    return refuse(s, "knows the masks none, causal and padding only");
-  if ((*mask == "padding") != (s.inputs.size() == 4)) return refuse(s, "needs a mask input exactly for mask = \"padding\"");
-  if (*mask == "padding" && s.inputs[3].rank() != 2) return refuse(s, "takes a [batch, kv_seq] padding mask only");
-  if (!number_attr(s.attrs, "scale", 1.0)) return refuse(s, "needs a numeric scale");
+  if (Verdict form = sdk::attention_form(s); !form.ok) return refuse(s, form.reason);
+  if (!all_f32(s.inputs, 3) || !all_f32(s.outputs, 1)) return refuse(s, "takes f32 q, k, v only");
   return Verdict::yes();
 }
 

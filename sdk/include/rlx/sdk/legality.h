@@ -42,4 +42,12 @@ std::string dtype_use(const lir::Program& program, DType dtype);
 Verdict refuse_narrow_integers(const NodeSignature& s, std::string_view language, std::string_view target,
                                std::string_view alternative = "");
 
+// What every native kernel of the HIR op Attention (q [B,H,Sq,D], k [B,Hkv,Sk,D], v
+// [B,Hkv,Sk,Dv] [, mask]) needs of its node, whatever the target: one output, rank-4 operands
+// with static head counts and head dims that fit one attention (H a multiple of Hkv), a mask
+// attribute of none, causal or padding with a [batch, kv_seq] mask input exactly for padding, a
+// numeric scale. yes, or no with the reason as a phrase a target puts after its kernel's name
+// ("needs q, k, v and one output").
+Verdict attention_form(const NodeSignature& s);
+
 }  // namespace rlx::sdk

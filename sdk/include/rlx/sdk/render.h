@@ -169,6 +169,10 @@ struct Dialect {
   // for another size fail instead of computing garbage).
   std::string fixed_group_size_attribute;
 
+  // A per-invocation array ({type} {name} {size}), for kernels that keep a row in registers
+  // (render_attention). C's form unless the language differs (WGSL's `var`).
+  std::string private_array = "{type} {name}[{size}];";
+
   // Sums and products of f16/bf16/f32 values accumulate in this dtype when set (the cpu sets
   // f64: one rounding at the store, as its interpreter does); unset, in the compute type.
   std::optional<DType> float_accumulator;
@@ -275,6 +279,35 @@ struct MatmulKernel {
 // group. Throws rlx::Error (kCompile) when the dialect lacks cooperative kernels, a dtype, or when
 // the shape has an empty dim (nothing to tile; use the loop kernel).
 MatmulKernel render_matmul(const MatmulShape& shape, const Dialect& dialect);
+
+// Attention: out[b, h, i, :] = softmax_j(scale * q[b, h, i, :] . k[b, h / (H / Hkv), j, :],
+// masked) . v[b, h / (H / Hkv), j, :] over row-major q [B, H, Sq, D], k [B, Hkv, Sk, D],
+// v [B, Hkv, Sk, Dv] and out [B, H, Sq, Dv] of f16, bf16 or f32, computed in f32 with an online
+// softmax (one pass over the keys, a running maximum and sum). Masks as the HIR op Attention
+// has them: "causal" keeps key j for query i when j <= i + Sk - Sq; "padding" keeps it where
+// mask[b, j] != 0 (a [mask_batch, mask_len] buffer of any dtype, a size-1 dim broadcasting).
+// A masked score is f32's lowest finite value, not -inf, as the decomposition writes it: a row
+// whose every key is masked averages v uniformly.
+struct AttentionShape {
+  std::string name;  // the kernel's name (made a valid identifier by kernel_symbol)
+  int64_t batch = 1, heads = 1, kv_heads = 1, q_len = 1, kv_len = 1, head_dim = 1, v_dim = 1;
+  double scale = 1.0;
+  std::string mask = "none";  // "none", "causal", "padding"
+  DType q_dtype = DType::kF32, k_dtype = DType::kF32, v_dtype = DType::kF32, out_dtype = DType::kF32;
+  DType mask_dtype = DType::kBool;
+  int64_t mask_batch = 1, mask_len = 1;
+  // Parameter positions b0, b1, ... of q, k, v, the mask (padding only) and out: distinct.
+  int32_t q_buffer = 0, k_buffer = 1, v_buffer = 2, mask_buffer = -1, out_buffer = 3;
+};
+
+// An attention kernel: one work-item per query row (B * H * Sq of them), each keeping its q row
+// and its output row in private arrays. Throws rlx::Error (kCompile) when the dialect lacks a
+// dtype or the shape is inconsistent.
+struct AttentionKernel {
+  std::string source;
+  int64_t work_items = 0;
+};
+AttentionKernel render_attention(const AttentionShape& shape, const Dialect& dialect);
 
 // The function name render_kernel gives `kernel` (its name with every character outside
 // [A-Za-z0-9_] replaced by '_').
