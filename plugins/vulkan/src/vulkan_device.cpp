@@ -40,7 +40,12 @@ struct Allocation {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void* mapped = nullptr;
   VkDeviceSize size = 0;
+  bool host_cached = false;  // the CPU reads the mapping through its caches
 };
+
+// Downloads smaller than this read the buffer's mapping directly even where it is uncached: a
+// staging copy would cost more than the slow read.
+constexpr size_t kStagedReadback = 4096;
 
 Allocation* alloc_of(const gpu_host::DeviceBuffer& b) { return static_cast<Allocation*>(b.handle); }
 
@@ -73,6 +78,34 @@ class VulkanContext {
       for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
         if ((allowed & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & (want | extra)) == (want | extra)) return i;
     throw Error(ErrorKind::kUser, fmt::format("{} has no host-visible coherent memory", info_.describe()));
+  }
+
+  // Memory a download reads fast: host-visible, coherent and cached, else any host-visible
+  // coherent type outside the device. A discrete GPU's device-local host-visible memory (its BAR,
+  // where memory_type puts buffers) is read by the CPU uncached, at tens of MB/s: outputs are
+  // copied from it into this kind first.
+  uint32_t readback_type(uint32_t allowed) const {
+    const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    for (VkMemoryPropertyFlags want : {visible | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, visible})
+      for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+        if ((allowed & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & want) == want &&
+            !(memory_.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT))
+          return i;
+    return memory_type(allowed);
+  }
+
+  bool host_cached(uint32_t type) const {
+    return !staged_readback_forced() && (memory_.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+  }
+
+  // RLX_VULKAN_STAGED_READBACK=1 reads every download through the staging copy, so a CPU driver
+  // (lavapipe's one memory type is cached) runs the path the tests must cover.
+  static bool staged_readback_forced() {
+    static const bool forced = [] {
+      const char* v = std::getenv("RLX_VULKAN_STAGED_READBACK");
+      return v && std::string(v) == "1";
+    }();
+    return forced;
   }
 
   // The command buffer being recorded, begun on first use after a submit.
@@ -374,11 +407,13 @@ VulkanDevice::VulkanDevice(std::shared_ptr<VulkanContext> context, std::string t
                            const gpu_host::KernelLibrary& library, ShaderLanguage language)
     : context_(std::move(context)), name_(std::move(target_name)), library_(library), language_(language) {}
 
-VulkanDevice::~VulkanDevice() = default;
+VulkanDevice::~VulkanDevice() { release(readback_); }
 
 const VulkanDeviceInfo& VulkanDevice::info() const { return context_->info(); }
 
-gpu_host::DeviceBuffer VulkanDevice::allocate(size_t bytes) {
+gpu_host::DeviceBuffer VulkanDevice::allocate(size_t bytes) { return create(bytes, false); }
+
+gpu_host::DeviceBuffer VulkanDevice::create(size_t bytes, bool readback) {
   VulkanContext& c = *context_;
   const VulkanApi& vk = c.vk();
   auto a = std::make_unique<Allocation>();
@@ -393,7 +428,8 @@ gpu_host::DeviceBuffer VulkanDevice::allocate(size_t bytes) {
   vk.vkGetBufferMemoryRequirements(c.device(), a->buffer, &req);
   VkMemoryAllocateInfo mi{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mi.allocationSize = req.size;
-  mi.memoryTypeIndex = c.memory_type(req.memoryTypeBits);
+  mi.memoryTypeIndex = readback ? c.readback_type(req.memoryTypeBits) : c.memory_type(req.memoryTypeBits);
+  a->host_cached = c.host_cached(mi.memoryTypeIndex);
   VkResult r = vk.vkAllocateMemory(c.device(), &mi, nullptr, &a->memory);
   if (r != VK_SUCCESS) {
     vk.vkDestroyBuffer(c.device(), a->buffer, nullptr);
@@ -428,9 +464,23 @@ void VulkanDevice::upload(const gpu_host::DeviceBuffer& dst, const void* src, si
 }
 
 void VulkanDevice::download(const gpu_host::DeviceBuffer& src, void* dst, size_t bytes) {
+  Allocation* a = alloc_of(src);
+  if (a->host_cached || (bytes < kStagedReadback && !VulkanContext::staged_readback_forced())) {
+    std::lock_guard lock(context_->mutex());
+    context_->flush();
+    std::memcpy(dst, a->mapped, bytes);
+    return;
+  }
+  if (!readback_.valid() || readback_.bytes < bytes) {
+    release(readback_);
+    readback_ = create(bytes, true);
+  }
   std::lock_guard lock(context_->mutex());
+  VkBufferCopy region{0, 0, bytes};
+  context_->vk().vkCmdCopyBuffer(context_->recording(), a->buffer, alloc_of(readback_)->buffer, 1, &region);
+  context_->barrier();
   context_->flush();
-  std::memcpy(dst, alloc_of(src)->mapped, bytes);
+  std::memcpy(dst, alloc_of(readback_)->mapped, bytes);
 }
 
 void VulkanDevice::copy(const gpu_host::DeviceBuffer& src, const gpu_host::DeviceBuffer& dst, size_t bytes) {

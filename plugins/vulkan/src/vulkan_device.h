@@ -75,6 +75,11 @@ class VulkanDevice final : public gpu_host::DeviceApi {
   std::string name_;
   const gpu_host::KernelLibrary& library_;
   ShaderLanguage language_;
+  // Where downloads from memory the CPU reads uncached are copied first (grown as needed).
+  gpu_host::DeviceBuffer readback_;
+
+  // A mapped buffer of `bytes`: where kernels' buffers go, or (readback) memory the CPU reads fast.
+  gpu_host::DeviceBuffer create(size_t bytes, bool readback);
 };
 
 }  // namespace rlx::vulkan

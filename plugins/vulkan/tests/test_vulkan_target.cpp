@@ -60,5 +60,24 @@ TEST(VulkanTarget, ProfileListsEveryKernelKindWithItsLaunches) {
     EXPECT_NE(err.find(fmt::format("       2  {}\n", kind)), std::string::npos) << kind << "\n" << err;
 }
 
+// Outputs read back through a staging copy (what a discrete GPU's uncached device memory gets)
+// equal the cpu's. The variable takes effect where the process first reads it, so the whole
+// check runs in a child process that sets it.
+TEST(VulkanTarget, StagedReadbackGivesTheCpuResults) {
+  if (std::getenv("RLX_VULKAN_STAGED_READBACK") == nullptr) {
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const int rc = std::system(fmt::format("RLX_VULKAN_STAGED_READBACK=1 '{}' --gtest_filter="
+                                           "VulkanTarget.StagedReadbackGivesTheCpuResults > /dev/null 2>&1",
+                                           self)
+                                   .c_str());
+    EXPECT_EQ(rc, 0) << "the staged run failed; rerun this test with RLX_VULKAN_STAGED_READBACK=1 to see why";
+    return;
+  }
+  NamedTensors in = test::mixed_program_inputs();
+  NamedTensors want = test::run_text(test::kMixedProgram, in, test::cpu_target());
+  NamedTensors got = test::run_text(test::kMixedProgram, in, vulkan());
+  test::expect_all_close(want, got, 1e-5, "staged readback");
+}
+
 }  // namespace
 }  // namespace rlx
