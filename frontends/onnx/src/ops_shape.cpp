@@ -276,6 +276,7 @@ void register_shape_ops(OpTable& t) {
   t["Concat"] = [](NodeCtx& n) {
     if (n.num_inputs() < 1) n.fail("needs at least one input");
     int64_t r = n.rank(0);
+    if (r == 0) n.fail("cannot concatenate scalars (Concat needs operands of rank 1 or more)");
     int64_t axis = n.axis_attr("axis", 0, std::max<int64_t>(r, 1));
     for (int i = 1; i < n.num_inputs(); ++i)
       if (n.has(i) && n.rank(i) != r)
@@ -322,7 +323,9 @@ void register_shape_ops(OpTable& t) {
   t["Expand"] = [](NodeCtx& n) {
     Shape target = shape_from_syms(n, n.need_syms(1, "the target shape"), "the target shape");
     Shape out = broadcast_shapes(n.shape(0), target);
-    if (auto s = n.sym(0); s && is_static(out)) {
+    // Folded on the host only while the result is small, as every fold is (kMaxSymElements):
+    // an Expand to a huge shape is a graph op, never a host vector of that size.
+    if (auto s = n.sym(0); s && is_static(out) && fits_sym(as_static(n, out, "the result"))) {
       SymTensor shape_src;
       shape_src.shape = as_static(n, out, "the result");
       shape_src.v.assign(num_elements(shape_src.shape), SymInt(0));

@@ -52,6 +52,14 @@ struct SymTensor {
 
 // Integer tensors small enough to be folded on the host as SymTensors.
 inline constexpr int64_t kMaxSymElements = 4096;
+// Whether a tensor of these (non-negative) dims has at most kMaxSymElements elements, without
+// overflowing on huge dims.
+inline bool fits_sym(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxSymElements) return false;
+  return true;
+}
 std::optional<SymTensor> sym_from_tensor(const Tensor& t);
 Tensor tensor_from_sym(const SymTensor& s);  // requires is_static()
 

@@ -267,6 +267,31 @@ TEST(OnnxImporter, ConcatOfDifferentRanksIsAUserError) {
   }
 }
 
+// Found by rten_fuzz: Concat of rank-0 operands passed the axis check (axis 0 of max(rank, 1))
+// and then read dim 0 of a scalar, an internal error.
+TEST(OnnxImporter, ConcatOfScalarsIsAUserError) {
+  ModelMaker mm;
+  mm.input("a", TensorProto::FLOAT, {});
+  mm.input("b", TensorProto::FLOAT, {});
+  ModelMaker::attr_i(mm.node("Concat", {"a", "b"}, {"y"}, "cat"), "axis", 0);
+  mm.output("y");
+  std::string e = error_of([&] { mm.import(); });
+  EXPECT_NE(e.find("cannot concatenate scalars"), std::string::npos) << e;
+}
+
+// Found by rten_fuzz: Expand of a host-known integer tensor to a static shape was folded on the
+// host at any size, so [2^19, 2^19, 2] asked for a vector of 2^39 entries. Only small results fold; this
+// one stays an expand in the graph (whose size the runtime checks before allocating).
+TEST(OnnxImporter, ExpandToAHugeShapeIsNotFoldedOnTheHost) {
+  ModelMaker mm;
+  mm.init_i64("x", {1, 2});
+  mm.init_i64("shape", {1 << 19, 1 << 19, 2});
+  mm.node("Expand", {"x", "shape"}, {"y"});
+  mm.output("y");
+  Graph g = mm.import().graph();
+  EXPECT_EQ(g.type(g.outputs[0]).str(), "i64[524288,524288,2]");
+}
+
 // An i64 constant near 2^63 read as a list of ints (here Pad's axes) is read exactly and refused as
 // an axis out of range; read through a double first it was undefined behaviour (UBSan, found by
 // the fuzzer; tests/fuzz/corpus/onnx/ubsan-need-ints.onnx is the original input).
