@@ -299,6 +299,34 @@ TEST_F(CliTest, ExplainJsonShowsAPathForEveryNode) {
   EXPECT_THAT(text.out, HasSubstr("cpu: kernels ")) << dump(text);  // compiled or interpreted
 }
 
+// Each node's result type and the graph's inputs and outputs, symbolic dims kept (docs/models.md:
+// a decoder's logits are f32[B,S,vocab_size]).
+TEST_F(CliTest, ExplainShowsTypesOfNodesInputsAndOutputs) {
+  ProcessResult r = rlx({"explain", small_model().string(), "--target", "cpu", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  const json::Value* x = find_named(*doc.find("inputs"), "x");
+  ASSERT_TRUE(x) << dump(r);
+  EXPECT_EQ(str(x->find("dtype")), "f32");
+  ASSERT_TRUE(find_named(*doc.find("outputs"), "y")) << dump(r);
+  for (const json::Value& n : *doc.find("nodes")->as_array()) {
+    const json::Value* out = n.find("outputs");
+    ASSERT_TRUE(out && out->as_array() && out->as_array()->size() == 1) << dump(r);
+    const json::Array* shape = (*out->as_array())[0].find("shape")->as_array();
+    ASSERT_TRUE(shape && shape->size() == 2) << dump(r);
+    EXPECT_EQ((*shape)[1].as_number()->raw, "3");
+  }
+
+  const std::string qwen3 = std::string(RLX_FIXTURES_DIR) + "/qwen3-tiny";
+  ProcessResult text = rlx({"explain", qwen3, "--target", "cpu"});
+  ASSERT_EQ(text.exit_code, 0) << dump(text);
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("input +%input_ids +i64\\[B,S\\]")) << text.out;
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("output +%logits +f32\\[B,S,2048\\]")) << text.out;
+  EXPECT_THAT(text.out, ::testing::ContainsRegex(
+                            "%logits .* f32\\[B,S,2048\\] +(native|shared-ir|rewritten)"))
+      << text.out;
+}
+
 TEST_F(CliTest, MissingModelIsAUserError) {
   ProcessResult r = rlx({"explain", (dir_ / "absent.rlx").string(), "--target", "cpu"});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
