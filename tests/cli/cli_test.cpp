@@ -26,7 +26,7 @@ TEST_F(CliTest, VersionNamesReleaseAndAbi) {
 TEST_F(CliTest, TopLevelHelpListsEveryCommand) {
   ProcessResult r = rlx({"--help"});
   EXPECT_EQ(r.exit_code, 0) << dump(r);
-  for (const char* c : {"list-targets", "explain", "run", "compile"})
+  for (const char* c : {"list-targets", "info", "explain", "run", "compile"})
     EXPECT_THAT(r.out, HasSubstr(c)) << dump(r);
 }
 
@@ -72,6 +72,7 @@ TEST_F(CliTest, MissingRequiredOptionIsAUserError) {
 // Every command, with options its --help must list (the global ones come with each).
 const std::vector<std::pair<std::string, std::vector<std::string>>> kCommandOptions = {
     {"list-targets", {"--json"}},
+    {"info", {"--bind NAME=SIZE", "--json"}},
     {"explain", {"-t, --target T", "--bind NAME=SIZE", "--json", "-g, --graph NAME"}},
     {"run", {"-t, --target T", "-i, --inputs IN.safetensors", "-o, --output OUT.safetensors"}},
     {"compile", {"-o, --output-dir DIR", "--bind NAME=SIZE", "--timings", "--json"}},
