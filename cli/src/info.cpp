@@ -136,6 +136,7 @@ std::string to_text(const ModelFacts& f, const std::string& path) {
   out += format_table(weights, 14);
 
   out += "\ngraphs\n";
+  if (f.graphs.empty()) out += "  none: the model has no graph to run\n";
   for (const GraphFacts& g : f.graphs) {
     out += fmt::format("  {} ({} nodes)\n", g.name, g.nodes);
     std::vector<std::vector<std::string>> rows = value_rows("in", g.inputs);
@@ -151,7 +152,7 @@ std::string to_text(const ModelFacts& f, const std::string& path) {
   for (const auto& [name, size] : f.fixed_dims)
     dims.push_back({name, "fixed at import to " + size, "--bind " + name + "=" + size, "all"});
   if (dims.empty())
-    out += "  none: every input shape is static\n";
+    out += f.graphs.empty() ? "  none\n" : "  none: every input shape is static\n";
   else
     out +=
         format_table(dims) +
