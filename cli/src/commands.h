@@ -47,6 +47,7 @@ Command make_command(Command text, void (*declare_options)(CLI::App& app, Option
 }
 
 Command list_targets_command();
+Command info_command();
 Command explain_command();
 Command run_command();
 Command compile_command();

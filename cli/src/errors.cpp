@@ -50,6 +50,14 @@ std::string usage_hint(std::string_view command) {
   return fmt::format("run `rlx {} --help` to see its usage", command);
 }
 
+void print_warning(const std::string& what) {
+  std::fputs(("rlx: warning: " + what + "\n").c_str(), stderr);
+}
+
+void print_note(const std::string& what) {
+  std::fputs(("rlx: note: " + what + "\n").c_str(), stderr);
+}
+
 int report_exception(std::exception_ptr error, bool verbose) {
   try {
     std::rethrow_exception(error);

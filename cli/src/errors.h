@@ -36,6 +36,11 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitUser = 1;
 inline constexpr int kExitInternal = 2;
 
+// "rlx: warning: ..." and "rlx: note: ..." on stderr: something the user should know that does
+// not stop the command.
+void print_warning(const std::string& what);
+void print_note(const std::string& what);
+
 // Prints the exception's message (and with `verbose` where it was raised) to stderr and returns
 // the exit code for it.
 int report_exception(std::exception_ptr error, bool verbose);

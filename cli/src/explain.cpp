@@ -1,6 +1,7 @@
-// `rlx explain MODEL --target T`: the dispatch path (native, shared IR, rewritten) chosen for
-// every node, and why the earlier paths were refused. An illegal node makes compile() throw the
-// CompileError that names it, so explain fails exactly where `rlx compile` would.
+// `rlx explain MODEL --target T`: the graph's inputs and outputs, each node's result type, the
+// dispatch path (native, shared IR, rewritten) chosen for it, and why the earlier paths were
+// refused. An illegal node makes compile() throw the CompileError that names it, so explain
+// fails exactly where `rlx compile` would.
 #include <cstdio>
 
 #include "bindings.h"
@@ -51,7 +52,8 @@ Command explain_command() {
       {"explain", "show the dispatch path chosen for every node of a model",
        "MODEL --target T [--bind NAME=SIZE]... [--json]",
        "Compiles MODEL (rlx IR text, or a file or folder an importer reads) for target T and\n"
-       "prints, for every node, the path that lowers it (native, shared-ir or rewritten);\n"
+       "prints the graph's inputs and outputs, then for every node its result type (dtype and\n"
+       "shape, symbolic dims kept) and the path that lowers it (native, shared-ir or rewritten);\n"
        "rewritten nodes (and, with -v, every node) list why the earlier paths refused.\n"
        "Exits 1 with the node, op, dtypes and refusals when no path is legal. Dims stay symbolic\n"
        "unless sized with --bind (an ONNX or rten model may need that to import)."},

@@ -17,8 +17,10 @@ TensorMap read_inputs_file(const std::string& path);
 // The shapes of the file's tensors, for the importer.
 ImportOptions import_options_for(const TensorMap& inputs);
 
-// One tensor per graph input; a user error naming the file for a missing or an extra tensor
-// (dtype and shape checks stay with the runtime, which knows the symbolic dims).
+// One tensor per graph input. A missing input is a user error listing the model's inputs and
+// the missing ones; a tensor the model does not take is a warning on stderr and is left out;
+// i32 given for an i64 input (token ids) is widened, with a note. Other dtype and shape checks
+// stay with the runtime, which knows the symbolic dims.
 NamedTensors match_inputs(const Graph& graph, const TensorMap& file, const std::string& path);
 
 }  // namespace rlx::cli

@@ -61,13 +61,14 @@ void require_can_execute(Target& target, const std::string& target_name,
                     model_path, target_name));
 }
 
-Model load_model(const registry::Registry& reg, const fs::path& path,
-                 const ImportOptions& options) {
+Model load_model(const registry::Registry& reg, const fs::path& path, const ImportOptions& options,
+                 std::string* read_by) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw CliError(fmt::format("model '{}' does not exist", path.string()),
                    "check the path; MODEL is an rlx IR text file or a file an importer reads");
   if (auto importer = reg.importer_for(path)) {
+    if (read_by) *read_by = importer->name();
     try {
       return importer->load(path, options);
     } catch (const Error& e) {
@@ -89,6 +90,7 @@ Model load_model(const registry::Registry& reg, const fs::path& path,
         fmt::format("no importer reads the folder '{}'", path.string()),
         "see the importers in `rlx --list-targets`; a Hugging Face folder needs its config.json");
   }
+  if (read_by) read_by->clear();
   Model m;
   m.architecture = "ir";
   try {

@@ -30,9 +30,9 @@ void require_can_execute(Target& target, const std::string& target_name,
 // read as IR text (with the sibling .safetensors holding its params). When neither works and an
 // importer that claims it cannot be used, the error names that importer and why.
 // `options` reach the importer (sizes from --bind, input shapes from --inputs); IR text takes
-// none.
+// none. `read_by`, when given, receives the name of the importer that read it ("" for IR text).
 Model load_model(const registry::Registry& reg, const std::filesystem::path& path,
-                 const ImportOptions& options = {});
+                 const ImportOptions& options = {}, std::string* read_by = nullptr);
 
 // --q8-activations: every graph's quantized products round activations to 8-bit blocks
 // (set_quantized_activations); a user error when the model has no such product.

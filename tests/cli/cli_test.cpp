@@ -9,89 +9,12 @@
 #include <fstream>
 #include <regex>
 
-#include "process.h"
+#include "cli_fixture.h"
 #include "rlx/core/json.h"
 #include "rlx/core/safetensors.h"
 
 namespace rlx::cli {
 namespace {
-
-namespace fs = std::filesystem;
-using test::ProcessResult;
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
-
-// Shows the whole exchange when an expectation fails.
-std::string dump(const ProcessResult& r) {
-  return fmt::format("exit {}\n--- stdout\n{}--- stderr\n{}", r.exit_code, r.out, r.err);
-}
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) /
-           fmt::format("rlx-cli-{}-{}-{}", info->test_suite_name(), info->name(), getpid());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  // Runs rlx with an environment that sees only the build tree's plugins (found next to the
-  // binary), so plugins installed on the machine cannot change the results.
-  ProcessResult rlx(std::vector<std::string> args,
-                    std::map<std::string, std::optional<std::string>> env = {}) {
-    std::map<std::string, std::optional<std::string>> e = {
-        {"XDG_DATA_HOME", (dir_ / "no-user-data").string()},
-        {"XDG_DATA_DIRS", (dir_ / "no-system-data").string()},
-        {"RLX_PLUGIN_PATH", std::nullopt},
-        {"RLX_DISABLE_PLUGINS", std::nullopt},
-    };
-    for (auto& [k, v] : env) e[k] = v;
-    return test::run_process(RLX_BINARY, args, e);
-  }
-
-  fs::path write(const std::string& name, const std::string& text) {
-    fs::path p = dir_ / name;
-    std::ofstream(p) << text;
-    return p;
-  }
-
-  // y = (x + w) * x on f32[2,3]: two nodes, two inputs, values checkable by hand.
-  fs::path small_model() {
-    return write("small.rlx",
-                 "graph @small(%x: f32[2,3], %w: f32[2,3]) {\n"
-                 "  %s = Add(%x, %w) : f32[2,3]\n"
-                 "  %y = Mul(%s, %x) : f32[2,3]\n"
-                 "  return %y\n"
-                 "}\n");
-  }
-
-  fs::path dir_;
-};
-
-json::Value parse_json(const ProcessResult& r) {
-  try {
-    return json::parse(r.out);
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "stdout is not JSON: " << e.what() << "\n" << dump(r);
-    return {};
-  }
-}
-
-const json::Value* find_named(const json::Value& array, const std::string& name) {
-  if (!array.as_array()) return nullptr;
-  for (const json::Value& v : *array.as_array())
-    if (const json::Value* n = v.find("name"); n && n->as_string() && *n->as_string() == name)
-      return &v;
-  return nullptr;
-}
-
-std::string str(const json::Value* v) {
-  return v && v->as_string() ? *v->as_string() : std::string("<missing>");
-}
 
 TEST_F(CliTest, VersionNamesReleaseAndAbi) {
   ProcessResult r = rlx({"--version"});
@@ -103,7 +26,7 @@ TEST_F(CliTest, VersionNamesReleaseAndAbi) {
 TEST_F(CliTest, TopLevelHelpListsEveryCommand) {
   ProcessResult r = rlx({"--help"});
   EXPECT_EQ(r.exit_code, 0) << dump(r);
-  for (const char* c : {"list-targets", "explain", "run", "compile"})
+  for (const char* c : {"list-targets", "info", "explain", "run", "compile"})
     EXPECT_THAT(r.out, HasSubstr(c)) << dump(r);
 }
 
@@ -149,6 +72,7 @@ TEST_F(CliTest, MissingRequiredOptionIsAUserError) {
 // Every command, with options its --help must list (the global ones come with each).
 const std::vector<std::pair<std::string, std::vector<std::string>>> kCommandOptions = {
     {"list-targets", {"--json"}},
+    {"info", {"--bind NAME=SIZE", "--json"}},
     {"explain", {"-t, --target T", "--bind NAME=SIZE", "--json", "-g, --graph NAME"}},
     {"run", {"-t, --target T", "-i, --inputs IN.safetensors", "-o, --output OUT.safetensors"}},
     {"compile", {"-o, --output-dir DIR", "--bind NAME=SIZE", "--timings", "--json"}},
@@ -374,6 +298,34 @@ TEST_F(CliTest, ExplainJsonShowsAPathForEveryNode) {
   ASSERT_EQ(text.exit_code, 0) << dump(text);
   EXPECT_THAT(text.out, HasSubstr("%y")) << dump(text);
   EXPECT_THAT(text.out, HasSubstr("cpu: kernels ")) << dump(text);  // compiled or interpreted
+}
+
+// Each node's result type and the graph's inputs and outputs, symbolic dims kept (docs/models.md:
+// a decoder's logits are f32[B,S,vocab_size]).
+TEST_F(CliTest, ExplainShowsTypesOfNodesInputsAndOutputs) {
+  ProcessResult r = rlx({"explain", small_model().string(), "--target", "cpu", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  const json::Value* x = find_named(*doc.find("inputs"), "x");
+  ASSERT_TRUE(x) << dump(r);
+  EXPECT_EQ(str(x->find("dtype")), "f32");
+  ASSERT_TRUE(find_named(*doc.find("outputs"), "y")) << dump(r);
+  for (const json::Value& n : *doc.find("nodes")->as_array()) {
+    const json::Value* out = n.find("outputs");
+    ASSERT_TRUE(out && out->as_array() && out->as_array()->size() == 1) << dump(r);
+    const json::Array* shape = (*out->as_array())[0].find("shape")->as_array();
+    ASSERT_TRUE(shape && shape->size() == 2) << dump(r);
+    EXPECT_EQ((*shape)[1].as_number()->raw, "3");
+  }
+
+  const std::string qwen3 = std::string(RLX_FIXTURES_DIR) + "/qwen3-tiny";
+  ProcessResult text = rlx({"explain", qwen3, "--target", "cpu"});
+  ASSERT_EQ(text.exit_code, 0) << dump(text);
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("input +%input_ids +i64\\[B,S\\]")) << text.out;
+  EXPECT_THAT(text.out, ::testing::ContainsRegex("output +%logits +f32\\[B,S,2048\\]")) << text.out;
+  EXPECT_THAT(text.out, ::testing::ContainsRegex(
+                            "%logits .* f32\\[B,S,2048\\] +(native|shared-ir|rewritten)"))
+      << text.out;
 }
 
 TEST_F(CliTest, MissingModelIsAUserError) {

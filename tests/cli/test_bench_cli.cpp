@@ -156,7 +156,7 @@ TEST_F(BenchCliTest, BadFlagsAreUserErrorsWithAHint) {
       {{"--bind", "T=4", "--seq", "4"}, "no symbolic dim 'T'"},
       {{"--bind", "S", "--seq", "4"}, "--bind 'S' is not NAME=SIZE"},
       {{"--inputs", (fs::path(RLX_MODELS_DIR) / "absent.safetensors").string()}, "does not exist"},
-      {{"--inputs", kReference}, "input 'ids' (i64[S]) is not in"},
+      {{"--inputs", kReference}, "inputs 'ids' (i64[S]), 'positions' (i64[S]) are not in"},
       {{"--inputs", kInputs, "--frobs", "2"}, "unknown option '--frobs'"},
   };
   for (const BadFlags& c : cases) {

@@ -201,6 +201,8 @@ DispatchResult dispatch(const Graph& hir, const Target& target) {
   g.name = hir.name;
   g.weights = hir.weights;
   res.report.target = target.name();
+  for (ValueId v : hir.inputs) res.report.inputs.push_back({hir.values[v].name, hir.type(v)});
+  for (ValueId v : hir.outputs) res.report.outputs.push_back({hir.values[v].name, hir.type(v)});
   for (const Value& v : hir.values) g.reserve_name(v.name);
   std::vector<ValueId> map(hir.values.size(), kNoValue);
   for (ValueId v : hir.inputs) map[v] = g.add_input(hir.values[v].name, hir.type(v));
@@ -237,6 +239,7 @@ DispatchResult dispatch(const Graph& hir, const Target& target) {
     e.detail = o.rewrite;
     e.refused = o.refused;
     e.primitives = o.path == LoweringPath::kNative ? 0 : static_cast<int>(g.nodes.size() - before);
+    for (ValueId v : n.outputs) e.outputs.push_back({hir.values[v].name, hir.type(v)});
     res.report.entries.push_back(std::move(e));
   }
   for (ValueId v : hir.outputs) g.outputs.push_back(map[v]);

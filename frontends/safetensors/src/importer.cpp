@@ -11,6 +11,19 @@
 namespace rlx::frontends {
 namespace {
 
+// config.json's own words for the model (model_type, architectures), kept for `rlx info`: the
+// builder's family ("gemma3") is rlx's name and loses the class a checkpoint was saved from.
+void record_config_names(const std::filesystem::path& folder, Model& m) {
+  const json::Value doc = read_json_file(folder / "config.json");  // named: find() points into it
+  if (const json::Value* t = doc.find("model_type"); t && t->as_string())
+    m.metadata["config.model_type"] = *t->as_string();
+  std::string classes;
+  if (const json::Value* a = doc.find("architectures"); a && a->as_array())
+    for (const json::Value& c : *a->as_array())
+      if (const std::string* s = c.as_string()) classes += (classes.empty() ? "" : ",") + *s;
+  if (!classes.empty()) m.metadata["config.architectures"] = classes;
+}
+
 class SafetensorsImporter final : public sdk::ImporterPlugin {
  public:
   std::string name() const override { return "safetensors"; }
@@ -24,6 +37,7 @@ class SafetensorsImporter final : public sdk::ImporterPlugin {
     config.source = path.string() + "/" + weights.description();
     Model m = build_model(config, weights);
     m.metadata["source"] = path.string();
+    record_config_names(path, m);
     TokenizerFiles tokenizer = read_tokenizer_files(path, config);
     m.tokenizer = std::move(tokenizer.spec);
     if (!tokenizer.unsupported.empty()) m.metadata[kTokenizerProblemKey] = tokenizer.unsupported;

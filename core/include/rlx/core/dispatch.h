@@ -14,6 +14,12 @@ namespace rlx {
 enum class LoweringPath { kNative, kSharedIr, kRewritten };
 std::string_view path_name(LoweringPath p);  // "native", "shared-ir", "rewritten"
 
+// A value of the source graph as the report shows it: the name and its type (symbolic dims kept).
+struct NamedType {
+  std::string name;
+  TensorType type;
+};
+
 struct DispatchEntry {
   std::string value;     // first output's name
   std::string op;
@@ -23,10 +29,13 @@ struct DispatchEntry {
   std::string detail;    // the rewrite's name for kRewritten
   std::vector<std::string> refused;  // why earlier paths were not taken ("native: ...")
   int primitives = 0;    // MIR nodes the path produced (0 for native)
+  std::vector<NamedType> outputs;  // the node's results, typed as the source graph types them
 };
 
 struct DispatchReport {
   std::string target;
+  // The graph's own inputs and outputs, so a report read alone says what the nodes work on.
+  std::vector<NamedType> inputs, outputs;
   std::vector<DispatchEntry> entries;
   // `verbose` lists every refusal; otherwise only those behind a rewritten node.
   std::string to_text(bool verbose = false) const;
