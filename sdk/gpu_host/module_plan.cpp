@@ -156,21 +156,25 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     l.work_items = sdk::work_items(k);
     plan.steps.emplace_back(std::move(l));
   };
-  auto add_matmul = [&](const MatmulCall& mm) {
-    sdk::MatmulShape anonymous = mm.shape;
+  // A kernel rendered from a shape (render_matmul, render_attention): rendered once under the
+  // name "k" to find an identical body already in the module, as loop kernels are.
+  auto add_shaped = [&](auto shape, const std::vector<int32_t>& buffers, auto render,
+                        auto work_items) {
+    const std::string symbol = sdk::kernel_symbol(shape.name);
+    auto anonymous = shape;
     anonymous.name = "k";
-    sdk::MatmulKernel body = sdk::render_matmul(anonymous, d);
-    auto [it, fresh] = bodies.try_emplace(body.source, sdk::kernel_symbol(mm.shape.name));
-    if (fresh) plan.source += sdk::render_matmul(mm.shape, d).source + "\n";
-    plan.steps.emplace_back(Launch{it->second, mm.buffers, body.groups * kGroupSize, {}, -1});
+    auto body = render(anonymous, d);
+    auto [it, fresh] = bodies.try_emplace(body.source, symbol);
+    if (fresh) plan.source += render(shape, d).source + "\n";
+    plan.steps.emplace_back(Launch{it->second, buffers, work_items(body), {}, -1});
+  };
+  auto add_matmul = [&](const MatmulCall& mm) {
+    add_shaped(mm.shape, mm.buffers, sdk::render_matmul,
+               [](const sdk::MatmulKernel& k) { return k.groups * kGroupSize; });
   };
   auto add_attention = [&](const AttentionCall& a) {
-    sdk::AttentionShape anonymous = a.shape;
-    anonymous.name = "k";
-    sdk::AttentionKernel body = sdk::render_attention(anonymous, d);
-    auto [it, fresh] = bodies.try_emplace(body.source, sdk::kernel_symbol(a.shape.name));
-    if (fresh) plan.source += sdk::render_attention(a.shape, d).source + "\n";
-    plan.steps.emplace_back(Launch{it->second, a.buffers, body.work_items, {}, -1});
+    add_shaped(a.shape, a.buffers, sdk::render_attention,
+               [](const sdk::AttentionKernel& k) { return k.work_items; });
   };
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {

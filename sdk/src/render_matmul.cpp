@@ -87,9 +87,10 @@ std::string all_of(std::initializer_list<std::string> conditions) {
   return s;
 }
 
-class MatmulWriter {
+class MatmulWriter : detail::KernelText {
  public:
-  MatmulWriter(const MatmulShape& s, const Dialect& d) : s_(s), d_(d) {
+  MatmulWriter(const MatmulShape& s, const Dialect& d)
+      : KernelText(d, fmt::format("matrix product {}", s.name)), s_(s) {
     if (d_.shared_array.empty() || d_.barrier.empty() || d_.group_index.empty() ||
         d_.local_index.empty())
       fail("the dialect has no cooperative (workgroup-shared) kernels");
@@ -143,7 +144,7 @@ class MatmulWriter {
               fmt::format("rlx_sb[kk * {} + {}]", ldb, plus("tc", kGrid * j)));
     for (int64_t i = 0; i < rm; ++i)
       for (int64_t j = 0; j < rn; ++j)
-        multiply_add(fmt::format("c{}_{}", i, j), fmt::format("ra{}", i), fmt::format("rb{}", j));
+        accumulate(fmt::format("c{}_{}", i, j), fmt::format("ra{}", i), fmt::format("rb{}", j));
     close();
     line(d_.barrier);
     close();
@@ -180,7 +181,7 @@ class MatmulWriter {
       declare(f32_, bv,
               guarded_load(ok, s_.b_buffer, s_.b_dtype,
                            sum({"bbase", scaled("k", s_.b_k), scaled("(" + n + ")", s_.b_n)})));
-      multiply_add(fmt::format("c{}", j), "av", bv);
+      accumulate(fmt::format("c{}", j), "av", bv);
     }
     close();
     for (int64_t j = 0; j < kStrip; ++j)
@@ -205,90 +206,47 @@ class MatmulWriter {
 
  private:
   const MatmulShape& s_;
-  const Dialect& d_;
   std::string f32_, int_;
-  std::string out_;
-  int indent_ = 0;
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw Error(
-        ErrorKind::kCompile,
-        fmt::format("cannot render matrix product {} in dialect {}: {}", s_.name, d_.name, what));
-  }
-  const std::string& entry(const DTypeTable& t, DType dt, const char* what) const {
-    const std::string& e = t[static_cast<int>(dt)];
-    if (e.empty()) fail(fmt::format("the dialect has no {} for {}", what, dtype_name(dt)));
-    return e;
-  }
-  std::string pointer(int32_t position) const { return fmt::format("b{}", position); }
 
   int64_t groups_of(const Tile& t) const {
     return s_.batch * ceil_div(s_.m, t.tm) * ceil_div(s_.n, t.tn);
   }
 
-  void line(const std::string& s) { out_ += std::string(2 * indent_, ' ') + s + "\n"; }
-  void declare(const std::string& type, const std::string& name, const std::string& x) {
-    line(fmt::format(fmt::runtime(d_.declare), fmt::arg("type", type), fmt::arg("name", name),
-                     fmt::arg("x", x)));
-  }
   // Element offsets into buffers are index_type (64-bit in OpenCL C); what stays inside a group
   // (invocation and shared-array indices) is a 32-bit int, which the inner loop on NVIDIA
   // computes in one instruction where 64-bit arithmetic takes two.
-  void let(const std::string& name, const std::string& x) { declare(d_.index_type, name, x); }
   void small(const std::string& name, const std::string& x) { declare(int_, name, x); }
   void accumulator(const std::string& name) {
     line(fmt::format(fmt::runtime(d_.declare_mutable), fmt::arg("type", f32_),
                      fmt::arg("name", name), fmt::arg("x", zero())));
-  }
-  void loop(const std::string& var, int64_t end) { loop(var, end, d_.index_type); }
-  void loop(const std::string& var, int64_t end, const std::string& type) {
-    line(fmt::format(fmt::runtime(d_.loop), fmt::arg("type", type), fmt::arg("var", var),
-                     fmt::arg("end", end)));
-    ++indent_;
-  }
-  void close() {
-    --indent_;
-    line("}");
-  }
-  std::string zero() const { return "0.0" + d_.float_suffix; }
-  std::string choose(const std::string& c, const std::string& t, const std::string& f) const {
-    return fmt::format(fmt::runtime(d_.conditional), fmt::arg("c", c), fmt::arg("t", t),
-                       fmt::arg("f", f));
   }
   // "x < limit", or "" where a tile of `tile` always stays inside (limit a multiple of it).
   static std::string below(const std::string& x, int64_t limit, int64_t tile) {
     return limit % tile == 0 ? "" : fmt::format("{} < {}", x, limit);
   }
 
-  void multiply_add(const std::string& acc, const std::string& a, const std::string& b) {
-    auto fma = d_.math.find("fma");
-    if (fma != d_.math.end())
-      line(fmt::format("{0} = {1}({2}, {3}, {0});", acc, fma->second, a, b));
-    else
-      line(fmt::format("{0} = {0} + {1} * {2};", acc, a, b));
+  void accumulate(const std::string& acc, const std::string& a, const std::string& b) {
+    line(fmt::format("{} = {};", acc, multiply_add(a, b, acc)));
   }
+  std::string zero() const { return f32_literal(0.0); }
 
   // Element `index` of buffer `position` in f32, or 0 where `ok` fails. The conditional reads
   // only inside the buffer where the language evaluates one branch; WGSL's select evaluates
   // both, and WebGPU clamps an out-of-range read (as the loop renderer relies on too).
   std::string guarded_load(const std::string& ok, int32_t position, DType dt,
                            const std::string& index) const {
-    std::string v =
-        fmt::format(fmt::runtime(entry(d_.load, dt, "load conversion")),
-                    fmt::arg("x", detail::read_element(d_, pointer(position), index, dt)));
+    std::string v = load(position, dt, index);
     return ok.empty() ? v : choose(ok, v, zero());
   }
 
   void guarded_store(const std::string& ok, const std::string& index, const std::string& value) {
-    std::string bits = fmt::format(fmt::runtime(entry(d_.store, s_.c_dtype, "store conversion")),
-                                   fmt::arg("x", value));
-    std::string store = detail::write_element(d_, pointer(s_.c_buffer), index, s_.c_dtype, bits);
+    std::string stmt = store(s_.c_buffer, s_.c_dtype, index, value);
     if (ok.empty()) {
-      line(store);
+      line(stmt);
       return;
     }
     line(fmt::format("if ({}) {{", ok));
-    line("  " + store);
+    line("  " + stmt);
     line("}");
   }
 
@@ -348,52 +306,17 @@ class MatmulWriter {
       shared += fmt::format(fmt::runtime(d_.shared_array), fmt::arg("type", f32_),
                             fmt::arg("name", name), fmt::arg("size", size)) +
                 "\n";
-    line(
-        fmt::format("{}{}: {} C[{}, {}, {}] = A[{}, {}, {}] (strides {}, {}, {}) x B[{}, {}, {}] "
+    KernelText::open(
+        symbol, params,
+        fmt::format("{}: {} C[{}, {}, {}] = A[{}, {}, {}] (strides {}, {}, {}) x B[{}, {}, {}] "
                     "(strides {}, {}, {}), f32 accumulation",
-                    d_.comment, symbol, variant, s_.batch, s_.m, s_.n, s_.batch, s_.m, s_.k,
-                    s_.a_batch, s_.a_m, s_.a_k, s_.batch, s_.k, s_.n, s_.b_batch, s_.b_k, s_.b_n));
-    std::string signature;
-    if (d_.render_signature) {
-      if (auto sig = d_.render_signature(d_, symbol, params)) signature = *sig;
-    }
-    if (signature.empty()) {
-      std::string ps;
-      for (const BufferParam& b : params)
-        ps += (ps.empty() ? "" : ", ") +
-              detail::buffer_param(d_, entry(d_.storage_type, b.dtype, "storage type"), b.written,
-                                   pointer(b.storage));
-      std::string attribute =
-          d_.fixed_group_size_attribute.empty() ? "" : d_.fixed_group_size_attribute + " ";
-      signature = fmt::format("{} {}{}({})", d_.kernel_prefix, attribute, symbol, ps);
-    }
-    if (d_.shared_at_module_scope) {
-      // After a shader section's marker line, so the arrays belong to this kernel's section.
-      size_t at =
-          signature.rfind(kShaderKernelMarker, 0) == 0 ? signature.find('\n') : std::string::npos;
-      signature = at == std::string::npos
-                      ? shared + signature
-                      : signature.substr(0, at + 1) + shared + signature.substr(at + 1);
-    }
-    out_ += signature + " {\n";
-    ++indent_;
-    if (!d_.shared_at_module_scope) out_ += indented(shared);
-  }
-
-  std::string indented(const std::string& text) const {
-    std::string s, pad(2 * indent_, ' ');
-    size_t at = 0;
-    while (at < text.size()) {
-      size_t end = text.find('\n', at);
-      s += pad + text.substr(at, end - at + 1);
-      at = end + 1;
-    }
-    return s;
+                    symbol, variant, s_.batch, s_.m, s_.n, s_.batch, s_.m, s_.k, s_.a_batch, s_.a_m,
+                    s_.a_k, s_.batch, s_.k, s_.n, s_.b_batch, s_.b_k, s_.b_n),
+        shared, /*cooperative=*/true);
   }
 
   MatmulKernel finish(int64_t groups, const std::string& variant) {
-    close();
-    return {std::move(out_), groups, variant};
+    return {KernelText::finish(), groups, variant};
   }
 };
 

@@ -44,7 +44,7 @@ const std::string& KernelText::entry(const DTypeTable& table, DType dtype,
 }
 
 void KernelText::open(const std::string& symbol, const std::vector<BufferParam>& params,
-                      const std::string& comment) {
+                      const std::string& comment, const std::string& shared, bool cooperative) {
   if (d_.buffer_params != BufferParams::kOnePerBuffer)
     fail("such kernels take one parameter per buffer");
   line(d_.comment + comment);
@@ -59,10 +59,29 @@ void KernelText::open(const std::string& symbol, const std::vector<BufferParam>&
                                                     entry(d_.storage_type, b.dtype, "storage type"),
                                                     b.written, fmt::format("b{}", b.storage));
     for (const std::string& extra : d_.extra_params) ps += (ps.empty() ? "" : ", ") + extra;
-    signature = fmt::format("{} {}({})", d_.kernel_prefix, symbol, ps);
+    const std::string attribute = cooperative && !d_.fixed_group_size_attribute.empty()
+                                      ? d_.fixed_group_size_attribute + " "
+                                      : "";
+    signature = fmt::format("{} {}{}({})", d_.kernel_prefix, attribute, symbol, ps);
+  }
+  if (!shared.empty() && d_.shared_at_module_scope) {
+    // After a shader section's marker line, so the arrays belong to this kernel's section.
+    size_t at =
+        signature.rfind(kShaderKernelMarker, 0) == 0 ? signature.find('\n') : std::string::npos;
+    signature = at == std::string::npos
+                    ? shared + signature
+                    : signature.substr(0, at + 1) + shared + signature.substr(at + 1);
   }
   out_ += signature + " {\n";
   ++indent_;
+  if (!shared.empty() && !d_.shared_at_module_scope) {
+    for (size_t at = 0; at < shared.size();) {
+      size_t end = shared.find('\n', at);
+      if (end == std::string::npos) end = shared.size();
+      line(shared.substr(at, end - at));
+      at = end + 1;
+    }
+  }
 }
 
 std::string KernelText::finish() {
@@ -92,6 +111,12 @@ void KernelText::array(const std::string& type, const std::string& name, int64_t
 
 void KernelText::loop(const std::string& var, int64_t end) {
   loop_to(var, std::to_string(end));
+}
+
+void KernelText::loop(const std::string& var, int64_t end, const std::string& type) {
+  line(fmt::format(fmt::runtime(d_.loop), fmt::arg("type", type), fmt::arg("var", var),
+                   fmt::arg("end", end)));
+  ++indent_;
 }
 
 void KernelText::loop_to(const std::string& var, const std::string& end) {

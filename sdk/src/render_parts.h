@@ -34,9 +34,10 @@ class KernelText {
   const std::string& entry(const DTypeTable& table, DType dtype, const char* what_entry) const;
 
   // `comment` as a comment line, then the signature over buffers b0, b1, ... and the opening
-  // brace.
+  // brace. A cooperative kernel (render_matmul) also gets `shared`, its shared-array
+  // declarations, where the dialect puts them, and the dialect's fixed group size attribute.
   void open(const std::string& symbol, const std::vector<BufferParam>& params,
-            const std::string& comment);
+            const std::string& comment, const std::string& shared = "", bool cooperative = false);
   // The closing brace of the function; the whole text.
   std::string finish();
 
@@ -47,6 +48,7 @@ class KernelText {
   // A per-invocation array of `size` elements (zeroed by the caller).
   void array(const std::string& type, const std::string& name, int64_t size);
   void loop(const std::string& var, int64_t end);
+  void loop(const std::string& var, int64_t end, const std::string& type);
   void loop_to(const std::string& var, const std::string& end);  // a bound known at run time
   void close();
   // The flat work-item index, and a return for the items past `n` (one work-item per output).
@@ -66,7 +68,7 @@ class KernelText {
 
   const Dialect& dialect() const { return d_; }
 
- private:
+ protected:
   const Dialect& d_;
   std::string what_;
   std::string out_;
