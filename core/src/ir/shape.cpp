@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "rlx/core/error.h"
 
@@ -104,8 +105,11 @@ Shape bind_shape(const Shape& s, const Bindings& b) {
 }
 
 int64_t num_elements(const std::vector<int64_t>& dims) {
+  for (int64_t d : dims)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;  // saturates: never a wrapped size
   return n;
 }
 

@@ -4,6 +4,7 @@
 // from constants, window lengths, ...) so ops that need compile-time values get them.
 #include "host_eval.h"
 
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -108,9 +109,13 @@ Tensor to_tensor(const HVal& h) {
   return t;
 }
 
+// Row-major strides. A tensor here holds at most max_elements elements, so a product that
+// overflows belongs to one with a zero dim (no element is ever addressed): it saturates instead
+// of wrapping.
 std::vector<int64_t> strides(const std::vector<int64_t>& s) {
   std::vector<int64_t> st(s.size(), 1);
-  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d) st[d] = st[d + 1] * s[d + 1];
+  for (int64_t d = static_cast<int64_t>(s.size()) - 2; d >= 0; --d)
+    if (__builtin_mul_overflow(st[d + 1], s[d + 1], &st[d])) st[d] = INT64_MAX;
   return st;
 }
 

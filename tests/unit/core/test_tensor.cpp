@@ -73,6 +73,15 @@ TEST(Shape, Printing) {
   EXPECT_EQ((TensorType{DType::kBF16, {}}.str()), "bf16[]");
 }
 
+// Found by rten_fuzz (UBSan): a product of huge dims wrapped around. It saturates now, and a
+// zero dim anywhere still gives 0 elements.
+TEST(Shape, NumElementsSaturatesInsteadOfOverflowing) {
+  EXPECT_EQ(num_elements({2, 3, 4}), 24);
+  EXPECT_EQ(num_elements({}), 1);
+  EXPECT_EQ(num_elements({int64_t{1} << 40, int64_t{1} << 40}), INT64_MAX);
+  EXPECT_EQ(num_elements({int64_t{1} << 40, int64_t{1} << 40, 0}), 0);
+}
+
 TEST(Shape, StaticDims) {
   EXPECT_TRUE(is_static({2, 3}));
   EXPECT_TRUE(is_static({}));

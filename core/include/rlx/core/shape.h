@@ -35,6 +35,7 @@ std::vector<int64_t> static_dims(const Shape& s);      // throws if any dim is s
 // element count when both agree.
 bool same_num_elements(const Shape& a, const Shape& b);
 Shape bind_shape(const Shape& s, const Bindings& b);   // throws naming an unbound symbol
+// The product of dims; INT64_MAX when it does not fit in int64 (0 when a dim is 0).
 int64_t num_elements(const std::vector<int64_t>& dims);
 
 struct TensorType {
