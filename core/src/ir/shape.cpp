@@ -60,24 +60,29 @@ std::vector<int64_t> static_dims(const Shape& s) {
 }
 
 bool same_num_elements(const Shape& a, const Shape& b) {
+  if (a == b) return true;
+  // A product past int64 (a fuzzer's shape) is no count that can be compared: such shapes
+  // match only when equal, above. (Found by rten_fuzz: the product used to wrap around.)
   auto split = [](const Shape& s, int64_t& product, std::vector<std::string>& syms) {
     product = 1;
+    bool overflow = false;
+    auto times = [&](int64_t c) { overflow = __builtin_mul_overflow(product, c, &product) || overflow; };
     for (const Dim& d : s) {
       if (d.is_static())
-        product *= d.value;
+        times(d.value);
       else
         for_each_factor(d.sym, [&](int64_t c, const std::string& f) {
-          if (f.empty()) product *= c;
+          if (f.empty()) times(c);
           else syms.push_back(f);
         });
     }
     std::sort(syms.begin(), syms.end());
+    return !overflow;
   };
   int64_t pa, pb;
   std::vector<std::string> sa, sb;
-  split(a, pa, sa);
-  split(b, pb, sb);
-  return pa == pb && sa == sb;
+  const bool fits_a = split(a, pa, sa), fits_b = split(b, pb, sb);
+  return fits_a && fits_b && pa == pb && sa == sb;
 }
 
 Shape bind_shape(const Shape& s, const Bindings& b) {

@@ -80,6 +80,10 @@ TEST(Shape, NumElementsSaturatesInsteadOfOverflowing) {
   EXPECT_EQ(num_elements({}), 1);
   EXPECT_EQ(num_elements({int64_t{1} << 40, int64_t{1} << 40}), INT64_MAX);
   EXPECT_EQ(num_elements({int64_t{1} << 40, int64_t{1} << 40, 0}), 0);
+  // The same for shapes compared by element count (a reshape's check): no wrap-around match.
+  const Dim huge{int64_t{1} << 40};
+  EXPECT_FALSE(same_num_elements({huge, huge, Dim{1 << 20}}, {Dim{1 << 20}, huge}));
+  EXPECT_TRUE(same_num_elements({huge, huge}, {huge, huge}));
 }
 
 TEST(Shape, StaticDims) {
