@@ -29,7 +29,6 @@ namespace fs = std::filesystem;
 using test::run_text;
 using test::values;
 
-
 // Sets environment variables for one scope and restores what was there.
 class ScopedEnv {
  public:
@@ -45,8 +44,10 @@ class ScopedEnv {
   }
   ~ScopedEnv() {
     for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second) ::setenv(it->first.c_str(), it->second->c_str(), 1);
-      else ::unsetenv(it->first.c_str());
+      if (it->second)
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      else
+        ::unsetenv(it->first.c_str());
     }
   }
 
@@ -103,7 +104,8 @@ inline fs::path logging_compiler(const fs::path& dir, const fs::path& log) {
 // `--version`) logs itself to `log`, announces itself in `barrier`, and waits there until the
 // other has arrived too before it runs cc. Neither can finish before both have started, however
 // the machine schedules them; one that waits 120 s in vain fails, naming the barrier.
-inline fs::path rendezvous_compiler(const fs::path& dir, const fs::path& log, const fs::path& barrier) {
+inline fs::path rendezvous_compiler(const fs::path& dir, const fs::path& log,
+                                    const fs::path& barrier) {
   fs::create_directories(barrier);
   fs::path script = dir / "rendezvous-cc";
   std::ofstream(script) << fmt::format(
@@ -125,7 +127,9 @@ inline fs::path rendezvous_compiler(const fs::path& dir, const fs::path& log, co
   return script;
 }
 
-inline bool have_compiler() { return std::system("cc --version > /dev/null 2>&1") == 0; }
+inline bool have_compiler() {
+  return std::system("cc --version > /dev/null 2>&1") == 0;
+}
 
 #define REQUIRE_COMPILER() \
   if (!have_compiler()) GTEST_SKIP() << "no C compiler (cc) on this machine"
