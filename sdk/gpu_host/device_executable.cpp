@@ -24,7 +24,7 @@ OwnedBuffer::~OwnedBuffer() { api_.release(buffer_); }
 // by the caller on each execute(); constants and temporaries are owned here.
 class ProgramOnDevice {
  public:
-  ProgramOnDevice(DeviceApi& api, const lir::Program& p, LaunchProfile* profile)
+  ProgramOnDevice(DeviceApi& api, const lir::Program& p, sdk::RunProfile* profile)
       : api_(api), p_(p), plan_(plan_module(p, api.library())), profile_(profile) {
     module_ = api_.build(plan_.source);
     own_.resize(p_.buffers.size());
@@ -149,7 +149,7 @@ class ProgramOnDevice {
   DeviceApi& api_;
   const lir::Program& p_;
   ModulePlan plan_;
-  LaunchProfile* profile_;  // RLX_PROFILE's, owned by the executable; nullptr when off
+  sdk::RunProfile* profile_;  // RLX_PROFILE's, owned by the executable; nullptr when off
   std::unique_ptr<Module> module_;
   std::vector<std::shared_ptr<OwnedBuffer>> own_;  // temps of one arena slot share theirs
   std::unique_ptr<OwnedBuffer> status_;
@@ -177,7 +177,7 @@ class ProgramOnDevice {
 };
 
 DeviceExecutable::DeviceExecutable(std::shared_ptr<DeviceApi> api, const lir::Program& program)
-    : api_(std::move(api)), profile_(LaunchProfile::from_environment(api_->target_name())) {
+    : api_(std::move(api)), profile_(sdk::RunProfile::from_environment(api_->target_name())) {
   keep_ = std::make_shared<const lir::Program>(program);
   program_ = std::make_unique<ProgramOnDevice>(*api_, *keep_, profile_.get());
 }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "device_api.h"
-#include "launch_profile.h"
+#include "rlx/sdk/run_profile.h"
 #include "module_plan.h"
 #include "rlx/core/target.h"
 
@@ -48,7 +48,7 @@ class DeviceExecutable final : public Executable {
 
  private:
   std::shared_ptr<DeviceApi> api_;  // destroyed last: every buffer below is released through it
-  std::unique_ptr<LaunchProfile> profile_;  // printed when the executable goes, before its buffers
+  std::unique_ptr<sdk::RunProfile> profile_;  // printed when the executable goes, before its buffers
   std::shared_ptr<const lir::Program> keep_;  // the program ProgramOnDevice refers to
   std::unique_ptr<ProgramOnDevice> program_;
   std::vector<std::unique_ptr<OwnedBuffer>> io_;  // inputs and outputs, allocated on first run

@@ -1,12 +1,32 @@
 #include "cpu_executable.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "gemm_epilogue_fusion.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cpu {
+
+namespace {
+
+// A profile row per kind of kernel: loop kernels by name, calls by callee, block products also
+// by format and weight shape (a decoder's head and its layers are different rows).
+std::string profile_name(const lir::Kernel& k, const lir::Program& p) {
+  if (const auto* l = std::get_if<lir::LoopKernel>(&k)) return l->name;
+  const auto& c = std::get<lir::CallKernel>(k);
+  auto q = c.attrs.find("qtype");
+  if (!c.callee.ends_with("DequantMatMul") || q == c.attrs.end() || c.inputs.size() < 2)
+    return c.callee;
+  const auto& w = p.buffers[c.inputs[1]].shape;
+  return fmt::format("{} {} [{}, {} B]", c.callee, std::get<std::string>(q->second),
+                     w.empty() ? 0 : w[0], w.size() < 2 ? 0 : w[1]);
+}
+
+}  // namespace
 
 CpuExecutable::CpuExecutable(const lir::Program& p) : CpuExecutable(p, choose_kernel_plan()) {}
 
@@ -21,12 +41,17 @@ CpuExecutable::CpuExecutable(const lir::Program& p, const KernelPlan& plan) : pr
   for (size_t i = 0; i < program_.kernels.size(); ++i) {
     const lir::Kernel& k = program_.kernels[i];
     if (auto* l = std::get_if<lir::LoopKernel>(&k)) {
-      if (module_) kernels_.emplace_back(std::in_place_type<CompiledLoopRunner>, *l, program_, module_, i);
-      else kernels_.emplace_back(std::in_place_type<LoopKernelRunner>, *l, program_);
+      if (module_)
+        kernels_.emplace_back(std::in_place_type<CompiledLoopRunner>, *l, program_, module_, i);
+      else
+        kernels_.emplace_back(std::in_place_type<LoopKernelRunner>, *l, program_);
     } else {
-      kernels_.emplace_back(std::in_place_type<CallKernelRunner>, std::get<lir::CallKernel>(k), program_);
+      kernels_.emplace_back(std::in_place_type<CallKernelRunner>, std::get<lir::CallKernel>(k),
+                            program_);
     }
   }
+  if ((profile_ = sdk::RunProfile::from_environment("cpu")))
+    for (const auto& k : program_.kernels) profile_names_.push_back(profile_name(k, program_));
   size_t bytes = (static_cast<size_t>(program_.arena_bytes) + 63) / 64 * 64;
   if (bytes > 0) {
     void* mem = std::aligned_alloc(64, bytes);
@@ -81,7 +106,9 @@ void CpuExecutable::plan_hoisting() {
   }
   if (bytes == 0) return;
   void* mem = std::aligned_alloc(64, bytes);
-  if (!mem) throw_user_error("cpu: cannot allocate " + std::to_string(bytes) + " bytes for precomputed constants");
+  if (!mem)
+    throw_user_error("cpu: cannot allocate " + std::to_string(bytes) +
+                     " bytes for precomputed constants");
   fixed_ = std::shared_ptr<void>(mem, std::free);
   for (const auto& b : bufs)
     if (b.kind == lir::BufferKind::kConstant) hoisted_from_.emplace_back(b.id, nullptr);
@@ -111,7 +138,14 @@ void CpuExecutable::execute() const {
   for (const auto& [id, data] : hoisted_from_) stale = stale || ptrs_[id] != data;
   if (stale) run_hoisted();
   for (size_t i = 0; i < kernels_.size(); ++i)
-    if (!hoisted_[i]) std::visit([&](const auto& r) { r.run(ptrs_); }, kernels_[i]);
+    if (!hoisted_[i]) run_kernel(i);
+}
+
+void CpuExecutable::run_kernel(size_t i) const {
+  if (!profile_) return std::visit([&](const auto& r) { r.run(ptrs_); }, kernels_[i]);
+  const auto start = std::chrono::steady_clock::now();
+  std::visit([&](const auto& r) { r.run(ptrs_); }, kernels_[i]);
+  profile_->add(profile_names_[i], std::chrono::steady_clock::now() - start);
 }
 
 // Completes the pointer table: temporaries in the arena (or their fixed memory), constants the
@@ -124,7 +158,8 @@ void CpuExecutable::bind() const {
     else if (b.kind == lir::BufferKind::kConstant && !ptrs[b.id])
       ptrs[b.id] = const_cast<void*>(b.data.data());
   }
-  for (const auto& [s, offset] : fixed_storage_) ptrs[s] = static_cast<char*>(fixed_.get()) + offset;
+  for (const auto& [s, offset] : fixed_storage_)
+    ptrs[s] = static_cast<char*>(fixed_.get()) + offset;
   for (const auto& b : program_.buffers)
     if (b.kind == lir::BufferKind::kAlias) ptrs[b.id] = ptrs[program_.storage_of(b.id)];
 }

@@ -18,6 +18,7 @@
 #include "rlx/core/lir.h"
 #include "rlx/core/target.h"
 #include "rlx/core/tensor.h"
+#include "rlx/sdk/run_profile.h"
 
 namespace rlx::cpu {
 
@@ -49,7 +50,12 @@ class CpuExecutable final : public Executable {
   std::shared_ptr<void> fixed_;
   mutable std::vector<std::pair<int32_t, const void*>> hoisted_from_;
 
+  // RLX_PROFILE's rows (rlx/sdk/run_profile.h), one name per kernel; null when off.
+  std::unique_ptr<sdk::RunProfile> profile_;
+  std::vector<std::string> profile_names_;
+
   void plan_hoisting();
+  void run_kernel(size_t i) const;
   void bind() const;
   void run_hoisted() const;
   void execute() const;

@@ -24,6 +24,7 @@ void rows32(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const Q
     float corr[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps(), corr[m] = 0;
     for (int64_t i = 0; i < nb; ++i, b += F::kBytes) {
+      prefetch_block<F::kBytes>(b);
       const __m256i u = F::unpack(b);
       const float s = F::scale(b), c = F::coeff(b);
       for (int m = 0; m < MT; ++m) {
@@ -51,6 +52,7 @@ void rows_q45k(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, cons
     float corr[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps(), corr[m] = 0;
     for (int64_t i = 0; i < nb; ++i, b += kBytes) {
+      prefetch_block<kBytes>(b);
       const float d = f16(b), dmin = f16(b + 2);
       int sc[8], mn[8];
       scales_mins_k4(b + 4, sc, mn);
@@ -90,6 +92,7 @@ void rows_q6k(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const
     __m256 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, b += 210) {
+      prefetch_block<210>(b);
       const float d = f16(b + 208);
       const __m128i sc16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
       __m256i isum[MT];

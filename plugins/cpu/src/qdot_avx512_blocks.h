@@ -10,6 +10,18 @@
 
 namespace rlx::cpu::detail::avx512 {
 
+// Decode streams the weights from memory once per token, and a block's arithmetic takes long
+// enough that the hardware prefetcher alone leaves the loads waiting (measured: the Q8_0 head of
+// Gemma 3 read at 11 GB/s against 24 GB/s of plain reads). Asking for the bytes a few KB ahead
+// keeps enough misses in flight; 3 KB was the best of 0.5 to 8 KB on an AVX-512 Xeon. Prefetches
+// past the end of the weights are harmless: they never fault.
+constexpr int kPrefetchAhead = 3072;
+template <int kBytes>
+inline void prefetch_block(const uint8_t* b) {
+  for (int o = 0; o < kBytes; o += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(b) + kPrefetchAhead + o, _MM_HINT_T0);
+}
+
 inline float f16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);

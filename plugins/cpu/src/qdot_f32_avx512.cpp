@@ -7,6 +7,13 @@
 #if defined(__x86_64__)
 #include "qdot_avx512_blocks.h"
 
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports the deliberately undefined vectors inside its own AVX-512 intrinsics
+// (_mm512_undefined_ps) as uninitialised once they are inlined here.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace rlx::cpu::detail {
 namespace {
 
@@ -80,6 +87,7 @@ void rows(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, const flo
     __m512 acc[MT], acc2[MT];
     for (int m = 0; m < MT; ++m) acc[m] = acc2[m] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, b += B::kBytes) {
+      prefetch_block<B::kBytes>(b);
       const int64_t base = i * B::kElems;
       B::visit(b, [&](__m256i u, int off, float s0, float m0, float s1, float m1) {
         const __m512 w0 = widen_lo(u, s0, m0), w1 = widen_hi(u, s1, m1);
@@ -104,6 +112,7 @@ void rows_q8_0(const uint8_t* w, int64_t row_bytes, int64_t n0, int64_t n1, cons
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t i = 0; i < nb; ++i, b += 34) {
+      prefetch_block<34>(b);
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
       const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q)));
       const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -134,7 +135,8 @@ TEST(DequantMatMul, Q8ActivationsMatchTheRoundedReference) {
         std::vector<double> xr(K);
         for (int64_t b0 = 0; b0 < K; b0 += q.block_size) {
           float amax = 0;
-          for (int64_t j = 0; j < q.block_size; ++j) amax = std::max(amax, std::abs(x[i * K + b0 + j]));
+          for (int64_t j = 0; j < q.block_size; ++j)
+            amax = std::max(amax, std::abs(x[i * K + b0 + j]));
           const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
           for (int64_t j = 0; j < q.block_size; ++j)
             xr[b0 + j] = static_cast<double>(d) * std::nearbyint(x[i * K + b0 + j] * id);
@@ -153,6 +155,38 @@ TEST(DequantMatMul, Q8ActivationsMatchTheRoundedReference) {
 }
 
 // An embedding table kept quantized: gather the rows, then decode only those.
+// RLX_PROFILE=1 on cpu: one row per kind of kernel, block products by format and weight shape
+// (a decoder's head and its layers are different rows), printed when the model goes.
+TEST(DequantMatMul, CpuProfileNamesTheFormatAndWeightShape) {
+  const quant::QTypeInfo& q = *quant::find_qtype("q8_0");
+  const int64_t K = 64, N = 3, rb = *quant::row_bytes(q.type, K);
+  std::mt19937 rng(9);
+  std::vector<uint8_t> w = random_rows(q, N, K, rng);
+  Graph g = parse_graph(fmt::format(R"(graph @t(%x: f32[1,{}], %w: u8[{},{}]) {{
+  %y = DequantMatMul(%x, %w) {{qtype = "q8_0"}} : f32[1,{}]
+  return %y
+}}
+)",
+                                    K, N, rb, N));
+  ::setenv("RLX_PROFILE", "1", 1);
+  testing::internal::CaptureStderr();
+  {
+    Session session(test::cpu_target());
+    CompiledModel m = session.compile(g);
+    Tensor wt(DType::kU8, {N, rb});
+    std::memcpy(wt.data(), w.data(), w.size());
+    std::vector<float> x(K, 0.5f);
+    for (int run = 0; run < 2; ++run)
+      m.run({{"x", Tensor::from(DType::kF32, {1, K}, x)}, {"w", wt}});
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  ::unsetenv("RLX_PROFILE");
+  EXPECT_NE(err.find("rlx profile (cpu)"), std::string::npos) << err;
+  EXPECT_NE(err.find(fmt::format("       2  native:DequantMatMul q8_0 [{}, {} B]\n", N, rb)),
+            std::string::npos)
+      << err;
+}
+
 TEST(DequantizeRows, GatheredRowsOfEveryFormat) {
   auto cpu = test::cpu_target();
   std::mt19937 rng(9);
@@ -196,9 +230,10 @@ TEST(DequantMatMul, InferenceChecksTheRowSize) {
   EXPECT_NE(bad("  %y = DequantMatMul(%x, %w) {qtype = \"q4_0\"} : f32[2,3]\n")
                 .find("takes 36 bytes, w has 68"),
             std::string::npos);
-  EXPECT_NE(bad("  %y = DequantMatMul(%x, %w) {activations = \"q4\", qtype = \"q8_0\"} : f32[2,3]\n")
-                .find("activations must be \"f32\" or \"q8\""),
-            std::string::npos);
+  EXPECT_NE(
+      bad("  %y = DequantMatMul(%x, %w) {activations = \"q4\", qtype = \"q8_0\"} : f32[2,3]\n")
+          .find("activations must be \"f32\" or \"q8\""),
+      std::string::npos);
   EXPECT_NE(bad("  %y = DequantMatMul(%x, %w) {qtype = \"q9_9\"} : f32[2,3]\n")
                 .find("not a known block format"),
             std::string::npos);

@@ -1,0 +1,37 @@
+// RLX_PROFILE=1: where a target's run spends its time, kernel by kernel. The executor clocks
+// each kernel until it has finished (a GPU-style target waits for its device after each launch;
+// a host target's kernels have finished when they return) and adds the time to the kernel's
+// row; the rows go to stderr, largest first, when the profile is destroyed (with its
+// executable). Waiting after every launch is what makes a kernel's time its own, so a profiled
+// GPU run is slower than a plain one: read the shares, not the sum.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace rlx::sdk {
+
+class RunProfile {
+ public:
+  // A profile when RLX_PROFILE is set (and not "0"), else nullptr.
+  static std::unique_ptr<RunProfile> from_environment(std::string target);
+  explicit RunProfile(std::string target) : target_(std::move(target)) {}
+  ~RunProfile();
+  RunProfile(const RunProfile&) = delete;
+  RunProfile& operator=(const RunProfile&) = delete;
+
+  // Kernels of one kind share a row: the name without a "k<index>_" prefix.
+  void add(const std::string& kernel, std::chrono::steady_clock::duration spent);
+
+ private:
+  struct Row {
+    int64_t calls = 0;
+    std::chrono::steady_clock::duration total{};
+  };
+  std::string target_;
+  std::map<std::string, Row> rows_;
+};
+
+}  // namespace rlx::sdk
