@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "rlx/core/error.h"
@@ -49,11 +48,13 @@ int64_t argmax_last(const Tensor& logits, int64_t row) {
     // A NaN compares false with everything, so the loop would pick token 0 and print it as if the
     // model had chosen it: a wrong answer with exit 0. Say so instead.
     if (std::isnan(p[i]))
-      throw Error(ErrorKind::kUser,
-                  fmt::format("the model's logits are NaN (vocabulary entry {} of sequence {}): the weights "
-                              "or the config produce NaN (check epsilons and rope bases); no token is "
-                              "chosen from them",
-                              i, row));
+      throw Error(
+          ErrorKind::kUser,
+          fmt::format(
+              "the model's logits are NaN (vocabulary entry {} of sequence {}): the weights "
+              "or the config produce NaN (check epsilons and rope bases); no token is "
+              "chosen from them",
+              i, row));
     if (p[i] > p[best]) best = i;
   }
   return best;
@@ -96,8 +97,7 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
   // max_new_tokens would overflow the capacity or ask for the machine's memory).
   int64_t total = 0;
   const bool overflow = __builtin_add_overflow(len, options.max_new_tokens, &total);
-  if (overflow || total > kMaxPositions ||
-      (context_ > 0 && total > context_))
+  if (overflow || total > kMaxPositions || (context_ > 0 && total > context_))
     throw_user_error(fmt::format(
         "a prompt of {} tokens and max_new_tokens {} need {} positions, more than the model "
         "takes ({}); ask for at most {} new tokens",
@@ -109,7 +109,8 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
   // Capacities come in steps of kCapacityStep, so prompts of nearby lengths share one decode
   // specialisation (and its compiled kernels in the cache); slots past the position are masked
   // and the attention kernel skips them.
-  r.cache_capacity = (len + options.max_new_tokens + kCapacityStep - 1) / kCapacityStep * kCapacityStep;
+  r.cache_capacity =
+      (len + options.max_new_tokens + kCapacityStep - 1) / kCapacityStep * kCapacityStep;
 
   auto t0 = Clock::now();
   NamedTensors out = prefill_.run({{"input_ids", prompt}});
@@ -142,21 +143,31 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
   for (const std::string& name : cache_names_) {
     std::string present = "present_" + name.substr(5);
     Tensor cache = cache_from_prompt(out.at(present), r.cache_capacity);
-    if (device) device_inputs[name] = DeviceTensor::upload(device, cache);
-    else inputs[name] = std::move(cache);
+    if (device)
+      device_inputs[name] = DeviceTensor::upload(device, cache);
+    else
+      inputs[name] = std::move(cache);
   }
-  // Each step's caches are the next step's inputs, so the steps alternate between two output
-  // maps: a step writes where the step before last wrote, and after two steps none allocates.
+  // Each step writes its token's keys and values into the caches it reads: every present_* is
+  // given the memory of its past_*, which the runtime keeps when the program updates that input
+  // in place (a scatter its only reader; no copy of the cache per step). Where a step's caches
+  // come back in fresh memory instead, the steps alternate between two output maps: a step
+  // writes where the step before last wrote, and after two steps none allocates.
   NamedTensors outs[2];
   NamedDeviceTensors device_outs[2];
-  if (device)
-    for (NamedDeviceTensors& o : device_outs)
-      for (const std::string& name : cache_names_) o["present_" + name.substr(5)] = DeviceTensor();
+  bool in_place = true;
   Tensor position(DType::kI64, {1});
   t0 = Clock::now();
   for (int64_t step = 1; step < options.max_new_tokens; ++step) {
     NamedTensors& o = outs[step % 2];
     NamedDeviceTensors& device_o = device_outs[step % 2];
+    for (const std::string& name : cache_names_) {
+      std::string present = "present_" + name.substr(5);
+      if (device)
+        device_o[present] = in_place ? device_inputs.at(name) : device_o[present];
+      else if (in_place)
+        o[present] = inputs.at(name);
+    }
     inputs["input_ids"] = next;
     position.as<int64_t>()[0] = len + step - 1;
     inputs["position"] = position;
@@ -164,8 +175,14 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
     ++r.decode_steps;
     for (const std::string& name : cache_names_) {
       std::string present = "present_" + name.substr(5);
-      if (device) device_inputs[name] = device_o.at(present);
-      else inputs[name] = o.at(present);
+      if (device) {
+        in_place = in_place &&
+                   device_o.at(present).buffer().handle == device_inputs.at(name).buffer().handle;
+        device_inputs[name] = device_o.at(present);
+      } else {
+        in_place = in_place && o.at(present).data() == inputs.at(name).data();
+        inputs[name] = o.at(present);
+      }
     }
     if (take(o.at("logits"))) break;
   }

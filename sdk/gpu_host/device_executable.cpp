@@ -18,7 +18,9 @@ OwnedBuffer::OwnedBuffer(DeviceApi& api, size_t bytes) : api_(api) {
   buffer_.bytes = bytes;
 }
 
-OwnedBuffer::~OwnedBuffer() { api_.release(buffer_); }
+OwnedBuffer::~OwnedBuffer() {
+  api_.release(buffer_);
+}
 
 // One program (the top level, or a while region) on the device. Inputs and outputs are bound
 // by the caller on each execute(); constants and temporaries are owned here.
@@ -33,7 +35,8 @@ class ProgramOnDevice {
     std::map<int64_t, size_t> slot_bytes;
     for (const lir::Buffer& b : p_.buffers)
       if (b.kind == lir::BufferKind::kTemp && b.arena_offset >= 0)
-        slot_bytes[b.arena_offset] = std::max(slot_bytes[b.arena_offset], static_cast<size_t>(b.nbytes()));
+        slot_bytes[b.arena_offset] =
+            std::max(slot_bytes[b.arena_offset], static_cast<size_t>(b.nbytes()));
     std::map<int64_t, std::shared_ptr<OwnedBuffer>> slots;
     for (const lir::Buffer& b : p_.buffers) {
       if (b.kind == lir::BufferKind::kTemp && b.arena_offset >= 0) {
@@ -52,7 +55,8 @@ class ProgramOnDevice {
       zeros_.assign(plan_.checks.size() * 4, 0);
     }
     for (const Step& s : plan_.steps)
-      if (auto* w = std::get_if<HostWhile>(&s)) loops_.push_back(std::make_unique<Loop>(api_, *this, *w));
+      if (auto* w = std::get_if<HostWhile>(&s))
+        loops_.push_back(std::make_unique<Loop>(api_, *this, *w));
   }
 
   const lir::Program& program() const { return p_; }
@@ -61,8 +65,10 @@ class ProgramOnDevice {
   void execute(const std::vector<const DeviceBuffer*>& bound) {
     std::vector<const DeviceBuffer*> at(p_.buffers.size(), nullptr);
     for (const lir::Buffer& b : p_.buffers) {
-      if (own_[b.id]) at[b.id] = &own_[b.id]->get();
-      else if (b.kind == lir::BufferKind::kInput || b.kind == lir::BufferKind::kOutput) at[b.id] = bound.at(b.id);
+      if (own_[b.id])
+        at[b.id] = &own_[b.id]->get();
+      else if (b.kind == lir::BufferKind::kInput || b.kind == lir::BufferKind::kOutput)
+        at[b.id] = bound.at(b.id);
     }
     if (status_) api_.upload(status_->get(), zeros_.data(), zeros_.size() * sizeof(int32_t));
     size_t loop = 0;
@@ -72,8 +78,13 @@ class ProgramOnDevice {
         continue;
       }
       const Launch& l = std::get<Launch>(s);
-      for (auto [src, dst] : l.copies_before)
-        api_.copy(*need(at, src), *need(at, dst), static_cast<size_t>(p_.buffers[src].nbytes()));
+      for (auto [src, dst] : l.copies_before) {
+        const DeviceBuffer *from = need(at, src), *to = need(at, dst);
+        // One buffer when the caller updates a scatter's operand in place (the runtime's
+        // in_place.h): nothing to copy, and APIs forbid overlapping copies.
+        if (from->handle != to->handle)
+          api_.copy(*from, *to, static_cast<size_t>(p_.buffers[src].nbytes()));
+      }
       if (l.work_items == 0) continue;
       std::vector<const DeviceBuffer*> args;
       for (int32_t b : l.buffers) args.push_back(need(at, b));
@@ -97,7 +108,8 @@ class ProgramOnDevice {
     Loop(DeviceApi& api, const ProgramOnDevice& parent, HostWhile w)
         : api_(api), call_(std::get<lir::CallKernel>(parent.p_.kernels.at(w.kernel))) {
       if (call_.regions.size() != 2)
-        throw_internal_error(fmt::format("{}: while has {} regions, not 2", api_.target_name(), call_.regions.size()));
+        throw_internal_error(fmt::format("{}: while has {} regions, not 2", api_.target_name(),
+                                         call_.regions.size()));
       cond_ = std::make_unique<ProgramOnDevice>(api_, *call_.regions[0], parent.profile_);
       body_ = std::make_unique<ProgramOnDevice>(api_, *call_.regions[1], parent.profile_);
       for (int32_t b : call_.inputs) {
@@ -135,9 +147,9 @@ class ProgramOnDevice {
     std::unique_ptr<OwnedBuffer> pred_;
 
     // Regions bind their inputs and outputs by position.
-    static std::vector<const DeviceBuffer*> bind(const ProgramOnDevice& r,
-                                                 const std::vector<std::unique_ptr<OwnedBuffer>>& in,
-                                                 const std::vector<const DeviceBuffer*>& out) {
+    static std::vector<const DeviceBuffer*> bind(
+        const ProgramOnDevice& r, const std::vector<std::unique_ptr<OwnedBuffer>>& in,
+        const std::vector<const DeviceBuffer*>& out) {
       const lir::Program& p = r.program();
       std::vector<const DeviceBuffer*> at(p.buffers.size(), nullptr);
       for (size_t i = 0; i < p.inputs.size(); ++i) at[p.inputs[i].second] = &in.at(i)->get();
@@ -158,7 +170,9 @@ class ProgramOnDevice {
 
   const DeviceBuffer* need(const std::vector<const DeviceBuffer*>& at, int32_t id) const {
     const DeviceBuffer* b = at.at(p_.storage_of(id));
-    if (!b) throw_internal_error(fmt::format("{}: buffer {} has no device memory bound", api_.target_name(), p_.buffers[id].name));
+    if (!b)
+      throw_internal_error(fmt::format("{}: buffer {} has no device memory bound",
+                                       api_.target_name(), p_.buffers[id].name));
     return b;
   }
 
@@ -169,9 +183,10 @@ class ProgramOnDevice {
       if (!st[s * 4]) continue;
       uint64_t bits = (static_cast<uint64_t>(static_cast<uint32_t>(st[s * 4 + 3])) << 32) |
                       static_cast<uint32_t>(st[s * 4 + 2]);
-      throw_user_error(fmt::format("{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
-                                   plan_.checks[s].where, static_cast<int64_t>(bits), st[s * 4 + 1],
-                                   plan_.checks[s].axis_size));
+      throw_user_error(fmt::format(
+          "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
+          plan_.checks[s].where, static_cast<int64_t>(bits), st[s * 4 + 1],
+          plan_.checks[s].axis_size));
     }
   }
 };
@@ -193,7 +208,8 @@ void DeviceExecutable::run(const std::vector<void*>& host) {
 void DeviceExecutable::run_bound(const std::vector<BufferBinding>& given, QueueId) {
   const lir::Program& p = program_->program();
   if (given.size() != p.buffers.size())
-    throw_internal_error(fmt::format("{}: run() got a buffer table of the wrong size", api_->target_name()));
+    throw_internal_error(
+        fmt::format("{}: run() got a buffer table of the wrong size", api_->target_name()));
   if (io_.empty()) io_.resize(p.buffers.size());
   std::vector<const DeviceBuffer*> bound(p.buffers.size(), nullptr);
   for (const lir::Buffer& b : p.buffers) {
@@ -201,8 +217,9 @@ void DeviceExecutable::run_bound(const std::vector<BufferBinding>& given, QueueI
     const size_t bytes = static_cast<size_t>(b.nbytes());
     if (given[b.id].device.valid()) {
       if (given[b.id].device.bytes < bytes)
-        throw_internal_error(fmt::format("{}: the device buffer bound to {} has {} bytes, it needs {}",
-                                         api_->target_name(), b.name, given[b.id].device.bytes, bytes));
+        throw_internal_error(
+            fmt::format("{}: the device buffer bound to {} has {} bytes, it needs {}",
+                        api_->target_name(), b.name, given[b.id].device.bytes, bytes));
       bound[b.id] = &given[b.id].device;
       continue;
     }
@@ -210,7 +227,8 @@ void DeviceExecutable::run_bound(const std::vector<BufferBinding>& given, QueueI
     bound[b.id] = &io_[b.id]->get();
     if (b.kind == lir::BufferKind::kInput && bytes > 0) {
       if (!given[b.id].host)
-        throw_internal_error(fmt::format("{}: input {} has no host memory", api_->target_name(), b.name));
+        throw_internal_error(
+            fmt::format("{}: input {} has no host memory", api_->target_name(), b.name));
       api_->upload(io_[b.id]->get(), given[b.id].host, bytes);
     }
   }

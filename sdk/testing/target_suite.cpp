@@ -53,8 +53,9 @@ bool add_suite_extension(SuiteExtension extension) {
 void register_function_test(const SuiteTarget& t, const std::string& suite, const std::string& name,
                             std::function<void()> body) {
   if (!wanted(t, name)) return;
-  ::testing::RegisterTest(suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
-                          [body = std::move(body)]() -> ::testing::Test* { return new FunctionTest(body); });
+  ::testing::RegisterTest(
+      suite.c_str(), name.c_str(), nullptr, nullptr, __FILE__, __LINE__,
+      [body = std::move(body)]() -> ::testing::Test* { return new FunctionTest(body); });
 }
 
 namespace {
@@ -77,9 +78,13 @@ double round_to(DType d, double v) {
   return v;
 }
 
-void expect_close(DType d, const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+void expect_close(DType d, const std::vector<double>& got, const std::vector<double>& want,
+                  const std::string& what) {
   // f16/bf16 results are rounded once from f32, so they may land one 16-bit ulp away.
-  const double tol = d == DType::kF16 ? 1e-3 : d == DType::kBF16 ? 8e-3 : d == DType::kF32 ? 2e-6 : 1e-13;
+  const double tol = d == DType::kF16    ? 1e-3
+                     : d == DType::kBF16 ? 8e-3
+                     : d == DType::kF32  ? 2e-6
+                                         : 1e-13;
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i) {
     if (std::isnan(want[i])) {
@@ -87,12 +92,15 @@ void expect_close(DType d, const std::vector<double>& got, const std::vector<dou
     } else if (std::isinf(want[i])) {
       EXPECT_EQ(got[i], want[i]) << what << " [" << i << "]";
     } else {
-      EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i]))) << what << " [" << i << "]";
+      EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(want[i])))
+          << what << " [" << i << "]";
     }
   }
 }
 
-bool has(const std::vector<DType>& v, DType d) { return std::find(v.begin(), v.end(), d) != v.end(); }
+bool has(const std::vector<DType>& v, DType d) {
+  return std::find(v.begin(), v.end(), d) != v.end();
+}
 
 // Whether the cpu float suites (every op at every float dtype) can run on the target as they are.
 bool runs_cpu_float_suites(const SuiteTarget& t) {
@@ -105,32 +113,42 @@ void float_ops_at_every_dtype(const SuiteTarget& t) {
   const std::vector<double> xs = {-2.0, -0.5, 0.0, 0.5, 2.0, 3.0};
   const std::vector<double> ys = {1.5, -0.25, 2.0, 0.5, -3.0, 4.0};
   const std::vector<std::pair<const char*, std::function<double(double)>>> unary = {
-      {"neg", [](double x) { return -x; }},          {"abs", [](double x) { return std::fabs(x); }},
+      {"neg", [](double x) { return -x; }},
+      {"abs", [](double x) { return std::fabs(x); }},
       {"sign", [](double x) { return double((x > 0) - (x < 0)); }},
-      {"exp", [](double x) { return std::exp(x); }}, {"log", [](double x) { return std::log(x); }},
-      {"sqrt", [](double x) { return std::sqrt(x); }}, {"rsqrt", [](double x) { return 1 / std::sqrt(x); }},
-      {"tanh", [](double x) { return std::tanh(x); }}, {"erf", [](double x) { return std::erf(x); }},
-      {"sin", [](double x) { return std::sin(x); }},   {"cos", [](double x) { return std::cos(x); }},
-      {"floor", [](double x) { return std::floor(x); }}, {"ceil", [](double x) { return std::ceil(x); }},
+      {"exp", [](double x) { return std::exp(x); }},
+      {"log", [](double x) { return std::log(x); }},
+      {"sqrt", [](double x) { return std::sqrt(x); }},
+      {"rsqrt", [](double x) { return 1 / std::sqrt(x); }},
+      {"tanh", [](double x) { return std::tanh(x); }},
+      {"erf", [](double x) { return std::erf(x); }},
+      {"sin", [](double x) { return std::sin(x); }},
+      {"cos", [](double x) { return std::cos(x); }},
+      {"floor", [](double x) { return std::floor(x); }},
+      {"ceil", [](double x) { return std::ceil(x); }},
       {"round", [](double x) { return std::nearbyint(x); }},
       {"logistic", [](double x) { return 1 / (1 + std::exp(-x)); }}};
   const std::vector<std::pair<const char*, std::function<double(double, double)>>> binary = {
-      {"add", [](double a, double b) { return a + b; }},  {"sub", [](double a, double b) { return a - b; }},
-      {"mul", [](double a, double b) { return a * b; }},  {"div", [](double a, double b) { return a / b; }},
+      {"add", [](double a, double b) { return a + b; }},
+      {"sub", [](double a, double b) { return a - b; }},
+      {"mul", [](double a, double b) { return a * b; }},
+      {"div", [](double a, double b) { return a / b; }},
       {"max", [](double a, double b) { return std::max(a, b); }},
       {"min", [](double a, double b) { return std::min(a, b); }},
       {"pow", [](double a, double b) { return std::pow(a, b); }},
       {"rem", [](double a, double b) { return std::fmod(a, b); }}};
   auto skip = [&](DType d, const std::string& op) {
-    return d == DType::kF64 && std::find(t.f64_single_only.begin(), t.f64_single_only.end(), op) != t.f64_single_only.end();
+    return d == DType::kF64 && std::find(t.f64_single_only.begin(), t.f64_single_only.end(), op) !=
+                                   t.f64_single_only.end();
   };
   auto target = target_named(t.name);
   for (DType d : t.float_dtypes) {
     auto type = fmt::format("{}[6]", dtype_name(d));
     for (auto& [op, ref] : unary) {
       if (skip(d, op)) continue;
-      auto out = run_text(fmt::format("graph @t(%x: {0}) {{\n  %y = {1}(%x) : {0}\n  return %y\n}}\n", type, op),
-                          {{"x", make(d, xs)}}, target);
+      auto out = run_text(
+          fmt::format("graph @t(%x: {0}) {{\n  %y = {1}(%x) : {0}\n  return %y\n}}\n", type, op),
+          {{"x", make(d, xs)}}, target);
       std::vector<double> want;
       for (double x : xs) want.push_back(round_to(d, ref(round_to(d, x))));
       expect_close(d, values(out.at("y")), want, fmt::format("{} {}", op, dtype_name(d)));
@@ -138,7 +156,8 @@ void float_ops_at_every_dtype(const SuiteTarget& t) {
     for (auto& [op, ref] : binary) {
       if (skip(d, op)) continue;
       auto out = run_text(
-          fmt::format("graph @t(%x: {0}, %y: {0}) {{\n  %z = {1}(%x, %y) : {0}\n  return %z\n}}\n", type, op),
+          fmt::format("graph @t(%x: {0}, %y: {0}) {{\n  %z = {1}(%x, %y) : {0}\n  return %z\n}}\n",
+                      type, op),
           {{"x", make(d, xs)}, {"y", make(d, ys)}}, target);
       std::vector<double> want;
       for (size_t i = 0; i < xs.size(); ++i) want.push_back(round_to(d, ref(xs[i], ys[i])));
@@ -148,33 +167,40 @@ void float_ops_at_every_dtype(const SuiteTarget& t) {
 }
 
 void refuses_complex(const SuiteTarget& t) {
-  std::string msg = compile_error("graph @t(%x: c64[4], %y: c64[4]) {\n  %z = add(%x, %y) : c64[4]\n  return %z\n}\n",
-                                  target_named(t.name));
-  EXPECT_NE(msg.find(fmt::format("{} has no complex type, so {} has no c64 kernel for add: split complex values "
-                                 "into real and imaginary parts before compiling",
-                                 t.language, t.name)),
+  std::string msg = compile_error(
+      "graph @t(%x: c64[4], %y: c64[4]) {\n  %z = add(%x, %y) : c64[4]\n  return %z\n}\n",
+      target_named(t.name));
+  EXPECT_NE(msg.find(fmt::format(
+                "{} has no complex type, so {} has no c64 kernel for add: split complex values "
+                "into real and imaginary parts before compiling",
+                t.language, t.name)),
             std::string::npos)
       << msg;
 }
 
 void refuses_f64_transcendentals(const SuiteTarget& t) {
-  std::string msg = compile_error("graph @t(%x: f64[4]) {\n  %y = exp(%x) : f64[4]\n  return %y\n}\n", target_named(t.name));
-  EXPECT_NE(msg.find(fmt::format("{} has exp for 32-bit floats only, so {} cannot compute it in f64; convert the "
-                                 "model to f32 first (rlx never narrows f64 silently)",
-                                 t.language, t.name)),
+  std::string msg = compile_error(
+      "graph @t(%x: f64[4]) {\n  %y = exp(%x) : f64[4]\n  return %y\n}\n", target_named(t.name));
+  EXPECT_NE(msg.find(fmt::format(
+                "{} has exp for 32-bit floats only, so {} cannot compute it in f64; convert the "
+                "model to f32 first (rlx never narrows f64 silently)",
+                t.language, t.name)),
             std::string::npos)
       << msg;
 }
 
 void f64_constants_keep_their_bits(const SuiteTarget& t) {
   // A bare 0.1 is a float in GLSL; a dialect must write a double literal.
-  auto out = run_text("graph @t(%x: f64[1]) {\n  %c = constant() {value = dense<f64[1]: [0.1]>} : f64[1]\n  %y = add(%x, %c) : f64[1]\n  return %y\n}\n",
-                      {{"x", make(DType::kF64, {0})}}, target_named(t.name));
+  auto out = run_text(
+      "graph @t(%x: f64[1]) {\n  %c = constant() {value = dense<f64[1]: [0.1]>} : f64[1]\n  %y = "
+      "add(%x, %c) : f64[1]\n  return %y\n}\n",
+      {{"x", make(DType::kF64, {0})}}, target_named(t.name));
   EXPECT_EQ(out.at("y").as<double>()[0], 0.1);
 }
 
 // The error text the executor writes for a bad index, with the target's name in front.
-void expect_index_error(const SuiteTarget& t, const std::string& ir, const NamedTensors& in, const std::string& want) {
+void expect_index_error(const SuiteTarget& t, const std::string& ir, const NamedTensors& in,
+                        const std::string& want) {
   try {
     run_text(ir, in, target_named(t.name));
     FAIL() << "expected an error";
@@ -185,24 +211,34 @@ void expect_index_error(const SuiteTarget& t, const std::string& ir, const Named
 
 void gather_out_of_range(const SuiteTarget& t) {
   expect_index_error(
-      t, "graph @t(%x: f32[4,2], %i: i32[2]) {\n  %y = gather(%x, %i) {axis = 0} : f32[2,2]\n  return %y\n}\n",
-      {{"x", f32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7})}, {"i", Tensor::from<int32_t>(DType::kI32, {2}, {1, 4})}},
+      t,
+      "graph @t(%x: f32[4,2], %i: i32[2]) {\n  %y = gather(%x, %i) {axis = 0} : f32[2,2]\n  return "
+      "%y\n}\n",
+      {{"x", f32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7})},
+       {"i", Tensor::from<int32_t>(DType::kI32, {2}, {1, 4})}},
       "gather: index 4 (at position 1 of the indices) is out of range for an axis of size 4");
 }
 
 void scatter_out_of_range(const SuiteTarget& t) {
-  expect_index_error(
-      t, "graph @t(%x: f32[3], %i: i64[2], %u: f32[2]) {\n  %y = scatter(%x, %i, %u) {axis = 0, reduce = \"add\"} : f32[3]\n  return %y\n}\n",
-      {{"x", f32({3}, {0, 0, 0})}, {"i", Tensor::from<int64_t>(DType::kI64, {2}, {-1, -5000000000})}, {"u", f32({2}, {1, 2})}},
-      "scatter: index -5000000000 (at position 1 of the indices) is out of range for an axis of size 3");
+  expect_index_error(t,
+                     "graph @t(%x: f32[3], %i: i64[2], %u: f32[2]) {\n  %y = scatter(%x, %i, %u) "
+                     "{axis = 0, reduce = \"add\"} : f32[3]\n  return %y\n}\n",
+                     {{"x", f32({3}, {0, 0, 0})},
+                      {"i", Tensor::from<int64_t>(DType::kI64, {2}, {-1, -5000000000})},
+                      {"u", f32({2}, {1, 2})}},
+                     "scatter: index -5000000000 (at position 1 of the indices) is out of range "
+                     "for an axis of size 3");
 }
 
 void symbolic_batch_is_bound_per_run(const SuiteTarget& t) {
-  Graph g = parse_graph("graph @t(%x: f32[B,2]) {\n  %s = reduce_sum(%x) {axes = [0]} : f32[2]\n  return %s\n}\n", "t");
+  Graph g = parse_graph(
+      "graph @t(%x: f32[B,2]) {\n  %s = reduce_sum(%x) {axes = [0]} : f32[2]\n  return %s\n}\n",
+      "t");
   Session s(target_named(t.name));
   auto m = s.compile(g);
   EXPECT_EQ(values(m.run({{"x", f32({1, 2}, {1, 2})}}).at("s")), (std::vector<double>{1, 2}));
-  EXPECT_EQ(values(m.run({{"x", f32({3, 2}, {1, 2, 3, 4, 5, 6})}}).at("s")), (std::vector<double>{9, 12}));
+  EXPECT_EQ(values(m.run({{"x", f32({3, 2}, {1, 2, 3, 4, 5, 6})}}).at("s")),
+            (std::vector<double>{9, 12}));
 }
 
 void work_beyond_one_dispatch_dimension(const SuiteTarget& t) {
@@ -210,8 +246,9 @@ void work_beyond_one_dispatch_dimension(const SuiteTarget& t) {
   const int64_t n = int64_t{1} << 23;
   std::vector<float> x(n);
   for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000);
-  auto out = run_text(fmt::format("graph @t(%x: f32[{0}]) {{\n  %y = neg(%x) : f32[{0}]\n  return %y\n}}\n", n),
-                      {{"x", f32({n}, x)}}, target_named(t.name));
+  auto out = run_text(
+      fmt::format("graph @t(%x: f32[{0}]) {{\n  %y = neg(%x) : f32[{0}]\n  return %y\n}}\n", n),
+      {{"x", f32({n}, x)}}, target_named(t.name));
   const float* y = out.at("y").as<float>();
   EXPECT_TRUE(std::signbit(y[0]) && y[0] == 0) << "neg(0) is -0, got " << y[0];
   EXPECT_EQ(y[n - 1], -static_cast<float>((n - 1) % 1000));
@@ -228,7 +265,8 @@ const char* const kEmitProgram = R"(graph @t(%a: f32[2,3], %b: f32[3,2], %i: i64
 }
 )";
 
-const char* const kMixedProgram = R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
+const char* const kMixedProgram =
+    R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
   %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
   %m = reduce_max(%d) {axes = [2]} : f32[2,3]
   %t = tanh(%m) : f32[2,3]
@@ -252,8 +290,10 @@ NamedTensors mixed_program_inputs() {
   for (auto& x : h) x = u(rng);
   Tensor hh(DType::kF16, {2, 3});
   for (int i = 0; i < 6; ++i) hh.as<uint16_t>()[i] = f32_to_f16(h[i]);
-  return {{"a", f32({2, 3, 4}, a)}, {"b", f32({2, 4, 5}, b)},
-          {"ids", Tensor::from<int64_t>(DType::kI64, {3}, {5, -6, 5})}, {"h", hh}};
+  return {{"a", f32({2, 3, 4}, a)},
+          {"b", f32({2, 4, 5}, b)},
+          {"ids", Tensor::from<int64_t>(DType::kI64, {3}, {5, -6, 5})},
+          {"h", hh}};
 }
 
 namespace {
@@ -261,7 +301,8 @@ namespace {
 // kMixedProgram on the target and on cpu, same inputs.
 void mixed_programs_agree_with_cpu(const SuiteTarget& t) {
   NamedTensors in = mixed_program_inputs();
-  NamedTensors want = run_text(kMixedProgram, in, cpu_target()), got = run_text(kMixedProgram, in, target_named(t.name));
+  NamedTensors want = run_text(kMixedProgram, in, cpu_target()),
+               got = run_text(kMixedProgram, in, target_named(t.name));
   // f16 products round once to 16 bits.
   NamedTensors want_f16 = {{"hs", want.at("hs")}};
   want.erase("hs");
@@ -289,7 +330,8 @@ void packed_elements_keep_their_neighbours(const SuiteTarget& t) {
   NamedTensors in = {{"x", f32({n}, x)}, {"y", f32({n}, y)}};
   auto want = run_text(ir, in, cpu_target());
   auto got = run_text(ir, in, target_named(t.name));
-  for (const char* name : {"p", "q", "s"}) EXPECT_EQ(values(got.at(name)), values(want.at(name))) << name;
+  for (const char* name : {"p", "q", "s"})
+    EXPECT_EQ(values(got.at(name)), values(want.at(name))) << name;
 }
 
 // Contract 2.0: a state kept on the target's device across runs (fed back as an input without
@@ -306,7 +348,8 @@ void device_tensors_stay_on_the_device(const SuiteTarget& t) {
   std::shared_ptr<Device> device = m.device();
   ASSERT_TRUE(device);
   EXPECT_EQ(device, target->device());
-  NamedDeviceTensors state{{"state", DeviceTensor::upload(device, f32({2, 3}, {1, 2, 3, 4, 5, 6}))}};
+  NamedDeviceTensors state{
+      {"state", DeviceTensor::upload(device, f32({2, 3}, {1, 2, 3, 4, 5, 6}))}};
   // A buffer of a GPU-style device is not host memory: it reaches the kernels as it is. A host
   // target's buffers are, and reach its kernels as addresses.
   if (t.host_memory)
@@ -319,7 +362,8 @@ void device_tensors_stay_on_the_device(const SuiteTarget& t) {
   for (int step = 1; step <= 3; ++step) {
     m.run(in, state, out[step % 2], kept[step % 2]);
     ASSERT_EQ(out[step % 2].count("n"), 0u) << "n was asked for on the device";
-    EXPECT_EQ(values(out[step % 2].at("y")), (std::vector<double>{6.0 + 3 * step, 15.0 + 3 * step})) << step;
+    EXPECT_EQ(values(out[step % 2].at("y")), (std::vector<double>{6.0 + 3 * step, 15.0 + 3 * step}))
+        << step;
     state["state"] = kept[step % 2].at("n");
   }
   EXPECT_EQ(values(state.at("state").download()), (std::vector<double>{4, 5, 6, 7, 8, 9}));
@@ -358,8 +402,10 @@ void register_target_suite_tests(const SuiteTarget& t) {
     Verdict v = target_named(t.name)->can_execute();
     EXPECT_TRUE(v.ok) << v.reason;
   });
-  if (!runs_cpu_float_suites(t)) add(fmt::format("FloatOpsAtEveryDtype{}Accepts", t.display), float_ops_at_every_dtype);
-  if (has(t.float_dtypes, DType::kF64)) add("F64ConstantsKeepTheirBits", f64_constants_keep_their_bits);
+  if (!runs_cpu_float_suites(t))
+    add(fmt::format("FloatOpsAtEveryDtype{}Accepts", t.display), float_ops_at_every_dtype);
+  if (has(t.float_dtypes, DType::kF64))
+    add("F64ConstantsKeepTheirBits", f64_constants_keep_their_bits);
   if (has(t.float_dtypes, DType::kF64) && !t.f64_single_only.empty())
     add("RefusesF64TranscendentalsWithTheReason", refuses_f64_transcendentals);
   add("RefusesComplexWithTheReason", refuses_complex);
@@ -369,7 +415,10 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("WorkBeyondOneDispatchDimensionRuns", work_beyond_one_dispatch_dimension);
   add("MixedProgramsAgreeWithCpu", mixed_programs_agree_with_cpu);
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);
-  if (t.packed_subword) add("PackedBoolAndF16ElementsKeepTheirNeighbours", packed_elements_keep_their_neighbours);
+  add("KvCacheUpdatesInPlace",
+      [](const SuiteTarget& t) { check_in_place_cache_update(target_named(t.name)); });
+  if (t.packed_subword)
+    add("PackedBoolAndF16ElementsKeepTheirNeighbours", packed_elements_keep_their_neighbours);
   for (SuiteExtension extension : suite_extensions()) extension(t);
 }
 
@@ -377,14 +426,17 @@ void register_codegen_only_tests(const SuiteTarget& t) {
   const std::string suite = t.display + "Target";
   register_function_test(t, suite, "RefusesComplexWithTheReason", [t] { refuses_complex(t); });
   if (!t.f64_single_only.empty())
-    register_function_test(t, suite, "RefusesF64TranscendentalsWithTheReason", [t] { refuses_f64_transcendentals(t); });
+    register_function_test(t, suite, "RefusesF64TranscendentalsWithTheReason",
+                           [t] { refuses_f64_transcendentals(t); });
 }
 
 int target_suite_main(int argc, char** argv, const SuiteTarget& t) {
   setenv("RLX_TEST_TARGET", t.name.c_str(), 0);
   std::string cache;
   if (!t.cache_env.empty() && !std::getenv(t.cache_env.c_str())) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / fmt::format("rlx-{}-tests-XXXXXX", t.name)).string();
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / fmt::format("rlx-{}-tests-XXXXXX", t.name))
+            .string();
     if (mkdtemp(tmpl.data())) {
       cache = tmpl;
       setenv(t.cache_env.c_str(), cache.c_str(), 1);

@@ -32,14 +32,17 @@ std::shared_ptr<Target> target_named(const std::string& name) {
   return (*targets)[name] = registry::Registry::discover(o).target(name);
 }
 
-std::shared_ptr<Target> cpu_target() { return target_named("cpu"); }
+std::shared_ptr<Target> cpu_target() {
+  return target_named("cpu");
+}
 
 std::shared_ptr<Target> target_under_test() {
   const char* name = std::getenv("RLX_TEST_TARGET");
   return name && *name ? target_named(name) : cpu_target();
 }
 
-NamedTensors run_text(const std::string& ir, const NamedTensors& inputs, std::shared_ptr<Target> target) {
+NamedTensors run_text(const std::string& ir, const NamedTensors& inputs,
+                      std::shared_ptr<Target> target) {
   Graph g = parse_graph(ir, "test.rlx");
   Session s(std::move(target));
   CompiledModel model = s.compile(g);
@@ -65,7 +68,9 @@ std::vector<double> values(const Tensor& t) {
   return v;
 }
 
-Tensor f32(std::vector<int64_t> shape, std::vector<float> v) { return Tensor::from<float>(DType::kF32, std::move(shape), v); }
+Tensor f32(std::vector<int64_t> shape, std::vector<float> v) {
+  return Tensor::from<float>(DType::kF32, std::move(shape), v);
+}
 
 std::string compile_error(const std::string& ir, std::shared_ptr<Target> target) {
   try {
@@ -77,7 +82,8 @@ std::string compile_error(const std::string& ir, std::shared_ptr<Target> target)
   return "";
 }
 
-void expect_all_close(const NamedTensors& want, const NamedTensors& got, double rel_tol, const std::string& what) {
+void expect_all_close(const NamedTensors& want, const NamedTensors& got, double rel_tol,
+                      const std::string& what) {
   for (const auto& [name, t] : want) {
     auto it = got.find(name);
     ASSERT_NE(it, got.end()) << what << " has no output " << name;
@@ -89,7 +95,8 @@ void expect_all_close(const NamedTensors& want, const NamedTensors& got, double 
       else if (std::isinf(w[i]))
         EXPECT_EQ(g[i], w[i]) << what << " " << name << "[" << i << "]";
       else
-        EXPECT_NEAR(g[i], w[i], rel_tol * std::max(1.0, std::fabs(w[i]))) << what << " " << name << "[" << i << "]";
+        EXPECT_NEAR(g[i], w[i], rel_tol * std::max(1.0, std::fabs(w[i])))
+            << what << " " << name << "[" << i << "]";
     }
   }
 }
@@ -115,6 +122,58 @@ std::string read_file(const std::filesystem::path& path) {
 Emitted::Emitted(const std::string& ir, std::shared_ptr<Target> target) {
   Session s(target);
   artifacts_ = target->emit(s.compile(parse_graph(ir, "test.rlx")).lir_for({}), dir_.path());
+}
+
+void check_in_place_cache_update(std::shared_ptr<Target> target) {
+  Session session(target);
+  CompiledModel m = session.compile(
+      parse_graph(R"(graph @t(%past: f32[1,2,4,3], %position: i64[1], %k: f32[1,2,1,3]) {
+  %present = scatter(%past, %position, %k) {axis = 2, reduce = "none"} : f32[1,2,4,3]
+  %sum = reduce_sum(%present) {axes = [2]} : f32[1,2,3]
+  return %present, %sum
+}
+)"));
+  // Step p writes k = p + 1 (head 0) and -(p + 1) (head 1) into slot p of a zero cache.
+  auto k_of = [](int64_t p) {
+    const float v = static_cast<float>(p + 1);
+    return f32({1, 2, 1, 3}, {v, v, v, -v, -v, -v});
+  };
+  auto sums_after = [](int64_t p) {  // 1 + 2 + ... + (p + 1) in each lane, head 1 negated
+    const double s = static_cast<double>((p + 1) * (p + 2) / 2);
+    return std::vector<double>{s, s, s, -s, -s, -s};
+  };
+  Tensor cache(DType::kF32, {1, 2, 4, 3});
+  std::memset(cache.data(), 0, cache.nbytes());
+  NamedTensors in{{"past", cache}}, out;
+  for (int64_t p = 0; p < 3; ++p) {
+    out["present"] = in.at("past");
+    in["position"] = Tensor::from<int64_t>(DType::kI64, {1}, {p});
+    in["k"] = k_of(p);
+    m.run(in, out);
+    EXPECT_EQ(out.at("present").data(), cache.data()) << "step " << p << ": the cache was copied";
+    EXPECT_EQ(values(out.at("sum")), sums_after(p)) << "step " << p;
+  }
+  std::vector<double> want(24, 0);
+  for (int64_t p = 0; p < 3; ++p)
+    for (int64_t d = 0; d < 3; ++d) want[p * 3 + d] = p + 1, want[12 + p * 3 + d] = -(p + 1);
+  EXPECT_EQ(values(cache), want);
+
+  std::shared_ptr<Device> device = m.device();
+  if (!device) return;
+  std::memset(cache.data(), 0, cache.nbytes());
+  NamedDeviceTensors dev_in{{"past", DeviceTensor::upload(device, cache)}}, dev_out;
+  NamedTensors host_in, host_out;
+  const void* handle = dev_in.at("past").buffer().handle;
+  for (int64_t p = 0; p < 3; ++p) {
+    dev_out["present"] = dev_in.at("past");
+    host_in["position"] = Tensor::from<int64_t>(DType::kI64, {1}, {p});
+    host_in["k"] = k_of(p);
+    m.run(host_in, dev_in, host_out, dev_out);
+    EXPECT_EQ(dev_out.at("present").buffer().handle, handle)
+        << "device step " << p << ": the cache was copied";
+    EXPECT_EQ(values(host_out.at("sum")), sums_after(p)) << "device step " << p;
+  }
+  EXPECT_EQ(values(dev_in.at("past").download()), want);
 }
 
 }  // namespace rlx::test

@@ -30,6 +30,12 @@ std::string compile_error(const std::string& ir, std::shared_ptr<Target> target)
 void expect_all_close(const NamedTensors& want, const NamedTensors& got, double rel_tol,
                       const std::string& what = "");
 
+// A KV-cache step on `target` (present = scatter(past, position, k), read by a reduction too),
+// three steps with the output given the input's memory, on the host and, where the target has
+// a device, on it: the output must come back in that memory (updated in place) with the
+// hand-computed values. GoogleTest assertions inside.
+void check_in_place_cache_update(std::shared_ptr<Target> target);
+
 // A fresh folder under the system's temporary folder, removed with its contents at scope exit.
 class TempDir {
  public:

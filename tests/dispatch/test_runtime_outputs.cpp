@@ -52,7 +52,8 @@ TEST(RuntimeOutputs, AnOutputSharingAnInputsMemoryIsReallocated) {
 TEST(RuntimeOutputs, WrongShapeDtypeOrSharedOutputsAreReplaced) {
   CompiledModel m = compile_two_outputs();
   Tensor shared = test::f32({2, 3}, std::vector<float>(6, 7));
-  NamedTensors out{{"y", shared}, {"z", shared},  // two outputs in one buffer
+  NamedTensors out{{"y", shared},
+                   {"z", shared},  // two outputs in one buffer
                    {"other", test::f32({1}, {42})}};
   m.run({{"x", test::f32({2, 3}, kX)}}, out);
   EXPECT_NE(out.at("y").data(), out.at("z").data());
@@ -89,6 +90,35 @@ TEST(RuntimeOutputs, DeviceTensorsOfAHostTargetAreWrittenInPlace) {
   // The same input on the host and on the device is ambiguous.
   NamedTensors both{{"x", test::f32({2, 3}, kX)}};
   EXPECT_THROW(m.run(both, in, host_out, dev_out), Error);
+}
+
+// A cache updated in place (the runtime's in_place.h): the output keeps the input's memory, on
+// the host and on cpu's device, step after step.
+TEST(RuntimeOutputs, AScatteredCacheIsUpdatedInPlace) {
+  test::check_in_place_cache_update(test::cpu_target());
+}
+
+// The same step when something else reads the cache too: writing in place would change what that
+// reader sees, so the output gets memory of its own and the input is left as it was.
+TEST(RuntimeOutputs, ACacheWithAnotherReaderIsNotUpdatedInPlace) {
+  Session s(test::cpu_target());
+  CompiledModel m =
+      s.compile(parse_graph(R"(graph @t(%past: f32[4], %position: i64[1], %k: f32[1]) {
+  %present = scatter(%past, %position, %k) {axis = 0, reduce = "none"} : f32[4]
+  %old = reduce_sum(%past) {axes = [0]} : f32[]
+  return %present, %old
+}
+)"));
+  Tensor cache = test::f32({4}, {1, 2, 3, 4});
+  NamedTensors out{{"present", cache}};
+  m.run({{"past", cache},
+         {"position", Tensor::from<int64_t>(DType::kI64, {1}, {2})},
+         {"k", test::f32({1}, {10})}},
+        out);
+  EXPECT_NE(out.at("present").data(), cache.data());
+  EXPECT_EQ(test::values(out.at("present")), (std::vector<double>{1, 2, 10, 4}));
+  EXPECT_EQ(test::values(out.at("old")), (std::vector<double>{10}));
+  EXPECT_EQ(test::values(cache), (std::vector<double>{1, 2, 3, 4}));
 }
 
 }  // namespace

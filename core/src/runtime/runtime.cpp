@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 
+#include "in_place.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/passes.h"
@@ -35,7 +36,8 @@ IoLayout layout_of(const lir::Program& p) {
   IoLayout io;
   io.slots = p.buffers.size();
   for (auto& [name, b] : p.inputs) io.inputs[name] = b;
-  for (auto& [name, b] : p.outputs) io.outputs.push_back({name, b, p.buffers[b].dtype, p.buffers[b].shape});
+  for (auto& [name, b] : p.outputs)
+    io.outputs.push_back({name, b, p.buffers[b].dtype, p.buffers[b].shape});
   for (const auto& buf : p.buffers)
     if (buf.kind == lir::BufferKind::kConstant) io.constants.emplace_back(buf.id, buf.data.data());
   return io;
@@ -44,15 +46,18 @@ IoLayout layout_of(const lir::Program& p) {
 IoLayout layout_of(const Graph& g, const std::vector<std::string>& output_names) {
   IoLayout io;
   io.slots = g.inputs.size() + g.outputs.size();
-  for (size_t i = 0; i < g.inputs.size(); ++i) io.inputs[g.values[g.inputs[i]].name] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    io.inputs[g.values[g.inputs[i]].name] = static_cast<int32_t>(i);
   for (size_t j = 0; j < g.outputs.size(); ++j) {
     const TensorType& t = g.type(g.outputs[j]);
     std::vector<int64_t> shape;
     for (const Dim& d : t.shape) {
-      if (!d.is_static()) throw_internal_error(fmt::format("output {} is not static after specialisation", t.str()));
+      if (!d.is_static())
+        throw_internal_error(fmt::format("output {} is not static after specialisation", t.str()));
       shape.push_back(d.value);
     }
-    io.outputs.push_back({output_names.at(j), static_cast<int32_t>(g.inputs.size() + j), t.dtype, std::move(shape)});
+    io.outputs.push_back(
+        {output_names.at(j), static_cast<int32_t>(g.inputs.size() + j), t.dtype, std::move(shape)});
   }
   return io;
 }
@@ -79,7 +84,8 @@ struct CompiledModel::State {
     lir::Program program;  // empty for MIR-level targets
     std::unique_ptr<Executable> exe;
     IoLayout io;
-    bool host_only_run = false;  // run(std::vector<void*>) takes the whole table
+    bool host_only_run = false;           // run(std::vector<void*>) takes the whole table
+    std::map<int32_t, int32_t> in_place;  // output slot -> input slot it may share (in_place.h)
   };
   std::map<Bindings, Specialization> cache;
 
@@ -94,6 +100,7 @@ struct CompiledModel::State {
     } else {
       s.program = lower(b);
       s.io = layout_of(s.program);
+      s.in_place = in_place_updates(s.program);
       s.exe = target->compile(s.program);
       s.host_only_run = true;
     }
@@ -110,7 +117,8 @@ struct CompiledModel::State {
   lir::Program lower(const Bindings& b) const {
     // Kernels are cut to what the device binds (webgpu: storage buffers per shader stage).
     LoweringOptions options;
-    if (std::shared_ptr<Device> d = target->device()) options.max_buffers_per_kernel = d->limits().max_buffers_per_kernel;
+    if (std::shared_ptr<Device> d = target->device())
+      options.max_buffers_per_kernel = d->limits().max_buffers_per_kernel;
     lir::Program p = lower_to_lir(specialized(b), options);
     for (size_t i = 0; i < p.outputs.size(); ++i) p.outputs[i].first = output_names.at(i);
     return p;
@@ -118,7 +126,8 @@ struct CompiledModel::State {
 
   // Checks every input against the graph (dtype, rank and static dims of what `given` says the
   // caller passed under its name) and binds the symbolic dims.
-  Bindings bind(const std::function<std::optional<std::pair<DType, std::vector<int64_t>>>(const std::string&)>& given) const {
+  Bindings bind(const std::function<std::optional<std::pair<DType, std::vector<int64_t>>>(
+                    const std::string&)>& given) const {
     Bindings bindings;
     const Graph& g = mir;
     for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -129,19 +138,21 @@ struct CompiledModel::State {
       const TensorType& want = g.type(g.inputs[i]);
       std::string shape_str = fmt::format("[{}]", fmt::join(shape, ","));
       if (dtype != want.dtype || static_cast<int64_t>(shape.size()) != want.rank())
-        throw_user_error(fmt::format("input '{}' is {}{}, the model expects {}", name, dtype_name(dtype), shape_str,
-                                     want.str()));
+        throw_user_error(fmt::format("input '{}' is {}{}, the model expects {}", name,
+                                     dtype_name(dtype), shape_str, want.str()));
       for (size_t d = 0; d < shape.size(); ++d) {
         const Dim& dim = want.shape[d];
         int64_t n = shape[d];
         if (dim.is_static() && dim.value != n)
-          throw_user_error(fmt::format("input '{}' has size {} in dim {}, the model expects {} ({})", name, n, d,
-                                       dim.value, want.str()));
+          throw_user_error(
+              fmt::format("input '{}' has size {} in dim {}, the model expects {} ({})", name, n, d,
+                          dim.value, want.str()));
         if (!dim.is_static()) {
           auto [b, fresh] = bindings.emplace(dim.sym, n);
           if (!fresh && b->second != n)
-            throw_user_error(fmt::format("input '{}' gives {} = {}, but an earlier input gave {} = {}", name, dim.sym,
-                                         n, dim.sym, b->second));
+            throw_user_error(
+                fmt::format("input '{}' gives {} = {}, but an earlier input gave {} = {}", name,
+                            dim.sym, n, dim.sym, b->second));
         }
       }
     }
@@ -153,7 +164,8 @@ struct CompiledModel::State {
       if (std::find(input_names.begin(), input_names.end(), name) == input_names.end()) {
         std::string expected;
         for (auto& n : input_names) expected += (expected.empty() ? "" : ", ") + n;
-        throw_user_error(fmt::format("unknown input '{}': the model's inputs are {}", name, expected));
+        throw_user_error(
+            fmt::format("unknown input '{}': the model's inputs are {}", name, expected));
       }
   }
 };
@@ -170,8 +182,9 @@ CompiledModel Session::compile(const Graph& graph, InputLimits limits) {
   verify_graph(graph);
   for (ValueId p : graph.params)
     if (!graph.weights.count(graph.values[p].name))
-      throw_user_error(fmt::format("param %{} has no weight data: load the model with its weights file",
-                                   graph.values[p].name));
+      throw_user_error(
+          fmt::format("param %{} has no weight data: load the model with its weights file",
+                      graph.values[p].name));
   auto st = std::make_shared<CompiledModel::State>();
   st->target = target_;
   st->limits = std::move(limits);
@@ -186,11 +199,21 @@ CompiledModel Session::compile(const Graph& graph, InputLimits limits) {
   return m;
 }
 
-const DispatchReport& CompiledModel::report() const { return state_->report; }
-const Graph& CompiledModel::mir() const { return state_->mir; }
-lir::Program CompiledModel::lir_for(const Bindings& b) const { return state_->lower(b); }
-Graph CompiledModel::mir_for(const Bindings& b) const { return state_->specialized(b); }
-std::shared_ptr<Device> CompiledModel::device() const { return state_->target->device(); }
+const DispatchReport& CompiledModel::report() const {
+  return state_->report;
+}
+const Graph& CompiledModel::mir() const {
+  return state_->mir;
+}
+lir::Program CompiledModel::lir_for(const Bindings& b) const {
+  return state_->lower(b);
+}
+Graph CompiledModel::mir_for(const Bindings& b) const {
+  return state_->specialized(b);
+}
+std::shared_ptr<Device> CompiledModel::device() const {
+  return state_->target->device();
+}
 
 NamedTensors CompiledModel::run(const NamedTensors& inputs) {
   NamedTensors out;
@@ -209,16 +232,19 @@ void CompiledModel::run(const NamedTensors& inputs, const NamedDeviceTensors& de
   std::vector<std::string> given;
   for (auto& [name, t] : inputs) given.push_back(name);
   for (auto& [name, t] : device_inputs) {
-    if (inputs.count(name)) throw_user_error(fmt::format("input '{}' is given both on the host and on the device", name));
+    if (inputs.count(name))
+      throw_user_error(fmt::format("input '{}' is given both on the host and on the device", name));
     given.push_back(name);
   }
   st.check_names(given);
-  Bindings bindings = st.bind([&](const std::string& name) -> std::optional<std::pair<DType, std::vector<int64_t>>> {
-    if (auto it = inputs.find(name); it != inputs.end()) return std::make_pair(it->second.dtype(), it->second.shape());
-    if (auto it = device_inputs.find(name); it != device_inputs.end() && it->second.defined())
-      return std::make_pair(it->second.dtype(), it->second.shape());
-    return std::nullopt;
-  });
+  Bindings bindings = st.bind(
+      [&](const std::string& name) -> std::optional<std::pair<DType, std::vector<int64_t>>> {
+        if (auto it = inputs.find(name); it != inputs.end())
+          return std::make_pair(it->second.dtype(), it->second.shape());
+        if (auto it = device_inputs.find(name); it != device_inputs.end() && it->second.defined())
+          return std::make_pair(it->second.dtype(), it->second.shape());
+        return std::nullopt;
+      });
   // Before anything runs, so no kernel indexes a table with a bad id (device inputs are the
   // caller's own outputs, such as KV caches, and stay unread).
   check_input_limits(st.limits, inputs);
@@ -227,38 +253,50 @@ void CompiledModel::run(const NamedTensors& inputs, const NamedDeviceTensors& de
   if (!device_inputs.empty() || !device_outputs.empty()) {
     device = st.target->device();
     if (!device)
-      throw_unsupported(fmt::format("target {} has no device memory of its own, so it keeps no tensor on a device; "
-                                    "pass host tensors",
-                                    st.target->name()));
+      throw_unsupported(fmt::format(
+          "target {} has no device memory of its own, so it keeps no tensor on a device; "
+          "pass host tensors",
+          st.target->name()));
     for (auto& [name, t] : device_inputs)
       if (t.device() != device.get())
-        throw_user_error(fmt::format("device input '{}' lives on another device than target {}'s", name,
-                                     st.target->name()));
+        throw_user_error(fmt::format("device input '{}' lives on another device than target {}'s",
+                                     name, st.target->name()));
   }
   auto& spec = st.specialization(bindings);
   const IoLayout& io = spec.io;
   // A buffer the host can address directly (host-memory targets) is passed as host memory.
   auto bind_device = [&](const DeviceTensor& t) {
     BufferBinding b;
-    if (void* p = device->host_address(t.buffer())) b.host = p;
-    else b.device = t.buffer();
+    if (void* p = device->host_address(t.buffer()))
+      b.host = p;
+    else
+      b.device = t.buffer();
     return b;
   };
   std::vector<BufferBinding> slots(io.slots);
   for (auto [slot, data] : io.constants) slots[slot].host = const_cast<void*>(data);
   for (auto& [name, slot] : io.inputs) {
-    if (auto it = inputs.find(name); it != inputs.end()) slots[slot].host = const_cast<void*>(it->second.data());
-    else slots[slot] = bind_device(device_inputs.at(name));
+    if (auto it = inputs.find(name); it != inputs.end())
+      slots[slot].host = const_cast<void*>(it->second.data());
+    else
+      slots[slot] = bind_device(device_inputs.at(name));
   }
-  std::vector<const Tensor*> bound;             // host outputs given memory so far
-  std::vector<const DeviceTensor*> bound_dev;   // device outputs given memory so far
+  std::vector<const Tensor*> bound;            // host outputs given memory so far
+  std::vector<const DeviceTensor*> bound_dev;  // device outputs given memory so far
+  // Whether output `o` may be the very memory of input `name`: the program updates it in place.
+  auto partner = [&](const IoLayout::Output& o, const std::string& name) {
+    auto it = spec.in_place.find(o.slot);
+    return it != spec.in_place.end() && io.inputs.at(name) == it->second;
+  };
   for (const IoLayout::Output& o : io.outputs) {
     if (auto dit = device_outputs.find(o.name); dit != device_outputs.end()) {
       DeviceTensor& t = dit->second;
-      bool reuse = t.defined() && t.device() == device.get() && t.dtype() == o.dtype && t.shape() == o.shape;
-      // Kernels read inputs while they write outputs, so an output may not share their memory,
-      // nor may two outputs share memory.
-      for (auto in = device_inputs.begin(); reuse && in != device_inputs.end(); ++in) reuse = !same_buffer(t, in->second);
+      bool reuse =
+          t.defined() && t.device() == device.get() && t.dtype() == o.dtype && t.shape() == o.shape;
+      // Kernels read inputs while they write outputs, so an output may not share their memory
+      // (unless it is the input the program updates in place), nor may two outputs share memory.
+      for (auto in = device_inputs.begin(); reuse && in != device_inputs.end(); ++in)
+        reuse = !same_buffer(t, in->second) || partner(o, in->first);
       for (const DeviceTensor* other : bound_dev) reuse = reuse && !same_buffer(t, *other);
       if (!reuse) t = DeviceTensor(device, o.dtype, o.shape);
       slots[o.slot] = bind_device(t);
@@ -266,16 +304,20 @@ void CompiledModel::run(const NamedTensors& inputs, const NamedDeviceTensors& de
       continue;
     }
     auto it = outputs.find(o.name);
-    bool reuse = it != outputs.end() && it->second.dtype() == o.dtype && it->second.shape() == o.shape &&
-                 it->second.defined();
-    for (auto in = inputs.begin(); reuse && in != inputs.end(); ++in) reuse = !overlaps(it->second, in->second);
+    bool reuse = it != outputs.end() && it->second.dtype() == o.dtype &&
+                 it->second.shape() == o.shape && it->second.defined();
+    for (auto in = inputs.begin(); reuse && in != inputs.end(); ++in)
+      reuse = !overlaps(it->second, in->second) ||
+              (partner(o, in->first) && it->second.data() == in->second.data() &&
+               it->second.nbytes() == in->second.nbytes());
     for (const Tensor* other : bound) reuse = reuse && !overlaps(it->second, *other);
     if (!reuse) outputs[o.name] = Tensor(o.dtype, o.shape);
     const Tensor& t = outputs[o.name];
     slots[o.slot].host = const_cast<void*>(t.data());
     bound.push_back(&t);
   }
-  bool all_host = std::all_of(slots.begin(), slots.end(), [](const BufferBinding& b) { return !b.device.valid(); });
+  bool all_host = std::all_of(slots.begin(), slots.end(),
+                              [](const BufferBinding& b) { return !b.device.valid(); });
   if (all_host && spec.host_only_run) {
     std::vector<void*> ptrs(slots.size());
     for (size_t i = 0; i < slots.size(); ++i) ptrs[i] = slots[i].host;

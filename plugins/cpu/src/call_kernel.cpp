@@ -19,7 +19,8 @@ namespace {
 
 std::vector<int64_t> row_major(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    s[d] = s[d + 1] * shape[d + 1];
   return s;
 }
 
@@ -39,11 +40,17 @@ void strided_copy(const void* src, DType dt, const std::vector<int64_t>& out_sha
   std::vector<int64_t> idx(rank, 0);
   int64_t off = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, float>) dst[i] = load_f(dt, src, off);
-    else if constexpr (std::is_same_v<T, double>) dst[i] = static_cast<const double*>(src)[off];
-    else dst[i] = load_i(dt, src, off);
+    if constexpr (std::is_same_v<T, float>)
+      dst[i] = load_f(dt, src, off);
+    else if constexpr (std::is_same_v<T, double>)
+      dst[i] = static_cast<const double*>(src)[off];
+    else
+      dst[i] = load_i(dt, src, off);
     for (int64_t d = static_cast<int64_t>(rank) - 1; d >= 0; --d) {
-      if (++idx[d] < out_shape[d]) { off += src_strides[d]; break; }
+      if (++idx[d] < out_shape[d]) {
+        off += src_strides[d];
+        break;
+      }
       off -= src_strides[d] * (out_shape[d] - 1);
       idx[d] = 0;
     }
@@ -53,9 +60,12 @@ void strided_copy(const void* src, DType dt, const std::vector<int64_t>& out_sha
 template <typename T>
 void store_all(const T* v, int64_t n, DType dt, void* out) {
   for (int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<T, float>) store_f(dt, out, i, v[i]);
-    else if constexpr (std::is_same_v<T, double>) static_cast<double*>(out)[i] = v[i];
-    else store_i(dt, out, i, wrap_to(dt, v[i]));
+    if constexpr (std::is_same_v<T, float>)
+      store_f(dt, out, i, v[i]);
+    else if constexpr (std::is_same_v<T, double>)
+      static_cast<double*>(out)[i] = v[i];
+    else
+      store_i(dt, out, i, wrap_to(dt, v[i]));
   }
 }
 
@@ -76,9 +86,15 @@ void batched_matmul(const void* a, DType adt, const std::vector<int64_t>& a_shap
 template <typename F>
 void by_class(DType dt, F&& f) {
   switch (class_of(dt)) {
-    case Cls::kF32: f(float{}); break;
-    case Cls::kF64: f(double{}); break;
-    case Cls::kI64: f(int64_t{}); break;
+    case Cls::kF32:
+      f(float{});
+      break;
+    case Cls::kF64:
+      f(double{});
+      break;
+    case Cls::kI64:
+      f(int64_t{});
+      break;
   }
 }
 
@@ -88,9 +104,16 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
   for (int32_t b : k.inputs) in_.push_back(p.buffers[b]);
   for (int32_t b : k.outputs) out_.push_back(p.buffers[b]);
   for (auto& r : k.regions) regions_.push_back(std::make_unique<CpuExecutable>(*r));
-  static const char* kKnown[] = {"dot_general", "gather", "scatter", "while", "native:MatMul", "native:Linear",
-                                 "native:DequantMatMul", "native:DequantizeRows"};
-  if (std::find_if(std::begin(kKnown), std::end(kKnown), [&](const char* s) { return k.callee == s; }) == std::end(kKnown) &&
+  static const char* kKnown[] = {"dot_general",
+                                 "gather",
+                                 "scatter",
+                                 "while",
+                                 "native:MatMul",
+                                 "native:Linear",
+                                 "native:DequantMatMul",
+                                 "native:DequantizeRows"};
+  if (std::find_if(std::begin(kKnown), std::end(kKnown),
+                   [&](const char* s) { return k.callee == s; }) == std::end(kKnown) &&
       !is_nn_callee(k.callee))
     throw_internal_error("cpu: no library call for " + k.callee);
   // Float GEMMs take the packed path; integer ones the baseline below.
@@ -128,13 +151,16 @@ void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
 
 void CallKernelRunner::dot_general(const std::vector<void*>& ptrs) const {
   auto ints = [&](const char* key) { return std::get<IntList>(k_.attrs.at(key)); };
-  IntList lb = ints("lhs_batch"), rb = ints("rhs_batch"), lc = ints("lhs_contract"), rc = ints("rhs_contract");
+  IntList lb = ints("lhs_batch"), rb = ints("rhs_batch"), lc = ints("lhs_contract"),
+          rc = ints("rhs_contract");
   const auto &ls = in_[0].shape, &rs = in_[1].shape;
   auto lst = row_major(ls), rst = row_major(rs);
   auto free_dims = [](size_t rank, const IntList& a, const IntList& b) {
     IntList f;
     for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)
-      if (std::find(a.begin(), a.end(), d) == a.end() && std::find(b.begin(), b.end(), d) == b.end()) f.push_back(d);
+      if (std::find(a.begin(), a.end(), d) == a.end() &&
+          std::find(b.begin(), b.end(), d) == b.end())
+        f.push_back(d);
     return f;
   };
   IntList lf = free_dims(ls.size(), lb, lc), rf = free_dims(rs.size(), rb, rc);
@@ -165,12 +191,16 @@ void CallKernelRunner::matmul(const std::vector<void*>& ptrs) const {
     std::vector<int64_t> shape = batch, strides;
     size_t lead = batch.size() - (s.size() - 2);
     for (size_t i = 0; i < batch.size(); ++i) {
-      if (i < lead || s[i - lead] == 1) strides.push_back(0);
-      else strides.push_back(st[i - lead]);
+      if (i < lead || s[i - lead] == 1)
+        strides.push_back(0);
+      else
+        strides.push_back(st[i - lead]);
     }
     size_t r = s.size();
-    if (lhs) shape.insert(shape.end(), {M, K}), strides.insert(strides.end(), {st[r - 2], st[r - 1]});
-    else shape.insert(shape.end(), {K, N}), strides.insert(strides.end(), {st[r - 2], st[r - 1]});
+    if (lhs)
+      shape.insert(shape.end(), {M, K}), strides.insert(strides.end(), {st[r - 2], st[r - 1]});
+    else
+      shape.insert(shape.end(), {K, N}), strides.insert(strides.end(), {st[r - 2], st[r - 1]});
     return std::make_pair(shape, strides);
   };
   auto [a_shape, a_str] = view(as, true);
@@ -211,8 +241,9 @@ namespace {
 int64_t checked_index(int64_t v, int64_t len, const std::string& where, int64_t pos) {
   int64_t i = v < 0 ? v + len : v;
   if (i < 0 || i >= len)
-    throw_user_error(fmt::format("{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
-                                 where, v, pos, len));
+    throw_user_error(fmt::format(
+        "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
+        where, v, pos, len));
   return i;
 }
 
@@ -230,10 +261,12 @@ void CallKernelRunner::gather(const std::vector<void*>& ptrs) const {
   char* dst = static_cast<char*>(ptrs[k_.outputs[0]]);
   const void* ids = ptrs[k_.inputs[1]];
   std::vector<int64_t> rows(nidx);
-  for (int64_t j = 0; j < nidx; ++j) rows[j] = checked_index(load_i(in_[1].dtype, ids, j), len, where(), j);
+  for (int64_t j = 0; j < nidx; ++j)
+    rows[j] = checked_index(load_i(in_[1].dtype, ids, j), len, where(), j);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < nidx; ++j)
-      std::memcpy(dst + ((o * nidx + j) * inner) * es, src + ((o * len + rows[j]) * inner) * es, inner * es);
+      std::memcpy(dst + ((o * nidx + j) * inner) * es, src + ((o * len + rows[j]) * inner) * es,
+                  inner * es);
 }
 
 void CallKernelRunner::scatter(const std::vector<void*>& ptrs) const {
@@ -246,24 +279,36 @@ void CallKernelRunner::scatter(const std::vector<void*>& ptrs) const {
   int64_t nidx = in_[1].numel();
   DType dt = in_[0].dtype;
   size_t es = dtype_size(dt);
-  std::memcpy(ptrs[k_.outputs[0]], ptrs[k_.inputs[0]], in_[0].nbytes());
+  // The same memory when the caller updates the operand in place (a KV cache, see the runtime's
+  // in_place.h): its rows are already where they belong.
+  if (ptrs[k_.outputs[0]] != ptrs[k_.inputs[0]])
+    std::memcpy(ptrs[k_.outputs[0]], ptrs[k_.inputs[0]], in_[0].nbytes());
   const void* ids = ptrs[k_.inputs[1]];
   void* out = ptrs[k_.outputs[0]];
   const void* upd = ptrs[k_.inputs[2]];
   std::vector<int64_t> rows(nidx);
-  for (int64_t j = 0; j < nidx; ++j) rows[j] = checked_index(load_i(in_[1].dtype, ids, j), len, where(), j);
+  for (int64_t j = 0; j < nidx; ++j)
+    rows[j] = checked_index(load_i(in_[1].dtype, ids, j), len, where(), j);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < nidx; ++j) {
       int64_t d0 = (o * len + rows[j]) * inner, s0 = (o * nidx + j) * inner;
       if (!add) {
-        std::memcpy(static_cast<char*>(out) + d0 * es, static_cast<const char*>(upd) + s0 * es, inner * es);
+        std::memcpy(static_cast<char*>(out) + d0 * es, static_cast<const char*>(upd) + s0 * es,
+                    inner * es);
         continue;
       }
       for (int64_t i = 0; i < inner; ++i) {
         switch (class_of(dt)) {
-          case Cls::kF32: store_f(dt, out, d0 + i, load_f(dt, out, d0 + i) + load_f(dt, upd, s0 + i)); break;
-          case Cls::kF64: static_cast<double*>(out)[d0 + i] += static_cast<const double*>(upd)[s0 + i]; break;
-          case Cls::kI64: store_i(dt, out, d0 + i, wrap_to(dt, load_i(dt, out, d0 + i) + load_i(dt, upd, s0 + i))); break;
+          case Cls::kF32:
+            store_f(dt, out, d0 + i, load_f(dt, out, d0 + i) + load_f(dt, upd, s0 + i));
+            break;
+          case Cls::kF64:
+            static_cast<double*>(out)[d0 + i] += static_cast<const double*>(upd)[s0 + i];
+            break;
+          case Cls::kI64:
+            store_i(dt, out, d0 + i,
+                    wrap_to(dt, load_i(dt, out, d0 + i) + load_i(dt, upd, s0 + i)));
+            break;
         }
       }
     }
@@ -289,7 +334,8 @@ void CallKernelRunner::while_loop(const std::vector<void*>& ptrs) const {
     body.run_positional(state, next);
     state = std::move(next);
   }
-  for (size_t i = 0; i < out_.size(); ++i) std::memcpy(ptrs[k_.outputs[i]], state[i].data(), state[i].nbytes());
+  for (size_t i = 0; i < out_.size(); ++i)
+    std::memcpy(ptrs[k_.outputs[i]], state[i].data(), state[i].nbytes());
 }
 
 }  // namespace rlx::cpu

@@ -32,7 +32,10 @@ class CompiledModel {
   // Like run(), writing into `outputs`: a tensor already there under an output's name, with the
   // output's dtype and shape and sharing no memory with an input, is overwritten in place; any
   // other output is allocated. A loop that passes the same map allocates nothing after its first
-  // run (a decoder that feeds outputs back as inputs alternates between two maps).
+  // run. One exception to "no memory with an input": an output the program makes by scattering
+  // rows into an input nothing else reads (a decoder's KV cache) may be given exactly that
+  // input's memory, and is then updated there, with no copy of the rest (see
+  // docs/plugin-authors.md, "In-place updates"); whether it was shows in the output's data().
   void run(const NamedTensors& inputs, NamedTensors& outputs);
   // With tensors on the target's device (contract 2.0): inputs come from `inputs` (host) or
   // `device_inputs`; every output named in `device_outputs` (an undefined DeviceTensor asks for

@@ -1,0 +1,39 @@
+#include "in_place.h"
+
+#include <variant>
+#include <vector>
+
+namespace rlx {
+
+std::map<int32_t, int32_t> in_place_updates(const lir::Program& p) {
+  // Per storage buffer: how many kernels write it and how many operand slots read it.
+  std::vector<int> writers(p.buffers.size(), 0), reads(p.buffers.size(), 0);
+  for (const lir::Kernel& k : p.kernels) {
+    if (const auto* l = std::get_if<lir::LoopKernel>(&k)) {
+      for (const lir::Expr& e : l->exprs)
+        if (e.kind == lir::ExprKind::kLoad) ++reads[p.storage_of(e.load.buffer)];
+      for (const lir::Store& s : l->stores) ++writers[p.storage_of(s.buffer)];
+      continue;
+    }
+    const auto& c = std::get<lir::CallKernel>(k);
+    for (int32_t b : c.inputs) ++reads[p.storage_of(b)];
+    for (int32_t b : c.outputs) ++writers[p.storage_of(b)];
+  }
+  std::map<int32_t, int32_t> pairs;
+  for (const lir::Kernel& k : p.kernels) {
+    const auto* c = std::get_if<lir::CallKernel>(&k);
+    if (!c || c->callee != "scatter" || c->inputs.size() != 3 || c->outputs.size() != 1) continue;
+    const int32_t in = p.storage_of(c->inputs[0]), out = p.storage_of(c->outputs[0]);
+    const lir::Buffer& bi = p.buffers[in];
+    const lir::Buffer& bo = p.buffers[out];
+    if (bi.kind != lir::BufferKind::kInput || bo.kind != lir::BufferKind::kOutput) continue;
+    if (bi.dtype != bo.dtype || bi.shape != bo.shape) continue;
+    // The scatter is the input's only reader (so no kernel sees the rows it writes early) and
+    // the output's only writer; the operand may not also be its indices or updates.
+    if (reads[in] != 1 || writers[out] != 1) continue;
+    pairs.emplace(out, in);
+  }
+  return pairs;
+}
+
+}  // namespace rlx
