@@ -141,12 +141,12 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
     std::fputs((line + "\n").c_str(), stdout);
   }
   if (global.verbose)
-    std::fputs(fmt::format("rlx: {} prompt tokens, {} generated; prefill {:.1f} ms, {} decode "
-                           "steps {:.1f} ms ({:.2f} ms/token), KV cache capacity {}\n",
-                           n, tokens.size(), 1e3 * r.prefill_seconds, r.decode_steps,
-                           1e3 * r.decode_seconds,
-                           r.decode_steps ? 1e3 * r.decode_seconds / r.decode_steps : 0.0,
-                           r.cache_capacity)
+    std::fputs(fmt::format("rlx: {} prompt tokens, {} generated; prefill {:.1f} ms, first decode "
+                           "step {:.1f} ms (specialised to the KV cache capacity {}), {} more "
+                           "steps {:.1f} ms ({:.2f} ms/token)\n",
+                           n, tokens.size(), 1e3 * r.prefill_seconds, 1e3 * r.first_step_seconds,
+                           r.cache_capacity, r.decode_steps, 1e3 * r.decode_seconds,
+                           r.decode_steps ? 1e3 * r.decode_seconds / r.decode_steps : 0.0)
                    .c_str(),
                stderr);
   return 0;

@@ -172,7 +172,12 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
     position.as<int64_t>()[0] = len + step - 1;
     inputs["position"] = position;
     decode_.run(inputs, device_inputs, o, device_o);
-    ++r.decode_steps;
+    if (step == 1) {
+      r.first_step_seconds = since(t0);
+      t0 = Clock::now();
+    } else {
+      ++r.decode_steps;
+    }
     for (const std::string& name : cache_names_) {
       std::string present = "present_" + name.substr(5);
       if (device) {

@@ -18,7 +18,11 @@ struct DecodeOptions {
 
 struct DecodeResult {
   std::vector<std::vector<int64_t>> tokens;  // per prompt row: the generated ids
-  double compile_seconds = 0, prefill_seconds = 0, decode_seconds = 0;
+  // prefill_seconds includes specialising the prefill graph to the prompt's length on its first
+  // run (generating and compiling kernels unless the kernel cache has them). So does the first
+  // decode step for the cache capacity: it is timed apart (first_step_seconds), and
+  // decode_seconds / decode_steps cover the steps after it, the steady state.
+  double compile_seconds = 0, prefill_seconds = 0, first_step_seconds = 0, decode_seconds = 0;
   int64_t decode_steps = 0;
   // T of the decode graph: prompt length + max_new_tokens, rounded up to kCapacityStep.
   int64_t cache_capacity = 0;
