@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "dot_general_form.h"
@@ -97,6 +99,143 @@ AttentionCall attention_call(const lir::CallKernel& c, const lir::Program& p,
   return a;
 }
 
+// Operand slots that read each storage buffer, over every kernel (loop loads, call inputs).
+std::vector<int> readers_of(const lir::Program& p) {
+  std::vector<int> n(p.buffers.size(), 0);
+  for (const lir::Kernel& k : p.kernels) {
+    if (const auto* l = std::get_if<lir::LoopKernel>(&k)) {
+      for (const lir::Expr& e : l->exprs)
+        if (e.kind == lir::ExprKind::kLoad) ++n[p.storage_of(e.load.buffer)];
+    } else {
+      for (int32_t b : std::get<lir::CallKernel>(k).inputs) ++n[p.storage_of(b)];
+    }
+  }
+  return n;
+}
+
+// Epilogue kernels fused into one product at most, and the buffers the fused kernel may bind:
+// WebGPU guarantees 8 storage buffers per shader stage, and lowering keeps kernels within the
+// device's limit, which a fusion must not undo.
+constexpr size_t kMaxEpilogueKernels = 3;
+constexpr int32_t kMaxEpilogueParams = 8;
+
+// Folds the loop kernels right after product `i` that take its result element by element, and
+// that nothing else reads, into `mm` as its epilogue (render.h, MatmulEpilogue): a bias, an
+// activation and a residual add are then applied in registers instead of by kernels that each
+// read and write the whole result again. Returns how many kernels it took.
+size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
+                     const std::vector<int>& readers) {
+  const int64_t elements = mm.shape.batch * mm.shape.m * mm.shape.n;
+  std::vector<int32_t> params(mm.buffers.begin(), mm.buffers.end() - 1);  // A and B
+  std::vector<const lir::LoopKernel*> chain;
+  std::vector<int32_t> inputs;  // per kernel: the storage it reads the previous result from
+  int32_t cur = mm.buffers.back();
+  for (size_t j = i + 1; j < p.kernels.size() && chain.size() < kMaxEpilogueKernels; ++j) {
+    const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
+    if (!k || !k->reduce.empty() || k->num_parallel != static_cast<int32_t>(k->domain.size()) ||
+        k->stores.size() != 1 || p.buffers[cur].kind != lir::BufferKind::kTemp)
+      break;
+    int64_t n = 1;
+    for (int64_t d : k->domain) n *= d;
+    if (n != elements) break;
+    const std::vector<int64_t> identity = row_major_strides(k->domain);
+    int identity_loads = 0;
+    bool ok = true;
+    std::vector<int32_t> extra;
+    const int32_t out = p.storage_of(k->stores[0].buffer);
+    for (const lir::Expr& e : k->exprs) {
+      if (e.kind != lir::ExprKind::kLoad) continue;
+      const int32_t b = p.storage_of(e.load.buffer);
+      ok = ok && b != out;
+      if (b != cur) {
+        if (std::find(params.begin(), params.end(), b) == params.end() &&
+            std::find(extra.begin(), extra.end(), b) == extra.end())
+          extra.push_back(b);
+        continue;
+      }
+      ++identity_loads;
+      ok = ok && e.load.guards.empty() && e.load.offset == 0 &&
+           e.load.strides.size() == k->domain.size();
+      for (size_t d = 0; ok && d < k->domain.size(); ++d)
+        ok = k->domain[d] == 1 || e.load.strides[d] == identity[d];
+    }
+    // The result must reach this kernel only, and the output be a buffer of its own.
+    ok = ok && identity_loads > 0 && readers[cur] == identity_loads &&
+         std::find(params.begin(), params.end(), out) == params.end() &&
+         std::find(extra.begin(), extra.end(), out) == extra.end() &&
+         std::find(inputs.begin(), inputs.end(), out) == inputs.end();
+    if (!ok || static_cast<int32_t>(params.size() + extra.size()) + 1 > kMaxEpilogueParams) break;
+    params.insert(params.end(), extra.begin(), extra.end());
+    chain.push_back(k);
+    inputs.push_back(cur);
+    cur = out;
+  }
+  // The output is now written while the product runs, before its own lifetime in the buffer
+  // plan begins: temporaries the plan put at one arena offset share one device buffer
+  // (device_executable.cpp), so it may not share one with a buffer the fused kernel reads.
+  // Shorten the chain until that holds (the product's result and intermediates are no longer
+  // materialised, so sharing with them is harmless).
+  auto slot = [&](int32_t b) {
+    const lir::Buffer& buf = p.buffers[b];
+    return buf.kind == lir::BufferKind::kTemp && buf.arena_offset >= 0 ? buf.arena_offset
+                                                                       : -1 - int64_t{b};
+  };
+  auto reads_slot_of = [&](int32_t out, size_t kernels) {
+    std::vector<int32_t> read(mm.buffers.begin(), mm.buffers.end() - 1);
+    for (size_t j = 0; j < kernels; ++j)
+      for (const lir::Expr& e : chain[j]->exprs)
+        if (e.kind == lir::ExprKind::kLoad) {
+          const int32_t b = p.storage_of(e.load.buffer);
+          if (std::find(inputs.begin(), inputs.end(), b) == inputs.end()) read.push_back(b);
+        }
+    return std::any_of(read.begin(), read.end(), [&](int32_t b) { return slot(b) == slot(out); });
+  };
+  while (!chain.empty() && reads_slot_of(cur, chain.size())) {
+    cur = inputs.back();
+    chain.pop_back();
+    inputs.pop_back();
+  }
+  if (chain.empty()) return 0;
+  // The parameters again, for the chain that stayed: A and B, what its kernels read, its output.
+  params.assign(mm.buffers.begin(), mm.buffers.end() - 1);
+  for (const lir::LoopKernel* k : chain)
+    for (const lir::Expr& e : k->exprs)
+      if (e.kind == lir::ExprKind::kLoad) {
+        const int32_t b = p.storage_of(e.load.buffer);
+        if (std::find(inputs.begin(), inputs.end(), b) == inputs.end() &&
+            std::find(params.begin(), params.end(), b) == params.end())
+          params.push_back(b);
+      }
+  params.push_back(cur);  // the last kernel's output, the kernel's result
+
+  auto epilogue = std::make_shared<sdk::MatmulEpilogue>();
+  lir::Program& local = epilogue->program;
+  std::map<int32_t, int32_t> id;  // storage -> local id (positions first)
+  auto add = [&](int32_t storage) {
+    lir::Buffer b;
+    b.id = static_cast<int32_t>(local.buffers.size());
+    b.dtype = p.buffers[storage].dtype;
+    b.shape = p.buffers[storage].shape;
+    id[storage] = b.id;
+    local.buffers.push_back(std::move(b));
+  };
+  for (int32_t storage : params) add(storage);
+  epilogue->params = static_cast<int32_t>(params.size());
+  for (int32_t storage : inputs) add(storage);
+  for (size_t j = 0; j < chain.size(); ++j) {
+    lir::LoopKernel k = *chain[j];
+    for (lir::Expr& e : k.exprs)
+      if (e.kind == lir::ExprKind::kLoad) e.load.buffer = id.at(p.storage_of(e.load.buffer));
+    k.stores[0].buffer = id.at(p.storage_of(k.stores[0].buffer));
+    local.kernels.push_back(std::move(k));
+    epilogue->inputs.push_back(id.at(inputs[j]));
+  }
+  mm.shape.c_buffer = epilogue->params - 1;
+  mm.shape.epilogue = std::move(epilogue);
+  mm.buffers = std::move(params);
+  return chain.size();
+}
+
 }  // namespace
 
 lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Program& p,
@@ -176,6 +315,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     add_shaped(a.shape, a.buffers, sdk::render_attention,
                [](const sdk::AttentionKernel& k) { return k.work_items; });
   };
+  const std::vector<int> readers = readers_of(p);
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
       add_loop(*k);
@@ -189,14 +329,16 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       // device at the same dtype, not a fallback.
       std::optional<MatmulCall> mm;
       if (!d.shared_array.empty()) mm = matmul_form(c, p, name);
-      if (mm)
+      if (mm) {
+        const size_t fused = fuse_epilogue(*mm, p, i, readers);
         add_matmul(*mm);
-      else
+        i += fused;
+      } else
         add_loop(dot_general_kernel(c, p, name));
     } else if (c.callee == "native:Attention") {
       add_attention(attention_call(c, p, fmt::format("k{}_attention", i)));
     } else if (c.callee == "while") {
-      plan.steps.push_back(HostWhile{static_cast<int32_t>(i)});
+      plan.steps.emplace_back(std::in_place_type<HostWhile>, static_cast<int32_t>(i));
     } else if (library.has_call(c.callee)) {
       int32_t slot = static_cast<int32_t>(plan.checks.size());
       NativeKernel n = library.call_kernel(c, p, static_cast<int32_t>(i), slot);

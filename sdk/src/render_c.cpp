@@ -170,6 +170,35 @@ class KernelRenderer {
     return out_;
   }
 
+  // The kernel evaluated at one element inside another kernel (render_epilogue): indices from
+  // element `index`, loads of `input` reading `input_value` (of dtype `value_dtype`), names
+  // prefixed with `names`. The result is stored when `write`, else declared as <names>r (the next
+  // epilogue's value) unless `write`. Buffers are named by their ids (positions).
+  std::string epilogue(const std::string& names, const std::string& index, int32_t input,
+                       const std::string& input_value, DType value_dtype, bool write, int indent) {
+    if (!k_.reduce.empty() || k_.num_parallel != static_cast<int32_t>(k_.domain.size()))
+      fail("an epilogue is elementwise: no reduced dims");
+    if (k_.stores.size() != 1) fail("an epilogue stores one value");
+    for (const lir::Buffer& b : p_.buffers) local_[b.id] = b.id;
+    names_ = names, input_ = input, input_value_ = input_value, input_dtype_ = value_dtype;
+    indent_ = indent;
+    std::vector<int64_t> strides = row_major_strides(k_.domain);
+    for (size_t d = 0; d < k_.domain.size(); ++d) {
+      std::string v = k_.domain[d] == 1 ? "0"
+                      : strides[d] == 1 ? index
+                                        : fmt::format("{} / {}", index, strides[d]);
+      if (d > 0 && k_.domain[d] != 1) v = fmt::format("({}) % {}", v, k_.domain[d]);
+      line(declare(d_.index_type, fmt::format("{}i{}", names_, d), v));
+    }
+    body();
+    const lir::Store& st = k_.stores[0];
+    if (write)
+      store(st, index, value(st.expr));
+    else
+      line(declare(type(k_.exprs.at(st.expr).dtype), names_ + "r", value(st.expr)));
+    return out_;
+  }
+
  private:
   const lir::LoopKernel& k_;
   const lir::Program& p_;
@@ -177,6 +206,12 @@ class KernelRenderer {
   std::string out_;
   int indent_ = 0;
   std::map<int32_t, int32_t> local_;  // storage buffer id -> the number in its pointer's name
+  // As a fused epilogue (epilogue() below): a prefix for the names of values and indices, and
+  // the buffer whose loads read `input_value_` (of dtype input_dtype_) instead of memory.
+  std::string names_;
+  int32_t input_ = -1;
+  std::string input_value_;
+  DType input_dtype_ = DType::kF32;
 
   bool positional() const { return d_.buffer_params == BufferParams::kPositionalTable; }
   std::string pointer(int32_t storage) const { return fmt::format("b{}", local_.at(storage)); }
@@ -313,8 +348,8 @@ class KernelRenderer {
     for (size_t d = 0; d < strides.size(); ++d) {
       int64_t c = strides[d];
       if (c == 0) continue;
-      std::string term =
-          std::abs(c) == 1 ? fmt::format("i{}", d) : fmt::format("{} * i{}", std::abs(c), d);
+      std::string term = std::abs(c) == 1 ? fmt::format("{}i{}", names_, d)
+                                          : fmt::format("{} * {}i{}", std::abs(c), names_, d);
       s += s.empty() ? (c < 0 ? "-" + term : term) : (c < 0 ? " - " : " + ") + term;
     }
     if (offset != 0 || s.empty())
@@ -327,13 +362,13 @@ class KernelRenderer {
     if (dim < 0 || dim >= static_cast<int32_t>(k_.domain.size()))
       fail(
           fmt::format("a range test names loop dim {} of a rank-{} domain", dim, k_.domain.size()));
-    return fmt::format("({} <= i{} && i{} < {})", lo, dim, dim, hi);
+    return fmt::format("({} <= {}i{} && {}i{} < {})", lo, names_, dim, names_, dim, hi);
   }
 
   // --- expressions
 
   const Expr& root(size_t store) const { return k_.exprs.at(k_.stores[store].expr); }
-  std::string value(int32_t e) const { return fmt::format("e{}", e); }
+  std::string value(int32_t e) const { return fmt::format("{}e{}", names_, e); }
 
   void body() {
     for (size_t i = 0; i < k_.exprs.size(); ++i) {
@@ -404,6 +439,9 @@ class KernelRenderer {
   std::string load(const Expr& e) const {
     const lir::AffineLoad& l = e.load;
     DType dt = p_.buffers.at(l.buffer).dtype;
+    // The previous result, rounded to the buffer's dtype as its store would have.
+    if (input_ >= 0 && p_.storage_of(l.buffer) == input_)
+      return convert(convert(input_value_, input_dtype_, dt), dt, e.dtype);
     std::string element =
         detail::read_element(d_, pointer(p_.storage_of(l.buffer)), affine(l.offset, l.strides), dt);
     std::string v = convert(
@@ -419,7 +457,8 @@ class KernelRenderer {
   void store(const lir::Store& s, const std::string& index, const std::string& v) {
     DType dt = p_.buffers.at(s.buffer).dtype;
     std::string x = convert(v, k_.exprs.at(s.expr).dtype, dt);
-    std::string bits = fmt::format(fmt::runtime(entry(d_.store, dt, "store conversion")), fmt::arg("x", x));
+    std::string bits =
+        fmt::format(fmt::runtime(entry(d_.store, dt, "store conversion")), fmt::arg("x", x));
     line(detail::write_element(d_, pointer(p_.storage_of(s.buffer)), index, dt, bits));
   }
 
@@ -445,8 +484,7 @@ class KernelRenderer {
         return fmt::format("({0} / ({0} + {1}))", one, call("exp", t, "-" + a));
       return call(op, t, a);  // exp log sqrt tanh erf sin cos floor ceil round abs
     }
-    if (op == "abs")
-      return is_signed_int(t) ? choose(a + " < 0", negate(t, a), a) : a;
+    if (op == "abs") return is_signed_int(t) ? choose(a + " < 0", negate(t, a), a) : a;
     if (op == "sign") return cast(t, fmt::format("({0} > 0) - ({0} < 0)", a));
     fail(fmt::format("unary {} is not defined on {}", op, dtype_name(t)));
   }
@@ -514,9 +552,10 @@ class KernelRenderer {
     if (is_float(from) && to == DType::kU64) {
       // Saturating like the other integers: NaN and <= 0 give 0, >= 2^64 all ones.
       std::string max = cast(to, fmt::format("-1{}", d_.int64_suffix));
-      return choose(is_nan(x), literal(0, to),
-                    choose(fmt::format("{} <= 0.0", x), literal(0, to),
-                           choose(fmt::format("{} >= 18446744073709551616.0", x), max, cast(to, x))));
+      return choose(
+          is_nan(x), literal(0, to),
+          choose(fmt::format("{} <= 0.0", x), literal(0, to),
+                 choose(fmt::format("{} >= 18446744073709551616.0", x), max, cast(to, x))));
     }
     if (is_float(from)) {
       auto [lo, hi] = int_limits(to);
@@ -555,7 +594,8 @@ class KernelRenderer {
     if (op == "mul") return literal(1, t);
     if (is_float(t)) return literal(op == "max" ? -INFINITY : INFINITY, t);
     // u64's range is past int64's: its maximum is all ones, -1 converted (modular, as C says).
-    if (t == DType::kU64) return op == "max" ? literal(0, t) : cast(t, fmt::format("-1{}", d_.int64_suffix));
+    if (t == DType::kU64)
+      return op == "max" ? literal(0, t) : cast(t, fmt::format("-1{}", d_.int64_suffix));
     auto [lo, hi] = int_limits(t);
     return literal(static_cast<double>(op == "max" ? lo : hi), t);
   }
@@ -591,8 +631,9 @@ class KernelRenderer {
     if (!k_.reduce.empty()) s += ", reduce " + k_.reduce;
     std::vector<std::string> bs;
     for (auto& [id, u] : uses)
-      bs.push_back(fmt::format("b{} {}{}{}", local_.at(id), u.read ? "r" : "", u.written ? "w" : "",
-                               positional() ? fmt::format(" {}", dtype_name(u.dtype)) : " " + p_.buffers[id].name));
+      bs.push_back(fmt::format(
+          "b{} {}{}{}", local_.at(id), u.read ? "r" : "", u.written ? "w" : "",
+          positional() ? fmt::format(" {}", dtype_name(u.dtype)) : " " + p_.buffers[id].name));
     return s + "; buffers: " + join(bs, ", ");
   }
 };
@@ -626,6 +667,25 @@ int64_t work_items(const lir::LoopKernel& kernel) {
 std::string render_kernel(const lir::LoopKernel& kernel, const lir::Program& program,
                           const Dialect& dialect) {
   return KernelRenderer(kernel, program, dialect).render();
+}
+
+std::string render_epilogue(const MatmulEpilogue& e, const Dialect& dialect,
+                            const std::string& index, const std::string& value, int indent) {
+  const std::string pad(2 * static_cast<size_t>(indent), ' ');
+  std::string out = pad + "{\n";
+  std::string in = value;
+  DType in_dtype = DType::kF32;
+  const size_t n = e.program.kernels.size();
+  if (e.inputs.size() != n) throw_internal_error("an epilogue names one input per kernel");
+  for (size_t j = 0; j < n; ++j) {
+    const auto& k = std::get<lir::LoopKernel>(e.program.kernels[j]);
+    const std::string names = fmt::format("x{}", j);
+    out += KernelRenderer(k, e.program, dialect)
+               .epilogue(names, index, e.inputs[j], in, in_dtype, j + 1 == n, indent + 1);
+    in = names + "r";
+    in_dtype = k.exprs.at(k.stores[0].expr).dtype;
+  }
+  return out + pad + "}\n";
 }
 
 std::string render_program(const lir::Program& program, const Dialect& dialect) {

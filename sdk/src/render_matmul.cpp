@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <utility>
 
@@ -240,6 +241,13 @@ class MatmulWriter : detail::KernelText {
   }
 
   void guarded_store(const std::string& ok, const std::string& index, const std::string& value) {
+    if (s_.epilogue) {  // the element goes through the epilogue kernels, in a block of its own
+      if (!ok.empty()) line(fmt::format("if ({}) {{", ok));
+      out_ += render_epilogue(*s_.epilogue, d_, "(" + index + ")", value,
+                              indent_ + (ok.empty() ? 0 : 1));
+      if (!ok.empty()) line("}");
+      return;
+    }
     std::string stmt = store(s_.c_buffer, s_.c_dtype, index, value);
     if (ok.empty()) {
       line(stmt);
@@ -290,15 +298,22 @@ class MatmulWriter : detail::KernelText {
             std::initializer_list<std::pair<const char*, int64_t>> arrays) {
     std::vector<int32_t> positions = {s_.a_buffer, s_.b_buffer, s_.c_buffer};
     int32_t count = *std::max_element(positions.begin(), positions.end()) + 1;
+    if (s_.epilogue) count = std::max(count, s_.epilogue->params);
     std::vector<BufferParam> params(count);
     for (int32_t j = 0; j < count; ++j) params[j].storage = j;
+    if (s_.epilogue)  // its parameters: A, B, what the kernels read, the last one's output
+      for (int32_t j = 0; j < s_.epilogue->params; ++j)
+        params[j].dtype = s_.epilogue->program.buffers.at(j).dtype;
     params[s_.a_buffer].dtype = s_.a_dtype;
     params[s_.b_buffer].dtype = s_.b_dtype;
-    params[s_.c_buffer].dtype = s_.c_dtype;
+    if (!s_.epilogue) params[s_.c_buffer].dtype = s_.c_dtype;
     params[s_.c_buffer].written = true;
     if (s_.c_buffer == s_.a_buffer || s_.c_buffer == s_.b_buffer ||
         (s_.a_buffer == s_.b_buffer && s_.a_dtype != s_.b_dtype))
       fail("the output must be its own buffer, and one buffer has one dtype");
+    if (s_.epilogue &&
+        (params[s_.a_buffer].dtype != s_.a_dtype || params[s_.b_buffer].dtype != s_.b_dtype))
+      fail("the epilogue's buffers disagree with the operands' dtypes");
 
     const std::string symbol = kernel_symbol(s_.name);
     std::string shared;
@@ -311,8 +326,24 @@ class MatmulWriter : detail::KernelText {
         fmt::format("{}: {} C[{}, {}, {}] = A[{}, {}, {}] (strides {}, {}, {}) x B[{}, {}, {}] "
                     "(strides {}, {}, {}), f32 accumulation",
                     symbol, variant, s_.batch, s_.m, s_.n, s_.batch, s_.m, s_.k, s_.a_batch, s_.a_m,
-                    s_.a_k, s_.batch, s_.k, s_.n, s_.b_batch, s_.b_k, s_.b_n),
+                    s_.a_k, s_.batch, s_.k, s_.n, s_.b_batch, s_.b_k, s_.b_n) +
+            epilogue_names(),
         shared, /*cooperative=*/true);
+  }
+
+  // ", then <kernel>, <kernel>" for a fused epilogue.
+  std::string epilogue_names() const {
+    if (!s_.epilogue) return "";
+    std::string names;
+    for (const lir::Kernel& k : s_.epilogue->program.kernels) {
+      // The op chain without its "k<index>_": the layers of a model share one kernel text.
+      std::string name = std::get<lir::LoopKernel>(k).name;
+      size_t i = name.size() > 1 && name[0] == 'k' ? 1 : 0;
+      while (i > 0 && i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+      if (i > 1 && i < name.size() && name[i] == '_') name.erase(0, i + 1);
+      names += (names.empty() ? ", then " : ", ") + name;
+    }
+    return names;
   }
 
   MatmulKernel finish(int64_t groups, const std::string& variant) {

@@ -265,6 +265,21 @@ const char* const kEmitProgram = R"(graph @t(%a: f32[2,3], %b: f32[3,2], %i: i64
 }
 )";
 
+const char* const kEpilogueProgram =
+    R"(graph @t(%x: f32[2,37,19], %w: f32[70,19], %b: f32[70], %r: f32[2,37,70], %w2: f32[70,19]) {
+  %y = dot_general(%x, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[2,37,70]
+  %bb = broadcast_in_dim(%b) {dims = [2], shape = [2, 37, 70]} : f32[2,37,70]
+  %z = add(%y, %bb) : f32[2,37,70]
+  %th = tanh(%z) : f32[2,37,70]
+  %g = mul(%z, %th) : f32[2,37,70]
+  %o = add(%g, %r) : f32[2,37,70]
+  %v = dot_general(%x, %w2) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[2,37,70]
+  %h = convert(%v) {dtype = f16} : f16[2,37,70]
+  %e = exp(%v) : f32[2,37,70]
+  return %o, %h, %v, %e
+}
+)";
+
 const char* const kMixedProgram =
     R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
   %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
@@ -307,6 +322,33 @@ void mixed_programs_agree_with_cpu(const SuiteTarget& t) {
   NamedTensors want_f16 = {{"hs", want.at("hs")}};
   want.erase("hs");
   expect_all_close(want, got, 1e-6);
+  expect_all_close(want_f16, got, 1e-3);
+}
+
+// Products whose results pass through elementwise kernels (a bias, z * tanh(z) which keeps the
+// bias add a kernel of its own, a residual read from memory, an f16 result) get those kernels
+// as fused epilogues on the GPU-style targets; a product that is also a graph output is stored
+// as it is. Values against cpu, at sizes no tile divides.
+void product_epilogues_agree_with_cpu(const SuiteTarget& t) {
+  const char* ir = kEpilogueProgram;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  auto random = [&](std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = u(rng);
+    return f32(std::move(shape), std::move(v));
+  };
+  NamedTensors in{{"x", random({2, 37, 19})},
+                  {"w", random({70, 19})},
+                  {"b", random({70})},
+                  {"r", random({2, 37, 70})},
+                  {"w2", random({70, 19})}};
+  NamedTensors want = run_text(ir, in, cpu_target()), got = run_text(ir, in, target_named(t.name));
+  NamedTensors want_f16 = {{"h", want.at("h")}};
+  want.erase("h");
+  expect_all_close(want, got, 1e-5);
   expect_all_close(want_f16, got, 1e-3);
 }
 
@@ -414,6 +456,7 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("SymbolicBatchIsBoundPerRunAndCached", symbolic_batch_is_bound_per_run);
   add("WorkBeyondOneDispatchDimensionRuns", work_beyond_one_dispatch_dimension);
   add("MixedProgramsAgreeWithCpu", mixed_programs_agree_with_cpu);
+  add("ProductEpiloguesAgreeWithCpu", product_epilogues_agree_with_cpu);
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);
   add("KvCacheUpdatesInPlace",
       [](const SuiteTarget& t) { check_in_place_cache_update(target_named(t.name)); });

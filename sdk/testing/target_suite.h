@@ -26,7 +26,8 @@ namespace rlx::test {
 
 struct SuiteTarget {
   std::string name;      // the plugin's target name: "vulkan"
-  std::string display;   // the stem of test names: "Vulkan" -> VulkanTarget.*, FloatOpsAtEveryDtypeVulkanAccepts
+  std::string display;   // the stem of test names: "Vulkan" -> VulkanTarget.*,
+                         // FloatOpsAtEveryDtypeVulkanAccepts
   std::string language;  // the kernel language its refusals name: "GLSL", "OpenCL C"
   std::string device;    // RunsOn<device>: "AVulkanDevice"
   // The driver's compiled-kernel cache variable ("MESA_SHADER_CACHE_DIR", "POCL_CACHE_DIR"): each
@@ -56,7 +57,8 @@ struct SuiteTarget {
 // The ops GLSL (and HLSL) have for 32-bit floats only: exp, log, tanh, erf, sin, cos, pow and
 // logistic. Written out here, not taken from the plugins, so the tests check their lists. Inline,
 // so a test file's static initializers may read it.
-inline const std::vector<std::string> kShaderF32OnlyOps = {"exp", "log", "tanh", "erf", "sin", "cos", "pow", "logistic"};
+inline const std::vector<std::string> kShaderF32OnlyOps = {"exp", "log", "tanh", "erf",
+                                                           "sin", "cos", "pow",  "logistic"};
 
 // A program mixing every kind of kernel (fused elementwise, reductions, dot_general with batch
 // dims, gather, scatter-add, f16 and i64 arithmetic; outputs s, t, hs, ip, g), and inputs for it
@@ -67,13 +69,17 @@ NamedTensors mixed_program_inputs();
 // A small program whose module has each kind of kernel a target writes: dot_general (k0), gather
 // (k1) and a loop kernel (exp), for the tests of a target's emitted source.
 extern const char* const kEmitProgram;
+// A product through a bias add, then z * tanh(z) plus a residual (two loop kernels: z is read
+// twice), and a second product that is a graph output, converted and exponentiated:
+// ProductEpiloguesAgreeWithCpu, and the targets' emit tests check the fused epilogue's text.
+extern const char* const kEpilogueProgram;
 
 // Registers the shared tests of a target that runs here (see the top of this file).
 void register_target_suite_tests(const SuiteTarget& target);
 
 // Registers `body` as the test suite.name, unless the target's skip_tests names it.
-void register_function_test(const SuiteTarget& target, const std::string& suite, const std::string& name,
-                            std::function<void()> body);
+void register_function_test(const SuiteTarget& target, const std::string& suite,
+                            const std::string& name, std::function<void()> body);
 
 // Tests a build adds to every executing target's suite (the rlx tree's model fixtures, which
 // need its data): each extension runs after the shared tests are registered. Call it from a

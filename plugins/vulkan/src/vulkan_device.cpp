@@ -17,21 +17,31 @@ namespace {
 
 const char* kind_name(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete gpu";
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated gpu";
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual gpu";
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
-    default: return "other";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return "discrete gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return "integrated gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return "virtual gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return "cpu";
+    default:
+      return "other";
   }
 }
 
 int preference(VkPhysicalDeviceType t) {
   switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 3;
-    default: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+      return 0;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+      return 1;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      return 3;
+    default:
+      return 4;
   }
 }
 
@@ -47,7 +57,9 @@ struct Allocation {
 // staging copy would cost more than the slow read.
 constexpr size_t kStagedReadback = 4096;
 
-Allocation* alloc_of(const gpu_host::DeviceBuffer& b) { return static_cast<Allocation*>(b.handle); }
+Allocation* alloc_of(const gpu_host::DeviceBuffer& b) {
+  return static_cast<Allocation*>(b.handle);
+}
 
 }  // namespace
 
@@ -68,16 +80,21 @@ class VulkanContext {
 
   void check(VkResult r, const char* call) const {
     if (r == VK_SUCCESS) return;
-    throw Error(ErrorKind::kUser,
-                fmt::format("Vulkan {} failed on {}: {}", call, info_.describe(), vk_result_name(r)));
+    throw Error(ErrorKind::kUser, fmt::format("Vulkan {} failed on {}: {}", call, info_.describe(),
+                                              vk_result_name(r)));
   }
 
   uint32_t memory_type(uint32_t allowed) const {
-    VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    for (VkMemoryPropertyFlags extra : {VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT), VkMemoryPropertyFlags(0)})
+    VkMemoryPropertyFlags want =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    for (VkMemoryPropertyFlags extra :
+         {VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT), VkMemoryPropertyFlags(0)})
       for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
-        if ((allowed & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & (want | extra)) == (want | extra)) return i;
-    throw Error(ErrorKind::kUser, fmt::format("{} has no host-visible coherent memory", info_.describe()));
+        if ((allowed & (1u << i)) &&
+            (memory_.memoryTypes[i].propertyFlags & (want | extra)) == (want | extra))
+          return i;
+    throw Error(ErrorKind::kUser,
+                fmt::format("{} has no host-visible coherent memory", info_.describe()));
   }
 
   // Memory a download reads fast: host-visible, coherent and cached, else any host-visible
@@ -85,7 +102,8 @@ class VulkanContext {
   // where memory_type puts buffers) is read by the CPU uncached, at tens of MB/s: outputs are
   // copied from it into this kind first.
   uint32_t readback_type(uint32_t allowed) const {
-    const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const VkMemoryPropertyFlags visible =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     for (VkMemoryPropertyFlags want : {visible | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, visible})
       for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
         if ((allowed & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & want) == want &&
@@ -95,7 +113,8 @@ class VulkanContext {
   }
 
   bool host_cached(uint32_t type) const {
-    return !staged_readback_forced() && (memory_.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+    return !staged_readback_forced() &&
+           (memory_.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
   }
 
   // RLX_VULKAN_STAGED_READBACK=1 reads every download through the staging copy, so a CPU driver
@@ -123,9 +142,11 @@ class VulkanContext {
   void barrier() {
     VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                      VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT;
-    vk_.vkCmdPipelineBarrier(recording(), VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
+                      VK_ACCESS_HOST_READ_BIT;
+    vk_.vkCmdPipelineBarrier(recording(),
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                              VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
                                  VK_PIPELINE_STAGE_HOST_BIT,
                              0, 1, &b, 0, nullptr, 0, nullptr);
@@ -188,10 +209,11 @@ class VulkanContext {
     ci.pApplicationInfo = &app;
     VkResult r = vk_.vkCreateInstance(&ci, nullptr, &instance_);
     if (r != VK_SUCCESS) {
-      *why = fmt::format("vkCreateInstance failed ({}): no Vulkan driver is installed or none could be "
-                         "loaded (VK_LOADER_DEBUG=error says why); install one (mesa-vulkan-drivers has "
-                         "lavapipe, a CPU driver)",
-                         vk_result_name(r));
+      *why = fmt::format(
+          "vkCreateInstance failed ({}): no Vulkan driver is installed or none could be "
+          "loaded (VK_LOADER_DEBUG=error says why); install one (mesa-vulkan-drivers has "
+          "lavapipe, a CPU driver)",
+          vk_result_name(r));
       return false;
     }
     if (std::string missing = resolve_instance(vk_, instance_); !missing.empty()) {
@@ -201,8 +223,9 @@ class VulkanContext {
     uint32_t n = 0;
     vk_.vkEnumeratePhysicalDevices(instance_, &n, nullptr);
     if (n == 0) {
-      *why = "the Vulkan loader found no device; install a driver (mesa-vulkan-drivers has "
-             "lavapipe, a CPU driver)";
+      *why =
+          "the Vulkan loader found no device; install a driver (mesa-vulkan-drivers has "
+          "lavapipe, a CPU driver)";
       return false;
     }
     std::vector<VkPhysicalDevice> all(n);
@@ -220,12 +243,15 @@ class VulkanContext {
     const char* want = std::getenv("RLX_VULKAN_DEVICE");
     auto pick = usable.end();
     if (want && *want) {
-      pick = std::find_if(usable.begin(), usable.end(),
-                          [&](auto& u) { return std::string(u.second.deviceName).find(want) != std::string::npos; });
+      pick = std::find_if(usable.begin(), usable.end(), [&](auto& u) {
+        return std::string(u.second.deviceName).find(want) != std::string::npos;
+      });
       if (pick == usable.end()) {
         std::string names;
-        for (auto& u : usable) names += (names.empty() ? "" : "; ") + std::string(u.second.deviceName);
-        *why = fmt::format("no Vulkan device matches RLX_VULKAN_DEVICE='{}' (found: {})", want, names);
+        for (auto& u : usable)
+          names += (names.empty() ? "" : "; ") + std::string(u.second.deviceName);
+        *why =
+            fmt::format("no Vulkan device matches RLX_VULKAN_DEVICE='{}' (found: {})", want, names);
         return false;
       }
     } else {
@@ -236,8 +262,9 @@ class VulkanContext {
     physical_ = pick->first;
     const VkPhysicalDeviceProperties& props = pick->second;
     info_.name = props.deviceName;
-    info_.api = fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(props.apiVersion), VK_API_VERSION_MINOR(props.apiVersion),
-                            VK_API_VERSION_PATCH(props.apiVersion));
+    info_.api =
+        fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(props.apiVersion),
+                    VK_API_VERSION_MINOR(props.apiVersion), VK_API_VERSION_PATCH(props.apiVersion));
     info_.kind = kind_name(props.deviceType);
     for (int i = 0; i < 3; ++i) info_.max_groups[i] = props.limits.maxComputeWorkGroupCount[i];
     info_.max_storage_range = props.limits.maxStorageBufferRange;
@@ -246,23 +273,25 @@ class VulkanContext {
     // Features: what the device has is what the device gets (and what the target accepts).
     const bool v12 = props.apiVersion >= VK_API_VERSION_1_2;
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-    VkPhysicalDevice16BitStorageFeatures f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDevice16BitStorageFeatures f16{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceFeatures2 f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     f.pNext = &f16;
     if (v12) f16.pNext = &f12;
     vk_.vkGetPhysicalDeviceFeatures2(physical_, &f);
     VkPhysicalDeviceFeatures2 enable{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    VkPhysicalDevice16BitStorageFeatures e16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDevice16BitStorageFeatures e16{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
     VkPhysicalDeviceVulkan12Features e12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     enable.pNext = &e16;
     if (v12) e16.pNext = &e12;
-    info_.fp64 = enable.features.shaderFloat64 = f.features.shaderFloat64;
-    info_.int64 = enable.features.shaderInt64 = f.features.shaderInt64;
-    info_.int16 = enable.features.shaderInt16 = f.features.shaderInt16;
-    info_.storage16 = e16.storageBuffer16BitAccess = f16.storageBuffer16BitAccess;
+    info_.fp64 = (enable.features.shaderFloat64 = f.features.shaderFloat64) != VK_FALSE;
+    info_.int64 = (enable.features.shaderInt64 = f.features.shaderInt64) != VK_FALSE;
+    info_.int16 = (enable.features.shaderInt16 = f.features.shaderInt16) != VK_FALSE;
+    info_.storage16 = (e16.storageBuffer16BitAccess = f16.storageBuffer16BitAccess) != VK_FALSE;
     if (v12) {
-      info_.storage8 = e12.storageBuffer8BitAccess = f12.storageBuffer8BitAccess;
-      info_.int8 = e12.shaderInt8 = f12.shaderInt8;
+      info_.storage8 = (e12.storageBuffer8BitAccess = f12.storageBuffer8BitAccess) != VK_FALSE;
+      info_.int8 = (e12.shaderInt8 = f12.shaderInt8) != VK_FALSE;
     }
 
     uint32_t nq = 0;
@@ -405,13 +434,22 @@ std::shared_ptr<VulkanDevice> VulkanDevice::create(const std::string& target_nam
 
 VulkanDevice::VulkanDevice(std::shared_ptr<VulkanContext> context, std::string target_name,
                            const gpu_host::KernelLibrary& library, ShaderLanguage language)
-    : context_(std::move(context)), name_(std::move(target_name)), library_(library), language_(language) {}
+    : context_(std::move(context)),
+      name_(std::move(target_name)),
+      library_(library),
+      language_(language) {}
 
-VulkanDevice::~VulkanDevice() { release(readback_); }
+VulkanDevice::~VulkanDevice() {
+  release(readback_);
+}
 
-const VulkanDeviceInfo& VulkanDevice::info() const { return context_->info(); }
+const VulkanDeviceInfo& VulkanDevice::info() const {
+  return context_->info();
+}
 
-gpu_host::DeviceBuffer VulkanDevice::allocate(size_t bytes) { return create(bytes, false); }
+gpu_host::DeviceBuffer VulkanDevice::allocate(size_t bytes) {
+  return create(bytes, false);
+}
 
 gpu_host::DeviceBuffer VulkanDevice::create(size_t bytes, bool readback) {
   VulkanContext& c = *context_;
@@ -420,7 +458,8 @@ gpu_host::DeviceBuffer VulkanDevice::create(size_t bytes, bool readback) {
   a->size = (bytes + 15) / 16 * 16;
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = a->size;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+             VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   std::lock_guard lock(c.mutex());
   c.check(vk.vkCreateBuffer(c.device(), &bi, nullptr, &a->buffer), "vkCreateBuffer");
@@ -428,13 +467,14 @@ gpu_host::DeviceBuffer VulkanDevice::create(size_t bytes, bool readback) {
   vk.vkGetBufferMemoryRequirements(c.device(), a->buffer, &req);
   VkMemoryAllocateInfo mi{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mi.allocationSize = req.size;
-  mi.memoryTypeIndex = readback ? c.readback_type(req.memoryTypeBits) : c.memory_type(req.memoryTypeBits);
+  mi.memoryTypeIndex =
+      readback ? c.readback_type(req.memoryTypeBits) : c.memory_type(req.memoryTypeBits);
   a->host_cached = c.host_cached(mi.memoryTypeIndex);
   VkResult r = vk.vkAllocateMemory(c.device(), &mi, nullptr, &a->memory);
   if (r != VK_SUCCESS) {
     vk.vkDestroyBuffer(c.device(), a->buffer, nullptr);
-    throw Error(ErrorKind::kUser, fmt::format("{}: cannot allocate {} bytes on {}: {}", name_, bytes,
-                                              c.info().describe(), vk_result_name(r)));
+    throw Error(ErrorKind::kUser, fmt::format("{}: cannot allocate {} bytes on {}: {}", name_,
+                                              bytes, c.info().describe(), vk_result_name(r)));
   }
   c.check(vk.vkBindBufferMemory(c.device(), a->buffer, a->memory, 0), "vkBindBufferMemory");
   c.check(vk.vkMapMemory(c.device(), a->memory, 0, VK_WHOLE_SIZE, 0, &a->mapped), "vkMapMemory");
@@ -477,17 +517,20 @@ void VulkanDevice::download(const gpu_host::DeviceBuffer& src, void* dst, size_t
   }
   std::lock_guard lock(context_->mutex());
   VkBufferCopy region{0, 0, bytes};
-  context_->vk().vkCmdCopyBuffer(context_->recording(), a->buffer, alloc_of(readback_)->buffer, 1, &region);
+  context_->vk().vkCmdCopyBuffer(context_->recording(), a->buffer, alloc_of(readback_)->buffer, 1,
+                                 &region);
   context_->barrier();
   context_->flush();
   std::memcpy(dst, alloc_of(readback_)->mapped, bytes);
 }
 
-void VulkanDevice::copy(const gpu_host::DeviceBuffer& src, const gpu_host::DeviceBuffer& dst, size_t bytes) {
+void VulkanDevice::copy(const gpu_host::DeviceBuffer& src, const gpu_host::DeviceBuffer& dst,
+                        size_t bytes) {
   if (bytes == 0) return;
   std::lock_guard lock(context_->mutex());
   VkBufferCopy region{0, 0, bytes};
-  context_->vk().vkCmdCopyBuffer(context_->recording(), alloc_of(src)->buffer, alloc_of(dst)->buffer, 1, &region);
+  context_->vk().vkCmdCopyBuffer(context_->recording(), alloc_of(src)->buffer,
+                                 alloc_of(dst)->buffer, 1, &region);
   context_->barrier();
 }
 
@@ -504,13 +547,15 @@ std::unique_ptr<gpu_host::Module> VulkanDevice::build(const std::string& source)
     VkShaderModuleCreateInfo ci{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     ci.codeSize = k.spirv.size() * sizeof(uint32_t);
     ci.pCode = k.spirv.data();
-    context_->check(vk.vkCreateShaderModule(context_->device(), &ci, nullptr, &k.module), "vkCreateShaderModule");
+    context_->check(vk.vkCreateShaderModule(context_->device(), &ci, nullptr, &k.module),
+                    "vkCreateShaderModule");
   }
   return module;
 }
 
 void VulkanDevice::launch(gpu_host::Module& m, const std::string& symbol,
-                          const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) {
+                          const std::vector<const gpu_host::DeviceBuffer*>& args,
+                          int64_t work_items) {
   auto& module = static_cast<ShaderModule&>(m);
   auto it = module.kernels.find(symbol);
   if (it == module.kernels.end())
@@ -522,44 +567,51 @@ void VulkanDevice::launch(gpu_host::Module& m, const std::string& symbol,
   std::lock_guard lock(c.mutex());
   if (!k.pipeline) {
     if (args.size() > info.max_storage_buffers)
-      throw Error(ErrorKind::kUser, fmt::format("{}: kernel {} binds {} storage buffers, more than the {} "
-                                                "{} allows per shader",
-                                                name_, symbol, args.size(), info.max_storage_buffers, info.name));
+      throw Error(ErrorKind::kUser,
+                  fmt::format("{}: kernel {} binds {} storage buffers, more than the {} "
+                              "{} allows per shader",
+                              name_, symbol, args.size(), info.max_storage_buffers, info.name));
     std::vector<VkDescriptorSetLayoutBinding> bindings(args.size());
     for (size_t i = 0; i < args.size(); ++i)
-      bindings[i] = {static_cast<uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+      bindings[i] = {static_cast<uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
+                     VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
     VkDescriptorSetLayoutCreateInfo dl{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
     dl.bindingCount = static_cast<uint32_t>(bindings.size());
     dl.pBindings = bindings.data();
-    c.check(vk.vkCreateDescriptorSetLayout(c.device(), &dl, nullptr, &k.set_layout), "vkCreateDescriptorSetLayout");
+    c.check(vk.vkCreateDescriptorSetLayout(c.device(), &dl, nullptr, &k.set_layout),
+            "vkCreateDescriptorSetLayout");
     VkPipelineLayoutCreateInfo pl{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
     pl.setLayoutCount = 1;
     pl.pSetLayouts = &k.set_layout;
-    c.check(vk.vkCreatePipelineLayout(c.device(), &pl, nullptr, &k.layout), "vkCreatePipelineLayout");
+    c.check(vk.vkCreatePipelineLayout(c.device(), &pl, nullptr, &k.layout),
+            "vkCreatePipelineLayout");
     VkComputePipelineCreateInfo cp{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     cp.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     cp.stage.module = k.module;
     cp.stage.pName = "main";
     cp.layout = k.layout;
-    VkResult r = vk.vkCreateComputePipelines(c.device(), VK_NULL_HANDLE, 1, &cp, nullptr, &k.pipeline);
+    VkResult r =
+        vk.vkCreateComputePipelines(c.device(), VK_NULL_HANDLE, 1, &cp, nullptr, &k.pipeline);
     if (r != VK_SUCCESS)
-      throw Error(ErrorKind::kCompile, fmt::format("{}: {} could not create the pipeline of kernel {}: {}", name_,
-                                                   info.describe(), symbol, vk_result_name(r)));
+      throw Error(ErrorKind::kCompile,
+                  fmt::format("{}: {} could not create the pipeline of kernel {}: {}", name_,
+                              info.describe(), symbol, vk_result_name(r)));
     k.bindings = args.size();
   }
   if (args.size() != k.bindings)
-    throw_internal_error(fmt::format("{}: kernel {} launched with {} buffers, built for {}", name_, symbol,
-                                     args.size(), k.bindings));
+    throw_internal_error(fmt::format("{}: kernel {} launched with {} buffers, built for {}", name_,
+                                     symbol, args.size(), k.bindings));
   VkDescriptorSet set = c.descriptor_set(k.set_layout);
   std::vector<VkDescriptorBufferInfo> infos(args.size());
   std::vector<VkWriteDescriptorSet> writes(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const Allocation* a = alloc_of(*args[i]);
     if (a->size > info.max_storage_range)
-      throw Error(ErrorKind::kUser, fmt::format("{}: kernel {} needs a {}-byte storage buffer; {} binds at "
-                                                "most {} bytes",
-                                                name_, symbol, a->size, info.name, info.max_storage_range));
+      throw Error(ErrorKind::kUser,
+                  fmt::format("{}: kernel {} needs a {}-byte storage buffer; {} binds at "
+                              "most {} bytes",
+                              name_, symbol, a->size, info.name, info.max_storage_range));
     infos[i] = {a->buffer, 0, VK_WHOLE_SIZE};
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set;
@@ -568,15 +620,17 @@ void VulkanDevice::launch(gpu_host::Module& m, const std::string& symbol,
     writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[i].pBufferInfo = &infos[i];
   }
-  vk.vkUpdateDescriptorSets(c.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  vk.vkUpdateDescriptorSets(c.device(), static_cast<uint32_t>(writes.size()), writes.data(), 0,
+                            nullptr);
   // 64 invocations per group (the dialects' local size); groups on a 2D grid, rows of at most
   // 65535 groups (every device's minimum limit; the HLSL dialect relies on that width).
   uint64_t groups = (static_cast<uint64_t>(work_items) + 63) / 64;
   uint64_t gx = std::min<uint64_t>({groups, info.max_groups[0], 65535});
   uint64_t gy = (groups + gx - 1) / gx;
   if (gy > info.max_groups[1])
-    throw Error(ErrorKind::kUser, fmt::format("{}: kernel {} needs {} work-items, more than {} can dispatch",
-                                              name_, symbol, work_items, info.name));
+    throw Error(ErrorKind::kUser,
+                fmt::format("{}: kernel {} needs {} work-items, more than {} can dispatch", name_,
+                            symbol, work_items, info.name));
   VkCommandBuffer cb = c.recording();
   vk.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipeline);
   vk.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, k.layout, 0, 1, &set, 0, nullptr);

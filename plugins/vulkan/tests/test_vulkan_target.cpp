@@ -15,7 +15,9 @@
 namespace rlx {
 namespace {
 
-std::shared_ptr<Target> vulkan() { return test::target_named("vulkan"); }
+std::shared_ptr<Target> vulkan() {
+  return test::target_named("vulkan");
+}
 
 // The emitted GLSL is what runs, and each kernel's SPIR-V passes spirv-val where it is installed.
 TEST(VulkanTarget, EmitsGlslAndValidSpirv) {
@@ -34,9 +36,25 @@ TEST(VulkanTarget, EmitsGlslAndValidSpirv) {
     EXPECT_EQ(artifacts[i].kind, "spirv");
     EXPECT_GT(std::filesystem::file_size(e.dir() / artifacts[i].path), 20u);
     if (have_val)
-      EXPECT_EQ(std::system(fmt::format("spirv-val --target-env vulkan1.1 '{}'", (e.dir() / artifacts[i].path).string()).c_str()), 0)
+      EXPECT_EQ(std::system(fmt::format("spirv-val --target-env vulkan1.1 '{}'",
+                                        (e.dir() / artifacts[i].path).string())
+                                .c_str()),
+                0)
           << artifacts[i].path;
   }
+}
+
+// The first product takes both elementwise kernels after it as its epilogue (one kernel, no
+// stored intermediate); the second is a graph output, stored as it is and read by two kernels.
+TEST(VulkanTarget, ProductsFuseTheirElementwiseConsumers) {
+  test::Emitted e(test::kEpilogueProgram, vulkan());
+  const std::string glsl = e.text("vulkan_kernels.comp");
+  EXPECT_NE(glsl.find("f32 accumulation, then add_broadcast_in_dim, add_mul_tanh\n"),
+            std::string::npos)
+      << glsl;
+  EXPECT_EQ(glsl.find("// k1_add_broadcast_in_dim:"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("// k4_convert:"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("// k5_exp:"), std::string::npos) << glsl;
 }
 
 // RLX_PROFILE=1 prints, when the executable goes, one row per kind of kernel with its launches;
@@ -57,7 +75,8 @@ TEST(VulkanTarget, ProfileListsEveryKernelKindWithItsLaunches) {
   EXPECT_NE(err.find("rlx profile (vulkan)"), std::string::npos) << err;
   // run_text runs the program twice (fresh outputs, then reused ones): two launches of each.
   for (const char* kind : {"dot_general", "gather", "exp"})
-    EXPECT_NE(err.find(fmt::format("       2  {}\n", kind)), std::string::npos) << kind << "\n" << err;
+    EXPECT_NE(err.find(fmt::format("       2  {}\n", kind)), std::string::npos) << kind << "\n"
+                                                                                << err;
 }
 
 // Outputs read back through a staging copy (what a discrete GPU's uncached device memory gets)
@@ -66,11 +85,13 @@ TEST(VulkanTarget, ProfileListsEveryKernelKindWithItsLaunches) {
 TEST(VulkanTarget, StagedReadbackGivesTheCpuResults) {
   if (std::getenv("RLX_VULKAN_STAGED_READBACK") == nullptr) {
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-    const int rc = std::system(fmt::format("RLX_VULKAN_STAGED_READBACK=1 '{}' --gtest_filter="
-                                           "VulkanTarget.StagedReadbackGivesTheCpuResults > /dev/null 2>&1",
-                                           self)
-                                   .c_str());
-    EXPECT_EQ(rc, 0) << "the staged run failed; rerun this test with RLX_VULKAN_STAGED_READBACK=1 to see why";
+    const int rc =
+        std::system(fmt::format("RLX_VULKAN_STAGED_READBACK=1 '{}' --gtest_filter="
+                                "VulkanTarget.StagedReadbackGivesTheCpuResults > /dev/null 2>&1",
+                                self)
+                        .c_str());
+    EXPECT_EQ(rc, 0)
+        << "the staged run failed; rerun this test with RLX_VULKAN_STAGED_READBACK=1 to see why";
     return;
   }
   NamedTensors in = test::mixed_program_inputs();

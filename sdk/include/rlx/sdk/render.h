@@ -1,6 +1,6 @@
 // Renders LIR loop kernels as source code for C-family kernel languages (docs/architecture.md
-// section 6). One renderer serves every such language: a Dialect is a table of what differs between them
-// (type names, kernel signature, index builtins, address spaces, math function names) plus two
+// section 6). One renderer serves every such language: a Dialect is a table of what differs between
+// them (type names, kernel signature, index builtins, address spaces, math function names) plus two
 // hooks for what a table cannot say. A new language is a new table, usually a copy of another
 // with a few fields changed, never a copy of the renderer (tinygrad's CStyleLanguage design).
 // Shipped: c_dialect(), opencl_dialect(), the shader dialects (glsl, hlsl, wgsl) below.
@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -104,12 +105,12 @@ struct Dialect {
   // element's bits, which `load` then converts) and written by the statement store_element
   // ({x}: the bits `store` made; atomics, since neighbours share a word). Empty: {ptr}[{i}].
   DTypeTable load_element, store_element;
-  std::string index_type;     // loop indices and element offsets ("int64_t")
-  std::string cast;           // {type}, {x}: "(({type})({x}))"
-  std::string float_suffix;   // on f32 literals ("f")
-  std::string int64_suffix;   // on i64 literals ("LL")
+  std::string index_type;      // loop indices and element offsets ("int64_t")
+  std::string cast;            // {type}, {x}: "(({type})({x}))"
+  std::string float_suffix;    // on f32 literals ("f")
+  std::string int64_suffix;    // on i64 literals ("LL")
   std::string float64_suffix;  // on f64 literals where a bare one is single precision ("lf", GLSL)
-  std::string infinity, nan;  // f32 +inf and NaN ("INFINITY", "NAN")
+  std::string infinity, nan;   // f32 +inf and NaN ("INFINITY", "NAN")
   // `c ? t : f` with {c} {t} {f}; both branches are plain locals or side-effect-free reads, so
   // a language without the operator may evaluate both (WGSL: "select({f}, {t}, {c})").
   std::string conditional = "({c} ? {t} : {f})";
@@ -249,6 +250,28 @@ std::string render_kernel(const lir::LoopKernel& kernel, const lir::Program& pro
 // calls the target provides itself; they appear as a comment naming the callee and buffers.
 std::string render_program(const lir::Program& program, const Dialect& dialect);
 
+// Elementwise loop kernels applied to each element of a matrix product's C in registers, instead
+// of storing C and launching them over it (fused epilogues: a bias, an activation, a residual).
+// `program` holds them in order. Buffer ids below `params` are the product kernel's parameters,
+// numbered by position (A and B among them); ids from `params` on are never bound: inputs[j] is
+// the buffer kernel j reads the previous result from (C for kernel 0), with the identity map over
+// C's row-major elements, and each kernel but the last stores only into the next one's input.
+// The last kernel's store is the product's output. Every kernel is elementwise (no reduction)
+// over a domain with C's element count; a value passes from one to the next rounded to the
+// buffer's dtype, as a store and a reload would round it.
+struct MatmulEpilogue {
+  lir::Program program;
+  int32_t params = 0;
+  std::vector<int32_t> inputs;
+};
+
+// The statements that apply `epilogue` to one element of C: `value` (an f32 expression, the
+// element before rounding to C's dtype) at row-major element index `index` (an index-type
+// variable), ending with the store of the last kernel; at `indent` levels, in a block of their
+// own. Throws rlx::Error (kCompile) like render_kernel.
+std::string render_epilogue(const MatmulEpilogue& epilogue, const Dialect& dialect,
+                            const std::string& index, const std::string& value, int indent);
+
 // A batched matrix product C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] over f16, bf16 or f32
 // buffers, the operands read through element strides (so a transposed operand, such as the
 // [out, in] weight of a Linear layer, needs no copy) and C written row-major ([batch, m, n]).
@@ -264,6 +287,10 @@ struct MatmulShape {
   // kOnePerBuffer parameters b0, b1, ...: a_buffer, b_buffer and c_buffer name their positions
   // (A and B may be one buffer: x @ x^T).
   int32_t a_buffer = 0, b_buffer = 1, c_buffer = 2;
+  // Applied to C before the store (nullptr: C is stored). With one, c_dtype is still C's dtype
+  // (what the element is rounded to first), the kernel's parameters are the epilogue's, and
+  // c_buffer names the last epilogue kernel's output.
+  std::shared_ptr<const MatmulEpilogue> epilogue;
 };
 
 // A matrix-product kernel and how to launch it.
@@ -293,7 +320,8 @@ struct AttentionShape {
   int64_t batch = 1, heads = 1, kv_heads = 1, q_len = 1, kv_len = 1, head_dim = 1, v_dim = 1;
   double scale = 1.0;
   std::string mask = "none";  // "none", "causal", "padding"
-  DType q_dtype = DType::kF32, k_dtype = DType::kF32, v_dtype = DType::kF32, out_dtype = DType::kF32;
+  DType q_dtype = DType::kF32, k_dtype = DType::kF32, v_dtype = DType::kF32,
+        out_dtype = DType::kF32;
   DType mask_dtype = DType::kBool;
   int64_t mask_batch = 1, mask_len = 1;
   // Parameter positions b0, b1, ... of q, k, v, the mask (padding only) and out: distinct.
