@@ -64,11 +64,12 @@ TEST(RenderMatmul, EveryCooperativeDialectWritesItsOwnWords) {
     std::string src = render_matmul(product(65, 129, 300), *c.dialect).source;
     EXPECT_NE(src.find(c.shared), std::string::npos) << c.dialect->name << "\n" << src;
     EXPECT_NE(src.find(c.barrier), std::string::npos) << c.dialect->name;
-    if (c.dialect->shared_at_module_scope)  // inside the kernel's own section
+    if (c.dialect->shared_at_module_scope) {  // inside the kernel's own section
       EXPECT_NE(src.find(std::string(kShaderKernelMarker) + "k0_dot_general\n" + c.shared),
                 std::string::npos)
           << c.dialect->name << "\n"
           << src;
+    }
   }
 }
 
