@@ -236,6 +236,41 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
   return chain.size();
 }
 
+// A native LayerNorm or RMSNorm call as the shape render_norm takes, its distinct storage
+// buffers numbered by position.
+struct NormCall {
+  sdk::NormShape shape;
+  std::vector<int32_t> buffers;
+};
+
+NormCall norm_call(const lir::CallKernel& c, const lir::Program& p, const std::string& name) {
+  NormCall call;
+  sdk::NormShape& s = call.shape;
+  s.name = name;
+  s.rms = c.callee == "native:RMSNorm";
+  auto position = [&](int32_t buffer) {
+    const int32_t storage = p.storage_of(buffer);
+    for (size_t j = 0; j < call.buffers.size(); ++j)
+      if (call.buffers[j] == storage) return static_cast<int32_t>(j);
+    call.buffers.push_back(storage);
+    return static_cast<int32_t>(call.buffers.size() - 1);
+  };
+  const lir::Buffer& x = p.buffers.at(c.inputs.at(0));
+  if (x.shape.empty()) throw_internal_error(fmt::format("{}: a norm of a scalar", where(c)));
+  s.n = x.shape.back();
+  s.rows = s.n ? x.numel() / s.n : 0;
+  s.epsilon = s.rms ? 1e-6 : 1e-5;
+  if (auto it = c.attrs.find("epsilon"); it != c.attrs.end())
+    s.epsilon = std::holds_alternative<double>(it->second)
+                    ? std::get<double>(it->second)
+                    : static_cast<double>(std::get<int64_t>(it->second));
+  s.x_buffer = position(c.inputs[0]);
+  if (c.inputs.size() > 1) s.scale_buffer = position(c.inputs[1]);
+  if (c.inputs.size() > 2) s.bias_buffer = position(c.inputs[2]);
+  s.out_buffer = position(c.outputs.at(0));
+  return call;
+}
+
 }  // namespace
 
 lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Program& p,
@@ -337,8 +372,13 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         add_loop(dot_general_kernel(c, p, name));
     } else if (c.callee == "native:Attention") {
       add_attention(attention_call(c, p, fmt::format("k{}_attention", i)));
+    } else if (c.callee == "native:LayerNorm" || c.callee == "native:RMSNorm") {
+      const NormCall n = norm_call(c, p, fmt::format("k{}_{}", i, c.callee.substr(7)));
+      add_shaped(n.shape, n.buffers, sdk::render_norm,
+                 [](const sdk::NormKernel& k) { return k.groups * kGroupSize; });
     } else if (c.callee == "while") {
-      plan.steps.emplace_back(std::in_place_type<HostWhile>, static_cast<int32_t>(i));
+      Step loop = HostWhile{static_cast<int32_t>(i)};
+      plan.steps.push_back(std::move(loop));
     } else if (library.has_call(c.callee)) {
       int32_t slot = static_cast<int32_t>(plan.checks.size());
       NativeKernel n = library.call_kernel(c, p, static_cast<int32_t>(i), slot);
@@ -348,7 +388,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         l.status_slot = slot;
         plan.checks.push_back({n.where.empty() ? where(c) : n.where, n.axis_size});
       }
-      plan.steps.push_back(std::move(l));
+      plan.steps.emplace_back(std::in_place_type<Launch>, std::move(l));
     } else {
       throw Error(ErrorKind::kCompile,
                   fmt::format("the {} kernel library has no kernel for the library call {}", d.name,

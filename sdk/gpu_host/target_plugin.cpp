@@ -35,12 +35,22 @@ Verdict common_refusals(const NodeSignature& s, const std::string& target,
 // [B, H, Sq, Sk] score tensor and reads it three times, the fused kernel (sdk::render_attention)
 // never stores it. Everything else runs its MIR decomposition.
 Verdict GpuLikeTargetPlugin::claim_native(const NodeSignature& s) const {
+  auto refuse = [&](const std::string& why) {
+    return Verdict::no(fmt::format("{}'s native {} kernel {}", name_, s.op, why));
+  };
+  // LayerNorm and RMSNorm: one cooperative kernel per row (sdk::render_norm) instead of a
+  // reduction kernel per statistic; f32 only, so nothing is computed at another precision than
+  // the decomposition would.
+  if (s.op == "LayerNorm" || s.op == "RMSNorm") {
+    if (Verdict form = sdk::norm_form(s); !form.ok) return refuse(form.reason);
+    for (const auto* list : {&s.inputs, &s.outputs})
+      for (const TensorType& t : *list)
+        if (t.dtype != DType::kF32) return refuse("computes f32 only");
+    return Verdict::yes();  // every GPU-style language has workgroup-shared memory
+  }
   if (s.op != "Attention")
     return Verdict::no(
         fmt::format("{} has no native kernel for {}: it runs the MIR decomposition", name_, s.op));
-  auto refuse = [&](const std::string& why) {
-    return Verdict::no(fmt::format("{}'s native Attention kernel {}", name_, why));
-  };
   if (Verdict form = sdk::attention_form(s); !form.ok) return refuse(form.reason);
   auto f32_class = [](DType t) {
     return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;

@@ -114,4 +114,23 @@ Verdict attention_form(const NodeSignature& s) {
   return Verdict::yes();
 }
 
+Verdict norm_form(const NodeSignature& s) {
+  if (s.inputs.empty() || s.inputs.size() > (s.op == "RMSNorm" ? 2u : 3u) || s.outputs.size() != 1)
+    return Verdict::no("needs an operand, at most a scale and a bias, and one output");
+  const TensorType& x = s.inputs[0];
+  if (x.rank() < 1 || !x.shape[x.rank() - 1].is_static())
+    return Verdict::no("needs a static last dim");
+  const int64_t n = x.shape[x.rank() - 1].value;
+  for (size_t i = 1; i < s.inputs.size(); ++i) {
+    const TensorType& p = s.inputs[i];
+    if (p.rank() != 1 || !p.shape[0].is_static() || p.shape[0].value != n)
+      return Verdict::no("takes scale and bias of the normalised dim's size only");
+  }
+  if (auto it = s.attrs.find("epsilon"); it != s.attrs.end() &&
+                                         !std::holds_alternative<double>(it->second) &&
+                                         !std::holds_alternative<int64_t>(it->second))
+    return Verdict::no("needs a numeric epsilon");
+  return Verdict::yes();
+}
+
 }  // namespace rlx::sdk

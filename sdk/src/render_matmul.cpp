@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cctype>
 #include <iterator>
+#include <string_view>
 #include <utility>
 
 #include "render_parts.h"
@@ -337,11 +338,12 @@ class MatmulWriter : detail::KernelText {
     std::string names;
     for (const lir::Kernel& k : s_.epilogue->program.kernels) {
       // The op chain without its "k<index>_": the layers of a model share one kernel text.
-      std::string name = std::get<lir::LoopKernel>(k).name;
+      std::string_view name = std::get<lir::LoopKernel>(k).name;
       size_t i = name.size() > 1 && name[0] == 'k' ? 1 : 0;
       while (i > 0 && i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
-      if (i > 1 && i < name.size() && name[i] == '_') name.erase(0, i + 1);
-      names += (names.empty() ? ", then " : ", ") + name;
+      if (i > 1 && i < name.size() && name[i] == '_') name.remove_prefix(i + 1);
+      names += names.empty() ? ", then " : ", ";
+      names.append(name.data(), name.size());
     }
     return names;
   }

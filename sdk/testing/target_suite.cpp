@@ -352,6 +352,34 @@ void product_epilogues_agree_with_cpu(const SuiteTarget& t) {
   expect_all_close(want_f16, got, 1e-3);
 }
 
+// LayerNorm and RMSNorm run natively (one group per row) on the GPU-style targets: rows longer
+// than a group and of no multiple of its size, with and without scale and bias, against cpu.
+void norms_agree_with_cpu(const SuiteTarget& t) {
+  const char* ir = R"(graph @t(%x: f32[3,23,200], %g: f32[200], %b: f32[200]) {
+  %l = LayerNorm(%x, %g, %b) {epsilon = 1e-05} : f32[3,23,200]
+  %p = LayerNorm(%x) {epsilon = 1e-12} : f32[3,23,200]
+  %q = LayerNorm(%x, %g) : f32[3,23,200]
+  %r = RMSNorm(%x, %g) {epsilon = 1e-06} : f32[3,23,200]
+  return %l, %p, %q, %r
+}
+)";
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-2.0f, 3.0f);
+  auto random = [&](std::vector<int64_t> shape, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = u(rng);
+    return f32(std::move(shape), std::move(v));
+  };
+  NamedTensors in{{"x", random({3, 23, 200}, 3 * 23 * 200)},
+                  {"g", random({200}, 200)},
+                  {"b", random({200}, 200)}};
+  Session session(target_named(t.name));
+  CompiledModel m = session.compile(parse_graph(ir));
+  for (const auto& e : m.report().entries)
+    EXPECT_EQ(e.path, LoweringPath::kNative) << e.op << " on " << t.name;
+  expect_all_close(run_text(ir, in, cpu_target()), m.run(in), 1e-5);
+}
+
 // bool and f16 elements share 32-bit words: neighbours written by different invocations keep
 // each other's bytes (odd lengths, offsets inside a word).
 void packed_elements_keep_their_neighbours(const SuiteTarget& t) {
@@ -457,6 +485,7 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("WorkBeyondOneDispatchDimensionRuns", work_beyond_one_dispatch_dimension);
   add("MixedProgramsAgreeWithCpu", mixed_programs_agree_with_cpu);
   add("ProductEpiloguesAgreeWithCpu", product_epilogues_agree_with_cpu);
+  add("NormsRunNativelyAndAgreeWithCpu", norms_agree_with_cpu);
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);
   add("KvCacheUpdatesInPlace",
       [](const SuiteTarget& t) { check_in_place_cache_update(target_named(t.name)); });

@@ -25,7 +25,8 @@ std::optional<double> number_attr(const Attrs& a, const std::string& key, double
   return std::nullopt;
 }
 
-std::optional<std::string> text_attr(const Attrs& a, const std::string& key, const std::string& fallback) {
+std::optional<std::string> text_attr(const Attrs& a, const std::string& key,
+                                     const std::string& fallback) {
   auto it = a.find(key);
   if (it == a.end()) return fallback;
   if (auto* s = std::get_if<std::string>(&it->second)) return *s;
@@ -38,8 +39,6 @@ std::optional<int64_t> int_attr(const Attrs& a, const std::string& key, int64_t 
   if (auto* i = std::get_if<int64_t>(&it->second)) return *i;
   return std::nullopt;
 }
-
-bool static_dim(const TensorType& t, int64_t d) { return t.shape[d].is_static(); }
 
 Verdict refuse(const NodeSignature& s, const std::string& why) {
   return Verdict::no(fmt::format("cpu's native {} kernel {}", s.op, why));
@@ -58,25 +57,20 @@ Verdict claim_attention(const NodeSignature& s) {
 }
 
 Verdict claim_norm(const NodeSignature& s) {
-  if (s.inputs.empty() || s.outputs.size() != 1) return refuse(s, "needs an operand and one output");
-  if (!all_f32(s.inputs, s.inputs.size()) || !all_f32(s.outputs, 1)) return refuse(s, "takes f32 only");
-  const TensorType& x = s.inputs[0];
-  if (x.rank() < 1 || !static_dim(x, x.rank() - 1)) return refuse(s, "needs a static last dim");
-  for (size_t i = 1; i < s.inputs.size(); ++i) {
-    const TensorType& p = s.inputs[i];
-    if (p.rank() != 1 || !static_dim(p, 0) || p.shape[0].value != x.shape[x.rank() - 1].value)
-      return refuse(s, "takes scale and bias of the normalised dim's size only");
-  }
-  if (!number_attr(s.attrs, "epsilon", 0.0)) return refuse(s, "needs a numeric epsilon");
+  if (Verdict form = sdk::norm_form(s); !form.ok) return refuse(s, form.reason);
+  if (!all_f32(s.inputs, s.inputs.size()) || !all_f32(s.outputs, 1))
+    return refuse(s, "takes f32 only");
   return Verdict::yes();
 }
 
 Verdict claim_softmax(const NodeSignature& s) {
-  if (s.inputs.size() != 1 || s.outputs.size() != 1) return refuse(s, "needs one operand and one output");
+  if (s.inputs.size() != 1 || s.outputs.size() != 1)
+    return refuse(s, "needs one operand and one output");
   if (!all_f32(s.inputs, 1) || !all_f32(s.outputs, 1)) return refuse(s, "takes f32 only");
   auto axis = int_attr(s.attrs, "axis", -1);
   const int64_t rank = s.inputs[0].rank();
-  if (!axis || rank < 1 || *axis < -rank || *axis >= rank) return refuse(s, "needs an integer axis within the rank");
+  if (!axis || rank < 1 || *axis < -rank || *axis >= rank)
+    return refuse(s, "needs an integer axis within the rank");
   return Verdict::yes();
 }
 
@@ -92,21 +86,27 @@ std::string where(const lir::CallKernel& k) {
 
 // The padding mask as keep flags [batch, kv_len]: non-zero keeps, as the decomposition's
 // `ne 0` (a NaN float keeps too); a size-1 dim broadcasts.
-std::vector<uint8_t> keep_flags(const lir::Buffer& m, const void* data, int64_t batch, int64_t kv_len,
-                                const lir::CallKernel& k) {
+std::vector<uint8_t> keep_flags(const lir::Buffer& m, const void* data, int64_t batch,
+                                int64_t kv_len, const lir::CallKernel& k) {
   const int64_t mb = m.shape[0], mk = m.shape[1];
   if ((mb != batch && mb != 1) || (mk != kv_len && mk != 1))
-    throw_user_error(fmt::format("{}: padding mask is [{}, {}], attention needs [{}, {}]", where(k), mb, mk,
-                                 batch, kv_len));
+    throw_user_error(fmt::format("{}: padding mask is [{}, {}], attention needs [{}, {}]", where(k),
+                                 mb, mk, batch, kv_len));
   std::vector<uint8_t> keep(batch * kv_len);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t j = 0; j < kv_len; ++j) {
       const int64_t at = (mb == 1 ? 0 : b) * mk + (mk == 1 ? 0 : j);
       bool kept;
       switch (class_of(m.dtype)) {
-        case Cls::kF32: kept = load_f(m.dtype, data, at) != 0.0f; break;
-        case Cls::kF64: kept = static_cast<const double*>(data)[at] != 0.0; break;
-        default: kept = load_i(m.dtype, data, at) != 0; break;
+        case Cls::kF32:
+          kept = load_f(m.dtype, data, at) != 0.0f;
+          break;
+        case Cls::kF64:
+          kept = static_cast<const double*>(data)[at] != 0.0;
+          break;
+        default:
+          kept = load_i(m.dtype, data, at) != 0;
+          break;
       }
       keep[b * kv_len + j] = kept;
     }
@@ -123,7 +123,8 @@ void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
       ks[3] != sh.head_dim || sh.kv_heads <= 0 || sh.heads % sh.kv_heads)
     throw_user_error(fmt::format("{}: q, k, v shapes do not fit one attention", where(k)));
   const std::string mask = *text_attr(k.attrs, "mask", "none");
-  const double scale = *number_attr(k.attrs, "scale", 1.0 / std::sqrt(static_cast<double>(sh.head_dim)));
+  const double scale =
+      *number_attr(k.attrs, "scale", 1.0 / std::sqrt(static_cast<double>(sh.head_dim)));
   sh.scale = static_cast<float>(scale);  // the decomposition multiplies by an f32 constant
   sh.causal = mask == "causal";
   std::vector<uint8_t> keep;
@@ -131,23 +132,30 @@ void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
     keep = keep_flags(in[3], ptrs[k.inputs[3]], sh.batch, sh.kv_len, k);
     sh.keep = keep.data();
   }
-  attention_f32(sh, static_cast<const float*>(ptrs[k.inputs[0]]), static_cast<const float*>(ptrs[k.inputs[1]]),
-                static_cast<const float*>(ptrs[k.inputs[2]]), static_cast<float*>(ptrs[k.outputs[0]]), nn_simd());
+  attention_f32(sh, static_cast<const float*>(ptrs[k.inputs[0]]),
+                static_cast<const float*>(ptrs[k.inputs[1]]),
+                static_cast<const float*>(ptrs[k.inputs[2]]),
+                static_cast<float*>(ptrs[k.outputs[0]]), nn_simd());
 }
 
-void run_norm(const lir::CallKernel& k, const std::vector<lir::Buffer>& in, const std::vector<void*>& ptrs,
-              bool rms) {
+void run_norm(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+              const std::vector<void*>& ptrs, bool rms) {
   const auto& xs = in[0].shape;
   const int64_t n = xs.back(), rows = product(xs, 0, xs.size() - 1);
   const double eps = *number_attr(k.attrs, "epsilon", rms ? 1e-6 : 1e-5);
-  auto param = [&](size_t i) { return in.size() > i ? static_cast<const float*>(ptrs[k.inputs[i]]) : nullptr; };
+  auto param = [&](size_t i) {
+    return in.size() > i ? static_cast<const float*>(ptrs[k.inputs[i]]) : nullptr;
+  };
   const auto* x = static_cast<const float*>(ptrs[k.inputs[0]]);
   auto* y = static_cast<float*>(ptrs[k.outputs[0]]);
-  if (rms) rms_norm_f32(x, rows, n, static_cast<float>(eps), param(1), y, nn_simd());
-  else layer_norm_f32(x, rows, n, static_cast<float>(eps), param(1), param(2), y, nn_simd());
+  if (rms)
+    rms_norm_f32(x, rows, n, static_cast<float>(eps), param(1), y, nn_simd());
+  else
+    layer_norm_f32(x, rows, n, static_cast<float>(eps), param(1), param(2), y, nn_simd());
 }
 
-void run_softmax(const lir::CallKernel& k, const std::vector<lir::Buffer>& in, const std::vector<void*>& ptrs) {
+void run_softmax(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+                 const std::vector<void*>& ptrs) {
   const auto& xs = in[0].shape;
   const auto rank = static_cast<int64_t>(xs.size());
   int64_t axis = *int_attr(k.attrs, "axis", -1);

@@ -39,8 +39,8 @@ std::string dtype_use(const lir::Program& program, DType dtype);
 // 8- or 16-bit integer types, so <target> cannot compute the <dtype> values of <op>;
 // <alternative>convert them to i32 first (rlx never changes a dtype silently)" when the node
 // uses i8, u8 or i16, else yes. `alternative` is advice put first ("use --target vulkan, or ").
-Verdict refuse_narrow_integers(const NodeSignature& s, std::string_view language, std::string_view target,
-                               std::string_view alternative = "");
+Verdict refuse_narrow_integers(const NodeSignature& s, std::string_view language,
+                               std::string_view target, std::string_view alternative = "");
 
 // What every native kernel of the HIR op Attention (q [B,H,Sq,D], k [B,Hkv,Sk,D], v
 // [B,Hkv,Sk,Dv] [, mask]) needs of its node, whatever the target: one output, rank-4 operands
@@ -49,5 +49,11 @@ Verdict refuse_narrow_integers(const NodeSignature& s, std::string_view language
 // numeric scale. yes, or no with the reason as a phrase a target puts after its kernel's name
 // ("needs q, k, v and one output").
 Verdict attention_form(const NodeSignature& s);
+
+// What every native kernel of the HIR ops LayerNorm and RMSNorm (x [..., n] [, scale [n]
+// [, bias [n]]], over the last axis) needs of its node: one output, x of rank >= 1 with a static
+// last dim, rank-1 scale and bias of that size, a numeric epsilon. yes, or no with the reason as
+// a phrase put after the kernel's name ("needs a static last dim").
+Verdict norm_form(const NodeSignature& s);
 
 }  // namespace rlx::sdk

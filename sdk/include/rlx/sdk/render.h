@@ -337,6 +337,29 @@ struct AttentionKernel {
 };
 AttentionKernel render_attention(const AttentionShape& shape, const Dialect& dialect);
 
+// LayerNorm / RMSNorm over the last axis of row-major x [rows, n] (the HIR ops' meaning, in f32):
+// LayerNorm y = (x - mean) / sqrt(var + epsilon) * scale + bias with the variance of the centred
+// row, RMSNorm y = x / sqrt(mean(x^2) + epsilon) * scale; scale and bias optional.
+struct NormShape {
+  std::string name;  // the kernel's name (made a valid identifier by kernel_symbol)
+  bool rms = false;
+  int64_t rows = 1, n = 1;
+  double epsilon = 1e-5;
+  // Parameter positions b0, b1, ... of x, scale and bias (-1: none) and out: distinct. Every
+  // buffer is f32.
+  int32_t x_buffer = 0, scale_buffer = -1, bias_buffer = -1, out_buffer = 1;
+};
+
+// A cooperative kernel (the dialect's shared_array, barrier, group_index and local_index): one
+// group of 64 invocations per row; each sums a strided part of the row and the group adds the
+// parts in a shared tree, so a row is read from memory once per pass over it (two for
+// RMSNorm, three for LayerNorm) instead of once per kernel of the decomposition.
+struct NormKernel {
+  std::string source;
+  int64_t groups = 0;  // launch groups * 64 work-items
+};
+NormKernel render_norm(const NormShape& shape, const Dialect& dialect);
+
 // The function name render_kernel gives `kernel` (its name with every character outside
 // [A-Za-z0-9_] replaced by '_').
 std::string kernel_symbol(const lir::LoopKernel& kernel);

@@ -1,0 +1,148 @@
+// LayerNorm and RMSNorm kernels for the cooperative dialects (render.h: render_norm), written
+// once from the dialect table like render_matmul.
+//
+// Their decompositions take a reduction kernel per statistic and an elementwise kernel to apply
+// it: three launches and as many reads of each row for LayerNorm (mean, centred variance,
+// normalise), plus the tiny [rows, 1] buffers between them. Here a group of 64 invocations owns
+// one row: each adds the elements li, li + 64, ... and the group sums the 64 parts in a shared
+// tree. The row (a transformer's hidden size: a few KB) stays in the GPU's caches between the
+// passes, so memory sees it read once and written once. The variance is of the centred row, as
+// the decomposition computes it (no sum-of-squares shortcut, which cancels badly).
+#include <fmt/format.h>
+
+#include "render_parts.h"
+#include "rlx/core/error.h"
+#include "rlx/sdk/render.h"
+
+namespace rlx::sdk {
+
+namespace {
+
+constexpr int64_t kGroup = 64;
+
+class NormWriter : detail::KernelText {
+ public:
+  NormWriter(const NormShape& s, const Dialect& d)
+      : KernelText(d, fmt::format("{} {}", s.rms ? "RMSNorm" : "LayerNorm", s.name)), s_(s) {
+    if (d_.shared_array.empty() || d_.barrier.empty() || d_.group_index.empty() ||
+        d_.local_index.empty())
+      fail("the dialect has no cooperative (workgroup-shared) kernels");
+    if (d_.buffer_params != BufferParams::kOnePerBuffer)
+      fail("norm kernels take one parameter per buffer");
+    if (s_.rows <= 0 || s_.n <= 0) fail(fmt::format("the rows [{}, {}] are empty", s_.rows, s_.n));
+    if (s_.rms && s_.bias_buffer >= 0) fail("RMSNorm takes no bias");
+    f32_ = entry(d_.compute_type, DType::kF32, "compute type");
+    int_ = entry(d_.compute_type, DType::kI32, "compute type");
+  }
+
+  NormKernel render() {
+    std::vector<BufferParam> params(static_cast<size_t>(
+        std::max({s_.x_buffer, s_.scale_buffer, s_.bias_buffer, s_.out_buffer}) + 1));
+    for (size_t j = 0; j < params.size(); ++j)
+      params[j] = {static_cast<int32_t>(j), DType::kF32, false};
+    params[s_.out_buffer].written = true;
+    const std::string symbol = kernel_symbol(s_.name);
+    const std::string shared = fmt::format(fmt::runtime(d_.shared_array), fmt::arg("type", f32_),
+                                           fmt::arg("name", "rlx_red"), fmt::arg("size", kGroup)) +
+                               "\n";
+    open(symbol, params,
+         fmt::format("{}: {} over rows [{}, {}], epsilon {}, one group of {} per row, f32", symbol,
+                     s_.rms ? "RMSNorm" : "LayerNorm", s_.rows, s_.n, s_.epsilon, kGroup),
+         shared, /*cooperative=*/true);
+    let("gi", d_.group_index);
+    declare(int_, "li", cast(int_, d_.local_index));
+    let("g", choose(fmt::format("gi < {}", s_.rows), "gi", std::to_string(s_.rows - 1)));
+    let("base", fmt::format("g * {}", s_.n));
+    const std::string n = f32_literal(static_cast<double>(s_.n));
+    const std::string eps = f32_literal(s_.epsilon);
+    if (s_.rms) {
+      row_sum("part", [&](const std::string& x) { return x + " * " + x; });
+      group_sum("part", "total");
+      declare(f32_, "inv",
+              fmt::format("{} / {}", f32_literal(1.0),
+                          math_call("sqrt", fmt::format("total / {} + {}", n, eps))));
+      write([&](const std::string& x) { return fmt::format("{} * inv", x); });
+    } else {
+      row_sum("part", [](const std::string& x) { return x; });
+      group_sum("part", "total");
+      declare(f32_, "mean", fmt::format("total / {}", n));
+      row_sum("dev",
+              [](const std::string& x) { return fmt::format("({0} - mean) * ({0} - mean)", x); });
+      group_sum("dev", "squares");
+      declare(f32_, "inv",
+              fmt::format("{} / {}", f32_literal(1.0),
+                          math_call("sqrt", fmt::format("squares / {} + {}", n, eps))));
+      write([&](const std::string& x) { return fmt::format("({} - mean) * inv", x); });
+    }
+    return {finish(), s_.rows};
+  }
+
+ private:
+  const NormShape& s_;
+  std::string f32_, int_;
+
+  std::string math_call(const std::string& op, const std::string& x) const {
+    return fmt::format("{}({})", math(op), x);
+  }
+  // The trip count of a strided pass: elements li, li + 64, ... below n.
+  int64_t steps() const { return (s_.n + kGroup - 1) / kGroup; }
+  void element_index() { let("e", fmt::format("t * {} + li", kGroup)); }
+  std::string in_row() const { return s_.n % kGroup == 0 ? "" : fmt::format("e < {}", s_.n); }
+
+  // `part` = the sum of term(x) over this invocation's elements of the row.
+  template <class Term>
+  void row_sum(const std::string& part, Term term) {
+    declare_mutable(f32_, part, f32_literal(0.0));
+    loop("t", steps());
+    element_index();
+    const std::string x = load(s_.x_buffer, DType::kF32, "base + e");
+    if (in_row().empty()) {
+      declare(f32_, "x", x);
+      line(fmt::format("{} = {} + {};", part, part, term("x")));
+    } else {  // past the row: no read (WGSL's select reads both, and WebGPU clamps the read)
+      declare(f32_, "x", choose(in_row(), x, f32_literal(0.0)));
+      line(fmt::format("{} = {} + {};", part, part, choose(in_row(), term("x"), f32_literal(0.0))));
+    }
+    close();
+  }
+
+  // `total` = the sum of every invocation's `part`; the barriers stay outside the branches
+  // (uniform control flow), and the last one lets rlx_red be written again.
+  void group_sum(const std::string& part, const std::string& total) {
+    line(fmt::format("rlx_red[li] = {};", part));
+    line(d_.barrier);
+    for (int64_t half = kGroup / 2; half >= 1; half /= 2) {
+      line(fmt::format("if (li < {}) {{", half));
+      line(fmt::format("  rlx_red[li] = rlx_red[li] + rlx_red[li + {}];", half));
+      line("}");
+      line(d_.barrier);
+    }
+    declare(f32_, total, "rlx_red[0]");
+    line(d_.barrier);
+  }
+
+  // out = value(x) * scale + bias over the row, stored by the rows that exist.
+  template <class Value>
+  void write(Value value) {
+    loop("t", steps());
+    element_index();
+    std::string y = value(load(s_.x_buffer, DType::kF32, "base + e"));
+    if (s_.scale_buffer >= 0)
+      y = fmt::format("({}) * {}", y, load(s_.scale_buffer, DType::kF32, "e"));
+    if (s_.bias_buffer >= 0) y = fmt::format("{} + {}", y, load(s_.bias_buffer, DType::kF32, "e"));
+    std::string ok = fmt::format("gi < {}", s_.rows);
+    if (!in_row().empty()) ok += " && " + in_row();
+    line(fmt::format("if ({}) {{", ok));
+    line("  " + store(s_.out_buffer, DType::kF32, "base + e", y));
+    line("}");
+    close();
+  }
+};
+
+}  // namespace
+
+NormKernel render_norm(const NormShape& shape, const Dialect& dialect) {
+  return NormWriter(shape, dialect).render();
+}
+
+}  // namespace rlx::sdk
