@@ -113,6 +113,22 @@ std::vector<int> readers_of(const lir::Program& p) {
   return n;
 }
 
+// Whether reading with `strides` over `domain` visits a dense row-major block exactly once in
+// another order (a transpose): the strides of the dims larger than 1, in increasing order, are
+// 1 and then each the product of the sizes before it.
+bool dense_permutation(const std::vector<int64_t>& domain, const std::vector<int64_t>& strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (size_t d = 0; d < domain.size(); ++d)
+    if (domain[d] > 1) dims.emplace_back(strides[d], domain[d]);
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
 // Epilogue kernels fused into one product at most, and the buffers the fused kernel may bind:
 // WebGPU guarantees 8 storage buffers per shader stage, and lowering keeps kernels within the
 // device's limit, which a fusion must not undo.
@@ -129,6 +145,7 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
   std::vector<int32_t> params(mm.buffers.begin(), mm.buffers.end() - 1);  // A and B
   std::vector<const lir::LoopKernel*> chain;
   std::vector<int32_t> inputs;  // per kernel: the storage it reads the previous result from
+  std::vector<int64_t> last_strides;
   int32_t cur = mm.buffers.back();
   for (size_t j = i + 1; j < p.kernels.size() && chain.size() < kMaxEpilogueKernels; ++j) {
     const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
@@ -139,7 +156,8 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
     for (int64_t d : k->domain) n *= d;
     if (n != elements) break;
     const std::vector<int64_t> identity = row_major_strides(k->domain);
-    int identity_loads = 0;
+    int identity_loads = 0, permuted_loads = 0;
+    std::vector<int64_t> permuted;  // the strides of this kernel's permuted reads of the result
     bool ok = true;
     std::vector<int32_t> extra;
     const int32_t out = p.storage_of(k->stores[0].buffer);
@@ -153,14 +171,27 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
           extra.push_back(b);
         continue;
       }
-      ++identity_loads;
       ok = ok && e.load.guards.empty() && e.load.offset == 0 &&
            e.load.strides.size() == k->domain.size();
-      for (size_t d = 0; ok && d < k->domain.size(); ++d)
-        ok = k->domain[d] == 1 || e.load.strides[d] == identity[d];
+      if (!ok) break;
+      bool same = true;
+      for (size_t d = 0; d < k->domain.size(); ++d)
+        same = same && (k->domain[d] == 1 || e.load.strides[d] == identity[d]);
+      if (same) {
+        ++identity_loads;
+      } else if (dense_permutation(k->domain, e.load.strides) &&
+                 (permuted.empty() || permuted == e.load.strides)) {
+        ++permuted_loads;
+        permuted = e.load.strides;
+      } else {
+        ok = false;
+      }
     }
+    // A permuting kernel reads the result one way only and ends the chain.
+    ok = ok && !(identity_loads > 0 && permuted_loads > 0);
     // The result must reach this kernel only, and the output be a buffer of its own.
-    ok = ok && identity_loads > 0 && readers[cur] == identity_loads &&
+    ok = ok && identity_loads + permuted_loads > 0 &&
+         readers[cur] == identity_loads + permuted_loads &&
          std::find(params.begin(), params.end(), out) == params.end() &&
          std::find(extra.begin(), extra.end(), out) == extra.end() &&
          std::find(inputs.begin(), inputs.end(), out) == inputs.end();
@@ -169,6 +200,10 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
     chain.push_back(k);
     inputs.push_back(cur);
     cur = out;
+    if (permuted_loads > 0) {
+      last_strides = permuted;
+      break;
+    }
   }
   // The output is now written while the product runs, before its own lifetime in the buffer
   // plan begins: temporaries the plan put at one arena offset share one device buffer
@@ -194,6 +229,7 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
     cur = inputs.back();
     chain.pop_back();
     inputs.pop_back();
+    last_strides.clear();
   }
   if (chain.empty()) return 0;
   // The parameters again, for the chain that stayed: A and B, what its kernels read, its output.
@@ -230,6 +266,7 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
     local.kernels.push_back(std::move(k));
     epilogue->inputs.push_back(id.at(inputs[j]));
   }
+  epilogue->last_strides = std::move(last_strides);
   mm.shape.c_buffer = epilogue->params - 1;
   mm.shape.epilogue = std::move(epilogue);
   mm.buffers = std::move(params);

@@ -174,26 +174,34 @@ class KernelRenderer {
   // element `index`, loads of `input` reading `input_value` (of dtype `value_dtype`), names
   // prefixed with `names`. The result is stored when `write`, else declared as <names>r (the next
   // epilogue's value) unless `write`. Buffers are named by their ids (positions).
+  // `from`: the strides through which the kernel reads `input` when they permute its dims (the
+  // loop indices come from `index` through them, and the store goes to the kernel's row-major
+  // index); empty for the identity.
   std::string epilogue(const std::string& names, const std::string& index, int32_t input,
-                       const std::string& input_value, DType value_dtype, bool write, int indent) {
+                       const std::string& input_value, DType value_dtype, bool write, int indent,
+                       const std::vector<int64_t>& from) {
     if (!k_.reduce.empty() || k_.num_parallel != static_cast<int32_t>(k_.domain.size()))
       fail("an epilogue is elementwise: no reduced dims");
     if (k_.stores.size() != 1) fail("an epilogue stores one value");
     for (const lir::Buffer& b : p_.buffers) local_[b.id] = b.id;
     names_ = names, input_ = input, input_value_ = input_value, input_dtype_ = value_dtype;
     indent_ = indent;
-    std::vector<int64_t> strides = row_major_strides(k_.domain);
+    const std::vector<int64_t> own = row_major_strides(k_.domain);
+    const std::vector<int64_t>& strides = from.empty() ? own : from;
+    if (strides.size() != k_.domain.size())
+      fail("an epilogue's read strides do not fit its domain");
     for (size_t d = 0; d < k_.domain.size(); ++d) {
       std::string v = k_.domain[d] == 1 ? "0"
                       : strides[d] == 1 ? index
                                         : fmt::format("{} / {}", index, strides[d]);
-      if (d > 0 && k_.domain[d] != 1) v = fmt::format("({}) % {}", v, k_.domain[d]);
+      if (k_.domain[d] != 1 && strides[d] * k_.domain[d] < work_items(k_))
+        v = fmt::format("({}) % {}", v, k_.domain[d]);
       line(declare(d_.index_type, fmt::format("{}i{}", names_, d), v));
     }
     body();
     const lir::Store& st = k_.stores[0];
     if (write)
-      store(st, index, value(st.expr));
+      store(st, from.empty() ? index : affine(0, own), value(st.expr));
     else
       line(declare(type(k_.exprs.at(st.expr).dtype), names_ + "r", value(st.expr)));
     return out_;
@@ -681,7 +689,8 @@ std::string render_epilogue(const MatmulEpilogue& e, const Dialect& dialect,
     const auto& k = std::get<lir::LoopKernel>(e.program.kernels[j]);
     const std::string names = fmt::format("x{}", j);
     out += KernelRenderer(k, e.program, dialect)
-               .epilogue(names, index, e.inputs[j], in, in_dtype, j + 1 == n, indent + 1);
+               .epilogue(names, index, e.inputs[j], in, in_dtype, j + 1 == n, indent + 1,
+                         j + 1 == n ? e.last_strides : std::vector<int64_t>{});
     in = names + "r";
     in_dtype = k.exprs.at(k.stores[0].expr).dtype;
   }

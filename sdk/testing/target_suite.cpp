@@ -266,7 +266,7 @@ const char* const kEmitProgram = R"(graph @t(%a: f32[2,3], %b: f32[3,2], %i: i64
 )";
 
 const char* const kEpilogueProgram =
-    R"(graph @t(%x: f32[2,37,19], %w: f32[70,19], %b: f32[70], %r: f32[2,37,70], %w2: f32[70,19]) {
+    R"(graph @t(%x: f32[2,37,19], %w: f32[70,19], %b: f32[70], %r: f32[2,37,70], %w2: f32[70,19], %w3: f32[70,19]) {
   %y = dot_general(%x, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[2,37,70]
   %bb = broadcast_in_dim(%b) {dims = [2], shape = [2, 37, 70]} : f32[2,37,70]
   %z = add(%y, %bb) : f32[2,37,70]
@@ -276,7 +276,11 @@ const char* const kEpilogueProgram =
   %v = dot_general(%x, %w2) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[2,37,70]
   %h = convert(%v) {dtype = f16} : f16[2,37,70]
   %e = exp(%v) : f32[2,37,70]
-  return %o, %h, %v, %e
+  %u = dot_general(%x, %w3) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[2,37,70]
+  %ub = add(%u, %bb) : f32[2,37,70]
+  %us = reshape(%ub) {shape = [2, 37, 7, 10]} : f32[2,37,7,10]
+  %ut = transpose(%us) {perm = [0, 2, 1, 3]} : f32[2,7,37,10]
+  return %o, %h, %v, %e, %ut
 }
 )";
 
@@ -340,11 +344,8 @@ void product_epilogues_agree_with_cpu(const SuiteTarget& t) {
     for (float& x : v) x = u(rng);
     return f32(std::move(shape), std::move(v));
   };
-  NamedTensors in{{"x", random({2, 37, 19})},
-                  {"w", random({70, 19})},
-                  {"b", random({70})},
-                  {"r", random({2, 37, 70})},
-                  {"w2", random({70, 19})}};
+  NamedTensors in{{"x", random({2, 37, 19})}, {"w", random({70, 19})},  {"b", random({70})},
+                  {"r", random({2, 37, 70})}, {"w2", random({70, 19})}, {"w3", random({70, 19})}};
   NamedTensors want = run_text(ir, in, cpu_target()), got = run_text(ir, in, target_named(t.name));
   NamedTensors want_f16 = {{"h", want.at("h")}};
   want.erase("h");

@@ -70,7 +70,8 @@ NamedTensors mixed_program_inputs();
 // (k1) and a loop kernel (exp), for the tests of a target's emitted source.
 extern const char* const kEmitProgram;
 // A product through a bias add, then z * tanh(z) plus a residual (two loop kernels: z is read
-// twice), and a second product that is a graph output, converted and exponentiated:
+// twice), a second product that is a graph output, converted and exponentiated, and a third
+// through a bias and the transpose that splits heads:
 // ProductEpiloguesAgreeWithCpu, and the targets' emit tests check the fused epilogue's text.
 extern const char* const kEpilogueProgram;
 

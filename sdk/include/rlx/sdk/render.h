@@ -259,10 +259,16 @@ std::string render_program(const lir::Program& program, const Dialect& dialect);
 // The last kernel's store is the product's output. Every kernel is elementwise (no reduction)
 // over a domain with C's element count; a value passes from one to the next rounded to the
 // buffer's dtype, as a store and a reload would round it.
+//
+// The last kernel may instead read the previous result through a permutation of its dims (the
+// transpose that splits attention heads): last_strides are then the strides of that read, its
+// loop indices are recovered from C's element index through them, and it stores at its own
+// row-major index. Empty: the identity.
 struct MatmulEpilogue {
   lir::Program program;
   int32_t params = 0;
   std::vector<int32_t> inputs;
+  std::vector<int64_t> last_strides;
 };
 
 // The statements that apply `epilogue` to one element of C: `value` (an f32 expression, the
