@@ -88,7 +88,9 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
   const uint8_t* keep = sh.keep ? sh.keep + b * Sk : nullptr;
   auto head = [&](int64_t r) { return kvh * map.group + map.head_in_group(r); };
   auto q_row = [&](int64_t r) { return q + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * D; };
-  auto out_row = [&](int64_t r) { return out + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * Dv; };
+  auto out_row = [&](int64_t r) {
+    return out + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * Dv;
+  };
 
   int64_t lo, hi;
   kept_range(keep, Sk, &lo, &hi);
@@ -120,8 +122,10 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
         ++count;
       const float* q_rows[kNnRows];
       for (int64_t c = 0; c < count; ++c) q_rows[c] = q_row(r0 + i + c);
-      if (kt) simd.qk_scores_kt(q_rows, count, kt + j0, packed_k.ld, n, D, sh.scale, s, kKeyBlock);
-      else simd.qk_scores(q_rows[0], D, 1, kb + j0 * D, D, n, D, sh.scale, s, kKeyBlock);
+      if (kt)
+        simd.qk_scores_kt(q_rows, count, kt + j0, packed_k.ld, n, D, sh.scale, s, kKeyBlock);
+      else
+        simd.qk_scores(q_rows[0], D, 1, kb + j0 * D, D, n, D, sh.scale, s, kKeyBlock);
       // Online softmax per row; a row that turned NaN or sees only masked keys here adds nothing.
       float* o_rows[kNnRows];
       const float* p_rows[kNnRows];
@@ -162,7 +166,8 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
       std::fill(dst, dst + Dv, 0.0f);
       for (int64_t j = 0; j < Sk; ++j)
         for (int64_t d = 0; d < Dv; ++d) dst[d] += vb[j * Dv + d];
-      if (Sk) for (int64_t d = 0; d < Dv; ++d) dst[d] /= static_cast<float>(Sk);
+      if (Sk)
+        for (int64_t d = 0; d < Dv; ++d) dst[d] /= static_cast<float>(Sk);
     } else {
       simd.divide(st.o.data() + i * Dv, Dv, st.l[i], dst);
     }
@@ -194,11 +199,12 @@ void attention_f32(const AttentionShape& sh, const float* q, const float* k, con
     if (buffer.size() < need) buffer.resize(need);
     float* packed = buffer.data();
     packed_k.data = packed;
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, 1), [&](const tbb::blocked_range<int64_t>& r) {
-      for (int64_t g = r.begin(); g < r.end(); ++g)
-        simd.pack_kt(k + g * sh.kv_len * sh.head_dim, sh.head_dim, sh.kv_len, sh.head_dim,
-                     packed + g * sh.head_dim * packed_k.ld, packed_k.ld);
-    });
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, groups, 1), [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t g = r.begin(); g < r.end(); ++g)
+            simd.pack_kt(k + g * sh.kv_len * sh.head_dim, sh.head_dim, sh.kv_len, sh.head_dim,
+                         packed + g * sh.head_dim * packed_k.ld, packed_k.ld);
+        });
   }
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups * tiles, 1),
                     [&](const tbb::blocked_range<int64_t>& range) {

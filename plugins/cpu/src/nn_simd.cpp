@@ -41,8 +41,10 @@ void qk_scores_kt(const float* const* q, int64_t rows, const float* kt, int64_t 
 float row_max(const float* x, int64_t n, bool* saw_nan) {
   float m = kNegInf;
   for (int64_t i = 0; i < n; ++i) {
-    if (x[i] != x[i]) *saw_nan = true;
-    else if (x[i] > m) m = x[i];
+    if (x[i] != x[i])
+      *saw_nan = true;
+    else if (x[i] > m)
+      m = x[i];
   }
   return m;
 }
@@ -97,14 +99,14 @@ void divide(const float* x, int64_t n, float denom, float* out) {
 }  // namespace
 
 const NnSimd& nn_simd_portable() {
-  static const NnSimd kSet{"portable", qk_scores,       pack_kt,   qk_scores_kt, row_max,
-                           exp_shifted, pv_accumulate,  sum,       sum_sq_centered, normalize,
-                           divide};
+  static const NnSimd kSet{"portable",      qk_scores,   pack_kt,       qk_scores_kt,
+                           row_max,         exp_shifted, pv_accumulate, sum,
+                           sum_sq_centered, normalize,   divide};
   return kSet;
 }
 
 const NnSimd& nn_simd() {
-  static const NnSimd& chosen = [] () -> const NnSimd& {
+  static const NnSimd& chosen = []() -> const NnSimd& {
     const NnSimd* wide = nn_simd_avx512();
     return wide ? *wide : nn_simd_portable();
   }();

@@ -119,7 +119,9 @@ void pack_kt(const float* k, int64_t k_stride, int64_t keys, int64_t d, float* k
 
 // Independent accumulator sets for a loop whose step carries NV vector FMAs: enough chains
 // (about 8) to cover the FMA latency when NV is small.
-constexpr int sets_for(int nv) { return nv <= 2 ? 4 : nv <= 4 ? 2 : 1; }
+constexpr int sets_for(int nv) {
+  return nv <= 2 ? 4 : nv <= 4 ? 2 : 1;
+}
 
 // One query row against up to NC * 16 packed keys, the scores kept in registers.
 template <int NC>
@@ -162,14 +164,30 @@ void qk_scores_kt_row(const float* q, const float* kt, int64_t ld, int64_t keys,
   for (int64_t j0 = 0; j0 < keys; j0 += 8 * kLanes) {
     const int64_t n = std::min<int64_t>(keys - j0, 8 * kLanes);
     switch ((n + kLanes - 1) / kLanes) {
-      case 1: qk_kt_chunk<1>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 2: qk_kt_chunk<2>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 3: qk_kt_chunk<3>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 4: qk_kt_chunk<4>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 5: qk_kt_chunk<5>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 6: qk_kt_chunk<6>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 7: qk_kt_chunk<7>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      default: qk_kt_chunk<8>(q, kt + j0, ld, n, d, scale, s + j0); break;
+      case 1:
+        qk_kt_chunk<1>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 2:
+        qk_kt_chunk<2>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 3:
+        qk_kt_chunk<3>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 4:
+        qk_kt_chunk<4>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 5:
+        qk_kt_chunk<5>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 6:
+        qk_kt_chunk<6>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 7:
+        qk_kt_chunk<7>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      default:
+        qk_kt_chunk<8>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
     }
   }
 }
@@ -210,10 +228,18 @@ void qk_kt_rows_any(const float* const* q, const float* kt, int64_t ld, int64_t 
   for (int64_t j0 = 0; j0 < keys; j0 += 4 * kLanes) {
     const int64_t n = std::min<int64_t>(keys - j0, 4 * kLanes);
     switch ((n + kLanes - 1) / kLanes) {
-      case 1: qk_kt_rows<R, 1>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
-      case 2: qk_kt_rows<R, 2>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
-      case 3: qk_kt_rows<R, 3>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
-      default: qk_kt_rows<R, 4>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
+      case 1:
+        qk_kt_rows<R, 1>(q, kt + j0, ld, n, d, scale, s + j0, s_stride);
+        break;
+      case 2:
+        qk_kt_rows<R, 2>(q, kt + j0, ld, n, d, scale, s + j0, s_stride);
+        break;
+      case 3:
+        qk_kt_rows<R, 3>(q, kt + j0, ld, n, d, scale, s + j0, s_stride);
+        break;
+      default:
+        qk_kt_rows<R, 4>(q, kt + j0, ld, n, d, scale, s + j0, s_stride);
+        break;
     }
   }
 }
@@ -222,10 +248,14 @@ void qk_scores_kt(const float* const* q, int64_t rows, const float* kt, int64_t 
                   int64_t d, float scale, float* s, int64_t s_stride) {
   static_assert(kNnRows == 4, "one case per row count, here and in pv_accumulate");
   switch (rows) {
-    case 1: return qk_scores_kt_row(q[0], kt, ld, keys, d, scale, s);
-    case 2: return qk_kt_rows_any<2>(q, kt, ld, keys, d, scale, s, s_stride);
-    case 3: return qk_kt_rows_any<3>(q, kt, ld, keys, d, scale, s, s_stride);
-    default: return qk_kt_rows_any<4>(q, kt, ld, keys, d, scale, s, s_stride);  // rows <= 4
+    case 1:
+      return qk_scores_kt_row(q[0], kt, ld, keys, d, scale, s);
+    case 2:
+      return qk_kt_rows_any<2>(q, kt, ld, keys, d, scale, s, s_stride);
+    case 3:
+      return qk_kt_rows_any<3>(q, kt, ld, keys, d, scale, s, s_stride);
+    default:
+      return qk_kt_rows_any<4>(q, kt, ld, keys, d, scale, s, s_stride);  // rows <= 4
   }
 }
 
@@ -243,7 +273,8 @@ float row_max(const float* x, int64_t n, bool* saw_nan) {
 }
 
 float exp_shifted(const float* x, int64_t n, float m, float* out) {
-  const __m512 shift = _mm512_set1_ps(m), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512 shift = _mm512_set1_ps(m),
+               ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 total = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += kLanes) {
     __mmask16 t = tail_mask(n - i);
@@ -302,14 +333,30 @@ void pv_accumulate_row(float* o, int64_t dv, float alpha, const float* p, int64_
   for (int64_t c0 = 0; c0 < dv; c0 += 8 * kLanes) {
     int64_t w = std::min<int64_t>(dv - c0, 8 * kLanes);
     switch ((w + kLanes - 1) / kLanes) {
-      case 1: pv_chunk<1>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 2: pv_chunk<2>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 3: pv_chunk<3>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 4: pv_chunk<4>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 5: pv_chunk<5>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 6: pv_chunk<6>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 7: pv_chunk<7>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      default: pv_chunk<8>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+      case 1:
+        pv_chunk<1>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 2:
+        pv_chunk<2>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 3:
+        pv_chunk<3>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 4:
+        pv_chunk<4>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 5:
+        pv_chunk<5>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 6:
+        pv_chunk<6>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 7:
+        pv_chunk<7>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      default:
+        pv_chunk<8>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
     }
   }
 }
@@ -333,7 +380,8 @@ void pv_rows(float* const* o, int64_t c0, int64_t width, const float* alpha, con
   for (int64_t j = 0; j < keys; ++j) {
     __m512 b[NV];
 #pragma GCC unroll 4
-    for (int c = 0; c < NV; ++c) b[c] = _mm512_maskz_loadu_ps(m[c], v + j * v_stride + c0 + c * kLanes);
+    for (int c = 0; c < NV; ++c)
+      b[c] = _mm512_maskz_loadu_ps(m[c], v + j * v_stride + c0 + c * kLanes);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512 pj = _mm512_set1_ps(p[r][j]);
@@ -353,10 +401,18 @@ void pv_rows_any(float* const* o, int64_t dv, const float* alpha, const float* c
   for (int64_t c0 = 0; c0 < dv; c0 += 4 * kLanes) {
     const int64_t w = std::min<int64_t>(dv - c0, 4 * kLanes);
     switch ((w + kLanes - 1) / kLanes) {
-      case 1: pv_rows<R, 1>(o, c0, w, alpha, p, keys, v, v_stride); break;
-      case 2: pv_rows<R, 2>(o, c0, w, alpha, p, keys, v, v_stride); break;
-      case 3: pv_rows<R, 3>(o, c0, w, alpha, p, keys, v, v_stride); break;
-      default: pv_rows<R, 4>(o, c0, w, alpha, p, keys, v, v_stride); break;
+      case 1:
+        pv_rows<R, 1>(o, c0, w, alpha, p, keys, v, v_stride);
+        break;
+      case 2:
+        pv_rows<R, 2>(o, c0, w, alpha, p, keys, v, v_stride);
+        break;
+      case 3:
+        pv_rows<R, 3>(o, c0, w, alpha, p, keys, v, v_stride);
+        break;
+      default:
+        pv_rows<R, 4>(o, c0, w, alpha, p, keys, v, v_stride);
+        break;
     }
   }
 }
@@ -364,16 +420,21 @@ void pv_rows_any(float* const* o, int64_t dv, const float* alpha, const float* c
 void pv_accumulate(float* const* o, int64_t rows, int64_t dv, const float* alpha,
                    const float* const* p, int64_t keys, const float* v, int64_t v_stride) {
   switch (rows) {
-    case 1: return pv_accumulate_row(o[0], dv, alpha[0], p[0], keys, v, v_stride);
-    case 2: return pv_rows_any<2>(o, dv, alpha, p, keys, v, v_stride);
-    case 3: return pv_rows_any<3>(o, dv, alpha, p, keys, v, v_stride);
-    default: return pv_rows_any<4>(o, dv, alpha, p, keys, v, v_stride);  // rows <= 4
+    case 1:
+      return pv_accumulate_row(o[0], dv, alpha[0], p[0], keys, v, v_stride);
+    case 2:
+      return pv_rows_any<2>(o, dv, alpha, p, keys, v, v_stride);
+    case 3:
+      return pv_rows_any<3>(o, dv, alpha, p, keys, v, v_stride);
+    default:
+      return pv_rows_any<4>(o, dv, alpha, p, keys, v, v_stride);  // rows <= 4
   }
 }
 
 float sum(const float* x, int64_t n) {
   __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += kLanes) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
+  for (int64_t i = 0; i < n; i += kLanes)
+    acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
   return _mm512_reduce_add_ps(acc);
 }
 
@@ -417,16 +478,18 @@ void divide(const float* x, int64_t n, float denom, float* out) {
 #endif
 
 const NnSimd* nn_simd_avx512() {
-  static const NnSimd kSet{"avx512",    qk_scores,      pack_kt,   qk_scores_kt, row_max,
-                           exp_shifted, pv_accumulate,  sum,       sum_sq_centered, normalize,
-                           divide};
+  static const NnSimd kSet{"avx512",        qk_scores,   pack_kt,       qk_scores_kt,
+                           row_max,         exp_shifted, pv_accumulate, sum,
+                           sum_sq_centered, normalize,   divide};
   static const bool host_has_it = __builtin_cpu_supports("avx512f");
   return host_has_it ? &kSet : nullptr;
 }
 
 #else
 
-const NnSimd* nn_simd_avx512() { return nullptr; }
+const NnSimd* nn_simd_avx512() {
+  return nullptr;
+}
 
 #endif
 
