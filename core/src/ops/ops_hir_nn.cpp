@@ -170,10 +170,15 @@ Outs rope(GraphBuilder& b, const Node& n, const Ins& in) {
 
 // Attention(q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] [, mask [B,Sk]]) with grouped
 // kv heads (H a multiple of Hkv). mask = "none" | "causal" | "padding"; causal aligns the last
-// query with the last key, so decoding with a KV cache (Sq < Sk) is causal too.
+// query with the last key, so decoding with a KV cache (Sq < Sk) is causal too. k and v may be
+// of another float dtype than q (a KV cache kept in f16 read by f32 queries): they are read as
+// converted to q's dtype, which is the dtype of all the arithmetic and of the result.
 Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
   TensorType tq = b.type(in[0]), tk = b.type(in[1]), tv = b.type(in[2]);
   expect_float(tq, "Attention");
+  if (!is_float(tk.dtype) || !is_float(tv.dtype))
+    fail("Attention needs floating-point k and v, got {} and {}", dtype_name(tk.dtype),
+         dtype_name(tv.dtype));
   if (tq.rank() != 4 || tk.rank() != 4 || tv.rank() != 4)
     fail("Attention needs rank-4 q, k, v [batch, heads, seq, dim], got {}, {}, {}", tq.str(),
          tk.str(), tv.str());
@@ -196,7 +201,7 @@ Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
     Shape wide{s[0], hkv, h.value / hkv.value, s[2], s[3]};
     return b.reshape(b.broadcast_in_dim(kv, wide, {0, 1, 3, 4}), Shape{s[0], h, s[2], s[3]});
   };
-  ValueId k = expand(in[1]), v = expand(in[2]);
+  ValueId k = expand(b.convert(in[1], tq.dtype)), v = expand(b.convert(in[2], tq.dtype));
   double scale = n.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(d.value)));
   ValueId scores = b.dot_general(in[0], k, {0, 1}, {0, 1}, {3}, {3});  // [B,H,Sq,Sk]
   scores = b.mul(scores, b.full_like(scores, scale));

@@ -35,6 +35,23 @@ TEST(Verifier, InferenceOfTransformerOps) {
             "node %t3 (MatMul): shapes [B,8] and [3] do not broadcast (dim 1: 8 vs 3)");
 }
 
+// A KV cache kept in f16 (or bf16) is read by f32 queries: the decomposition converts k and v to
+// q's dtype, so the result is q's dtype; k and v must still be floats.
+TEST(Verifier, AttentionReadsKAndVOfAnotherFloatDtypeAsQs) {
+  Graph g;
+  GraphBuilder b(g);
+  ValueId q = b.input("q", {DType::kF32, {1, 4, 1, 8}});
+  ValueId k = b.input("k", {DType::kF16, {1, 2, Dim::symbol("T"), 8}});
+  ValueId v = b.input("v", {DType::kBF16, {1, 2, Dim::symbol("T"), 8}});
+  EXPECT_EQ(g.type(b.op("Attention", {q, k, v}, {{"mask", std::string("causal")}})).str(),
+            "f32[1,4,1,8]");
+  ValueId i = b.input("i", {DType::kI32, {1, 2, 3, 8}});
+  EXPECT_EQ(error_of([&] {
+              b.op("Attention", {q, i, v});
+            }),
+            "node %t1 (Attention): Attention needs floating-point k and v, got i32 and bf16");
+}
+
 TEST(Verifier, MessagesNameTheNode) {
   Graph g;
   GraphBuilder b(g);
