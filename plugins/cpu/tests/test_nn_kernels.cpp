@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "nn_attention.h"
 #include "nn_norms.h"
 #include "nn_simd.h"
 #include "rlx/core/dispatch.h"
+#include "rlx/core/half.h"
 #include "rlx/core/ir_text.h"
 #include "test_support.h"
 
@@ -143,7 +145,7 @@ TEST(CpuNnKernels, AttentionMatchesFloat64ReferenceOnEveryInstructionSet) {
       sh.causal = c.causal;
       sh.keep = c.keep.empty() ? nullptr : c.keep.data();
       std::vector<float> out(c.B * c.H * c.Sq * c.Dv, -7.0f);
-      cpu::attention_f32(sh, q.data(), k.data(), v.data(), out.data(), *simd);
+      cpu::attention(sh, q.data(), k.data(), v.data(), out.data(), *simd);
       expect_close(widen(out), naive_attention(c, q, k, v), 2e-5, c.name + " (" + simd->name + ")");
     }
 }
@@ -155,7 +157,7 @@ TEST(CpuNnKernels, AttentionRowWithANanScoreIsNan) {
     q[1] = NAN;  // query row 0 only
     cpu::AttentionShape sh{1, 1, 1, 2, 3, 4, 4, 0.5f};
     std::vector<float> out(8);
-    cpu::attention_f32(sh, q.data(), k.data(), v.data(), out.data(), *simd);
+    cpu::attention(sh, q.data(), k.data(), v.data(), out.data(), *simd);
     for (int t = 0; t < 4; ++t) EXPECT_TRUE(std::isnan(out[t])) << simd->name;
     for (int t = 4; t < 8; ++t) EXPECT_FALSE(std::isnan(out[t])) << simd->name;
   }
@@ -174,7 +176,7 @@ TEST(CpuNnKernels, AttentionNanRowInsideAGroupOfPackedRows) {
     sh.scale = 0.25f;
     c.scale = 0.25;
     std::vector<float> out(c.H * c.Sq * c.Dv);
-    cpu::attention_f32(sh, q.data(), k.data(), v.data(), out.data(), *simd);
+    cpu::attention(sh, q.data(), k.data(), v.data(), out.data(), *simd);
     const std::vector<double> want = naive_attention(c, q, k, v);
     for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
       const bool nan_row = i / c.Dv == head * c.Sq + row;
@@ -182,6 +184,55 @@ TEST(CpuNnKernels, AttentionNanRowInsideAGroupOfPackedRows) {
       if (!nan_row) EXPECT_NEAR(out[i], want[i], 2e-5 * std::max(1.0, std::fabs(want[i])));
     }
   }
+}
+
+// K and V of a 16-bit float type, as the kernel reads a KV cache kept in f16 or bf16: `bits`,
+// and the same values widened to f32 (exactly) in `wide`.
+struct Kv16 {
+  std::vector<uint16_t> bits;
+  std::vector<float> wide;
+};
+Kv16 to_16bit(const std::vector<float>& v, cpu::KvElem e) {
+  Kv16 r;
+  for (float x : v) {
+    const uint16_t b = e == cpu::KvElem::kF16 ? f32_to_f16(x) : f32_to_bf16(x);
+    r.bits.push_back(b);
+    r.wide.push_back(e == cpu::KvElem::kF16 ? f16_to_f32(b) : bf16_to_f32(b));
+  }
+  return r;
+}
+const char* elem_name(cpu::KvElem e) {
+  return e == cpu::KvElem::kF32 ? "f32" : e == cpu::KvElem::kF16 ? "f16" : "bf16";
+}
+
+// Widening is exact and the arithmetic after it is the f32 kernel's, so a 16-bit K and V give the
+// f32 result of their widened values bit for bit: on every path (scores from K as stored or from
+// K packed, V rows in groups, the uniform row of a query that sees no key) and every instruction
+// set, k and v of different types included.
+TEST(CpuNnKernels, AttentionWith16BitKvIsTheF32ResultOfItsValues) {
+  using cpu::KvElem;
+  const std::vector<std::pair<KvElem, KvElem>> elems{
+      {KvElem::kF16, KvElem::kF16}, {KvElem::kBF16, KvElem::kBF16}, {KvElem::kF16, KvElem::kBF16}};
+  for (const NnSimd* simd : instruction_sets())
+    for (const AttnCase& c : attention_cases())
+      for (auto [ke, ve] : elems) {
+        auto q = random_values(c.B * c.H * c.Sq * c.D, 21, 2);
+        Kv16 k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 22, 2), ke),
+             v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 23), ve);
+        cpu::AttentionShape sh{c.B, c.H, c.Hkv, c.Sq, c.Sk, c.D, c.Dv};
+        sh.scale =
+            static_cast<float>(c.scale ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.D)));
+        sh.causal = c.causal;
+        sh.keep = c.keep.empty() ? nullptr : c.keep.data();
+        std::vector<float> want(c.B * c.H * c.Sq * c.Dv), got(want.size(), -7.0f);
+        cpu::attention(sh, q.data(), k.wide.data(), v.wide.data(), want.data(), *simd);
+        sh.k_elem = ke, sh.v_elem = ve;
+        cpu::attention(sh, q.data(), k.bits.data(), v.bits.data(), got.data(), *simd);
+        const std::string what =
+            c.name + " k " + elem_name(ke) + " v " + elem_name(ve) + " (" + simd->name + ")";
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
+        expect_close(widen(got), naive_attention(c, q, k.wide, v.wide), 2e-5, what + " vs float64");
+      }
 }
 
 // ---- norms and softmax -----------------------------------------------------------------------
@@ -344,6 +395,48 @@ TEST(CpuNnKernels, AttentionThroughThePluginMatchesDecompositionAndReference) {
       expect_close(got, run_one(ir, in, shared), 2e-5, what + " vs decomposition");
     }
   }
+}
+
+// A KV cache kept in f16 or bf16 is read by f32 queries: the cpu claims that Attention, and its
+// result matches both the decomposition (which converts k and v to f32 first) and the float64
+// reference over the widened values.
+TEST(CpuNnKernels, AttentionWith16BitKvThroughThePluginMatchesDecompositionAndReference) {
+  auto native = test::cpu_target();
+  auto shared = std::make_shared<SharedIrCpu>(native);
+  for (const AttnCase& c : attention_cases())
+    for (cpu::KvElem e : {cpu::KvElem::kF16, cpu::KvElem::kBF16}) {
+      const std::string kv = elem_name(e);
+      const bool pad = !c.keep.empty();
+      std::string mask = pad ? "padding" : c.causal ? "causal" : "none";
+      std::string attrs = "{mask = \"" + mask + "\"" +
+                          (c.scale ? ", scale = " + std::to_string(c.scale) : "") + "}";
+      auto dims = [](std::initializer_list<int64_t> d) {
+        std::string s;
+        for (int64_t x : d) s += (s.empty() ? "" : ",") + std::to_string(x);
+        return s;
+      };
+      std::string ir = "graph @t(%q: f32[" + dims({c.B, c.H, c.Sq, c.D}) + "], %k: " + kv + "[" +
+                       dims({c.B, c.Hkv, c.Sk, c.D}) + "], %v: " + kv + "[" +
+                       dims({c.B, c.Hkv, c.Sk, c.Dv}) + "]" +
+                       (pad ? ", %m: i64[" + dims({c.B, c.Sk}) + "]" : "") +
+                       ") {\n  %o = Attention(%q, %k, %v" + (pad ? ", %m" : "") + ") " + attrs +
+                       " : f32[" + dims({c.B, c.H, c.Sq, c.Dv}) + "]\n  return %o\n}\n";
+      auto q = random_values(c.B * c.H * c.Sq * c.D, 31, 2);
+      Kv16 k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 32, 2), e),
+           v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 33), e);
+      const DType dt = e == cpu::KvElem::kF16 ? DType::kF16 : DType::kBF16;
+      NamedTensors in{{"q", test::f32({c.B, c.H, c.Sq, c.D}, q)},
+                      {"k", Tensor::from<uint16_t>(dt, {c.B, c.Hkv, c.Sk, c.D}, k.bits)},
+                      {"v", Tensor::from<uint16_t>(dt, {c.B, c.Hkv, c.Sk, c.Dv}, v.bits)}};
+      if (pad)
+        in["m"] = Tensor::from<int64_t>(DType::kI64, {c.B, c.Sk}, {c.keep.begin(), c.keep.end()});
+      const std::string what = c.name + " kv " + kv;
+      EXPECT_EQ(path_of(ir, "Attention", native), LoweringPath::kNative) << what;
+      EXPECT_EQ(path_of(ir, "Attention", shared), LoweringPath::kSharedIr) << what;
+      auto got = run_one(ir, in, native);
+      expect_close(got, naive_attention(c, q, k.wide, v.wide), 2e-5, what + " vs float64");
+      expect_close(got, run_one(ir, in, shared), 2e-5, what + " vs decomposition");
+    }
 }
 
 TEST(CpuNnKernels, NormsAndSoftmaxThroughThePluginMatchDecomposition) {
