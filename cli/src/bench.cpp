@@ -18,6 +18,7 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
+#include "rlx/core/half.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
 
@@ -38,6 +39,7 @@ struct BenchOptions {
   std::vector<std::string> bind;
   int64_t warmup = 10, runs = 50;
   bool json = false, q8_activations = false;
+  std::optional<DType> kv_cache;
 };
 
 void declare_bench_options(CLI::App& app, BenchOptions& o) {
@@ -57,6 +59,7 @@ void declare_bench_options(CLI::App& app, BenchOptions& o) {
            "print {\"p50_ms\", \"p90_ms\", \"compile_ms\", \"peak_rss_mb\", min/mean/max, ...}");
   add_graph_option(app, o.graph);
   add_q8_activations_flag(app, o.q8_activations);
+  add_kv_cache_option(app, o.kv_cache);
 }
 
 // q-th percentile (0..100) with linear interpolation between the two nearest ranks: NumPy's
@@ -141,9 +144,14 @@ NamedTensors synthesize_inputs(const Graph& graph, const Model& model, const Bin
     const DType dt = value.type.dtype;
     const int64_t n = t.numel();
     const int64_t last = shape.empty() ? 1 : std::max<int64_t>(1, shape.back());
+    auto uniform = [&] {
+      return static_cast<float>(next() >> 40) / static_cast<float>(1 << 23) - 1.0f;
+    };
     if (dt == DType::kF32) {
+      for (int64_t i = 0; i < n; ++i) t.as<float>()[i] = uniform();
+    } else if (dt == DType::kF16 || dt == DType::kBF16) {  // a 16-bit KV cache (--kv-cache)
       for (int64_t i = 0; i < n; ++i)
-        t.as<float>()[i] = static_cast<float>(next() >> 40) / static_cast<float>(1 << 23) - 1.0f;
+        t.as<uint16_t>()[i] = dt == DType::kF16 ? f32_to_f16(uniform()) : f32_to_bf16(uniform());
     } else if (dt == DType::kI64 || dt == DType::kI32) {
       const std::string& name = value.name;
       auto put = [&](int64_t i, int64_t x) {
@@ -199,6 +207,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
       load_model(reg, model_path, file ? import_options_for(*file) : import_options_for(binds));
   if (o.q8_activations) use_q8_activations(model, model_path);
   const std::string& graph_name = o.graph;
+  if (o.kv_cache) use_kv_cache(model, graph_name, *o.kv_cache, model_path);
   const Graph& graph = model.graph(graph_name);
   NamedTensors inputs =
       o.inputs ? match_inputs(graph, *file, *o.inputs)
@@ -240,6 +249,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     shapes += fmt::format("{}{} {}{}", shapes.empty() ? "" : ", ", graph.values[v].name,
                           dtype_name(t.dtype()), t.shape_str());
   }
+  const std::optional<DType> kv_cache = o.kv_cache;  // `o` is the JSON object below
   if (o.json) {
     json::Object input_json;
     for (ValueId v : graph.inputs) {
@@ -260,6 +270,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
                    {"target", jstring(target_name)},
                    {"graph", jstring(graph_name)},
                    {"inputs", json::Value{std::move(input_json)}}};
+    if (kv_cache) o.emplace_back("kv_cache", jstring(std::string(dtype_name(*kv_cache))));
     if (output) o.emplace_back("output", jstring(output->string()));
     std::fputs((to_json_text(json::Value{std::move(o)}) + "\n").c_str(), stdout);
     return 0;
@@ -270,13 +281,15 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   std::string text = fmt::format(
       "{} ({} graph) on {}: {} after {}\n"
       "  inputs            {}\n"
+      "{}"
       "  p50               {:10.3f} ms\n"
       "  p90               {:10.3f} ms\n"
       "  min / mean / max  {:10.3f} / {:.3f} / {:.3f} ms\n"
       "  compile           {:10.3f} ms  (compile call + first run beyond p50)\n"
       "  peak RSS          {:10.1f} MB\n",
       model_path, graph_name, target_name, plural(runs, "timed run"), plural(warmup, "warm-up run"),
-      shapes, p50, p90, fastest, mean, slowest, compile_ms, rss);
+      shapes, o.kv_cache ? fmt::format("  KV cache          {}\n", dtype_name(*o.kv_cache)) : "",
+      p50, p90, fastest, mean, slowest, compile_ms, rss);
   if (output) text += fmt::format("wrote the outputs of the last run to {}\n", output->string());
   std::fputs(text.c_str(), stdout);
   return 0;
@@ -288,7 +301,8 @@ Command bench_command() {
   return make_command<BenchOptions>(
       {"bench", "measure a model's latency on a target (p50, p90, compile time, peak memory)",
        "MODEL --target T [--inputs IN.safetensors | --batch N --seq S | --bind NAME=SIZE]...\n"
-       "       [--graph NAME] [--warmup 10] [--runs 50] [--output OUT.safetensors] [--json]",
+       "       [--graph NAME] [--kv-cache f32|f16|bf16] [--warmup 10] [--runs 50]\n"
+       "       [--output OUT.safetensors] [--json]",
        "Compiles MODEL for target T, runs it once (compiling it for the input shapes) and\n"
        "WARMUP-1 more times untimed, then RUNS times, clocking each run. Prints the median (p50)\n"
        "and 90th percentile (p90) of those runs, linearly interpolated as NumPy does; compile_ms\n"
@@ -298,10 +312,10 @@ Command bench_command() {
        "bytes).\n"
        "Inputs come from IN.safetensors (one tensor per graph input, by name), or are made up\n"
        "from sizes for the symbolic dims: --batch binds B, --seq binds S, --bind any other\n"
-       "(a decoder's decode graph: --bind T=CAPACITY). Made-up inputs are deterministic: floats\n"
-       "uniform in [-1, 1), input_ids spread over the vocabulary, attention_mask ones, positions\n"
-       "0, 1, ...; anything else zero. bench/ in the source tree races rlx against other\n"
-       "runtimes with this command."},
+       "(a decoder's decode graph: --bind T=CAPACITY, and --kv-cache f16 to keep its cache in\n"
+       "f16). Made-up inputs are deterministic: floats uniform in [-1, 1), input_ids spread over\n"
+       "the vocabulary, attention_mask ones, positions 0, 1, ...; anything else zero. bench/ in\n"
+       "the source tree races rlx against other runtimes with this command."},
       &declare_bench_options, &bench_main);
 }
 

@@ -65,6 +65,7 @@ struct GenerateOptions {
   std::optional<std::string> prompt_ids, prompt;
   int64_t max_new_tokens = 32;
   bool ignore_eos = false, json = false, q8_activations = false;
+  std::optional<DType> kv_cache;
 };
 
 void declare_generate_options(CLI::App& app, GenerateOptions& o) {
@@ -78,8 +79,10 @@ void declare_generate_options(CLI::App& app, GenerateOptions& o) {
               "how many tokens to generate at most (default 32)");
   add_flag(app, "--ignore-eos", o.ignore_eos, "keep generating after an end-of-sequence token");
   add_q8_activations_flag(app, o.q8_activations);
+  add_kv_cache_option(app, o.kv_cache);
   add_flag(app, "--json", o.json,
-           "print {\"tokens\": [generated ids]} (and \"text\" with --prompt)");
+           "print {\"tokens\": [generated ids], \"kv_cache\": {dtype, bytes, capacity}} (and "
+           "\"text\" with --prompt)");
 }
 
 int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
@@ -100,6 +103,9 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
   if (o.q8_activations) use_q8_activations(model, model_path);
+  // Without a decode graph the decoder below says what generation needs.
+  if (o.kv_cache && model.graphs.count("decode"))
+    use_kv_cache(model, "decode", *o.kv_cache, model_path);
   std::optional<Tokenizer> tokenizer;
   if (o.prompt) {
     tokenizer = model_tokenizer(model, "prompt", "--prompt-ids 1,2,3");
@@ -130,7 +136,11 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   if (o.json) {
     json::Array ids;
     for (int64_t t : tokens) ids.push_back(jint(t));
-    json::Object o{{"tokens", json::Value{std::move(ids)}}};
+    json::Object cache{{"dtype", jstring(std::string(dtype_name(r.cache_dtype)))},
+                       {"bytes", jint(r.cache_bytes)},
+                       {"capacity", jint(r.cache_capacity)}};
+    json::Object o{{"tokens", json::Value{std::move(ids)}},
+                   {"kv_cache", json::Value{std::move(cache)}}};
     if (text) o.emplace_back("text", jstring(*text));
     std::fputs((to_json_text(json::Value{std::move(o)}) + "\n").c_str(), stdout);
   } else if (text) {
@@ -143,10 +153,11 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   if (global.verbose)
     std::fputs(fmt::format("rlx: {} prompt tokens, {} generated; prefill {:.1f} ms, first decode "
                            "step {:.1f} ms (specialised to the KV cache capacity {}), {} more "
-                           "steps {:.1f} ms ({:.2f} ms/token)\n",
+                           "steps {:.1f} ms ({:.2f} ms/token); KV cache {} ({:.2f} MB)\n",
                            n, tokens.size(), 1e3 * r.prefill_seconds, 1e3 * r.first_step_seconds,
                            r.cache_capacity, r.decode_steps, 1e3 * r.decode_seconds,
-                           r.decode_steps ? 1e3 * r.decode_seconds / r.decode_steps : 0.0)
+                           r.decode_steps ? 1e3 * r.decode_seconds / r.decode_steps : 0.0,
+                           dtype_name(r.cache_dtype), static_cast<double>(r.cache_bytes) / 1e6)
                    .c_str(),
                stderr);
   return 0;
@@ -158,11 +169,13 @@ Command generate_command() {
   return make_command<GenerateOptions>(
       {"generate", "greedy text generation with a decoder model (qwen3, llama, gemma3)",
        "MODEL --target T (--prompt-ids 1,2,3 | --prompt TEXT) [--max-new-tokens N] "
-       "[--ignore-eos] [--json]",
+       "[--ignore-eos] [--kv-cache f32|f16|bf16] [--json]",
        "Runs the model's prefill graph over the prompt, then its decode graph once per new token\n"
        "with a KV cache of fixed capacity (prompt + N), always taking the most likely token.\n"
        "Stops after N tokens, or after an end-of-sequence token of the model unless --ignore-eos;\n"
-       "the prompt plus N may not exceed the model's max_position_embeddings.\n"
+       "the prompt plus N may not exceed the model's max_position_embeddings. The cache holds\n"
+       "f32 keys and values unless --kv-cache says f16 or bf16 (half the memory and reads,\n"
+       "each cached value rounded: the tokens may differ from an f32 cache's).\n"
        "Prints the generated ids (not the prompt) separated by spaces, or with --prompt the\n"
        "generated text (the model's tokenizer.json or vocab.txt); -v adds timings."},
       &declare_generate_options, &generate_main);

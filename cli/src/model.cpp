@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "errors.h"
 #include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/core/passes.h"
+#include "rlx/llm/decoding.h"
 
 namespace rlx::cli {
 
@@ -111,6 +114,27 @@ void use_q8_activations(Model& model, const std::string& model_path) {
                                model_path),
                    "the flag applies to GGUF models stored in a block format (Q4_0, Q4_K, Q8_0, "
                    "...); leave it out");
+}
+
+void use_kv_cache(Model& model, const std::string& graph, DType dtype,
+                  const std::string& model_path) {
+  auto it = model.graphs.find(graph);
+  const int caches = it == model.graphs.end() ? 0 : llm::set_kv_cache_dtype(it->second, dtype);
+  if (caches == 0) {
+    std::string with_cache;
+    for (const auto& [name, g] : model.graphs)
+      if (std::any_of(g.inputs.begin(), g.inputs.end(),
+                      [&g](ValueId v) { return g.values[v].name.rfind("past_", 0) == 0; }))
+        with_cache += (with_cache.empty() ? "" : ", ") + name;
+    throw CliError(
+        fmt::format("--kv-cache: the {} graph of {} has no KV cache (no past_* inputs)", graph,
+                    model_path),
+        with_cache.empty()
+            ? std::string("the option applies to a decoder's decode graph; leave it out")
+            : fmt::format("graphs of this model with one: {}; choose one with --graph, or "
+                          "leave the option out",
+                          with_cache));
+  }
 }
 
 }  // namespace rlx::cli

@@ -38,4 +38,10 @@ Model load_model(const registry::Registry& reg, const std::filesystem::path& pat
 // (set_quantized_activations); a user error when the model has no such product.
 void use_q8_activations(Model& model, const std::string& model_path);
 
+// --kv-cache DTYPE: the KV cache of model's graph `graph` (its past_* inputs and the present_*
+// outputs written from them) is kept in `dtype` (llm::set_kv_cache_dtype); a user error when
+// that graph has no KV cache.
+void use_kv_cache(Model& model, const std::string& graph, DType dtype,
+                  const std::string& model_path);
+
 }  // namespace rlx::cli

@@ -133,4 +133,21 @@ void add_q8_activations_flag(CLI::App& app, bool& into) {
            "llama.cpp does: its arithmetic, logits about 1% off the exact product");
 }
 
+void add_kv_cache_option(CLI::App& app, std::optional<DType>& into) {
+  CLI::Validator cache_dtype(
+      [](std::string& text) -> std::string {
+        if (text == "f32" || text == "f16" || text == "bf16") return {};
+        return fmt::format("'{}' is not a KV cache dtype: give f32 (the default), f16 or bf16",
+                           text);
+      },
+      "");
+  app.add_option_function<std::string>(
+         "--kv-cache", [&into](const std::string& text) { into = *parse_dtype(text); },
+         "keep a decoder's KV cache in DTYPE: f32 (default), f16 or bf16 halve its memory and "
+         "what attention reads per token, at about 3 (f16) or 2 (bf16) decimal digits per "
+         "cached key and value")
+      ->type_name("DTYPE")
+      ->check(cache_dtype);
+}
+
 }  // namespace rlx::cli

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "rlx/core/dtype.h"
 
 namespace CLI {
 class App;
@@ -55,6 +56,10 @@ void add_graph_option(CLI::App& app, std::string& into);
 
 // --q8-activations: quantized products round activations to 8 bits (use_q8_activations).
 void add_q8_activations_flag(CLI::App& app, bool& into);
+
+// --kv-cache DTYPE (f32, f16 or bf16): the dtype a decoder's KV cache is kept in
+// (use_kv_cache); left empty when not given.
+void add_kv_cache_option(CLI::App& app, std::optional<DType>& into);
 
 // --plugin-path and --verbose, accepted before the command name (on rlx's own App) and after it
 // (on the command's); both places add to `into`.

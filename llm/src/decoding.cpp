@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "rlx/core/error.h"
+#include "rlx/core/half.h"
 #include "rlx/core/input_limits.h"
 
 namespace rlx::llm {
@@ -19,15 +20,32 @@ double since(Clock::time_point t0) {
 }
 
 // Copies the prompt's keys or values [B, H, S, D] into slots 0..S-1 of a zeroed [B, H, T, D]
-// cache; slots past the current position are masked out by the decode graph.
-Tensor cache_from_prompt(const Tensor& present, int64_t capacity) {
+// cache of `dtype`; slots past the current position are masked out by the decode graph. Prefill
+// returns f32 keys and values whatever the decode graph keeps: a 16-bit cache gets them rounded
+// as the decode graph rounds each new step's (set_kv_cache_dtype).
+Tensor cache_from_prompt(const Tensor& present, int64_t capacity, DType dtype,
+                         const std::string& name) {
   const auto& s = present.shape();
-  Tensor cache(present.dtype(), {s[0], s[1], capacity, s[3]});
-  size_t row = static_cast<size_t>(s[2] * s[3]) * dtype_size(present.dtype());
-  size_t cap_row = static_cast<size_t>(capacity * s[3]) * dtype_size(present.dtype());
-  auto* dst = static_cast<char*>(cache.data());
-  const auto* src = static_cast<const char*>(present.data());
-  for (int64_t bh = 0; bh < s[0] * s[1]; ++bh) std::memcpy(dst + bh * cap_row, src + bh * row, row);
+  Tensor cache(dtype, {s[0], s[1], capacity, s[3]});
+  const int64_t rows = s[0] * s[1], row = s[2] * s[3], cap_row = capacity * s[3];
+  if (present.dtype() == dtype) {
+    const size_t size = dtype_size(dtype);
+    auto* dst = static_cast<char*>(cache.data());
+    const auto* src = static_cast<const char*>(present.data());
+    for (int64_t bh = 0; bh < rows; ++bh)
+      std::memcpy(dst + bh * cap_row * size, src + bh * row * size, row * size);
+    return cache;
+  }
+  if (present.dtype() != DType::kF32 || (dtype != DType::kF16 && dtype != DType::kBF16))
+    throw_user_error(fmt::format(
+        "prefill returns {} as {}, and the decode graph keeps it as {}: rlx converts an f32 "
+        "prefill cache to f16 or bf16 only",
+        name, dtype_name(present.dtype()), dtype_name(dtype)));
+  uint16_t (*round)(float) = dtype == DType::kF16 ? &f32_to_f16 : &f32_to_bf16;
+  const float* src = present.as<float>();
+  auto* dst = cache.as<uint16_t>();
+  for (int64_t bh = 0; bh < rows; ++bh)
+    for (int64_t i = 0; i < row; ++i) dst[bh * cap_row + i] = round(src[bh * row + i]);
   return cache;
 }
 
@@ -70,7 +88,10 @@ GreedyDecoder::GreedyDecoder(const Model& model, std::shared_ptr<Target> target)
   const Graph& decode = model.graph("decode");
   for (ValueId v : decode.inputs) {
     const std::string& name = decode.values[v].name;
-    if (name.rfind("past_", 0) == 0) cache_names_.push_back(name);
+    if (name.rfind("past_", 0) == 0) {
+      cache_names_.push_back(name);
+      cache_dtypes_.push_back(decode.values[v].type.dtype);
+    }
   }
   for (const InputLimit& l : input_limits(model))
     if (l.input == "position" && l.dim < 0) {
@@ -111,10 +132,17 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
   // and the attention kernel skips them.
   r.cache_capacity =
       (len + options.max_new_tokens + kCapacityStep - 1) / kCapacityStep * kCapacityStep;
+  if (!cache_dtypes_.empty()) r.cache_dtype = cache_dtypes_[0];
 
   auto t0 = Clock::now();
   NamedTensors out = prefill_.run({{"input_ids", prompt}});
   r.prefill_seconds = since(t0);
+  for (size_t i = 0; i < cache_names_.size(); ++i) {
+    const auto& s = out.at("present_" + cache_names_[i].substr(5)).shape();
+    if (s.size() == 4)
+      r.cache_bytes += s[0] * s[1] * r.cache_capacity * s[3] *
+                       static_cast<int64_t>(dtype_size(cache_dtypes_[i]));
+  }
 
   std::vector<bool> done(static_cast<size_t>(batch), false);
   Tensor next(DType::kI64, {batch, 1});
@@ -140,9 +168,10 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
   std::shared_ptr<Device> device = decode_.device();
   NamedTensors inputs;
   NamedDeviceTensors device_inputs;
-  for (const std::string& name : cache_names_) {
+  for (size_t i = 0; i < cache_names_.size(); ++i) {
+    const std::string& name = cache_names_[i];
     std::string present = "present_" + name.substr(5);
-    Tensor cache = cache_from_prompt(out.at(present), r.cache_capacity);
+    Tensor cache = cache_from_prompt(out.at(present), r.cache_capacity, cache_dtypes_[i], name);
     if (device)
       device_inputs[name] = DeviceTensor::upload(device, cache);
     else

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -381,6 +382,59 @@ void norms_agree_with_cpu(const SuiteTarget& t) {
   expect_all_close(run_text(ir, in, cpu_target()), m.run(in), 1e-5);
 }
 
+// A decode step over a KV cache kept in f16 (`rlx generate --kv-cache f16`): each step's f32
+// keys and values converted and scattered into the caches in place, and an Attention of f32
+// queries over the f16 caches. Four steps agree with the cpu's, and no step copies a cache.
+void f16_kv_cache_decode_steps(const SuiteTarget& t) {
+  const char* ir =
+      R"(graph @t(%q: f32[1,4,1,16], %position: i64[1], %k: f32[1,2,1,16], %v: f32[1,2,1,16], %keep: bool[1,8], %past_k: f16[1,2,8,16], %past_v: f16[1,2,8,16]) {
+  %k16 = convert(%k) {dtype = f16} : f16[1,2,1,16]
+  %v16 = convert(%v) {dtype = f16} : f16[1,2,1,16]
+  %pk = scatter(%past_k, %position, %k16) {axis = 2, reduce = "none"} : f16[1,2,8,16]
+  %pv = scatter(%past_v, %position, %v16) {axis = 2, reduce = "none"} : f16[1,2,8,16]
+  %o = Attention(%q, %pk, %pv, %keep) {mask = "padding", scale = 0.25} : f32[1,4,1,16]
+  return %o, %pk, %pv
+}
+)";
+  Session cpu_session(cpu_target()), session(target_named(t.name));
+  CompiledModel want_m = cpu_session.compile(parse_graph(ir)),
+                got_m = session.compile(parse_graph(ir));
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  auto random = [&](std::vector<int64_t> shape) {
+    std::vector<float> v(static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
+    for (auto& x : v) x = u(rng);
+    return f32(std::move(shape), v);
+  };
+  auto zero_cache = [] {
+    Tensor c(DType::kF16, {1, 2, 8, 16});
+    std::memset(c.data(), 0, c.nbytes());
+    return c;
+  };
+  Tensor want_k = zero_cache(), want_v = zero_cache(), got_k = zero_cache(), got_v = zero_cache();
+  for (int64_t p = 0; p < 4; ++p) {
+    std::vector<uint8_t> keep(8, 0);
+    for (int64_t j = 0; j <= p; ++j) keep[j] = 1;
+    NamedTensors in{{"q", random({1, 4, 1, 16})},
+                    {"position", Tensor::from<int64_t>(DType::kI64, {1}, {p})},
+                    {"k", random({1, 2, 1, 16})},
+                    {"v", random({1, 2, 1, 16})},
+                    {"keep", Tensor::from<uint8_t>(DType::kBool, {1, 8}, keep)}};
+    NamedTensors want_in = in, got_in = in;
+    want_in["past_k"] = want_k, want_in["past_v"] = want_v;
+    got_in["past_k"] = got_k, got_in["past_v"] = got_v;
+    NamedTensors want{{"pk", want_k}, {"pv", want_v}}, got{{"pk", got_k}, {"pv", got_v}};
+    want_m.run(want_in, want);
+    got_m.run(got_in, got);
+    EXPECT_EQ(got.at("pk").data(), got_k.data()) << "step " << p << ": the key cache was copied";
+    EXPECT_EQ(got.at("pv").data(), got_v.data()) << "step " << p << ": the value cache was copied";
+    expect_all_close({{"o", want.at("o")}}, got, 1e-5, fmt::format("step {}", p));
+  }
+  // Stored as the cpu stores them: f32 -> f16 rounds to nearest even everywhere.
+  EXPECT_EQ(values(got_k), values(want_k));
+  EXPECT_EQ(values(got_v), values(want_v));
+}
+
 // bool and f16 elements share 32-bit words: neighbours written by different invocations keep
 // each other's bytes (odd lengths, offsets inside a word).
 void packed_elements_keep_their_neighbours(const SuiteTarget& t) {
@@ -490,6 +544,7 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);
   add("KvCacheUpdatesInPlace",
       [](const SuiteTarget& t) { check_in_place_cache_update(target_named(t.name)); });
+  add("F16KvCacheDecodeStepsAgreeWithCpu", f16_kv_cache_decode_steps);
   if (t.packed_subword)
     add("PackedBoolAndF16ElementsKeepTheirNeighbours", packed_elements_keep_their_neighbours);
   for (SuiteExtension extension : suite_extensions()) extension(t);

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
+#include "rlx/core/half.h"
+#include "rlx/core/runtime.h"
 #include "rlx/registry/registry.h"
+#include "test_support.h"
 
 namespace rlx::test {
 
@@ -45,6 +49,54 @@ double cosine(const Tensor& a, const Tensor& b, int64_t row, int64_t width) {
     nb += y * y;
   }
   return dot / std::sqrt(na * nb);
+}
+
+std::vector<double> teacher_forced_decode_logits(const Model& model, const Tensor& prompts,
+                                                 const Tensor& tokens, int64_t capacity) {
+  const int64_t batch = prompts.shape()[0], len = prompts.shape()[1], steps = tokens.shape()[1];
+  EXPECT_LE(len + steps, capacity);
+  Session session(cpu_target());
+  NamedTensors prefill = session.compile(model, "prefill").run({{"input_ids", prompts}});
+  const Graph& graph = model.graph("decode");
+  CompiledModel decode = session.compile(model, "decode");
+  NamedTensors in;
+  for (ValueId v : graph.inputs) {
+    const std::string& name = graph.values[v].name;
+    if (name.rfind("past_", 0) != 0) continue;
+    const DType dtype = graph.type(v).dtype;
+    const Tensor& present = prefill.at("present_" + name.substr(5));
+    const auto& s = present.shape();  // [B, H, S, D] f32 -> [B, H, capacity, D] in dtype
+    Tensor cache(dtype, {s[0], s[1], capacity, s[3]});
+    std::memset(cache.data(), 0, cache.nbytes());
+    for (int64_t bh = 0; bh < s[0] * s[1]; ++bh)
+      for (int64_t i = 0; i < s[2] * s[3]; ++i) {
+        const float x = present.as<float>()[bh * s[2] * s[3] + i];
+        const int64_t at = bh * capacity * s[3] + i;
+        if (dtype == DType::kF32)
+          cache.as<float>()[at] = x;
+        else if (dtype == DType::kF16)
+          cache.as<uint16_t>()[at] = f32_to_f16(x);
+        else
+          cache.as<uint16_t>()[at] = f32_to_bf16(x);
+      }
+    in[name] = cache;
+  }
+  std::vector<double> all;
+  for (int64_t t = 0; t < steps; ++t) {
+    Tensor ids(DType::kI64, {batch, 1});
+    for (int64_t b = 0; b < batch; ++b) ids.as<int64_t>()[b] = tokens.as<int64_t>()[b * steps + t];
+    in["input_ids"] = ids;
+    in["position"] = Tensor::from<int64_t>(DType::kI64, {1}, {len + t});
+    NamedTensors out = decode.run(in);
+    for (auto& [name, value] : out)
+      if (name.rfind("present_", 0) == 0) {
+        EXPECT_EQ(value.dtype(), in.at("past_" + name.substr(8)).dtype()) << name;
+        in["past_" + name.substr(8)] = value;
+      }
+    const std::vector<double> v = values(out.at("logits"));
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
 }
 
 }  // namespace rlx::test

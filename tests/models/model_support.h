@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "rlx/core/model.h"
 #include "rlx/core/safetensors.h"
@@ -23,5 +24,12 @@ Model load_model(const std::filesystem::path& path);
 // max |a - b| over all elements (a and b of equal element count).
 double max_abs_diff(const Tensor& a, const Tensor& b);
 double cosine(const Tensor& a, const Tensor& b, int64_t row, int64_t width);
+
+// The logits of decode steps over the caches prefill makes of `prompts` (i64[B, S]), fed
+// `tokens` (i64[B, steps]: teacher forcing, so two models see the same inputs), every step's
+// [B, 1, V] in order. The caches have `capacity` slots in the dtype of the decode graph's past_*
+// inputs, prefill's f32 keys and values rounded to it (as llm::GreedyDecoder builds them).
+std::vector<double> teacher_forced_decode_logits(const Model& model, const Tensor& prompts,
+                                                 const Tensor& tokens, int64_t capacity);
 
 }  // namespace rlx::test

@@ -129,15 +129,78 @@ TEST_F(CliModels, GenerateJsonGivesTheReferenceGreedyTokens) {
   }
 }
 
+// --kv-cache f16 keeps the decode graph's cache in f16: the reference tokens still, from half
+// the bytes, and the choice is reported (-v and --json).
+TEST_F(CliModels, GenerateWithF16KvCacheGivesTheReferenceTokensAndSaysSo) {
+  for (const char* name : {"qwen3-tiny", "llama-tiny"}) {
+    RLX_FIXTURE(model, name);
+    TensorMap ref = read_safetensors(model / "reference.safetensors");
+    const Tensor& expected = ref.at("greedy_tokens");
+    std::vector<std::string> args = {"generate",         model.string(),
+                                     "--target",         "cpu",
+                                     "--prompt-ids",     join(row_of(ref.at("prompts"), 0)),
+                                     "--max-new-tokens", std::to_string(expected.shape()[1]),
+                                     "--ignore-eos",     "--json"};
+    ProcessResult f32 = rlx(args);
+    args.insert(args.end(), {"--kv-cache", "f16", "-v"});
+    ProcessResult r = rlx(args);
+    ASSERT_EQ(r.exit_code, 0) << dump(r);
+    EXPECT_EQ(json_tokens(r), row_of(expected, 0)) << name;
+    json::Value v = json::parse(r.out), v32 = json::parse(f32.out);
+    const json::Value *cache = v.find("kv_cache"), *cache32 = v32.find("kv_cache");
+    ASSERT_TRUE(cache && cache32) << dump(r) << dump(f32);
+    EXPECT_EQ(*cache->find("dtype")->as_string(), "f16");
+    EXPECT_EQ(*cache32->find("dtype")->as_string(), "f32");
+    EXPECT_EQ(2 * *cache->find("bytes")->as_number()->as_i64(),
+              *cache32->find("bytes")->as_number()->as_i64());
+    EXPECT_THAT(r.err, HasSubstr("capacity 64), ")) << dump(r);
+    EXPECT_THAT(r.err, HasSubstr("; KV cache f16 (")) << dump(r);
+  }
+}
+
+// The option names its choices, and applies to a graph with a KV cache only: bench's main graph
+// has none; its decode graph runs with an f16 cache and says so.
+TEST_F(CliModels, KvCacheOptionIsCheckedAndReported) {
+  RLX_FIXTURE(model, "qwen3-tiny");
+  ProcessResult r = rlx({"generate", model.string(), "-t", "cpu", "-p", "1,2", "--kv-cache", "f8"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("'f8' is not a KV cache dtype: give f32 (the default), f16 or bf16"))
+      << dump(r);
+  const std::vector<std::string> bench = {"bench", model.string(), "-t", "cpu",      "-b",
+                                          "1",     "--runs",       "1",  "--warmup", "1"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = bench;
+    args.insert(args.end(), more.begin(), more.end());
+    return rlx(args);
+  };
+  r = with({"--seq", "4", "--kv-cache", "f16"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("--kv-cache: the main graph of " + model.string() +
+                               " has no KV cache (no past_* inputs)"))
+      << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("graphs of this model with one: decode")) << dump(r);
+  r = with({"--graph", "decode", "--bind", "T=64", "--kv-cache", "f16", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value v = json::parse(r.out);
+  EXPECT_EQ(*v.find("kv_cache")->as_string(), "f16");
+  EXPECT_EQ(*v.find("inputs")->find("past_key.0")->as_string(), "f16[1,2,64,32]");
+  r = with({"--graph", "decode", "--bind", "T=64", "--kv-cache", "bf16"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("KV cache          bf16")) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("past_key.0 bf16[1,2,64,32]")) << dump(r);
+}
+
 // --q8-activations changes quantized products only: on a float checkpoint it would do nothing,
 // so it is refused instead of being silently ignored.
 TEST_F(CliModels, Q8ActivationsOnAFloatModelIsRefused) {
   RLX_FIXTURE(model, "qwen3-tiny");
   for (const char* command : {"generate", "bench"}) {
     std::vector<std::string> args = {command, model.string(), "--target", "cpu",
-                                      "--q8-activations"};
-    if (std::string(command) == "generate") args.insert(args.end(), {"--prompt-ids", "1,2"});
-    else args.insert(args.end(), {"--seq", "4", "--runs", "1", "--warmup", "1"});
+                                     "--q8-activations"};
+    if (std::string(command) == "generate")
+      args.insert(args.end(), {"--prompt-ids", "1,2"});
+    else
+      args.insert(args.end(), {"--seq", "4", "--runs", "1", "--warmup", "1"});
     ProcessResult r = rlx(args);
     EXPECT_EQ(r.exit_code, 1) << dump(r);
     EXPECT_NE(r.err.find("--q8-activations: " + model.string() +
@@ -362,8 +425,8 @@ TEST_F(CliModels, GenerateLengthBeyondTheContextNamesTheLimit) {
     EXPECT_THAT(r.err, HasSubstr("hint: give -n 510 or less")) << dump(r);
   }
   // Exactly the context is allowed: 2 + 510 = 512 positions.
-  ProcessResult r = rlx({"generate", model.string(), "--target", "cpu", "--prompt-ids", "1,2",
-                         "-n", "510", "--ignore-eos", "--json"});
+  ProcessResult r = rlx({"generate", model.string(), "--target", "cpu", "--prompt-ids", "1,2", "-n",
+                         "510", "--ignore-eos", "--json"});
   ASSERT_EQ(r.exit_code, 0) << dump(r);
   EXPECT_EQ(json_tokens(r).size(), 510u);
 }

@@ -15,15 +15,16 @@ namespace {
 using Ins = std::vector<ValueId>;
 using Outs = std::vector<ValueId>;
 
-
 void expect_float(const TensorType& t, const char* op) {
-  if (!is_float(t.dtype)) fail("{} needs a floating-point operand, got {}", op, dtype_name(t.dtype));
+  if (!is_float(t.dtype))
+    fail("{} needs a floating-point operand, got {}", op, dtype_name(t.dtype));
 }
 
 // numpy.matmul: [..., M, K] x [..., K, N] with broadcast batch dims; a rank-2 rhs is shared.
 Outs matmul(GraphBuilder& b, const Node&, const Ins& in) {
   TensorType ta = b.type(in[0]), tb = b.type(in[1]);
-  if (ta.rank() < 2 || tb.rank() < 2) fail("MatMul needs operands of rank >= 2, got {} and {}", ta.str(), tb.str());
+  if (ta.rank() < 2 || tb.rank() < 2)
+    fail("MatMul needs operands of rank >= 2, got {} and {}", ta.str(), tb.str());
   int64_t ra = ta.rank(), rb = tb.rank();
   if (rb == 2) return {b.dot_general(in[0], in[1], {}, {}, {ra - 1}, {0})};
   Shape batch = broadcast_shapes(Shape(ta.shape.begin(), ta.shape.end() - 2),
@@ -61,7 +62,8 @@ ValueId mean_keep(GraphBuilder& b, ValueId x, int64_t axis) {
   if (axis < 0) fail("normalisation needs an operand of rank >= 1");
   Dim d = b.type(x).shape[axis];
   if (!d.is_static()) fail("normalisation over a symbolic dim ({}) is not supported", d.sym);
-  return b.div(b.reduce_keep(x, {axis}, ReduceKind::kSum), b.full_like(x, static_cast<double>(d.value)));
+  return b.div(b.reduce_keep(x, {axis}, ReduceKind::kSum),
+               b.full_like(x, static_cast<double>(d.value)));
 }
 
 // Scales broadcast from the normalised (last) axis.
@@ -116,7 +118,8 @@ Outs silu(GraphBuilder& b, const Node&, const Ins& in) {
 }
 
 Outs embedding(GraphBuilder& b, const Node&, const Ins& in) {
-  if (b.type(in[0]).rank() != 2) fail("Embedding table must be rank 2, got {}", b.type(in[0]).str());
+  if (b.type(in[0]).rank() != 2)
+    fail("Embedding table must be rank 2, got {}", b.type(in[0]).str());
   return {b.op("gather", {in[0], in[1]}, {{"axis", int64_t{0}}})};
 }
 
@@ -132,9 +135,11 @@ Outs rope(GraphBuilder& b, const Node& n, const Ins& in) {
   int64_t seq_axis = norm_axis(n.attr_int("seq_axis", -2), rank, "seq_axis");
   if (seq_axis == rank - 1) fail("RoPE: seq_axis cannot be the last (head) dim");
   const Dim& dd = tx.shape[rank - 1];
-  if (!dd.is_static() || dd.value % 2) fail("RoPE: head dim must be static and even, got {}", dd.str());
+  if (!dd.is_static() || dd.value % 2)
+    fail("RoPE: head dim must be static and even, got {}", dd.str());
   if (!(tx.shape[seq_axis] == tp.shape[0]))
-    fail("RoPE: x has {} positions on axis {}, positions has {}", tx.shape[seq_axis].str(), seq_axis, tp.shape[0].str());
+    fail("RoPE: x has {} positions on axis {}, positions has {}", tx.shape[seq_axis].str(),
+         seq_axis, tp.shape[0].str());
   int64_t half = dd.value / 2;
   double base = n.attr_float("base", 10000.0);
   Tensor inv(DType::kF32, {half});
@@ -145,7 +150,9 @@ Outs rope(GraphBuilder& b, const Node& n, const Ins& in) {
   ValueId ang = b.mul(pos, b.broadcast_in_dim(b.constant(inv), ang_shape, {1}));
   Shape hs = tx.shape;
   hs[rank - 1] = half;
-  auto spread = [&](ValueId v) { return b.broadcast_in_dim(b.convert(v, tx.dtype), hs, {seq_axis, rank - 1}); };
+  auto spread = [&](ValueId v) {
+    return b.broadcast_in_dim(b.convert(v, tx.dtype), hs, {seq_axis, rank - 1});
+  };
   ValueId c = spread(b.unary("cos", ang)), s = spread(b.unary("sin", ang));
   IntList start(rank, 0), lim1(rank, -1), lim2(rank, -1);
   for (int64_t i = 0; i < rank; ++i) {
@@ -163,28 +170,38 @@ Outs rope(GraphBuilder& b, const Node& n, const Ins& in) {
 
 // Attention(q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] [, mask [B,Sk]]) with grouped
 // kv heads (H a multiple of Hkv). mask = "none" | "causal" | "padding"; causal aligns the last
-// query with the last key, so decoding with a KV cache (Sq < Sk) is causal too.
+// query with the last key, so decoding with a KV cache (Sq < Sk) is causal too. k and v may be
+// of another float dtype than q (a KV cache kept in f16 read by f32 queries): they are read as
+// converted to q's dtype, which is the dtype of all the arithmetic and of the result.
 Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
   TensorType tq = b.type(in[0]), tk = b.type(in[1]), tv = b.type(in[2]);
   expect_float(tq, "Attention");
+  if (!is_float(tk.dtype) || !is_float(tv.dtype))
+    fail("Attention needs floating-point k and v, got {} and {}", dtype_name(tk.dtype),
+         dtype_name(tv.dtype));
   if (tq.rank() != 4 || tk.rank() != 4 || tv.rank() != 4)
-    fail("Attention needs rank-4 q, k, v [batch, heads, seq, dim], got {}, {}, {}", tq.str(), tk.str(), tv.str());
+    fail("Attention needs rank-4 q, k, v [batch, heads, seq, dim], got {}, {}, {}", tq.str(),
+         tk.str(), tv.str());
   std::string mask = n.attr_string("mask", "none");
   if (mask != "none" && mask != "causal" && mask != "padding")
     fail("Attention: mask must be \"none\", \"causal\" or \"padding\", got \"{}\"", mask);
   if ((mask == "padding") != (in.size() == 4))
-    fail("Attention: mask \"{}\" {} a fourth (mask) input", mask, mask == "padding" ? "needs" : "takes no");
+    fail("Attention: mask \"{}\" {} a fourth (mask) input", mask,
+         mask == "padding" ? "needs" : "takes no");
   const Dim &h = tq.shape[1], &hkv = tk.shape[1], &d = tq.shape[3];
-  if (!h.is_static() || !hkv.is_static() || !d.is_static()) fail("Attention: head counts and head dim must be static");
-  if (h.value <= 0 || hkv.value <= 0) fail("Attention: head counts must be positive, got {} and {}", h.value, hkv.value);
-  if (h.value % hkv.value) fail("Attention: {} query heads is not a multiple of {} kv heads", h.value, hkv.value);
+  if (!h.is_static() || !hkv.is_static() || !d.is_static())
+    fail("Attention: head counts and head dim must be static");
+  if (h.value <= 0 || hkv.value <= 0)
+    fail("Attention: head counts must be positive, got {} and {}", h.value, hkv.value);
+  if (h.value % hkv.value)
+    fail("Attention: {} query heads is not a multiple of {} kv heads", h.value, hkv.value);
   auto expand = [&](ValueId kv) {  // [B,Hkv,S,D] -> [B,H,S,D]
     if (h.value == hkv.value) return kv;
     Shape s = b.type(kv).shape;
     Shape wide{s[0], hkv, h.value / hkv.value, s[2], s[3]};
     return b.reshape(b.broadcast_in_dim(kv, wide, {0, 1, 3, 4}), Shape{s[0], h, s[2], s[3]});
   };
-  ValueId k = expand(in[1]), v = expand(in[2]);
+  ValueId k = expand(b.convert(in[1], tq.dtype)), v = expand(b.convert(in[2], tq.dtype));
   double scale = n.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(d.value)));
   ValueId scores = b.dot_general(in[0], k, {0, 1}, {0, 1}, {3}, {3});  // [B,H,Sq,Sk]
   scores = b.mul(scores, b.full_like(scores, scale));
@@ -195,8 +212,9 @@ Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
   const DType sd = b.type(scores).dtype;
   const double lowest = sd == DType::kF16    ? -65504.0
                         : sd == DType::kBF16 ? -3.3895313892515355e38
-                        : sd == DType::kF32  ? static_cast<double>(std::numeric_limits<float>::lowest())
-                                             : std::numeric_limits<double>::lowest();
+                        : sd == DType::kF32
+                            ? static_cast<double>(std::numeric_limits<float>::lowest())
+                            : std::numeric_limits<double>::lowest();
   ValueId neg = b.full_like(scores, lowest);
   if (mask == "causal") {
     Shape qk{ss[2], ss[3]};
@@ -226,14 +244,19 @@ Outs attention(GraphBuilder& b, const Node& n, const Ins& in) {
 std::vector<TensorType> infer_conv(const std::vector<TensorType>& in, const Node& n) {
   const TensorType &x = in[0], &w = in[1];
   expect_same_dtype(in, "Conv");
-  if (x.rank() != 4 || w.rank() != 4) fail("Conv needs x [N,C,H,W] and w [O,C,KH,KW], got {} and {}", x.str(), w.str());
+  if (x.rank() != 4 || w.rank() != 4)
+    fail("Conv needs x [N,C,H,W] and w [O,C,KH,KW], got {} and {}", x.str(), w.str());
   IntList strides = n.has_attr("strides") ? n.attr_ints("strides") : IntList{1, 1};
   IntList pads = n.has_attr("pads") ? n.attr_ints("pads") : IntList{0, 0, 0, 0};
-  if (strides.size() != 2 || pads.size() != 4) fail("Conv: strides needs 2 entries and pads 4 (top, left, bottom, right)");
+  if (strides.size() != 2 || pads.size() != 4)
+    fail("Conv: strides needs 2 entries and pads 4 (top, left, bottom, right)");
   for (int i = 1; i < 4; ++i)
-    if (!x.shape[i].is_static() || !w.shape[i].is_static()) fail("Conv: channel and spatial dims must be static");
-  if (x.shape[1].value != w.shape[1].value) fail("Conv: x has {} channels, w expects {}", x.shape[1].value, w.shape[1].value);
-  if (in.size() == 3 && !(in[2].shape == Shape{w.shape[0]})) fail("Conv: bias must be [{}]", w.shape[0].str());
+    if (!x.shape[i].is_static() || !w.shape[i].is_static())
+      fail("Conv: channel and spatial dims must be static");
+  if (x.shape[1].value != w.shape[1].value)
+    fail("Conv: x has {} channels, w expects {}", x.shape[1].value, w.shape[1].value);
+  if (in.size() == 3 && !(in[2].shape == Shape{w.shape[0]}))
+    fail("Conv: bias must be [{}]", w.shape[0].str());
   Shape out{x.shape[0], w.shape[0]};
   for (int i = 0; i < 2; ++i) {
     int64_t span = x.shape[2 + i].value + pads[i] + pads[2 + i] - w.shape[2 + i].value;
@@ -263,7 +286,8 @@ void hir_nn_ops(OpFamily& r) {
       return sample_of(in, attrs);
     };
   };
-  add("MatMul", 2, 2, matmul,
+  add(
+      "MatMul", 2, 2, matmul,
       [](DType d) -> std::optional<OpSample> {
         if (d == DType::kBool) return std::nullopt;
         return sample_of({tt(d, {2, 3}), tt(d, {3, 4})});
@@ -275,16 +299,21 @@ void hir_nn_ops(OpFamily& r) {
   add("RMSNorm", 1, 2, rms_norm, fsample({{2, 3}, {3}}), "RMS norm over the last axis");
   add("GELU", 1, 1, gelu, fsample({{2, 3}}), "GELU, approximate = none (erf) | tanh");
   add("SiLU", 1, 1, silu, fsample({{2, 3}}), "x * sigmoid(x)");
-  add("Embedding", 2, 2, embedding,
-      [](DType d) { return sample_of({tt(d, {5, 3}), tt(DType::kI64, {2, 4})}); },
+  add(
+      "Embedding", 2, 2, embedding,
+      [](DType d) {
+        return sample_of({tt(d, {5, 3}), tt(DType::kI64, {2, 4})});
+      },
       "rows of a table at integer ids");
-  add("RoPE", 2, 2, rope,
+  add(
+      "RoPE", 2, 2, rope,
       [](DType d) -> std::optional<OpSample> {
         if (!is_float(d)) return std::nullopt;
         return sample_of({tt(d, {1, 3, 2, 4}), tt(DType::kI64, {3})}, {{"seq_axis", int64_t{1}}});
       },
       "rotary position embedding, half layout");
-  add("Attention", 3, 4, attention,
+  add(
+      "Attention", 3, 4, attention,
       [](DType d) -> std::optional<OpSample> {
         if (!is_float(d)) return std::nullopt;
         return sample_of({tt(d, {1, 2, 3, 4}), tt(d, {1, 1, 3, 4}), tt(d, {1, 1, 3, 4})},

@@ -78,17 +78,25 @@ struct PackedK {
   const float* of(int64_t group, int64_t d) const { return data + group * d * ld; }
 };
 
-void attend_tile(const AttentionShape& sh, const float* q, const float* k, const float* v,
+void attend_tile(const AttentionShape& sh, const float* q, const void* k, const void* v,
                  const PackedK& packed_k, float* out, const NnSimd& simd, int64_t b, int64_t kvh,
                  int64_t r0, int64_t r1) {
   const RowMap map{sh.heads / sh.kv_heads};
   const int64_t D = sh.head_dim, Dv = sh.v_dim, Sq = sh.q_len, Sk = sh.kv_len;
-  const float* kb = k + (b * sh.kv_heads + kvh) * Sk * D;
-  const float* vb = v + (b * sh.kv_heads + kvh) * Sk * Dv;
+  const NnKvLoops &k_loops = simd.kv[static_cast<int>(sh.k_elem)],
+                  &v_loops = simd.kv[static_cast<int>(sh.v_elem)];
+  const int64_t k_size = kv_elem_size(sh.k_elem), v_size = kv_elem_size(sh.v_elem);
+  // Row j of this kv head's K or V, whatever its element type.
+  const auto* kb = static_cast<const char*>(k) + (b * sh.kv_heads + kvh) * Sk * D * k_size;
+  const auto* vb = static_cast<const char*>(v) + (b * sh.kv_heads + kvh) * Sk * Dv * v_size;
+  auto k_rows = [&](int64_t j) { return kb + j * D * k_size; };
+  auto v_rows = [&](int64_t j) { return vb + j * Dv * v_size; };
   const uint8_t* keep = sh.keep ? sh.keep + b * Sk : nullptr;
   auto head = [&](int64_t r) { return kvh * map.group + map.head_in_group(r); };
   auto q_row = [&](int64_t r) { return q + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * D; };
-  auto out_row = [&](int64_t r) { return out + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * Dv; };
+  auto out_row = [&](int64_t r) {
+    return out + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * Dv;
+  };
 
   int64_t lo, hi;
   kept_range(keep, Sk, &lo, &hi);
@@ -120,8 +128,10 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
         ++count;
       const float* q_rows[kNnRows];
       for (int64_t c = 0; c < count; ++c) q_rows[c] = q_row(r0 + i + c);
-      if (kt) simd.qk_scores_kt(q_rows, count, kt + j0, packed_k.ld, n, D, sh.scale, s, kKeyBlock);
-      else simd.qk_scores(q_rows[0], D, 1, kb + j0 * D, D, n, D, sh.scale, s, kKeyBlock);
+      if (kt)
+        simd.qk_scores_kt(q_rows, count, kt + j0, packed_k.ld, n, D, sh.scale, s, kKeyBlock);
+      else
+        k_loops.qk_scores(q_rows[0], D, 1, k_rows(j0), D, n, D, sh.scale, s, kKeyBlock);
       // Online softmax per row; a row that turned NaN or sees only masked keys here adds nothing.
       float* o_rows[kNnRows];
       const float* p_rows[kNnRows];
@@ -147,7 +157,7 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
         o_rows[live] = st.o.data() + row * Dv;
         p_rows[live++] = sc;
       }
-      if (live) simd.pv_accumulate(o_rows, live, Dv, alpha, p_rows, n, vb + j0 * Dv, Dv);
+      if (live) v_loops.pv_accumulate(o_rows, live, Dv, alpha, p_rows, n, v_rows(j0), Dv);
       i += count;
     }
   }
@@ -161,8 +171,9 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
       // are uniform over all keys and the row is the mean of V.
       std::fill(dst, dst + Dv, 0.0f);
       for (int64_t j = 0; j < Sk; ++j)
-        for (int64_t d = 0; d < Dv; ++d) dst[d] += vb[j * Dv + d];
-      if (Sk) for (int64_t d = 0; d < Dv; ++d) dst[d] /= static_cast<float>(Sk);
+        for (int64_t d = 0; d < Dv; ++d) dst[d] += kv_load(sh.v_elem, vb, j * Dv + d);
+      if (Sk)
+        for (int64_t d = 0; d < Dv; ++d) dst[d] /= static_cast<float>(Sk);
     } else {
       simd.divide(st.o.data() + i * Dv, Dv, st.l[i], dst);
     }
@@ -171,8 +182,8 @@ void attend_tile(const AttentionShape& sh, const float* q, const float* k, const
 
 }  // namespace
 
-void attention_f32(const AttentionShape& sh, const float* q, const float* k, const float* v,
-                   float* out, const NnSimd& simd) {
+void attention(const AttentionShape& sh, const float* q, const void* k, const void* v, float* out,
+               const NnSimd& simd) {
   const int64_t group = sh.heads / sh.kv_heads;
   const int64_t rows = group * sh.q_len, groups = sh.batch * sh.kv_heads;
   if (rows == 0 || groups == 0 || sh.v_dim == 0) return;
@@ -194,11 +205,14 @@ void attention_f32(const AttentionShape& sh, const float* q, const float* k, con
     if (buffer.size() < need) buffer.resize(need);
     float* packed = buffer.data();
     packed_k.data = packed;
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, 1), [&](const tbb::blocked_range<int64_t>& r) {
-      for (int64_t g = r.begin(); g < r.end(); ++g)
-        simd.pack_kt(k + g * sh.kv_len * sh.head_dim, sh.head_dim, sh.kv_len, sh.head_dim,
-                     packed + g * sh.head_dim * packed_k.ld, packed_k.ld);
-    });
+    tbb::parallel_for(
+        tbb::blocked_range<int64_t>(0, groups, 1), [&](const tbb::blocked_range<int64_t>& r) {
+          for (int64_t g = r.begin(); g < r.end(); ++g)
+            simd.kv[static_cast<int>(sh.k_elem)].pack_kt(
+                static_cast<const char*>(k) + g * sh.kv_len * sh.head_dim * kv_elem_size(sh.k_elem),
+                sh.head_dim, sh.kv_len, sh.head_dim, packed + g * sh.head_dim * packed_k.ld,
+                packed_k.ld);
+        });
   }
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups * tiles, 1),
                     [&](const tbb::blocked_range<int64_t>& range) {

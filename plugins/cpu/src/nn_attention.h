@@ -1,5 +1,5 @@
-// Fused scaled dot-product attention on the cpu, f32: the native lowering of the HIR Attention
-// op (core/src/ops/ops_hir_nn.cpp), computing what its decomposition computes without
+// Fused scaled dot-product attention on the cpu, computing in f32: the native lowering of the HIR
+// Attention op (core/src/ops/ops_hir_nn.cpp), computing what its decomposition computes without
 // materialising the [B, H, Sq, Sk] scores: per tile of query rows and block of keys,
 // S = Q K^T * scale, masked, folded into a running max and sum (online softmax), O += P V.
 #pragma once
@@ -15,12 +15,15 @@ struct AttentionShape {
   float scale = 1;
   bool causal = false;            // key j visible to query i iff j <= i + kv_len - q_len
   const uint8_t* keep = nullptr;  // padding mask [batch, kv_len], 0 = masked; null = none
+  KvElem k_elem = KvElem::kF32, v_elem = KvElem::kF32;  // how k and v are stored
 };
 
-// q [B,H,Sq,D], k [B,Hkv,Sk,D], v [B,Hkv,Sk,Dv] -> out [B,H,Sq,Dv], all contiguous. Rows that
-// see no key come out NaN, as the decomposition's softmax over all -inf does. Parallel over
-// batch x kv heads x query tiles with oneTBB.
-void attention_f32(const AttentionShape& s, const float* q, const float* k, const float* v,
-                   float* out, const NnSimd& simd);
+// q [B,H,Sq,D] f32, k [B,Hkv,Sk,D] and v [B,Hkv,Sk,Dv] as s.k_elem and s.v_elem say -> out
+// [B,H,Sq,Dv] f32, all contiguous. K and V of a 16-bit type are widened to f32 as they are read,
+// so the result is the f32 result for the widened values. Rows that see no key come out NaN, as
+// the decomposition's softmax over all -inf does. Parallel over batch x kv heads x query tiles
+// with oneTBB.
+void attention(const AttentionShape& s, const float* q, const void* k, const void* v, float* out,
+               const NnSimd& simd);
 
 }  // namespace rlx::cpu

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "nn_attention.h"
 #include "nn_norms.h"
@@ -50,9 +51,25 @@ bool all_f32(const std::vector<TensorType>& ts, size_t count) {
   return true;
 }
 
+// How the kernel reads a k or v of this dtype: f32, or a 16-bit float widened as it loads.
+std::optional<KvElem> kv_elem(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return KvElem::kF32;
+    case DType::kF16:
+      return KvElem::kF16;
+    case DType::kBF16:
+      return KvElem::kBF16;
+    default:
+      return std::nullopt;
+  }
+}
+
 Verdict claim_attention(const NodeSignature& s) {
   if (Verdict form = sdk::attention_form(s); !form.ok) return refuse(s, form.reason);
-  if (!all_f32(s.inputs, 3) || !all_f32(s.outputs, 1)) return refuse(s, "takes f32 q, k, v only");
+  if (!all_f32(s.inputs, 1) || !all_f32(s.outputs, 1) || !kv_elem(s.inputs[1].dtype) ||
+      !kv_elem(s.inputs[2].dtype))
+    return refuse(s, "takes f32 q only, with f32, f16 or bf16 k and v");
   return Verdict::yes();
 }
 
@@ -132,10 +149,10 @@ void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
     keep = keep_flags(in[3], ptrs[k.inputs[3]], sh.batch, sh.kv_len, k);
     sh.keep = keep.data();
   }
-  attention_f32(sh, static_cast<const float*>(ptrs[k.inputs[0]]),
-                static_cast<const float*>(ptrs[k.inputs[1]]),
-                static_cast<const float*>(ptrs[k.inputs[2]]),
-                static_cast<float*>(ptrs[k.outputs[0]]), nn_simd());
+  sh.k_elem = *kv_elem(in[1].dtype);
+  sh.v_elem = *kv_elem(in[2].dtype);
+  attention(sh, static_cast<const float*>(ptrs[k.inputs[0]]), ptrs[k.inputs[1]], ptrs[k.inputs[2]],
+            static_cast<float*>(ptrs[k.outputs[0]]), nn_simd());
 }
 
 void run_norm(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace rlx::cpu {
 
@@ -37,6 +38,35 @@ constexpr int64_t kLanes = 16;
 
 inline __mmask16 tail_mask(int64_t left) {
   return left >= kLanes ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// K and V elements as stored (KvElem): f32, or f16 / bf16 bits.
+template <KvElem E>
+using Stored = std::conditional_t<E == KvElem::kF32, float, uint16_t>;
+
+// 16 stored elements widened to f32 (exactly: every f16 and bf16 is an f32).
+template <KvElem E>
+inline __m512 widen16(__m256i h) {
+  if constexpr (E == KvElem::kF16)
+    return _mm512_cvtph_ps(h);
+  else
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// The lanes of mask m of p[0:16] as f32, the others 0; nothing outside the mask is read. A
+// masked 16-bit load needs AVX512BW, so a partial vector of f16 or bf16 (the tail of a row)
+// goes through a zeroed copy instead.
+template <KvElem E>
+inline __m512 load_kv(const Stored<E>* p, __mmask16 m) {
+  if constexpr (E == KvElem::kF32) {
+    return _mm512_maskz_loadu_ps(m, p);
+  } else {
+    if (m == 0xFFFF) return widen16<E>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    alignas(32) uint16_t part[kLanes] = {};
+    for (int i = 0; i < kLanes; ++i)
+      if (m >> i & 1) part[i] = p[i];
+    return widen16<E>(_mm256_load_si256(reinterpret_cast<const __m256i*>(part)));
+  }
 }
 
 // e^x, about 1 ulp over the float range: x = n ln2 + r with |r| <= ln2 / 2, a degree-6
@@ -72,32 +102,34 @@ inline __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-void qk_scores(const float* q, int64_t q_stride, int64_t rows, const float* k, int64_t k_stride,
+template <KvElem E>
+void qk_scores(const float* q, int64_t q_stride, int64_t rows, const void* k_data, int64_t k_stride,
                int64_t keys, int64_t d, float scale, float* s, int64_t s_stride) {
+  const auto* k = static_cast<const Stored<E>*>(k_data);
   const __m128 sc = _mm_set1_ps(scale);
   for (int64_t r = 0; r < rows; ++r) {
     const float* a = q + r * q_stride;
     float* out = s + r * s_stride;
     int64_t j = 0;
     for (; j + 4 <= keys; j += 4) {
-      const float* b = k + j * k_stride;
+      const Stored<E>* b = k + j * k_stride;
       __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
       for (int64_t i = 0; i < d; i += kLanes) {
         __mmask16 m = tail_mask(d - i);
         __m512 x = _mm512_maskz_loadu_ps(m, a + i);
-        c0 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, b + i), c0);
-        c1 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, b + k_stride + i), c1);
-        c2 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, b + 2 * k_stride + i), c2);
-        c3 = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m, b + 3 * k_stride + i), c3);
+        c0 = _mm512_fmadd_ps(x, load_kv<E>(b + i, m), c0);
+        c1 = _mm512_fmadd_ps(x, load_kv<E>(b + k_stride + i, m), c1);
+        c2 = _mm512_fmadd_ps(x, load_kv<E>(b + 2 * k_stride + i, m), c2);
+        c3 = _mm512_fmadd_ps(x, load_kv<E>(b + 3 * k_stride + i, m), c3);
       }
       _mm_storeu_ps(out + j, _mm_mul_ps(hsum4(c0, c1, c2, c3), sc));
     }
     for (; j < keys; ++j) {
-      const float* b = k + j * k_stride;
+      const Stored<E>* b = k + j * k_stride;
       __m512 c = _mm512_setzero_ps();
       for (int64_t i = 0; i < d; i += kLanes) {
         __mmask16 m = tail_mask(d - i);
-        c = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), c);
+        c = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), load_kv<E>(b + i, m), c);
       }
       out[j] = _mm512_reduce_add_ps(c) * scale;
     }
@@ -105,7 +137,7 @@ void qk_scores(const float* q, int64_t q_stride, int64_t rows, const float* k, i
 }
 
 // Columns of 16 keys at a time through gathers (one per head-dim element).
-void pack_kt(const float* k, int64_t k_stride, int64_t keys, int64_t d, float* kt, int64_t ld) {
+void pack_kt_f32(const float* k, int64_t k_stride, int64_t keys, int64_t d, float* kt, int64_t ld) {
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i idx = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int32_t>(k_stride)));
   for (int64_t j0 = 0; j0 < keys; j0 += kLanes) {
@@ -117,9 +149,32 @@ void pack_kt(const float* k, int64_t k_stride, int64_t keys, int64_t d, float* k
   }
 }
 
+// 16-bit K: 16 keys x 16 head-dim elements at a time are widened into an f32 tile (a gather
+// cannot load 16-bit lanes), which the f32 packing then transposes.
+template <KvElem E>
+void pack_kt(const void* k_data, int64_t k_stride, int64_t keys, int64_t d, float* kt, int64_t ld) {
+  const auto* k = static_cast<const Stored<E>*>(k_data);
+  if constexpr (E == KvElem::kF32) {
+    pack_kt_f32(k, k_stride, keys, d, kt, ld);
+  } else {
+    alignas(64) float tile[kLanes * kLanes];
+    for (int64_t j0 = 0; j0 < keys; j0 += kLanes) {
+      const int64_t nk = std::min<int64_t>(kLanes, keys - j0);
+      for (int64_t i0 = 0; i0 < d; i0 += kLanes) {
+        const __mmask16 m = tail_mask(d - i0);
+        for (int64_t j = 0; j < nk; ++j)
+          _mm512_store_ps(tile + j * kLanes, load_kv<E>(k + (j0 + j) * k_stride + i0, m));
+        pack_kt_f32(tile, kLanes, nk, std::min<int64_t>(kLanes, d - i0), kt + i0 * ld + j0, ld);
+      }
+    }
+  }
+}
+
 // Independent accumulator sets for a loop whose step carries NV vector FMAs: enough chains
 // (about 8) to cover the FMA latency when NV is small.
-constexpr int sets_for(int nv) { return nv <= 2 ? 4 : nv <= 4 ? 2 : 1; }
+constexpr int sets_for(int nv) {
+  return nv <= 2 ? 4 : nv <= 4 ? 2 : 1;
+}
 
 // One query row against up to NC * 16 packed keys, the scores kept in registers.
 template <int NC>
@@ -162,14 +217,30 @@ void qk_scores_kt_row(const float* q, const float* kt, int64_t ld, int64_t keys,
   for (int64_t j0 = 0; j0 < keys; j0 += 8 * kLanes) {
     const int64_t n = std::min<int64_t>(keys - j0, 8 * kLanes);
     switch ((n + kLanes - 1) / kLanes) {
-      case 1: qk_kt_chunk<1>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 2: qk_kt_chunk<2>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 3: qk_kt_chunk<3>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 4: qk_kt_chunk<4>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 5: qk_kt_chunk<5>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 6: qk_kt_chunk<6>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      case 7: qk_kt_chunk<7>(q, kt + j0, ld, n, d, scale, s + j0); break;
-      default: qk_kt_chunk<8>(q, kt + j0, ld, n, d, scale, s + j0); break;
+      case 1:
+        qk_kt_chunk<1>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 2:
+        qk_kt_chunk<2>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 3:
+        qk_kt_chunk<3>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 4:
+        qk_kt_chunk<4>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 5:
+        qk_kt_chunk<5>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 6:
+        qk_kt_chunk<6>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      case 7:
+        qk_kt_chunk<7>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
+      default:
+        qk_kt_chunk<8>(q, kt + j0, ld, n, d, scale, s + j0);
+        break;
     }
   }
 }
@@ -210,10 +281,18 @@ void qk_kt_rows_any(const float* const* q, const float* kt, int64_t ld, int64_t 
   for (int64_t j0 = 0; j0 < keys; j0 += 4 * kLanes) {
     const int64_t n = std::min<int64_t>(keys - j0, 4 * kLanes);
     switch ((n + kLanes - 1) / kLanes) {
-      case 1: qk_kt_rows<R, 1>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
-      case 2: qk_kt_rows<R, 2>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
-      case 3: qk_kt_rows<R, 3>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
-      default: qk_kt_rows<R, 4>(q, kt + j0, ld, n, d, scale, s + j0, s_stride); break;
+      case 1:
+        qk_kt_rows<R, 1>(q, kt + j0, ld, n, d, scale, s + j0, s_stride);
+        break;
+      case 2:
+        qk_kt_rows<R, 2>(q, kt + j0, ld, n, d, scale, s + j0, s_stride);
+        break;
+      case 3:
+        qk_kt_rows<R, 3>(q, kt + j0, ld, n, d, scale, s + j0, s_stride);
+        break;
+      default:
+        qk_kt_rows<R, 4>(q, kt + j0, ld, n, d, scale, s + j0, s_stride);
+        break;
     }
   }
 }
@@ -222,10 +301,14 @@ void qk_scores_kt(const float* const* q, int64_t rows, const float* kt, int64_t 
                   int64_t d, float scale, float* s, int64_t s_stride) {
   static_assert(kNnRows == 4, "one case per row count, here and in pv_accumulate");
   switch (rows) {
-    case 1: return qk_scores_kt_row(q[0], kt, ld, keys, d, scale, s);
-    case 2: return qk_kt_rows_any<2>(q, kt, ld, keys, d, scale, s, s_stride);
-    case 3: return qk_kt_rows_any<3>(q, kt, ld, keys, d, scale, s, s_stride);
-    default: return qk_kt_rows_any<4>(q, kt, ld, keys, d, scale, s, s_stride);  // rows <= 4
+    case 1:
+      return qk_scores_kt_row(q[0], kt, ld, keys, d, scale, s);
+    case 2:
+      return qk_kt_rows_any<2>(q, kt, ld, keys, d, scale, s, s_stride);
+    case 3:
+      return qk_kt_rows_any<3>(q, kt, ld, keys, d, scale, s, s_stride);
+    default:
+      return qk_kt_rows_any<4>(q, kt, ld, keys, d, scale, s, s_stride);  // rows <= 4
   }
 }
 
@@ -243,7 +326,8 @@ float row_max(const float* x, int64_t n, bool* saw_nan) {
 }
 
 float exp_shifted(const float* x, int64_t n, float m, float* out) {
-  const __m512 shift = _mm512_set1_ps(m), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512 shift = _mm512_set1_ps(m),
+               ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 total = _mm512_setzero_ps();
   for (int64_t i = 0; i < n; i += kLanes) {
     __mmask16 t = tail_mask(n - i);
@@ -257,9 +341,9 @@ float exp_shifted(const float* x, int64_t n, float m, float* out) {
 }
 
 // o = alpha * o + p V for one chunk of up to NV * 16 output columns, kept in registers.
-template <int NV>
-void pv_chunk(float* o, int64_t width, float alpha, const float* p, int64_t keys, const float* v,
-              int64_t v_stride) {
+template <KvElem E, int NV>
+void pv_chunk(float* o, int64_t width, float alpha, const float* p, int64_t keys,
+              const Stored<E>* v, int64_t v_stride) {
   constexpr int kSets = sets_for(NV);
   __m512 acc[kSets][NV];
   __mmask16 m[NV];
@@ -276,17 +360,17 @@ void pv_chunk(float* o, int64_t width, float alpha, const float* p, int64_t keys
 #pragma GCC unroll 4
     for (int u = 0; u < kSets; ++u) {
       const __m512 pj = _mm512_set1_ps(p[j + u]);
-      const float* row = v + (j + u) * v_stride;
+      const Stored<E>* row = v + (j + u) * v_stride;
 #pragma GCC unroll 8
       for (int c = 0; c < NV; ++c)
-        acc[u][c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], row + c * kLanes), acc[u][c]);
+        acc[u][c] = _mm512_fmadd_ps(pj, load_kv<E>(row + c * kLanes, m[c]), acc[u][c]);
     }
   for (; j < keys; ++j) {
     const __m512 pj = _mm512_set1_ps(p[j]);
-    const float* row = v + j * v_stride;
+    const Stored<E>* row = v + j * v_stride;
 #pragma GCC unroll 8
     for (int c = 0; c < NV; ++c)
-      acc[0][c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(m[c], row + c * kLanes), acc[0][c]);
+      acc[0][c] = _mm512_fmadd_ps(pj, load_kv<E>(row + c * kLanes, m[c]), acc[0][c]);
   }
 #pragma GCC unroll 8
   for (int c = 0; c < NV; ++c) {
@@ -297,28 +381,45 @@ void pv_chunk(float* o, int64_t width, float alpha, const float* p, int64_t keys
   }
 }
 
+template <KvElem E>
 void pv_accumulate_row(float* o, int64_t dv, float alpha, const float* p, int64_t keys,
-                       const float* v, int64_t v_stride) {
+                       const Stored<E>* v, int64_t v_stride) {
   for (int64_t c0 = 0; c0 < dv; c0 += 8 * kLanes) {
     int64_t w = std::min<int64_t>(dv - c0, 8 * kLanes);
     switch ((w + kLanes - 1) / kLanes) {
-      case 1: pv_chunk<1>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 2: pv_chunk<2>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 3: pv_chunk<3>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 4: pv_chunk<4>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 5: pv_chunk<5>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 6: pv_chunk<6>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      case 7: pv_chunk<7>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
-      default: pv_chunk<8>(o + c0, w, alpha, p, keys, v + c0, v_stride); break;
+      case 1:
+        pv_chunk<E, 1>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 2:
+        pv_chunk<E, 2>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 3:
+        pv_chunk<E, 3>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 4:
+        pv_chunk<E, 4>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 5:
+        pv_chunk<E, 5>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 6:
+        pv_chunk<E, 6>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      case 7:
+        pv_chunk<E, 7>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
+      default:
+        pv_chunk<E, 8>(o + c0, w, alpha, p, keys, v + c0, v_stride);
+        break;
     }
   }
 }
 
 // o[r] = alpha[r] o[r] + p[r] V for R rows and up to NV * 16 output columns (from column c0):
 // each V row is loaded once for the R rows.
-template <int R, int NV>
+template <KvElem E, int R, int NV>
 void pv_rows(float* const* o, int64_t c0, int64_t width, const float* alpha, const float* const* p,
-             int64_t keys, const float* v, int64_t v_stride) {
+             int64_t keys, const Stored<E>* v, int64_t v_stride) {
   __m512 acc[R][NV];
   __mmask16 m[NV];
 #pragma GCC unroll 4
@@ -333,7 +434,7 @@ void pv_rows(float* const* o, int64_t c0, int64_t width, const float* alpha, con
   for (int64_t j = 0; j < keys; ++j) {
     __m512 b[NV];
 #pragma GCC unroll 4
-    for (int c = 0; c < NV; ++c) b[c] = _mm512_maskz_loadu_ps(m[c], v + j * v_stride + c0 + c * kLanes);
+    for (int c = 0; c < NV; ++c) b[c] = load_kv<E>(v + j * v_stride + c0 + c * kLanes, m[c]);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m512 pj = _mm512_set1_ps(p[r][j]);
@@ -347,33 +448,53 @@ void pv_rows(float* const* o, int64_t c0, int64_t width, const float* alpha, con
     for (int c = 0; c < NV; ++c) _mm512_mask_storeu_ps(o[r] + c0 + c * kLanes, m[c], acc[r][c]);
 }
 
-template <int R>
+template <KvElem E, int R>
 void pv_rows_any(float* const* o, int64_t dv, const float* alpha, const float* const* p,
-                 int64_t keys, const float* v, int64_t v_stride) {
+                 int64_t keys, const Stored<E>* v, int64_t v_stride) {
   for (int64_t c0 = 0; c0 < dv; c0 += 4 * kLanes) {
     const int64_t w = std::min<int64_t>(dv - c0, 4 * kLanes);
     switch ((w + kLanes - 1) / kLanes) {
-      case 1: pv_rows<R, 1>(o, c0, w, alpha, p, keys, v, v_stride); break;
-      case 2: pv_rows<R, 2>(o, c0, w, alpha, p, keys, v, v_stride); break;
-      case 3: pv_rows<R, 3>(o, c0, w, alpha, p, keys, v, v_stride); break;
-      default: pv_rows<R, 4>(o, c0, w, alpha, p, keys, v, v_stride); break;
+      case 1:
+        pv_rows<E, R, 1>(o, c0, w, alpha, p, keys, v, v_stride);
+        break;
+      case 2:
+        pv_rows<E, R, 2>(o, c0, w, alpha, p, keys, v, v_stride);
+        break;
+      case 3:
+        pv_rows<E, R, 3>(o, c0, w, alpha, p, keys, v, v_stride);
+        break;
+      default:
+        pv_rows<E, R, 4>(o, c0, w, alpha, p, keys, v, v_stride);
+        break;
     }
   }
 }
 
+template <KvElem E>
 void pv_accumulate(float* const* o, int64_t rows, int64_t dv, const float* alpha,
-                   const float* const* p, int64_t keys, const float* v, int64_t v_stride) {
+                   const float* const* p, int64_t keys, const void* v_data, int64_t v_stride) {
+  const auto* v = static_cast<const Stored<E>*>(v_data);
   switch (rows) {
-    case 1: return pv_accumulate_row(o[0], dv, alpha[0], p[0], keys, v, v_stride);
-    case 2: return pv_rows_any<2>(o, dv, alpha, p, keys, v, v_stride);
-    case 3: return pv_rows_any<3>(o, dv, alpha, p, keys, v, v_stride);
-    default: return pv_rows_any<4>(o, dv, alpha, p, keys, v, v_stride);  // rows <= 4
+    case 1:
+      return pv_accumulate_row<E>(o[0], dv, alpha[0], p[0], keys, v, v_stride);
+    case 2:
+      return pv_rows_any<E, 2>(o, dv, alpha, p, keys, v, v_stride);
+    case 3:
+      return pv_rows_any<E, 3>(o, dv, alpha, p, keys, v, v_stride);
+    default:
+      return pv_rows_any<E, 4>(o, dv, alpha, p, keys, v, v_stride);  // rows <= 4
   }
+}
+
+template <KvElem E>
+constexpr NnKvLoops kv_loops() {
+  return {qk_scores<E>, pack_kt<E>, pv_accumulate<E>};
 }
 
 float sum(const float* x, int64_t n) {
   __m512 acc = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += kLanes) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
+  for (int64_t i = 0; i < n; i += kLanes)
+    acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(tail_mask(n - i), x + i));
   return _mm512_reduce_add_ps(acc);
 }
 
@@ -417,16 +538,25 @@ void divide(const float* x, int64_t n, float denom, float* out) {
 #endif
 
 const NnSimd* nn_simd_avx512() {
-  static const NnSimd kSet{"avx512",    qk_scores,      pack_kt,   qk_scores_kt, row_max,
-                           exp_shifted, pv_accumulate,  sum,       sum_sq_centered, normalize,
-                           divide};
+  static const NnSimd kSet{
+      "avx512",
+      {kv_loops<KvElem::kF32>(), kv_loops<KvElem::kF16>(), kv_loops<KvElem::kBF16>()},
+      qk_scores_kt,
+      row_max,
+      exp_shifted,
+      sum,
+      sum_sq_centered,
+      normalize,
+      divide};
   static const bool host_has_it = __builtin_cpu_supports("avx512f");
   return host_has_it ? &kSet : nullptr;
 }
 
 #else
 
-const NnSimd* nn_simd_avx512() { return nullptr; }
+const NnSimd* nn_simd_avx512() {
+  return nullptr;
+}
 
 #endif
 

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "nn_attention.h"
 #include "nn_norms.h"
 #include "nn_simd.h"
 #include "rlx/core/dispatch.h"
+#include "rlx/core/half.h"
 #include "rlx/core/ir_text.h"
 #include "test_support.h"
 
@@ -34,7 +36,8 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
   int bad = 0;
   for (size_t i = 0; i < got.size() && bad < 5; ++i) {
     if (std::isnan(want[i])) {
-      if (!std::isnan(got[i])) ++bad, ADD_FAILURE() << what << " at " << i << ": want NaN, got " << got[i];
+      if (!std::isnan(got[i]))
+        ++bad, ADD_FAILURE() << what << " at " << i << ": want NaN, got " << got[i];
       continue;
     }
     if (!(std::fabs(got[i] - want[i]) <= tol * std::max(1.0, std::fabs(want[i]))))
@@ -42,7 +45,9 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& wan
   }
 }
 
-std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+std::vector<double> widen(const std::vector<float>& v) {
+  return {v.begin(), v.end()};
+}
 
 std::vector<const NnSimd*> instruction_sets() {
   std::vector<const NnSimd*> sets{&cpu::nn_simd_portable()};
@@ -75,16 +80,20 @@ std::vector<double> naive_attention(const AttnCase& c, const std::vector<float>&
         for (int64_t j = 0; j < c.Sk; ++j) {
           double d = 0;
           for (int64_t t = 0; t < c.D; ++t)
-            d += double(q[((b * c.H + h) * c.Sq + i) * c.D + t]) * k[((b * c.Hkv + g) * c.Sk + j) * c.D + t];
-          const bool masked = (c.causal && j > i + (c.Sk - c.Sq)) || (!c.keep.empty() && !c.keep[b * c.Sk + j]);
+            d += double(q[((b * c.H + h) * c.Sq + i) * c.D + t]) *
+                 k[((b * c.Hkv + g) * c.Sk + j) * c.D + t];
+          const bool masked =
+              (c.causal && j > i + (c.Sk - c.Sq)) || (!c.keep.empty() && !c.keep[b * c.Sk + j]);
           s[j] = masked ? -INFINITY : d * scale;
           mx = std::max(mx, s[j]);
         }
         double sum = 0;
-        for (auto& x : s) x = mx == -INFINITY ? 1.0 : x == -INFINITY ? 0.0 : std::exp(x - mx), sum += x;
+        for (auto& x : s)
+          x = mx == -INFINITY ? 1.0 : x == -INFINITY ? 0.0 : std::exp(x - mx), sum += x;
         for (int64_t t = 0; t < c.Dv; ++t) {
           double acc = 0;
-          for (int64_t j = 0; j < c.Sk; ++j) acc += s[j] * v[((b * c.Hkv + g) * c.Sk + j) * c.Dv + t];
+          for (int64_t j = 0; j < c.Sk; ++j)
+            acc += s[j] * v[((b * c.Hkv + g) * c.Sk + j) * c.Dv + t];
           out.push_back(sum == 0 ? NAN : acc / sum);
         }
       }
@@ -100,7 +109,8 @@ std::vector<AttnCase> attention_cases() {
   cs.push_back({"bert_batch1_12_heads_seq32", 1, 12, 12, 32, 32, 32, 32, false});
   cs.push_back({"long_keys_over_blocks", 1, 2, 1, 19, 300, 32, 32, true});
   cs.push_back({"wide_heads_over_128", 1, 2, 2, 3, 9, 160, 144, false});
-  cs.push_back({"more_queries_than_keys_causal", 1, 2, 2, 4, 2, 8, 8, true});  // rows 0, 1 see nothing
+  cs.push_back(
+      {"more_queries_than_keys_causal", 1, 2, 2, 4, 2, 8, 8, true});  // rows 0, 1 see nothing
   AttnCase pad{"padding_with_fully_masked_batch", 3, 2, 2, 4, 5, 16, 16};
   pad.keep = {1, 1, 0, 1, 0,   // batch 0: gaps
               0, 0, 0, 0, 0,   // batch 1: nothing visible -> the mean of V
@@ -127,14 +137,15 @@ std::vector<AttnCase> attention_cases() {
 TEST(CpuNnKernels, AttentionMatchesFloat64ReferenceOnEveryInstructionSet) {
   for (const NnSimd* simd : instruction_sets())
     for (const AttnCase& c : attention_cases()) {
-      auto q = random_values(c.B * c.H * c.Sq * c.D, 1, 2), k = random_values(c.B * c.Hkv * c.Sk * c.D, 2, 2),
+      auto q = random_values(c.B * c.H * c.Sq * c.D, 1, 2),
+           k = random_values(c.B * c.Hkv * c.Sk * c.D, 2, 2),
            v = random_values(c.B * c.Hkv * c.Sk * c.Dv, 3);
       cpu::AttentionShape sh{c.B, c.H, c.Hkv, c.Sq, c.Sk, c.D, c.Dv};
       sh.scale = static_cast<float>(c.scale ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.D)));
       sh.causal = c.causal;
       sh.keep = c.keep.empty() ? nullptr : c.keep.data();
       std::vector<float> out(c.B * c.H * c.Sq * c.Dv, -7.0f);
-      cpu::attention_f32(sh, q.data(), k.data(), v.data(), out.data(), *simd);
+      cpu::attention(sh, q.data(), k.data(), v.data(), out.data(), *simd);
       expect_close(widen(out), naive_attention(c, q, k, v), 2e-5, c.name + " (" + simd->name + ")");
     }
 }
@@ -146,7 +157,7 @@ TEST(CpuNnKernels, AttentionRowWithANanScoreIsNan) {
     q[1] = NAN;  // query row 0 only
     cpu::AttentionShape sh{1, 1, 1, 2, 3, 4, 4, 0.5f};
     std::vector<float> out(8);
-    cpu::attention_f32(sh, q.data(), k.data(), v.data(), out.data(), *simd);
+    cpu::attention(sh, q.data(), k.data(), v.data(), out.data(), *simd);
     for (int t = 0; t < 4; ++t) EXPECT_TRUE(std::isnan(out[t])) << simd->name;
     for (int t = 4; t < 8; ++t) EXPECT_FALSE(std::isnan(out[t])) << simd->name;
   }
@@ -165,7 +176,7 @@ TEST(CpuNnKernels, AttentionNanRowInsideAGroupOfPackedRows) {
     sh.scale = 0.25f;
     c.scale = 0.25;
     std::vector<float> out(c.H * c.Sq * c.Dv);
-    cpu::attention_f32(sh, q.data(), k.data(), v.data(), out.data(), *simd);
+    cpu::attention(sh, q.data(), k.data(), v.data(), out.data(), *simd);
     const std::vector<double> want = naive_attention(c, q, k, v);
     for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
       const bool nan_row = i / c.Dv == head * c.Sq + row;
@@ -173,6 +184,55 @@ TEST(CpuNnKernels, AttentionNanRowInsideAGroupOfPackedRows) {
       if (!nan_row) EXPECT_NEAR(out[i], want[i], 2e-5 * std::max(1.0, std::fabs(want[i])));
     }
   }
+}
+
+// K and V of a 16-bit float type, as the kernel reads a KV cache kept in f16 or bf16: `bits`,
+// and the same values widened to f32 (exactly) in `wide`.
+struct Kv16 {
+  std::vector<uint16_t> bits;
+  std::vector<float> wide;
+};
+Kv16 to_16bit(const std::vector<float>& v, cpu::KvElem e) {
+  Kv16 r;
+  for (float x : v) {
+    const uint16_t b = e == cpu::KvElem::kF16 ? f32_to_f16(x) : f32_to_bf16(x);
+    r.bits.push_back(b);
+    r.wide.push_back(e == cpu::KvElem::kF16 ? f16_to_f32(b) : bf16_to_f32(b));
+  }
+  return r;
+}
+const char* elem_name(cpu::KvElem e) {
+  return e == cpu::KvElem::kF32 ? "f32" : e == cpu::KvElem::kF16 ? "f16" : "bf16";
+}
+
+// Widening is exact and the arithmetic after it is the f32 kernel's, so a 16-bit K and V give the
+// f32 result of their widened values bit for bit: on every path (scores from K as stored or from
+// K packed, V rows in groups, the uniform row of a query that sees no key) and every instruction
+// set, k and v of different types included.
+TEST(CpuNnKernels, AttentionWith16BitKvIsTheF32ResultOfItsValues) {
+  using cpu::KvElem;
+  const std::vector<std::pair<KvElem, KvElem>> elems{
+      {KvElem::kF16, KvElem::kF16}, {KvElem::kBF16, KvElem::kBF16}, {KvElem::kF16, KvElem::kBF16}};
+  for (const NnSimd* simd : instruction_sets())
+    for (const AttnCase& c : attention_cases())
+      for (auto [ke, ve] : elems) {
+        auto q = random_values(c.B * c.H * c.Sq * c.D, 21, 2);
+        Kv16 k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 22, 2), ke),
+             v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 23), ve);
+        cpu::AttentionShape sh{c.B, c.H, c.Hkv, c.Sq, c.Sk, c.D, c.Dv};
+        sh.scale =
+            static_cast<float>(c.scale ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.D)));
+        sh.causal = c.causal;
+        sh.keep = c.keep.empty() ? nullptr : c.keep.data();
+        std::vector<float> want(c.B * c.H * c.Sq * c.Dv), got(want.size(), -7.0f);
+        cpu::attention(sh, q.data(), k.wide.data(), v.wide.data(), want.data(), *simd);
+        sh.k_elem = ke, sh.v_elem = ve;
+        cpu::attention(sh, q.data(), k.bits.data(), v.bits.data(), got.data(), *simd);
+        const std::string what =
+            c.name + " k " + elem_name(ke) + " v " + elem_name(ve) + " (" + simd->name + ")";
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
+        expect_close(widen(got), naive_attention(c, q, k.wide, v.wide), 2e-5, what + " vs float64");
+      }
 }
 
 // ---- norms and softmax -----------------------------------------------------------------------
@@ -186,7 +246,8 @@ TEST(CpuNnKernels, LayerNormAndRmsNormMatchFloat64Reference) {
       std::vector<double> ln, ln_plain, rms;
       for (int64_t r = 0; r < rows; ++r) {
         double mean = 0, var = 0, ms = 0;
-        for (int64_t i = 0; i < n; ++i) mean += x[r * n + i], ms += double(x[r * n + i]) * x[r * n + i];
+        for (int64_t i = 0; i < n; ++i)
+          mean += x[r * n + i], ms += double(x[r * n + i]) * x[r * n + i];
         mean /= n, ms /= n;
         for (int64_t i = 0; i < n; ++i) var += (x[r * n + i] - mean) * (x[r * n + i] - mean);
         var /= n;
@@ -208,36 +269,43 @@ TEST(CpuNnKernels, LayerNormAndRmsNormMatchFloat64Reference) {
     }
 }
 
-std::vector<double> naive_softmax(const std::vector<float>& x, int64_t outer, int64_t n, int64_t inner) {
+std::vector<double> naive_softmax(const std::vector<float>& x, int64_t outer, int64_t n,
+                                  int64_t inner) {
   std::vector<double> y(x.size());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t c = 0; c < inner; ++c) {
       auto at = [&](int64_t i) { return (o * n + i) * inner + c; };
       double mx = -INFINITY, sum = 0;
       bool nan = false;
-      for (int64_t i = 0; i < n; ++i) nan |= std::isnan(x[at(i)]), mx = std::max(mx, double(x[at(i)]));
+      for (int64_t i = 0; i < n; ++i)
+        nan |= std::isnan(x[at(i)]), mx = std::max(mx, double(x[at(i)]));
       for (int64_t i = 0; i < n; ++i) sum += x[at(i)] == -INFINITY ? 0.0 : std::exp(x[at(i)] - mx);
       for (int64_t i = 0; i < n; ++i)
-        y[at(i)] = nan || mx == -INFINITY ? NAN : (x[at(i)] == -INFINITY ? 0.0 : std::exp(x[at(i)] - mx)) / sum;
+        y[at(i)] = nan || mx == -INFINITY
+                       ? NAN
+                       : (x[at(i)] == -INFINITY ? 0.0 : std::exp(x[at(i)] - mx)) / sum;
     }
   return y;
 }
 
 TEST(CpuNnKernels, SoftmaxMatchesFloat64ReferenceOnAnyAxis) {
   for (const NnSimd* simd : instruction_sets()) {
-    for (auto [outer, n, inner] : std::vector<std::array<int64_t, 3>>{{3, 1, 1}, {4, 17, 1}, {2, 512, 1}, {2, 5, 3}, {1, 9, 7}}) {
+    for (auto [outer, n, inner] : std::vector<std::array<int64_t, 3>>{
+             {3, 1, 1}, {4, 17, 1}, {2, 512, 1}, {2, 5, 3}, {1, 9, 7}}) {
       auto x = random_values(outer * n * inner, 10, 20);
       std::vector<float> y(x.size());
       cpu::softmax_f32(x.data(), outer, n, inner, y.data(), *simd);
-      expect_close(widen(y), naive_softmax(x, outer, n, inner), 1e-6,
-                   "softmax " + std::to_string(n) + "x" + std::to_string(inner) + " (" + simd->name + ")");
+      expect_close(
+          widen(y), naive_softmax(x, outer, n, inner), 1e-6,
+          "softmax " + std::to_string(n) + "x" + std::to_string(inner) + " (" + simd->name + ")");
     }
     // Masked entries, a fully masked row (NaN, as the decomposition gives) and a NaN row.
     const float ninf = -INFINITY;
     std::vector<float> x = {0.5f, ninf, 2.0f, ninf, ninf, ninf, ninf, ninf, 1.0f, NAN, 0.0f, 3.0f};
     std::vector<float> y(12);
     cpu::softmax_f32(x.data(), 3, 4, 1, y.data(), *simd);
-    expect_close(widen(y), naive_softmax(x, 3, 4, 1), 1e-6, std::string("softmax specials (") + simd->name + ")");
+    expect_close(widen(y), naive_softmax(x, 3, 4, 1), 1e-6,
+                 std::string("softmax specials (") + simd->name + ")");
     EXPECT_EQ(y[1], 0.0f);
   }
 }
@@ -258,7 +326,9 @@ class SharedIrCpu final : public Target {
     if (is_nn_op(s.op)) return Verdict::no("native nn kernels turned off by the test");
     return t_->claim_native(s);
   }
-  Verdict accepts_primitive(const NodeSignature& s) const override { return t_->accepts_primitive(s); }
+  Verdict accepts_primitive(const NodeSignature& s) const override {
+    return t_->accepts_primitive(s);
+  }
   Verdict can_execute() const override { return t_->can_execute(); }
   std::unique_ptr<Executable> compile(const lir::Program& p) override { return t_->compile(p); }
   std::vector<Artifact> emit(const lir::Program& p, const std::filesystem::path& dir) override {
@@ -277,7 +347,8 @@ LoweringPath path_of(const std::string& ir, const std::string& op, std::shared_p
   return LoweringPath::kRewritten;
 }
 
-std::vector<double> run_one(const std::string& ir, const NamedTensors& in, std::shared_ptr<Target> t) {
+std::vector<double> run_one(const std::string& ir, const NamedTensors& in,
+                            std::shared_ptr<Target> t) {
   return test::values(test::run_text(ir, in, std::move(t)).at("o"));
 }
 
@@ -286,28 +357,35 @@ TEST(CpuNnKernels, AttentionThroughThePluginMatchesDecompositionAndReference) {
   auto shared = std::make_shared<SharedIrCpu>(native);
   for (const AttnCase& c : attention_cases()) {
     const bool pad = !c.keep.empty();
-    for (std::string mdt : pad ? std::vector<std::string>{"i64", "bool", "f32"} : std::vector<std::string>{""}) {
+    for (std::string mdt :
+         pad ? std::vector<std::string>{"i64", "bool", "f32"} : std::vector<std::string>{""}) {
       std::string mask = pad ? "padding" : c.causal ? "causal" : "none";
-      std::string attrs = "{mask = \"" + mask + "\"" + (c.scale ? ", scale = " + std::to_string(c.scale) : "") + "}";
+      std::string attrs = "{mask = \"" + mask + "\"" +
+                          (c.scale ? ", scale = " + std::to_string(c.scale) : "") + "}";
       auto dims = [](std::initializer_list<int64_t> d) {
         std::string s;
         for (int64_t x : d) s += (s.empty() ? "" : ",") + std::to_string(x);
         return s;
       };
-      std::string ir = "graph @t(%q: f32[" + dims({c.B, c.H, c.Sq, c.D}) + "], %k: f32[" + dims({c.B, c.Hkv, c.Sk, c.D}) +
-                       "], %v: f32[" + dims({c.B, c.Hkv, c.Sk, c.Dv}) + "]" +
-                       (pad ? ", %m: " + mdt + "[" + dims({c.B, c.Sk}) + "]" : "") + ") {\n  %o = Attention(%q, %k, %v" +
-                       (pad ? ", %m" : "") + ") " + attrs + " : f32[" + dims({c.B, c.H, c.Sq, c.Dv}) + "]\n  return %o\n}\n";
-      auto q = random_values(c.B * c.H * c.Sq * c.D, 11, 2), k = random_values(c.B * c.Hkv * c.Sk * c.D, 12, 2),
+      std::string ir = "graph @t(%q: f32[" + dims({c.B, c.H, c.Sq, c.D}) + "], %k: f32[" +
+                       dims({c.B, c.Hkv, c.Sk, c.D}) + "], %v: f32[" +
+                       dims({c.B, c.Hkv, c.Sk, c.Dv}) + "]" +
+                       (pad ? ", %m: " + mdt + "[" + dims({c.B, c.Sk}) + "]" : "") +
+                       ") {\n  %o = Attention(%q, %k, %v" + (pad ? ", %m" : "") + ") " + attrs +
+                       " : f32[" + dims({c.B, c.H, c.Sq, c.Dv}) + "]\n  return %o\n}\n";
+      auto q = random_values(c.B * c.H * c.Sq * c.D, 11, 2),
+           k = random_values(c.B * c.Hkv * c.Sk * c.D, 12, 2),
            v = random_values(c.B * c.Hkv * c.Sk * c.Dv, 13);
       NamedTensors in{{"q", test::f32({c.B, c.H, c.Sq, c.D}, q)},
                       {"k", test::f32({c.B, c.Hkv, c.Sk, c.D}, k)},
                       {"v", test::f32({c.B, c.Hkv, c.Sk, c.Dv}, v)}};
       if (pad) {
         std::vector<int64_t> shape{c.B, c.Sk};
-        if (mdt == "i64") in["m"] = Tensor::from<int64_t>(DType::kI64, shape, {c.keep.begin(), c.keep.end()});
+        if (mdt == "i64")
+          in["m"] = Tensor::from<int64_t>(DType::kI64, shape, {c.keep.begin(), c.keep.end()});
         if (mdt == "bool") in["m"] = Tensor::from<uint8_t>(DType::kBool, shape, c.keep);
-        if (mdt == "f32") in["m"] = Tensor::from<float>(DType::kF32, shape, {c.keep.begin(), c.keep.end()});
+        if (mdt == "f32")
+          in["m"] = Tensor::from<float>(DType::kF32, shape, {c.keep.begin(), c.keep.end()});
       }
       const std::string what = c.name + (mdt.empty() ? "" : " mask " + mdt);
       EXPECT_EQ(path_of(ir, "Attention", native), LoweringPath::kNative) << what;
@@ -317,6 +395,48 @@ TEST(CpuNnKernels, AttentionThroughThePluginMatchesDecompositionAndReference) {
       expect_close(got, run_one(ir, in, shared), 2e-5, what + " vs decomposition");
     }
   }
+}
+
+// A KV cache kept in f16 or bf16 is read by f32 queries: the cpu claims that Attention, and its
+// result matches both the decomposition (which converts k and v to f32 first) and the float64
+// reference over the widened values.
+TEST(CpuNnKernels, AttentionWith16BitKvThroughThePluginMatchesDecompositionAndReference) {
+  auto native = test::cpu_target();
+  auto shared = std::make_shared<SharedIrCpu>(native);
+  for (const AttnCase& c : attention_cases())
+    for (cpu::KvElem e : {cpu::KvElem::kF16, cpu::KvElem::kBF16}) {
+      const std::string kv = elem_name(e);
+      const bool pad = !c.keep.empty();
+      std::string mask = pad ? "padding" : c.causal ? "causal" : "none";
+      std::string attrs = "{mask = \"" + mask + "\"" +
+                          (c.scale ? ", scale = " + std::to_string(c.scale) : "") + "}";
+      auto dims = [](std::initializer_list<int64_t> d) {
+        std::string s;
+        for (int64_t x : d) s += (s.empty() ? "" : ",") + std::to_string(x);
+        return s;
+      };
+      std::string ir = "graph @t(%q: f32[" + dims({c.B, c.H, c.Sq, c.D}) + "], %k: " + kv + "[" +
+                       dims({c.B, c.Hkv, c.Sk, c.D}) + "], %v: " + kv + "[" +
+                       dims({c.B, c.Hkv, c.Sk, c.Dv}) + "]" +
+                       (pad ? ", %m: i64[" + dims({c.B, c.Sk}) + "]" : "") +
+                       ") {\n  %o = Attention(%q, %k, %v" + (pad ? ", %m" : "") + ") " + attrs +
+                       " : f32[" + dims({c.B, c.H, c.Sq, c.Dv}) + "]\n  return %o\n}\n";
+      auto q = random_values(c.B * c.H * c.Sq * c.D, 31, 2);
+      Kv16 k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 32, 2), e),
+           v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 33), e);
+      const DType dt = e == cpu::KvElem::kF16 ? DType::kF16 : DType::kBF16;
+      NamedTensors in{{"q", test::f32({c.B, c.H, c.Sq, c.D}, q)},
+                      {"k", Tensor::from<uint16_t>(dt, {c.B, c.Hkv, c.Sk, c.D}, k.bits)},
+                      {"v", Tensor::from<uint16_t>(dt, {c.B, c.Hkv, c.Sk, c.Dv}, v.bits)}};
+      if (pad)
+        in["m"] = Tensor::from<int64_t>(DType::kI64, {c.B, c.Sk}, {c.keep.begin(), c.keep.end()});
+      const std::string what = c.name + " kv " + kv;
+      EXPECT_EQ(path_of(ir, "Attention", native), LoweringPath::kNative) << what;
+      EXPECT_EQ(path_of(ir, "Attention", shared), LoweringPath::kSharedIr) << what;
+      auto got = run_one(ir, in, native);
+      expect_close(got, naive_attention(c, q, k.wide, v.wide), 2e-5, what + " vs float64");
+      expect_close(got, run_one(ir, in, shared), 2e-5, what + " vs decomposition");
+    }
 }
 
 TEST(CpuNnKernels, NormsAndSoftmaxThroughThePluginMatchDecomposition) {
@@ -343,7 +463,8 @@ TEST(CpuNnKernels, NormsAndSoftmaxThroughThePluginMatchDecomposition) {
 }
 
 TEST(CpuNnKernels, OtherDtypesAreRefusedNativelyAndTakeTheSharedPath) {
-  const std::string ir = R"(graph @t(%q: f64[1,2,3,4], %k: f64[1,1,3,4], %v: f64[1,1,3,4], %x: f16[2,8]) {
+  const std::string ir =
+      R"(graph @t(%q: f64[1,2,3,4], %k: f64[1,1,3,4], %v: f64[1,1,3,4], %x: f16[2,8]) {
   %o = Attention(%q, %k, %v) {mask = "causal"} : f64[1,2,3,4]
   %s = Softmax(%x) : f16[2,8]
   return %o, %s

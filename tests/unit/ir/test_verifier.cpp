@@ -27,9 +27,29 @@ TEST(Verifier, InferenceOfTransformerOps) {
   ValueId w = b.input("w", {DType::kF32, {32, 16}});
   EXPECT_EQ(g.type(b.op("Linear", {o, w})).str(), "f32[B,8,S,32]");
   ValueId m = b.input("m", {DType::kF32, {3, 16, 5}});
-  EXPECT_EQ(g.type(b.op("MatMul", {o, b.input("r", {DType::kF32, {16, 5}})})).str(), "f32[B,8,S,5]");
-  EXPECT_EQ(error_of([&] { b.op("MatMul", {o, m}); }),
+  EXPECT_EQ(g.type(b.op("MatMul", {o, b.input("r", {DType::kF32, {16, 5}})})).str(),
+            "f32[B,8,S,5]");
+  EXPECT_EQ(error_of([&] {
+              b.op("MatMul", {o, m});
+            }),
             "node %t3 (MatMul): shapes [B,8] and [3] do not broadcast (dim 1: 8 vs 3)");
+}
+
+// A KV cache kept in f16 (or bf16) is read by f32 queries: the decomposition converts k and v to
+// q's dtype, so the result is q's dtype; k and v must still be floats.
+TEST(Verifier, AttentionReadsKAndVOfAnotherFloatDtypeAsQs) {
+  Graph g;
+  GraphBuilder b(g);
+  ValueId q = b.input("q", {DType::kF32, {1, 4, 1, 8}});
+  ValueId k = b.input("k", {DType::kF16, {1, 2, Dim::symbol("T"), 8}});
+  ValueId v = b.input("v", {DType::kBF16, {1, 2, Dim::symbol("T"), 8}});
+  EXPECT_EQ(g.type(b.op("Attention", {q, k, v}, {{"mask", std::string("causal")}})).str(),
+            "f32[1,4,1,8]");
+  ValueId i = b.input("i", {DType::kI32, {1, 2, 3, 8}});
+  EXPECT_EQ(error_of([&] {
+              b.op("Attention", {q, i, v});
+            }),
+            "node %t1 (Attention): Attention needs floating-point k and v, got i32 and bf16");
 }
 
 TEST(Verifier, MessagesNameTheNode) {
@@ -37,11 +57,18 @@ TEST(Verifier, MessagesNameTheNode) {
   GraphBuilder b(g);
   ValueId x = b.input("x", {DType::kF32, {2, 3}});
   b.set_loc("layer0/attn");
-  EXPECT_EQ(error_of([&] { b.op("Attention", {x, x, x}); }),
-            "node %t0 (Attention 'layer0/attn'): Attention needs rank-4 q, k, v [batch, heads, seq, dim], got f32[2,3], f32[2,3], f32[2,3]");
-  EXPECT_EQ(error_of([&] { b.op("reduce_sum", {x}, {{"axes", IntList{2}}}); }),
+  EXPECT_EQ(error_of([&] {
+              b.op("Attention", {x, x, x});
+            }),
+            "node %t0 (Attention 'layer0/attn'): Attention needs rank-4 q, k, v [batch, heads, "
+            "seq, dim], got f32[2,3], f32[2,3], f32[2,3]");
+  EXPECT_EQ(error_of([&] {
+              b.op("reduce_sum", {x}, {{"axes", IntList{2}}});
+            }),
             "node %t1 (reduce_sum 'layer0/attn'): axis 2 is out of range for rank 2");
-  EXPECT_EQ(error_of([&] { b.op("transpose", {x}, {{"perm", IntList{0, 0}}}); }),
+  EXPECT_EQ(error_of([&] {
+              b.op("transpose", {x}, {{"perm", IntList{0, 0}}});
+            }),
             "node %t2 (transpose 'layer0/attn'): transpose: perm is not a permutation");
 }
 

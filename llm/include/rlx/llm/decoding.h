@@ -26,9 +26,22 @@ struct DecodeResult {
   int64_t decode_steps = 0;
   // T of the decode graph: prompt length + max_new_tokens, rounded up to kCapacityStep.
   int64_t cache_capacity = 0;
+  // How the KV cache is kept (the decode graph's past_* inputs, set_kv_cache_dtype) and its
+  // size: every past_* tensor at cache_capacity, summed.
+  DType cache_dtype = DType::kF32;
+  int64_t cache_bytes = 0;
 };
 
 inline constexpr int64_t kCapacityStep = 64;
+
+// Keeps the KV cache of a decode graph in `dtype` (a float: f32, f16 or bf16): its past_*
+// inputs, the scatters that write a step's keys and values into them (the new rows rounded to
+// `dtype` as they are stored) and what those return (the present_* outputs). Attention reads the
+// cache as it is stored (the HIR op converts k and v to q's dtype); any other reader gets a
+// conversion back to the dtype it read before. Returns how many past_* inputs the graph has (0:
+// the graph has no KV cache and is unchanged); a non-float dtype is a user error. The caller
+// reports the choice: it changes the results (f16 keeps about 3 decimal digits).
+int set_kv_cache_dtype(Graph& graph, DType dtype);
 
 class GreedyDecoder {
  public:
@@ -44,6 +57,7 @@ class GreedyDecoder {
  private:
   CompiledModel prefill_, decode_;
   std::vector<std::string> cache_names_;  // past_* inputs of decode, in input order
+  std::vector<DType> cache_dtypes_;       // and their dtypes
   double compile_seconds_ = 0;
   int64_t context_ = 0;
   std::string context_reason_;
