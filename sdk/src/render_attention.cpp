@@ -21,10 +21,6 @@ namespace rlx::sdk {
 
 namespace {
 
-bool computes_in_f32(DType t) {
-  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
-}
-
 class AttentionWriter {
  public:
   AttentionWriter(const AttentionShape& s, const Dialect& d)
@@ -33,7 +29,8 @@ class AttentionWriter {
         s_.head_dim <= 0 || s_.v_dim <= 0 || s_.heads % s_.kv_heads)
       t_.fail("the shape does not fit one attention");
     for (DType dt : {s_.q_dtype, s_.k_dtype, s_.v_dtype, s_.out_dtype})
-      if (!computes_in_f32(dt)) t_.fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(dt)));
+      if (!detail::single_float(dt))
+        t_.fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(dt)));
     if (s_.mask != "none" && s_.mask != "causal" && s_.mask != "padding")
       t_.fail(fmt::format("unknown mask \"{}\"", s_.mask));
     if (s_.mask == "padding" &&

@@ -21,51 +21,13 @@ namespace rlx::sdk {
 
 namespace {
 
+using detail::int_limits;
+using detail::is_signed_int;
+using detail::join;
+using detail::row_major_strides;
+using detail::single_float;
 using lir::Expr;
 using lir::ExprKind;
-
-bool is_signed_int(DType t) {
-  return t == DType::kI8 || t == DType::kI16 || t == DType::kI32 || t == DType::kI64;
-}
-
-// f16 and bf16 compute in the f32 compute type (render.h), so they share its literals and math.
-bool single_float(DType t) {
-  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
-}
-
-// Within int64; u64 has its own cases where its maximum matters (reduce_init, conversions).
-std::pair<int64_t, int64_t> int_limits(DType t) {
-  switch (t) {
-    case DType::kBool:
-      return {0, 1};
-    case DType::kI8:
-      return {INT8_MIN, INT8_MAX};
-    case DType::kU8:
-      return {0, UINT8_MAX};
-    case DType::kI16:
-      return {INT16_MIN, INT16_MAX};
-    case DType::kI32:
-      return {INT32_MIN, INT32_MAX};
-    case DType::kU16:
-      return {0, UINT16_MAX};
-    case DType::kU32:
-      return {0, UINT32_MAX};
-    default:
-      return {INT64_MIN, INT64_MAX};
-  }
-}
-
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string s;
-  for (size_t i = 0; i < parts.size(); ++i) s += (i ? sep : "") + parts[i];
-  return s;
-}
-
-std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
-  return s;
-}
 
 struct BufferUse {
   DType dtype;

@@ -58,10 +58,6 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-bool computes_in_f32(DType t) {
-  return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
-}
-
 // `x * stride` with the trivial cases folded, for index text.
 std::string scaled(const std::string& x, int64_t stride) {
   if (stride == 0) return "";
@@ -102,7 +98,7 @@ class MatmulWriter : detail::KernelText {
       fail(fmt::format("the product [{}, {}, {}] x [{}, {}, {}] is empty", s_.batch, s_.m, s_.k,
                        s_.batch, s_.k, s_.n));
     for (DType t : {s_.a_dtype, s_.b_dtype, s_.c_dtype})
-      if (!computes_in_f32(t)) fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(t)));
+      if (!detail::single_float(t)) fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(t)));
     f32_ = entry(d_.compute_type, DType::kF32, "compute type");
     int_ = entry(d_.compute_type, DType::kI32, "compute type");
   }

@@ -1,12 +1,24 @@
 // Pieces of kernel text that the loop renderer (render_c.cpp) and the matrix-product renderer
 // (render_matmul.cpp) write the same way. Internal to librlx_sdk.
 #pragma once
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rlx/sdk/render.h"
 
 namespace rlx::sdk::detail {
+
+bool is_signed_int(DType t);
+// f16 and bf16 compute in the f32 compute type (render.h), so they share its literals and math;
+// the cooperative kernels (render_matmul, render_attention) take exactly these three.
+bool single_float(DType t);
+// The range of an integer dtype within int64; u64 has its own cases where its maximum matters
+// (reduce_init, conversions).
+std::pair<int64_t, int64_t> int_limits(DType t);
+std::string join(const std::vector<std::string>& parts, const char* sep);
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims);
 
 // Element `index` of buffer `ptr` as stored: the dialect's load_element where it packs `dtype`
 // in words, else ptr[index]. `load` converts it to the compute type.
