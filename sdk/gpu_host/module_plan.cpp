@@ -385,7 +385,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   };
   auto add_attention = [&](const AttentionCall& a) {
     add_shaped(a.shape, a.buffers, sdk::render_attention,
-               [](const sdk::AttentionKernel& k) { return k.work_items; });
+               [](const sdk::AttentionKernel& k) { return k.groups * kGroupSize; });
   };
   const std::vector<int> readers = readers_of(p);
   for (size_t i = 0; i < p.kernels.size(); ++i) {

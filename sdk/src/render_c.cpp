@@ -21,6 +21,7 @@ namespace rlx::sdk {
 
 namespace {
 
+using detail::float_text;
 using detail::int_limits;
 using detail::is_signed_int;
 using detail::join;
@@ -231,7 +232,7 @@ class KernelRenderer {
       else if (std::isinf(v))
         s = v > 0 ? d_.infinity : "(-" + d_.infinity + ")";
       if (!s.empty()) return single_float(t) ? s : cast(t, s);
-      s = single_float(t) ? fmt::format("{}", static_cast<float>(v)) : fmt::format("{}", v);
+      s = single_float(t) ? float_text(static_cast<float>(v)) : fmt::format("{}", v);
       if (s.find_first_of(".e") == std::string::npos) s += ".0";
       return s + (single_float(t) ? d_.float_suffix : d_.float64_suffix);
     }

@@ -280,15 +280,7 @@ class MatmulWriter : detail::KernelText {
     }
   }
 
-  // The group's index gi, clamped to the last real group as g (a 2D grid may launch more; those
-  // compute a copy of the last tile and store nothing, keeping every barrier uniform), and the
-  // invocation's index li.
-  void ids(int64_t groups) {
-    let("gi", d_.group_index);
-    small("li", fmt::format(fmt::runtime(d_.cast), fmt::arg("type", int_),
-                            fmt::arg("x", d_.local_index)));
-    let("g", choose(fmt::format("gi < {}", groups), "gi", std::to_string(groups - 1)));
-  }
+  void ids(int64_t groups) { group_ids(groups, int_); }
 
   // The comment, shared arrays, signature and opening brace.
   void open(const std::string& variant,
@@ -314,10 +306,7 @@ class MatmulWriter : detail::KernelText {
 
     const std::string symbol = kernel_symbol(s_.name);
     std::string shared;
-    for (auto& [name, size] : arrays)
-      shared += fmt::format(fmt::runtime(d_.shared_array), fmt::arg("type", f32_),
-                            fmt::arg("name", name), fmt::arg("size", size)) +
-                "\n";
+    for (auto& [name, size] : arrays) shared += shared_array(f32_, name, size);
     KernelText::open(
         symbol, params,
         fmt::format("{}: {} C[{}, {}, {}] = A[{}, {}, {}] (strides {}, {}, {}) x B[{}, {}, {}] "

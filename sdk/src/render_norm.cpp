@@ -42,16 +42,12 @@ class NormWriter : detail::KernelText {
       params[j] = {static_cast<int32_t>(j), DType::kF32, false};
     params[s_.out_buffer].written = true;
     const std::string symbol = kernel_symbol(s_.name);
-    const std::string shared = fmt::format(fmt::runtime(d_.shared_array), fmt::arg("type", f32_),
-                                           fmt::arg("name", "rlx_red"), fmt::arg("size", kGroup)) +
-                               "\n";
+    const std::string shared = shared_array(f32_, "rlx_red", kGroup);
     open(symbol, params,
          fmt::format("{}: {} over rows [{}, {}], epsilon {}, one group of {} per row, f32", symbol,
                      s_.rms ? "RMSNorm" : "LayerNorm", s_.rows, s_.n, s_.epsilon, kGroup),
          shared, /*cooperative=*/true);
-    let("gi", d_.group_index);
-    declare(int_, "li", cast(int_, d_.local_index));
-    let("g", choose(fmt::format("gi < {}", s_.rows), "gi", std::to_string(s_.rows - 1)));
+    group_ids(s_.rows, int_);
     let("base", fmt::format("g * {}", s_.n));
     const std::string n = f32_literal(static_cast<double>(s_.n));
     const std::string eps = f32_literal(s_.epsilon);

@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include "rlx/core/error.h"
@@ -37,6 +38,13 @@ std::pair<int64_t, int64_t> int_limits(DType t) {
     default:
       return {INT64_MIN, INT64_MAX};
   }
+}
+
+std::string float_text(float v) {
+  std::string s = fmt::format("{}", v);
+  if (std::fabs(std::strtod(s.c_str(), nullptr)) > std::numeric_limits<float>::max())
+    s = fmt::format("{}", static_cast<double>(v));
+  return s;
 }
 
 std::string join(const std::vector<std::string>& parts, const char* sep) {
@@ -167,6 +175,11 @@ void KernelText::loop_to(const std::string& var, const std::string& end) {
   ++indent_;
 }
 
+void KernelText::if_block(const std::string& condition) {
+  line(fmt::format("if ({}) {{", condition));
+  ++indent_;
+}
+
 void KernelText::close() {
   --indent_;
   line("}");
@@ -184,6 +197,19 @@ void KernelText::work_item(const std::string& name, int64_t n) {
   line(fmt::format("if ({} >= {}) {{ return; }}", name, n));
 }
 
+void KernelText::group_ids(int64_t groups, const std::string& int_type) {
+  let("gi", d_.group_index);
+  declare(int_type, "li", cast(int_type, d_.local_index));
+  let("g", choose(fmt::format("gi < {}", groups), "gi", std::to_string(groups - 1)));
+}
+
+std::string KernelText::shared_array(const std::string& type, const std::string& name,
+                                     int64_t size) const {
+  return fmt::format(fmt::runtime(d_.shared_array), fmt::arg("type", type), fmt::arg("name", name),
+                     fmt::arg("size", size)) +
+         "\n";
+}
+
 std::string KernelText::choose(const std::string& c, const std::string& t,
                                const std::string& f) const {
   return fmt::format(fmt::runtime(d_.conditional), fmt::arg("c", c), fmt::arg("t", t),
@@ -192,7 +218,7 @@ std::string KernelText::choose(const std::string& c, const std::string& t,
 
 std::string KernelText::f32_literal(double v) const {
   if (std::isinf(v) || std::isnan(v)) fail("a non-finite literal");
-  std::string s = fmt::format("{:.9g}", v);
+  std::string s = float_text(static_cast<float>(v));
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s + d_.float_suffix;
 }

@@ -17,6 +17,11 @@ bool single_float(DType t);
 // The range of an integer dtype within int64; u64 has its own cases where its maximum matters
 // (reduce_init, conversions).
 std::pair<int64_t, int64_t> int_limits(DType t);
+// The shortest decimal text of a finite f32 that names it and lies inside f32's range. The
+// shortest text of f32's largest value, 3.4028235e+38, lies past it and rounds back only by
+// nearest rounding; WGSL refuses such a literal ("cannot be represented as f32"), so that value
+// is written in full.
+std::string float_text(float v);
 std::string join(const std::vector<std::string>& parts, const char* sep);
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims);
 
@@ -62,9 +67,17 @@ class KernelText {
   void loop(const std::string& var, int64_t end);
   void loop(const std::string& var, int64_t end, const std::string& type);
   void loop_to(const std::string& var, const std::string& end);  // a bound known at run time
+  // `if (condition) {`, closed by close().
+  void if_block(const std::string& condition);
   void close();
   // The flat work-item index, and a return for the items past `n` (one work-item per output).
   void work_item(const std::string& name, int64_t n);
+  // A cooperative kernel's ids: the group's index gi, clamped to the last real group as g (a 2D
+  // grid may launch more; those compute a copy of the last group's work and store nothing,
+  // keeping every barrier uniform), and the invocation's index li within the group, an `int_type`.
+  void group_ids(int64_t groups, const std::string& int_type);
+  // The declaration of a workgroup-shared array of `size` elements, for open()'s `shared`.
+  std::string shared_array(const std::string& type, const std::string& name, int64_t size) const;
 
   std::string choose(const std::string& c, const std::string& t, const std::string& f) const;
   std::string f32_literal(double v) const;

@@ -233,6 +233,61 @@ TEST(CpuHirOps, AttentionLongRowsWithWideScores) {
   expect_all_near(values(out.at("o")), naive_attention(q, k, v, B, H, H, S, S, D, false, {}), 1e-5);
 }
 
+// From 16 queries a head on, the GPU-style targets' kernel stages keys and values in shared memory
+// by tiles for groups of 64 queries: the last query tile and the last key tile here are partial,
+// the kv heads grouped, and a causal group stops after the last tile its queries see.
+TEST(CpuHirOps, AttentionCausalOverPartialQueryAndKeyTiles) {
+  const int B = 1, H = 4, Hkv = 2, Sq = 70, Sk = 75, D = 24;
+  auto q = random_values(B * H * Sq * D, 51, 2), k = random_values(B * Hkv * Sk * D, 52, 2),
+       v = random_values(B * Hkv * Sk * D, 53);
+  auto out = run_text(R"(graph @t(%q: f32[1,4,70,24], %k: f32[1,2,75,24], %v: f32[1,2,75,24]) {
+  %o = Attention(%q, %k, %v) {mask = "causal"} : f32[1,4,70,24]
+  return %o
+}
+)",
+                      {{"q", f32({B, H, Sq, D}, q)}, {"k", f32({B, Hkv, Sk, D}, k)}, {"v", f32({B, Hkv, Sk, D}, v)}});
+  expect_all_near(values(out.at("o")), naive_attention(q, k, v, B, H, Hkv, Sq, Sk, D, true, {}), 1e-5);
+}
+
+// 128-element heads fit 16 keys to a shared tile (16 KB); 50 keys leave the last tile partial.
+TEST(CpuHirOps, AttentionWideHeadsOverSmallKeyTiles) {
+  const int B = 1, H = 2, S = 50, D = 128;
+  auto q = random_values(B * H * S * D, 54), k = random_values(B * H * S * D, 55), v = random_values(B * H * S * D, 56);
+  auto out = run_text(R"(graph @t(%q: f32[1,2,50,128], %k: f32[1,2,50,128], %v: f32[1,2,50,128]) {
+  %o = Attention(%q, %k, %v) : f32[1,2,50,128]
+  return %o
+}
+)",
+                      {{"q", f32({B, H, S, D}, q)}, {"k", f32({B, H, S, D}, k)}, {"v", f32({B, H, S, D}, v)}});
+  expect_all_near(values(out.at("o")), naive_attention(q, k, v, B, H, H, S, S, D, false, {}), 1e-5);
+}
+
+// A padding mask over 40 queries a head (tiled on the GPU-style targets); batch 0 masks every key,
+// so its rows are the mean of V, as in AttentionWithEveryKeyMaskedAveragesTheValues.
+TEST(CpuHirOps, AttentionPaddingOverTiledQueriesWithAFullyMaskedBatch) {
+  const int B = 2, H = 2, S = 40, D = 16;
+  auto q = random_values(B * H * S * D, 57), k = random_values(B * H * S * D, 58), v = random_values(B * H * S * D, 59);
+  std::vector<int> keep(B * S, 0);
+  std::vector<int64_t> mask(B * S, 0);
+  for (int j = 0; j < S; ++j) keep[S + j] = (j % 3 != 1), mask[S + j] = keep[S + j];
+  auto out = run_text(R"(graph @t(%q: f32[2,2,40,16], %k: f32[2,2,40,16], %v: f32[2,2,40,16], %m: i64[2,40]) {
+  %o = Attention(%q, %k, %v, %m) {mask = "padding"} : f32[2,2,40,16]
+  return %o
+}
+)",
+                      {{"q", f32({B, H, S, D}, q)}, {"k", f32({B, H, S, D}, k)}, {"v", f32({B, H, S, D}, v)},
+                       {"m", Tensor::from<int64_t>(DType::kI64, {B, S}, mask)}});
+  std::vector<double> want = naive_attention(q, k, v, B, H, H, S, S, D, false, keep);
+  for (int h = 0; h < H; ++h)
+    for (int i = 0; i < S; ++i)
+      for (int d = 0; d < D; ++d) {
+        double mean = 0;
+        for (int j = 0; j < S; ++j) mean += v[(h * S + j) * D + d];
+        want[(h * S + i) * D + d] = mean / S;
+      }
+  expect_all_near(values(out.at("o")), want, 1e-5);
+}
+
 // A bool padding mask of one row, broadcast over the batch, with grouped kv heads.
 TEST(CpuHirOps, AttentionBoolMaskBroadcastOverTheBatch) {
   const int B = 2, H = 4, Hkv = 2, S = 5, D = 8;

@@ -79,6 +79,9 @@ constexpr WGPUFlags kBufferUsageCopySrc = 0x4;
 constexpr WGPUFlags kBufferUsageCopyDst = 0x8;
 constexpr WGPUFlags kBufferUsageStorage = 0x80;
 constexpr WGPUFlags kMapModeRead = 0x1;
+// wgpu.h WGPUShaderRuntimeChecks: what wgpuDeviceCreateShaderModuleTrusted keeps.
+constexpr WGPUFlags kShaderChecksBounds = 0x1;
+constexpr WGPUFlags kShaderChecksLoopBounding = 0x2;
 
 using WGPURequestAdapterCallback = void (*)(WGPUEnum status, WGPUAdapter adapter, WGPUStringView message,
                                             void* userdata1, void* userdata2);

@@ -334,12 +334,16 @@ struct AttentionShape {
   int32_t q_buffer = 0, k_buffer = 1, v_buffer = 2, mask_buffer = -1, out_buffer = 3;
 };
 
-// An attention kernel: one work-item per query row (B * H * Sq of them), each keeping its q row
-// and its output row in private arrays. Throws rlx::Error (kCompile) when the dialect lacks a
-// dtype or the shape is inconsistent.
+// An attention kernel and how to launch it. A short query (decode) gets one work-item per query
+// row (B * H * Sq of them), each keeping its q row and its output row in private arrays; longer
+// ones a cooperative kernel (the dialect's shared_array and barrier) where each group owns 64
+// query rows of one head and stages the keys and values in shared memory a tile at a time, so
+// the group reads each key once instead of once per query. Throws rlx::Error (kCompile) when the
+// dialect lacks a dtype or the shape is inconsistent.
 struct AttentionKernel {
   std::string source;
-  int64_t work_items = 0;
+  int64_t groups = 0;   // launch groups * 64 work-items, 64 to a group
+  std::string variant;  // "rows", "tiled 64 keys", ... (for comments and tests)
 };
 AttentionKernel render_attention(const AttentionShape& shape, const Dialect& dialect);
 
