@@ -32,16 +32,19 @@ class ProgramOnDevice {
     own_.resize(p_.buffers.size());
     // Temporaries come from the buffer plan's arena: temps the plan put at one arena offset have
     // disjoint lifetimes, so they share one device buffer (as large as the largest of them).
+    // (The module plan's offsets where fused kernels changed lifetimes: module_plan.h.)
+    auto offset = [&](const lir::Buffer& b) {
+      return plan_.arena_offsets.empty() ? b.arena_offset : plan_.arena_offsets[b.id];
+    };
     std::map<int64_t, size_t> slot_bytes;
     for (const lir::Buffer& b : p_.buffers)
-      if (b.kind == lir::BufferKind::kTemp && b.arena_offset >= 0)
-        slot_bytes[b.arena_offset] =
-            std::max(slot_bytes[b.arena_offset], static_cast<size_t>(b.nbytes()));
+      if (b.kind == lir::BufferKind::kTemp && offset(b) >= 0)
+        slot_bytes[offset(b)] = std::max(slot_bytes[offset(b)], static_cast<size_t>(b.nbytes()));
     std::map<int64_t, std::shared_ptr<OwnedBuffer>> slots;
     for (const lir::Buffer& b : p_.buffers) {
-      if (b.kind == lir::BufferKind::kTemp && b.arena_offset >= 0) {
-        std::shared_ptr<OwnedBuffer>& slot = slots[b.arena_offset];
-        if (!slot) slot = std::make_shared<OwnedBuffer>(api_, slot_bytes[b.arena_offset]);
+      if (b.kind == lir::BufferKind::kTemp && offset(b) >= 0) {
+        std::shared_ptr<OwnedBuffer>& slot = slots[offset(b)];
+        if (!slot) slot = std::make_shared<OwnedBuffer>(api_, slot_bytes[offset(b)]);
         own_[b.id] = slot;
         continue;
       }

@@ -129,6 +129,28 @@ bool dense_permutation(const std::vector<int64_t>& domain, const std::vector<int
   return true;
 }
 
+// Whether kernel `j` is the transpose that merges attention `a`'s heads ([B, H, Sq, Dv] read as
+// [B, Sq, H, Dv]) and the attention's only reader; if so the attention stores into its output
+// (AttentionShape::merge_heads) and it is not launched.
+bool merges_heads(const AttentionCall& a, const lir::CallKernel& c, const lir::Program& p, size_t j,
+                  const std::vector<int>& readers) {
+  if (j >= p.kernels.size()) return false;
+  const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
+  const int32_t out = p.storage_of(c.outputs[0]);
+  if (!k || !k->reduce.empty() || k->num_parallel != 4 || k->exprs.size() != 1 ||
+      k->stores.size() != 1 || k->stores[0].expr != 0 || readers[out] != 1 ||
+      p.buffers[out].kind != lir::BufferKind::kTemp)
+    return false;
+  const lir::Expr& e = k->exprs[0];
+  const sdk::AttentionShape& s = a.shape;
+  const std::vector<int64_t> domain = {s.batch, s.q_len, s.heads, s.v_dim};
+  const std::vector<int64_t> strides = {s.heads * s.q_len * s.v_dim, s.v_dim, s.q_len * s.v_dim, 1};
+  const int32_t to = p.storage_of(k->stores[0].buffer);
+  return e.kind == lir::ExprKind::kLoad && p.storage_of(e.load.buffer) == out &&
+         e.load.offset == 0 && e.load.guards.empty() && k->domain == domain &&
+         e.load.strides == strides && p.buffers[to].dtype == p.buffers[out].dtype;
+}
+
 // Epilogue kernels fused into one product at most, and the buffers the fused kernel may bind:
 // WebGPU guarantees 8 storage buffers per shader stage, and lowering keeps kernels within the
 // device's limit, which a fusion must not undo.
@@ -204,32 +226,6 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
       last_strides = permuted;
       break;
     }
-  }
-  // The output is now written while the product runs, before its own lifetime in the buffer
-  // plan begins: temporaries the plan put at one arena offset share one device buffer
-  // (device_executable.cpp), so it may not share one with a buffer the fused kernel reads.
-  // Shorten the chain until that holds (the product's result and intermediates are no longer
-  // materialised, so sharing with them is harmless).
-  auto slot = [&](int32_t b) {
-    const lir::Buffer& buf = p.buffers[b];
-    return buf.kind == lir::BufferKind::kTemp && buf.arena_offset >= 0 ? buf.arena_offset
-                                                                       : -1 - int64_t{b};
-  };
-  auto reads_slot_of = [&](int32_t out, size_t kernels) {
-    std::vector<int32_t> read(mm.buffers.begin(), mm.buffers.end() - 1);
-    for (size_t j = 0; j < kernels; ++j)
-      for (const lir::Expr& e : chain[j]->exprs)
-        if (e.kind == lir::ExprKind::kLoad) {
-          const int32_t b = p.storage_of(e.load.buffer);
-          if (std::find(inputs.begin(), inputs.end(), b) == inputs.end()) read.push_back(b);
-        }
-    return std::any_of(read.begin(), read.end(), [&](int32_t b) { return slot(b) == slot(out); });
-  };
-  while (!chain.empty() && reads_slot_of(cur, chain.size())) {
-    cur = inputs.back();
-    chain.pop_back();
-    inputs.pop_back();
-    last_strides.clear();
   }
   if (chain.empty()) return 0;
   // The parameters again, for the chain that stayed: A and B, what its kernels read, its output.
@@ -388,6 +384,8 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
                [](const sdk::AttentionKernel& k) { return k.groups * kGroupSize; });
   };
   const std::vector<int> readers = readers_of(p);
+  // Buffers a fused kernel writes before their own first kernel: storage -> the writing kernel.
+  std::map<int32_t, int32_t> written_early;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
       add_loop(*k);
@@ -403,12 +401,21 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       if (!d.shared_array.empty()) mm = matmul_form(c, p, name);
       if (mm) {
         const size_t fused = fuse_epilogue(*mm, p, i, readers);
+        if (fused > 0) written_early[mm->buffers.back()] = static_cast<int32_t>(i);
         add_matmul(*mm);
         i += fused;
       } else
         add_loop(dot_general_kernel(c, p, name));
     } else if (c.callee == "native:Attention") {
-      add_attention(attention_call(c, p, fmt::format("k{}_attention", i)));
+      AttentionCall a = attention_call(c, p, fmt::format("k{}_attention", i));
+      if (merges_heads(a, c, p, i + 1, readers)) {
+        const auto& transpose = std::get<lir::LoopKernel>(p.kernels[i + 1]);
+        a.buffers[a.shape.out_buffer] = p.storage_of(transpose.stores[0].buffer);
+        a.shape.merge_heads = true;
+        written_early[a.buffers[a.shape.out_buffer]] = static_cast<int32_t>(i);
+        ++i;
+      }
+      add_attention(a);
     } else if (c.callee == "native:LayerNorm" || c.callee == "native:RMSNorm") {
       const NormCall n = norm_call(c, p, fmt::format("k{}_{}", i, c.callee.substr(7)));
       add_shaped(n.shape, n.buffers, sdk::render_norm,
@@ -431,6 +438,13 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
                   fmt::format("the {} kernel library has no kernel for the library call {}", d.name,
                               where(c)));
     }
+  }
+  if (!written_early.empty()) {
+    std::vector<int32_t> first_use;
+    for (const lir::Buffer& b : p.buffers) first_use.push_back(b.first_use);
+    for (auto [storage, kernel] : written_early)
+      first_use[storage] = std::min(first_use[storage], kernel);
+    plan.arena_offsets = lir::plan_arena(p, first_use, nullptr);
   }
   return plan;
 }

@@ -38,11 +38,15 @@ struct ModulePlan {
   std::string source;
   std::vector<Step> steps;
   std::vector<IndexCheck> checks;  // one per status slot
+  // Where the temporaries live when fused kernels write a buffer before its own first kernel (a
+  // product storing its epilogue's output, an attention storing its transpose's): the program's
+  // buffer plan redone with those lifetimes started at the writing kernel (lir::plan_arena), so
+  // no buffer it reads shares the memory. Empty: the program's own arena offsets.
+  std::vector<int64_t> arena_offsets;
 };
 
 // Throws rlx::Error (kCompile) naming the call when the library lacks a kernel for it.
 ModulePlan plan_module(const lir::Program& program, const KernelLibrary& library);
-
 
 // dot_general as a loop kernel: parallel dims (batch, lhs free, rhs free) in output order, then
 // the contracted dims reduced by sum. Operands are read in the compute type of the output

@@ -155,9 +155,10 @@ class AttentionWriter {
   std::string comment(const std::string& variant) const {
     return fmt::format(
         "{}: attention ({}) q [{}, {}, {}, {}] k, v [{}, {}, {}, {}|{}], mask {}, scale {}, online "
-        "softmax in f32",
+        "softmax in f32{}",
         kernel_symbol(s_.name), variant, s_.batch, s_.heads, s_.q_len, s_.head_dim, s_.batch,
-        s_.kv_heads, s_.kv_len, s_.head_dim, s_.v_dim, s_.mask, s_.scale);
+        s_.kv_heads, s_.kv_len, s_.head_dim, s_.v_dim, s_.mask, s_.scale,
+        s_.merge_heads ? ", heads merged into out [B, Sq, H, Dv]" : "");
   }
 
   // bi, the kv head kvh of head bh and where its keys and values start.
@@ -229,9 +230,11 @@ class AttentionWriter {
   // out[row] = acc / run_sum, where `ok` holds ("" : always).
   void store_row(const std::string& row, const std::string& ok) {
     if (!ok.empty()) t_.if_block(ok);
+    const std::string at = s_.merge_heads ? fmt::format("((bi * {0} + qi) * {1} + bh % {1}) * {2}",
+                                                        s_.q_len, s_.heads, s_.v_dim)
+                                          : fmt::format("{} * {}", row, s_.v_dim);
     t_.loop("d", s_.v_dim);
-    t_.line(t_.store(s_.out_buffer, s_.out_dtype, fmt::format("{} * {} + d", row, s_.v_dim),
-                     "acc[d] / run_sum"));
+    t_.line(t_.store(s_.out_buffer, s_.out_dtype, at + " + d", "acc[d] / run_sum"));
     t_.close();
     if (!ok.empty()) t_.close();
   }

@@ -285,6 +285,17 @@ const char* const kEpilogueProgram =
 }
 )";
 
+const char* const kMergeHeadsProgram =
+    R"(graph @t(%q: f32[2,3,20,8], %k: f32[2,3,20,8], %v: f32[2,3,20,8], %qd: f32[2,3,2,8]) {
+  %o = Attention(%q, %k, %v) {mask = "causal"} : f32[2,3,20,8]
+  %t = transpose(%o) {perm = [0, 2, 1, 3]} : f32[2,20,3,8]
+  %m = reshape(%t) {shape = [2, 20, 24]} : f32[2,20,24]
+  %od = Attention(%qd, %k, %v) : f32[2,3,2,8]
+  %td = transpose(%od) {perm = [0, 2, 1, 3]} : f32[2,2,3,8]
+  return %m, %td
+}
+)";
+
 const char* const kMixedProgram =
     R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
   %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
@@ -380,6 +391,26 @@ void norms_agree_with_cpu(const SuiteTarget& t) {
   for (const auto& e : m.report().entries)
     EXPECT_EQ(e.path, LoweringPath::kNative) << e.op << " on " << t.name;
   expect_all_close(run_text(ir, in, cpu_target()), m.run(in), 1e-5);
+}
+
+// Attentions whose heads a transpose merges back (kMergeHeadsProgram): the tiled and the per-row
+// kernel store the merged layout themselves on the GPU-style targets; the results agree with cpu.
+void merged_heads_agree_with_cpu(const SuiteTarget& t) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  auto random = [&](std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = u(rng);
+    return f32(std::move(shape), std::move(v));
+  };
+  NamedTensors in{{"q", random({2, 3, 20, 8})},
+                  {"k", random({2, 3, 20, 8})},
+                  {"v", random({2, 3, 20, 8})},
+                  {"qd", random({2, 3, 2, 8})}};
+  expect_all_close(run_text(kMergeHeadsProgram, in, cpu_target()),
+                   run_text(kMergeHeadsProgram, in, target_named(t.name)), 1e-5);
 }
 
 // A decode step over a KV cache kept in f16 (`rlx generate --kv-cache f16`): each step's f32
@@ -541,6 +572,7 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("MixedProgramsAgreeWithCpu", mixed_programs_agree_with_cpu);
   add("ProductEpiloguesAgreeWithCpu", product_epilogues_agree_with_cpu);
   add("NormsRunNativelyAndAgreeWithCpu", norms_agree_with_cpu);
+  add("AttentionsStoreMergedHeadsAndAgreeWithCpu", merged_heads_agree_with_cpu);
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);
   add("KvCacheUpdatesInPlace",
       [](const SuiteTarget& t) { check_in_place_cache_update(target_named(t.name)); });

@@ -74,6 +74,10 @@ extern const char* const kEmitProgram;
 // through a bias and the transpose that splits heads:
 // ProductEpiloguesAgreeWithCpu, and the targets' emit tests check the fused epilogue's text.
 extern const char* const kEpilogueProgram;
+// Two Attentions (20 queries a head: the tiled kernel; 2: one work-item per row), each followed
+// by the transpose that merges heads: AttentionsStoreMergedHeadsAndAgreeWithCpu, and the
+// targets' emit tests check that no transpose kernel is left.
+extern const char* const kMergeHeadsProgram;
 
 // Registers the shared tests of a target that runs here (see the top of this file).
 void register_target_suite_tests(const SuiteTarget& target);

@@ -1,8 +1,6 @@
 #include "rlx/core/lir.h"
 
 #include <fmt/format.h>
-
-#include "ir/text_cursor.h"
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <set>
 #include <string_view>
 
+#include "ir/text_cursor.h"
 #include "rlx/core/error.h"
 
 namespace rlx::lir {
@@ -21,14 +20,17 @@ int64_t Buffer::numel() const {
   return n;
 }
 
-int64_t Buffer::nbytes() const { return numel() * static_cast<int64_t>(dtype_size(dtype)); }
+int64_t Buffer::nbytes() const {
+  return numel() * static_cast<int64_t>(dtype_size(dtype));
+}
 
 int32_t Program::storage_of(int32_t b) const {
   while (buffers.at(b).kind == BufferKind::kAlias) b = buffers[b].alias_of;
   return b;
 }
 
-void plan_buffers(Program& p) {
+std::vector<int64_t> plan_arena(const Program& p, const std::vector<int32_t>& first_use,
+                                int64_t* arena_bytes) {
   struct Slot {
     int64_t offset, size;
     int32_t busy_until;
@@ -38,24 +40,35 @@ void plan_buffers(Program& p) {
   for (auto& b : p.buffers)
     if (b.kind == BufferKind::kTemp) order.push_back(b.id);
   std::stable_sort(order.begin(), order.end(),
-                   [&](int32_t a, int32_t b) { return p.buffers[a].first_use < p.buffers[b].first_use; });
+                   [&](int32_t a, int32_t b) { return first_use[a] < first_use[b]; });
+  std::vector<int64_t> offsets(p.buffers.size(), -1);
   int64_t arena = 0;
   for (int32_t id : order) {
-    Buffer& b = p.buffers[id];
+    const Buffer& b = p.buffers[id];
     int64_t need = (std::max<int64_t>(b.nbytes(), 1) + 63) / 64 * 64;
     Slot* best = nullptr;
     // Strictly earlier lifetimes only: a kernel may read an operand after writing its result.
     for (Slot& s : slots)
-      if (s.busy_until < b.first_use && s.size >= need && (!best || s.size < best->size)) best = &s;
+      if (s.busy_until < first_use[id] && s.size >= need && (!best || s.size < best->size))
+        best = &s;
     if (!best) {
       slots.push_back(Slot{arena, need, -1});
       arena += need;
       best = &slots.back();
     }
-    b.arena_offset = best->offset;
-    best->busy_until = std::max(b.last_use, b.first_use);
+    offsets[id] = best->offset;
+    best->busy_until = std::max(b.last_use, first_use[id]);
   }
-  p.arena_bytes = arena;
+  if (arena_bytes) *arena_bytes = arena;
+  return offsets;
+}
+
+void plan_buffers(Program& p) {
+  std::vector<int32_t> first_use;
+  for (const Buffer& b : p.buffers) first_use.push_back(b.first_use);
+  const std::vector<int64_t> offsets = plan_arena(p, first_use, &p.arena_bytes);
+  for (Buffer& b : p.buffers)
+    if (b.kind == BufferKind::kTemp) b.arena_offset = offsets[b.id];
 }
 
 namespace {

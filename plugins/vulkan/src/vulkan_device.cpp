@@ -138,23 +138,18 @@ class VulkanContext {
     return commands_;
   }
 
-  // Every later command sees the memory written by every earlier one.
+  // Every later command sees the memory written by every earlier one. The host is left out:
+  // flush() makes the writes visible to it once per submission, not after every dispatch.
   void barrier() {
-    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
-                      VK_ACCESS_HOST_READ_BIT;
-    vk_.vkCmdPipelineBarrier(recording(),
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT |
-                                 VK_PIPELINE_STAGE_HOST_BIT,
-                             0, 1, &b, 0, nullptr, 0, nullptr);
+    memory_barrier(VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                       VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT);
   }
 
   // Submits what was recorded and waits for it; descriptor sets are recycled.
   void flush() {
     if (!recording_) return;
+    memory_barrier(VK_ACCESS_HOST_READ_BIT, VK_PIPELINE_STAGE_HOST_BIT);
     recording_ = false;
     check(vk_.vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
@@ -186,6 +181,15 @@ class VulkanContext {
   }
 
  private:
+  void memory_barrier(VkAccessFlags dst_access, VkPipelineStageFlags dst_stages) {
+    VkMemoryBarrier b{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    b.dstAccessMask = dst_access;
+    vk_.vkCmdPipelineBarrier(recording(),
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                             dst_stages, 0, 1, &b, 0, nullptr, 0, nullptr);
+  }
+
   VulkanApi vk_;
   bool ok_ = false;
   VkInstance instance_ = VK_NULL_HANDLE;

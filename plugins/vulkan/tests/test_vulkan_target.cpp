@@ -60,6 +60,19 @@ TEST(VulkanTarget, ProductsFuseTheirElementwiseConsumers) {
   EXPECT_EQ(glsl.find("_transpose:"), std::string::npos) << glsl;
 }
 
+TEST(VulkanTarget, AttentionsStoreTheHeadsTheirTransposeMerges) {
+  test::Emitted e(test::kMergeHeadsProgram, vulkan());
+  const std::string glsl = e.text("vulkan_kernels.comp");
+  EXPECT_NE(glsl.find("(tiled 64 keys)"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("(rows)"), std::string::npos) << glsl;
+  size_t merged = 0;
+  for (size_t at = glsl.find("heads merged"); at != std::string::npos;
+       at = glsl.find("heads merged", at + 1))
+    ++merged;
+  EXPECT_EQ(merged, 2u) << glsl;
+  EXPECT_EQ(glsl.find("_transpose:"), std::string::npos) << glsl;
+}
+
 // RLX_PROFILE=1 prints, when the executable goes, one row per kind of kernel with its launches;
 // the shared host executor does it, so this holds on every GPU-style target.
 TEST(VulkanTarget, ProfileListsEveryKernelKindWithItsLaunches) {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -26,10 +26,10 @@ struct Buffer {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   BufferKind kind = BufferKind::kTemp;
-  int32_t alias_of = -1;      // kAlias: the buffer whose memory this one reinterprets
-  int64_t arena_offset = -1;  // kTemp: byte offset into the arena (from plan_buffers)
+  int32_t alias_of = -1;                  // kAlias: the buffer whose memory this one reinterprets
+  int64_t arena_offset = -1;              // kTemp: byte offset into the arena (from plan_buffers)
   int32_t first_use = -1, last_use = -1;  // kernel indices (lifetime)
-  Tensor data;                // kConstant
+  Tensor data;                            // kConstant
   int64_t numel() const;
   int64_t nbytes() const;
 };
@@ -62,8 +62,8 @@ enum class ExprKind {
 struct Expr {
   ExprKind kind = ExprKind::kConst;
   DType dtype = DType::kF32;
-  std::string op;            // unary/binary MIR op name ("exp", "add", "lt")
-  std::vector<int32_t> args; // indices of earlier exprs in the same kernel
+  std::string op;             // unary/binary MIR op name ("exp", "add", "lt")
+  std::vector<int32_t> args;  // indices of earlier exprs in the same kernel
   AffineLoad load;
   double value = 0;
   int32_t dim = 0;
@@ -113,6 +113,12 @@ struct Program {
 // Assigns arena offsets to temporaries from their lifetimes, reusing memory of buffers whose
 // lifetimes do not overlap (greedy best fit, 64-byte aligned).
 void plan_buffers(Program& p);
+// The offsets plan_buffers would assign (-1 for buffers that are not temporaries) if each
+// buffer's lifetime began at first_use[b] instead, and the arena's size. For executors that
+// write a buffer before its first kernel runs, such as a product that applies the kernels after
+// it as its epilogue and so writes their output.
+std::vector<int64_t> plan_arena(const Program& p, const std::vector<int32_t>& first_use,
+                                int64_t* arena_bytes);
 // Constant data kept outside the text, in a side file (safetensors) beside it. Model weights
 // printed as decimal text cost seconds and hundreds of MB; as binary they cost a copy.
 //   b2 = constant %w : f32[8,2] live [1, 1] = external<"model.lir.safetensors": "b2">

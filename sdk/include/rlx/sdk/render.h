@@ -332,6 +332,9 @@ struct AttentionShape {
   int64_t mask_batch = 1, mask_len = 1;
   // Parameter positions b0, b1, ... of q, k, v, the mask (padding only) and out: distinct.
   int32_t q_buffer = 0, k_buffer = 1, v_buffer = 2, mask_buffer = -1, out_buffer = 3;
+  // out is [B, Sq, H, Dv] instead: the heads merged back into each position's row, as the
+  // transpose after a transformer's attention writes them.
+  bool merge_heads = false;
 };
 
 // An attention kernel and how to launch it. A short query (decode) gets one work-item per query
