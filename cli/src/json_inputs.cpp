@@ -108,7 +108,9 @@ std::map<std::string, WrittenValues> read_json_inputs(const std::string& path) {
     throw CliError(fmt::format("{} is not valid JSON: {}", path, e.what()), kFormatHint);
   }
   const json::Object* members = doc.as_object();
-  if (!members) fail(path, fmt::format("holds {}, not an object of inputs", doc.kind()));
+  if (!members)
+    throw CliError(fmt::format("{} holds a JSON {}, not an object of inputs", path, doc.kind()),
+                   kFormatHint);
   std::map<std::string, WrittenValues> inputs;
   for (const auto& [name, value] : *members) {
     const std::string where = fmt::format("{} entry '{}'", path, name);
