@@ -6,6 +6,7 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           libboost-dev libtomlplusplus-dev libfmt-dev libtbb-dev libsimdjson-dev libutf8proc-dev
           libcli11-dev  # the rlx command line (header-only)
           libxxhash-dev  # the plugin probe cache's file hash (header-only use)
+          zlib1g-dev  # inflates np.savez_compressed members of .npz inputs (decision 32)
           googletest libgtest-dev libgmock-dev dpkg-dev
           libonnx-dev libprotobuf-dev protobuf-compiler clang-14 libclang-rt-14-dev
           libonnx-testdata  # ONNX's backend node tests (tests/frontends/onnx/test_node_suite.cpp)

@@ -1,7 +1,7 @@
-// `rlx bench MODEL --target T [--inputs IN.safetensors | --batch N --seq S | --bind NAME=SIZE]`:
-// the latency of one model on one target, measured the way bench/ measures every peer: the first
-// run (which compiles the model for the input shapes) and further warm-up runs are not timed,
-// then each timed run is clocked on its own and the percentiles are taken over those runs.
+// `rlx bench MODEL --target T [--inputs IN | --input NAME=VALUES | --batch N --seq S | ...]`: the
+// latency of one model on one target, measured the way bench/ measures every peer: the first run
+// (which compiles the model for the input shapes) and further warm-up runs are not timed, then
+// each timed run is clocked on its own and the percentiles are taken over those runs.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -34,7 +34,8 @@ double ms_since(Clock::time_point t0) {
 
 struct BenchOptions {
   std::string model, target, graph;
-  std::optional<std::string> inputs, output;
+  InputOptions inputs;
+  std::optional<std::string> output, save_inputs;
   std::optional<int64_t> batch, seq;
   std::vector<std::string> bind;
   int64_t warmup = 10, runs = 50;
@@ -45,8 +46,7 @@ struct BenchOptions {
 void declare_bench_options(CLI::App& app, BenchOptions& o) {
   add_model_argument(app, o.model);
   add_target_option(app, o.target, "run on");
-  add_value(app, "-i,--inputs", "IN.safetensors", o.inputs,
-            "the input tensors, by graph input name");
+  add_input_options(app, o.inputs);
   add_integer(app, "-b,--batch", "N", 1, o.batch, "made-up inputs: the size of B (batch)");
   add_integer(app, "-s,--seq", "S", 1, o.seq, "made-up inputs: the size of S (sequence length)");
   add_bind_option(app, o.bind, "made-up inputs: the size of another symbolic dim");
@@ -55,6 +55,8 @@ void declare_bench_options(CLI::App& app, BenchOptions& o) {
   add_integer(app, "-n,--runs", "N", 1, o.runs, "timed runs (default 50)");
   add_value(app, "-o,--output", "OUT.safetensors", o.output,
             "write the outputs of the last run (to check them)");
+  add_value(app, "--save-inputs", "FILE.safetensors", o.save_inputs,
+            "write the inputs the runs used (made up or given), to run them again");
   add_flag(app, "--json", o.json,
            "print {\"p50_ms\", \"p90_ms\", \"compile_ms\", \"peak_rss_mb\", min/mean/max, ...}");
   add_graph_option(app, o.graph);
@@ -114,8 +116,9 @@ Bindings sizes_from_options(const BenchOptions& o, const Graph& graph, const Mod
                    : s == "S" ? " --seq <size>"
                               : fmt::format(" --bind {}=<size>", s);
     throw CliError(
-        fmt::format("without --inputs every symbolic dim needs a size; missing: {}", missing),
-        fmt::format("add{}, or give --inputs IN.safetensors", example));
+        fmt::format("without --inputs or --input every symbolic dim needs a size; missing: {}",
+                    missing),
+        fmt::format("add{}, or give the inputs (--inputs IN, --input NAME=VALUES)", example));
   }
   return sizes;
 }
@@ -183,35 +186,35 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   const int64_t warmup = o.warmup;
   const int64_t runs = o.runs;
   const bool sized = o.batch || o.seq || !o.bind.empty();
-  if (o.inputs && sized)
-    throw UsageError("give either --inputs or sizes to make inputs up (--batch, --seq, --bind)",
-                     usage_hint("bench"));
-  std::optional<fs::path> output;
-  if (o.output) {
-    output = *o.output;
-    std::error_code ec;
-    if (output->has_parent_path() && !fs::is_directory(output->parent_path(), ec))
-      throw CliError(fmt::format("cannot write {}: folder {} does not exist", output->string(),
-                                 output->parent_path().string()),
-                     "create the folder first, or choose another --output");
-  }
+  if (o.inputs.given() && sized)
+    throw UsageError(
+        "give either inputs (--inputs, --input) or sizes to make inputs up (--batch, --seq, "
+        "--bind)",
+        usage_hint("bench"));
+  const std::optional<fs::path> output = writable_path(o.output, "--output");
+  const std::optional<fs::path> save_inputs = writable_path(o.save_inputs, "--save-inputs");
+  if (save_inputs && save_inputs->extension() != ".safetensors")
+    throw CliError(fmt::format("--save-inputs {}: the inputs are written as safetensors",
+                               save_inputs->string()),
+                   "name the file *.safetensors (rlx run and bench read it back with --inputs)");
 
   const Bindings binds = parse_bind_specs(o.bind, 1);
 
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path);
-  std::optional<TensorMap> file;
-  if (o.inputs) file = read_inputs_file(*o.inputs);
-  Model model =
-      load_model(reg, model_path, file ? import_options_for(*file) : import_options_for(binds));
+  const GivenInputs given = read_inputs(o.inputs);
+  Model model = load_model(
+      reg, model_path, o.inputs.given() ? import_options_for(given) : import_options_for(binds));
   if (o.q8_activations) use_q8_activations(model, model_path);
   const std::string& graph_name = o.graph;
   if (o.kv_cache) use_kv_cache(model, graph_name, *o.kv_cache, model_path);
   const Graph& graph = model.graph(graph_name);
   NamedTensors inputs =
-      o.inputs ? match_inputs(graph, *file, *o.inputs)
-               : synthesize_inputs(graph, model, sizes_from_options(o, graph, model, binds));
+      o.inputs.given()
+          ? match_inputs(graph, given)
+          : synthesize_inputs(graph, model, sizes_from_options(o, graph, model, binds));
+  if (save_inputs) write_safetensors(*save_inputs, TensorMap(inputs.begin(), inputs.end()));
 
   // The first run specialises the model for these shapes (lowering and the target's compile):
   // it belongs to the compile time, not to the latency.
@@ -272,6 +275,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
                    {"inputs", json::Value{std::move(input_json)}}};
     if (kv_cache) o.emplace_back("kv_cache", jstring(std::string(dtype_name(*kv_cache))));
     if (output) o.emplace_back("output", jstring(output->string()));
+    if (save_inputs) o.emplace_back("saved_inputs", jstring(save_inputs->string()));
     std::fputs((to_json_text(json::Value{std::move(o)}) + "\n").c_str(), stdout);
     return 0;
   }
@@ -291,6 +295,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
       shapes, o.kv_cache ? fmt::format("  KV cache          {}\n", dtype_name(*o.kv_cache)) : "",
       p50, p90, fastest, mean, slowest, compile_ms, rss);
   if (output) text += fmt::format("wrote the outputs of the last run to {}\n", output->string());
+  if (save_inputs) text += fmt::format("wrote the inputs to {}\n", save_inputs->string());
   std::fputs(text.c_str(), stdout);
   return 0;
 }
@@ -300,9 +305,9 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
 Command bench_command() {
   return make_command<BenchOptions>(
       {"bench", "measure a model's latency on a target (p50, p90, compile time, peak memory)",
-       "MODEL --target T [--inputs IN.safetensors | --batch N --seq S | --bind NAME=SIZE]...\n"
-       "       [--graph NAME] [--kv-cache f32|f16|bf16] [--warmup 10] [--runs 50]\n"
-       "       [--output OUT.safetensors] [--json]",
+       "MODEL --target T [--inputs IN | --input NAME=VALUES | --batch N --seq S |\n"
+       "       --bind NAME=SIZE]... [--graph NAME] [--kv-cache f32|f16|bf16] [--warmup 10]\n"
+       "       [--runs 50] [--output OUT.safetensors] [--save-inputs FILE.safetensors] [--json]",
        "Compiles MODEL for target T, runs it once (compiling it for the input shapes) and\n"
        "WARMUP-1 more times untimed, then RUNS times, clocking each run. Prints the median (p50)\n"
        "and 90th percentile (p90) of those runs, linearly interpolated as NumPy does; compile_ms\n"
@@ -310,12 +315,15 @@ Command bench_command() {
        "and\n"
        "the target's code generation); and the process's peak resident memory in MB (10^6 "
        "bytes).\n"
-       "Inputs come from IN.safetensors (one tensor per graph input, by name), or are made up\n"
-       "from sizes for the symbolic dims: --batch binds B, --seq binds S, --bind any other\n"
+       "Inputs are given as `rlx run` takes them (--inputs IN: .safetensors, .npz or .json;\n"
+       "--input NAME=1,2,3 with --input-shape NAME=2x8, or NAME=@x.npy), or are made up from\n"
+       "sizes for the symbolic dims: --batch binds B, --seq binds S, --bind any other\n"
        "(a decoder's decode graph: --bind T=CAPACITY, and --kv-cache f16 to keep its cache in\n"
        "f16). Made-up inputs are deterministic: floats uniform in [-1, 1), input_ids spread over\n"
-       "the vocabulary, attention_mask ones, positions 0, 1, ...; anything else zero. bench/ in\n"
-       "the source tree races rlx against other runtimes with this command."},
+       "the vocabulary, attention_mask ones, positions 0, 1, ...; anything else zero.\n"
+       "--save-inputs writes the inputs used, so `rlx run MODEL --inputs FILE` can check the\n"
+       "outputs of exactly those. bench/ in the source tree races rlx against other runtimes\n"
+       "with this command."},
       &declare_bench_options, &bench_main);
 }
 

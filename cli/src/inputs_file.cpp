@@ -2,17 +2,32 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "errors.h"
+#include "json_inputs.h"
+#include "numpy_files.h"
+#include "options.h"
+#include "spelling.h"
 
 namespace rlx::cli {
 namespace {
+
+constexpr const char* kInputHint =
+    "give it as NAME=1,2,3 (shaped by --input-shape NAME=2x8) or NAME=@FILE.npy";
 
 std::string quoted_list(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "'" : ", '") + n + "'";
   return out;
+}
+
+std::string listed(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? std::string("none") : out;
 }
 
 // Token ids written as i32 (as many tokenizers and numpy defaults give them) for a model that
@@ -24,73 +39,220 @@ Tensor widen_i32(const Tensor& t) {
   return wide;
 }
 
-}  // namespace
-
-TensorMap read_inputs_file(const std::string& path) {
+void read_file(const std::string& path, GivenInputs& into) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw CliError(fmt::format("inputs file '{}' does not exist", path),
-                   "give a safetensors file holding one tensor per graph input");
-  return read_safetensors(path);
+                   "give a .safetensors, .npz or .json file holding one tensor per graph input");
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto add_tensors = [&](const TensorMap& tensors) {
+    for (const auto& [name, t] : tensors) into.by_name[name] = GivenInput{path, false, t, {}};
+  };
+  if (ext == ".safetensors") {
+    add_tensors(read_safetensors(path));
+  } else if (ext == ".npz") {
+    add_tensors(read_npz(path));
+  } else if (ext == ".json") {
+    for (auto& [name, values] : read_json_inputs(path))
+      into.by_name[name] = GivenInput{path, false, std::nullopt, values};
+  } else if (ext == ".npy") {
+    throw CliError(fmt::format("{} is a .npy file, which holds one array; --inputs takes a file "
+                               "of named tensors",
+                               path),
+                   "give it as --input NAME=@" + path +
+                       ", or save the arrays with np.savez(\"in.npz\", NAME=array, ...)");
+  } else {
+    throw CliError(fmt::format("inputs file '{}' is not one rlx reads: its extension is not "
+                               ".safetensors, .npz or .json",
+                               path),
+                   "save the inputs as safetensors, as numpy's .npz (np.savez) or as JSON "
+                   "({\"NAME\": [[1, 2], [3, 4]]})");
+  }
 }
 
-ImportOptions import_options_for(const TensorMap& inputs) {
+// NAME=REST of --input and --input-shape.
+std::pair<std::string, std::string> split_spec(const std::string& spec, const char* option,
+                                               const char* hint) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw CliError(fmt::format("{} '{}' is not NAME=...", option, spec), hint);
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+void read_command_line(const InputOptions& o, GivenInputs& into) {
+  std::map<std::string, std::string> shapes;
+  for (const std::string& spec : o.shapes) {
+    auto [name, shape] = split_spec(spec, "--input-shape",
+                                    "give the shape as NAME=2x8 (nothing after = for a scalar)");
+    if (!shapes.emplace(name, shape).second)
+      throw CliError(fmt::format("--input-shape gives the shape of '{}' twice", name),
+                     "give each input's shape once");
+  }
+  std::map<std::string, GivenInput> given;
+  for (const std::string& spec : o.values) {
+    auto [name, text] = split_spec(spec, "--input", kInputHint);
+    const std::string source = "--input " + name;
+    GivenInput in{source, true, std::nullopt, {}};
+    auto shape = shapes.find(name);
+    if (text.starts_with('@')) {
+      if (shape != shapes.end())
+        throw CliError(fmt::format("--input-shape {0}: {0} is read from {1}, which has its own "
+                                   "shape",
+                                   name, text.substr(1)),
+                       "leave out --input-shape for an input read from a .npy file");
+      in.tensor = read_npy(text.substr(1));
+      in.source = text.substr(1);
+    } else {
+      in.values.where = source;
+      in.values.literals = split_values(text, source);
+      if (shape != shapes.end())
+        in.values.shape = parse_shape(shape->second, "--input-shape " + name);
+    }
+    if (!given.emplace(name, std::move(in)).second)
+      throw CliError(fmt::format("--input gives '{}' twice", name), "give each input once");
+  }
+  for (const auto& [name, shape] : shapes)
+    if (!given.count(name))
+      throw CliError(fmt::format("--input-shape {}={}: there is no --input {}", name, shape, name),
+                     "give the values too: --input " + name + "=1,2,3");
+  for (auto& [name, in] : given) {
+    if (auto file = into.by_name.find(name); file != into.by_name.end())
+      print_note(fmt::format("{} replaces the tensor '{}' of {}", "--input " + name, name,
+                             file->second.source));
+    into.by_name[name] = std::move(in);
+  }
+}
+
+// "f32[2,3]" of a given tensor, "[2,3]" (or "i64[2,3]") of given numbers.
+std::string given_type(const GivenInput& in) {
+  if (in.tensor) return std::string(dtype_name(in.tensor->dtype())) + in.tensor->shape_str();
+  const WrittenValues& v = in.values;
+  const std::string shape = v.shape ? fmt::format("[{}]", fmt::join(*v.shape, ","))
+                                    : fmt::format("[{}]", v.literals.size());
+  return (v.dtype ? std::string(dtype_name(*v.dtype)) : "") + shape;
+}
+
+// Numbers written without a shape make one axis; for an input of another rank that is not what
+// the user meant, and the runtime's shape error would not say which option to add.
+void check_rank(const std::string& name, const WrittenValues& v, const TensorType& type) {
+  const int64_t n = static_cast<int64_t>(v.literals.size());
+  if (v.shape || type.rank() == 1 || (type.rank() == 0 && n == 1)) return;
+  std::string dims;
+  for (const Dim& d : type.shape) dims += (dims.empty() ? "" : "x") + d.str();
+  throw CliError(fmt::format("{} gives {} {} as one axis, but the model's input '{}' is {}",
+                             v.where, n, n == 1 ? "value" : "values", name, type.str()),
+                 type.rank() == 0 ? "give one value: the input is a scalar"
+                                  : fmt::format("give its shape: --input-shape {}={}", name, dims));
+}
+
+}  // namespace
+
+void add_input_options(CLI::App& app, InputOptions& into) {
+  add_value(app, "-i,--inputs", "IN", into.file,
+            "the input tensors by graph input name: a .safetensors, .npz or .json file");
+  add_repeatable(app, "--input", "NAME=VALUES", into.values,
+                 "one input: a comma list of numbers in the input's dtype, or @FILE.npy; "
+                 "overrides the --inputs file's tensor of that name");
+  add_repeatable(app, "--input-shape", "NAME=2x8", into.shapes,
+                 "the shape of --input NAME's numbers (default: one axis, or a scalar for a "
+                 "single value and an input of rank 0)");
+}
+
+GivenInputs read_inputs(const InputOptions& options) {
+  GivenInputs inputs;
+  if (options.file) read_file(*options.file, inputs);
+  read_command_line(options, inputs);
+  if (options.file) inputs.sources = *options.file;
+  if (!options.values.empty())
+    inputs.sources += inputs.sources.empty() ? "--input" : " and --input";
+  return inputs;
+}
+
+ImportOptions import_options_for(const GivenInputs& inputs) {
   ImportOptions options;
-  for (const auto& [name, t] : inputs) options.input_shapes.emplace(name, t.shape());
+  for (const auto& [name, in] : inputs.by_name)
+    options.input_shapes.emplace(
+        name, in.tensor ? in.tensor->shape() : shape_of(in.values, /*input_rank=*/1));
   return options;
 }
 
-NamedTensors match_inputs(const Graph& graph, const TensorMap& file, const std::string& path) {
-  NamedTensors inputs;
+NamedTensors match_inputs(const Graph& graph, const GivenInputs& given) {
   std::vector<std::string> expected, names, missing, extra;
-  std::string held;
-  for (const auto& [name, t] : file)
-    held += fmt::format("{}{} {}{}", held.empty() ? "" : ", ", name, dtype_name(t.dtype()),
-                        t.shape_str());
+  for (ValueId v : graph.inputs) {
+    names.push_back(graph.values[v].name);
+    expected.push_back(graph.values[v].name + " " + graph.values[v].type.str());
+  }
+  // A name typed on the command line that the model lacks is a slip to fix before anything runs.
+  for (const auto& [name, in] : given.by_name)
+    if (in.on_command_line && std::find(names.begin(), names.end(), name) == names.end()) {
+      const std::optional<std::string> close = closest_name(name, names);
+      throw CliError(
+          fmt::format("--input {}: the model has no input '{}'\n  the model's inputs: {}", name,
+                      name, listed(expected)),
+          close ? fmt::format("did you mean --input {}=...?", *close)
+                : "name one of the model's inputs (`rlx info MODEL` lists them)");
+    }
+
+  NamedTensors inputs;
   for (ValueId v : graph.inputs) {
     const Value& value = graph.values[v];
-    names.push_back(value.name);
-    expected.push_back(value.name + " " + value.type.str());
-    auto it = file.find(value.name);
-    if (it == file.end()) {
+    auto it = given.by_name.find(value.name);
+    if (it == given.by_name.end()) {
       missing.push_back(value.name);
       continue;
     }
-    Tensor t = it->second;
+    const GivenInput& in = it->second;
+    Tensor t;
+    if (in.tensor) {
+      t = *in.tensor;
+    } else {
+      check_rank(value.name, in.values, value.type);
+      t = make_tensor(in.values, in.values.dtype.value_or(value.type.dtype), value.type.rank());
+    }
     if (t.dtype() == DType::kI32 && value.type.dtype == DType::kI64) {
       t = widen_i32(t);
       print_note(fmt::format("input '{}' is i32 in {}; widened to the i64 the model takes",
-                             value.name, path));
+                             value.name, in.source));
     }
     inputs.emplace(value.name, t);
   }
-  auto listed = [](const std::vector<std::string>& items) {
-    std::string out;
-    for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-    return out.empty() ? std::string("none") : out;
-  };
+  for (const auto& [name, in] : given.by_name)
+    if (!inputs.count(name)) extra.push_back(name);
   if (!missing.empty()) {
-    std::string what;
+    std::string what, held, likely;
     for (ValueId v : graph.inputs)
       for (const std::string& m : missing)
         if (graph.values[v].name == m)
           what += fmt::format("{}'{}' ({})", what.empty() ? "" : ", ", m, graph.type(v).str());
-    throw CliError(fmt::format("{} {} {} not in {}\n  the model's inputs: {}\n  missing: {}\n"
-                               "  {} holds: {}",
-                               missing.size() == 1 ? "input" : "inputs", what,
-                               missing.size() == 1 ? "is" : "are", path, listed(expected),
-                               listed(missing), path, held.empty() ? "no tensors" : held),
-                   "write a tensor named after each missing input into the --inputs file "
-                   "(`rlx info MODEL` lists the inputs)");
+    for (const auto& [name, in] : given.by_name)
+      held += fmt::format("{}{} {}", held.empty() ? "" : ", ", name, given_type(in));
+    for (const std::string& e : extra)
+      if (std::optional<std::string> close = closest_name(e, missing))
+        likely += fmt::format("; is '{}' meant to be '{}'?", e, *close);
+    const bool one = missing.size() == 1;
+    std::string message =
+        given.sources.empty()
+            ? fmt::format("{} {} {} not given\n  the model's inputs: {}", one ? "input" : "inputs",
+                          what, one ? "is" : "are", listed(expected))
+            : fmt::format(
+                  "{} {} {} not in {}\n  the model's inputs: {}\n  missing: {}\n"
+                  "  {} holds: {}",
+                  one ? "input" : "inputs", what, one ? "is" : "are", given.sources,
+                  listed(expected), listed(missing), given.sources,
+                  held.empty() ? "no tensors" : held);
+    throw CliError(std::move(message),
+                   "give each missing input in an --inputs file or as --input NAME=VALUES "
+                   "(`rlx info MODEL` lists the inputs)" +
+                       likely);
   }
-  for (const auto& [name, t] : file)
-    if (!inputs.count(name)) extra.push_back(name);
   if (!extra.empty())
-    print_warning(
-        fmt::format("{} holds {} {}, which the model does not take; {} unused (the "
-                    "model's inputs: {})",
-                    path, extra.size() == 1 ? "tensor" : "tensors", quoted_list(extra),
-                    extra.size() == 1 ? "it is" : "they are", listed(names)));
+    print_warning(fmt::format(
+        "{} holds {} {}, which the model does not take; {} unused (the "
+        "model's inputs: {})",
+        given.by_name.at(extra.front()).source, extra.size() == 1 ? "tensor" : "tensors",
+        quoted_list(extra), extra.size() == 1 ? "it is" : "they are", listed(names)));
   return inputs;
 }
 

@@ -1,26 +1,62 @@
-// --inputs IN.safetensors for run and bench: one tensor per graph input, by the input's name.
-// The file is read before the model is imported, so the importer can take the sizes of dims it
-// cannot keep symbolic from the inputs' shapes.
+// The inputs of run and bench, by graph input name: a file (`--inputs IN.safetensors | IN.npz |
+// IN.json`) and values on the command line (`--input NAME=1,2,3` shaped by `--input-shape
+// NAME=2x8`, or `--input NAME=@x.npy`), which override the file's tensor of that name. They are
+// read before the model is imported, so the importer can take the sizes of dims it cannot keep
+// symbolic from the inputs' shapes; numbers without a dtype are typed once the model says which
+// dtype each input takes.
 #pragma once
+#include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "rlx/core/graph.h"
 #include "rlx/core/model.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
+#include "written_values.h"
+
+namespace CLI {
+class App;
+}
 
 namespace rlx::cli {
 
-// Reads the file; a user error when it is missing.
-TensorMap read_inputs_file(const std::string& path);
+struct InputOptions {
+  std::optional<std::string> file;  // --inputs
+  std::vector<std::string> values;  // --input NAME=VALUES | NAME=@FILE.npy
+  std::vector<std::string> shapes;  // --input-shape NAME=2x8
+  bool given() const { return file || !values.empty(); }
+};
 
-// The shapes of the file's tensors, for the importer.
-ImportOptions import_options_for(const TensorMap& inputs);
+// Declares --inputs, --input and --input-shape.
+void add_input_options(CLI::App& app, InputOptions& into);
+
+// One input as given, before the model is known.
+struct GivenInput {
+  std::string source;  // "in.npz", "--input ids": what messages name
+  bool on_command_line = false;
+  std::optional<Tensor> tensor;  // typed by its file (safetensors, .npz, .npy)
+  WrittenValues values;          // otherwise numbers (JSON, --input), typed by the model
+};
+
+struct GivenInputs {
+  std::map<std::string, GivenInput> by_name;
+  std::string sources;  // "in.npz", "--input", "in.npz and --input"; empty when none given
+};
+
+// Reads the file and the --input values; user errors for a missing or unreadable file, an
+// unknown extension, a malformed --input or --input-shape.
+GivenInputs read_inputs(const InputOptions& options);
+
+// The shapes of the given inputs, for the importer.
+ImportOptions import_options_for(const GivenInputs& inputs);
 
 // One tensor per graph input. A missing input is a user error listing the model's inputs and
-// the missing ones; a tensor the model does not take is a warning on stderr and is left out;
-// i32 given for an i64 input (token ids) is widened, with a note. Other dtype and shape checks
-// stay with the runtime, which knows the symbolic dims.
-NamedTensors match_inputs(const Graph& graph, const TensorMap& file, const std::string& path);
+// the missing ones; a file's tensor the model does not take is a warning on stderr and is left
+// out, an --input it does not take an error (with the likely name); i32 given for an i64 input
+// (token ids) is widened, with a note. Other dtype and shape checks stay with the runtime, which
+// knows the symbolic dims.
+NamedTensors match_inputs(const Graph& graph, const GivenInputs& inputs);
 
 }  // namespace rlx::cli

@@ -137,4 +137,15 @@ void use_kv_cache(Model& model, const std::string& graph, DType dtype,
   }
 }
 
+std::optional<fs::path> writable_path(const std::optional<std::string>& given, const char* option) {
+  if (!given) return std::nullopt;
+  fs::path path = *given;
+  std::error_code ec;
+  if (path.has_parent_path() && !fs::is_directory(path.parent_path(), ec))
+    throw CliError(fmt::format("cannot write {}: folder {} does not exist", path.string(),
+                               path.parent_path().string()),
+                   fmt::format("create the folder first, or choose another {}", option));
+  return path;
+}
+
 }  // namespace rlx::cli

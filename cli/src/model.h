@@ -3,6 +3,7 @@
 #pragma once
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "commands.h"
@@ -33,6 +34,11 @@ void require_can_execute(Target& target, const std::string& target_name,
 // none. `read_by`, when given, receives the name of the importer that read it ("" for IR text).
 Model load_model(const registry::Registry& reg, const std::filesystem::path& path,
                  const ImportOptions& options = {}, std::string* read_by = nullptr);
+
+// The file an option such as --output names, checked before any work: a user error naming
+// `option` when its folder does not exist. nullopt when the option is not given.
+std::optional<std::filesystem::path> writable_path(const std::optional<std::string>& given,
+                                                   const char* option);
 
 // --q8-activations: every graph's quantized products round activations to 8-bit blocks
 // (set_quantized_activations); a user error when the model has no such product.

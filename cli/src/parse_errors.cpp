@@ -10,6 +10,7 @@
 
 #include "errors.h"
 #include "help_text.h"
+#include "spelling.h"
 
 namespace rlx::cli {
 namespace {
@@ -34,29 +35,13 @@ std::vector<std::string> leftovers(const CLI::App& app) {
   return args;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // A typo such as --taget should point at --target rather than only at --help.
 std::string unknown_option_hint(const CLI::App& command, std::string_view name) {
-  std::string best;
-  size_t best_d = 3;  // farther than two edits is not a typo
+  std::vector<std::string> names;
   for (const CLI::Option* o : command.get_options())
-    for (const std::string& l : o->get_lnames())
-      if (size_t d = edit_distance(name, l); d < best_d) best_d = d, best = l;
-  if (!best.empty()) return fmt::format("did you mean --{}? {}", best, hint_for(&command));
+    for (const std::string& l : o->get_lnames()) names.push_back(l);
+  if (std::optional<std::string> best = closest_name(name, names))
+    return fmt::format("did you mean --{}? {}", *best, hint_for(&command));
   return hint_for(&command);
 }
 

@@ -1,6 +1,6 @@
-// `rlx run MODEL --target T --inputs IN.safetensors --output OUT.safetensors`: tensors go in and
-// come out by the graph's input and output names, so the files are self-describing and any tool
-// that writes safetensors can drive a model.
+// `rlx run MODEL --target T --inputs IN --output OUT.safetensors`: tensors go in and come out by
+// the graph's input and output names, so the files are self-describing and any tool that writes
+// safetensors, .npz or JSON can drive a model. Without --output the outputs are printed.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -13,6 +13,7 @@
 #include "options.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
+#include "tensor_view.h"
 
 namespace rlx::cli {
 namespace {
@@ -20,47 +21,40 @@ namespace {
 namespace fs = std::filesystem;
 
 struct RunOptions {
-  std::string model, target, inputs, output, graph;
+  std::string model, target, graph;
+  InputOptions inputs;
+  std::optional<std::string> output;
   bool json = false, q8_activations = false;
 };
 
 void declare_run_options(CLI::App& app, RunOptions& o) {
   add_model_argument(app, o.model);
   add_target_option(app, o.target, "run on");
-  add_value(app, "-i,--inputs", "IN.safetensors", o.inputs,
-            "the input tensors, by graph input name", Presence::kRequired);
-  add_value(app, "-o,--output", "OUT.safetensors", o.output, "where to write the output tensors",
-            Presence::kRequired);
+  add_input_options(app, o.inputs);
+  add_value(app, "-o,--output", "OUT.safetensors", o.output,
+            "write the output tensors there (without it they are printed)");
   add_flag(app, "--json", o.json,
-           "print a JSON summary: {\"outputs\": [{\"name\", \"dtype\", \"shape\"}]}");
+           "print {\"outputs\": [{\"name\", \"dtype\", \"shape\", \"values\" or \"summary\"}]}");
   add_graph_option(app, o.graph);
   add_q8_activations_flag(app, o.q8_activations);
 }
 
 int run_main(const RunOptions& o, const GlobalOptions& global) {
   const fs::path model_path = o.model;
-  const std::string& target_name = o.target;
-  const std::string& inputs_path = o.inputs;
-  const fs::path output_path = o.output;
+  const std::optional<fs::path> output_path = writable_path(o.output, "--output");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, target_name);
-  require_can_execute(*target, target_name, model_path.string());
-  const TensorMap file = read_inputs_file(inputs_path);
-  Model model_file = load_model(reg, model_path, import_options_for(file));
+  std::shared_ptr<Target> target = choose_target(reg, o.target);
+  require_can_execute(*target, o.target, model_path.string());
+  const GivenInputs given = read_inputs(o.inputs);
+  Model model_file = load_model(reg, model_path, import_options_for(given));
   if (o.q8_activations) use_q8_activations(model_file, model_path.string());
   const Graph& graph = model_file.graph(o.graph);
-  NamedTensors inputs = match_inputs(graph, file, inputs_path);
+  NamedTensors inputs = match_inputs(graph, given);
 
   Session session(target);
   CompiledModel model = session.compile(model_file, o.graph);
   NamedTensors outputs = model.run(inputs);
-
-  std::error_code ec;
-  if (output_path.has_parent_path() && !fs::is_directory(output_path.parent_path(), ec))
-    throw CliError(fmt::format("cannot write {}: folder {} does not exist", output_path.string(),
-                               output_path.parent_path().string()),
-                   "create the folder first, or choose another --output");
-  write_safetensors(output_path, outputs);
+  if (output_path) write_safetensors(*output_path, outputs);
 
   json::Array summary;
   std::string text;
@@ -71,17 +65,22 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
     const Tensor& t = it->second;
     json::Array shape;
     for (int64_t d : t.shape()) shape.push_back(jint(d));
-    summary.push_back(json::Value{json::Object{{"name", jstring(name)},
-                                               {"dtype", jstring(dtype_name(t.dtype()))},
-                                               {"shape", json::Value{std::move(shape)}}}});
-    text += fmt::format("  {} {}{}\n", name, dtype_name(t.dtype()), t.shape_str());
+    json::Object entry{{"name", jstring(name)},
+                       {"dtype", jstring(dtype_name(t.dtype()))},
+                       {"shape", json::Value{std::move(shape)}}};
+    for (json::Member& m : tensor_json(t)) entry.push_back(std::move(m));
+    summary.push_back(json::Value{std::move(entry)});
+    text += output_path ? fmt::format("  {} {}{}\n", name, dtype_name(t.dtype()), t.shape_str())
+                        : tensor_text(name, t);
   }
   if (o.json)
     std::fputs(
         (to_json_text(json::Value{json::Object{{"outputs", json::Value{summary}}}}) + "\n").c_str(),
         stdout);
+  else if (output_path)
+    std::fputs(fmt::format("wrote {}:\n{}", output_path->string(), text).c_str(), stdout);
   else
-    std::fputs(fmt::format("wrote {}:\n{}", output_path.string(), text).c_str(), stdout);
+    std::fputs(fmt::format("outputs:\n{}", text).c_str(), stdout);
   return 0;
 }
 
@@ -89,12 +88,24 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
 
 Command run_command() {
   return make_command<RunOptions>(
-      {"run", "run a model on named inputs from a safetensors file",
-       "MODEL --target T --inputs IN.safetensors --output OUT.safetensors [--json]",
-       "Compiles MODEL for target T and runs it. IN.safetensors holds one tensor per graph input,\n"
-       "named like the input; OUT.safetensors receives one tensor per graph output, named like\n"
-       "the output. Symbolic dims are bound from the input shapes (an ONNX or rten model whose\n"
-       "shape arithmetic rlx cannot keep symbolic is specialised on them at import)."},
+      {"run", "run a model on named inputs and print or save its outputs",
+       "MODEL --target T [--inputs IN] [--input NAME=VALUES [--input-shape NAME=2x8]]...\n"
+       "       [--output OUT.safetensors] [--json]",
+       "Compiles MODEL for target T and runs it. Inputs are matched to the graph's inputs by\n"
+       "name. IN is a .safetensors file, a numpy .npz (np.savez or np.savez_compressed; one\n"
+       "member per input, named like it) or a .json file ({\"NAME\": [[1, 2], [3, 4]]}, or\n"
+       "{\"NAME\": {\"dtype\": \"i64\", \"shape\": [2, 2], \"data\": [1, 2, 3, 4]}}; numbers\n"
+       "without a dtype take the input's). --input NAME=1,2,3 gives one input on the command\n"
+       "line in the input's dtype (shaped by --input-shape NAME=2x8; without it one axis, or a\n"
+       "scalar for one value and an input of rank 0), --input NAME=@x.npy from a .npy file; "
+       "either\n"
+       "replaces the --inputs file's tensor of that name. A value the dtype cannot hold exactly\n"
+       "(3.5 for i64, 300 for u8) is an error, never rounded.\n"
+       "OUT.safetensors receives one tensor per graph output, named like the output; without\n"
+       "--output each output is printed: every value of one with up to 64 elements, else its\n"
+       "min, max, mean and first values. Symbolic dims are bound from the input shapes (an ONNX\n"
+       "or rten model whose shape arithmetic rlx cannot keep symbolic is specialised on them at\n"
+       "import)."},
       &declare_run_options, &run_main);
 }
 

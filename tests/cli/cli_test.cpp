@@ -74,11 +74,15 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kCommandOpti
     {"list-targets", {"--json"}},
     {"info", {"--bind NAME=SIZE", "--json"}},
     {"explain", {"-t, --target T", "--bind NAME=SIZE", "--json", "-g, --graph NAME"}},
-    {"run", {"-t, --target T", "-i, --inputs IN.safetensors", "-o, --output OUT.safetensors"}},
+    {"run",
+     {"-t, --target T", "-i, --inputs IN", "--input NAME=VALUES", "--input-shape NAME=2x8",
+      "-o, --output OUT.safetensors"}},
     {"compile", {"-o, --output-dir DIR", "--bind NAME=SIZE", "--timings", "--json"}},
     {"embed", {"--text TEXT", "--text-file FILE", "-o, --output OUT.safetensors", "--json"}},
     {"generate", {"-p, --prompt-ids IDS", "--prompt TEXT", "-n, --max-new-tokens N"}},
-    {"bench", {"-b, --batch N", "-s, --seq S", "--warmup N", "-n, --runs N", "--json"}},
+    {"bench",
+     {"-i, --inputs IN", "--input NAME=VALUES", "-b, --batch N", "-s, --seq S", "--warmup N",
+      "-n, --runs N", "--save-inputs FILE.safetensors", "--json"}},
     {"help", {}},
 };
 

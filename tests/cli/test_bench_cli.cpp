@@ -150,7 +150,7 @@ TEST_F(BenchCliTest, BadFlagsAreUserErrorsWithAHint) {
       {{"--inputs", kInputs, "--runs", "0"}, "--runs: '0' is not an integer >= 1"},
       {{"--inputs", kInputs, "--runs", "many"}, "--runs: 'many' is not an integer >= 1"},
       {{"--inputs", kInputs, "--warmup", "0"}, "--warmup: '0' is not an integer >= 1"},
-      {{"--inputs", kInputs, "--seq", "4"}, "give either --inputs or sizes"},
+      {{"--inputs", kInputs, "--seq", "4"}, "give either inputs (--inputs, --input) or sizes"},
       {{}, "missing: S"},
       {{"--seq", "4", "--batch", "2"}, "--batch: the model has no symbolic dim 'B'"},
       {{"--bind", "T=4", "--seq", "4"}, "no symbolic dim 'T'"},

@@ -1,0 +1,18 @@
+// "Did you mean": the name a slip most likely meant, for options and input names alike.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rlx::cli {
+
+// Levenshtein distance: insertions, deletions and substitutions of one character.
+size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate closest to `name` within two edits, and no more edits than half its length
+// (farther is not a typo), or nullopt.
+std::optional<std::string> closest_name(std::string_view name,
+                                        const std::vector<std::string>& candidates);
+
+}  // namespace rlx::cli
