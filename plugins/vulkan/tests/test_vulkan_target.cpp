@@ -114,6 +114,18 @@ TEST(VulkanTarget, StagedReadbackGivesTheCpuResults) {
   NamedTensors want = test::run_text(test::kMixedProgram, in, test::cpu_target());
   NamedTensors got = test::run_text(test::kMixedProgram, in, vulkan());
   test::expect_all_close(want, got, 1e-5, "staged readback");
+  // Past 4 MB a result is copied out of the mapping by several threads in 1 MB pieces: every
+  // piece, the short last one included, lands where it belongs.
+  const int64_t n = (int64_t{5} << 20) / 4 + 3;
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = static_cast<float>(i % 100003);
+  NamedTensors big = test::run_text(
+      fmt::format("graph @t(%x: f32[{0}]) {{\n  %y = neg(%x) : f32[{0}]\n  return %y\n}}\n", n),
+      {{"x", test::f32({n}, x)}}, vulkan());
+  const std::vector<double> y = test::values(big.begin()->second);
+  ASSERT_EQ(static_cast<int64_t>(y.size()), n);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(y[static_cast<size_t>(i)], -static_cast<double>(i % 100003)) << "element " << i;
 }
 
 }  // namespace
