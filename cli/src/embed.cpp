@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -166,19 +167,54 @@ void declare_embed_options(CLI::App& app, EmbedOptions& o) {
   add_value(app, "-i,--inputs", "IN.safetensors", o.inputs,
             "input_ids [, attention_mask, token_type_ids]");
   add_value(app, "-o,--output", "OUT.safetensors", o.output,
-            "where to write sentence_embedding and last_hidden_state");
+            "where to write sentence_embedding and last_hidden_state (without it and --json: the "
+            "pairwise cosine similarities are printed)");
   add_repeatable(app, "--text", "TEXT", o.text, "a sentence to embed instead of --inputs");
   add_value(app, "--text-file", "FILE", o.text_file, "sentences to embed, one per line");
   add_flag(app, "--json", o.json,
            "print {\"sentence_embedding\": [[...], ...], \"output\": PATH | null}");
 }
 
+// Pairs of sentences at most this many are listed with their cosine similarity; more is a job for
+// --output.
+constexpr int64_t kMaxListed = 16;
+
+double cosine(const float* a, const float* b, int64_t n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int64_t i = 0; i < n; ++i)
+    ab += double{a[i]} * b[i], aa += double{a[i]} * a[i], bb += double{b[i]} * b[i];
+  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
+}
+
+// What `rlx embed` prints without --output or --json: the embeddings' count and width, and the
+// cosine similarity of every pair (of the texts when they came from --text).
+std::string similarity_text(const Tensor& emb, const std::vector<std::string>& texts) {
+  const int64_t rows = emb.shape()[0], width = emb.shape()[1];
+  std::string out =
+      fmt::format("{} embedding{} of {} dimensions\n", rows, rows == 1 ? "" : "s", width);
+  if (rows < 2) return out;
+  if (rows > kMaxListed)
+    return out + fmt::format(
+                     "(cosine similarities are listed for up to {} texts; write them all "
+                     "with --output OUT.safetensors or --json)\n",
+                     kMaxListed);
+  auto label = [&](int64_t r) {
+    return r < static_cast<int64_t>(texts.size()) ? json::json_quote(texts[static_cast<size_t>(r)])
+                                                  : fmt::format("[{}]", r);
+  };
+  out += "cosine similarity:\n";
+  const float* e = emb.as<float>();
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = i + 1; j < rows; ++j)
+      out += fmt::format("  {:7.4f}  {} ~ {}\n", cosine(e + i * width, e + j * width, width),
+                         label(i), label(j));
+  return out;
+}
+
 int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
   const std::string& model_path = o.model;
   const std::string& target_name = o.target;
   const std::optional<std::string>& output = o.output;
-  if (!output && !o.json)
-    throw UsageError("give --output OUT.safetensors, --json, or both", usage_hint("embed"));
   const bool from_text = !o.text.empty() || o.text_file;
   if (from_text == o.inputs.has_value())
     throw UsageError("give either --inputs IN.safetensors or --text/--text-file",
@@ -223,11 +259,13 @@ int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
     json::Object o{{"sentence_embedding", json::Value{std::move(rows)}}};
     o.emplace_back("output", output ? jstring(*output) : jnull());
     std::fputs((to_json_text(json::Value{std::move(o)}) + "\n").c_str(), stdout);
-  } else {
+  } else if (output) {
     std::string text;
     for (const auto& [name, t] : written)
       text += fmt::format("  {} {}{}\n", name, dtype_name(t.dtype()), t.shape_str());
     std::fputs(fmt::format("wrote {}:\n{}", *output, text).c_str(), stdout);
+  } else {
+    std::fputs(similarity_text(emb, sentences).c_str(), stdout);
   }
   return 0;
 }

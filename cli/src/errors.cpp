@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <new>
 #include <string>
 
 #include "rlx/core/error.h"
+#include "rlx/core/json.h"
 
 namespace rlx::cli {
 namespace {
@@ -14,11 +16,51 @@ namespace {
 constexpr const char* kBugHint =
     "this is a bug in rlx; please report it with the command and the output of --verbose";
 
-void print(const std::string& what, const std::string& hint) {
+// The graph node an error names ("node %q (dot_general)" in dispatch and verifier messages), or
+// "" when it names none.
+std::string node_named_in(const std::string& what) {
+  const size_t at = what.find("node %");
+  if (at == std::string::npos) return {};
+  const size_t end = what.find_first_of(" :,)\n", at + 5);
+  return what.substr(at + 5, end == std::string::npos ? std::string::npos : end - (at + 5));
+}
+
+// One error: "rlx: error: <what>" and "hint: <what to do>" lines, or with --json one line of
+// {"error": {"kind", "message", "node", "hint"}} for tools ("node" only where one is named).
+void print(const std::string& kind, const std::string& what, const std::string& hint, bool json) {
+  if (json) {
+    std::string message = what;
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    std::string line = fmt::format("{{\"error\": {{\"kind\": {}, \"message\": {}",
+                                   json::json_quote(kind), json::json_quote(message));
+    if (std::string node = node_named_in(message); !node.empty())
+      line += fmt::format(", \"node\": {}", json::json_quote(node));
+    if (!hint.empty()) line += fmt::format(", \"hint\": {}", json::json_quote(hint));
+    std::fputs((line + "}}\n").c_str(), stderr);
+    return;
+  }
   std::string out = "rlx: error: " + what;
   if (out.back() != '\n') out += '\n';
   if (!hint.empty()) out += "hint: " + hint + "\n";
   std::fputs(out.c_str(), stderr);
+}
+
+const char* kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kUser:
+      return "user";
+    case ErrorKind::kCompile:
+      return "compile";
+    case ErrorKind::kUnsupported:
+      return "unsupported";
+    case ErrorKind::kDevice:
+      return "device";
+    case ErrorKind::kPlugin:
+      return "plugin";
+    case ErrorKind::kInternal:
+      break;
+  }
+  return "internal";
 }
 
 // What the user can do about each kind of library error; the message already says what and why.
@@ -58,28 +100,34 @@ void print_note(const std::string& what) {
   std::fputs(("rlx: note: " + what + "\n").c_str(), stderr);
 }
 
-int report_exception(std::exception_ptr error, bool verbose) {
+int report_exception(std::exception_ptr error, bool verbose, bool json) {
   try {
     std::rethrow_exception(error);
+  } catch (const UsageError& e) {
+    print("usage", e.what(), e.hint(), json);
+    return kExitUser;
   } catch (const CliError& e) {
-    print(e.what(), e.hint());
+    print("user", e.what(), e.hint(), json);
     return kExitUser;
   } catch (const Error& e) {
     const bool internal = e.kind() == ErrorKind::kInternal;
     std::string what = e.what();
-    print(internal ? "internal error: " + what : what, hint_for(e.kind()));
-    if (verbose) std::fprintf(stderr, "rlx: note: raised at %s\n", e.where_string().c_str());
+    print(kind_name(e.kind()), internal && !json ? "internal error: " + what : what,
+          hint_for(e.kind()), json);
+    if (verbose && !json)
+      std::fprintf(stderr, "rlx: note: raised at %s\n", e.where_string().c_str());
     // A plugin's unclassified failure is a bug there (its message already names the plugin), not
     // something wrong with the user's input.
     return internal || e.kind() == ErrorKind::kPlugin ? kExitInternal : kExitUser;
   } catch (const std::bad_alloc&) {
-    print("out of memory", "try a smaller model or input, or free memory on this machine");
+    print("out_of_memory", "out of memory",
+          "try a smaller model or input, or free memory on this machine", json);
     return kExitInternal;
   } catch (const std::exception& e) {
-    print(std::string("internal error: ") + e.what(), kBugHint);
+    print("internal", json ? e.what() : std::string("internal error: ") + e.what(), kBugHint, json);
     return kExitInternal;
   } catch (...) {
-    print("internal error: an unknown exception", kBugHint);
+    print("internal", "internal error: an unknown exception", kBugHint, json);
     return kExitInternal;
   }
 }

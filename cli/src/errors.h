@@ -42,7 +42,9 @@ void print_warning(const std::string& what);
 void print_note(const std::string& what);
 
 // Prints the exception's message (and with `verbose` where it was raised) to stderr and returns
-// the exit code for it.
-int report_exception(std::exception_ptr error, bool verbose);
+// the exit code for it. With `json` (the command line has --json) the message is one line of
+// JSON: {"error": {"kind", "message", "node", "hint"}}, kind one of usage, user, compile,
+// unsupported, device, plugin, internal, out_of_memory; node only where the message names one.
+int report_exception(std::exception_ptr error, bool verbose, bool json = false);
 
 }  // namespace rlx::cli

@@ -7,10 +7,10 @@
 #include <filesystem>
 
 #include "errors.h"
+#include "rlx/core/spelling.h"
 #include "json_inputs.h"
 #include "numpy_files.h"
 #include "options.h"
-#include "spelling.h"
 
 namespace rlx::cli {
 namespace {

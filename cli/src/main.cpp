@@ -2,6 +2,7 @@
 // Everything a command throws is turned into a message and an exit code by errors.cpp, in one
 // place.
 #include <cstdio>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -10,11 +11,12 @@
 
 namespace {
 
-// Known before parsing, so a usage error can still honour it.
-bool wants_verbose(const std::vector<std::string>& args) {
+// Known before parsing, so a usage error can still honour them.
+bool has_flag(const std::vector<std::string>& args, std::initializer_list<const char*> names) {
   for (const std::string& a : args) {
     if (a == "--") break;
-    if (a == "--verbose" || a == "-v") return true;
+    for (const char* n : names)
+      if (a == n) return true;
   }
   return false;
 }
@@ -27,7 +29,8 @@ int main(int argc, char** argv) {
   try {
     code = rlx::cli::run_command_line(args);
   } catch (...) {
-    code = rlx::cli::report_exception(std::current_exception(), wants_verbose(args));
+    code = rlx::cli::report_exception(std::current_exception(), has_flag(args, {"--verbose", "-v"}),
+                                      has_flag(args, {"--json"}));
   }
   // A closed or full stdout (`rlx --list-targets | head`, a full disk) must not look like success.
   if (std::fflush(stdout) != 0 && code == rlx::cli::kExitOk) {

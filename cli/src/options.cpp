@@ -109,9 +109,9 @@ void add_model_argument(CLI::App& app, std::string& into) {
 }
 
 void add_target_option(CLI::App& app, std::string& into, const std::string& purpose) {
+  into = "cpu";
   add_value(app, "-t,--target", "T", into,
-            fmt::format("the target to {} (see `rlx --list-targets`)", purpose),
-            Presence::kRequired);
+            fmt::format("the target to {} (default cpu; see `rlx --list-targets`)", purpose));
 }
 
 void add_graph_option(CLI::App& app, std::string& into) {

@@ -10,7 +10,7 @@
 
 #include "errors.h"
 #include "help_text.h"
-#include "spelling.h"
+#include "rlx/core/spelling.h"
 
 namespace rlx::cli {
 namespace {
@@ -45,6 +45,15 @@ std::string unknown_option_hint(const CLI::App& command, std::string_view name) 
   return hint_for(&command);
 }
 
+// `rlx rnu` should point at run.
+std::string unknown_command_hint(const CLI::App& rlx_app, std::string_view name) {
+  std::vector<std::string> names;
+  for (const CLI::App* c : rlx_app.get_subcommands({})) names.push_back(c->get_name());
+  if (std::optional<std::string> best = closest_name(name, names))
+    return fmt::format("did you mean `rlx {}`? {}", *best, usage_hint(""));
+  return usage_hint("");
+}
+
 // The option a CLI11 message is about: CLI11 begins those messages with the option's name
 // ("--target: 1 required T missing", "json was given a disallowed flag override").
 const CLI::Option* option_named_in(const CLI::App& app, std::string_view message) {
@@ -66,8 +75,9 @@ void check_leftover_arguments(const CLI::App& rlx_app, const CLI::App* command) 
   // Before the command name rlx takes only its global options and the name itself.
   if (std::vector<std::string> extra = leftovers(rlx_app); !extra.empty()) {
     const std::string& arg = extra.front();
-    const char* what = looks_like_option(arg) ? "option" : "command";
-    throw UsageError(fmt::format("unknown {} '{}'", what, arg), usage_hint(""));
+    if (looks_like_option(arg))
+      throw UsageError(fmt::format("unknown option '{}'", arg), usage_hint(""));
+    throw UsageError(fmt::format("unknown command '{}'", arg), unknown_command_hint(rlx_app, arg));
   }
   if (!command) return;
   std::vector<std::string> extra = leftovers(*command);

@@ -2,18 +2,18 @@
 // loads the plugins that can be used here. Every failure becomes a status or a problem, so one
 // bad plugin never hides the others.
 #include <fmt/format.h>
-
-#include <cstdio>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <map>
 #include <mutex>
 
 #include "internal.h"
 #include "probe.h"
 #include "rlx/core/error.h"
+#include "rlx/core/spelling.h"
 
 namespace rlx::registry {
 
@@ -228,6 +228,15 @@ std::string usable_targets(const std::vector<PluginRecord>& plugins) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
+// The targets rlx itself ships (each its own plugin and package): a name among them that is not
+// installed is a missing package, not a typo.
+bool is_rlx_target(const std::string& name) {
+  static const std::vector<std::string> kTargets = {
+      "cpu",     "cuda", "rocm",   "oneapi", "tpu",     "metal",  "mlx",     "ane",
+      "hexagon", "gpu",  "vulkan", "opengl", "directx", "webgpu", "cortexm", "fpga"};
+  return std::find(kTargets.begin(), kTargets.end(), name) != kTargets.end();
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -264,7 +273,20 @@ std::shared_ptr<Target> Registry::target(const std::string& name) const {
                                  p.detail, todo, others));
   }
   std::string message =
-      fmt::format("unknown target '{}'; available targets: {}", name, usable_targets(plugins()));
+      is_rlx_target(name)
+          ? fmt::format(
+                "target '{0}' is not installed here: it is one of rlx's targets, packaged "
+                "as rlx-target-{0} (or built from source where its toolchain is present); "
+                "available targets: {1}",
+                name, usable_targets(plugins()))
+          : fmt::format("unknown target '{}'; available targets: {}", name,
+                        usable_targets(plugins()));
+  std::vector<std::string> names;
+  for (const PluginRecord& p : plugins())
+    if (p.kind == "target") names.push_back(p.name);
+  if (!is_rlx_target(name))
+    if (std::optional<std::string> close = closest_name(name, names))
+      message += fmt::format("\ndid you mean '{}'?", *close);
   // Say why nothing was found when plugins are switched off (the note has no path).
   for (const Problem& pr : problems_)
     if (pr.path.empty()) message += "\n" + pr.message;

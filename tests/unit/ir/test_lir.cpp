@@ -105,6 +105,35 @@ TEST(Lir, ReshapeIsAnAliasAndTheArenaReusesDeadBuffers) {
   EXPECT_LE(p.arena_bytes, 2 * 256);
 }
 
+// plan_arena is plan_buffers' plan for other lifetimes: a buffer written early (by a fused
+// kernel, before its own first use) no longer takes the memory of one still read then.
+TEST(Lir, PlanArenaWithAnEarlierStartKeepsBuffersApart) {
+  lir::Program p;
+  for (int32_t i = 0; i < 3; ++i) {
+    lir::Buffer b;
+    b.id = i;
+    b.shape = {16};
+    p.buffers.push_back(b);
+  }
+  p.buffers[0].first_use = 0, p.buffers[0].last_use = 0;  // read by kernel 0 only
+  p.buffers[1].first_use = 1, p.buffers[1].last_use = 2;  // written by kernel 1
+  p.buffers[2].first_use = 2, p.buffers[2].last_use = 3;
+  lir::plan_buffers(p);
+  EXPECT_EQ(p.buffers[1].arena_offset, p.buffers[0].arena_offset);  // b0 is dead by kernel 1
+  EXPECT_EQ(p.arena_bytes, 128);
+
+  int64_t bytes = 0;
+  std::vector<int64_t> same = lir::plan_arena(p, {0, 1, 2}, &bytes);
+  EXPECT_EQ(same, (std::vector<int64_t>{p.buffers[0].arena_offset, p.buffers[1].arena_offset,
+                                        p.buffers[2].arena_offset}));
+  EXPECT_EQ(bytes, p.arena_bytes);
+  // Kernel 0 writes b1 as its epilogue: b1 may not share b0's memory, which kernel 0 reads.
+  std::vector<int64_t> early = lir::plan_arena(p, {0, 0, 2}, &bytes);
+  EXPECT_NE(early[1], early[0]);
+  EXPECT_EQ(early[2], early[0]);  // b0 is dead by kernel 2 either way
+  EXPECT_EQ(bytes, 128);
+}
+
 // y = neg(neg(...neg(x))) with `n` negations: one fused chain.
 std::string neg_chain(int n) {
   std::string text = "graph @g(%x: f32[16]) {\n";
