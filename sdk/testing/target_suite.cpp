@@ -341,6 +341,16 @@ void mixed_programs_agree_with_cpu(const SuiteTarget& t) {
   expect_all_close(want_f16, got, 1e-3);
 }
 
+// An f32 tensor of `shape` with values drawn uniformly from [-bound, bound).
+Tensor uniform_f32(std::mt19937& rng, std::vector<int64_t> shape, float bound) {
+  std::uniform_real_distribution<float> u(-bound, bound);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return f32(std::move(shape), std::move(v));
+}
+
 // Products whose results pass through elementwise kernels (a bias, z * tanh(z) which keeps the
 // bias add a kernel of its own, a residual read from memory, an f16 result) get those kernels
 // as fused epilogues on the GPU-style targets; a product that is also a graph output is stored
@@ -348,13 +358,8 @@ void mixed_programs_agree_with_cpu(const SuiteTarget& t) {
 void product_epilogues_agree_with_cpu(const SuiteTarget& t) {
   const char* ir = kEpilogueProgram;
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
   auto random = [&](std::vector<int64_t> shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = u(rng);
-    return f32(std::move(shape), std::move(v));
+    return uniform_f32(rng, std::move(shape), 0.5f);
   };
   NamedTensors in{{"x", random({2, 37, 19})}, {"w", random({70, 19})},  {"b", random({70})},
                   {"r", random({2, 37, 70})}, {"w2", random({70, 19})}, {"w3", random({70, 19})}};
@@ -397,13 +402,8 @@ void norms_agree_with_cpu(const SuiteTarget& t) {
 // kernel store the merged layout themselves on the GPU-style targets; the results agree with cpu.
 void merged_heads_agree_with_cpu(const SuiteTarget& t) {
   std::mt19937 rng(17);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   auto random = [&](std::vector<int64_t> shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = u(rng);
-    return f32(std::move(shape), std::move(v));
+    return uniform_f32(rng, std::move(shape), 1.0f);
   };
   NamedTensors in{{"q", random({2, 3, 20, 8})},
                   {"k", random({2, 3, 20, 8})},
