@@ -116,7 +116,7 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
 
   // Token ids are checked against the vocabulary where every input is (the model's input
   // limits, when it runs); the length is checked here to name the flag.
-  llm::GreedyDecoder decoder(model, target);
+  llm::Decoder decoder(model, target);
   auto n = static_cast<int64_t>(prompt.size());
   if (const int64_t context = decoder.context(); context > n && o.max_new_tokens > context - n)
     throw CliError(fmt::format("-n/--max-new-tokens {}: the prompt's {} tokens and {} new ones "

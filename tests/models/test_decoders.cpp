@@ -127,7 +127,7 @@ TEST_P(DecoderParity, GreedyTokensWithKvCacheMatchReference) {
   const Tensor& expected = ref.at("greedy_tokens");
   const int64_t rows = expected.shape()[0], steps = expected.shape()[1];
   Model model = load_model(dir);
-  llm::GreedyDecoder decoder(model, cpu_target());
+  llm::Decoder decoder(model, cpu_target());
   llm::DecodeOptions options;
   options.max_new_tokens = steps;  // no stop ids: the reference ran every step
   llm::DecodeResult r = decoder.run(prompts, options);
@@ -163,9 +163,9 @@ TEST_P(DecoderParity, GreedyTokensWithF16KvCacheMatchReference) {
   llm::DecodeOptions options;
   options.max_new_tokens = steps;
   Model model = load_model(dir);
-  const llm::DecodeResult f32 = llm::GreedyDecoder(model, cpu_target()).run(prompts, options);
+  const llm::DecodeResult f32 = llm::Decoder(model, cpu_target()).run(prompts, options);
   EXPECT_GT(llm::set_kv_cache_dtype(model.graphs.at("decode"), DType::kF16), 0);
-  const llm::DecodeResult r = llm::GreedyDecoder(model, cpu_target()).run(prompts, options);
+  const llm::DecodeResult r = llm::Decoder(model, cpu_target()).run(prompts, options);
   EXPECT_EQ(f32.cache_dtype, DType::kF32);
   EXPECT_EQ(r.cache_dtype, DType::kF16);
   EXPECT_EQ(2 * r.cache_bytes, f32.cache_bytes);
