@@ -1,10 +1,13 @@
-// `rlx generate MODEL --target T --prompt-ids 1,2,3 --max-new-tokens N`: greedy decoding with the
-// model's KV-cache graphs (prefill once, then one decode step per token).
+// `rlx generate MODEL --target T --prompt-ids 1,2,3 --max-new-tokens N`: decoding with the model's
+// KV-cache graphs (prefill once, then one decode step per token), greedy or sampled, the tokens
+// printed as they come.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "commands.h"
 #include "errors.h"
@@ -13,6 +16,7 @@
 #include "options.h"
 #include "rlx/llm/decoding.h"
 #include "text_input.h"
+#include "text_stream.h"
 
 namespace rlx::cli {
 namespace {
@@ -46,26 +50,14 @@ std::set<int64_t> stop_ids(const Model& model) {
   return ids;
 }
 
-// Byte-level tokens can end inside a UTF-8 sequence; like transformers' decode (errors =
-// "replace"), each invalid byte becomes U+FFFD so the text (and the JSON holding it) is valid.
-std::string replace_invalid_utf8(std::string text) {
-  std::string out;
-  std::string_view rest = text;
-  while (auto bad = json::utf8_error_offset(rest)) {
-    out.append(rest.substr(0, *bad));
-    out += "\xEF\xBF\xBD";
-    rest.remove_prefix(*bad + 1);
-  }
-  out.append(rest);
-  return out;
-}
-
 struct GenerateOptions {
   std::string model, target;
   std::optional<std::string> prompt_ids, prompt;
   int64_t max_new_tokens = 32;
-  bool ignore_eos = false, json = false, q8_activations = false;
+  bool ignore_eos = false, json = false, q8_activations = false, stream = false;
   std::optional<DType> kv_cache;
+  std::optional<double> temperature, top_p, repetition_penalty;
+  std::optional<int64_t> top_k, seed;
 };
 
 void declare_generate_options(CLI::App& app, GenerateOptions& o) {
@@ -80,9 +72,67 @@ void declare_generate_options(CLI::App& app, GenerateOptions& o) {
   add_flag(app, "--ignore-eos", o.ignore_eos, "keep generating after an end-of-sequence token");
   add_q8_activations_flag(app, o.q8_activations);
   add_kv_cache_option(app, o.kv_cache);
+  add_number(
+      app, "--temperature", "T", [](double v) { return v >= 0; }, ">= 0", o.temperature,
+      "sample from softmax(logits / T); 0 (the default) takes the most likely token");
+  add_integer(app, "--top-k", "K", 1, o.top_k,
+              "sample from the K most likely tokens only (with --temperature)");
+  add_number(
+      app, "--top-p", "P", [](double v) { return v > 0 && v <= 1; }, "in (0, 1]", o.top_p,
+      "sample from the smallest set of most likely tokens whose probability reaches P "
+      "(with --temperature)");
+  add_integer(app, "--seed", "S", 0, o.seed,
+              "seed of the sampler (with --temperature; default 0): the same seed, the same "
+              "tokens");
+  add_number(
+      app, "--repetition-penalty", "R", [](double v) { return v > 0; }, "> 0", o.repetition_penalty,
+      "divide positive logits (multiply negative ones) of tokens already in the prompt "
+      "or the output by R (default 1: none)");
+  add_flag(app, "--stream", o.stream,
+           "flush stdout after each token (the default when stdout is a terminal)");
   add_flag(app, "--json", o.json,
-           "print {\"tokens\": [generated ids], \"kv_cache\": {dtype, bytes, capacity}} (and "
+           "print {\"tokens\": [generated ids], \"kv_cache\": {dtype, bytes, capacity}, "
+           "\"sampling\", \"prefill_tokens_per_s\", \"decode_tokens_per_s\"} at the end (and "
            "\"text\" with --prompt)");
+}
+
+// What the loop reports as the tokens come: text through the tokenizer with --prompt, ids
+// otherwise; flushed each time when asked to, or when a person is watching.
+class TokenPrinter {
+ public:
+  TokenPrinter(const Tokenizer* tokenizer, bool flush)
+      : flush_(flush),
+        text_(tokenizer ? std::optional<TokenTextStream>(*tokenizer) : std::nullopt) {}
+  void add(int64_t token) {
+    print(text_ ? text_->add(token) : (first_ ? "" : " ") + std::to_string(token));
+    first_ = false;
+  }
+  void finish() { print((text_ ? text_->finish() : std::string()) + "\n"); }
+
+ private:
+  void print(const std::string& piece) {
+    std::fputs(piece.c_str(), stdout);
+    if (flush_) std::fflush(stdout);
+  }
+  bool flush_, first_ = true;
+  std::optional<TokenTextStream> text_;
+};
+
+// Tokens per second, or null when there was nothing to time.
+json::Value rate(int64_t tokens, double seconds) {
+  return tokens > 0 && seconds > 0 ? jnumber(static_cast<double>(tokens) / seconds) : jnull();
+}
+
+json::Value sampling_json(const llm::SamplingOptions& s) {
+  if (s.temperature == 0)
+    return json::Value{json::Object{{"method", jstring("greedy")},
+                                    {"repetition_penalty", jnumber(s.repetition_penalty)}}};
+  return json::Value{json::Object{{"method", jstring("sample")},
+                                  {"temperature", jnumber(s.temperature)},
+                                  {"top_k", jint(s.top_k)},
+                                  {"top_p", jnumber(s.top_p)},
+                                  {"seed", jint(static_cast<int64_t>(s.seed))},
+                                  {"repetition_penalty", jnumber(s.repetition_penalty)}}};
 }
 
 int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
@@ -96,6 +146,20 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
                      usage_hint("generate"));
   if (o.prompt && o.prompt->empty())
     throw UsageError("--prompt is empty: give the text to continue", usage_hint("generate"));
+  if (o.temperature.value_or(0) == 0)
+    for (auto [option, given] :
+         {std::pair{"--top-k", o.top_k.has_value()}, std::pair{"--top-p", o.top_p.has_value()},
+          std::pair{"--seed", o.seed.has_value()}})
+      if (given)
+        throw UsageError(fmt::format("{} applies to sampling, and without --temperature (or "
+                                     "with 0) generation is greedy",
+                                     option),
+                         "give --temperature T > 0 to sample (0.7 is a common choice)");
+  if (o.stream && o.json)
+    throw UsageError(
+        "--stream prints tokens as they come and --json one object at the end: "
+        "give one of them",
+        usage_hint("generate"));
   std::vector<int64_t> prompt;
   if (o.prompt_ids) prompt = parse_ids(*o.prompt_ids, "prompt-ids");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
@@ -116,7 +180,7 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
 
   // Token ids are checked against the vocabulary where every input is (the model's input
   // limits, when it runs); the length is checked here to name the flag.
-  llm::GreedyDecoder decoder(model, target);
+  llm::Decoder decoder(model, target);
   auto n = static_cast<int64_t>(prompt.size());
   if (const int64_t context = decoder.context(); context > n && o.max_new_tokens > context - n)
     throw CliError(fmt::format("-n/--max-new-tokens {}: the prompt's {} tokens and {} new ones "
@@ -127,28 +191,53 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   llm::DecodeOptions options;
   options.max_new_tokens = o.max_new_tokens;
   if (!o.ignore_eos) options.stop_ids = stop_ids(model);
+  llm::SamplingOptions& sampling = options.sampling;
+  sampling.temperature = o.temperature.value_or(sampling.temperature);
+  sampling.top_k = o.top_k.value_or(sampling.top_k);
+  sampling.top_p = o.top_p.value_or(sampling.top_p);
+  sampling.repetition_penalty = o.repetition_penalty.value_or(sampling.repetition_penalty);
+  sampling.seed = static_cast<uint64_t>(o.seed.value_or(0));
+  // --json prints once at the end; otherwise each token goes out as soon as it is chosen.
+  std::optional<TokenPrinter> printer;
+  if (!o.json) {
+    printer.emplace(tokenizer ? &*tokenizer : nullptr, o.stream || isatty(STDOUT_FILENO));
+    options.on_token = [&printer](int64_t, int64_t token) { printer->add(token); };
+  }
   llm::DecodeResult r = decoder.run(Tensor::from<int64_t>(DType::kI64, {1, n}, prompt), options);
   const std::vector<int64_t>& tokens = r.tokens.at(0);
+  if (printer) printer->finish();
 
-  // Text in, text out: with --prompt the continuation is printed as text.
-  std::optional<std::string> text;
-  if (tokenizer) text = replace_invalid_utf8(tokenizer->decode(tokens));
+  // Prefill is timed with its first run's specialisation to the prompt's length. Decode's rate is
+  // the steady state's (the steps after the first, which specialises the graph to the cache's
+  // capacity) when there are any.
+  const bool steady = r.decode_steps > 0;
+  const int64_t decoded = steady ? r.decode_steps : static_cast<int64_t>(tokens.size()) - 1;
+  const double decode_seconds = steady ? r.decode_seconds : r.first_step_seconds;
+  json::Value prefill_rate = rate(n, r.prefill_seconds),
+              decode_rate = rate(decoded, decode_seconds);
   if (o.json) {
     json::Array ids;
     for (int64_t t : tokens) ids.push_back(jint(t));
     json::Object cache{{"dtype", jstring(std::string(dtype_name(r.cache_dtype)))},
                        {"bytes", jint(r.cache_bytes)},
                        {"capacity", jint(r.cache_capacity)}};
-    json::Object o{{"tokens", json::Value{std::move(ids)}},
-                   {"kv_cache", json::Value{std::move(cache)}}};
-    if (text) o.emplace_back("text", jstring(*text));
-    std::fputs((to_json_text(json::Value{std::move(o)}) + "\n").c_str(), stdout);
-  } else if (text) {
-    std::fputs((*text + "\n").c_str(), stdout);
+    json::Object out{{"tokens", json::Value{std::move(ids)}},
+                     {"kv_cache", json::Value{std::move(cache)}},
+                     {"sampling", sampling_json(options.sampling)},
+                     {"prefill_tokens_per_s", prefill_rate},
+                     {"decode_tokens_per_s", decode_rate}};
+    if (tokenizer)
+      out.emplace_back("text", jstring(replace_invalid_utf8(tokenizer->decode(tokens))));
+    std::fputs((to_json_text(json::Value{std::move(out)}) + "\n").c_str(), stdout);
   } else {
-    std::string line;
-    for (int64_t t : tokens) line += (line.empty() ? "" : " ") + std::to_string(t);
-    std::fputs((line + "\n").c_str(), stdout);
+    auto per_s = [](const json::Value& v) {
+      return v.is_null() ? std::string("-") : fmt::format("{:.1f}", v.as_number()->value);
+    };
+    std::fputs(fmt::format("rlx: prefill {} tokens/s, decode {} tokens/s ({} prompt tokens, {} "
+                           "generated)\n",
+                           per_s(prefill_rate), per_s(decode_rate), n, tokens.size())
+                   .c_str(),
+               stderr);
   }
   if (global.verbose)
     std::fputs(fmt::format("rlx: {} prompt tokens, {} generated; prefill {:.1f} ms, first decode "
@@ -167,17 +256,24 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
 
 Command generate_command() {
   return make_command<GenerateOptions>(
-      {"generate", "greedy text generation with a decoder model (qwen3, llama, gemma3)",
+      {"generate", "text generation with a decoder model (qwen3, llama, gemma3)",
        "MODEL --target T (--prompt-ids 1,2,3 | --prompt TEXT) [--max-new-tokens N] "
-       "[--ignore-eos] [--kv-cache f32|f16|bf16] [--json]",
+       "[--temperature T [--top-k K] [--top-p P] [--seed S]] [--repetition-penalty R] "
+       "[--ignore-eos] [--kv-cache f32|f16|bf16] [--stream | --json]",
        "Runs the model's prefill graph over the prompt, then its decode graph once per new token\n"
-       "with a KV cache of fixed capacity (prompt + N), always taking the most likely token.\n"
+       "with a KV cache of fixed capacity (prompt + N). Takes the most likely token unless\n"
+       "--temperature T > 0, which samples from softmax(logits / T), cut to the --top-k K most\n"
+       "likely and then to the fewest whose probability reaches --top-p P; --seed S makes the\n"
+       "draws repeatable. --repetition-penalty R (greedy or sampled) lowers the logits of tokens\n"
+       "already in the prompt or the output, as transformers does.\n"
        "Stops after N tokens, or after an end-of-sequence token of the model unless --ignore-eos;\n"
        "the prompt plus N may not exceed the model's max_position_embeddings. The cache holds\n"
        "f32 keys and values unless --kv-cache says f16 or bf16 (half the memory and reads,\n"
        "each cached value rounded: the tokens may differ from an f32 cache's).\n"
        "Prints the generated ids (not the prompt) separated by spaces, or with --prompt the\n"
-       "generated text (the model's tokenizer.json or vocab.txt); -v adds timings."},
+       "generated text (the model's tokenizer.json or vocab.txt), each token as it comes\n"
+       "(flushed when stdout is a terminal or with --stream); then prefill and decode tokens/s\n"
+       "on stderr. --json prints all at the end instead, the rates included; -v adds timings."},
       &declare_generate_options, &generate_main);
 }
 

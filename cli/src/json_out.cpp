@@ -80,6 +80,10 @@ json::Value jint(int64_t v) {
   return json::Value{json::Number{static_cast<double>(v), std::to_string(v)}};
 }
 
+json::Value jnumber(double v) {
+  return json::Value{json::Number{v, fmt::format("{}", v)}};
+}
+
 json::Value jms(double ms) {
   return json::Value{json::Number{ms, fmt::format("{:.3f}", ms)}};
 }

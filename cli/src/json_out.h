@@ -11,6 +11,7 @@ namespace rlx::cli {
 
 json::Value jstring(std::string_view s);
 json::Value jint(int64_t v);
+json::Value jnumber(double v);         // the shortest text that reads back as v
 json::Value jms(double milliseconds);  // a duration, three decimals
 json::Value jnull();
 

@@ -4,6 +4,7 @@
 
 #include <CLI/App.hpp>
 #include <charconv>
+#include <cmath>
 #include <functional>
 
 namespace rlx::cli {
@@ -62,7 +63,31 @@ void add_checked_integer(CLI::App& app, const std::string& names, const std::str
       ->check(at_least);
 }
 
+std::optional<double> parse_number(const std::string& text) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v))
+    return std::nullopt;
+  return v;
+}
+
 }  // namespace
+
+void add_number(CLI::App& app, const std::string& names, const std::string& value,
+                bool (*in_range)(double), const std::string& range, std::optional<double>& into,
+                const std::string& help) {
+  CLI::Validator check(
+      [in_range, range](std::string& text) -> std::string {
+        if (std::optional<double> v = parse_number(text); v && in_range(*v)) return {};
+        return fmt::format("'{}' is not a number {}", text, range);
+      },
+      "");
+  allow_short_equals(
+      app.add_option_function<std::string>(
+          names, [&into](const std::string& text) { into = *parse_number(text); }, help))
+      ->type_name(value)
+      ->check(check);
+}
 
 void add_argument(CLI::App& app, const std::string& name, std::string& into, Presence presence) {
   app.add_option(name, into)->required(presence == Presence::kRequired);

@@ -46,6 +46,13 @@ void add_integer(CLI::App& app, const std::string& names, const std::string& val
 void add_integer(CLI::App& app, const std::string& names, const std::string& value, int64_t min,
                  std::optional<int64_t>& into, const std::string& help);
 
+// A decimal number (no locale, no hex) for which `in_range` holds; `range` says which in the
+// message: "--top-p: '0' is not a number in (0, 1]". NaN and infinities are refused. `into`
+// stays empty when the option is not given.
+void add_number(CLI::App& app, const std::string& names, const std::string& value,
+                bool (*in_range)(double), const std::string& range, std::optional<double>& into,
+                const std::string& help);
+
 // The ones several commands share. MODEL and --target are required; `purpose` says what the
 // target is for: "run on", "compile for".
 void add_model_argument(CLI::App& app, std::string& into);

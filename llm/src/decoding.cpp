@@ -55,12 +55,17 @@ constexpr int64_t kMaxPositions = int64_t{1} << 24;
 
 }  // namespace
 
-int64_t argmax_last(const Tensor& logits, int64_t row) {
+std::span<const float> last_row(const Tensor& logits, int64_t row) {
   const auto& s = logits.shape();
   if (logits.dtype() != DType::kF32 || s.size() != 3)
     throw_user_error(fmt::format("logits must be f32[B, S, vocab], got {}{}",
                                  dtype_name(logits.dtype()), logits.shape_str()));
-  const float* p = logits.as<float>() + (row * s[1] + s[1] - 1) * s[2];
+  return {logits.as<float>() + (row * s[1] + s[1] - 1) * s[2], static_cast<size_t>(s[2])};
+}
+
+int64_t argmax_last(const Tensor& logits, int64_t row) {
+  const auto& s = logits.shape();
+  const float* p = last_row(logits, row).data();
   int64_t best = 0;
   for (int64_t i = 0; i < s[2]; ++i) {
     // A NaN compares false with everything, so the loop would pick token 0 and print it as if the
@@ -78,7 +83,7 @@ int64_t argmax_last(const Tensor& logits, int64_t row) {
   return best;
 }
 
-GreedyDecoder::GreedyDecoder(const Model& model, std::shared_ptr<Target> target) {
+Decoder::Decoder(const Model& model, std::shared_ptr<Target> target) {
   for (const char* name : {"prefill", "decode"})
     if (!model.graphs.count(name))
       throw_user_error(
@@ -105,7 +110,7 @@ GreedyDecoder::GreedyDecoder(const Model& model, std::shared_ptr<Target> target)
   compile_seconds_ = since(t0);
 }
 
-DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& options) {
+DecodeResult Decoder::run(const Tensor& prompt, const DecodeOptions& options) {
   if (prompt.dtype() != DType::kI64 || prompt.rank() != 2 || prompt.shape()[1] < 1)
     throw_user_error(fmt::format("the prompt must be i64[batch, length >= 1], got {}{}",
                                  dtype_name(prompt.dtype()), prompt.shape_str()));
@@ -146,14 +151,26 @@ DecodeResult GreedyDecoder::run(const Tensor& prompt, const DecodeOptions& optio
 
   std::vector<bool> done(static_cast<size_t>(batch), false);
   Tensor next(DType::kI64, {batch, 1});
+  // Greedy without a penalty stays on argmax_last, whose error names the row; everything else
+  // goes through the sampler, which sees each row's ids so far for the repetition penalty.
+  Sampler sampler(options.sampling);
+  const bool plain_greedy = sampler.greedy() && options.sampling.repetition_penalty == 1;
+  std::vector<std::vector<int64_t>> seen;
+  if (!plain_greedy)
+    for (int64_t b = 0; b < batch; ++b)
+      seen.emplace_back(prompt.as<int64_t>() + b * len, prompt.as<int64_t>() + (b + 1) * len);
   auto take = [&](const Tensor& logits) {
     bool all = true;
     for (int64_t b = 0; b < batch; ++b) {
-      int64_t id = argmax_last(logits, b);
+      // A finished row still feeds the batch a token; its argmax is as good as any.
+      int64_t id = plain_greedy || done[b] ? argmax_last(logits, b)
+                                           : sampler.choose(last_row(logits, b), seen[b]);
       next.as<int64_t>()[b] = id;
       if (!done[b]) {
         r.tokens[b].push_back(id);
+        if (!plain_greedy) seen[b].push_back(id);
         done[b] = options.stop_ids.count(id) != 0;
+        if (options.on_token) options.on_token(b, id);
       }
       all = all && done[b];
     }

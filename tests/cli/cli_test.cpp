@@ -80,7 +80,9 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kCommandOpti
       "-o, --output OUT.safetensors"}},
     {"compile", {"-o, --output-dir DIR", "--bind NAME=SIZE", "--timings", "--json"}},
     {"embed", {"--text TEXT", "--text-file FILE", "-o, --output OUT.safetensors", "--json"}},
-    {"generate", {"-p, --prompt-ids IDS", "--prompt TEXT", "-n, --max-new-tokens N"}},
+    {"generate",
+     {"-p, --prompt-ids IDS", "--prompt TEXT", "-n, --max-new-tokens N", "--temperature T",
+      "--top-k K", "--top-p P", "--seed S", "--repetition-penalty R", "--stream", "--json"}},
     {"bench",
      {"-i, --inputs IN", "--input NAME=VALUES", "-b, --batch N", "-s, --seq S", "--warmup N",
       "-n, --runs N", "--save-inputs FILE.safetensors", "--json"}},
@@ -514,8 +516,7 @@ const fs::path kMiniLm = fs::path(RLX_FIXTURES_DIR) / "minilm-l2-f16";
 // A --text-file that cannot be read says why, before the model is loaded.
 TEST_F(CliTest, AnUnreadableTextFileSaysWhy) {
   const fs::path absent = dir_ / "absent.txt";
-  ProcessResult r =
-      rlx({"embed", kMiniLm.string(), "-t", "cpu", "--text-file", absent.string()});
+  ProcessResult r = rlx({"embed", kMiniLm.string(), "-t", "cpu", "--text-file", absent.string()});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
   EXPECT_EQ(r.err, "rlx: error: --text-file " + absent.string() +
                        " does not exist\nhint: give a text file holding one sentence per line\n")
@@ -526,8 +527,8 @@ TEST_F(CliTest, AnUnreadableTextFileSaysWhy) {
   EXPECT_THAT(r.err,
               StartsWith("rlx: error: --text-file " + dir_.string() + " is a folder, not a file\n"))
       << dump(r);
-  r = rlx({"embed", kMiniLm.string(), "-t", "cpu", "--text-file",
-           write("blank.txt", "\n\n").string()});
+  r = rlx(
+      {"embed", kMiniLm.string(), "-t", "cpu", "--text-file", write("blank.txt", "\n\n").string()});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
   EXPECT_THAT(r.err, HasSubstr("blank.txt has no non-empty line\nhint: give a text file"))
       << dump(r);

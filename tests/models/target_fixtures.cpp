@@ -1,19 +1,19 @@
 // The model fixtures end to end on an executing target (gpu on PoCL, vulkan on lavapipe, opengl on
 // llvmpipe here), added to each in-tree target's suite (add_suite_extension) under the target's
 // fixture suite, against the
-// same references as the cpu (tests/models, tests/frontends/onnx): minilm-l2-f16 sentence embeddings,
-// bert-tiny-onnx against ONNX Runtime (bounds per target below), qwen3-tiny greedy tokens
-// (identical).
+// same references as the cpu (tests/models, tests/frontends/onnx): minilm-l2-f16 sentence
+// embeddings, bert-tiny-onnx against ONNX Runtime (bounds per target below), qwen3-tiny greedy
+// tokens (identical).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
 
-#include "rlx/llm/decoding.h"
-#include "target_suite.h"
 #include "model_support.h"
 #include "rlx/core/runtime.h"
+#include "rlx/llm/decoding.h"
+#include "target_suite.h"
 #include "test_support.h"
 
 namespace rlx::test {
@@ -60,9 +60,10 @@ void minilm_sentence_embeddings(const SuiteTarget& t) {
     worst = std::min(worst, cosine(emb, ref.at("sentence_embedding_f64"), r, emb.shape()[1]));
   double err = max_abs_diff(out.at("last_hidden_state"), ref.at("last_hidden_state_f64"));
   const FixtureBounds b = bounds_for(t.name);
-  std::printf("%s minilm-l2-f16: 1 - min cosine %.3g (limit %g), hidden max abs error %.3g "
-              "(limit %g); compile + first run %.2fs\n",
-              t.name.c_str(), 1 - worst, b.minilm_one_minus_cos, err, b.minilm_hidden, first);
+  std::printf(
+      "%s minilm-l2-f16: 1 - min cosine %.3g (limit %g), hidden max abs error %.3g "
+      "(limit %g); compile + first run %.2fs\n",
+      t.name.c_str(), 1 - worst, b.minilm_one_minus_cos, err, b.minilm_hidden, first);
   EXPECT_LE(1 - worst, b.minilm_one_minus_cos);
   EXPECT_LE(err, b.minilm_hidden);
 }
@@ -82,8 +83,10 @@ void bert_tiny_onnx(const SuiteTarget& t) {
   ASSERT_EQ(got.shape(), ref.at("last_hidden_state_ort").shape());
   double err = max_abs_diff(got, ref.at("last_hidden_state_ort"));
   const double bound = bounds_for(t.name).bert_vs_ort;
-  std::printf("%s bert-tiny-onnx: max abs error vs ONNX Runtime %.3g (limit %g); compile + "
-              "first run %.2fs\n", t.name.c_str(), err, bound, first);
+  std::printf(
+      "%s bert-tiny-onnx: max abs error vs ONNX Runtime %.3g (limit %g); compile + "
+      "first run %.2fs\n",
+      t.name.c_str(), err, bound, first);
   EXPECT_LE(err, bound);
 }
 
@@ -94,18 +97,20 @@ void qwen3_tiny_greedy_tokens(const SuiteTarget& t) {
   const Tensor& expected = ref.at("greedy_tokens");
   const int64_t rows = expected.shape()[0], steps = expected.shape()[1];
   Model model = load_model(dir);
-  llm::GreedyDecoder decoder(model, target_named(t.name));
+  llm::Decoder decoder(model, target_named(t.name));
   llm::DecodeOptions options;
   options.max_new_tokens = steps;
   llm::DecodeResult r = decoder.run(prompts, options);
-  std::printf("%s qwen3-tiny: %lld prompts x %lld tokens; compile %.2fs, prefill %.2fs, "
-              "%lld decode steps %.2fs\n",
-              t.name.c_str(), static_cast<long long>(rows),
-              static_cast<long long>(steps), r.compile_seconds,
-              r.prefill_seconds, static_cast<long long>(r.decode_steps), r.decode_seconds);
+  std::printf(
+      "%s qwen3-tiny: %lld prompts x %lld tokens; compile %.2fs, prefill %.2fs, "
+      "%lld decode steps %.2fs\n",
+      t.name.c_str(), static_cast<long long>(rows), static_cast<long long>(steps),
+      r.compile_seconds, r.prefill_seconds, static_cast<long long>(r.decode_steps),
+      r.decode_seconds);
   ASSERT_EQ(static_cast<int64_t>(r.tokens.size()), rows);
   for (int64_t i = 0; i < rows; ++i) {
-    std::vector<int64_t> want(expected.as<int64_t>() + i * steps, expected.as<int64_t>() + (i + 1) * steps);
+    std::vector<int64_t> want(expected.as<int64_t>() + i * steps,
+                              expected.as<int64_t>() + (i + 1) * steps);
     EXPECT_EQ(r.tokens[i], want) << "prompt " << i;
   }
 }

@@ -344,6 +344,10 @@ TEST_F(CliModels, GeneratePromptPrintsText) {
   ProcessResult plain = rlx({"generate", model.string(), "--target", "cpu", "--prompt", "hi hi",
                              "-n", "4", "--ignore-eos"});
   EXPECT_EQ(plain.out, *v.find("text")->as_string() + "\n");
+  // Streamed token by token (each piece whole UTF-8 characters), the same text.
+  ProcessResult streamed = rlx({"generate", model.string(), "--target", "cpu", "--prompt", "hi hi",
+                                "-n", "4", "--ignore-eos", "--stream"});
+  EXPECT_EQ(streamed.out, plain.out) << dump(streamed);
 }
 
 // Hostile inputs (issue 24): an id outside the vocabulary, a mask that is not 0/1, a token type

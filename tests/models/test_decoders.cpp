@@ -127,7 +127,7 @@ TEST_P(DecoderParity, GreedyTokensWithKvCacheMatchReference) {
   const Tensor& expected = ref.at("greedy_tokens");
   const int64_t rows = expected.shape()[0], steps = expected.shape()[1];
   Model model = load_model(dir);
-  llm::GreedyDecoder decoder(model, cpu_target());
+  llm::Decoder decoder(model, cpu_target());
   llm::DecodeOptions options;
   options.max_new_tokens = steps;  // no stop ids: the reference ran every step
   llm::DecodeResult r = decoder.run(prompts, options);
@@ -152,6 +152,33 @@ TEST_P(DecoderParity, GreedyTokensWithKvCacheMatchReference) {
   }
 }
 
+// The callback hears each row's token as the step that chose it ends (rows in order within a
+// step, a step's tokens before the next step's), the same tokens the result holds. Sampling with
+// top_k 1 goes through the sampler and still gives the reference's greedy tokens.
+TEST_P(DecoderParity, TokenCallbackAndTopKOneSeeTheGreedyTokensStepByStep) {
+  RLX_FIXTURE(dir, GetParam());
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  const Tensor& prompts = ref.at("prompts");
+  const Tensor& expected = ref.at("greedy_tokens");
+  const int64_t rows = expected.shape()[0], steps = expected.shape()[1];
+  Model model = load_model(dir);
+  llm::Decoder decoder(model, cpu_target());
+  llm::DecodeOptions options;
+  options.max_new_tokens = steps;
+  options.sampling.temperature = 1.5;
+  options.sampling.top_k = 1;
+  std::vector<std::pair<int64_t, int64_t>> heard;
+  options.on_token = [&](int64_t row, int64_t token) { heard.emplace_back(row, token); };
+  llm::DecodeResult r = decoder.run(prompts, options);
+  ASSERT_EQ(static_cast<int64_t>(heard.size()), rows * steps);
+  for (int64_t i = 0; i < rows * steps; ++i) {
+    const int64_t row = i % rows, step = i / rows;
+    EXPECT_EQ(heard[i].first, row) << "call " << i;
+    EXPECT_EQ(heard[i].second, expected.as<int64_t>()[row * steps + step]) << "call " << i;
+    EXPECT_EQ(heard[i].second, r.tokens[row][step]) << "call " << i;
+  }
+}
+
 // With the KV cache kept in f16 (--kv-cache f16) the greedy tokens are still the reference's,
 // from a cache of half the bytes.
 TEST_P(DecoderParity, GreedyTokensWithF16KvCacheMatchReference) {
@@ -163,9 +190,9 @@ TEST_P(DecoderParity, GreedyTokensWithF16KvCacheMatchReference) {
   llm::DecodeOptions options;
   options.max_new_tokens = steps;
   Model model = load_model(dir);
-  const llm::DecodeResult f32 = llm::GreedyDecoder(model, cpu_target()).run(prompts, options);
+  const llm::DecodeResult f32 = llm::Decoder(model, cpu_target()).run(prompts, options);
   EXPECT_GT(llm::set_kv_cache_dtype(model.graphs.at("decode"), DType::kF16), 0);
-  const llm::DecodeResult r = llm::GreedyDecoder(model, cpu_target()).run(prompts, options);
+  const llm::DecodeResult r = llm::Decoder(model, cpu_target()).run(prompts, options);
   EXPECT_EQ(f32.cache_dtype, DType::kF32);
   EXPECT_EQ(r.cache_dtype, DType::kF16);
   EXPECT_EQ(2 * r.cache_bytes, f32.cache_bytes);

@@ -210,7 +210,7 @@ TEST(RealModels, Gemma3PromptIdsMatchTheHfTokenizer) {
 // token is a failure unless the reference's top two logits there were closer than `tie_gap`
 // (after a difference the continuations have different inputs, so the comparison stops).
 void expect_gemma_greedy_tokens(const Model& model, double tie_gap, const char* what) {
-  llm::GreedyDecoder decoder(model, cpu_target());
+  llm::Decoder decoder(model, cpu_target());
   int ties = 0;
   size_t compared = 0;
   for (const GemmaPrompt& p : gemma_reference()) {

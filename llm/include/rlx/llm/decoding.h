@@ -1,19 +1,27 @@
-// Greedy decoding with the KV-cache graphs of a decoder model ("prefill" and "decode", see
-// docs/models.md). `rlx generate` and the tests drive this same loop.
+// Decoding with the KV-cache graphs of a decoder model ("prefill" and "decode", see
+// docs/models.md): greedy unless the options ask for sampling. `rlx generate` and the tests drive
+// this same loop.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "rlx/core/model.h"
 #include "rlx/core/runtime.h"
+#include "rlx/llm/sampling.h"
 
 namespace rlx::llm {
 
 struct DecodeOptions {
   int64_t max_new_tokens = 16;
   std::set<int64_t> stop_ids;  // a row stops after producing one of these (it is kept)
+  SamplingOptions sampling;    // greedy unless it says otherwise
+  // Called with each token of a prompt row as soon as it is chosen, before the next decode step
+  // runs, so a caller can show text while the rest is computed.
+  std::function<void(int64_t row, int64_t token)> on_token;
 };
 
 struct DecodeResult {
@@ -43,12 +51,13 @@ inline constexpr int64_t kCapacityStep = 64;
 // reports the choice: it changes the results (f16 keeps about 3 decimal digits).
 int set_kv_cache_dtype(Graph& graph, DType dtype);
 
-class GreedyDecoder {
+class Decoder {
  public:
   // Throws a user error when the model lacks the prefill/decode graphs.
-  GreedyDecoder(const Model& model, std::shared_ptr<Target> target);
+  Decoder(const Model& model, std::shared_ptr<Target> target);
   // prompt: i64[B, S], rows of equal length (no padding). A prompt plus max_new_tokens longer
-  // than context() is a user error.
+  // than context() is a user error, and so are sampling options outside their ranges. The rows
+  // share one random engine, drawn from in row order.
   DecodeResult run(const Tensor& prompt, const DecodeOptions& options);
   // Positions the model takes (its max_position_embeddings, from its input limit on
   // `position`); 0 when the model does not say.
@@ -62,6 +71,9 @@ class GreedyDecoder {
   int64_t context_ = 0;
   std::string context_reason_;
 };
+
+// Row `row` of the last position of logits f32[B, S, V]; other dtypes or ranks are a user error.
+std::span<const float> last_row(const Tensor& logits, int64_t row);
 
 // Index of the largest value in row `row` of the last position of logits [B, S, V] (the first
 // one on ties, like torch.argmax).
