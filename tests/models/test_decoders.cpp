@@ -103,6 +103,16 @@ TEST(KvCacheDtype, RewritesTheCacheAndNothingElse) {
   EXPECT_THROW(llm::set_kv_cache_dtype(g, DType::kI32), Error);
 }
 
+// Each prompt's generated tokens are its row of the reference's greedy_tokens [rows, steps].
+void expect_reference_tokens(const llm::DecodeResult& r, const Tensor& expected) {
+  const int64_t rows = expected.shape()[0], steps = expected.shape()[1];
+  for (int64_t i = 0; i < rows; ++i) {
+    std::vector<int64_t> want(expected.as<int64_t>() + i * steps,
+                              expected.as<int64_t>() + (i + 1) * steps);
+    EXPECT_EQ(r.tokens[i], want) << "prompt " << i;
+  }
+}
+
 TEST_P(DecoderParity, PromptLogitsMatchFloat64Reference) {
   RLX_FIXTURE(dir, GetParam());
   TensorMap ref = read_safetensors(dir / "reference.safetensors");
@@ -145,11 +155,7 @@ TEST_P(DecoderParity, GreedyTokensWithKvCacheMatchReference) {
   // capacity steps), and the tokens still match.
   EXPECT_EQ(r.cache_capacity % llm::kCapacityStep, 0);
   EXPECT_GE(r.cache_capacity, prompts.shape()[1] + steps);
-  for (int64_t i = 0; i < rows; ++i) {
-    std::vector<int64_t> want(expected.as<int64_t>() + i * steps,
-                              expected.as<int64_t>() + (i + 1) * steps);
-    EXPECT_EQ(r.tokens[i], want) << "prompt " << i;
-  }
+  expect_reference_tokens(r, expected);
 }
 
 // The callback hears each row's token as the step that chose it ends (rows in order within a
@@ -197,11 +203,7 @@ TEST_P(DecoderParity, GreedyTokensWithF16KvCacheMatchReference) {
   EXPECT_EQ(r.cache_dtype, DType::kF16);
   EXPECT_EQ(2 * r.cache_bytes, f32.cache_bytes);
   ASSERT_EQ(static_cast<int64_t>(r.tokens.size()), rows);
-  for (int64_t i = 0; i < rows; ++i) {
-    std::vector<int64_t> want(expected.as<int64_t>() + i * steps,
-                              expected.as<int64_t>() + (i + 1) * steps);
-    EXPECT_EQ(r.tokens[i], want) << "prompt " << i;
-  }
+  expect_reference_tokens(r, expected);
 }
 
 // The logits of decode steps over a 16-bit cache against the same steps over an f32 cache, fed
