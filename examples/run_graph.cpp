@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
     rlx::Graph graph;
     rlx::GraphBuilder b(graph);
     rlx::ValueId x = b.input("x", {rlx::DType::kF32, {rlx::Dim::symbol("batch"), 2}});
-    rlx::ValueId w1 = b.param("w1", rlx::Tensor::from<float>(rlx::DType::kF32, {3, 2}, {1, 0, 0, 1, 1, -1}));
+    rlx::ValueId w1 =
+        b.param("w1", rlx::Tensor::from<float>(rlx::DType::kF32, {3, 2}, {1, 0, 0, 1, 1, -1}));
     rlx::ValueId b1 = b.param("b1", rlx::Tensor::from<float>(rlx::DType::kF32, {3}, {0, 0, -1}));
     rlx::ValueId w2 = b.param("w2", rlx::Tensor::from<float>(rlx::DType::kF32, {1, 3}, {1, 2, 3}));
     rlx::ValueId h = b.op("Relu", {b.op("Linear", {x, w1, b1})});

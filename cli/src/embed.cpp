@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,8 +15,10 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
+#include "rlx/core/error.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
+#include "rlx/llm/embedding.h"
 #include "text_input.h"
 
 namespace rlx::cli {
@@ -25,19 +26,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kInputs[] = {"input_ids", "attention_mask", "token_type_ids"};
-
-// Token ids may come as i32 (what many tokenizers emit); the graph takes i64.
-Tensor as_i64(const Tensor& t, const std::string& name, const std::string& path) {
-  if (t.dtype() == DType::kI64) return t;
-  if (t.dtype() != DType::kI32)
-    throw CliError(fmt::format("{}: '{}' is {}{}, expected i64 (or i32) [batch, seq]", path, name,
-                               dtype_name(t.dtype()), t.shape_str()));
-  Tensor out(DType::kI64, t.shape());
-  for (int64_t i = 0; i < t.numel(); ++i) out.as<int64_t>()[i] = t.as<int32_t>()[i];
-  return out;
-}
-
+// The user's safetensors file, completed by the library (defaults, i32 widened); its problems
+// are reported with the file's name.
 NamedTensors read_encoder_inputs(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec))
@@ -45,37 +35,15 @@ NamedTensors read_encoder_inputs(const std::string& path) {
                    "give a safetensors file holding input_ids (and optionally attention_mask, "
                    "token_type_ids)");
   TensorMap file = read_safetensors(path);
-  for (const auto& [name, t] : file)
-    if (std::find(std::begin(kInputs), std::end(kInputs), name) == std::end(kInputs))
-      throw CliError(fmt::format("{} holds tensor '{}'; rlx embed reads input_ids, "
-                                 "attention_mask and token_type_ids",
-                                 path, name),
-                     "remove it from the --inputs file");
-  auto ids = file.find("input_ids");
-  if (ids == file.end())
-    throw CliError(fmt::format("{} has no 'input_ids' tensor", path),
-                   "write the token ids as input_ids, i64 [batch, seq]");
-  NamedTensors in;
-  in["input_ids"] = as_i64(ids->second, "input_ids", path);
-  if (in["input_ids"].rank() != 2)
-    throw CliError(fmt::format("{}: 'input_ids' is {}, expected [batch, seq]", path,
-                               in["input_ids"].shape_str()));
-  const auto& shape = in["input_ids"].shape();
-  for (const char* name : {"attention_mask", "token_type_ids"}) {
-    auto it = file.find(name);
-    if (it == file.end()) {
-      Tensor fill(DType::kI64, shape);
-      if (std::string(name) == "attention_mask")
-        for (int64_t i = 0; i < fill.numel(); ++i) fill.as<int64_t>()[i] = 1;
-      in[name] = fill;
-      continue;
-    }
-    in[name] = as_i64(it->second, name, path);
-    if (in[name].shape() != shape)
-      throw CliError(fmt::format("{}: '{}' is {} but input_ids is {}", path, name,
-                                 in[name].shape_str(), in["input_ids"].shape_str()));
+  NamedTensors given(file.begin(), file.end());
+  try {
+    return llm::complete_encoder_inputs(std::move(given));
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUser) throw;
+    throw CliError(fmt::format("{}: {}", path, e.what()),
+                   "write input_ids, i64 [batch, seq] (and optionally attention_mask, "
+                   "token_type_ids of the same shape); rlx embed reads no other tensor");
   }
-  return in;
 }
 
 std::vector<std::string> read_lines(const std::string& path) {
@@ -101,52 +69,9 @@ std::vector<std::string> read_lines(const std::string& path) {
   return lines;
 }
 
-// [CLS] sentence [SEP] per row, padded to the longest row with the pad id and masked out, cut to
-// the model's position limit or sentence-transformers' max_seq_length when the folder has one
-// (keeping the final [SEP]) as sentence-transformers truncates.
-NamedTensors tokenize_batch(const Model& model, const std::vector<std::string>& sentences) {
-  Tokenizer tok = model_tokenizer(model, "text", "--inputs IN.safetensors");
-  int64_t limit = INT64_MAX;
-  for (const char* key : {"max_position_embeddings", "max_seq_length"})
-    if (auto it = model.metadata.find(key); it != model.metadata.end())
-      limit = std::min<int64_t>(limit, std::stoll(it->second));
-  std::vector<std::vector<int64_t>> rows;
-  size_t width = 1;
-  for (const std::string& s : sentences) {
-    std::vector<int64_t> ids = tok.encode(s, /*add_special=*/true);
-    if (static_cast<int64_t>(ids.size()) > limit) {
-      int64_t last = ids.back();
-      ids.resize(static_cast<size_t>(limit));
-      ids.back() = last;
-    }
-    width = std::max(width, ids.size());
-    rows.push_back(std::move(ids));
-  }
-  const auto b = static_cast<int64_t>(rows.size()), w = static_cast<int64_t>(width);
-  const int64_t pad = std::max<int64_t>(tok.spec().pad, 0);
-  Tensor ids(DType::kI64, {b, w}), mask(DType::kI64, {b, w}), types(DType::kI64, {b, w});
-  for (int64_t r = 0; r < b; ++r)
-    for (int64_t i = 0; i < w; ++i) {
-      bool real = i < static_cast<int64_t>(rows[r].size());
-      ids.as<int64_t>()[r * w + i] = real ? rows[r][i] : pad;
-      mask.as<int64_t>()[r * w + i] = real;
-    }
-  return {{"input_ids", ids}, {"attention_mask", mask}, {"token_type_ids", types}};
-}
-
 void check_encoder(const Model& model, const std::string& path) {
-  auto it = model.graphs.find("main");
-  bool ok = it != model.graphs.end();
-  if (ok) {
-    bool has_embedding = false;
-    for (ValueId v : it->second.outputs)
-      has_embedding = has_embedding || it->second.values[v].name == "sentence_embedding";
-    ok = has_embedding;
-  }
-  if (!ok)
-    throw CliError(fmt::format("{} is a {} model without a sentence_embedding output: rlx embed "
-                               "needs an encoder (bert)",
-                               path, model.architecture),
+  if (std::string problem = llm::encoder_problem(model); !problem.empty())
+    throw CliError(fmt::format("{}: {}", path, problem),
                    "use `rlx generate` for decoders, `rlx run` for other models");
 }
 
@@ -179,13 +104,6 @@ void declare_embed_options(CLI::App& app, EmbedOptions& o) {
 // --output.
 constexpr int64_t kMaxListed = 16;
 
-double cosine(const float* a, const float* b, int64_t n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int64_t i = 0; i < n; ++i)
-    ab += double{a[i]} * b[i], aa += double{a[i]} * a[i], bb += double{b[i]} * b[i];
-  return aa > 0 && bb > 0 ? ab / std::sqrt(aa * bb) : 0.0;
-}
-
 // What `rlx embed` prints without --output or --json: the embeddings' count and width, and the
 // cosine similarity of every pair (of the texts when they came from --text).
 std::string similarity_text(const Tensor& emb, const std::vector<std::string>& texts) {
@@ -206,8 +124,9 @@ std::string similarity_text(const Tensor& emb, const std::vector<std::string>& t
   const float* e = emb.as<float>();
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = i + 1; j < rows; ++j)
-      out += fmt::format("  {:7.4f}  {} ~ {}\n", cosine(e + i * width, e + j * width, width),
-                         label(i), label(j));
+      out += fmt::format("  {:7.4f}  {} ~ {}\n",
+                         llm::cosine_similarity(e + i * width, e + j * width, width), label(i),
+                         label(j));
   return out;
 }
 
@@ -230,12 +149,15 @@ int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
   check_encoder(model, model_path);
+  // Tokenizer problems are named before the model compiles.
+  std::optional<Tokenizer> tokenizer;
+  if (from_text) tokenizer = model_tokenizer(model, "text", "--inputs IN.safetensors");
   NamedTensors inputs =
-      from_text ? tokenize_batch(model, sentences) : read_encoder_inputs(*o.inputs);
+      from_text ? llm::sentence_batch(*tokenizer, sentences, llm::encoder_row_limit(model))
+                : read_encoder_inputs(*o.inputs);
 
-  Session session(target);
-  CompiledModel compiled = session.compile(model, "main");
-  NamedTensors out = compiled.run(inputs);
+  llm::SentenceEncoder encoder(model, target);
+  NamedTensors out = encoder.run(inputs);
   TensorMap written{{"sentence_embedding", out.at("sentence_embedding")},
                     {"last_hidden_state", out.at("last_hidden_state")}};
   if (output) {

@@ -42,14 +42,6 @@ std::vector<int64_t> parse_ids(const std::string& text, const std::string& optio
   return ids;
 }
 
-std::set<int64_t> stop_ids(const Model& model) {
-  std::set<int64_t> ids;
-  auto it = model.metadata.find("eos_token_ids");
-  if (it == model.metadata.end() || it->second.empty()) return ids;
-  for (int64_t id : parse_ids(it->second, "eos_token_ids")) ids.insert(id);
-  return ids;
-}
-
 struct GenerateOptions {
   std::string model, target;
   std::optional<std::string> prompt_ids, prompt;
@@ -190,7 +182,7 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
                    fmt::format("give -n {} or less, or a shorter prompt", context - n));
   llm::DecodeOptions options;
   options.max_new_tokens = o.max_new_tokens;
-  if (!o.ignore_eos) options.stop_ids = stop_ids(model);
+  if (!o.ignore_eos) options.stop_ids = llm::end_of_text_ids(model);
   llm::SamplingOptions& sampling = options.sampling;
   sampling.temperature = o.temperature.value_or(sampling.temperature);
   sampling.top_k = o.top_k.value_or(sampling.top_k);

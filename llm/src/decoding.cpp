@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -54,6 +55,25 @@ Tensor cache_from_prompt(const Tensor& present, int64_t capacity, DType dtype,
 constexpr int64_t kMaxPositions = int64_t{1} << 24;
 
 }  // namespace
+
+std::set<int64_t> end_of_text_ids(const Model& model) {
+  std::set<int64_t> ids;
+  auto it = model.metadata.find("eos_token_ids");
+  if (it == model.metadata.end()) return ids;
+  const std::string& text = it->second;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = std::min(text.find(',', start), text.size());
+    int64_t v = -1;
+    auto [p, ec] = std::from_chars(text.data() + start, text.data() + end, v);
+    if (ec != std::errc() || p != text.data() + end || v < 0)
+      throw Error(
+          ErrorKind::kUser,
+          fmt::format("the model's eos_token_ids metadata '{}' is not a list of token ids", text));
+    ids.insert(v);
+    start = end + 1;
+  }
+  return ids;
+}
 
 std::span<const float> last_row(const Tensor& logits, int64_t row) {
   const auto& s = logits.shape();

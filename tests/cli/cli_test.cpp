@@ -541,8 +541,9 @@ TEST_F(CliTest, AnEmbedInputsFileWithoutInputIdsSaysWhatItNeeds) {
   ProcessResult r = rlx({"embed", kMiniLm.string(), "-t", "cpu", "-i", in.string()});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
   EXPECT_EQ(r.err, "rlx: error: " + in.string() +
-                       " has no 'input_ids' tensor\nhint: write the token ids as input_ids, i64 "
-                       "[batch, seq]\n")
+                       ": the encoder's inputs have no 'input_ids' (i64 [batch, seq])\nhint: "
+                       "write input_ids, i64 [batch, seq] (and optionally attention_mask, "
+                       "token_type_ids of the same shape); rlx embed reads no other tensor\n")
       << dump(r);
   EXPECT_TRUE(r.out.empty()) << dump(r);
 }

@@ -266,7 +266,8 @@ TEST_F(CliModels, WrongKindOfModelIsAUserError) {
   EXPECT_THAT(r.err, HasSubstr("generation needs a decoder model")) << dump(r);
   r = rlx({"embed", qwen.string(), "--target", "cpu", "--json", "--inputs", "x.safetensors"});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
-  EXPECT_THAT(r.err, HasSubstr("rlx embed needs an encoder")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("no sentence_embedding output: embedding needs an encoder (bert)"))
+      << dump(r);
   r = rlx({"generate", qwen.string(), "--target", "cpu", "--prompt-ids", "1,2,abc"});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
   EXPECT_THAT(r.err, HasSubstr("--prompt-ids: 'abc' is not a token id")) << dump(r);

@@ -72,6 +72,11 @@ class Decoder {
   std::string context_reason_;
 };
 
+// The ids that end a text for `model`: its metadata's eos_token_ids (the importers write the
+// config's and generation config's end-of-sequence ids there, "2" or "151645,151643"). Empty
+// when the model names none; a malformed entry is a user error.
+std::set<int64_t> end_of_text_ids(const Model& model);
+
 // Row `row` of the last position of logits f32[B, S, V]; other dtypes or ranks are a user error.
 std::span<const float> last_row(const Tensor& logits, int64_t row);
 
