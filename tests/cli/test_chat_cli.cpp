@@ -40,7 +40,13 @@ class Chat : public ChatCliTest {
                            "--ignore-eos", "--json"});
     EXPECT_EQ(r.exit_code, 0) << dump(r);
     std::vector<int64_t> tokens;
-    for (const json::Value& t : *parse_json(r).find("tokens")->as_array()) {
+    const json::Value doc = parse_json(r);  // named: find() points into it
+    const json::Value* generated = doc.find("tokens");
+    if (!generated || !generated->as_array()) {
+      ADD_FAILURE() << dump(r);
+      return {};
+    }
+    for (const json::Value& t : *generated->as_array()) {
       tokens.push_back(*t.as_number()->as_i64());
       if (tokens.back() == test::kImEnd) break;
     }
@@ -65,7 +71,8 @@ TEST_F(Chat, EachReplyContinuesTheWholeConversationInChatml) {
       "<|im_start|>assistant\n";
   const std::string first = expected_reply(m, conversation, 6);
   EXPECT_EQ(str(lines[2].find("content")), first);
-  conversation += first + "<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+  conversation += first +
+                  "<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
                   "<|im_start|>assistant\n";
   EXPECT_EQ(str(lines[4].find("content")), expected_reply(m, conversation, 6));
   for (size_t i : {2u, 4u}) {
@@ -89,9 +96,9 @@ TEST_F(Chat, AModelWithoutATemplateOrWithAnUnknownOneIsToldToGiveTheFormat) {
   EXPECT_THAT(none.err, HasSubstr("has no chat template")) << dump(none);
   EXPECT_THAT(none.err, HasSubstr("--chat-format NAME (llama3, chatml, gemma, llama2)"));
 
-  ProcessResult unknown = rlx(
-      {"chat", model(R"({"chat_template": "{{ '### User: ' + content }}"})").string()}, {},
-      std::string("hi\n"));
+  ProcessResult unknown =
+      rlx({"chat", model(R"({"chat_template": "{{ '### User: ' + content }}"})").string()}, {},
+          std::string("hi\n"));
   EXPECT_EQ(unknown.exit_code, 1) << dump(unknown);
   EXPECT_THAT(unknown.err, HasSubstr("chat template is not one rlx recognises")) << dump(unknown);
 
@@ -100,9 +107,9 @@ TEST_F(Chat, AModelWithoutATemplateOrWithAnUnknownOneIsToldToGiveTheFormat) {
       rlx({"chat", model("{}").string(), "--chat-format", "chatml", "-n", "3", "--json"}, {},
           std::string("hi\n"));
   EXPECT_EQ(named.exit_code, 0) << dump(named);
-  EXPECT_EQ(str(json_lines(named.out).at(1).find("content")),
-            expected_reply(dir_ / "model",
-                           "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", 3));
+  EXPECT_EQ(
+      str(json_lines(named.out).at(1).find("content")),
+      expected_reply(dir_ / "model", "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", 3));
 
   ProcessResult bad = rlx({"chat", "m", "--chat-format", "vicuna"});
   EXPECT_EQ(bad.exit_code, 1) << dump(bad);
@@ -114,8 +121,8 @@ TEST_F(Chat, AModelWithoutATemplateOrWithAnUnknownOneIsToldToGiveTheFormat) {
 TEST_F(Chat, AConversationThatOutgrowsTheContextIsToldSo) {
   fs::path m = model();
   const std::string filler(480, 'a');
-  ProcessResult r = rlx({"chat", m.string(), "-n", "64", "--json"}, {},
-                        filler + "\n" + filler + "\n");
+  ProcessResult r =
+      rlx({"chat", m.string(), "-n", "64", "--json"}, {}, filler + "\n" + filler + "\n");
   EXPECT_EQ(r.exit_code, 1) << dump(r);
   EXPECT_THAT(r.err, HasSubstr("warning: the conversation has 499 tokens of the model's 512 "
                                "positions: this reply can have at most 13"))

@@ -9,10 +9,8 @@
 namespace rlx::llm {
 namespace {
 
-const std::vector<ChatMessage> kConversation = {{"system", "Be brief."},
-                                                {"user", "Hi! "},
-                                                {"assistant", "Hello."},
-                                                {"user", "2+2?"}};
+const std::vector<ChatMessage> kConversation = {
+    {"system", "Be brief."}, {"user", "Hi! "}, {"assistant", "Hello."}, {"user", "2+2?"}};
 
 std::string rendered(const char* format, const ChatTokens& tokens = {}) {
   return ChatFormat::named(format).render(kConversation, tokens);
