@@ -15,6 +15,7 @@
 
 #include "rlx/core/error.h"
 #include "rlx/llm/decoding.h"
+#include "rlx/llm/text_stream.h"
 #include "rlx/llm/tokenizer.h"
 #include "rlx/registry/registry.h"
 
@@ -87,25 +88,19 @@ int main(int argc, char** argv) {
     rlx::llm::DecodeOptions decode;
     decode.max_new_tokens = new_tokens;
     decode.stop_ids = rlx::llm::end_of_text_ids(model);
-    // Text is decoded from all tokens so far and only the new part printed: a token may end in
-    // the middle of a character that the next one completes.
-    std::vector<int64_t> so_far;
-    std::string printed;
+    // TextStream gives out whole characters: a token may end inside one that the next token
+    // completes.
+    std::optional<rlx::llm::TextStream> text;
+    if (tokenizer) text.emplace(*tokenizer);
     decode.on_token = [&](int64_t /*row*/, int64_t token) {
-      if (!tokenizer) {
+      if (text)
+        std::fputs(text->add(token).c_str(), stdout);
+      else
         std::printf("%lld\n", static_cast<long long>(token));
-      } else {
-        so_far.push_back(token);
-        std::string text = tokenizer->decode(so_far);
-        if (text.size() > printed.size() && text.compare(0, printed.size(), printed) == 0) {
-          std::fputs(text.c_str() + printed.size(), stdout);
-          printed = std::move(text);
-        }
-      }
       std::fflush(stdout);
     };
     rlx::llm::DecodeResult result = decoder.run(prompt_tensor, decode);
-    if (tokenizer) std::printf("\n");
+    if (text) std::printf("%s\n", text->finish().c_str());
     const double per_token =
         result.decode_steps > 0 ? result.decode_seconds / result.decode_steps : 0;
     std::fprintf(stderr, "%zu tokens; %.2f ms per decode step\n", result.tokens[0].size(),

@@ -53,6 +53,7 @@ Command run_command();
 Command compile_command();
 Command embed_command();
 Command generate_command();
+Command chat_command();
 Command bench_command();
 
 }  // namespace rlx::cli

@@ -10,13 +10,15 @@
 #include <utility>
 
 #include "commands.h"
+#include "decoder_setup.h"
 #include "errors.h"
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
 #include "rlx/llm/decoding.h"
+#include "rlx/llm/text_stream.h"
+#include "sampling_flags.h"
 #include "text_input.h"
-#include "text_stream.h"
 
 namespace rlx::cli {
 namespace {
@@ -48,8 +50,8 @@ struct GenerateOptions {
   int64_t max_new_tokens = 32;
   bool ignore_eos = false, json = false, q8_activations = false, stream = false;
   std::optional<DType> kv_cache;
-  std::optional<double> temperature, top_p, repetition_penalty;
-  std::optional<int64_t> top_k, seed;
+  SamplingFlags sampling;
+  std::vector<std::string> stop;
 };
 
 void declare_generate_options(CLI::App& app, GenerateOptions& o) {
@@ -62,69 +64,41 @@ void declare_generate_options(CLI::App& app, GenerateOptions& o) {
   add_integer(app, "-n,--max-new-tokens", "N", 0, o.max_new_tokens,
               "how many tokens to generate at most (default 32)");
   add_flag(app, "--ignore-eos", o.ignore_eos, "keep generating after an end-of-sequence token");
+  add_repeatable(app, "--stop", "STR", o.stop,
+                 "end when the generated text contains STR, which is not printed (with "
+                 "--prompt; repeatable)");
   add_q8_activations_flag(app, o.q8_activations);
   add_kv_cache_option(app, o.kv_cache);
-  add_number(
-      app, "--temperature", "T", [](double v) { return v >= 0; }, ">= 0", o.temperature,
-      "sample from softmax(logits / T); 0 (the default) takes the most likely token");
-  add_integer(app, "--top-k", "K", 1, o.top_k,
-              "sample from the K most likely tokens only (with --temperature)");
-  add_number(
-      app, "--top-p", "P", [](double v) { return v > 0 && v <= 1; }, "in (0, 1]", o.top_p,
-      "sample from the smallest set of most likely tokens whose probability reaches P "
-      "(with --temperature)");
-  add_integer(app, "--seed", "S", 0, o.seed,
-              "seed of the sampler (with --temperature; default 0): the same seed, the same "
-              "tokens");
-  add_number(
-      app, "--repetition-penalty", "R", [](double v) { return v > 0; }, "> 0", o.repetition_penalty,
-      "divide positive logits (multiply negative ones) of tokens already in the prompt "
-      "or the output by R (default 1: none)");
+  add_sampling_flags(app, o.sampling);
   add_flag(app, "--stream", o.stream,
            "flush stdout after each token (the default when stdout is a terminal)");
   add_flag(app, "--json", o.json,
-           "print {\"tokens\": [generated ids], \"kv_cache\": {dtype, bytes, capacity}, "
-           "\"sampling\", \"prefill_tokens_per_s\", \"decode_tokens_per_s\"} at the end (and "
-           "\"text\" with --prompt)");
+           "print {\"tokens\": [generated ids], \"finish_reason\", \"kv_cache\": {dtype, "
+           "bytes, capacity}, \"sampling\", \"prefill_tokens_per_s\", \"decode_tokens_per_s\"} "
+           "at the end (and \"text\" with --prompt)");
 }
 
-// What the loop reports as the tokens come: text through the tokenizer with --prompt, ids
-// otherwise; flushed each time when asked to, or when a person is watching.
+// Prints what the loop reports as the tokens come: text with --prompt, ids otherwise; flushed
+// each time when asked to, or when a person is watching.
 class TokenPrinter {
  public:
-  TokenPrinter(const Tokenizer* tokenizer, bool flush)
-      : flush_(flush),
-        text_(tokenizer ? std::optional<TokenTextStream>(*tokenizer) : std::nullopt) {}
-  void add(int64_t token) {
-    print(text_ ? text_->add(token) : (first_ ? "" : " ") + std::to_string(token));
+  explicit TokenPrinter(bool flush) : flush_(flush) {}
+  void id(int64_t token) {
+    print((first_ ? "" : " ") + std::to_string(token));
     first_ = false;
   }
-  void finish() { print((text_ ? text_->finish() : std::string()) + "\n"); }
-
- private:
   void print(const std::string& piece) {
     std::fputs(piece.c_str(), stdout);
     if (flush_) std::fflush(stdout);
   }
+
+ private:
   bool flush_, first_ = true;
-  std::optional<TokenTextStream> text_;
 };
 
 // Tokens per second, or null when there was nothing to time.
 json::Value rate(int64_t tokens, double seconds) {
   return tokens > 0 && seconds > 0 ? jnumber(static_cast<double>(tokens) / seconds) : jnull();
-}
-
-json::Value sampling_json(const llm::SamplingOptions& s) {
-  if (s.temperature == 0)
-    return json::Value{json::Object{{"method", jstring("greedy")},
-                                    {"repetition_penalty", jnumber(s.repetition_penalty)}}};
-  return json::Value{json::Object{{"method", jstring("sample")},
-                                  {"temperature", jnumber(s.temperature)},
-                                  {"top_k", jint(s.top_k)},
-                                  {"top_p", jnumber(s.top_p)},
-                                  {"seed", jint(static_cast<int64_t>(s.seed))},
-                                  {"repetition_penalty", jnumber(s.repetition_penalty)}}};
 }
 
 int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
@@ -138,15 +112,17 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
                      usage_hint("generate"));
   if (o.prompt && o.prompt->empty())
     throw UsageError("--prompt is empty: give the text to continue", usage_hint("generate"));
-  if (o.temperature.value_or(0) == 0)
-    for (auto [option, given] :
-         {std::pair{"--top-k", o.top_k.has_value()}, std::pair{"--top-p", o.top_p.has_value()},
-          std::pair{"--seed", o.seed.has_value()}})
-      if (given)
-        throw UsageError(fmt::format("{} applies to sampling, and without --temperature (or "
-                                     "with 0) generation is greedy",
-                                     option),
-                         "give --temperature T > 0 to sample (0.7 is a common choice)");
+  llm::DecodeOptions options;
+  options.sampling = sampling_options(o.sampling);
+  if (!o.stop.empty() && !o.prompt)
+    throw UsageError(
+        "--stop looks for text, and with --prompt-ids generate prints token ids: give the "
+        "prompt as --prompt TEXT",
+        usage_hint("generate"));
+  for (const std::string& stop : o.stop)
+    if (stop.empty())
+      throw UsageError("--stop is empty: it would match before any text",
+                       "give the text that ends generation, such as --stop $'\\n\\n'");
   if (o.stream && o.json)
     throw UsageError(
         "--stream prints tokens as they come and --json one object at the end: "
@@ -180,24 +156,29 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
                                "(max_position_embeddings)",
                                o.max_new_tokens, n, o.max_new_tokens, context),
                    fmt::format("give -n {} or less, or a shorter prompt", context - n));
-  llm::DecodeOptions options;
+  warn_if_context_unknown(decoder);
   options.max_new_tokens = o.max_new_tokens;
   if (!o.ignore_eos) options.stop_ids = llm::end_of_text_ids(model);
-  llm::SamplingOptions& sampling = options.sampling;
-  sampling.temperature = o.temperature.value_or(sampling.temperature);
-  sampling.top_k = o.top_k.value_or(sampling.top_k);
-  sampling.top_p = o.top_p.value_or(sampling.top_p);
-  sampling.repetition_penalty = o.repetition_penalty.value_or(sampling.repetition_penalty);
-  sampling.seed = static_cast<uint64_t>(o.seed.value_or(0));
-  // --json prints once at the end; otherwise each token goes out as soon as it is chosen.
+  // With --prompt the tokens become text as they come (and --stop looks at that text); --json
+  // prints once at the end, otherwise each piece goes out as soon as it is known.
+  std::optional<llm::TextStream> text;
+  if (tokenizer) text.emplace(*tokenizer, o.stop);
   std::optional<TokenPrinter> printer;
-  if (!o.json) {
-    printer.emplace(tokenizer ? &*tokenizer : nullptr, o.stream || isatty(STDOUT_FILENO));
-    options.on_token = [&printer](int64_t, int64_t token) { printer->add(token); };
-  }
+  if (!o.json) printer.emplace(o.stream || isatty(STDOUT_FILENO));
+  options.on_token = [&](int64_t, int64_t token) {
+    if (text) {
+      std::string piece = text->add(token);
+      if (printer) printer->print(piece);
+    } else if (printer) {
+      printer->id(token);
+    }
+  };
+  if (!o.stop.empty())
+    options.stop_requested = [&](int64_t) { return text->stopped().has_value(); };
   llm::DecodeResult r = decoder.run(Tensor::from<int64_t>(DType::kI64, {1, n}, prompt), options);
   const std::vector<int64_t>& tokens = r.tokens.at(0);
-  if (printer) printer->finish();
+  std::string rest = text ? text->finish() : std::string();
+  if (printer) printer->print(rest + "\n");
 
   // Prefill is timed with its first run's specialisation to the prompt's length. Decode's rate is
   // the steady state's (the steps after the first, which specialises the graph to the cache's
@@ -215,11 +196,13 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
                        {"capacity", jint(r.cache_capacity)}};
     json::Object out{{"tokens", json::Value{std::move(ids)}},
                      {"kv_cache", json::Value{std::move(cache)}},
+                     {"finish_reason", jstring(finish_reason(r.stop_reasons.at(0)))},
                      {"sampling", sampling_json(options.sampling)},
                      {"prefill_tokens_per_s", prefill_rate},
                      {"decode_tokens_per_s", decode_rate}};
-    if (tokenizer)
-      out.emplace_back("text", jstring(replace_invalid_utf8(tokenizer->decode(tokens))));
+    if (text) out.emplace_back("text", jstring(text->text()));
+    if (text && text->stopped())
+      out.emplace_back("stop_string", jstring(text->stop_strings().at(*text->stopped())));
     std::fputs((to_json_text(json::Value{std::move(out)}) + "\n").c_str(), stdout);
   } else {
     auto per_s = [](const json::Value& v) {
@@ -251,7 +234,7 @@ Command generate_command() {
       {"generate", "text generation with a decoder model (qwen3, llama, gemma3)",
        "MODEL --target T (--prompt-ids 1,2,3 | --prompt TEXT) [--max-new-tokens N] "
        "[--temperature T [--top-k K] [--top-p P] [--seed S]] [--repetition-penalty R] "
-       "[--ignore-eos] [--kv-cache f32|f16|bf16] [--stream | --json]",
+       "[--ignore-eos] [--stop STR]... [--kv-cache f32|f16|bf16] [--stream | --json]",
        "Runs the model's prefill graph over the prompt, then its decode graph once per new token\n"
        "with a KV cache of fixed capacity (prompt + N). Takes the most likely token unless\n"
        "--temperature T > 0, which samples from softmax(logits / T), cut to the --top-k K most\n"
@@ -259,13 +242,16 @@ Command generate_command() {
        "draws repeatable. --repetition-penalty R (greedy or sampled) lowers the logits of tokens\n"
        "already in the prompt or the output, as transformers does.\n"
        "Stops after N tokens, or after an end-of-sequence token of the model unless --ignore-eos;\n"
-       "the prompt plus N may not exceed the model's max_position_embeddings. The cache holds\n"
+       "with --prompt, also when the text contains a --stop string (cut before it; text that\n"
+       "could begin one is held until it cannot). The prompt plus N may not exceed the model's\n"
+       "max_position_embeddings (a model that does not state it gets a warning). The cache holds\n"
        "f32 keys and values unless --kv-cache says f16 or bf16 (half the memory and reads,\n"
        "each cached value rounded: the tokens may differ from an f32 cache's).\n"
        "Prints the generated ids (not the prompt) separated by spaces, or with --prompt the\n"
        "generated text (the model's tokenizer.json or vocab.txt), each token as it comes\n"
        "(flushed when stdout is a terminal or with --stream); then prefill and decode tokens/s\n"
-       "on stderr. --json prints all at the end instead, the rates included; -v adds timings."},
+       "on stderr. --json prints all at the end instead, the rates and finish_reason (eos,\n"
+       "stop_string or length) included; -v adds timings."},
       &declare_generate_options, &generate_main);
 }
 

@@ -70,6 +70,26 @@ void write(const json::Value& v, int indent, std::string& out) {
   out += std::string(indent, ' ') + "}";
 }
 
+void write_line(const json::Value& v, std::string& out) {
+  if (const json::Array* a = v.as_array()) {
+    out += "[";
+    for (size_t i = 0; i < a->size(); ++i) {
+      out += i ? ", " : "";
+      write_line((*a)[i], out);
+    }
+    out += "]";
+  } else if (const json::Object* o = v.as_object()) {
+    out += "{";
+    for (size_t i = 0; i < o->size(); ++i) {
+      out += (i ? ", " : "") + json::json_quote((*o)[i].first) + ": ";
+      write_line((*o)[i].second, out);
+    }
+    out += "}";
+  } else {
+    out += scalar_text(v);
+  }
+}
+
 }  // namespace
 
 json::Value jstring(std::string_view s) {
@@ -95,6 +115,12 @@ json::Value jnull() {
 std::string to_json_text(const json::Value& v) {
   std::string out;
   write(v, 0, out);
+  return out;
+}
+
+std::string to_json_line(const json::Value& v) {
+  std::string out;
+  write_line(v, out);
   return out;
 }
 

@@ -17,5 +17,7 @@ json::Value jnull();
 
 // Two-space indented JSON; containers holding only scalars stay on one line when short.
 std::string to_json_text(const json::Value& v);
+// All on one line, for output that is one JSON value per line (rlx chat --json).
+std::string to_json_line(const json::Value& v);
 
 }  // namespace rlx::cli

@@ -138,6 +138,7 @@ DecodeResult Decoder::run(const Tensor& prompt, const DecodeOptions& options) {
   DecodeResult r;
   r.compile_seconds = compile_seconds_;
   r.tokens.resize(static_cast<size_t>(batch));
+  r.stop_reasons.assign(static_cast<size_t>(batch), StopReason::kLength);
   if (options.max_new_tokens <= 0) return r;
   // The cache holds every position, so the length is bounded before it sizes anything (a huge
   // max_new_tokens would overflow the capacity or ask for the machine's memory).
@@ -189,8 +190,12 @@ DecodeResult Decoder::run(const Tensor& prompt, const DecodeOptions& options) {
       if (!done[b]) {
         r.tokens[b].push_back(id);
         if (!plain_greedy) seen[b].push_back(id);
-        done[b] = options.stop_ids.count(id) != 0;
+        if (options.stop_ids.count(id)) r.stop_reasons[b] = StopReason::kStopId;
         if (options.on_token) options.on_token(b, id);
+        if (r.stop_reasons[b] == StopReason::kLength && options.stop_requested &&
+            options.stop_requested(b))
+          r.stop_reasons[b] = StopReason::kRequested;
+        done[b] = r.stop_reasons[b] != StopReason::kLength;
       }
       all = all && done[b];
     }

@@ -40,7 +40,13 @@ class CliTest : public ::testing::Test {
   // Runs rlx with an environment that sees only the build tree's plugins (found next to the
   // binary), so plugins installed on the machine cannot change the results.
   ProcessResult rlx(std::vector<std::string> args,
-                    std::map<std::string, std::optional<std::string>> env = {}) {
+                    std::map<std::string, std::optional<std::string>> env = {},
+                    const std::optional<std::string>& input = std::nullopt) {
+    return test::run_process(RLX_BINARY, args, rlx_environment(std::move(env)), input);
+  }
+
+  // The environment rlx() runs with, `env` applied on top.
+  test::Environment rlx_environment(test::Environment env) {
     std::map<std::string, std::optional<std::string>> e = {
         {"XDG_DATA_HOME", (dir_ / "no-user-data").string()},
         {"XDG_DATA_DIRS", (dir_ / "no-system-data").string()},
@@ -48,7 +54,7 @@ class CliTest : public ::testing::Test {
         {"RLX_DISABLE_PLUGINS", std::nullopt},
     };
     for (auto& [k, v] : env) e[k] = v;
-    return test::run_process(RLX_BINARY, args, e);
+    return e;
   }
 
   fs::path write(const std::string& name, const std::string& text) {

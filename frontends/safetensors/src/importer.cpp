@@ -41,6 +41,9 @@ class SafetensorsImporter final : public sdk::ImporterPlugin {
     TokenizerFiles tokenizer = read_tokenizer_files(path, config);
     m.tokenizer = std::move(tokenizer.spec);
     if (!tokenizer.unsupported.empty()) m.metadata[kTokenizerProblemKey] = tokenizer.unsupported;
+    // Under GGUF's key, so `rlx chat` finds a template the same way in both formats.
+    if (!tokenizer.chat_template.empty())
+      m.metadata["tokenizer.chat_template"] = tokenizer.chat_template;
     // sentence-transformers cuts texts at its own max_seq_length (all-MiniLM-L6-v2: 256, below
     // the 512 positions), and `rlx embed --text` cuts where it does.
     std::filesystem::path st = path / "sentence_bert_config.json";

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <functional>
+#include <iterator>
 
 #include "json_file.h"
 #include "rlx/core/error.h"
@@ -173,6 +174,13 @@ std::optional<TokenizerSpec> from_tokenizer_json(const fs::path& file, std::stri
                     file.string()));
   spec.kind = "bpe";
   spec.pre = bpe_pre(root);
+  // Added tokens are matched in the text before BPE runs (a chat template's <|im_start|> is one
+  // token, not its bytes), and the special ones are left out of decoded text, as tokenizers
+  // does; the types say which are which, as a GGUF file's token types do.
+  if (!added.empty()) {
+    spec.types.assign(spec.tokens.size(), kNormal);
+    for (auto [id, special] : added) spec.types[id] = special ? kControl : kUserDefined;
+  }
   return spec;
 }
 
@@ -227,6 +235,28 @@ void apply_tokenizer_config(const fs::path& folder, TokenizerSpec& spec,
   if (spec.add_bos && spec.bos < 0) spec.add_bos = false;
 }
 
+// chat_template.jinja, else tokenizer_config.json's chat_template: a string, or a list of
+// {"name", "template"} of which transformers uses "default".
+std::string read_chat_template(const fs::path& folder) {
+  std::error_code ec;
+  if (fs::is_regular_file(folder / "chat_template.jinja", ec)) {
+    std::ifstream f(folder / "chat_template.jinja", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+  if (!fs::exists(folder / "tokenizer_config.json", ec)) return {};
+  const json::Value cfg = read_json_file(folder / "tokenizer_config.json");
+  const json::Value* t = cfg.find("chat_template");
+  if (!t) return {};
+  if (const std::string* s = t->as_string()) return *s;
+  if (const json::Array* list = t->as_array())
+    for (const json::Value& named : *list)
+      if (const json::Value* name = named.find("name");
+          name && name->as_string() && *name->as_string() == "default")
+        if (const json::Value* text = named.find("template"); text && text->as_string())
+          return *text->as_string();
+  return {};
+}
+
 }  // namespace
 
 TokenizerFiles read_tokenizer_files(const fs::path& folder, const TransformerConfig& config) {
@@ -237,6 +267,7 @@ TokenizerFiles read_tokenizer_files(const fs::path& folder, const TransformerCon
   else if (fs::exists(folder / "vocab.txt", ec))
     files.spec = from_vocab_txt(folder / "vocab.txt");
   if (files.spec) apply_tokenizer_config(folder, *files.spec, config);
+  files.chat_template = read_chat_template(folder);
   return files;
 }
 

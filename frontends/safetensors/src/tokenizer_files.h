@@ -3,7 +3,8 @@
 //                   split regex: gpt2, llama3 or qwen2); BPE with byte fallback (converted
 //                   SentencePiece models) -> "spm"
 //   vocab.txt       (no tokenizer.json) -> "wordpiece"
-//   tokenizer_config.json  special tokens, add_bos_token / add_eos_token, do_lower_case
+//   tokenizer_config.json  special tokens, add_bos_token / add_eos_token, do_lower_case,
+//                          chat_template (or a chat_template.jinja file)
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -18,6 +19,8 @@ struct TokenizerFiles {
   // Why `spec` is empty although there is a tokenizer file: its model type has no rlx equivalent
   // (Unigram). Names the file and the type; empty otherwise.
   std::string unsupported;
+  // The Jinja chat template (chat_template.jinja or tokenizer_config.json); empty when none.
+  std::string chat_template;
 };
 
 // No spec when the folder has no tokenizer files, or an unsupported kind (then `unsupported`

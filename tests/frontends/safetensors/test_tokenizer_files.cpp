@@ -65,6 +65,31 @@ TEST(TokenizerFiles, ByteLevelBpeFromTokenizerJson) {
   EXPECT_EQ(tok.decode({256, 257}), "hi hi");
 }
 
+// The chat template reaches the model under GGUF's key, from tokenizer_config.json (a string, or
+// transformers' list of named templates, of which it uses "default") or chat_template.jinja.
+TEST(TokenizerFiles, ChatTemplateIsKeptUnderGgufsKey) {
+  TinyDecoder d;
+  d.vocab = 300;
+  fs::path dir = fresh_dir("qwen");
+  write_text(dir / "config.json", d.config_json());
+  write_safetensors(dir / "model.safetensors", d.weights());
+  write_text(dir / "tokenizer.json", byte_level_tokenizer_json(R"(\\p{N})"));
+  auto chat_template = [&] {
+    Model m = load_model(dir);
+    auto it = m.metadata.find("tokenizer.chat_template");
+    return it == m.metadata.end() ? std::string("<none>") : it->second;
+  };
+  EXPECT_EQ(chat_template(), "<none>");
+  write_text(dir / "tokenizer_config.json", R"({"chat_template": "{{ '<|im_start|>' }}"})");
+  EXPECT_EQ(chat_template(), "{{ '<|im_start|>' }}");
+  write_text(dir / "tokenizer_config.json",
+             R"({"chat_template": [{"name": "tool_use", "template": "T"},
+                                   {"name": "default", "template": "D"}]})");
+  EXPECT_EQ(chat_template(), "D");
+  write_text(dir / "chat_template.jinja", "J");
+  EXPECT_EQ(chat_template(), "J");
+}
+
 TEST(TokenizerFiles, NoFilesNoTokenizer) {
   EXPECT_FALSE(load_model(bert_folder("bert")).tokenizer.has_value());
 }

@@ -22,10 +22,17 @@ struct DecodeOptions {
   // Called with each token of a prompt row as soon as it is chosen, before the next decode step
   // runs, so a caller can show text while the rest is computed.
   std::function<void(int64_t row, int64_t token)> on_token;
+  // Asked after on_token: true ends the row after that token (a stop string in the row's text,
+  // which the caller follows with a TextStream, rlx/llm/text_stream.h).
+  std::function<bool(int64_t row)> stop_requested;
 };
+
+// Why a row ended: max_new_tokens reached, one of stop_ids produced, or stop_requested.
+enum class StopReason { kLength, kStopId, kRequested };
 
 struct DecodeResult {
   std::vector<std::vector<int64_t>> tokens;  // per prompt row: the generated ids
+  std::vector<StopReason> stop_reasons;      // per prompt row
   // prefill_seconds includes specialising the prefill graph to the prompt's length on its first
   // run (generating and compiling kernels unless the kernel cache has them). So does the first
   // decode step for the cache capacity: it is timed apart (first_step_seconds), and
