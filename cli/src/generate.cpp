@@ -137,7 +137,6 @@ json::Value sampling_json(const llm::SamplingOptions& s) {
 
 int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   const std::string& model_path = o.model;
-  const std::string& target_name = o.target;
   // The command line is checked before the model is read.
   if (o.prompt && o.prompt_ids)
     throw UsageError("give either --prompt or --prompt-ids, not both", usage_hint("generate"));
@@ -163,7 +162,8 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   std::vector<int64_t> prompt;
   if (o.prompt_ids) prompt = parse_ids(*o.prompt_ids, "prompt-ids");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  std::shared_ptr<Target> target = choose_target(reg, o.target);
+  const std::string target_name = target->name();  // --target auto names one
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
   if (o.q8_activations) use_q8_activations(model, model_path);
