@@ -15,6 +15,7 @@
 #include "model.h"
 #include "options.h"
 #include "rlx/llm/decoding.h"
+#include "stderr_status.h"
 #include "text_input.h"
 #include "text_stream.h"
 
@@ -199,9 +200,14 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   sampling.seed = static_cast<uint64_t>(o.seed.value_or(0));
   // --json prints once at the end; otherwise each token goes out as soon as it is chosen.
   std::optional<TokenPrinter> printer;
+  std::optional<ProgressHold> hold;
   if (!o.json) {
     printer.emplace(tokenizer ? &*tokenizer : nullptr, o.stream || isatty(STDOUT_FILENO));
-    options.on_token = [&printer](int64_t, int64_t token) { printer->add(token); };
+    // From the first token on, the line holds streamed text: no progress line over it.
+    options.on_token = [&printer, &hold](int64_t, int64_t token) {
+      if (!hold) hold.emplace();
+      printer->add(token);
+    };
   }
   llm::DecodeResult r = decoder.run(Tensor::from<int64_t>(DType::kI64, {1, n}, prompt), options);
   const std::vector<int64_t>& tokens = r.tokens.at(0);

@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kTick{100};
 constexpr int kBarWidth = 20;
+std::atomic<int> holds{0};  // ProgressHold objects alive
 
 void write_stderr(const std::string& text) {
   size_t at = 0;
@@ -39,6 +41,13 @@ size_t terminal_columns() {
   winsize ws{};
   if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
   return 80;
+}
+
+// Shortens `text` to at most `bytes` without splitting a UTF-8 sequence (a file name's).
+void cut_utf8(std::string& text, size_t bytes) {
+  if (text.size() <= bytes) return;
+  while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xC0) == 0x80) --bytes;
+  text.resize(bytes);
 }
 
 class ProgressLine final : public progress::Sink {
@@ -101,21 +110,26 @@ class ProgressLine final : public progress::Sink {
     const Entry& outer = tasks_.begin()->second;  // ids grow, so the first began first
     const Entry& inner = tasks_.rbegin()->second;
     const auto elapsed = Clock::now() - outer.start;
-    if (elapsed < kProgressDelay) return;
+    if (elapsed < kProgressDelay || holds.load() > 0) return;
     std::string text = outer.name;
     if (&inner != &outer) text += " > " + inner.name;
+    std::string status;
     if (inner.total > 0) {
       const int64_t done = std::min(inner.done, inner.total);
       const int filled = static_cast<int>(done * kBarWidth / inner.total);
-      text += fmt::format(" [{}{}] {}/{}", std::string(filled, '#'),
-                          std::string(kBarWidth - filled, '.'), done, inner.total);
+      status += fmt::format(" [{}{}] {}/{}", std::string(filled, '#'),
+                            std::string(kBarWidth - filled, '.'), done, inner.total);
     }
     static constexpr char kSpinner[] = {'|', '/', '-', '\\'};
-    text += fmt::format(" {} {:.1f}s", kSpinner[frame_++ % 4],
-                        std::chrono::duration<double>(elapsed).count());
-    // One column short of the width: writing the last column wraps on some terminals.
-    const size_t width = terminal_columns();
-    if (text.size() >= width) text.resize(width > 1 ? width - 1 : 0);
+    status += fmt::format(" {} {:.1f}s", kSpinner[frame_++ % 4],
+                          std::chrono::duration<double>(elapsed).count());
+    // One column short of the width (writing the last column wraps on some terminals); the
+    // names give way first, so the bar and the time stay in view.
+    const size_t width = terminal_columns() - 1;
+    if (text.size() + status.size() > width)
+      cut_utf8(text, width > status.size() ? width - status.size() : 0);
+    text += status;
+    if (text.size() > width) cut_utf8(text, width);
     write_stderr("\r" + text + "\x1b[K");
     drawn_ = true;
   }
@@ -158,6 +172,20 @@ StderrStatus::~StderrStatus() {
   if (!ended) return;
   progress::set_sink(nullptr);
   ended->stop();
+}
+
+ProgressHold::ProgressHold() {
+  holds.fetch_add(1);
+  std::shared_ptr<ProgressLine> current;
+  {
+    std::lock_guard lock(state_mutex);
+    current = line;
+  }
+  if (current) current->write_above("");
+}
+
+ProgressHold::~ProgressHold() {
+  holds.fetch_sub(1);
 }
 
 void note(const std::string& text) {

@@ -20,6 +20,16 @@ class StderrStatus {
   StderrStatus& operator=(const StderrStatus&) = delete;
 };
 
+// While one exists the progress line is not drawn: text streaming to stdout on the same terminal
+// (generate's tokens, mid-line) would be erased by the line's "\r".
+class ProgressHold {
+ public:
+  ProgressHold();
+  ~ProgressHold();
+  ProgressHold(const ProgressHold&) = delete;
+  ProgressHold& operator=(const ProgressHold&) = delete;
+};
+
 // "rlx: <text>" on stderr, unless --quiet; a progress line being drawn is cleared first and
 // drawn again below it.
 void note(const std::string& text);

@@ -93,10 +93,12 @@ std::string software_device_note(const Target& target) {
   std::optional<DeviceInfo> device = device_info(target);
   if (!device || !device->software) return "";
   const std::string& what = device->software_name.empty() ? device->name : device->software_name;
+  // "llvmpipe (LLVM 15.0.6, 256 bits)" already starts with its name; lavapipe's does not.
+  const std::string shown =
+      device->name.rfind(what, 0) == 0 ? device->name : fmt::format("{} ({})", what, device->name);
   return fmt::format(
-      "{} runs on {} ({}), a software implementation on the CPU; expect it slower than "
-      "--target cpu",
-      target.name(), what, device->name);
+      "{} runs on {}, a software implementation on the CPU; expect it slower than --target cpu",
+      target.name(), shown);
 }
 
 }  // namespace rlx::cli

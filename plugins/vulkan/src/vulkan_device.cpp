@@ -594,6 +594,9 @@ void VulkanDevice::launch(gpu_host::Module& m, const std::string& symbol,
   const VulkanDeviceInfo& info = c.info();
   std::lock_guard lock(c.mutex());
   if (!k.pipeline) {
+    // The driver compiles the SPIR-V here (lavapipe: to machine code through LLVM, the slow
+    // part of a first run), so this is the step progress names.
+    progress::Task task(fmt::format("{}: building the pipeline of {}", name_, symbol));
     if (args.size() > info.max_storage_buffers)
       throw Error(ErrorKind::kUser,
                   fmt::format("{}: kernel {} binds {} storage buffers, more than the {} "
