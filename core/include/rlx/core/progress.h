@@ -28,7 +28,8 @@ class Sink {
 // started with.
 void set_sink(std::shared_ptr<Sink> sink);
 
-// One piece of work, from construction to destruction.
+// One piece of work, from construction to destruction. Different tasks may live on different
+// threads; one task is advanced by one thread at a time.
 class Task {
  public:
   explicit Task(const std::string& name, int64_t total = 0);
