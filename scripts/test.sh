@@ -69,4 +69,9 @@ if [ "${RLX_TEST_GEMMA:-0}" = 1 ] && [ -z "${RLX_GEMMA_GGUF:-}" ]; then
 fi
 
 cd "${RLX_BUILD_DIR:-$root/build}"
-ctest -j "${RLX_JOBS:-2}" --output-on-failure --timeout 600
+status=0
+ctest -j "${RLX_JOBS:-2}" --output-on-failure --timeout 600 || status=$?
+# How many tests skipped and why (a skip is for missing hardware or a missing download); the
+# summary never changes the result.
+python3 "$root/scripts/skip_summary.py" Testing/Temporary/LastTest.log || true
+exit "$status"

@@ -19,6 +19,7 @@
 #include "model.h"
 #include "options.h"
 #include "rlx/core/half.h"
+#include "rlx/core/progress.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
 
@@ -182,7 +183,6 @@ json::Value jnumber(double v, int decimals) {
 
 int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   const std::string& model_path = o.model;
-  const std::string& target_name = o.target;
   const int64_t warmup = o.warmup;
   const int64_t runs = o.runs;
   const bool sized = o.batch || o.seq || !o.bind.empty();
@@ -201,7 +201,8 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   const Bindings binds = parse_bind_specs(o.bind, 1);
 
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  std::shared_ptr<Target> target = choose_target(reg, o.target);
+  const std::string target_name = target->name();  // --target auto names one
   require_can_execute(*target, target_name, model_path);
   const GivenInputs given = read_inputs(o.inputs);
   Model model = load_model(
@@ -218,6 +219,10 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
 
   // The first run specialises the model for these shapes (lowering and the target's compile):
   // it belongs to the compile time, not to the latency.
+  // Progress counts runs, the compiling one first; reporting one costs a lock, outside the
+  // clocked interval.
+  std::optional<progress::Task> task;
+  task.emplace("bench: compile and warm-up runs", warmup);
   auto t0 = Clock::now();
   Session session(target);
   CompiledModel compiled = session.compile(model, graph_name);
@@ -225,18 +230,26 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   t0 = Clock::now();
   NamedTensors outputs = compiled.run(inputs);
   const double first_run_ms = ms_since(t0);
+  task->advance();
   // Later runs write into the same outputs, as a serving loop would: steady state allocates
   // nothing (peers that return fresh tensors pay their allocator in their figures, as they
   // would in use).
-  for (int64_t i = 1; i < warmup; ++i) compiled.run(inputs, outputs);
+  for (int64_t i = 1; i < warmup; ++i) {
+    compiled.run(inputs, outputs);
+    task->advance();
+  }
 
+  task.reset();
+  task.emplace("bench: timed runs", runs);
   std::vector<double> times;
   times.reserve(static_cast<size_t>(runs));
   for (int64_t i = 0; i < runs; ++i) {
     t0 = Clock::now();
     compiled.run(inputs, outputs);
     times.push_back(ms_since(t0));
+    task->advance();
   }
+  task.reset();
   const double p50 = percentile(times, 50), p90 = percentile(times, 90);
   const double mean = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(runs);
   const double fastest = *std::min_element(times.begin(), times.end());

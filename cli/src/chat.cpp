@@ -27,6 +27,7 @@
 #include "rlx/llm/decoding.h"
 #include "rlx/llm/text_stream.h"
 #include "sampling_flags.h"
+#include "stderr_status.h"
 
 namespace rlx::cli {
 namespace {
@@ -145,6 +146,10 @@ int chat_main(const ChatOptions& o, const GlobalOptions& global) {
   }
   const bool person = isatty(STDIN_FILENO) != 0;
   const bool flush = o.json || isatty(STDOUT_FILENO) != 0;
+  // The terminal holds the conversation (the "> " prompt, replies mid-line): a progress line's
+  // "\r" would erase them, so none is drawn while chatting.
+  std::optional<ProgressHold> hold;
+  if (!o.json) hold.emplace();
   for (std::string line;;) {
     if (person) {
       std::fputs("> ", stdout);

@@ -13,6 +13,7 @@
 #include "help_text.h"
 #include "options.h"
 #include "parse_errors.h"
+#include "stderr_status.h"
 
 #ifndef RLX_VERSION
 #error "RLX_VERSION is set from PROJECT_VERSION by cli/CMakeLists.txt"
@@ -119,6 +120,7 @@ int run_command_line(const std::vector<std::string>& args) {
 
   const Subcommand* s = find_by_app(subcommands, chosen());
   if (!s) throw UsageError("no command given", usage_hint(""));
+  StderrStatus status(global.quiet);
   return s->main(global);
 }
 

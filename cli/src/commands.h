@@ -18,6 +18,7 @@ namespace rlx::cli {
 struct GlobalOptions {
   std::vector<std::filesystem::path> plugin_paths;  // --plugin-path, searched first
   bool verbose = false;
+  bool quiet = false;  // no progress line, no notes on stderr (errors still)
 };
 
 // Runs a parsed command; returns the exit code. Failures are thrown and mapped by errors.h.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "bindings.h"
 #include "commands.h"
@@ -16,6 +17,7 @@
 #include "options.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/core/lir.h"
+#include "rlx/core/progress.h"
 #include "rlx/core/runtime.h"
 #include "table.h"
 
@@ -34,6 +36,8 @@ class StageTimer {
                            std::chrono::duration<double, std::milli>(now - start_).count());
     current_ = std::move(name);
     start_ = now;
+    task_.reset();  // one progress task per stage, named like its timing
+    if (!current_.empty()) task_.emplace("compile: " + current_);
   }
   void finish() { stage(""); }
   const std::vector<std::pair<std::string, double>>& stages() const { return stages_; }
@@ -41,6 +45,7 @@ class StageTimer {
  private:
   std::string current_;
   std::chrono::steady_clock::time_point start_;
+  std::optional<progress::Task> task_;
   std::vector<std::pair<std::string, double>> stages_;
 };
 
@@ -128,7 +133,6 @@ void declare_compile_options(CLI::App& app, CompileOptions& o) {
 
 int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   const fs::path model_path = o.model;
-  const std::string& target_name = o.target;
   const fs::path out_dir = o.output_dir;
   const bool timings = o.timings;
   const bool json_output = o.json;
@@ -136,7 +140,8 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   StageTimer timer;
   timer.stage("plugin discovery");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  std::shared_ptr<Target> target = choose_target(reg, o.target);
+  const std::string target_name = target->name();  // --target auto names one
 
   const Bindings given = parse_bind_specs(o.bind, 0);
   timer.stage("import");

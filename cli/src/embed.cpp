@@ -132,7 +132,6 @@ std::string similarity_text(const Tensor& emb, const std::vector<std::string>& t
 
 int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
   const std::string& model_path = o.model;
-  const std::string& target_name = o.target;
   const std::optional<std::string>& output = o.output;
   const bool from_text = !o.text.empty() || o.text_file;
   if (from_text == o.inputs.has_value())
@@ -145,7 +144,8 @@ int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
     sentences.insert(sentences.end(), lines.begin(), lines.end());
   }
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  std::shared_ptr<Target> target = choose_target(reg, o.target);
+  const std::string target_name = target->name();  // --target auto names one
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
   check_encoder(model, model_path);

@@ -28,9 +28,9 @@ void declare_explain_options(CLI::App& app, ExplainOptions& o) {
 }
 
 int explain_main(const ExplainOptions& o, const GlobalOptions& global) {
-  const std::string& target_name = o.target;
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  std::shared_ptr<Target> target = choose_target(reg, o.target);
+  const std::string target_name = target->name();  // --target auto names one
   Model model_file = load_model(reg, o.model, import_options_for(parse_bind_specs(o.bind, 0)));
   const Graph& graph = model_file.graph(o.graph);
   Session session(target);

@@ -18,6 +18,7 @@
 #include "rlx/llm/decoding.h"
 #include "rlx/llm/text_stream.h"
 #include "sampling_flags.h"
+#include "stderr_status.h"
 #include "text_input.h"
 
 namespace rlx::cli {
@@ -103,7 +104,6 @@ json::Value rate(int64_t tokens, double seconds) {
 
 int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   const std::string& model_path = o.model;
-  const std::string& target_name = o.target;
   // The command line is checked before the model is read.
   if (o.prompt && o.prompt_ids)
     throw UsageError("give either --prompt or --prompt-ids, not both", usage_hint("generate"));
@@ -131,7 +131,8 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   std::vector<int64_t> prompt;
   if (o.prompt_ids) prompt = parse_ids(*o.prompt_ids, "prompt-ids");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, target_name);
+  std::shared_ptr<Target> target = choose_target(reg, o.target);
+  const std::string target_name = target->name();  // --target auto names one
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
   if (o.q8_activations) use_q8_activations(model, model_path);
@@ -165,7 +166,10 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   if (tokenizer) text.emplace(*tokenizer, o.stop);
   std::optional<TokenPrinter> printer;
   if (!o.json) printer.emplace(o.stream || isatty(STDOUT_FILENO));
+  // From the first token on, the line holds streamed text: no progress line over it.
+  std::optional<ProgressHold> hold;
   options.on_token = [&](int64_t, int64_t token) {
+    if (printer && !hold) hold.emplace();
     if (text) {
       std::string piece = text->add(token);
       if (printer) printer->print(piece);

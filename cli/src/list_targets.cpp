@@ -9,6 +9,7 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
+#include "rlx/core/device_info.h"
 #include "table.h"
 
 namespace rlx::cli {
@@ -30,6 +31,19 @@ std::string join(const std::vector<std::string>& items, std::string_view sep) {
   return out;
 }
 
+// What an available target says about its device; nullopt when it says nothing.
+std::optional<DeviceInfo> device_of(const PluginRecord& p) {
+  if (p.kind != "target" || p.status != PluginStatus::kAvailable || !p.target) return std::nullopt;
+  return device_info(*p.target);
+}
+
+std::string device_text(const PluginRecord& p) {
+  std::optional<DeviceInfo> d = device_of(p);
+  if (!d) return "-";
+  if (!d->software) return d->name;
+  return fmt::format("{} (software: {})", d->name, d->software_name);
+}
+
 // The reason when there is one, else what the plugin is: an available row has no "why".
 std::string detail_or_description(const PluginRecord& p) {
   return p.detail.empty() ? p.description : p.detail;
@@ -41,13 +55,16 @@ std::string section(const registry::Registry& reg, const std::string& kind, bool
   if (importers)
     rows.push_back({"importer", "status", "version", "ABI", "extensions", "detail"});
   else
-    rows.push_back({"target", "status", "version", "ABI", "detail"});
+    rows.push_back({"target", "status", "version", "ABI", "device", "detail"});
   std::string details;
   for (const PluginRecord& p : reg.plugins()) {
     if (p.kind != kind || p.status == PluginStatus::kShadowed) continue;
     std::vector<std::string> row = {p.name, std::string(registry::status_name(p.status)), p.version,
                                     p.abi};
-    if (importers) row.push_back(p.extensions.empty() ? "-" : join(p.extensions, " "));
+    if (importers)
+      row.push_back(p.extensions.empty() ? "-" : join(p.extensions, " "));
+    else
+      row.push_back(device_text(p));
     row.push_back(detail_or_description(p));
     rows.push_back(std::move(row));
   }
@@ -97,6 +114,15 @@ json::Value plugin_json(const PluginRecord& p, bool verbose) {
     json::Array ext;
     for (const auto& e : p.extensions) ext.push_back(jstring(e));
     o.emplace_back("extensions", json::Value{std::move(ext)});
+  }
+  if (p.kind == "target") {
+    json::Value device = jnull();
+    if (std::optional<DeviceInfo> d = device_of(p))
+      device = json::Value{json::Object{{"name", jstring(d->name)},
+                                        {"kind", jstring(d->kind)},
+                                        {"software", json::Value{d->software}},
+                                        {"software_name", jstring(d->software_name)}}};
+    o.emplace_back("device", std::move(device));
   }
   if (verbose) {
     o.emplace_back("manifest", jstring(p.manifest_path.string()));

@@ -8,7 +8,10 @@
 #include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/core/passes.h"
+#include "rlx/core/progress.h"
 #include "rlx/llm/decoding.h"
+#include "stderr_status.h"
+#include "target_choice.h"
 
 namespace rlx::cli {
 
@@ -51,6 +54,7 @@ std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::
         fmt::format(
             "name one target, e.g. --target {}; `rlx --list-targets` shows them",
             name.substr(0, name.find(',')).empty() ? "cpu" : name.substr(0, name.find(','))));
+  if (name == "auto") return choose_auto_target(reg);
   return reg.target(name);
 }
 
@@ -62,6 +66,7 @@ void require_can_execute(Target& target, const std::string& target_name,
         fmt::format("use `rlx compile {} --target {} -o DIR` to emit its artifacts, "
                     "or run on a target listed as available by `rlx --list-targets`",
                     model_path, target_name));
+  if (std::string software = software_device_note(target); !software.empty()) note(software);
 }
 
 Model load_model(const registry::Registry& reg, const fs::path& path, const ImportOptions& options,
@@ -73,6 +78,8 @@ Model load_model(const registry::Registry& reg, const fs::path& path, const Impo
   if (auto importer = reg.importer_for(path)) {
     if (read_by) *read_by = importer->name();
     try {
+      progress::Task task(
+          fmt::format("importing {} ({} importer)", path.filename().string(), importer->name()));
       return importer->load(path, options);
     } catch (const Error& e) {
       // A user error (the importer says what is wrong with the files) or an unclassified one

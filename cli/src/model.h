@@ -19,8 +19,8 @@ namespace rlx::cli {
 // would touch unmapped code.
 const registry::Registry& plugin_registry(const GlobalOptions& global, bool build_legality);
 
-// The target named by --target; a user error (with the registry's reason) when it is unknown or
-// cannot be used here.
+// The target named by --target ("auto": target_choice.h); a user error (with the registry's reason)
+// when it is unknown or cannot be used here.
 std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::string& name);
 
 // Refuses, before any work, a target that can compile but not run here (codegen-only).

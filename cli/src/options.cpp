@@ -135,8 +135,11 @@ void add_model_argument(CLI::App& app, std::string& into) {
 
 void add_target_option(CLI::App& app, std::string& into, const std::string& purpose) {
   into = "cpu";
-  add_value(app, "-t,--target", "T", into,
-            fmt::format("the target to {} (default cpu; see `rlx --list-targets`)", purpose));
+  add_value(
+      app, "-t,--target", "T", into,
+      fmt::format("the target to {} (default cpu; auto: the fastest here, said on stderr; see "
+                  "`rlx --list-targets`)",
+                  purpose));
 }
 
 void add_graph_option(CLI::App& app, std::string& into) {
@@ -150,6 +153,9 @@ void add_global_options(CLI::App& app, GlobalOptions& into) {
            [&into](const std::string& dir) { into.plugin_paths.emplace_back(dir); });
   add_flag(app, "-v,--verbose", into.verbose,
            "more detail: per-plugin details in listings, where an error arose");
+  add_flag(app, "-q,--quiet", into.quiet,
+           "no progress line and no notes on stderr (which target --target auto chose, a "
+           "software device); errors are still printed");
 }
 
 void add_q8_activations_flag(CLI::App& app, bool& into) {

@@ -44,7 +44,7 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   const std::optional<fs::path> output_path = writable_path(o.output, "--output");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, o.target);
-  require_can_execute(*target, o.target, model_path.string());
+  require_can_execute(*target, target->name(), model_path.string());
   const GivenInputs given = read_inputs(o.inputs);
   Model model_file = load_model(reg, model_path, import_options_for(given));
   if (o.q8_activations) use_q8_activations(model_file, model_path.string());

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "rlx/core/error.h"
+#include "rlx/core/progress.h"
 
 namespace rlx::gpu_host {
 
@@ -28,7 +29,10 @@ class ProgramOnDevice {
  public:
   ProgramOnDevice(DeviceApi& api, const lir::Program& p, sdk::RunProfile* profile)
       : api_(api), p_(p), plan_(plan_module(p, api.library())), profile_(profile) {
-    module_ = api_.build(plan_.source);
+    {
+      progress::Task task(fmt::format("{}: building the kernels", api_.target_name()));
+      module_ = api_.build(plan_.source);
+    }
     own_.resize(p_.buffers.size());
     // Temporaries come from the buffer plan's arena: temps the plan put at one arena offset have
     // disjoint lifetimes, so they share one device buffer (as large as the largest of them).

@@ -99,6 +99,28 @@ std::shared_ptr<Device> GpuLikeTargetPlugin::device() {
   return device_;
 }
 
+const void* GpuLikeTargetPlugin::extension(const std::string& name, uint32_t version) const {
+  if (name != kDeviceInfoExtension || version != kDeviceInfoVersion) return nullptr;
+  std::call_once(described_, [&] {
+    info_ = describe_device();
+    if (!info_) return;
+    info_v1_.name = info_->name.c_str();
+    info_v1_.kind = info_->kind.c_str();
+    info_v1_.software = info_->software ? 1 : 0;
+    info_v1_.software_name = info_->software_name.c_str();
+  });
+  return info_ ? &info_v1_ : nullptr;
+}
+
+std::string software_renderer_name(const std::string& device_name, bool vulkan_driver,
+                                   const std::string& fallback) {
+  auto has = [&](const char* word) { return device_name.find(word) != std::string::npos; };
+  if (has("llvmpipe")) return vulkan_driver ? "lavapipe" : "llvmpipe";
+  if (has("SwiftShader")) return "SwiftShader";
+  if (has("softpipe")) return "softpipe";
+  return fallback;
+}
+
 Verdict GpuLikeTargetPlugin::device_status(bool found, const std::string& why,
                                            const std::string& detail) {
   if (!found) return Verdict::no(why);

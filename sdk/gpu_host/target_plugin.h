@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "device_api.h"
+#include "rlx/core/device_info.h"
 #include "rlx/sdk/plugin.h"
 
 namespace rlx::gpu_host {
@@ -28,6 +29,12 @@ Verdict common_refusals(const NodeSignature& s, const std::string& target, const
 // The longest q or v row the native Attention kernel keeps in registers per query.
 inline constexpr int64_t kMaxAttentionRow = 256;
 
+// The name users know a software implementation by, from the device name its driver reports:
+// "lavapipe" for Mesa's Vulkan llvmpipe (with `vulkan_driver`), "llvmpipe" for its OpenGL one,
+// "SwiftShader", "softpipe"; `fallback` when the name says none of these.
+std::string software_renderer_name(const std::string& device_name, bool vulkan_driver,
+                                   const std::string& fallback);
+
 class GpuLikeTargetPlugin : public sdk::TargetPlugin {
  public:
   GpuLikeTargetPlugin(std::string name, std::string language)
@@ -37,8 +44,12 @@ class GpuLikeTargetPlugin : public sdk::TargetPlugin {
   // Contract 2.0: the target's memory (gpu_host::ApiDevice) over the DeviceApi its executables
   // run on, or nullptr when this machine has no device for it.
   std::shared_ptr<Device> device() override;
+  // kDeviceInfoExtension from describe_device(), asked once.
+  const void* extension(const std::string& name, uint32_t version) const override;
 
  protected:
+  // The device can_execute() found (name, kind, whether software), or nullopt when there is none.
+  virtual std::optional<DeviceInfo> describe_device() const { return std::nullopt; }
   // The device API the target runs on, or nullptr with `why` when this machine has none. Asked
   // once; device_api() keeps the answer.
   virtual std::shared_ptr<DeviceApi> open_device_api(std::string* why);
@@ -63,6 +74,9 @@ class GpuLikeTargetPlugin : public sdk::TargetPlugin {
   std::shared_ptr<DeviceApi> api_;
   std::string why_;
   std::shared_ptr<Device> device_;
+  mutable std::once_flag described_;
+  mutable std::optional<DeviceInfo> info_;
+  mutable DeviceInfoV1 info_v1_;
 
   void open();
 };

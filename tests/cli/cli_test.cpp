@@ -101,7 +101,7 @@ TEST_F(CliTest, EveryCommandsHelpListsItsOptions) {
     EXPECT_THAT(r.out, StartsWith("usage: rlx " + command)) << dump(r);
     EXPECT_TRUE(r.err.empty()) << dump(r);
     for (const std::string& o : options) EXPECT_THAT(r.out, HasSubstr("\n  " + o)) << dump(r);
-    for (const char* o : {"--plugin-path DIR", "-v, --verbose", "-h, --help"})
+    for (const char* o : {"--plugin-path DIR", "-v, --verbose", "-q, --quiet", "-h, --help"})
       EXPECT_THAT(r.out, HasSubstr(o)) << dump(r);
     EXPECT_EQ(rlx({"help", command}).out, r.out) << command;
   }

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "rlx/core/error.h"
+#include "rlx/core/progress.h"
 
 namespace rlx::cpu {
 
@@ -162,7 +163,12 @@ CachedObject find_or_build(const std::string& source, const Toolchain& tc) {
   const int timeout_s = compile_timeout_s();
   auto t0 = std::chrono::steady_clock::now();
   std::string log;
-  int rc = run_command(argv, &log, timeout_s);
+  int rc = 0;
+  {
+    progress::Task task(fmt::format("cpu: compiling the generated kernels with {}",
+                                    fs::path(tc.compiler).filename().string()));
+    rc = run_command(argv, &log, timeout_s);
+  }
   out.compiler_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (rc == kTimedOut) {
     fs::remove(obj, ec);

@@ -35,6 +35,20 @@ class GpuTarget final : public gpu_host::GpuLikeTargetPlugin {
     return OpenClDevice::shared(why);
   }
 
+  // An OpenCL device that is not CL_DEVICE_TYPE_GPU computes on the host's cores (PoCL's
+  // pthread device, a CPU runtime).
+  std::optional<DeviceInfo> describe_device() const override {
+    std::string why;
+    auto d = OpenClDevice::shared(&why);
+    if (!d) return std::nullopt;
+    const OpenClDeviceInfo& i = d->info();
+    std::string software;
+    if (!i.gpu)
+      software =
+          i.platform.find("Portable Computing Language") != std::string::npos ? "PoCL" : i.platform;
+    return DeviceInfo{i.name, i.gpu ? "gpu" : "cpu", software, !i.gpu};
+  }
+
   Verdict can_execute() const override {
     std::string why;
     auto device = OpenClDevice::shared(&why);

@@ -48,6 +48,16 @@ class OpenGlTarget final : public gpu_host::GpuLikeTargetPlugin {
     return device_status(found, why);
   }
 
+  // OpenGL has no device type: a software renderer is known by its name.
+  std::optional<DeviceInfo> describe_device() const override {
+    std::string why;
+    auto d = GlDevice::shared(&why);
+    if (!d) return std::nullopt;
+    const std::string& renderer = d->info().renderer;
+    std::string software = gpu_host::software_renderer_name(renderer, false, "");
+    return DeviceInfo{renderer, software.empty() ? "gpu" : "cpu", software, !software.empty()};
+  }
+
   std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override { return GlDevice::shared(why); }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {

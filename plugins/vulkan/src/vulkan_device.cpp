@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rlx/core/error.h"
+#include "rlx/core/progress.h"
 #include "rlx/sdk/render.h"
 
 namespace rlx::vulkan {
@@ -559,10 +560,14 @@ void VulkanDevice::copy(const gpu_host::DeviceBuffer& src, const gpu_host::Devic
 
 std::unique_ptr<gpu_host::Module> VulkanDevice::build(const std::string& source) {
   auto module = std::make_unique<ShaderModule>(*context_);
-  for (auto& [symbol, text] : sdk::shader_sections(source)) {
+  auto sections = sdk::shader_sections(source);
+  progress::Task task(fmt::format("{}: compiling shaders to SPIR-V", name_),
+                      static_cast<int64_t>(sections.size()));
+  for (auto& [symbol, text] : sections) {
     ShaderKernel k;
     k.spirv = compile_to_spirv(text, language_, fmt::format("{} kernel {}", name_, symbol));
     module->kernels.emplace(symbol, std::move(k));
+    task.advance();
   }
   const VulkanApi& vk = context_->vk();
   std::lock_guard lock(context_->mutex());
@@ -589,6 +594,9 @@ void VulkanDevice::launch(gpu_host::Module& m, const std::string& symbol,
   const VulkanDeviceInfo& info = c.info();
   std::lock_guard lock(c.mutex());
   if (!k.pipeline) {
+    // The driver compiles the SPIR-V here (lavapipe: to machine code through LLVM, the slow
+    // part of a first run), so this is the step progress names.
+    progress::Task task(fmt::format("{}: building the pipeline of {}", name_, symbol));
     if (args.size() > info.max_storage_buffers)
       throw Error(ErrorKind::kUser,
                   fmt::format("{}: kernel {} binds {} storage buffers, more than the {} "

@@ -34,6 +34,16 @@ class VulkanTarget final : public gpu_host::GpuLikeTargetPlugin {
     return device_status(found, why);
   }
 
+  std::optional<DeviceInfo> describe_device() const override {
+    std::string why;
+    const VulkanDeviceInfo* d = VulkanDevice::probe(&why);
+    if (!d) return std::nullopt;
+    const bool software = d->kind == "cpu";
+    return DeviceInfo{d->name, d->kind,
+                      software ? gpu_host::software_renderer_name(d->name, true, d->name) : "",
+                      software};
+  }
+
   std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
     return VulkanDevice::create("vulkan", glsl::glsl_library(), ShaderLanguage::kGlsl, why);
   }

@@ -76,6 +76,19 @@ class WebGpuTarget final : public gpu_host::GpuLikeTargetPlugin {
     return device_status(device != nullptr, why, device ? device->describe() : "");
   }
 
+  std::optional<DeviceInfo> describe_device() const override {
+    std::string why;
+    const WebGpuInfo* d = WebGpuDevice::probe(&why);
+    if (!d) return std::nullopt;
+    // wgpu-native reaches a software device through a native API: Mesa's llvmpipe through
+    // Vulkan is lavapipe, through OpenGL llvmpipe.
+    const bool software = d->kind == "cpu";
+    const bool vulkan = d->backend == "Vulkan";
+    return DeviceInfo{d->name, d->kind,
+                      software ? gpu_host::software_renderer_name(d->name, vulkan, d->name) : "",
+                      software};
+  }
+
   std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
     return WebGpuDevice::shared(why);
   }
