@@ -1,5 +1,6 @@
 #include "process.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
 #include <sys/wait.h>
@@ -92,21 +93,35 @@ ProcessResult run_process(const std::string& program, const std::vector<std::str
   return result;
 }
 
+std::string TerminalResult::terminal() const {
+  std::string all;
+  for (const std::string& r : reads) all += r;
+  return all;
+}
+
 TerminalResult run_in_terminal(const std::string& program, const std::vector<std::string>& args,
-                               const Environment& env) {
-  int err_pipe[2];
-  if (pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
+                               const Environment& env, TerminalSide side, int columns) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+  winsize size{};
+  size.ws_row = 40;
+  size.ws_col = static_cast<unsigned short>(columns);
   int master = -1;
-  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  // forkpty makes the terminal the child's stdin, stdout and stderr; the piped stream and stdin
+  // are then set apart.
+  pid_t pid = forkpty(&master, nullptr, nullptr, &size);
   if (pid < 0) throw std::runtime_error("forkpty failed");
   if (pid == 0) {
-    dup2(err_pipe[1], STDERR_FILENO);
-    close(err_pipe[0]), close(err_pipe[1]);
+    dup2(pipe_fds[1], side == TerminalSide::kStdout ? STDERR_FILENO : STDOUT_FILENO);
+    close(pipe_fds[0]), close(pipe_fds[1]);
+    int null_in = open("/dev/null", O_RDONLY);
+    dup2(null_in, STDIN_FILENO);
+    close(null_in);
     exec_child(program, args, env);
   }
-  close(err_pipe[1]);
+  close(pipe_fds[1]);
   TerminalResult result;
-  pollfd fds[2] = {{master, POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  pollfd fds[2] = {{master, POLLIN, 0}, {pipe_fds[0], POLLIN, 0}};
   int open_fds = 2;
   char buf[65536];
   while (open_fds > 0) {
@@ -118,14 +133,16 @@ TerminalResult run_in_terminal(const std::string& program, const std::vector<std
       if (n > 0) {
         std::string piece(buf, static_cast<size_t>(n));
         if (k == 1) {
-          result.err += piece;
+          result.piped += piece;
           continue;
         }
-        // The terminal's line discipline writes each "\n" as "\r\n".
         std::string plain;
-        for (char c : piece)
-          if (c != '\r') plain += c;
+        for (size_t i = 0; i < piece.size(); ++i)
+          if (!(piece[i] == '\r' && i + 1 < piece.size() && piece[i + 1] == '\n'))
+            plain += piece[i];
         result.reads.push_back(plain);
+      } else if (n < 0 && errno == EINTR) {
+        continue;
       } else {
         close(fds[k].fd);
         fds[k].fd = -1;

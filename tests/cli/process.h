@@ -21,15 +21,23 @@ ProcessResult run_process(const std::string& program, const std::vector<std::str
                           const Environment& env = {},
                           const std::optional<std::string>& input = std::nullopt);
 
-// What a program wrote to a terminal: its stdout is a pseudo-terminal (isatty is true), each
-// read of it kept apart so a test can see when output was flushed; stderr is a pipe.
+// Which of a program's streams is the pseudo-terminal in run_in_terminal (the other is a pipe).
+enum class TerminalSide { kStdout, kStderr };
+
+// What a program wrote with one stream on a pseudo-terminal (isatty is true there) and the other
+// on a pipe. The terminal's reads are kept apart, so a test can see when output was flushed;
+// its line discipline's "\r\n" for each "\n" is turned back into "\n" (a lone "\r", as a
+// redrawn progress line writes it, is kept).
 struct TerminalResult {
   int exit_code = -1;
-  std::vector<std::string> reads;  // stdout as the reads got it ("\r\n" turned back into "\n")
-  std::string err;
+  std::vector<std::string> reads;  // the terminal's side, read by read
+  std::string piped;               // the other stream
+  std::string terminal() const;    // the reads joined
 };
 
+// stdin is /dev/null; the terminal is `columns` wide.
 TerminalResult run_in_terminal(const std::string& program, const std::vector<std::string>& args,
-                               const Environment& env = {});
+                               const Environment& env = {},
+                               TerminalSide side = TerminalSide::kStdout, int columns = 80);
 
 }  // namespace rlx::cli::test

@@ -80,9 +80,8 @@ TEST_F(GenerateText, ATerminalGetsTheTextTokenByTokenAndAPipeTheSameText) {
   ProcessResult piped = rlx(args({}));
   ASSERT_EQ(piped.exit_code, 0) << dump(piped);
   test::TerminalResult tty = test::run_in_terminal(RLX_BINARY, args({}), rlx_environment({}));
-  ASSERT_EQ(tty.exit_code, 0) << tty.err;
-  std::string joined;
-  for (const std::string& r : tty.reads) joined += r;
+  ASSERT_EQ(tty.exit_code, 0) << tty.piped;
+  const std::string joined = tty.terminal();
   EXPECT_EQ(joined, piped.out);
   // Unflushed, the text would be one write at exit; the decode graph's compile after the first
   // token keeps the first token's text apart from the rest at least.

@@ -1,11 +1,10 @@
 // The progress line, --quiet, --target auto and the software-device notes, as a user at a
-// terminal sees them: stderr on a pseudo-terminal (pty_process.h) or on a pipe.
+// terminal sees them: stderr on a pseudo-terminal (process.h's run_in_terminal) or on a pipe.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "cli_fixture.h"
-#include "pty_process.h"
 #include "rlx/core/safetensors.h"
 
 namespace rlx::cli {
@@ -47,7 +46,9 @@ class ProgressCliTest : public CliTest {
 
   ProcessResult on_terminal(const std::vector<std::string>& args,
                             std::map<std::string, std::optional<std::string>> env) {
-    return test::run_with_terminal_stderr(RLX_BINARY, args, env);
+    test::TerminalResult t =
+        test::run_in_terminal(RLX_BINARY, args, env, test::TerminalSide::kStderr, 160);
+    return {t.exit_code, t.piped, t.terminal()};
   }
 
   // Device drivers (the Vulkan loader's ICDs, EGL's vendors) are found under XDG_DATA_DIRS,
