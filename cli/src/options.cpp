@@ -139,6 +139,14 @@ void add_target_option(CLI::App& app, std::string& into, const std::string& purp
             fmt::format("the target to {} (default cpu; see `rlx --list-targets`)", purpose));
 }
 
+void add_target_option(CLI::App& app, std::optional<std::string>& into,
+                       const std::string& purpose) {
+  add_value(app, "-t,--target", "T", into,
+            fmt::format("the target to {} (default cpu, or the one a compiled folder was built "
+                        "for; see `rlx --list-targets`)",
+                        purpose));
+}
+
 void add_graph_option(CLI::App& app, std::string& into) {
   into = "main";
   add_value(app, "-g,--graph", "NAME", into,
