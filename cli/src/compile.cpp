@@ -197,6 +197,7 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   record.bindings.insert(bindings.begin(), bindings.end());
   record.files = files;
   record.program = "model.lir";
+  record.limits = input_limits(model_file);
   for (const auto& [stage, ms] : timer.stages()) record.compile_ms += ms;
   registry::write_compiled_folder_manifest(reg, *target, program, out_dir, record);
 

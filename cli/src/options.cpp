@@ -142,8 +142,8 @@ void add_target_option(CLI::App& app, std::string& into, const std::string& purp
 void add_target_option(CLI::App& app, std::optional<std::string>& into,
                        const std::string& purpose) {
   add_value(app, "-t,--target", "T", into,
-            fmt::format("the target to {} (default cpu, or the one a compiled folder was built "
-                        "for; see `rlx --list-targets`)",
+            fmt::format("the target to {} (default cpu; for a compiled folder, the one it was "
+                        "built for; see `rlx --list-targets`)",
                         purpose));
 }
 

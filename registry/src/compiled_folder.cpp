@@ -148,17 +148,25 @@ void write_compiled_folder_manifest(const Registry& reg, Target& target,
       entry += fmt::format(", \"xxh3_128\": {}", quote(file_hash(dir / f.path)));
     files.push_back(entry + "}");
   }
+  std::vector<std::string> limits;
+  for (const InputLimit& l : record.limits)
+    limits.push_back(
+        fmt::format("{{\"input\": {}, \"dim\": {}, \"min\": {}, \"max\": {}, "
+                    "\"reason\": {}}}",
+                    quote(l.input), l.dim, l.min, l.max, quote(l.reason)));
   for (const auto& [name, size] : record.bindings)
     bindings.push_back(fmt::format("{}: {}", quote(name), size));
   std::string text = fmt::format(
       "{{\n  \"format\": {},\n  \"format_version\": {},\n  \"rlx_version\": {},\n"
       "  \"model\": {},\n  \"target\": {},\n  \"plugin_version\": {},\n  \"plugin_abi\": {},\n"
       "  \"requires\": {},\n  \"bindings\": {{{}}},\n  \"program\": {},\n  \"inputs\": {},\n"
-      "  \"outputs\": {},\n  \"compile_ms\": {:.3f},\n  \"files\": [\n    {}\n  ]\n}}\n",
+      "  \"outputs\": {},\n  \"input_limits\": [{}],\n  \"compile_ms\": {:.3f},\n  \"files\": [\n  "
+      "  {}\n  ]\n}}\n",
       quote(kCompiledFolderFormat), kCompiledFolderVersion, quote(RLX_PROJECT_VERSION),
       quote(record.model), quote(record.target), quote(plugin->version), quote(plugin->abi), needs,
       fmt::join(bindings, ", "), quote(record.program), specs_json(program, program.inputs),
-      specs_json(program, program.outputs), record.compile_ms, fmt::join(files, ",\n    "));
+      specs_json(program, program.outputs), fmt::join(limits, ", "), record.compile_ms,
+      fmt::join(files, ",\n    "));
   std::ofstream out(dir / kManifest, std::ios::binary);
   out << text;
   out.close();
@@ -174,6 +182,7 @@ struct CompiledFolder::State {
   std::string target_name, model;
   std::vector<TensorSpec> inputs, outputs;
   std::map<std::string, int64_t> bindings;
+  InputLimits limits;
   double compile_ms = 0, load_ms = 0;
   std::shared_ptr<Target> target;
   lir::Program program;
@@ -312,6 +321,22 @@ CompiledFolder CompiledFolder::load(const Registry& reg, const fs::path& dir,
     for (const json::Member& m : *b->as_object())
       if (m.second.as_number() && m.second.as_number()->as_i64())
         st->bindings[m.first] = *m.second.as_number()->as_i64();
+  if (const json::Value* list = doc.find("input_limits"); list && list->as_array())
+    for (const json::Value& l : *list->as_array()) {
+      auto integer = [&](const char* key) {
+        const json::Value* v = l.find(key);
+        std::optional<int64_t> n = v && v->as_number() ? v->as_number()->as_i64() : std::nullopt;
+        if (!n)
+          throw CompiledFolderError(
+              fmt::format("{}: an input limit lacks \"{}\"", manifest.string(), key), again);
+        return *n;
+      };
+      const json::Value* input = l.find("input");
+      const json::Value* reason = l.find("reason");
+      st->limits.push_back({input && input->as_string() ? *input->as_string() : "", integer("dim"),
+                            integer("min"), integer("max"),
+                            reason && reason->as_string() ? *reason->as_string() : ""});
+    }
   if (const json::Value* ms = doc.find("compile_ms"); ms && ms->as_number())
     st->compile_ms = ms->as_number()->value;
 
@@ -389,6 +414,8 @@ void CompiledFolder::run(const NamedTensors& inputs, NamedTensors& outputs) {
           fmt::join(buf.shape, ",")));
     st.ptrs[b] = const_cast<void*>(it->second.data());
   }
+  // Before anything runs, so no kernel indexes a table with a bad id.
+  check_input_limits(st.limits, inputs);
   std::vector<const Tensor*> bound;
   for (const auto& [name, b] : p.outputs) {
     const lir::Buffer& buf = p.buffers[b];

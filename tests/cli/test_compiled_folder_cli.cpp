@@ -237,6 +237,25 @@ TEST_F(CompiledFolderCli, TheFoldersLirPointsAtTheFolder) {
   EXPECT_THAT(r.err, HasSubstr("hint: load the whole folder: `rlx run " + out.string())) << dump(r);
 }
 
+// The model's limits on input values travel with the folder: a token id past qwen3-tiny's
+// vocabulary (config.json: vocab_size 2048) is refused before any kernel indexes with it.
+TEST_F(CompiledFolderCli, InputLimitsOfTheModelAreChecked) {
+  const fs::path out = dir_ / "qwen3.cpu";
+  ProcessResult c = rlx({"compile", (fs::path(RLX_FIXTURES_DIR) / "qwen3-tiny").string(), "--bind",
+                         "B=1", "--bind", "S=3", "-o", out.string()});
+  ASSERT_EQ(c.exit_code, 0) << dump(c);
+  ProcessResult r =
+      rlx({"run", out.string(), "--input", "input_ids=1,2,2048", "--input-shape", "input_ids=1x3"});
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("holds 2048 at [0, 2], outside what the model takes: 0 to 2047"))
+      << dump(r);
+  ProcessResult ok = rlx({"run", out.string(), "--input", "input_ids=1,2,2047", "--input-shape",
+                          "input_ids=1x3", "--json"});
+  ASSERT_EQ(ok.exit_code, 0) << dump(ok);
+  const json::Value* logits = find_named(*parse_json(ok).find("outputs"), "logits");
+  ASSERT_TRUE(logits) << dump(ok);
+}
+
 TEST_F(CompiledFolderCli, OptionsOfTheCompileAreRefused) {
   const fs::path out = compile_tiny_gpt();
   ProcessResult r = run_folder(out, {"--q8-activations"});

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "rlx/core/error.h"
+#include "rlx/core/input_limits.h"
 #include "rlx/core/lir.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/target.h"
@@ -58,6 +59,7 @@ struct CompileRecord {
   std::vector<Artifact> files;              // every file written into the folder but the manifest
   std::string program;                      // the LIR text among them ("model.lir")
   double compile_ms = 0;                    // wall time of the whole compile
+  InputLimits limits;  // the model's limits on input values (input_limits.h), checked per run
 };
 
 // Writes dir/manifest.json for `program` (the LIR in the folder), compiled for `target`.
@@ -86,7 +88,8 @@ class CompiledFolder {
   double compile_ms() const;  // as the manifest records it
   double load_ms() const;     // what load() took
 
-  // Inputs by name, each of exactly the recorded dtype and shape; outputs by name.
+  // Inputs by name, each of exactly the recorded dtype and shape and within the model's input
+  // limits (token ids inside the vocabulary, ...); outputs by name.
   NamedTensors run(const NamedTensors& inputs);
   // Like run(), reusing a tensor of `outputs` of the right dtype and shape that shares no memory
   // with an input, so a loop allocates nothing after its first run.
