@@ -175,7 +175,15 @@ void write_compiled_folder_manifest(const Registry& reg, Target& target,
 
 bool is_compiled_folder(const fs::path& path) {
   std::error_code ec;
-  return fs::is_directory(path, ec) && fs::is_regular_file(path / kManifest, ec);
+  if (!fs::is_directory(path, ec) || !fs::is_regular_file(path / kManifest, ec)) return false;
+  // A model folder of another kind could hold a file called manifest.json: ours names its format
+  // (or, from an older rlx, lies beside model.lir).
+  if (fs::exists(path / "model.lir", ec)) return true;
+  std::ifstream in(path / kManifest, std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head.find(kCompiledFolderFormat) != std::string::npos;
 }
 
 struct CompiledFolder::State {

@@ -220,6 +220,11 @@ TEST_F(CompiledFolderCli, MissingOrDamagedFilesAreNamed) {
   EXPECT_EQ(r.exit_code, 1) << dump(r);
   EXPECT_THAT(r.err, HasSubstr((out / side).string() + " is missing")) << dump(r);
 
+  fs::remove(out / "model.lir");
+  r = run_folder(out);
+  EXPECT_EQ(r.exit_code, 1) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr((out / "model.lir").string() + " is missing")) << dump(r);
+
   const fs::path again = compile_tiny_gpt();
   std::string so = read_text(again / "cpu_kernels.so");
   so[so.size() / 2] = static_cast<char>(so[so.size() / 2] ^ 0x5a);

@@ -67,8 +67,8 @@ void write_compiled_folder_manifest(const Registry& reg, Target& target,
                                     const lir::Program& program, const std::filesystem::path& dir,
                                     const CompileRecord& record);
 
-// Whether `path` is a folder with a manifest.json (a compiled folder, or an attempt at one that
-// load() explains).
+// Whether `path` is a compiled folder: a manifest.json naming the format, or one beside a
+// model.lir (an older rlx's, which load() refuses with that reason).
 bool is_compiled_folder(const std::filesystem::path& path);
 
 class CompiledFolder {
