@@ -129,12 +129,18 @@ void write_compiled_folder_manifest(const Registry& reg, Target& target,
   std::string needs = "{}";
   if (const sdk::RlxDeployableV1* ext = deployable(target)) {
     needs = ext->requirements(dir.c_str());
+    // The answer goes into our file, so it must be a JSON object; anything else is the
+    // plugin's message saying why it could not read what its emit() wrote.
+    bool object = false;
     try {
-      json::parse(needs);  // the plugin's text goes into our file: it must be JSON
-    } catch (const std::exception& e) {
-      throw_internal_error(fmt::format("the {} plugin's requirements are not JSON ({}): {}",
-                                       record.target, e.what(), needs));
+      object = json::parse(needs).as_object() != nullptr;
+    } catch (const std::exception&) {
     }
+    if (!object)
+      throw_user_error(
+          fmt::format("the {} plugin cannot say what the files it wrote into {} "
+                      "need: {}",
+                      record.target, dir.string(), needs));
   }
   std::vector<std::string> files, bindings;
   for (const Artifact& f : record.files) {
