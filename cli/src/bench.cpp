@@ -14,6 +14,7 @@
 #include "bindings.h"
 #include "commands.h"
 #include "errors.h"
+#include "folder_model.h"
 #include "inputs_file.h"
 #include "json_out.h"
 #include "model.h"
@@ -34,7 +35,8 @@ double ms_since(Clock::time_point t0) {
 }
 
 struct BenchOptions {
-  std::string model, target, graph;
+  std::string model, graph;
+  std::optional<std::string> target;
   InputOptions inputs;
   std::optional<std::string> output, save_inputs;
   std::optional<int64_t> batch, seq;
@@ -183,6 +185,7 @@ json::Value jnumber(double v, int decimals) {
 
 int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   const std::string& model_path = o.model;
+  double compile_call_ms = 0;  // the compile call, or for a compiled folder its load
   const int64_t warmup = o.warmup;
   const int64_t runs = o.runs;
   const bool sized = o.batch || o.seq || !o.bind.empty();
@@ -200,42 +203,65 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
 
   const Bindings binds = parse_bind_specs(o.bind, 1);
 
-  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, o.target);
-  const std::string target_name = target->name();  // --target auto names one
-  require_can_execute(*target, target_name, model_path);
+  // A compiled folder (`rlx compile -o DIR`) is loaded instead of compiled: its load time is
+  // measured as a model's compile time is, and reported next to the compile time it recorded.
+  const bool folder = registry::is_compiled_folder(model_path);
+  // Progress counts the compile (or load) and warm-up runs, then the timed runs; reporting a step
+  // costs a lock, outside the clocked interval.
+  std::optional<progress::Task> task;
+  task.emplace("bench: compile and warm-up runs", warmup);
+  std::optional<registry::CompiledFolder> loaded;
+  std::optional<CompiledModel> compiled;
+  Model model;
+  Graph folder_graph;
+  std::string target_name = o.target.value_or("cpu");
   const GivenInputs given = read_inputs(o.inputs);
-  Model model = load_model(
-      reg, model_path, o.inputs.given() ? import_options_for(given) : import_options_for(binds));
-  if (o.q8_activations) use_q8_activations(model, model_path);
+  if (folder) {
+    refuse_compile_option(o.graph != "main", "--graph", model_path);
+    refuse_compile_option(o.q8_activations, "--q8-activations", model_path);
+    refuse_compile_option(o.kv_cache.has_value(), "--kv-cache", model_path);
+    loaded = load_compiled_folder(global, model_path, o.target);
+    target_name = loaded->target_name();
+    folder_graph = folder_inputs_graph(*loaded);
+  } else {
+    const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+    std::shared_ptr<Target> target = choose_target(reg, target_name);
+    target_name = target->name();  // --target auto names one
+    require_can_execute(*target, target_name, model_path);
+    model = load_model(reg, model_path,
+                       o.inputs.given() ? import_options_for(given) : import_options_for(binds));
+    if (o.q8_activations) use_q8_activations(model, model_path);
+    if (o.kv_cache) use_kv_cache(model, o.graph, *o.kv_cache, model_path);
+    auto t0 = Clock::now();
+    Session session(target);
+    compiled = session.compile(model, o.graph);
+    compile_call_ms = ms_since(t0);
+  }
   const std::string& graph_name = o.graph;
-  if (o.kv_cache) use_kv_cache(model, graph_name, *o.kv_cache, model_path);
-  const Graph& graph = model.graph(graph_name);
+  const Graph& graph = folder ? folder_graph : model.graph(graph_name);
   NamedTensors inputs =
       o.inputs.given()
           ? match_inputs(graph, given)
           : synthesize_inputs(graph, model, sizes_from_options(o, graph, model, binds));
   if (save_inputs) write_safetensors(*save_inputs, TensorMap(inputs.begin(), inputs.end()));
+  auto run_once = [&](NamedTensors& outputs) {
+    if (loaded)
+      loaded->run(inputs, outputs);
+    else
+      compiled->run(inputs, outputs);
+  };
 
-  // The first run specialises the model for these shapes (lowering and the target's compile):
-  // it belongs to the compile time, not to the latency.
-  // Progress counts runs, the compiling one first; reporting one costs a lock, outside the
-  // clocked interval.
-  std::optional<progress::Task> task;
-  task.emplace("bench: compile and warm-up runs", warmup);
+  if (loaded) compile_call_ms = loaded->load_ms();
   auto t0 = Clock::now();
-  Session session(target);
-  CompiledModel compiled = session.compile(model, graph_name);
-  const double compile_call_ms = ms_since(t0);
-  t0 = Clock::now();
-  NamedTensors outputs = compiled.run(inputs);
+  NamedTensors outputs;
+  run_once(outputs);
   const double first_run_ms = ms_since(t0);
   task->advance();
   // Later runs write into the same outputs, as a serving loop would: steady state allocates
   // nothing (peers that return fresh tensors pay their allocator in their figures, as they
   // would in use).
   for (int64_t i = 1; i < warmup; ++i) {
-    compiled.run(inputs, outputs);
+    run_once(outputs);
     task->advance();
   }
 
@@ -245,7 +271,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   times.reserve(static_cast<size_t>(runs));
   for (int64_t i = 0; i < runs; ++i) {
     t0 = Clock::now();
-    compiled.run(inputs, outputs);
+    run_once(outputs);
     times.push_back(ms_since(t0));
     task->advance();
   }
@@ -255,6 +281,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   const double fastest = *std::min_element(times.begin(), times.end());
   const double slowest = *std::max_element(times.begin(), times.end());
   // What the first call costs beyond a steady-state run: every peer in bench/ is measured so.
+  // For a folder, what it took to be ready: the load, plus the first run beyond p50.
   const double compile_ms = compile_call_ms + std::max(0.0, first_run_ms - p50);
   const double rss = peak_rss_mb();
   if (output) write_safetensors(*output, TensorMap(outputs.begin(), outputs.end()));
@@ -275,7 +302,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     }
     json::Object o{{"p50_ms", jms(p50)},
                    {"p90_ms", jms(p90)},
-                   {"compile_ms", jms(compile_ms)},
+                   {loaded ? "load_ms" : "compile_ms", jms(compile_ms)},
                    {"peak_rss_mb", jnumber(rss, 1)},
                    {"min_ms", jms(fastest)},
                    {"mean_ms", jms(mean)},
@@ -286,6 +313,10 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
                    {"target", jstring(target_name)},
                    {"graph", jstring(graph_name)},
                    {"inputs", json::Value{std::move(input_json)}}};
+    if (loaded) {  // the compile time the folder recorded, next to its load time
+      o.emplace_back("compile_ms", jms(loaded->compile_ms()));
+      o.emplace_back("compiled_folder", jstring(model_path));
+    }
     if (kv_cache) o.emplace_back("kv_cache", jstring(std::string(dtype_name(*kv_cache))));
     if (output) o.emplace_back("output", jstring(output->string()));
     if (save_inputs) o.emplace_back("saved_inputs", jstring(save_inputs->string()));
@@ -302,11 +333,18 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
       "  p50               {:10.3f} ms\n"
       "  p90               {:10.3f} ms\n"
       "  min / mean / max  {:10.3f} / {:.3f} / {:.3f} ms\n"
-      "  compile           {:10.3f} ms  (compile call + first run beyond p50)\n"
+      "{}"
       "  peak RSS          {:10.1f} MB\n",
       model_path, graph_name, target_name, plural(runs, "timed run"), plural(warmup, "warm-up run"),
       shapes, o.kv_cache ? fmt::format("  KV cache          {}\n", dtype_name(*o.kv_cache)) : "",
-      p50, p90, fastest, mean, slowest, compile_ms, rss);
+      p50, p90, fastest, mean, slowest,
+      loaded ? fmt::format("  load              {:10.3f} ms  (load call + first run beyond p50; "
+                           "compiled in {:.3f} ms)\n",
+                           compile_ms, loaded->compile_ms())
+             : fmt::format("  compile           {:10.3f} ms  (compile call + first run beyond "
+                           "p50)\n",
+                           compile_ms),
+      rss);
   if (output) text += fmt::format("wrote the outputs of the last run to {}\n", output->string());
   if (save_inputs) text += fmt::format("wrote the inputs to {}\n", save_inputs->string());
   std::fputs(text.c_str(), stdout);
@@ -318,10 +356,11 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
 Command bench_command() {
   return make_command<BenchOptions>(
       {"bench", "measure a model's latency on a target (p50, p90, compile time, peak memory)",
-       "MODEL --target T [--inputs IN | --input NAME=VALUES | --batch N --seq S |\n"
+       "MODEL|DIR [--target T] [--inputs IN | --input NAME=VALUES | --batch N --seq S |\n"
        "       --bind NAME=SIZE]... [--graph NAME] [--kv-cache f32|f16|bf16] [--warmup 10]\n"
        "       [--runs 50] [--output OUT.safetensors] [--save-inputs FILE.safetensors] [--json]",
-       "Compiles MODEL for target T, runs it once (compiling it for the input shapes) and\n"
+       "Compiles MODEL for target T (default cpu), runs it once (compiling it for the input "
+       "shapes) and\n"
        "WARMUP-1 more times untimed, then RUNS times, clocking each run. Prints the median (p50)\n"
        "and 90th percentile (p90) of those runs, linearly interpolated as NumPy does; compile_ms\n"
        "(the compile call plus what the first run took beyond p50: dispatch, passes, lowering "
@@ -336,7 +375,10 @@ Command bench_command() {
        "the vocabulary, attention_mask ones, positions 0, 1, ...; anything else zero.\n"
        "--save-inputs writes the inputs used, so `rlx run MODEL --inputs FILE` can check the\n"
        "outputs of exactly those. bench/ in the source tree races rlx against other runtimes\n"
-       "with this command."},
+       "with this command.\n"
+       "DIR, a folder `rlx compile -o DIR` wrote, is loaded instead of compiled (on the target\n"
+       "it was compiled for): load_ms replaces compile_ms, which then is the compile time the\n"
+       "folder recorded. Its input shapes were fixed when compiling."},
       &declare_bench_options, &bench_main);
 }
 

@@ -19,6 +19,7 @@
 #include "rlx/core/lir.h"
 #include "rlx/core/progress.h"
 #include "rlx/core/runtime.h"
+#include "rlx/registry/compiled_folder.h"
 #include "table.h"
 
 namespace rlx::cli {
@@ -192,14 +193,18 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
     if (!ec) entry.emplace_back("bytes", jint(static_cast<int64_t>(size)));
     file_list.push_back(json::Value{std::move(entry)});
   }
-  json::Object bound;
-  for (const auto& [name, value] : given) bound.emplace_back(name, jint(value));
-  json::Object manifest = {{"rlx_version", jstring(RLX_VERSION)},
-                           {"model", jstring(fs::absolute(model_path).lexically_normal().string())},
-                           {"target", jstring(target_name)},
-                           {"bindings", json::Value{bound}},
-                           {"files", json::Value{file_list}}};
-  write_file(out_dir / "manifest.json", to_json_text(json::Value{manifest}) + "\n");
+  // The manifest makes the folder loadable (`rlx run DIR`): what a loader checks, and each file.
+  registry::CompileRecord record;
+  record.model = fs::absolute(model_path).lexically_normal().string();
+  record.target = target_name;
+  // The sizes given (some fixed at import, so no longer symbols) and those lowering used.
+  record.bindings = std::map<std::string, int64_t>(given.begin(), given.end());
+  record.bindings.insert(bindings.begin(), bindings.end());
+  record.files = files;
+  record.program = "model.lir";
+  record.limits = input_limits(model_file);
+  for (const auto& [stage, ms] : timer.stages()) record.compile_ms += ms;
+  registry::write_compiled_folder_manifest(reg, *target, program, out_dir, record);
 
   double total = 0;
   json::Object timing_json;
@@ -243,8 +248,11 @@ Command compile_command() {
        "MODEL --target T -o DIR [--bind NAME=SIZE]... [--timings] [--json]",
        "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
        "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
-       "dispatch.json (the path of every node), the target's own artifacts, and manifest.json\n"
-       "listing every file with its kind.\n"
+       "dispatch.json (the path of every node), the target's own artifacts (cpu: the kernels'\n"
+       "C source and shared object), and manifest.json: the versions, target, CPU and sizes it\n"
+       "was built for, the inputs and outputs, and every file with its size and hash.\n"
+       "DIR is deployable: `rlx run DIR` and `rlx bench DIR` load it without the model, the\n"
+       "importer or a compiler, after checking that it fits this rlx, plugin and CPU.\n"
        "Symbolic dims of the inputs need a size: --bind batch=4. The size reaches the importer\n"
        "too: ONNX and rten fix such dims at import, which models whose shape arithmetic rlx\n"
        "cannot keep symbolic need (a reflect Pad: `sequence + 128`)."},

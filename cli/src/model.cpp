@@ -12,6 +12,7 @@
 #include "rlx/llm/decoding.h"
 #include "stderr_status.h"
 #include "target_choice.h"
+#include "rlx/registry/compiled_folder.h"
 
 namespace rlx::cli {
 
@@ -96,9 +97,24 @@ Model load_model(const registry::Registry& reg, const fs::path& path, const Impo
   const std::vector<registry::PluginRecord> unusable = reg.unusable_importers_for(path);
   if (fs::is_directory(path, ec)) {
     if (!unusable.empty()) throw unusable_importers_error(path, unusable);
+    if (registry::is_compiled_folder(path))
+      throw CliError(
+          fmt::format("'{}' is a compiled folder, which only run and bench load", path.string()),
+          fmt::format("`rlx run {}` or `rlx bench {}`; other commands take the model "
+                      "it was compiled from",
+                      path.string(), path.string()));
     throw CliError(
         fmt::format("no importer reads the folder '{}'", path.string()),
         "see the importers in `rlx --list-targets`; a Hugging Face folder needs its config.json");
+  }
+  // The LIR of a compiled folder is no model; the folder it lies in is what loads.
+  if (path.extension() == ".lir" &&
+      registry::is_compiled_folder(path.parent_path().empty() ? fs::path(".")
+                                                              : path.parent_path())) {
+    const std::string dir = path.parent_path().empty() ? "." : path.parent_path().string();
+    throw CliError(
+        fmt::format("'{}' is the kernel program of a compiled folder, not a model", path.string()),
+        fmt::format("load the whole folder: `rlx run {}` or `rlx bench {}`", dir, dir));
   }
   if (read_by) read_by->clear();
   Model m;

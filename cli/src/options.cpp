@@ -142,6 +142,15 @@ void add_target_option(CLI::App& app, std::string& into, const std::string& purp
                   purpose));
 }
 
+void add_target_option(CLI::App& app, std::optional<std::string>& into,
+                       const std::string& purpose) {
+  add_value(app, "-t,--target", "T", into,
+            fmt::format("the target to {} (default cpu, or for a compiled folder the one it was "
+                        "built for; auto: the fastest here, said on stderr; see "
+                        "`rlx --list-targets`)",
+                        purpose));
+}
+
 void add_graph_option(CLI::App& app, std::string& into) {
   into = "main";
   add_value(app, "-g,--graph", "NAME", into,

@@ -57,6 +57,9 @@ void add_number(CLI::App& app, const std::string& names, const std::string& valu
 // target is for: "run on", "compile for".
 void add_model_argument(CLI::App& app, std::string& into);
 void add_target_option(CLI::App& app, std::string& into, const std::string& purpose);
+// For commands that also take a compiled folder (run, bench): left empty when not given, so the
+// folder's own target applies; a model takes cpu then.
+void add_target_option(CLI::App& app, std::optional<std::string>& into, const std::string& purpose);
 // --graph NAME: which graph of a model with several (decoders: main, prefill, decode); default
 // main.
 void add_graph_option(CLI::App& app, std::string& into);

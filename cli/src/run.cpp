@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "errors.h"
+#include "folder_model.h"
 #include "inputs_file.h"
 #include "json_out.h"
 #include "model.h"
@@ -21,7 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 
 struct RunOptions {
-  std::string model, target, graph;
+  std::string model, graph;
+  std::optional<std::string> target;
   InputOptions inputs;
   std::optional<std::string> output;
   bool json = false, q8_activations = false;
@@ -39,27 +41,14 @@ void declare_run_options(CLI::App& app, RunOptions& o) {
   add_q8_activations_flag(app, o.q8_activations);
 }
 
-int run_main(const RunOptions& o, const GlobalOptions& global) {
-  const fs::path model_path = o.model;
-  const std::optional<fs::path> output_path = writable_path(o.output, "--output");
-  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
-  std::shared_ptr<Target> target = choose_target(reg, o.target);
-  require_can_execute(*target, target->name(), model_path.string());
-  const GivenInputs given = read_inputs(o.inputs);
-  Model model_file = load_model(reg, model_path, import_options_for(given));
-  if (o.q8_activations) use_q8_activations(model_file, model_path.string());
-  const Graph& graph = model_file.graph(o.graph);
-  NamedTensors inputs = match_inputs(graph, given);
-
-  Session session(target);
-  CompiledModel model = session.compile(model_file, o.graph);
-  NamedTensors outputs = model.run(inputs);
+// Writes or prints `outputs` in the order of `names`; `extra` joins the --json object.
+int report_outputs(const std::vector<std::string>& names, const NamedTensors& outputs,
+                   const RunOptions& o, const std::optional<fs::path>& output_path,
+                   json::Object extra) {
   if (output_path) write_safetensors(*output_path, outputs);
-
   json::Array summary;
   std::string text;
-  for (ValueId v : graph.outputs) {
-    const std::string& name = graph.values[v].name;
+  for (const std::string& name : names) {
     auto it = outputs.find(name);
     if (it == outputs.end()) continue;
     const Tensor& t = it->second;
@@ -73,15 +62,56 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
     text += output_path ? fmt::format("  {} {}{}\n", name, dtype_name(t.dtype()), t.shape_str())
                         : tensor_text(name, t);
   }
-  if (o.json)
-    std::fputs(
-        (to_json_text(json::Value{json::Object{{"outputs", json::Value{summary}}}}) + "\n").c_str(),
-        stdout);
-  else if (output_path)
+  if (o.json) {
+    json::Object doc{{"outputs", json::Value{summary}}};
+    for (json::Member& m : extra) doc.push_back(std::move(m));
+    std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
+  } else if (output_path) {
     std::fputs(fmt::format("wrote {}:\n{}", output_path->string(), text).c_str(), stdout);
-  else
+  } else {
     std::fputs(fmt::format("outputs:\n{}", text).c_str(), stdout);
+  }
   return 0;
+}
+
+// `rlx run DIR`: a compiled folder, loaded without importing or compiling the model again.
+int run_folder(const RunOptions& o, const GlobalOptions& global,
+               const std::optional<fs::path>& output_path) {
+  refuse_compile_option(o.graph != "main", "--graph", o.model);
+  refuse_compile_option(o.q8_activations, "--q8-activations", o.model);
+  const GivenInputs given = read_inputs(o.inputs);
+  registry::CompiledFolder folder = load_compiled_folder(global, o.model, o.target);
+  NamedTensors inputs = match_inputs(folder_inputs_graph(folder), given);
+  NamedTensors outputs = folder.run(inputs);
+  std::vector<std::string> names;
+  for (const registry::TensorSpec& out : folder.outputs()) names.push_back(out.name);
+  json::Object loaded{{"path", jstring(o.model)},
+                      {"target", jstring(folder.target_name())},
+                      {"load_ms", jms(folder.load_ms())},
+                      {"compile_ms", jms(folder.compile_ms())}};
+  return report_outputs(names, outputs, o, output_path,
+                        {{"compiled_folder", json::Value{std::move(loaded)}}});
+}
+
+int run_main(const RunOptions& o, const GlobalOptions& global) {
+  const fs::path model_path = o.model;
+  const std::optional<fs::path> output_path = writable_path(o.output, "--output");
+  if (registry::is_compiled_folder(model_path)) return run_folder(o, global, output_path);
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  std::shared_ptr<Target> target = choose_target(reg, o.target.value_or("cpu"));
+  require_can_execute(*target, target->name(), model_path.string());
+  const GivenInputs given = read_inputs(o.inputs);
+  Model model_file = load_model(reg, model_path, import_options_for(given));
+  if (o.q8_activations) use_q8_activations(model_file, model_path.string());
+  const Graph& graph = model_file.graph(o.graph);
+  NamedTensors inputs = match_inputs(graph, given);
+
+  Session session(target);
+  CompiledModel model = session.compile(model_file, o.graph);
+  NamedTensors outputs = model.run(inputs);
+  std::vector<std::string> names;
+  for (ValueId v : graph.outputs) names.push_back(graph.values[v].name);
+  return report_outputs(names, outputs, o, output_path, {});
 }
 
 }  // namespace
@@ -89,10 +119,13 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
 Command run_command() {
   return make_command<RunOptions>(
       {"run", "run a model on named inputs and print or save its outputs",
-       "MODEL --target T [--inputs IN] [--input NAME=VALUES [--input-shape NAME=2x8]]...\n"
+       "MODEL|DIR [--target T] [--inputs IN] [--input NAME=VALUES [--input-shape NAME=2x8]]...\n"
        "       [--output OUT.safetensors] [--json]",
-       "Compiles MODEL for target T and runs it. Inputs are matched to the graph's inputs by\n"
-       "name. IN is a .safetensors file, a numpy .npz (np.savez or np.savez_compressed; one\n"
+       "Compiles MODEL for target T (default cpu) and runs it; DIR, a folder `rlx compile -o DIR`\n"
+       "wrote, is loaded instead, with no import or compile, on the target it was compiled for\n"
+       "(another --target is refused; -v prints the load time). Inputs are matched to the\n"
+       "graph's inputs by name. IN is a .safetensors file, a numpy .npz (np.savez or "
+       "np.savez_compressed; one\n"
        "member per input, named like it) or a .json file ({\"NAME\": [[1, 2], [3, 4]]}, or\n"
        "{\"NAME\": {\"dtype\": \"i64\", \"shape\": [2, 2], \"data\": [1, 2, 3, 4]}}; numbers\n"
        "without a dtype take the input's). --input NAME=1,2,3 gives one input on the command\n"

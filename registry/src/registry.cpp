@@ -244,6 +244,18 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+std::optional<PluginRecord> Registry::target_record(const std::string& name) const {
+  std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
+  for (size_t i = 0; i < plugins_.size(); ++i) {
+    if (plugins_[i].name != name || plugins_[i].kind != "target" ||
+        plugins_[i].status == PluginStatus::kShadowed)
+      continue;
+    ensure_loaded(i);
+    if (usable(plugins_[i]) && plugins_[i].target) return plugins_[i];
+  }
+  return std::nullopt;
+}
+
 std::shared_ptr<Target> Registry::target(const std::string& name) const {
   std::lock_guard<std::recursive_mutex> hold(deferred_->lock);
   for (size_t i = 0; i < plugins_.size(); ++i) {

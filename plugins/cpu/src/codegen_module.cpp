@@ -9,6 +9,7 @@
 #include <map>
 
 #include "codegen_cache.h"
+#include "prebuilt_kernels.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cpu {
@@ -87,8 +88,6 @@ KernelModule::KernelModule(const lir::Program& program, const Toolchain& tc) {
   auto t0 = Clock::now();
   ModuleSource src = render_module(program);
   stats_.codegen_ms = ms_since(t0);
-  stats_.functions = src.functions;
-  for (int32_t f : src.function_of_kernel) stats_.loop_kernels += f >= 0;
 
   CachedObject obj = find_or_build(src.text, tc);
   auto t1 = Clock::now();
@@ -106,17 +105,47 @@ KernelModule::KernelModule(const lir::Program& program, const Toolchain& tc) {
   }
   stats_.compiler_ms = obj.compiler_ms;
   stats_.cache_hit = obj.hit;
-  stats_.object = obj.path;
+  bind_functions(std::move(src), obj.path, t1);
+}
 
+std::shared_ptr<const KernelModule> KernelModule::prebuilt(const lir::Program& program) {
+  if (!has_prebuilt()) return nullptr;
+  auto t0 = Clock::now();
+  ModuleSource src = render_module(program);
+  std::optional<std::filesystem::path> object = find_prebuilt(content_hash(src.text));
+  if (!object) return nullptr;
+  std::shared_ptr<KernelModule> m(new KernelModule());
+  m->stats_.codegen_ms = ms_since(t0);
+  auto t1 = Clock::now();
+  m->handle_ = ::dlopen(object->c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!m->handle_) {
+    // Not rebuilt: the folder was checked against its manifest, so the file was replaced since.
+    const char* why = ::dlerror();
+    throw_user_error(
+        fmt::format("cpu: cannot load the prebuilt kernels {}: {}; compile the model "
+                    "again with `rlx compile`",
+                    object->string(), why ? why : "unknown dlopen error"));
+  }
+  m->stats_.cache_hit = true;
+  m->stats_.prebuilt = true;
+  m->bind_functions(std::move(src), *object, t1);
+  return m;
+}
+
+void KernelModule::bind_functions(ModuleSource src, const std::filesystem::path& object,
+                                  Clock::time_point load_start) {
+  stats_.object = object;
+  stats_.functions = src.functions;
+  for (int32_t f : src.function_of_kernel) stats_.loop_kernels += f >= 0;
   std::vector<KernelFn> by_function(static_cast<size_t>(src.functions));
   for (int32_t f = 0; f < src.functions; ++f) {
     std::string name = fmt::format("rlx_f{}", f);
     by_function[f] = reinterpret_cast<KernelFn>(::dlsym(handle_, name.c_str()));
     if (!by_function[f])
-      throw_internal_error(fmt::format("cpu: {} lacks the kernel {}", obj.path.string(), name));
+      throw_internal_error(fmt::format("cpu: {} lacks the kernel {}", object.string(), name));
   }
   for (int32_t f : src.function_of_kernel) fns_.push_back(f >= 0 ? by_function[f] : nullptr);
-  stats_.load_ms = ms_since(t1);
+  stats_.load_ms = ms_since(load_start);
   source_ = std::move(src.text);
 }
 

@@ -8,6 +8,7 @@
 // [begin, end) a range of the kernel's output points (its parallel dims flattened row-major), so
 // the host can split one kernel over threads.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -37,7 +38,8 @@ ModuleSource render_module(const lir::Program& program);
 struct BuildStats {
   double codegen_ms = 0, compiler_ms = 0, load_ms = 0;
   bool cache_hit = false;
-  std::filesystem::path object;  // the cached shared object
+  bool prebuilt = false;         // loaded from a compiled folder (prebuilt_kernels.h)
+  std::filesystem::path object;  // the shared object loaded
   int32_t functions = 0, loop_kernels = 0;
 };
 
@@ -45,6 +47,9 @@ class KernelModule {
  public:
   // Renders, builds (or finds in the cache) and loads the module for program's loop kernels.
   KernelModule(const lir::Program& program, const Toolchain& tc);
+  // The module for program's loop kernels from a registered prebuilt object (prebuilt_kernels.h),
+  // or nullptr when none was built from the source this program renders to. Runs no compiler.
+  static std::shared_ptr<const KernelModule> prebuilt(const lir::Program& program);
   ~KernelModule();
   KernelModule(const KernelModule&) = delete;
   KernelModule& operator=(const KernelModule&) = delete;
@@ -55,6 +60,12 @@ class KernelModule {
   const std::string& source() const { return source_; }
 
  private:
+  using Clock = std::chrono::steady_clock;
+  KernelModule() = default;
+  // Looks up every function of src in the loaded object and keeps the source.
+  void bind_functions(ModuleSource src, const std::filesystem::path& object,
+                      Clock::time_point load_start);
+
   void* handle_ = nullptr;
   std::vector<KernelFn> fns_;
   BuildStats stats_;

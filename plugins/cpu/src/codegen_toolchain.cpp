@@ -59,13 +59,6 @@ std::string version_of(const std::string& compiler) {
   return known.emplace(compiler, first).first->second;
 }
 
-int isa_rank(const std::string& isa) {
-  if (isa == "x86-64-v4") return 2;
-  if (isa == "x86-64-v3") return 1;
-  if (isa == "baseline") return 0;
-  return -1;
-}
-
 std::vector<std::string> split_flags(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream in(s);
@@ -86,6 +79,13 @@ std::vector<std::string> base_flags(const std::string& isa) {
 }
 
 }  // namespace
+
+int isa_rank(const std::string& isa) {
+  if (isa == "x86-64-v4") return 2;
+  if (isa == "x86-64-v3") return 1;
+  if (isa == "baseline") return 0;
+  return -1;
+}
 
 std::string host_isa() {
 #if defined(__x86_64__)

@@ -45,6 +45,9 @@ KernelPlan choose_kernel_plan();
 // "baseline".
 std::string host_isa();
 
+// The order of the ISA levels: baseline 0, x86-64-v3 1, x86-64-v4 2; -1 for an unknown name.
+int isa_rank(const std::string& isa);
+
 inline constexpr int kDefaultCompileTimeoutS = 300;
 
 // RLX_CC_TIMEOUT_S, else kDefaultCompileTimeoutS; 0 means no limit. Throws rlx::Error (kUser)

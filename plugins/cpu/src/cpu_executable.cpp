@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "gemm_epilogue_fusion.h"
+#include "prebuilt_kernels.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cpu {
@@ -28,16 +29,27 @@ std::string profile_name(const lir::Kernel& k, const lir::Program& p) {
 
 }  // namespace
 
-CpuExecutable::CpuExecutable(const lir::Program& p) : CpuExecutable(p, choose_kernel_plan()) {}
+CpuExecutable::CpuExecutable(const lir::Program& p) : CpuExecutable(p, nullptr) {}
 
-CpuExecutable::CpuExecutable(const lir::Program& p, const KernelPlan& plan) : program_(p) {
+CpuExecutable::CpuExecutable(const lir::Program& p, const KernelPlan& plan)
+    : CpuExecutable(p, &plan) {}
+
+CpuExecutable::CpuExecutable(const lir::Program& p, const KernelPlan* given) : program_(p) {
   // Before the module is built, so loop kernels merged into GEMM epilogues are never compiled.
   fuse_gemm_epilogues(program_);
   bool has_loops = std::any_of(program_.kernels.begin(), program_.kernels.end(), [](const auto& k) {
     return std::holds_alternative<lir::LoopKernel>(k);
   });
-  if (plan.mode == KernelMode::kCompiled && has_loops)
-    module_ = std::make_shared<const KernelModule>(program_, plan.toolchain);
+  // Kernels a loaded compiled folder brought (prebuilt_kernels.h) come first: they need no
+  // compiler, so the environment's plan, which looks for one, is only chosen without them. An
+  // explicit plan (tests) and RLX_CPU_KERNELS=interpret are obeyed as given.
+  if (!given && has_loops && !interpretation_requested())
+    module_ = KernelModule::prebuilt(program_);
+  if (!module_) {
+    const KernelPlan plan = given ? *given : choose_kernel_plan();
+    if (plan.mode == KernelMode::kCompiled && has_loops)
+      module_ = std::make_shared<const KernelModule>(program_, plan.toolchain);
+  }
   for (size_t i = 0; i < program_.kernels.size(); ++i) {
     const lir::Kernel& k = program_.kernels[i];
     if (auto* l = std::get_if<lir::LoopKernel>(&k)) {

@@ -25,7 +25,8 @@ namespace rlx::cpu {
 class CpuExecutable final : public Executable {
  public:
   CpuExecutable(const lir::Program& p, const KernelPlan& plan);
-  // With the plan the environment chooses now (region programs of while loops).
+  // With prebuilt kernels of a loaded compiled folder when they fit (prebuilt_kernels.h), else
+  // with the plan the environment chooses now. Also for region programs of while loops.
   explicit CpuExecutable(const lir::Program& p);
   // buffers[i]: memory of program buffer i for inputs, outputs and constants (a null constant
   // pointer means the program's own data).
@@ -37,6 +38,9 @@ class CpuExecutable final : public Executable {
   const KernelModule* module() const { return module_.get(); }
 
  private:
+  // `given` null: prebuilt kernels when registered, else the plan the environment chooses.
+  CpuExecutable(const lir::Program& p, const KernelPlan* given);
+
   lir::Program program_;
   std::shared_ptr<const KernelModule> module_;
   std::vector<std::variant<LoopKernelRunner, CompiledLoopRunner, CallKernelRunner>> kernels_;

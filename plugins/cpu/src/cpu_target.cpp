@@ -8,6 +8,7 @@
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
 #include "nn_kernels.h"
+#include "prebuilt_kernels.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/sdk/host_device.h"
@@ -68,6 +69,13 @@ class CpuTarget final : public sdk::TargetPlugin {
   std::vector<Artifact> emit(const lir::Program& program, const std::filesystem::path& dir) override {
     // The generated C, the shared object built from it and a build report (codegen_emit.h).
     return emit_cpu_artifacts(program, dir);
+  }
+
+  // "rlx.deployable": the kernel objects of a compiled folder, and the CPU they need.
+  const void* extension(const std::string& name, uint32_t version) const override {
+    if (name == sdk::kDeployableExtension && version == sdk::kDeployableVersion)
+      return deployable_extension();
+    return nullptr;
   }
 
   // Host memory: device tensors reach the executables as host pointers.

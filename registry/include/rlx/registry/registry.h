@@ -102,6 +102,9 @@ class Registry {
   // The target to compile for; throws a user error naming its status and reason, or listing
   // the available targets when the name is unknown.
   std::shared_ptr<Target> target(const std::string& name) const;
+  // The record of target `name` (its version and ABI, which compiled folders record and check),
+  // loading it like target() but without throwing; nullopt when no usable target has that name.
+  std::optional<PluginRecord> target_record(const std::string& name) const;
   // The importer that reads `path`: for a folder, by the marker files its manifest names; for a
   // file, by leading magic bytes, then by extension. nullptr when none claims it.
   std::shared_ptr<Importer> importer_for(const std::filesystem::path& path) const;
