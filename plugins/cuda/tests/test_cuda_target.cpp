@@ -2,7 +2,8 @@
 // it emits, and that NVRTC compiles every kernel the renderer writes (every primitive at every
 // dtype, the shared suite's programs) to an sm_90 cubin. These need NVRTC, not a device: CI runs
 // them on machines without a GPU. What it shares with the other GPU-like targets is registered by
-// cuda_test_main.cpp from sdk/testing, and skips without a device.
+// cuda_test_main.cpp from sdk/testing, and skips without a device; these are a program of their
+// own (rlx_cuda_codegen_tests), outside the suite's device check.
 #include <dlfcn.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
