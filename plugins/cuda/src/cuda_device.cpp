@@ -142,8 +142,8 @@ CudaDevice::CudaDevice(const DriverApi& cu, CuDevice device, CuContext context, 
 
 void CudaDevice::check(CuResult rc, const char* call) const {
   if (rc == kCudaSuccess) return;
-  throw Error(ErrorKind::kUser, fmt::format("cuda: {} failed on {}: {}", call, info_.describe(),
-                                            cu_error_name(cu_, rc)));
+  throw Error(ErrorKind::kDevice, fmt::format("cuda: {} failed on {}: {}", call, info_.describe(),
+                                              cu_error_name(cu_, rc)));
 }
 
 void CudaDevice::make_current() const {
@@ -165,8 +165,8 @@ gpu_host::DeviceBuffer CudaDevice::allocate(size_t bytes) {
   make_current();
   CuDevicePtr p = 0;
   if (CuResult rc = cu_.cuMemAlloc(&p, bytes); rc != kCudaSuccess)
-    throw Error(ErrorKind::kUser, fmt::format("cuda: cannot allocate {} bytes on {}: {}", bytes,
-                                              info_.describe(), cu_error_name(cu_, rc)));
+    throw Error(ErrorKind::kDevice, fmt::format("cuda: cannot allocate {} bytes on {}: {}", bytes,
+                                                info_.describe(), cu_error_name(cu_, rc)));
   return {reinterpret_cast<void*>(p), bytes};
 }
 

@@ -50,7 +50,7 @@ void expect_compiles_to_sm90(const std::string& ir, std::string_view what) {
 }
 
 // Without libcuda.so.1 the plugin still loads, lists itself as codegen-only and says why.
-TEST(CudaTarget, WithoutADriverItIsCodegenOnlyAndSaysWhy) {
+TEST(CudaCodegen, WithoutADriverItIsCodegenOnlyAndSaysWhy) {
   if (void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
     dlclose(lib);
     GTEST_SKIP() << "this machine has a CUDA driver (libcuda.so.1)";
@@ -74,7 +74,7 @@ TEST(CudaTarget, WithoutADriverItIsCodegenOnlyAndSaysWhy) {
 }
 
 // The module is the one compile() builds, as CUDA C++, its PTX and an sm_90 cubin.
-TEST(CudaTarget, EmitsCudaSourcePtxAndCubin) {
+TEST(CudaCodegen, EmitsCudaSourcePtxAndCubin) {
   REQUIRE_NVRTC();
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
   test::Emitted e(test::kEmitProgram, cuda());
@@ -101,7 +101,7 @@ TEST(CudaTarget, EmitsCudaSourcePtxAndCubin) {
   EXPECT_NE(ptx.find(".entry k0_dot_general"), std::string::npos);
 }
 
-TEST(CudaTarget, AMalformedArchitectureIsRefusedByName) {
+TEST(CudaCodegen, AMalformedArchitectureIsRefusedByName) {
   REQUIRE_NVRTC();
   setenv("RLX_CUDA_ARCH", "hopper", 1);
   std::string error;
@@ -117,7 +117,7 @@ TEST(CudaTarget, AMalformedArchitectureIsRefusedByName) {
 
 // Every elementwise primitive at every dtype the cpu computes, reductions and conversions
 // included, renders to CUDA C++ that NVRTC compiles: what the device runs in the conformance suite.
-TEST(CudaTarget, EveryPrimitiveAtEveryDtypeCompilesToAnSm90Cubin) {
+TEST(CudaCodegen, EveryPrimitiveAtEveryDtypeCompilesToAnSm90Cubin) {
   REQUIRE_NVRTC();
   const char* float_unary[] = {"neg", "abs", "sign", "exp",   "log",  "sqrt",  "rsqrt",   "tanh",
                                "erf", "sin", "cos",  "floor", "ceil", "round", "logistic"};
@@ -168,7 +168,7 @@ TEST(CudaTarget, EveryPrimitiveAtEveryDtypeCompilesToAnSm90Cubin) {
 
 // The shared suite's programs (fused product epilogues, native attention and norms, gather,
 // scatter-add, f16 and i64 arithmetic) compile as they will run on the device.
-TEST(CudaTarget, TheSuiteProgramsCompileToSm90Cubins) {
+TEST(CudaCodegen, TheSuiteProgramsCompileToSm90Cubins) {
   REQUIRE_NVRTC();
   expect_compiles_to_sm90(test::kMixedProgram, "kMixedProgram");
   expect_compiles_to_sm90(test::kEpilogueProgram, "kEpilogueProgram");
