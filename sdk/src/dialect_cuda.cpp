@@ -1,8 +1,10 @@
 // The CUDA C++ dialect: kernels compiled by NVRTC (the cuda target). CUDA C++ is C++ on the
 // device, so this is the C table with what differs changed: `extern "C" __global__` entry points
 // with one pointer per buffer, one thread per output element, __shared__ arrays and
-// __syncthreads() for the cooperative kernels, and a prelude that needs no header (NVRTC has no
-// C library headers): fixed-width integer types, infinities and bit casts from CUDA's intrinsics.
+// __syncthreads() for the cooperative kernels, and a prelude that needs no header under NVRTC
+// (which has no C library headers: the fixed-width integer types are declared when
+// __CUDACC_RTC__ is set, taken from <stdint.h> under nvcc, so the emitted .cu builds with both),
+// infinities and bit casts from CUDA's intrinsics.
 #include "rlx/sdk/render.h"
 
 namespace rlx::sdk {
@@ -14,7 +16,8 @@ namespace {
 // conversions are the C dialect's (ports of core/src/ir/half.cpp) with CUDA's bit casts. A host
 // compiles with --fmad=false: NVRTC fuses a * b + c into one rounding by default, which would make
 // generated code differ from the cpu target in the last bit.
-constexpr const char* kPrelude = R"(typedef signed char int8_t;
+constexpr const char* kPrelude = R"(#ifdef __CUDACC_RTC__
+typedef signed char int8_t;
 typedef unsigned char uint8_t;
 typedef short int16_t;
 typedef unsigned short uint16_t;
@@ -22,6 +25,9 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+#else
+#include <stdint.h>
+#endif
 
 #define RLX_DEVICE static __device__ __forceinline__
 

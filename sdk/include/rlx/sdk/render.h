@@ -213,7 +213,7 @@ const Dialect& opencl_dialect();
 
 // CUDA C++ for NVRTC: `extern "C" __global__ void <name>(T* __restrict__ b<id>, ...)`, one thread
 // per output element (blockIdx.x * blockDim.x + threadIdx.x in 64 bits), 16-bit floats as
-// uint16_t bits, a prelude that includes no header. Hosts launch blocks of 64 threads and compile
+// uint16_t bits, a prelude that needs no header under NVRTC. Hosts launch blocks of 64 threads and compile
 // with --fmad=false. For the cuda target.
 const Dialect& cuda_dialect();
 
