@@ -6,6 +6,8 @@
 // later steps (docs/targets.md).
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "cuda_arch.h"
 #include "cuda_device.h"
 #include "cuda_library.h"
@@ -32,6 +34,14 @@ class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
 
   std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
     return CudaDevice::shared(why);
+  }
+
+  // A CUDA device is always a GPU, never an emulation on the host.
+  std::optional<DeviceInfo> describe_device() const override {
+    std::string why;
+    auto d = CudaDevice::shared(&why);
+    if (!d) return std::nullopt;
+    return DeviceInfo{d->info().name, "gpu", "", false};
   }
 
   Verdict can_execute() const override {
