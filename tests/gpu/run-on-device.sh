@@ -3,10 +3,10 @@
 # halves, because that machine has a driver and a toolkit but not rlx's build dependencies:
 #
 #   tests/gpu/run-on-device.sh pack [BUILD]   here: builds rlx, the cuda plugin and its test
-#       program, packs rlx with bench/gpu/bundle.sh into .device/ and the test program beside it
-#       (.device/cuda-tests.tar.gz, with the paths it was built with).
-#   tests/gpu/run-on-device.sh run [all|suite|cli]   there, from the repository root (the fixtures travel
-#       with the working tree): unpacks both, runs the cuda conformance suite (every MIR primitive
+#       programs, packs rlx with bench/gpu/bundle.sh into .device/ and the test programs beside
+#       it (.device/cuda-tests.tar.gz, with the paths they were built with).
+#   tests/gpu/run-on-device.sh run [all|suite|cli]   there (the fixtures travel with the working
+#       tree, .device/ is carried): unpacks both, runs the cuda conformance suite (every MIR primitive
 #       at every dtype against hand-computed references, the shared GPU-like tests against cpu,
 #       the fixtures qwen3-tiny greedy tokens, minilm-l2-f16 and bert-tiny-onnx) with
 #       RLX_EXPECT_TARGETS=cuda, so a missing device fails instead of skipping, then
@@ -95,6 +95,7 @@ compiles() {  # rlx compile writes the CUDA C++, PTX and a cubin for the device
 
 run() {
   local part=${1:-all}
+  cd "$root"
   # shellcheck source=/dev/null
   . "$root/bench/gpu/on_device.sh"
   tar xzf .device/cuda-tests.tar.gz -C /tmp
