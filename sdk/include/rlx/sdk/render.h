@@ -3,7 +3,7 @@
 // them (type names, kernel signature, index builtins, address spaces, math function names) plus two
 // hooks for what a table cannot say. A new language is a new table, usually a copy of another
 // with a few fields changed, never a copy of the renderer (tinygrad's CStyleLanguage design).
-// Shipped: c_dialect(), opencl_dialect(), the shader dialects (glsl, hlsl, wgsl) below.
+// Shipped: c_dialect(), opencl_dialect(), cuda_dialect(), the shader dialects (glsl, hlsl, wgsl) below.
 //
 // The numeric semantics are the renderer's, not the dialect's, so every language computes the
 // same thing (a hook that overrides an op must keep them):
@@ -210,6 +210,12 @@ void drop_dtype(Dialect& d, DType t);
 // OpenCL C 1.2: `__kernel void <name>(__global T* b<id>, ...)`, one work-item per output element
 // (get_global_id(0)), 16-bit floats as ushort bits, FP_CONTRACT off. For gpu and oneapi.
 const Dialect& opencl_dialect();
+
+// CUDA C++ for NVRTC: `extern "C" __global__ void <name>(T* __restrict__ b<id>, ...)`, one thread
+// per output element (blockIdx.x * blockDim.x + threadIdx.x in 64 bits), 16-bit floats as
+// uint16_t bits, a prelude that needs no header under NVRTC. Hosts launch blocks of 64 threads and compile
+// with --fmad=false. For the cuda target.
+const Dialect& cuda_dialect();
 
 // Shader languages (sdk/src/dialect_glsl.cpp, dialect_hlsl.cpp): compute shaders, one per kernel,
 // each an entry point `main` after a line `//@rlx-kernel <symbol>` that starts the kernel's

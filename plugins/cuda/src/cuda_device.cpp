@@ -1,0 +1,252 @@
+#include "cuda_device.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "cubin_cache.h"
+#include "cuda_arch.h"
+#include "cuda_library.h"
+#include "nvrtc.h"
+#include "rlx/core/error.h"
+
+namespace rlx::cuda {
+
+namespace {
+
+// Every launch uses blocks of this many threads: the group size of the SDK's cooperative kernels
+// (render_matmul, render_attention, render_norm), and a multiple of the warp.
+constexpr unsigned kBlock = 64;
+
+class CudaModule final : public gpu_host::Module {
+ public:
+  CudaModule(const DriverApi& cu, CuModule module) : cu_(cu), module_(module) {}
+  ~CudaModule() override { cu_.cuModuleUnload(module_); }
+  const DriverApi& cu_;
+  CuModule module_;
+  std::map<std::string, CuFunction, std::less<>> functions_;
+};
+
+CuDevicePtr ptr(const gpu_host::DeviceBuffer& b) {
+  return reinterpret_cast<CuDevicePtr>(b.handle);
+}
+
+std::string version_text(int v) {
+  return fmt::format("{}.{}", v / 1000, v % 1000 / 10);
+}
+
+}  // namespace
+
+std::string CudaDeviceInfo::arch() const {
+  return arch_of(cc_major, cc_minor);
+}
+
+std::string CudaDeviceInfo::describe() const {
+  return fmt::format("{} ({}, {} GiB, driver CUDA {})", name, arch(), memory_bytes >> 30,
+                     version_text(driver_version));
+}
+
+std::shared_ptr<CudaDevice> CudaDevice::shared(std::string* why) {
+  struct Found {
+    std::shared_ptr<CudaDevice> device;
+    std::string error;
+  };
+  // Created once and never destroyed: the driver must not be torn down by static destructors at
+  // exit while another library may still call into it.
+  static const Found* found = [] {
+    auto* f = new Found;
+    std::string err;
+    const DriverApi* cu = driver_api(&err);
+    if (!cu) {
+      f->error = err;
+      return f;
+    }
+    if (CuResult rc = cu->cuInit(0); rc != kCudaSuccess) {
+      f->error =
+          rc == kCudaErrorNoDevice
+              ? fmt::format("no CUDA device (cuInit: {})", cu_error_name(*cu, rc))
+              : fmt::format("the CUDA driver did not start (cuInit: {})", cu_error_name(*cu, rc));
+      return f;
+    }
+    CudaDeviceInfo info;
+    cu->cuDriverGetVersion(&info.driver_version);
+    if (info.driver_version < kMinDriverVersion) {
+      f->error =
+          fmt::format("driver older than CUDA {}: it supports CUDA {}; update the NVIDIA driver",
+                      version_text(kMinDriverVersion), version_text(info.driver_version));
+      return f;
+    }
+    NvrtcVersion nvrtc;
+    if (!nvrtc_available(&err, &nvrtc)) {
+      f->error = err;
+      return f;
+    }
+    // A cubin from a newer toolkit major version than the driver's does not load.
+    if (nvrtc.major > info.driver_version / 1000) {
+      f->error = fmt::format(
+          "driver older than NVRTC: the driver supports CUDA {}, NVRTC is {}.{}; update the "
+          "driver, "
+          "or set RLX_NVRTC to the libnvrtc of CUDA {}",
+          version_text(info.driver_version), nvrtc.major, nvrtc.minor, info.driver_version / 1000);
+      return f;
+    }
+    int count = 0;
+    cu->cuDeviceGetCount(&count);
+    if (count == 0) {
+      f->error = "no CUDA device (the driver reports none)";
+      return f;
+    }
+    if (const char* want = std::getenv("RLX_CUDA_DEVICE"); want && *want) {
+      char* end = nullptr;
+      long n = std::strtol(want, &end, 10);
+      if (*end || n < 0 || n >= count) {
+        f->error = fmt::format("RLX_CUDA_DEVICE='{}' is not a device ordinal here (0 to {})", want,
+                               count - 1);
+        return f;
+      }
+      info.ordinal = static_cast<int>(n);
+    }
+    CuDevice device = 0;
+    CuContext context = nullptr;
+    CuStream stream = nullptr;
+    CuResult rc = cu->cuDeviceGet(&device, info.ordinal);
+    if (rc == kCudaSuccess) rc = cu->cuDevicePrimaryCtxRetain(&context, device);
+    if (rc == kCudaSuccess) rc = cu->cuCtxSetCurrent(context);
+    if (rc == kCudaSuccess) rc = cu->cuStreamCreate(&stream, 0);
+    if (rc != kCudaSuccess) {
+      f->error =
+          fmt::format("CUDA device {} cannot be opened: {}", info.ordinal, cu_error_name(*cu, rc));
+      return f;
+    }
+    char name[256] = {};
+    cu->cuDeviceGetName(name, sizeof name - 1, device);
+    info.name = name;
+    cu->cuDeviceGetAttribute(&info.cc_major, kAttrComputeCapabilityMajor, device);
+    cu->cuDeviceGetAttribute(&info.cc_minor, kAttrComputeCapabilityMinor, device);
+    cu->cuDeviceGetAttribute(&info.max_threads_per_block, kAttrMaxThreadsPerBlock, device);
+    cu->cuDeviceTotalMem(&info.memory_bytes, device);
+    f->device.reset(new CudaDevice(*cu, device, context, stream, std::move(info)));
+    return f;
+  }();
+  if (!found->device && why) *why = found->error;
+  return found->device;
+}
+
+CudaDevice::CudaDevice(const DriverApi& cu, CuDevice device, CuContext context, CuStream stream,
+                       CudaDeviceInfo info)
+    : cu_(cu), device_(device), context_(context), stream_(stream), info_(std::move(info)) {}
+
+void CudaDevice::check(CuResult rc, const char* call) const {
+  if (rc == kCudaSuccess) return;
+  throw Error(ErrorKind::kDevice, fmt::format("cuda: {} failed on {}: {}", call, info_.describe(),
+                                              cu_error_name(cu_, rc)));
+}
+
+void CudaDevice::make_current() const {
+  check(cu_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+const gpu_host::KernelLibrary& CudaDevice::library() const {
+  return cuda_library();
+}
+
+DeviceLimits CudaDevice::limits() const {
+  DeviceLimits l;
+  l.max_workgroup_size = static_cast<uint32_t>(info_.max_threads_per_block);
+  l.subgroup_size = 32;
+  return l;
+}
+
+gpu_host::DeviceBuffer CudaDevice::allocate(size_t bytes) {
+  make_current();
+  CuDevicePtr p = 0;
+  if (CuResult rc = cu_.cuMemAlloc(&p, bytes); rc != kCudaSuccess)
+    throw Error(ErrorKind::kDevice, fmt::format("cuda: cannot allocate {} bytes on {}: {}", bytes,
+                                                info_.describe(), cu_error_name(cu_, rc)));
+  return {reinterpret_cast<void*>(p), bytes};
+}
+
+void CudaDevice::release(gpu_host::DeviceBuffer& b) noexcept {
+  if (b.handle && cu_.cuCtxSetCurrent(context_) == kCudaSuccess) cu_.cuMemFree(ptr(b));
+  b.handle = nullptr;
+}
+
+void CudaDevice::upload(const gpu_host::DeviceBuffer& dst, const void* src, size_t bytes) {
+  make_current();
+  // Synchronised: the host memory may be freed as soon as this returns.
+  check(cu_.cuMemcpyHtoDAsync(ptr(dst), src, bytes, stream_), "cuMemcpyHtoDAsync");
+  check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+void CudaDevice::download(const gpu_host::DeviceBuffer& src, void* dst, size_t bytes) {
+  make_current();
+  check(cu_.cuMemcpyDtoHAsync(dst, ptr(src), bytes, stream_), "cuMemcpyDtoHAsync");
+  check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+void CudaDevice::copy(const gpu_host::DeviceBuffer& src, const gpu_host::DeviceBuffer& dst,
+                      size_t bytes) {
+  make_current();
+  check(cu_.cuMemcpyDtoDAsync(ptr(dst), ptr(src), bytes, stream_), "cuMemcpyDtoDAsync");
+}
+
+std::unique_ptr<gpu_host::Module> CudaDevice::build(const std::string& source) {
+  make_current();
+  NvrtcVersion v;
+  nvrtc_available(nullptr, &v);
+  const std::string arch = info_.arch();
+  const std::string identity = fmt::format("nvrtc {}.{}", v.major, v.minor);
+  auto compile = [&] { return nvrtc_compile(source, "rlx_kernels.cu", arch, NvrtcOutput::kCubin); };
+  CachedCubin cubin = find_or_compile(source, arch, identity, compile);
+  CuModule module = nullptr;
+  CuResult rc = cu_.cuModuleLoadData(&module, cubin.bytes.data());
+  if (rc != kCudaSuccess && cubin.hit) {
+    // A damaged or foreign entry: compiled again, said once.
+    std::fprintf(stderr, "rlx: cuda: the cached module %s did not load (%s); compiling it again\n",
+                 cubin.path.c_str(), cu_error_name(cu_, rc).c_str());
+    evict(cubin.path);
+    cubin = find_or_compile(source, arch, identity, compile);
+    rc = cu_.cuModuleLoadData(&module, cubin.bytes.data());
+  }
+  check(rc, "cuModuleLoadData");
+  return std::make_unique<CudaModule>(cu_, module);
+}
+
+void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
+                        const std::vector<const gpu_host::DeviceBuffer*>& args,
+                        int64_t work_items) {
+  make_current();
+  auto& module = static_cast<CudaModule&>(m);
+  auto it = module.functions_.find(symbol);
+  if (it == module.functions_.end()) {
+    CuFunction f = nullptr;
+    check(cu_.cuModuleGetFunction(&f, module.module_, symbol.c_str()), "cuModuleGetFunction");
+    it = module.functions_.emplace(symbol, f).first;
+  }
+  std::vector<CuDevicePtr> values(args.size());
+  std::vector<void*> params(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    values[i] = ptr(*args[i]);
+    params[i] = &values[i];
+  }
+  // Kernels return at once for threads past the domain (render.h), so the grid is rounded up.
+  const int64_t blocks = (work_items + kBlock - 1) / kBlock;
+  if (blocks > std::numeric_limits<int32_t>::max())
+    throw_unsupported(
+        fmt::format("cuda: kernel {} needs {} blocks of {} threads, more than a grid holds", symbol,
+                    blocks, kBlock));
+  check(cu_.cuLaunchKernel(it->second, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0,
+                           stream_, params.data(), nullptr),
+        "cuLaunchKernel");
+}
+
+void CudaDevice::finish() {
+  make_current();
+  check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+}  // namespace rlx::cuda

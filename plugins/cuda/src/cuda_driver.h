@@ -1,0 +1,69 @@
+// The CUDA driver API entry points the cuda target uses, resolved from libcuda.so.1 with dlopen on
+// first use, so the plugin loads on machines without a driver and says why it cannot run there
+// (docs/architecture.md section 4). The declarations are the driver's C ABI written out here
+// (handles are opaque pointers, CUdeviceptr a 64-bit integer), so building the plugin needs no
+// CUDA toolkit.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace rlx::cuda {
+
+using CuResult = int;  // CUresult: 0 is CUDA_SUCCESS
+using CuDevice = int;
+using CuDevicePtr = uint64_t;
+using CuContext = struct CuContextOpaque*;
+using CuModule = struct CuModuleOpaque*;
+using CuFunction = struct CuFunctionOpaque*;
+using CuStream = struct CuStreamOpaque*;
+
+inline constexpr CuResult kCudaSuccess = 0;
+inline constexpr CuResult kCudaErrorNoDevice = 100;
+// CUdevice_attribute values.
+inline constexpr int kAttrMaxThreadsPerBlock = 1;
+inline constexpr int kAttrComputeCapabilityMajor = 75;
+inline constexpr int kAttrComputeCapabilityMinor = 76;
+// The oldest driver the target accepts: CUDA 11.0 (cuDriverGetVersion's 1000 * major + 10 * minor).
+inline constexpr int kMinDriverVersion = 11000;
+
+struct DriverApi {
+  CuResult (*cuInit)(unsigned flags) = nullptr;
+  CuResult (*cuDriverGetVersion)(int* version) = nullptr;
+  CuResult (*cuGetErrorName)(CuResult error, const char** name) = nullptr;
+  CuResult (*cuGetErrorString)(CuResult error, const char** text) = nullptr;
+  CuResult (*cuDeviceGetCount)(int* count) = nullptr;
+  CuResult (*cuDeviceGet)(CuDevice* device, int ordinal) = nullptr;
+  CuResult (*cuDeviceGetName)(char* name, int length, CuDevice device) = nullptr;
+  CuResult (*cuDeviceGetAttribute)(int* value, int attribute, CuDevice device) = nullptr;
+  CuResult (*cuDeviceTotalMem)(size_t* bytes, CuDevice device) = nullptr;  // _v2
+  CuResult (*cuDevicePrimaryCtxRetain)(CuContext* context, CuDevice device) = nullptr;
+  CuResult (*cuCtxSetCurrent)(CuContext context) = nullptr;
+  CuResult (*cuStreamCreate)(CuStream* stream, unsigned flags) = nullptr;
+  CuResult (*cuStreamSynchronize)(CuStream stream) = nullptr;
+  CuResult (*cuMemAlloc)(CuDevicePtr* ptr, size_t bytes) = nullptr;  // _v2
+  CuResult (*cuMemFree)(CuDevicePtr ptr) = nullptr;                  // _v2
+  CuResult (*cuMemcpyHtoDAsync)(CuDevicePtr dst, const void* src, size_t bytes,
+                                CuStream stream) = nullptr;  // _v2
+  CuResult (*cuMemcpyDtoHAsync)(void* dst, CuDevicePtr src, size_t bytes,
+                                CuStream stream) = nullptr;  // _v2
+  CuResult (*cuMemcpyDtoDAsync)(CuDevicePtr dst, CuDevicePtr src, size_t bytes,
+                                CuStream stream) = nullptr;  // _v2
+  CuResult (*cuModuleLoadData)(CuModule* module, const void* image) = nullptr;
+  CuResult (*cuModuleUnload)(CuModule module) = nullptr;
+  CuResult (*cuModuleGetFunction)(CuFunction* function, CuModule module,
+                                  const char* name) = nullptr;
+  CuResult (*cuLaunchKernel)(CuFunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                             unsigned block_x, unsigned block_y, unsigned block_z,
+                             unsigned shared_bytes, CuStream stream, void** params,
+                             void** extra) = nullptr;
+};
+
+// The resolved entry points, or nullptr with `why` set ("libcuda.so.1 not found (...)"). Loaded
+// once per process and never unloaded.
+const DriverApi* driver_api(std::string* why);
+
+// "CUDA_ERROR_OUT_OF_MEMORY (2: out of memory)", from the driver's own names.
+std::string cu_error_name(const DriverApi& cu, CuResult code);
+
+}  // namespace rlx::cuda

@@ -1,0 +1,87 @@
+// The cuda target, first step (the generic path): LIR programs as CUDA C++ (the SDK renderer's
+// CUDA dialect), compiled by NVRTC to a cubin for the device's architecture and run through the
+// shared GPU host executor on the CUDA driver API. Like the other GPU-like targets it lowers only
+// Attention and LayerNorm/RMSNorm natively; every other HIR op takes its MIR decomposition, and
+// dot_general is the SDK's tiled matrix product. cuBLASLt, flash attention and CUDA graphs are
+// later steps (docs/targets.md).
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "cuda_arch.h"
+#include "cuda_device.h"
+#include "cuda_library.h"
+#include "device_executable.h"
+#include "module_plan.h"
+#include "nvrtc.h"
+#include "rlx/core/error.h"
+#include "rlx/sdk/plugin.h"
+#include "target_plugin.h"
+
+namespace rlx::cuda {
+
+namespace {
+
+constexpr const char* kWrites = "the CUDA C++, its PTX and a cubin";
+
+class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
+ public:
+  CudaTarget() : GpuLikeTargetPlugin("cuda", "CUDA C++") {}
+
+  // CUDA C++ has every real dtype of the cpu target, f64 on every device, so the only refusals
+  // are the ones all GPU-like targets share (HIR ops, complex values).
+  Verdict accepts_primitive(const NodeSignature& s) const override { return common_refusals(s); }
+
+  std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
+    return CudaDevice::shared(why);
+  }
+
+  // A CUDA device is always a GPU, never an emulation on the host.
+  std::optional<DeviceInfo> describe_device() const override {
+    std::string why;
+    auto d = CudaDevice::shared(&why);
+    if (!d) return std::nullopt;
+    return DeviceInfo{d->info().name, "gpu", "", false};
+  }
+
+  Verdict can_execute() const override {
+    std::string why;
+    auto device = CudaDevice::shared(&why);
+    return device_status(device != nullptr, why,
+                         device ? "CUDA device " + device->info().describe() : "");
+  }
+
+  std::unique_ptr<Executable> compile(const lir::Program& program) override {
+    return std::make_unique<gpu_host::DeviceExecutable>(device_api(kWrites), program);
+  }
+
+  // The module exactly as compile() builds it (cuda_kernels.cu), and NVRTC's PTX (for the virtual
+  // architecture) and cubin of it for RLX_CUDA_ARCH, else the device here, else sm_90.
+  std::vector<Artifact> emit(const lir::Program& program,
+                             const std::filesystem::path& dir) override {
+    const std::string source = gpu_host::plan_module(program, cuda_library()).source;
+    std::vector<Artifact> out = {write_module(dir, "cuda_kernels.cu", "cuda-c++", source)};
+    std::string arch = arch_from_env();
+    if (arch.empty()) {
+      std::string why;
+      auto device = CudaDevice::shared(&why);
+      arch = device ? device->info().arch() : kDefaultArch;
+    }
+    std::string why;
+    if (!nvrtc_available(&why))
+      throw_unsupported(fmt::format("cuda: wrote {} but cannot write its PTX and cubin: {}",
+                                    (dir / "cuda_kernels.cu").string(), why));
+    out.push_back(write_module(dir, "cuda_kernels.ptx", "ptx",
+                               nvrtc_compile(source, "cuda_kernels.cu", arch, NvrtcOutput::kPtx)));
+    out.push_back(
+        write_module(dir, fmt::format("cuda_kernels.{}.cubin", arch), "cubin",
+                     nvrtc_compile(source, "cuda_kernels.cu", arch, NvrtcOutput::kCubin)));
+    return out;
+  }
+};
+
+}  // namespace
+
+}  // namespace rlx::cuda
+
+RLX_DEFINE_TARGET_PLUGIN(rlx::cuda::CudaTarget)

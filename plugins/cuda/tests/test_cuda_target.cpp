@@ -1,0 +1,185 @@
+// What is particular to the cuda target: its status without a driver, the CUDA C++, PTX and cubin
+// it emits, and that NVRTC compiles every kernel the renderer writes (every primitive at every
+// dtype, the shared suite's programs) to an sm_90 cubin. These need NVRTC, not a device: CI runs
+// them on machines without a GPU. What it shares with the other GPU-like targets is registered by
+// cuda_test_main.cpp from sdk/testing, and skips without a device; these are a program of their
+// own (rlx_cuda_codegen_tests), outside the suite's device check.
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string_view>
+
+#include "target_suite.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+std::shared_ptr<Target> cuda() {
+  return test::target_named("cuda");
+}
+
+// NVRTC is found the way the plugin finds it (RLX_NVRTC, libnvrtc.so, versioned names).
+bool have_nvrtc() {
+  const char* env = std::getenv("RLX_NVRTC");
+  for (const char* name : {env ? env : "", "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                           "/usr/local/cuda/lib64/libnvrtc.so"})
+    if (*name && dlopen(name, RTLD_NOW | RTLD_LOCAL)) return true;
+  return false;
+}
+
+#define REQUIRE_NVRTC() \
+  if (!have_nvrtc())    \
+  GTEST_SKIP() << "NVRTC (libnvrtc.so) is not installed here: the CUDA toolkit's cuda-nvrtc"
+
+// Emits `ir` for cuda at RLX_CUDA_ARCH=sm_90 and checks the three artifacts.
+void expect_compiles_to_sm90(const std::string& ir, std::string_view what) {
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(ir, cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  ASSERT_EQ(e.artifacts().size(), 3u) << what;
+  EXPECT_NE(e.text("cuda_kernels.ptx").find(".target sm_90"), std::string::npos) << what;
+  EXPECT_EQ(e.text("cuda_kernels.sm_90.cubin").substr(0, 4),
+            "\x7f"
+            "ELF")
+      << what;
+}
+
+// Without libcuda.so.1 the plugin still loads, lists itself as codegen-only and says why.
+TEST(CudaCodegen, WithoutADriverItIsCodegenOnlyAndSaysWhy) {
+  if (void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(lib);
+    GTEST_SKIP() << "this machine has a CUDA driver (libcuda.so.1)";
+  }
+  std::string cmd =
+      fmt::format("'{}' --plugin-path '{}' --list-targets 2>&1", RLX_BINARY, RLX_TEST_PLUGIN_DIR);
+  std::string out;
+  if (FILE* pipe = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    pclose(pipe);
+  }
+  std::string line;
+  for (std::stringstream lines(out); std::getline(lines, line);)
+    if (line.rfind("  cuda ", 0) == 0) break;
+  EXPECT_NE(line.find("codegen-only"), std::string::npos) << out;
+  EXPECT_NE(line.find("libcuda.so.1 not found"), std::string::npos) << out;
+  Verdict v = cuda()->can_execute();
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.reason.find("libcuda.so.1 not found"), std::string::npos) << v.reason;
+}
+
+// The module is the one compile() builds, as CUDA C++, its PTX and an sm_90 cubin.
+TEST(CudaCodegen, EmitsCudaSourcePtxAndCubin) {
+  REQUIRE_NVRTC();
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(test::kEmitProgram, cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  ASSERT_EQ(e.artifacts().size(), 3u);
+  EXPECT_EQ(e.artifacts()[0].path, "cuda_kernels.cu");
+  EXPECT_EQ(e.artifacts()[1].path, "cuda_kernels.ptx");
+  EXPECT_EQ(e.artifacts()[2].path, "cuda_kernels.sm_90.cubin");
+  const std::string cu = e.text("cuda_kernels.cu");
+  // dot_general is the SDK's tiled product, written for blocks of 64 threads.
+  EXPECT_NE(
+      cu.find(
+          "extern \"C\" __global__ void __launch_bounds__(64) k0_dot_general("
+          "const float* __restrict__ b0, const float* __restrict__ b1, float* __restrict__ b2) {\n"
+          "  __shared__ float rlx_sa["),
+      std::string::npos)
+      << cu;
+  EXPECT_NE(cu.find("__syncthreads();"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("extern \"C\" __global__ void k1_gather("), std::string::npos) << cu;
+  EXPECT_NE(cu.find("blockIdx.x"), std::string::npos) << cu;
+  // NVRTC has no C library headers: the prelude includes one only for nvcc.
+  EXPECT_NE(cu.find("#ifdef __CUDACC_RTC__\ntypedef signed char int8_t;"), std::string::npos) << cu;
+  const std::string ptx = e.text("cuda_kernels.ptx");
+  EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
+  EXPECT_NE(ptx.find(".entry k0_dot_general"), std::string::npos);
+}
+
+TEST(CudaCodegen, AMalformedArchitectureIsRefusedByName) {
+  REQUIRE_NVRTC();
+  setenv("RLX_CUDA_ARCH", "hopper", 1);
+  std::string error;
+  try {
+    test::Emitted e(test::kEmitProgram, cuda());
+  } catch (const std::exception& ex) {
+    error = ex.what();
+  }
+  unsetenv("RLX_CUDA_ARCH");
+  EXPECT_NE(error.find("RLX_CUDA_ARCH='hopper' is not a GPU architecture"), std::string::npos)
+      << error;
+}
+
+// Every elementwise primitive at every dtype the cpu computes, reductions and conversions
+// included, renders to CUDA C++ that NVRTC compiles: what the device runs in the conformance suite.
+TEST(CudaCodegen, EveryPrimitiveAtEveryDtypeCompilesToAnSm90Cubin) {
+  REQUIRE_NVRTC();
+  const char* float_unary[] = {"neg", "abs", "sign", "exp",   "log",  "sqrt",  "rsqrt",   "tanh",
+                               "erf", "sin", "cos",  "floor", "ceil", "round", "logistic"};
+  const char* float_binary[] = {"add", "sub", "mul", "div", "max", "min", "pow", "rem"};
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64}) {
+    const std::string t = fmt::format("{}[6]", dtype_name(d));
+    std::string body, outs;
+    for (const char* op : float_unary) {
+      body += fmt::format("  %{0} = {0}(%x) : {1}\n", op, t);
+      outs += fmt::format("{}%{}", outs.empty() ? "" : ", ", op);
+    }
+    for (const char* op : float_binary) {
+      body += fmt::format("  %{0} = {0}(%x, %y) : {1}\n", op, t);
+      outs += fmt::format(", %{}", op);
+    }
+    body += fmt::format("  %s = reduce_sum(%x) {{axes = [0]}} : {0}[]\n", dtype_name(d));
+    body += fmt::format(
+        "  %c = convert(%x) {{dtype = i32}} : i32[6]\n  %sel = select(%p, %x, %y) : {}\n", t);
+    expect_compiles_to_sm90(
+        fmt::format(
+            "graph @t(%x: {0}, %y: {0}, %p: bool[6]) {{\n{1}  return {2}, %s, %c, %sel\n}}\n", t,
+            body, outs),
+        dtype_name(d));
+  }
+  const char* int_binary[] = {"add", "sub", "mul", "div", "rem", "max", "min", "pow"};
+  for (DType d : {DType::kI8, DType::kU8, DType::kI16, DType::kI32, DType::kI64, DType::kU16,
+                  DType::kU32, DType::kU64}) {
+    const std::string t = fmt::format("{}[6]", dtype_name(d));
+    std::string body, outs;
+    for (const char* op : int_binary) {
+      body += fmt::format("  %{0} = {0}(%x, %y) : {1}\n", op, t);
+      outs += fmt::format("{}%{}", outs.empty() ? "" : ", ", op);
+    }
+    body += fmt::format(
+        "  %f = convert(%x) {{dtype = f16}} : f16[6]\n  %s = reduce_sum(%x) {{axes = [0]}} : "
+        "{}[]\n",
+        dtype_name(d));
+    expect_compiles_to_sm90(
+        fmt::format("graph @t(%x: {0}, %y: {0}) {{\n{1}  return {2}, %f, %s\n}}\n", t, body, outs),
+        dtype_name(d));
+  }
+  expect_compiles_to_sm90(
+      "graph @t(%x: bool[6], %y: bool[6]) {\n  %a = and(%x, %y) : bool[6]\n  %n = not(%x) : "
+      "bool[6]\n"
+      "  %f = convert(%x) {dtype = f32} : f32[6]\n  return %a, %n, %f\n}\n",
+      "bool");
+}
+
+// The shared suite's programs (fused product epilogues, native attention and norms, gather,
+// scatter-add, f16 and i64 arithmetic) compile as they will run on the device.
+TEST(CudaCodegen, TheSuiteProgramsCompileToSm90Cubins) {
+  REQUIRE_NVRTC();
+  expect_compiles_to_sm90(test::kMixedProgram, "kMixedProgram");
+  expect_compiles_to_sm90(test::kEpilogueProgram, "kEpilogueProgram");
+  expect_compiles_to_sm90(test::kMergeHeadsProgram, "kMergeHeadsProgram");
+  expect_compiles_to_sm90(
+      "graph @t(%x: f32[4,96], %s: f32[96], %b: f32[96]) {\n"
+      "  %l = LayerNorm(%x, %s, %b) {epsilon = 1e-5} : f32[4,96]\n"
+      "  %r = RMSNorm(%x, %s) {epsilon = 1e-6} : f32[4,96]\n  return %l, %r\n}\n",
+      "norms");
+}
+
+}  // namespace
+}  // namespace rlx

@@ -1,0 +1,113 @@
+// The CUDA C++ dialect: kernels compiled by NVRTC (the cuda target). CUDA C++ is C++ on the
+// device, so this is the C table with what differs changed: `extern "C" __global__` entry points
+// with one pointer per buffer, one thread per output element, __shared__ arrays and
+// __syncthreads() for the cooperative kernels, and a prelude that needs no header under NVRTC
+// (which has no C library headers: the fixed-width integer types are declared when
+// __CUDACC_RTC__ is set, taken from <stdint.h> under nvcc, so the emitted .cu builds with both),
+// infinities and bit casts from CUDA's intrinsics.
+#include "rlx/sdk/render.h"
+
+namespace rlx::sdk {
+
+namespace {
+
+// f16/bf16 are stored as their bits and computed in float (render.h), so every kernel rounds
+// exactly like the host and needs neither cuda_fp16.h nor a device with f16 arithmetic. The
+// conversions are the C dialect's (ports of core/src/ir/half.cpp) with CUDA's bit casts. A host
+// compiles with --fmad=false: NVRTC fuses a * b + c into one rounding by default, which would make
+// generated code differ from the cpu target in the last bit.
+constexpr const char* kPrelude = R"(#ifdef __CUDACC_RTC__
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#else
+#include <stdint.h>
+#endif
+
+#define RLX_DEVICE static __device__ __forceinline__
+
+RLX_DEVICE float rlx_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
+  uint32_t normal = ((exp + 112u + (exp == 0x1Fu) * 112u) << 23) | (mant << 13);
+  uint32_t small = __float_as_uint((float)mant * 5.9604644775390625e-8f);
+  uint32_t is_small = 0u - (uint32_t)(exp == 0u);
+  return __uint_as_float(sign | (small & is_small) | (normal & ~is_small));
+}
+
+RLX_DEVICE uint16_t rlx_f32_to_f16(float f) {
+  uint32_t x = __float_as_uint(f), ax = x & 0x7FFFFFFFu;
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((ax >> 13) & 0x3FFu));
+  if (ax >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);
+  if (ax >= 0x38800000u) {
+    ax += 0xC8000FFFu + ((ax >> 13) & 1u);
+    return (uint16_t)(sign | (ax >> 13));
+  }
+  if (ax <= 0x33000000u) return sign;
+  uint32_t e = ax >> 23, m = (ax & 0x7FFFFFu) | 0x800000u, shift = 126 - e;
+  uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+  if (rem > half || (rem == half && (r & 1u))) ++r;
+  return (uint16_t)(sign | r);
+}
+
+RLX_DEVICE float rlx_bf16_to_f32(uint16_t b) { return __uint_as_float((uint32_t)b << 16); }
+
+RLX_DEVICE uint16_t rlx_f32_to_bf16(float f) {
+  uint32_t x = __float_as_uint(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7FFFu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+/* Integer power by squaring in unsigned arithmetic (wraps); negative exponents give 0 unless the
+   base is 1 or -1. */
+RLX_DEVICE int64_t rlx_ipow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, x = (uint64_t)a;
+  for (; b; b >>= 1) {
+    if (b & 1) r *= x;
+    x *= x;
+  }
+  return (int64_t)r;
+}
+)";
+
+Dialect make_cuda() {
+  Dialect d = c_dialect();  // every dtype row of C holds in CUDA C++ with the prelude's typedefs
+  d.name = "cuda";
+  d.infinity = "__int_as_float(0x7F800000)";
+  d.nan = "__int_as_float(0x7FC00000)";
+  // float and double overloads under C's names (expf, exp); nearbyint rounds half to even.
+  d.prelude = kPrelude;
+  d.kernel_prefix = "extern \"C\" __global__ void";
+  d.buffer_params = BufferParams::kOnePerBuffer;
+  d.restrict_kw = "__restrict__";
+  d.mapping = DomainMapping::kWorkItemPerOutput;
+  // The flat index is composed in 64 bits (render_c casts group_id to the index type): a launch
+  // may exceed 2^32 threads.
+  d.group_id = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  d.local_id = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  d.group_size = {"blockDim.x", "blockDim.y", "blockDim.z"};
+  d.shared_array = "__shared__ {type} {name}[{size}];";
+  d.barrier = "__syncthreads();";
+  d.group_index = "(int64_t)blockIdx.x";
+  d.local_index = "threadIdx.x";
+  // Hosts launch every kernel in blocks of 64 threads; the bound lets the compiler budget
+  // registers for exactly that.
+  d.fixed_group_size_attribute = "__launch_bounds__(64)";
+  return d;
+}
+
+}  // namespace
+
+const Dialect& cuda_dialect() {
+  static const Dialect d = make_cuda();
+  return d;
+}
+
+}  // namespace rlx::sdk

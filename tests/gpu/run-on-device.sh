@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The cuda target's proof on a machine with an NVIDIA GPU (the H200 of the `device` tool), in two
+# halves, because that machine has a driver and a toolkit but not rlx's build dependencies:
+#
+#   tests/gpu/run-on-device.sh pack [BUILD]   here: builds rlx, the cuda plugin and its test
+#       programs, packs rlx with bench/gpu/bundle.sh into .device/ and the test programs beside
+#       it (.device/cuda-tests.tar.gz, with the paths they were built with).
+#   tests/gpu/run-on-device.sh run [all|suite|cli]   there (the fixtures travel with the working
+#       tree, .device/ is carried): unpacks both, runs the cuda conformance suite (every MIR primitive
+#       at every dtype against hand-computed references, the shared GPU-like tests against cpu,
+#       the fixtures qwen3-tiny greedy tokens, minilm-l2-f16 and bert-tiny-onnx) with
+#       RLX_EXPECT_TARGETS=cuda, so a missing device fails instead of skipping, then
+#       `rlx run|embed|generate|bench --target cuda` on the fixtures against --target cpu.
+#
+# `run suite` runs only the conformance suite (GTEST_FILTER narrows it), `run cli` only the rlx
+# commands: each fits one device call of 10 minutes where the whole may not.
+# Exit status: 0 when everything passed. The log is on stdout; a summary is the last lines.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mode=${1:-}
+
+pack() {
+  set -e
+  local build=${1:-$root/build}
+  # bundle.sh installs the whole build, so all of it is built (rlx_cuda_tests among it).
+  cmake --build "$build"
+  "$root/bench/gpu/bundle.sh" "$build" "$root/.device"
+  local stage
+  stage=$(mktemp -d)
+  mkdir -p "$stage/cuda-tests"
+  for t in rlx_cuda_tests rlx_cuda_codegen_tests; do
+    strip --strip-debug -o "$stage/cuda-tests/$t" "$build/plugins/cuda/tests/$t"
+  done
+  # The libraries it links beyond rlx's own (GoogleTest where it is shared), as bundle.sh picks
+  # them: not the C and C++ runtimes.
+  mkdir -p "$stage/cuda-tests/lib"
+  ldd "$build/plugins/cuda/tests/rlx_cuda_tests" | awk '/=> \//{print $3}' |
+    grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|librlx_[^/]*)\.so' |
+    xargs -r cp -L -t "$stage/cuda-tests/lib/"
+  # The test program names the plugin folder and the fixtures by the absolute paths of this
+  # build; `run` links those paths to where they are on the GPU machine.
+  {
+    echo "build_plugins=$build/share/rlx/plugins.d"
+    echo "fixtures=$root/tests/data/fixtures"
+  } >"$stage/cuda-tests/paths.env"
+  tar czf "$root/.device/cuda-tests.tar.gz" -C "$stage" cuda-tests
+  rm -rf "$stage"
+  du -sh "$root/.device"/*
+}
+
+failures=() skipped=()
+check() {  # check NAME COMMAND...: runs it, records a failure
+  echo "== $1"
+  shift
+  if "$@"; then echo "   ok"; else failures+=("$*"); echo "   FAILED"; fi
+}
+
+same_tokens() {  # rlx generate on cuda gives cpu's greedy tokens
+  local m=tests/data/fixtures/qwen3-tiny cpu cuda
+  cpu=$(rlx generate "$m" --target cpu --prompt-ids 1,2,3,4 --max-new-tokens 16 --ignore-eos 2>/dev/null)
+  cuda=$(rlx generate "$m" --target cuda --prompt-ids 1,2,3,4 --max-new-tokens 16 --ignore-eos 2>/dev/null)
+  echo "   cpu:  $cpu"
+  echo "   cuda: $cuda"
+  [ -n "$cuda" ] && [ "$cpu" = "$cuda" ]
+}
+
+runs_like_cpu() {  # rlx run and rlx embed of minilm-l2-f16 on cuda, on inputs rlx bench made up
+  local m=tests/data/fixtures/minilm-l2-f16 dir
+  dir=$(mktemp -d)
+  rlx bench "$m" --target cpu --batch 2 --seq 16 --warmup 1 --runs 1 --save-inputs "$dir/in.safetensors" >/dev/null &&
+    rlx run "$m" --target cpu --inputs "$dir/in.safetensors" --output "$dir/cpu.safetensors" &&
+    rlx run "$m" --target cuda --inputs "$dir/in.safetensors" --output "$dir/cuda.safetensors" &&
+    rlx embed "$m" --target cuda --inputs "$dir/in.safetensors" || return 1
+  if ! python3 -c 'import numpy' 2>/dev/null; then
+    skipped+=("the cpu/cuda comparison of rlx run (python3 has no numpy)")
+    return 0
+  fi
+  PYTHONPATH="$root/bench" python3 - "$dir/cpu.safetensors" "$dir/cuda.safetensors" <<'PY'
+import sys
+import numpy as np
+from lib import st
+cpu, cuda = st.read(sys.argv[1]), st.read(sys.argv[2])
+worst = max(float(np.max(np.abs(cpu[k].astype(np.float64) - cuda[k].astype(np.float64)))) for k in cpu)
+print(f"   max abs difference cuda vs cpu: {worst:.3g} (limit 1e-3)")
+sys.exit(0 if worst <= 1e-3 else 1)
+PY
+}
+
+compiles() {  # rlx compile writes the CUDA C++, PTX and a cubin for the device
+  local out
+  out=$(mktemp -d)
+  rlx compile tests/data/fixtures/minilm-l2-f16 --target cuda --bind B=2 --bind S=16 -o "$out" >/dev/null &&
+    ls "$out"/cuda_kernels.cu "$out"/cuda_kernels.ptx "$out"/cuda_kernels.sm_*.cubin
+}
+
+run() {
+  local part=${1:-all}
+  cd "$root"
+  # shellcheck source=/dev/null
+  . "$root/bench/gpu/on_device.sh"
+  tar xzf .device/cuda-tests.tar.gz -C /tmp
+  export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/tmp/cuda-tests/lib
+  # shellcheck source=/dev/null
+  . /tmp/cuda-tests/paths.env
+  mkdir -p "$(dirname "$build_plugins")" "$(dirname "$fixtures")"
+  [ -e "$build_plugins" ] || ln -s /tmp/rlx/share/rlx/plugins.d "$build_plugins"
+  [ -e "$fixtures" ] || ln -s "$root/tests/data/fixtures" "$fixtures"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+  (command -v nvcc >/dev/null && nvcc --version | tail -2) || true
+  check "cuda is available" bash -c "rlx --list-targets | grep -E '^  cuda +available'"
+  if [ "$part" != cli ]; then
+    check "conformance suite on cuda (RLX_EXPECT_TARGETS=cuda)" \
+      env RLX_EXPECT_TARGETS=cuda /tmp/cuda-tests/rlx_cuda_tests --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
+    check "cuda's own tests (NVRTC there, cubins for sm_90)" /tmp/cuda-tests/rlx_cuda_codegen_tests --gtest_brief=1
+  fi
+  [ "$part" = suite ] && part=done
+  [ "$part" != done ] && check "rlx generate qwen3-tiny: cuda's greedy tokens are cpu's" same_tokens
+  [ "$part" != done ] && check "rlx run and rlx embed minilm-l2-f16 on cuda" runs_like_cpu
+  [ "$part" != done ] && check "rlx bench minilm-l2-f16 on cuda" \
+    rlx bench tests/data/fixtures/minilm-l2-f16 --target cuda --batch 8 --seq 128
+  [ "$part" != done ] && check "rlx compile --target cuda writes .cu, .ptx and .cubin" compiles
+  echo
+  if ((${#skipped[@]})); then
+    echo "SKIPPED: ${#skipped[@]}"
+    printf '  %s\n' "${skipped[@]}"
+  fi
+  if ((${#failures[@]})); then
+    echo "FAILED: ${#failures[@]}"
+    printf '  %s\n' "${failures[@]}"
+    exit 1
+  fi
+  echo "all cuda checks passed"
+}
+
+case $mode in
+  pack) shift; pack "$@" ;;
+  run) shift; run "$@" ;;
+  *) echo "usage: tests/gpu/run-on-device.sh pack [BUILD] | run [all|suite|cli]" >&2; exit 2 ;;
+esac
