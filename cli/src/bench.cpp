@@ -203,9 +203,11 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, target_name);
   require_can_execute(*target, target_name, model_path);
-  const GivenInputs given = read_inputs(o.inputs);
+  GivenInputs given = read_inputs(
+      o.inputs, [&](const fs::path& folder) { return read_input_folder(reg, model_path, folder); });
   Model model = load_model(
       reg, model_path, o.inputs.given() ? import_options_for(given) : import_options_for(binds));
+  const std::vector<std::string> frozen = take_frozen_inputs(model, given);
   if (o.q8_activations) use_q8_activations(model, model_path);
   const std::string& graph_name = o.graph;
   if (o.kv_cache) use_kv_cache(model, graph_name, *o.kv_cache, model_path);
@@ -273,6 +275,11 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
                    {"target", jstring(target_name)},
                    {"graph", jstring(graph_name)},
                    {"inputs", json::Value{std::move(input_json)}}};
+    if (!frozen.empty()) {
+      json::Array frozen_json;
+      for (const std::string& name : frozen) frozen_json.push_back(jstring(name));
+      o.emplace_back("frozen_inputs", json::Value{std::move(frozen_json)});
+    }
     if (kv_cache) o.emplace_back("kv_cache", jstring(std::string(dtype_name(*kv_cache))));
     if (output) o.emplace_back("output", jstring(output->string()));
     if (save_inputs) o.emplace_back("saved_inputs", jstring(save_inputs->string()));
