@@ -7,7 +7,6 @@
 #include <filesystem>
 
 #include "errors.h"
-#include "rlx/core/error.h"
 #include "rlx/core/frozen_inputs.h"
 #include "rlx/core/spelling.h"
 #include "json_inputs.h"
@@ -190,7 +189,9 @@ std::optional<Tensor> offered_value(const GivenInput& in) {
                                      : std::vector<DType>{DType::kI64, DType::kF32}) {
     try {
       return make_tensor(in.values, dtype, /*input_rank=*/1);
-    } catch (const Error&) {
+    } catch (const CliError&) {
+      // Not numbers of this dtype: the next guess, or no offer (match_inputs reports them once
+      // the model gives their dtype).
     }
   }
   return std::nullopt;

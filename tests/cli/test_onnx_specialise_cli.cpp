@@ -79,9 +79,14 @@ TEST_F(OnnxSpecialiseCli, RunFreezesAShapeGivenAsJsonNumbers) {
   ASSERT_EQ(shape->size(), 3u);
   EXPECT_EQ(shape->at(0).as_number()->raw, "4");
   EXPECT_EQ(shape->at(1).as_number()->raw, "2");
+  // Nested as the shape: values[i][j][k] is element 6i + 3j + k of the data, 0..23.
   const json::Array* values = y->find("values")->as_array();
-  ASSERT_EQ(values->size(), 24u);
-  EXPECT_EQ(values->at(23).as_number()->raw, "23");
+  ASSERT_EQ(values->size(), 4u);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 3; ++k)
+        EXPECT_EQ(values->at(i).as_array()->at(j).as_array()->at(k).as_number()->raw,
+                  std::to_string(6 * i + 3 * j + k));
 }
 
 TEST_F(OnnxSpecialiseCli, AShapeInputNotGivenKeepsTheClearError) {

@@ -155,7 +155,9 @@ void Converter::need_input_values(const NodeCtx& n, const std::string& what, int
   throw NeedsInputValues(
       fmt::format("{}: {}: {} ('{}') must be known when the model is compiled, but it depends "
                   "on the value of graph input {}; rlx compiles per shape, so make it an "
-                  "initializer or a Constant (or specialise the model on that input's value)",
+                  "initializer or a Constant, or give that input's value at import "
+                  "(ImportOptions::input_values; `rlx run | bench | compile --inputs IN` or "
+                  "`--input NAME=VALUES`), which freezes it",
                   file_, node_desc(n.node), what, v->onnx_name, list),
       inputs);
 }

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "rlx/core/error.h"
+#include "rlx/core/frozen_inputs.h"
 #include "rlx/core/runtime.h"
 #include "rlx/onnx/import.h"
 #include "rlx/registry/registry.h"
