@@ -32,8 +32,9 @@ class ImporterPlugin {
   virtual std::string name() const = 0;
   // Reads the model at `path` (a file, or a folder for formats stored as several files), with
   // what the caller knows besides the path (ImportOptions in rlx/core/model.h). A format whose
-  // dims stay symbolic may ignore the sizes; an importer that cannot specialise a graph on input
-  // values refuses them (refuse_input_values).
+  // dims stay symbolic may ignore the sizes; input values are offers, frozen only for inputs
+  // whose values decide shapes (listed under kFrozenInputsKey), so a format without such inputs
+  // ignores them.
   virtual Model load(const std::filesystem::path& path, const ImportOptions& options) = 0;
   // Input tensors stored in the format's own files in `folder` (ONNX's test data: input_0.pb,
   // ...), by graph input name of the model at `model_path`; `rlx run --inputs FOLDER` reads
@@ -44,14 +45,6 @@ class ImporterPlugin {
     throw Error(ErrorKind::kUnsupported, "the " + name() +
                                              " importer reads no input files of its own (" +
                                              folder.string() + " is a folder)");
-  }
-
- protected:
-  // The refusal for importers of formats without graph inputs to fix.
-  void refuse_input_values(const ImportOptions& options) const {
-    if (!options.input_values.empty())
-      throw_user_error(name() + " importer: cannot fix the values of graph inputs at import (" +
-                       options.input_values.begin()->first + "); this format has no such inputs");
   }
 };
 
