@@ -215,7 +215,10 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   Model model;
   Graph folder_graph;
   std::string target_name = o.target.value_or("cpu");
-  const GivenInputs given = read_inputs(o.inputs);
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  GivenInputs given = read_inputs(
+      o.inputs, [&](const fs::path& folder) { return read_input_folder(reg, model_path, folder); });
+  std::vector<std::string> frozen;
   if (folder) {
     refuse_compile_option(o.graph != "main", "--graph", model_path);
     refuse_compile_option(o.q8_activations, "--q8-activations", model_path);
@@ -224,12 +227,12 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     target_name = loaded->target_name();
     folder_graph = folder_inputs_graph(*loaded);
   } else {
-    const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
     std::shared_ptr<Target> target = choose_target(reg, target_name);
     target_name = target->name();  // --target auto names one
     require_can_execute(*target, target_name, model_path);
     model = load_model(reg, model_path,
                        o.inputs.given() ? import_options_for(given) : import_options_for(binds));
+    frozen = take_frozen_inputs(model, given);
     if (o.q8_activations) use_q8_activations(model, model_path);
     if (o.kv_cache) use_kv_cache(model, o.graph, *o.kv_cache, model_path);
     auto t0 = Clock::now();
@@ -316,6 +319,11 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     if (loaded) {  // the compile time the folder recorded, next to its load time
       o.emplace_back("compile_ms", jms(loaded->compile_ms()));
       o.emplace_back("compiled_folder", jstring(model_path));
+    }
+    if (!frozen.empty()) {
+      json::Array frozen_json;
+      for (const std::string& name : frozen) frozen_json.push_back(jstring(name));
+      o.emplace_back("frozen_inputs", json::Value{std::move(frozen_json)});
     }
     if (kv_cache) o.emplace_back("kv_cache", jstring(std::string(dtype_name(*kv_cache))));
     if (output) o.emplace_back("output", jstring(output->string()));

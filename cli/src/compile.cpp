@@ -12,6 +12,7 @@
 #include "bindings.h"
 #include "commands.h"
 #include "errors.h"
+#include "inputs_file.h"
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
@@ -116,6 +117,7 @@ std::vector<std::pair<std::string, double>> split_target_stages(
 struct CompileOptions {
   std::string model, target, output_dir, graph;
   std::vector<std::string> bind;
+  InputOptions inputs;
   bool timings = false, json = false;
 };
 
@@ -125,6 +127,7 @@ void declare_compile_options(CLI::App& app, CompileOptions& o) {
   add_value(app, "-o,--output-dir", "DIR", o.output_dir,
             "the folder to write into (created when missing)", Presence::kRequired);
   add_bind_option(app, o.bind, "the size of a symbolic dim");
+  add_input_options(app, o.inputs);
   add_flag(app, "--timings", o.timings,
            "print the time of each stage in ms (a target that builds code adds its own: codegen, "
            "compiler, load)");
@@ -145,8 +148,19 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   const std::string target_name = target->name();  // --target auto names one
 
   const Bindings given = parse_bind_specs(o.bind, 0);
+  // Input values (--inputs, --input) only freeze the inputs that decide shapes; their shapes
+  // reach the importer as run's do.
+  GivenInputs given_inputs = read_inputs(
+      o.inputs, [&](const fs::path& folder) { return read_input_folder(reg, model_path, folder); });
+  ImportOptions import_options = import_options_for(given);
+  ImportOptions from_inputs = import_options_for(given_inputs);
+  import_options.input_shapes = std::move(from_inputs.input_shapes);
+  import_options.input_values = std::move(from_inputs.input_values);
   timer.stage("import");
-  Model model_file = load_model(reg, model_path, import_options_for(given));
+  Model model_file = load_model(reg, model_path, import_options);
+  const std::vector<std::string> frozen = take_frozen_inputs(model_file, given_inputs);
+  json::Array frozen_json;
+  for (const std::string& name : frozen) frozen_json.push_back(jstring(name));
   const Graph& graph = model_file.graph(o.graph);
   Bindings bindings = lowering_sizes(given, graph, model_file);
 
@@ -203,6 +217,7 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   record.files = files;
   record.program = "model.lir";
   record.limits = input_limits(model_file);
+  record.frozen_inputs = frozen;
   for (const auto& [stage, ms] : timer.stages()) record.compile_ms += ms;
   registry::write_compiled_folder_manifest(reg, *target, program, out_dir, record);
 
@@ -225,7 +240,8 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
         json::Object{{"path", jstring("manifest.json")}, {"kind", jstring("manifest")}}});
     json::Object doc = {{"output_dir", jstring(out_dir.string())},
                         {"target", jstring(target_name)},
-                        {"files", json::Value{std::move(all_files)}}};
+                        {"files", json::Value{std::move(all_files)}},
+                        {"frozen_inputs", json::Value{std::move(frozen_json)}}};
     if (timings) doc.emplace_back("timings_ms", json::Value{std::move(timing_json)});
     std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
     return 0;
@@ -245,7 +261,8 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
 Command compile_command() {
   return make_command<CompileOptions>(
       {"compile", "compile a model and write the target's artifacts to a folder",
-       "MODEL --target T -o DIR [--bind NAME=SIZE]... [--timings] [--json]",
+       "MODEL --target T -o DIR [--bind NAME=SIZE]... [--inputs IN] [--input NAME=VALUES]...\n"
+       "       [--timings] [--json]",
        "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
        "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
        "dispatch.json (the path of every node), the target's own artifacts (cpu: the kernels'\n"
@@ -255,7 +272,11 @@ Command compile_command() {
        "importer or a compiler, after checking that it fits this rlx, plugin and CPU.\n"
        "Symbolic dims of the inputs need a size: --bind batch=4. The size reaches the importer\n"
        "too: ONNX and rten fix such dims at import, which models whose shape arithmetic rlx\n"
-       "cannot keep symbolic need (a reflect Pad: `sequence + 128`)."},
+       "cannot keep symbolic need (a reflect Pad: `sequence + 128`).\n"
+       "Input values given as `rlx run` takes them (--inputs, --input) freeze the ONNX inputs\n"
+       "whose values decide shapes (a Reshape's shape, a Slice's starts): those become\n"
+       "constants, a note on stderr names them and manifest.json lists them (frozen_inputs);\n"
+       "the other inputs stay inputs."},
       &declare_compile_options, &compile_main);
 }
 

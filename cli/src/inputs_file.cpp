@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "errors.h"
+#include "rlx/core/frozen_inputs.h"
 #include "rlx/core/spelling.h"
 #include "json_inputs.h"
 #include "numpy_files.h"
@@ -39,11 +40,16 @@ Tensor widen_i32(const Tensor& t) {
   return wide;
 }
 
-void read_file(const std::string& path, GivenInputs& into) {
+void read_file(const std::string& path, const FolderReader& read_folder, GivenInputs& into) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw CliError(fmt::format("inputs file '{}' does not exist", path),
                    "give a .safetensors, .npz or .json file holding one tensor per graph input");
+  if (std::filesystem::is_directory(path, ec)) {
+    for (auto& [name, t] : read_folder(path))
+      into.by_name[name] = GivenInput{path, false, std::move(t), {}};
+    return;
+  }
   std::string ext = std::filesystem::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -151,7 +157,8 @@ void check_rank(const std::string& name, const WrittenValues& v, const TensorTyp
 
 void add_input_options(CLI::App& app, InputOptions& into) {
   add_value(app, "-i,--inputs", "IN", into.file,
-            "the input tensors by graph input name: a .safetensors, .npz or .json file");
+            "the input tensors by graph input name: a .safetensors, .npz or .json file, or a "
+            "folder of ONNX test data (input_0.pb, ...)");
   add_repeatable(app, "--input", "NAME=VALUES", into.values,
                  "one input: a comma list of numbers in the input's dtype, or @FILE.npy; "
                  "overrides the --inputs file's tensor of that name");
@@ -160,9 +167,9 @@ void add_input_options(CLI::App& app, InputOptions& into) {
                  "single value and an input of rank 0)");
 }
 
-GivenInputs read_inputs(const InputOptions& options) {
+GivenInputs read_inputs(const InputOptions& options, const FolderReader& read_folder) {
   GivenInputs inputs;
-  if (options.file) read_file(*options.file, inputs);
+  if (options.file) read_file(*options.file, read_folder, inputs);
   read_command_line(options, inputs);
   if (options.file) inputs.sources = *options.file;
   if (!options.values.empty())
@@ -170,12 +177,52 @@ GivenInputs read_inputs(const InputOptions& options) {
   return inputs;
 }
 
+namespace {
+
+// The tensor offered to the importer for freezing, before the model says the input's dtype:
+// numbers written without one are whole shape values (i64) when they all are, else f32. A guess
+// the model contradicts for an input it freezes is the importer's dtype error, never a silent
+// conversion; nullopt when the numbers make neither.
+std::optional<Tensor> offered_value(const GivenInput& in) {
+  if (in.tensor) return in.tensor;
+  for (DType dtype : in.values.dtype ? std::vector<DType>{*in.values.dtype}
+                                     : std::vector<DType>{DType::kI64, DType::kF32}) {
+    try {
+      return make_tensor(in.values, dtype, /*input_rank=*/1);
+    } catch (const CliError&) {
+      // Not numbers of this dtype: the next guess, or no offer (match_inputs reports them once
+      // the model gives their dtype).
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 ImportOptions import_options_for(const GivenInputs& inputs) {
   ImportOptions options;
-  for (const auto& [name, in] : inputs.by_name)
+  for (const auto& [name, in] : inputs.by_name) {
     options.input_shapes.emplace(
         name, in.tensor ? in.tensor->shape() : shape_of(in.values, /*input_rank=*/1));
+    if (std::optional<Tensor> value = offered_value(in))
+      options.input_values.emplace(name, std::move(*value));
+  }
   return options;
+}
+
+std::vector<std::string> take_frozen_inputs(const Model& model, GivenInputs& inputs) {
+  auto listed = model.metadata.find(kFrozenInputsKey);
+  if (listed == model.metadata.end()) return {};
+  std::vector<std::string> frozen = split_frozen_inputs(listed->second);
+  for (const std::string& name : frozen) {
+    auto it = inputs.by_name.find(name);
+    print_note(fmt::format(
+        "froze input '{}' to its value from {}: the model needs it to decide shapes, so it is "
+        "a constant of the compiled model, not an input",
+        name, it == inputs.by_name.end() ? inputs.sources : it->second.source));
+    if (it != inputs.by_name.end()) inputs.by_name.erase(it);
+  }
+  return frozen;
 }
 
 NamedTensors match_inputs(const Graph& graph, const GivenInputs& given) {

@@ -5,6 +5,8 @@
 // symbolic from the inputs' shapes; numbers without a dtype are typed once the model says which
 // dtype each input takes.
 #pragma once
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,12 +47,21 @@ struct GivenInputs {
   std::string sources;  // "in.npz", "--input", "in.npz and --input"; empty when none given
 };
 
-// Reads the file and the --input values; user errors for a missing or unreadable file, an
-// unknown extension, a malformed --input or --input-shape.
-GivenInputs read_inputs(const InputOptions& options);
+// Reads the tensors of an --inputs folder (ONNX test data: input_0.pb, ...) by graph input name;
+// the model's importer knows its format (input_folder_reader in model.h).
+using FolderReader = std::function<TensorMap(const std::filesystem::path& folder)>;
 
-// The shapes of the given inputs, for the importer.
+// Reads the file (or folder) and the --input values; user errors for a missing or unreadable
+// file, an unknown extension, a malformed --input or --input-shape.
+GivenInputs read_inputs(const InputOptions& options, const FolderReader& read_folder);
+
+// The shapes of the given inputs and their values, for the importer: it freezes the inputs whose
+// values decide shapes (a Reshape's shape, a Slice's starts, a TopK's k) and leaves the rest.
 ImportOptions import_options_for(const GivenInputs& inputs);
+
+// The inputs the importer froze (Model::metadata[kFrozenInputsKey]), each named in a note on
+// stderr and taken out of `inputs`, since the model no longer has them.
+std::vector<std::string> take_frozen_inputs(const Model& model, GivenInputs& inputs);
 
 // One tensor per graph input. A missing input is a user error listing the model's inputs and
 // the missing ones; a file's tensor the model does not take is a warning on stderr and is left

@@ -160,6 +160,27 @@ void use_kv_cache(Model& model, const std::string& graph, DType dtype,
   }
 }
 
+TensorMap read_input_folder(const registry::Registry& reg, const fs::path& model_path,
+                            const fs::path& folder) {
+  auto importer = reg.importer_for(model_path);
+  if (!importer)
+    throw CliError(fmt::format("--inputs {}: a folder of inputs is read by the model's importer, "
+                               "and no importer reads {}",
+                               folder.string(), model_path.string()),
+                   "give a .safetensors, .npz or .json file of the inputs");
+  try {
+    return importer->read_inputs(model_path, folder);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUser && e.kind() != ErrorKind::kUnsupported &&
+        e.kind() != ErrorKind::kPlugin)
+      throw;
+    throw CliError(fmt::format("--inputs {}: {}", folder.string(), e.what()),
+                   "a folder of inputs is ONNX test data (input_0.pb, input_1.pb, ... in the "
+                   "order of the model's inputs); otherwise give a .safetensors, .npz or .json "
+                   "file");
+  }
+}
+
 std::optional<fs::path> writable_path(const std::optional<std::string>& given, const char* option) {
   if (!given) return std::nullopt;
   fs::path path = *given;

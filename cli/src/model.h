@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "rlx/core/graph.h"
 #include "rlx/core/model.h"
+#include "rlx/core/safetensors.h"
 #include "rlx/core/target.h"
 #include "rlx/registry/registry.h"
 
@@ -34,6 +35,12 @@ void require_can_execute(Target& target, const std::string& target_name,
 // none. `read_by`, when given, receives the name of the importer that read it ("" for IR text).
 Model load_model(const registry::Registry& reg, const std::filesystem::path& path,
                  const ImportOptions& options = {}, std::string* read_by = nullptr);
+
+// Reads an --inputs folder through the importer that reads `model_path` (ONNX test data:
+// input_0.pb, ... in the order of the model's inputs); a user error when no importer claims the
+// model or its format stores no inputs in files.
+TensorMap read_input_folder(const registry::Registry& reg, const std::filesystem::path& model_path,
+                            const std::filesystem::path& folder);
 
 // The file an option such as --output names, checked before any work: a user error naming
 // `option` when its folder does not exist. nullopt when the option is not given.

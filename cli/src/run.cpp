@@ -36,7 +36,8 @@ void declare_run_options(CLI::App& app, RunOptions& o) {
   add_value(app, "-o,--output", "OUT.safetensors", o.output,
             "write the output tensors there (without it they are printed)");
   add_flag(app, "--json", o.json,
-           "print {\"outputs\": [{\"name\", \"dtype\", \"shape\", \"values\" or \"summary\"}]}");
+           "print {\"outputs\": [{\"name\", \"dtype\", \"shape\", \"values\" or \"summary\"}], "
+           "\"frozen_inputs\": [NAME]}");
   add_graph_option(app, o.graph);
   add_q8_activations_flag(app, o.q8_activations);
 }
@@ -79,7 +80,9 @@ int run_folder(const RunOptions& o, const GlobalOptions& global,
                const std::optional<fs::path>& output_path) {
   refuse_compile_option(o.graph != "main", "--graph", o.model);
   refuse_compile_option(o.q8_activations, "--q8-activations", o.model);
-  const GivenInputs given = read_inputs(o.inputs);
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  const GivenInputs given = read_inputs(
+      o.inputs, [&](const fs::path& dir) { return read_input_folder(reg, o.model, dir); });
   registry::CompiledFolder folder = load_compiled_folder(global, o.model, o.target);
   NamedTensors inputs = match_inputs(folder_inputs_graph(folder), given);
   NamedTensors outputs = folder.run(inputs);
@@ -100,8 +103,10 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, o.target.value_or("cpu"));
   require_can_execute(*target, target->name(), model_path.string());
-  const GivenInputs given = read_inputs(o.inputs);
+  GivenInputs given = read_inputs(
+      o.inputs, [&](const fs::path& folder) { return read_input_folder(reg, model_path, folder); });
   Model model_file = load_model(reg, model_path, import_options_for(given));
+  const std::vector<std::string> frozen = take_frozen_inputs(model_file, given);
   if (o.q8_activations) use_q8_activations(model_file, model_path.string());
   const Graph& graph = model_file.graph(o.graph);
   NamedTensors inputs = match_inputs(graph, given);
@@ -111,7 +116,10 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   NamedTensors outputs = model.run(inputs);
   std::vector<std::string> names;
   for (ValueId v : graph.outputs) names.push_back(graph.values[v].name);
-  return report_outputs(names, outputs, o, output_path, {});
+  json::Array frozen_json;
+  for (const std::string& name : frozen) frozen_json.push_back(jstring(name));
+  return report_outputs(names, outputs, o, output_path,
+                        {{"frozen_inputs", json::Value{std::move(frozen_json)}}});
 }
 
 }  // namespace
@@ -138,7 +146,10 @@ Command run_command() {
        "--output each output is printed: every value of one with up to 64 elements, else its\n"
        "min, max, mean and first values. Symbolic dims are bound from the input shapes (an ONNX\n"
        "or rten model whose shape arithmetic rlx cannot keep symbolic is specialised on them at\n"
-       "import)."},
+       "import). An ONNX input whose value decides shapes (a Reshape's shape, a Slice's starts,\n"
+       "a TopK's k) is frozen to the value given for it, and a note on stderr names it. IN may\n"
+       "also be a folder of ONNX test data, input_0.pb, input_1.pb, ... in the graph's input\n"
+       "order."},
       &declare_run_options, &run_main);
 }
 

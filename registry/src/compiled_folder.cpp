@@ -162,15 +162,17 @@ void write_compiled_folder_manifest(const Registry& reg, Target& target,
                     quote(l.input), l.dim, l.min, l.max, quote(l.reason)));
   for (const auto& [name, size] : record.bindings)
     bindings.push_back(fmt::format("{}: {}", quote(name), size));
+  std::vector<std::string> frozen;
+  for (const std::string& name : record.frozen_inputs) frozen.push_back(quote(name));
   std::string text = fmt::format(
       "{{\n  \"format\": {},\n  \"format_version\": {},\n  \"rlx_version\": {},\n"
       "  \"model\": {},\n  \"target\": {},\n  \"plugin_version\": {},\n  \"plugin_abi\": {},\n"
-      "  \"requires\": {},\n  \"bindings\": {{{}}},\n  \"program\": {},\n  \"inputs\": {},\n"
+      "  \"requires\": {},\n  \"bindings\": {{{}}},\n  \"frozen_inputs\": [{}],\n  \"program\": {},\n  \"inputs\": {},\n"
       "  \"outputs\": {},\n  \"input_limits\": [{}],\n  \"compile_ms\": {:.3f},\n  \"files\": [\n  "
       "  {}\n  ]\n}}\n",
       quote(kCompiledFolderFormat), kCompiledFolderVersion, quote(RLX_PROJECT_VERSION),
       quote(record.model), quote(record.target), quote(plugin->version), quote(plugin->abi), needs,
-      fmt::join(bindings, ", "), quote(record.program), specs_json(program, program.inputs),
+      fmt::join(bindings, ", "), fmt::join(frozen, ", "), quote(record.program), specs_json(program, program.inputs),
       specs_json(program, program.outputs), fmt::join(limits, ", "), record.compile_ms,
       fmt::join(files, ",\n    "));
   std::ofstream out(dir / kManifest, std::ios::binary);

@@ -77,8 +77,10 @@ void load_record(const Manifest& manifest, PluginRecord& rec, bool build_legalit
 // code behind the boundary objects stays mapped while any of them lives.
 std::shared_ptr<Target> make_target_adapter(LibraryHandle library,
                                             std::unique_ptr<sdk::TargetBoundary> target);
+// `abi_minor` is the plugin's: the adapter calls only what that minor has.
 std::shared_ptr<Importer> make_importer_adapter(LibraryHandle library,
-                                                std::unique_ptr<sdk::ImporterBoundary> importer);
+                                                std::unique_ptr<sdk::ImporterBoundary> importer,
+                                                uint32_t abi_minor);
 
 // A failed Status as the rlx::Error of its kind, "<plugin> plugin: <message>"; returns on ok.
 ErrorKind error_kind_of(sdk::StatusKind kind);

@@ -170,7 +170,8 @@ LoadResult load_plugin(const Manifest& manifest, const std::filesystem::path& li
                                 "named \"{}\": fix the manifest's [plugin] name",
                                 manifest.name, name));
     if (objects.target) r.target = make_target_adapter(lib, std::move(objects.target));
-    if (objects.importer) r.importer = make_importer_adapter(lib, std::move(objects.importer));
+    if (objects.importer)
+      r.importer = make_importer_adapter(lib, std::move(objects.importer), abi->minor);
     r.status = PluginStatus::kAvailable;
     r.abi = abi_text;
     r.version = version;

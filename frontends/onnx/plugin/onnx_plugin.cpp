@@ -10,6 +10,10 @@ class OnnxImporter final : public sdk::ImporterPlugin {
   Model load(const std::filesystem::path& path, const ImportOptions& options) override {
     return import_file(path, options);
   }
+  std::map<std::string, Tensor> read_inputs(const std::filesystem::path& model_path,
+                                            const std::filesystem::path& folder) override {
+    return read_test_data_inputs(model_path, folder);
+  }
 };
 
 }  // namespace rlx::onnx

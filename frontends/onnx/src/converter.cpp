@@ -6,6 +6,7 @@
 #include "context.h"
 #include "host_eval.h"
 #include "proto_io.h"
+#include "rlx/core/frozen_inputs.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/passes.h"
 
@@ -154,7 +155,9 @@ void Converter::need_input_values(const NodeCtx& n, const std::string& what, int
   throw NeedsInputValues(
       fmt::format("{}: {}: {} ('{}') must be known when the model is compiled, but it depends "
                   "on the value of graph input {}; rlx compiles per shape, so make it an "
-                  "initializer or a Constant (or specialise the model on that input's value)",
+                  "initializer or a Constant, or give that input's value at import "
+                  "(ImportOptions::input_values; `rlx run | bench | compile --inputs IN` or "
+                  "`--input NAME=VALUES`), which freezes it",
                   file_, node_desc(n.node), what, v->onnx_name, list),
       inputs);
 }
@@ -521,15 +524,75 @@ Model import_bytes(std::string_view bytes, const std::string& display_name,
   return import_model(model, display_name, base_dir, options);
 }
 
+// input_values are offers: an input is frozen only when a node needs its value at compile time
+// (NeedsInputValues names the inputs behind that value); the others stay inputs of the graph, so
+// a caller can hand over every value it will run with. Each retry freezes at least one more
+// input, so the loop ends.
 Model import_model(const ::onnx::ModelProto& model, const std::string& display_name,
                    const fs::path& base_dir, const ImportOptions& options) {
-  Converter c(model, display_name, base_dir, options);
-  return c.run();
+  ImportOptions frozen_options = options;
+  frozen_options.input_values.clear();
+  std::string frozen;
+  for (;;) {
+    try {
+      Converter c(model, display_name, base_dir, frozen_options);
+      Model m = c.run();
+      if (!frozen.empty()) m.metadata[kFrozenInputsKey] = frozen;
+      return m;
+    } catch (const NeedsInputValues& e) {
+      bool added = false;
+      for (const std::string& name : e.inputs()) {
+        auto offered = options.input_values.find(name);
+        if (offered == options.input_values.end() || frozen_options.input_values.count(name))
+          continue;
+        frozen_options.input_values.insert(*offered);
+        frozen += (frozen.empty() ? "" : "\n") + name;
+        added = true;
+      }
+      if (!added) throw;
+    }
+  }
 }
 
 Model import_file(const fs::path& path, const ImportOptions& options) {
   std::string bytes = read_file_bytes(path);
   return import_bytes(bytes, path.string(), path.parent_path(), options);
+}
+
+std::map<std::string, Tensor> read_test_data_inputs(const fs::path& model_path,
+                                                    const fs::path& folder) {
+  ::onnx::ModelProto model = parse_model(read_file_bytes(model_path), model_path.string());
+  std::set<std::string> initializers;
+  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
+  std::vector<std::string> names;
+  for (const auto& in : model.graph().input())
+    if (!initializers.count(in.name())) names.push_back(in.name());
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("input_", 0) == 0 && entry.path().extension() == ".pb")
+      files.push_back(entry.path());
+  }
+  if (ec)
+    throw_user_error(fmt::format("cannot list the folder {}: {}", folder.string(), ec.message()));
+  if (files.empty() && !names.empty())
+    throw_user_error(
+        fmt::format("{} holds no input_0.pb, input_1.pb, ... (ONNX test data)", folder.string()));
+  std::map<std::string, Tensor> inputs;
+  for (size_t i = 0; i < names.size(); ++i) {
+    fs::path file = folder / fmt::format("input_{}.pb", i);
+    if (fs::exists(file)) inputs[names[i]] = read_tensor_file(file).second;
+  }
+  for (const fs::path& file : files) {
+    const std::string stem = file.stem().string().substr(6);
+    if (stem.empty() || stem.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoull(stem.substr(0, 9)) >= names.size())
+      throw_user_error(fmt::format("{}: the model has {} input{}, so no file {} stands for one",
+                                   folder.string(), names.size(), names.size() == 1 ? "" : "s",
+                                   file.filename().string()));
+  }
+  return inputs;
 }
 
 std::pair<std::string, Tensor> read_tensor_file(const fs::path& path) {

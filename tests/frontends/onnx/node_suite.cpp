@@ -7,9 +7,9 @@
 #include <fstream>
 #include <map>
 #include <regex>
-#include <set>
 #include <sstream>
 
+#include "rlx/core/frozen_inputs.h"
 #include "rlx/core/runtime.h"
 #include "rlx/onnx/import.h"
 
@@ -116,22 +116,14 @@ CaseResult run_case(const fs::path& dir, const std::shared_ptr<Target>& target, 
     r.status = CaseResult::Status::kNotPlain;
     return r;
   }
-  std::set<std::string> inits;
-  for (const auto& t : proto.graph().initializer()) inits.insert(t.name());
-  std::vector<std::string> input_names, output_names;
-  for (const auto& v : proto.graph().input())
-    if (!inits.count(v.name())) input_names.push_back(v.name());
+  std::vector<std::string> output_names;
   for (const auto& v : proto.graph().output()) output_names.push_back(v.name());
 
   NamedTensors inputs;
   std::vector<Tensor> expected;
   const fs::path data = dir / "test_data_set_0";
   try {
-    for (size_t i = 0; i < input_names.size(); ++i) {
-      fs::path p = data / ("input_" + std::to_string(i) + ".pb");
-      if (!fs::exists(p)) continue;  // an omitted optional input
-      inputs[input_names[i]] = onnx::read_tensor_file(p).second;
-    }
+    for (auto& [name, t] : onnx::read_test_data_inputs(model_path, data)) inputs[name] = t;
     for (size_t i = 0; i < output_names.size(); ++i)
       expected.push_back(
           onnx::read_tensor_file(data / ("output_" + std::to_string(i) + ".pb")).second);
@@ -144,24 +136,16 @@ CaseResult run_case(const fs::path& dir, const std::shared_ptr<Target>& target, 
   onnx::ImportOptions options;
   r.stage = "import";
   try {
-    // A node that needs an input's value at compile time (a Reshape's shape, ...) is retried
-    // with the model specialised on the test's value for that input.
-    for (int attempt = 0;; ++attempt) {
-      try {
-        model = onnx::import_file(model_path, options);
-        break;
-      } catch (const onnx::NeedsInputValues& e) {
-        bool added = false;
-        for (const auto& name : e.inputs())
-          if (inputs.count(name) && !options.input_values.count(name)) {
-            options.input_values[name] = inputs.at(name);
-            added = true;
-          }
-        if (!added || attempt > 8) throw;
+    // The importer freezes the offered inputs a node needs at compile time (a Reshape's shape,
+    // ...) and lists them; the rest stay run-time inputs.
+    options.input_values = inputs;
+    model = onnx::import_file(model_path, options);
+    auto frozen = model.metadata.find(kFrozenInputsKey);
+    if (frozen != model.metadata.end())
+      for (const std::string& name : split_frozen_inputs(frozen->second)) {
+        inputs.erase(name);
         r.specialised = true;
       }
-    }
-    for (const auto& [name, t] : options.input_values) inputs.erase(name);
     r.stage = "compile";
     Session session(target);
     CompiledModel compiled = session.compile(model.graph());

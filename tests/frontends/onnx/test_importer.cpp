@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "rlx/core/error.h"
+#include "rlx/core/frozen_inputs.h"
 #include "rlx/core/runtime.h"
 #include "rlx/onnx/import.h"
 #include "rlx/registry/registry.h"
@@ -414,11 +415,16 @@ TEST(OnnxImporter, ShapeFromARuntimeInputNeedsItsValue) {
     EXPECT_EQ(e.inputs(), std::vector<std::string>{"shape"});
     EXPECT_NE(std::string(e.what()).find("node 'r' (Reshape)"), std::string::npos) << e.what();
   }
+  // Values are offered for both inputs; only the one the Reshape needs is frozen.
   onnx::ImportOptions o;
   o.input_values["shape"] = Tensor::from<int64_t>(DType::kI64, {2}, {2, 3});
-  Graph g = mm.import(o).graph();
-  EXPECT_EQ(g.inputs.size(), 1u);
+  o.input_values["x"] = Tensor::from<float>(DType::kF32, {6}, {1, 2, 3, 4, 5, 6});
+  Model m = mm.import(o);
+  const Graph& g = m.graph();
+  ASSERT_EQ(g.inputs.size(), 1u);
+  EXPECT_EQ(g.values[g.inputs[0]].name, "x");
   EXPECT_EQ(g.type(g.outputs[0]).str(), "f32[2,3]");
+  EXPECT_EQ(m.metadata.at(kFrozenInputsKey), "shape");
 }
 
 TEST(OnnxImporter, OutputThatIsAnInputKeepsItsOwnName) {

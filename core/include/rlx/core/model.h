@@ -44,10 +44,11 @@ struct Model {
 // an importer takes what its format needs and ignores the rest, so one set of options serves
 // every format (the model builders keep their dims symbolic and bind sizes at compile time).
 struct ImportOptions {
-  // Values for graph inputs that an op needs at compile time (a Reshape's shape, a Slice's
-  // starts, a TopK's k...). rlx compiles per shape, so an output shape may not depend on the
-  // value of a run-time input; a caller that knows such values specialises the model on them.
-  // A bound input is used as a constant everywhere and is no longer an input of the graph.
+  // Values of graph inputs the caller will run with, offered for the ones an op needs at compile
+  // time (a Reshape's shape, a Slice's starts, a TopK's k...): rlx compiles per shape, so an
+  // output shape may not depend on the value of a run-time input. An importer freezes only those
+  // it needs (a constant everywhere, no longer an input of the graph) and lists them in
+  // metadata[kFrozenInputsKey] (rlx/core/frozen_inputs.h); the others stay inputs.
   std::map<std::string, Tensor> input_values;
   // Symbolic dims fixed at import (symbol name, as the model spells it, -> size): `rlx compile
   // --bind`. Shape arithmetic rlx cannot keep symbolic (a reflect Pad or a strided Conv on a

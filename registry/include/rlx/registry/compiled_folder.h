@@ -60,6 +60,9 @@ struct CompileRecord {
   std::string program;                      // the LIR text among them ("model.lir")
   double compile_ms = 0;                    // wall time of the whole compile
   InputLimits limits;  // the model's limits on input values (input_limits.h), checked per run
+  // Graph inputs the importer froze to the values given at compile time (frozen_inputs.h): the
+  // folder's program no longer takes them.
+  std::vector<std::string> frozen_inputs;
 };
 
 // Writes dir/manifest.json for `program` (the LIR in the folder), compiled for `target`.

@@ -41,6 +41,11 @@ class Importer {
   virtual std::string name() const = 0;
   // With what the caller knows besides the path (ImportOptions in rlx/core/model.h).
   virtual Model load(const std::filesystem::path& path, const ImportOptions& options = {}) = 0;
+  // The input tensors stored in `folder` in the format's own files, by graph input name of the
+  // model at `model_path` (ONNX test data: input_0.pb, ...). An unsupported error when the
+  // format has none or the plugin predates ABI 2.1.
+  virtual std::map<std::string, Tensor> read_inputs(const std::filesystem::path& model_path,
+                                                    const std::filesystem::path& folder) = 0;
 };
 
 struct Manifest {

@@ -11,12 +11,14 @@
 //        buffers; compile_mir/emit_mir for targets that take the MIR graph; Channel for
 //        collectives; named, versioned extensions; the plugin version from the build; one
 //        importer entry point, load(path, options). A 1.x plugin is refused.
+//   2.1  ImporterBoundary::read_inputs: input tensors stored in the format's own files (ONNX
+//        test data's input_N.pb), so the host needs no reader of that format
 #pragma once
 #include <cstdint>
 
 // CMake reads these two lines (cmake/RlxCommon.cmake): keep each a plain number.
 #define RLX_ABI_MAJOR 2
-#define RLX_ABI_MINOR 0
+#define RLX_ABI_MINOR 1
 
 #define RLX_STR2(x) #x
 #define RLX_STR(x) RLX_STR2(x)

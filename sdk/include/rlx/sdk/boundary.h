@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -114,6 +115,10 @@ class ImporterBoundary {
   virtual std::string version() const noexcept = 0;
   virtual Status load(const std::filesystem::path& path, const ImportOptions& options,
                       Model* out) noexcept = 0;
+  // ABI 2.1: the inputs stored in `folder` for the model at `model_path`, by graph input name.
+  virtual Status read_inputs(const std::filesystem::path& model_path,
+                             const std::filesystem::path& folder,
+                             std::map<std::string, Tensor>* out) noexcept = 0;
 };
 
 // The factory every plugin exports under RLX_FACTORY_SYMBOL. Exactly one of the two pointers is

@@ -9,6 +9,7 @@
 // VERSION argument), and writes the same string into the manifest.
 #pragma once
 #include <exception>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -31,16 +32,19 @@ class ImporterPlugin {
   virtual std::string name() const = 0;
   // Reads the model at `path` (a file, or a folder for formats stored as several files), with
   // what the caller knows besides the path (ImportOptions in rlx/core/model.h). A format whose
-  // dims stay symbolic may ignore the sizes; an importer that cannot specialise a graph on input
-  // values refuses them (refuse_input_values).
+  // dims stay symbolic may ignore the sizes; input values are offers, frozen only for inputs
+  // whose values decide shapes (listed under kFrozenInputsKey), so a format without such inputs
+  // ignores them.
   virtual Model load(const std::filesystem::path& path, const ImportOptions& options) = 0;
-
- protected:
-  // The refusal for importers of formats without graph inputs to fix.
-  void refuse_input_values(const ImportOptions& options) const {
-    if (!options.input_values.empty())
-      throw_user_error(name() + " importer: cannot fix the values of graph inputs at import (" +
-                       options.input_values.begin()->first + "); this format has no such inputs");
+  // Input tensors stored in the format's own files in `folder` (ONNX's test data: input_0.pb,
+  // ...), by graph input name of the model at `model_path`; `rlx run --inputs FOLDER` reads
+  // them through this. Formats without such files keep this refusal.
+  virtual std::map<std::string, Tensor> read_inputs(const std::filesystem::path& model_path,
+                                                    const std::filesystem::path& folder) {
+    (void)model_path;
+    throw Error(ErrorKind::kUnsupported, "the " + name() +
+                                             " importer reads no input files of its own (" +
+                                             folder.string() + " is a folder)");
   }
 };
 
@@ -256,6 +260,10 @@ class GuardedImporter final : public ImporterBoundary {
   Status load(const std::filesystem::path& path, const ImportOptions& options,
               Model* out) noexcept override {
     return guarded([&] { *out = impl_->load(path, options); });
+  }
+  Status read_inputs(const std::filesystem::path& model_path, const std::filesystem::path& folder,
+                     std::map<std::string, Tensor>* out) noexcept override {
+    return guarded([&] { *out = impl_->read_inputs(model_path, folder); });
   }
 
  private:

@@ -50,6 +50,14 @@ Model import_model(const ::onnx::ModelProto& model, const std::string& display_n
 // name. Throws a user error naming the file for anything rlx cannot represent.
 std::pair<std::string, Tensor> read_tensor_file(const std::filesystem::path& path);
 
+// The inputs of an ONNX test data set (a folder of input_0.pb, input_1.pb, ...) for the model at
+// `model_path`, by graph input name: input_N.pb stands for the model's Nth input that is not an
+// initializer, as onnx.backend.test maps them; a missing file is an optional input left out. A
+// user error for a folder without such files (for a model with inputs), a file past the model's
+// inputs or one that does not parse.
+std::map<std::string, Tensor> read_test_data_inputs(const std::filesystem::path& model_path,
+                                                    const std::filesystem::path& folder);
+
 // ONNX's TensorProto.DataType number -> rlx dtype name, or a description of why it has none.
 std::string describe_onnx_dtype(int onnx_dtype);
 
