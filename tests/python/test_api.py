@@ -88,3 +88,16 @@ def test_non_contiguous_and_list_inputs_are_laid_out(rlx):
     assert not strided.flags.c_contiguous
     out = compiled(ids=strided, positions=inputs["positions"].tolist())
     np.testing.assert_array_equal(out["logits"], expected)
+
+
+def test_threads_share_a_compiled_model(rlx):
+    # The GIL is released while a model runs, so calls from several threads reach the compiled
+    # model together; it runs them one at a time and each gets its own results.
+    from concurrent.futures import ThreadPoolExecutor
+    inputs = read_safetensors(f"{TINY_GPT}/inputs.safetensors")
+    reference = read_safetensors(f"{TINY_GPT}/reference.safetensors")["logits"]
+    compiled = rlx.load(f"{TINY_GPT}/model.rlx").compile()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: compiled(**inputs)["logits"], range(16)))
+    for logits in results:
+        np.testing.assert_allclose(logits, reference, rtol=1e-4, atol=1e-4)
