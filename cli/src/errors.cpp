@@ -100,36 +100,48 @@ void print_note(const std::string& what) {
   std::fputs(("rlx: note: " + what + "\n").c_str(), stderr);
 }
 
-int report_exception(std::exception_ptr error, bool verbose, bool json) {
+ErrorRecord describe_exception(std::exception_ptr error) {
+  ErrorRecord r;
   try {
     std::rethrow_exception(error);
   } catch (const UsageError& e) {
-    print("usage", e.what(), e.hint(), json);
-    return kExitUser;
+    r = {"usage", e.what(), "", e.hint(), "", kExitUser};
   } catch (const CliError& e) {
-    print("user", e.what(), e.hint(), json);
-    return kExitUser;
+    r = {"user", e.what(), "", e.hint(), "", kExitUser};
   } catch (const Error& e) {
     const bool internal = e.kind() == ErrorKind::kInternal;
-    std::string what = e.what();
-    print(kind_name(e.kind()), internal && !json ? "internal error: " + what : what,
-          hint_for(e.kind()), json);
-    if (verbose && !json)
-      std::fprintf(stderr, "rlx: note: raised at %s\n", e.where_string().c_str());
     // A plugin's unclassified failure is a bug there (its message already names the plugin), not
     // something wrong with the user's input.
-    return internal || e.kind() == ErrorKind::kPlugin ? kExitInternal : kExitUser;
+    r = {kind_name(e.kind()),
+         e.what(),
+         "",
+         hint_for(e.kind()),
+         e.where_string(),
+         internal || e.kind() == ErrorKind::kPlugin ? kExitInternal : kExitUser};
   } catch (const std::bad_alloc&) {
-    print("out_of_memory", "out of memory",
-          "try a smaller model or input, or free memory on this machine", json);
-    return kExitInternal;
+    r = {"out_of_memory",
+         "out of memory",
+         "",
+         "try a smaller model or input, or free memory on this machine",
+         "",
+         kExitInternal};
   } catch (const std::exception& e) {
-    print("internal", json ? e.what() : std::string("internal error: ") + e.what(), kBugHint, json);
-    return kExitInternal;
+    r = {"internal", e.what(), "", kBugHint, "", kExitInternal};
   } catch (...) {
-    print("internal", "internal error: an unknown exception", kBugHint, json);
-    return kExitInternal;
+    r = {"internal", "an unknown exception", "", kBugHint, "", kExitInternal};
   }
+  while (!r.message.empty() && r.message.back() == '\n') r.message.pop_back();
+  r.node = node_named_in(r.message);
+  return r;
+}
+
+int report_exception(std::exception_ptr error, bool verbose, bool json) {
+  const ErrorRecord r = describe_exception(error);
+  const bool internal = r.kind == "internal";
+  print(r.kind, internal && !json ? "internal error: " + r.message : r.message, r.hint, json);
+  if (verbose && !json && !r.where.empty())
+    std::fprintf(stderr, "rlx: note: raised at %s\n", r.where.c_str());
+  return r.exit_code;
 }
 
 }  // namespace rlx::cli

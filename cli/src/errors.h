@@ -41,6 +41,19 @@ inline constexpr int kExitInternal = 2;
 void print_warning(const std::string& what);
 void print_note(const std::string& what);
 
+// What report_exception says about an exception, for callers that present it themselves (the
+// Python module raises it as an exception of the class named after `kind`). `exit_code` is the
+// CLI's; `where` the raise site of a library error ("" for others).
+struct ErrorRecord {
+  std::string kind;  // usage, user, compile, unsupported, device, plugin, internal, out_of_memory
+  std::string message;  // as printed after "rlx: error: "
+  std::string node;     // the graph node the message names, or ""
+  std::string hint;     // as printed after "hint: ", or ""
+  std::string where;
+  int exit_code = kExitInternal;
+};
+ErrorRecord describe_exception(std::exception_ptr error);
+
 // Prints the exception's message (and with `verbose` where it was raised) to stderr and returns
 // the exit code for it. With `json` (the command line has --json) the message is one line of
 // JSON: {"error": {"kind", "message", "node", "hint"}}, kind one of usage, user, compile,

@@ -142,7 +142,9 @@ json::Value plugin_json(const PluginRecord& p, bool verbose) {
   return json::Value{std::move(o)};
 }
 
-void print_json(const registry::Registry& reg, bool verbose) {
+}  // namespace
+
+std::string list_targets_json(const registry::Registry& reg, bool verbose) {
   json::Array targets, importers, problems, shadowed, dirs;
   for (const PluginRecord& p : reg.plugins()) {
     if (p.status == PluginStatus::kShadowed) {
@@ -167,8 +169,10 @@ void print_json(const registry::Registry& reg, bool verbose) {
     doc.emplace_back("search_dirs", json::Value{std::move(dirs)});
     doc.emplace_back("shadowed", json::Value{std::move(shadowed)});
   }
-  std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
+  return to_json_text(json::Value{std::move(doc)});
 }
+
+namespace {
 
 struct ListTargetsOptions {
   bool json = false;
@@ -185,7 +189,7 @@ int list_targets_main(const ListTargetsOptions& o, const GlobalOptions& global) 
   // Legality tables cost a pass over the op registry per target; only -v shows them.
   const registry::Registry& reg = plugin_registry(global, verbose);
   if (o.json)
-    print_json(reg, verbose);
+    std::fputs((list_targets_json(reg, verbose) + "\n").c_str(), stdout);
   else
     print_text(reg, verbose);
   return 0;

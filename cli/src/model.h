@@ -20,6 +20,9 @@ namespace rlx::cli {
 // would touch unmapped code.
 const registry::Registry& plugin_registry(const GlobalOptions& global, bool build_legality);
 
+// `rlx --list-targets --json` (with -v: `verbose`): the same document for every caller.
+std::string list_targets_json(const registry::Registry& reg, bool verbose);
+
 // The target named by --target ("auto": target_choice.h); a user error (with the registry's reason)
 // when it is unknown or cannot be used here.
 std::shared_ptr<Target> choose_target(const registry::Registry& reg, const std::string& name);

@@ -1,11 +1,16 @@
-// Where plugins are looked for, in precedence order (docs/architecture.md section 4). The rlx binary's
-// own prefix is part of the list so a relocated install, or the uninstalled build tree, finds the
-// plugins next to it without any environment variable.
+// Where plugins are looked for, in precedence order (docs/architecture.md section 4). The rlx
+// binary's own prefix is part of the list so a relocated install, or the uninstalled build tree,
+// finds the plugins next to it without any environment variable.
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <set>
 
 #include "internal.h"
 
+#ifndef RLX_PLUGINS_FROM_LIBDIR
+#define RLX_PLUGINS_FROM_LIBDIR "../share/rlx/plugins.d"
+#endif
 #ifndef RLX_INSTALL_DATADIR
 #define RLX_INSTALL_DATADIR "share"
 #endif
@@ -43,6 +48,19 @@ std::optional<fs::path> install_prefix_dir() {
   return exe.parent_path().parent_path() / datadir / "rlx" / "plugins.d";
 }
 
+// <prefix>/share/rlx/plugins.d where <prefix> is the one this library is installed in. It differs
+// from the binary's when rlx is embedded: a Python wheel holds librlx_registry and the plugins
+// under its package folder while the running binary is python.
+std::optional<fs::path> library_prefix_dir() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&library_prefix_dir), &info) || !info.dli_fname)
+    return std::nullopt;
+  std::error_code ec;
+  fs::path library = fs::canonical(info.dli_fname, ec);
+  if (ec) return std::nullopt;
+  return (library.parent_path() / RLX_PLUGINS_FROM_LIBDIR).lexically_normal();
+}
+
 }  // namespace
 
 namespace detail {
@@ -67,6 +85,7 @@ std::vector<SearchDir> plugin_search_dirs(const Options& options) {
   if (!data_home.empty()) candidates.push_back({fs::path(data_home) / "rlx/plugins.d", "user"});
 
   if (auto dir = install_prefix_dir()) candidates.push_back({*dir, "install prefix"});
+  if (auto dir = library_prefix_dir()) candidates.push_back({*dir, "library prefix"});
 
   std::string data_dirs = env("XDG_DATA_DIRS");
   if (data_dirs.empty()) data_dirs = "/usr/local/share:/usr/share";

@@ -1,0 +1,123 @@
+"""rlx: an ML compiler and runtime, from Python.
+
+    >>> import rlx
+    >>> model = rlx.load("model.onnx")
+    >>> compiled = model.compile(target="cpu")
+    >>> outputs = compiled(input_ids=ids)        # {name: numpy.ndarray}
+
+Inputs are NumPy arrays or any DLPack tensor on the CPU (torch, jax), read in place when they
+are C-contiguous; outputs are NumPy arrays over rlx's own buffers (``torch.from_dlpack`` takes
+them without a copy). docs/python.md is the guide.
+"""
+
+import json as _json
+
+from . import errors
+from ._rlx import Compiled as _Compiled, Model as _Model
+from . import _rlx
+from .errors import (CompileError, DeviceError, Error, InternalError, OutOfMemoryError,
+                     PluginError, UnsupportedError, UsageError, UserError)
+
+__all__ = ["load", "list_targets", "Model", "Compiled", "TensorInfo", "Error", "UsageError",
+           "UserError", "CompileError", "UnsupportedError", "DeviceError", "PluginError",
+           "InternalError", "OutOfMemoryError", "errors"]
+
+
+class TensorInfo(tuple):
+    """(name, dtype, shape) of a graph input or output; symbolic dims are their names."""
+
+    __slots__ = ()
+
+    def __new__(cls, name, dtype, shape):
+        return super().__new__(cls, (name, dtype, tuple(shape)))
+
+    name = property(lambda self: self[0])
+    dtype = property(lambda self: self[1])
+    shape = property(lambda self: self[2])
+
+    def __repr__(self):
+        dims = ",".join(str(d) for d in self.shape)
+        return f"TensorInfo({self.name}: {self.dtype}[{dims}])"
+
+
+def list_targets(verbose=False):
+    """The target and importer plugins found, as ``rlx --list-targets --json`` (``-v`` with
+    verbose) reports them: {"targets": [...], "importers": [...], "problems": [...]}."""
+    return _json.loads(_rlx.list_targets_json(verbose))
+
+
+class Compiled:
+    """A graph compiled for one target. Call it with the inputs by name."""
+
+    def __init__(self, native):
+        self._native = native
+        self.inputs = [TensorInfo(*i) for i in native.input_infos()]
+        self.outputs = [TensorInfo(*o) for o in native.output_infos()]
+
+    def __call__(self, **inputs):
+        """Runs on the named inputs; returns {output name: numpy.ndarray}."""
+        return self._native.run(inputs)
+
+    def run(self, inputs, outputs=None):
+        """Runs on a dict of inputs; returns {name: numpy.ndarray} of the outputs named in
+        ``outputs`` (a list of names), or of every output when it is None."""
+        return self._native.run(inputs, list(outputs) if outputs else [])
+
+    def report(self, verbose=False):
+        """The dispatch report, as ``rlx explain`` prints it."""
+        return self._native.report(verbose)
+
+
+class Model:
+    """A model read by :func:`load`: its graphs, with inputs and outputs by name."""
+
+    def __init__(self, native):
+        self._native = native
+
+    path = property(lambda self: self._native.path)
+    architecture = property(lambda self: self._native.architecture)
+    metadata = property(lambda self: self._native.metadata)
+    graphs = property(lambda self: self._native.graphs)
+
+    def input_infos(self, graph="main"):
+        return [TensorInfo(*i) for i in self._native.input_infos(graph)]
+
+    def output_infos(self, graph="main"):
+        return [TensorInfo(*o) for o in self._native.output_infos(graph)]
+
+    @property
+    def inputs(self):
+        """The main graph's inputs: [TensorInfo(name, dtype, shape)]."""
+        return self.input_infos()
+
+    @property
+    def outputs(self):
+        """The main graph's outputs: [TensorInfo(name, dtype, shape)]."""
+        return self.output_infos()
+
+    def explain(self, target="cpu", graph="main", json=False, verbose=False):
+        """The dispatch report of ``rlx explain MODEL --target TARGET`` (a dict with json=True).
+        Raises CompileError, naming the node and the refusals, when no path is legal."""
+        text = self._native.explain(target, graph, json, verbose)
+        return _json.loads(text) if json else text
+
+    def compile(self, target="cpu", graph="main"):
+        """Compiles the graph for the target; symbolic dims are bound at each run from the
+        inputs' shapes (and the compiled code kept per shape)."""
+        return Compiled(self._native.compile(target, graph))
+
+    def __repr__(self):
+        return f"<rlx.Model {self.path!r} ({self.architecture}; graphs {', '.join(self.graphs)})>"
+
+
+def load(path, bind=None, input_shapes=None, input_values=None):
+    """Reads a model as ``rlx run`` does: a file or folder an importer claims (ONNX, GGUF,
+    safetensors, a Hugging Face folder), else rlx IR text.
+
+    bind: {symbol: size}, symbolic dims fixed at import (``rlx compile --bind``).
+    input_shapes: {input: shape}, the shapes the caller will run with, for importers that cannot
+    keep a dim symbolic. input_values: {input: array}, inputs fixed to values at import.
+    """
+    return Model(_rlx.load(str(path), dict(bind or {}),
+                           {k: [int(d) for d in v] for k, v in (input_shapes or {}).items()},
+                           input_values))

@@ -1,0 +1,75 @@
+# `pip wheel .` from the checkout, installed into a fresh venv and used from outside the source
+# tree: the package finds its own plugins, runs a model to its reference, and ships the `rlx`
+# script. The build reuses scripts/build.sh's ccache (same flags, CCACHE_BASEDIR at the root).
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import venv
+
+import pytest
+
+from reference_files import ROOT
+
+
+def run(cmd, **kwargs):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    assert r.returncode == 0, f"{cmd}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    return r
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wheel")
+    env = dict(os.environ, CCACHE_BASEDIR=ROOT, CCACHE_NOHASHDIR="1", CCACHE_COMPRESS="1",
+               CCACHE_DIR=os.environ.get("CCACHE_DIR",
+                                         os.path.expanduser("~/.cache/ccache")),
+               CMAKE_BUILD_PARALLEL_LEVEL=os.environ.get("RLX_JOBS", "2"))
+    env.pop("PYTHONPATH", None)
+    start = time.monotonic()
+    # The test venv has scikit-build-core and nanobind (scripts/test.sh): no download.
+    run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
+         "--disable-pip-version-check", "-w", str(tmp / "dist"), ROOT], env=env)
+    print(f"pip wheel took {time.monotonic() - start:.0f} s", file=sys.stderr)
+    wheels = list((tmp / "dist").glob("rlx-*.whl"))
+    assert len(wheels) == 1
+    venv.create(tmp / "venv", with_pip=True)
+    python = str(tmp / "venv" / "bin" / "python")
+    # numpy from pip's cache (the test venv has it); the wheel itself without a network.
+    run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "numpy",
+         str(wheels[0])], env=env)
+    return tmp, python, env
+
+
+def test_installed_wheel_runs_a_model_outside_the_tree(installed):
+    tmp, python, env = installed
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {os.path.join(ROOT, 'tests', 'python')!r})
+        import numpy as np, rlx
+        from reference_files import read_safetensors, TINY_GPT
+        assert not rlx.__file__.startswith({ROOT!r}), rlx.__file__
+        listed = rlx.list_targets(verbose=True)
+        cpu = [t for t in listed["targets"] if t["name"] == "cpu"][0]
+        assert cpu["status"] == "available", cpu
+        inputs = read_safetensors(TINY_GPT + "/inputs.safetensors")
+        ref = read_safetensors(TINY_GPT + "/reference.safetensors")["logits"]
+        out = rlx.load(TINY_GPT + "/model.rlx").compile("cpu")(**inputs)["logits"]
+        np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+        print(json.dumps({{"module": rlx.__file__, "cpu": cpu["manifest"]}}))
+    """)
+    r = run([python, "-c", script], cwd=tmp, env=env)
+    found = json.loads(r.stdout.strip().splitlines()[-1])
+    package = os.path.dirname(found["module"])
+    assert found["cpu"] == os.path.join(package, "share", "rlx", "plugins.d", "cpu.toml")
+
+
+def test_installed_wheel_has_the_rlx_script(installed):
+    tmp, python, env = installed
+    script = os.path.join(os.path.dirname(python), "rlx")
+    r = run([script, "--list-targets", "--json"], cwd=tmp, env=env)
+    names = [t["name"] for t in json.loads(r.stdout)["targets"]]
+    assert "cpu" in names
+    assert run([script, "--version"], cwd=tmp, env=env).stdout.startswith("rlx 0.1.0")
