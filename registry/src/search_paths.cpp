@@ -51,7 +51,7 @@ std::optional<fs::path> install_prefix_dir() {
 // <prefix>/share/rlx/plugins.d where <prefix> is the one this library is installed in. It differs
 // from the binary's when rlx is embedded: a Python wheel holds librlx_registry and the plugins
 // under its package folder while the running binary is python.
-std::optional<fs::path> library_prefix_dir() {
+[[maybe_unused]] std::optional<fs::path> library_prefix_dir() {
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&library_prefix_dir), &info) || !info.dli_fname)
     return std::nullopt;
@@ -85,7 +85,9 @@ std::vector<SearchDir> plugin_search_dirs(const Options& options) {
   if (!data_home.empty()) candidates.push_back({fs::path(data_home) / "rlx/plugins.d", "user"});
 
   if (auto dir = install_prefix_dir()) candidates.push_back({*dir, "install prefix"});
+#ifdef RLX_SEARCH_LIBRARY_PREFIX
   if (auto dir = library_prefix_dir()) candidates.push_back({*dir, "library prefix"});
+#endif
 
   std::string data_dirs = env("XDG_DATA_DIRS");
   if (data_dirs.empty()) data_dirs = "/usr/local/share:/usr/share";
