@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace rlx::cli {
@@ -20,10 +21,15 @@ std::string scalar_text(const json::Value& v) {
   return json::json_quote(*v.as_string());
 }
 
-// One line for containers of scalars ("shape": [2, 3]) keeps listings readable.
+// One line for containers of scalars ("shape": [2, 3]) keeps listings readable, and a row of
+// numbers (an embedding, a tensor's last axis) is one line however long: a tensor prints one row
+// per line, not one number per line.
 std::optional<std::string> inline_text(const json::Value& v) {
   std::string s;
+  bool numbers = false;
   if (const json::Array* a = v.as_array()) {
+    numbers = std::all_of(a->begin(), a->end(),
+                          [](const json::Value& x) { return x.as_number() != nullptr; });
     s = "[";
     for (size_t i = 0; i < a->size(); ++i) {
       if (!is_scalar((*a)[i])) return std::nullopt;
@@ -40,7 +46,7 @@ std::optional<std::string> inline_text(const json::Value& v) {
   } else {
     return scalar_text(v);
   }
-  if (s.size() > 80) return std::nullopt;
+  if (s.size() > 80 && !numbers) return std::nullopt;
   return s;
 }
 

@@ -2,6 +2,7 @@
 // "did you mean" for a slipped command or target, a target that is rlx's but not installed
 // named as a missing package, errors as JSON under --json, and `rlx embed --text` printing
 // something a person can judge.
+#include <algorithm>
 #include <cmath>
 
 #include "cli_fixture.h"
@@ -128,6 +129,20 @@ TEST_F(FirstHourCliTest, EmbedTextWithoutOutputPrintsPairwiseSimilarities) {
     EXPECT_THAT(r.out, HasSubstr(fmt::format("{:7.4f}  \"{}\" ~ \"{}\"", cosine(a, b), texts[a],
                                              texts[b])))
         << dump(r);
+}
+
+// Under --json a tensor prints one row per line: a row of numbers is never broken into one
+// number per line (tiny-gpt's logits: 6 rows of 64).
+TEST_F(FirstHourCliTest, JsonPrintsATensorOneRowPerLine) {
+  const fs::path model = fs::path(RLX_MODELS_DIR) / "tiny-gpt";
+  ProcessResult r = rlx({"run", (model / "model.rlx").string(), "-i",
+                         (model / "inputs.safetensors").string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  const size_t first = r.out.find("\"first\": [");
+  ASSERT_NE(first, std::string::npos) << r.out;
+  const std::string line = r.out.substr(first, r.out.find('\n', first) - first);
+  EXPECT_EQ(std::count(line.begin(), line.end(), ','), 7) << line;  // the first 8 values
+  EXPECT_EQ(line.back(), ']') << line;
 }
 
 }  // namespace
