@@ -28,6 +28,9 @@ def installed(tmp_path_factory):
                                          os.path.expanduser("~/.cache/ccache")),
                CMAKE_BUILD_PARALLEL_LEVEL=os.environ.get("RLX_JOBS", "2"))
     env.pop("PYTHONPATH", None)
+    # The installed wheel must find its own plugins: not the build tree's, which CTest names in
+    # RLX_PLUGIN_PATH for the module in the build tree.
+    env.pop("RLX_PLUGIN_PATH", None)
     start = time.monotonic()
     # The test venv has scikit-build-core and nanobind (scripts/test.sh): no download.
     run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps",
