@@ -27,14 +27,6 @@ namespace fs = std::filesystem;
 // so an old module is never loaded by a new rlx.
 constexpr const char* kKernelAbi = "rlx-cpu-kernels-1";
 
-uint64_t fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -122,11 +114,6 @@ fs::path kernel_cache_dir() {
         "cpu: no folder for the kernel cache (HOME is unset): set RLX_CACHE_DIR to a writable "
         "folder");
   return base / "kernels";
-}
-
-std::string content_hash(const std::string& text) {
-  return fmt::format("{:016x}{:016x}", fnv1a(text, 0xcbf29ce484222325ULL),
-                     fnv1a(text, 0x84222325cbf29ce4ULL));
 }
 
 CachedObject find_or_build(const std::string& source, const Toolchain& tc) {

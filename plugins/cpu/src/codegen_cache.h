@@ -10,13 +10,14 @@
 #include <string>
 
 #include "codegen_toolchain.h"
+#include "rlx/sdk/content_hash.h"
 
 namespace rlx::cpu {
 
 std::filesystem::path kernel_cache_dir();
 
-// 128-bit hash of text as 32 hex digits (two FNV-1a-64 lanes with different seeds).
-std::string content_hash(const std::string& text);
+// The cache key (rlx/sdk/content_hash.h), shared with the cuda target's cubin cache.
+using sdk::content_hash;
 
 struct CachedObject {
   std::filesystem::path path;  // the shared object

@@ -10,28 +10,18 @@
 #include <optional>
 #include <sstream>
 
+#include "rlx/sdk/content_hash.h"
+
 namespace rlx::cuda {
 
 namespace {
 
 namespace fs = std::filesystem;
+using sdk::content_hash;
 
 // Bumped whenever the way the host launches generated kernels changes, so an old cubin is never
 // loaded by a new rlx.
 constexpr const char* kKernelAbi = "rlx-cuda-kernels-1";
-
-uint64_t fnv1a(const std::string& s, uint64_t h) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-std::string content_hash(const std::string& text) {
-  return fmt::format("{:016x}{:016x}", fnv1a(text, 0xcbf29ce484222325ULL),
-                     fnv1a(text, 0x84222325cbf29ce4ULL));
-}
 
 std::optional<fs::path> cache_dir() {
   fs::path base;
