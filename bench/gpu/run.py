@@ -17,6 +17,7 @@ the H200 machine. The f32 peak is the argument --peak-tflops (the H200's 66.9: 1
 lanes x 2 flops x 1.98 GHz).
 """
 import argparse
+import copy
 import json
 import os
 import shutil
@@ -65,9 +66,13 @@ def bert_flops(cfg, b, s):
 
 
 def rlx_case(rlx, folder, target, inputs, out, warmup, runs):
-    cmd = [rlx, "bench", folder, "--target", target, "--inputs", inputs, "--output", out,
+    """`target` is a target name, or NAME@VAR=VALUE[@VAR=VALUE] to run it with those variables set
+    (cuda@RLX_CUDA_GEMM=kernel: rlx's own tiled products instead of cuBLASLt)."""
+    name, *assignments = target.split("@")
+    env = dict(os.environ, **dict(a.split("=", 1) for a in assignments))
+    cmd = [rlx, "bench", folder, "--target", name, "--inputs", inputs, "--output", out,
            "--warmup", str(warmup), "--runs", str(runs), "--json"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     if p.returncode != 0:
         return {"error": (p.stderr or p.stdout).strip().splitlines()[-1:] or ["failed"]}
     return json.loads(p.stdout)
@@ -81,7 +86,7 @@ def torch_case(model, inputs, warmup, runs, device):
         with torch.inference_mode():
             g = {k: v.to(device) for k, v in t.items()}
             last, emb = model(g["input_ids"], g["attention_mask"], g["token_type_ids"])
-            return last.cpu().numpy(), emb.cpu().numpy()
+            return last.float().cpu().numpy(), emb.float().cpu().numpy()
     for _ in range(warmup):
         call()
     times = []
@@ -120,6 +125,10 @@ def main():
     ap.add_argument("--device", default="cuda", help="PyTorch's device (cpu to try the script without a GPU)")
     ap.add_argument("--work", default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--torch-modes", default="eager-f32",
+                    help="PyTorch contenders: eager-f32, eager-f16, and torch.compile of the f16 "
+                         "model: compile-f16 (mode reduce-overhead, CUDA graphs), "
+                         "compile-f16-autotune (max-autotune-no-cudagraphs; minutes to compile)")
     args = ap.parse_args()
 
     import torch
@@ -137,6 +146,21 @@ def main():
             cfg = json.load(f)
         model = torch_peer.BertEncoder(torch_peer._tensors(os.path.join(folder, "model.safetensors")),
                                        cfg).eval().to(args.device)
+        modes = [m for m in args.torch_modes.split(",") if m]
+        half = copy.deepcopy(model).half() if any("f16" in m for m in modes) else None
+        contenders = {}
+        for m in modes:
+            if m == "eager-f32":
+                contenders[m] = model
+            elif m == "eager-f16":
+                contenders[m] = half
+            elif m == "compile-f16":
+                contenders[m] = torch.compile(half, mode="reduce-overhead", dynamic=False)
+            elif m == "compile-f16-autotune":
+                contenders[m] = torch.compile(half, mode="max-autotune-no-cudagraphs", dynamic=False)
+            else:
+                sys.exit(f"run.py: unknown --torch-modes entry {m}")
+        first = modes[0]
         for b in [int(x) for x in args.batches.split(",")]:
             rng = np.random.default_rng(b)
             inputs = {"input_ids": rng.integers(0, cfg["vocab_size"], (b, args.seq)).astype(np.int64),
@@ -146,10 +170,16 @@ def main():
             st.write(in_path, inputs)
             case = {"model": os.path.basename(os.path.normpath(src)), "batch": b, "seq": args.seq,
                     "gflop": bert_flops(cfg, b, args.seq) / 1e9, "p50_ms": {}, "check": {}}
-            p50 = {k: [] for k in ["torch"] + targets}
+            p50 = {k: [] for k in modes + targets}
             for r in range(args.rounds):
-                res, last, emb = torch_case(model, inputs, args.warmup, args.runs, args.device)
-                p50["torch"].append(res["p50_ms"])
+                for m in modes:
+                    res, out_last, out_emb = torch_case(contenders[m], inputs, args.warmup, args.runs,
+                                                        args.device)
+                    p50[m].append(res["p50_ms"])
+                    if m == first:
+                        last, emb = out_last, out_emb
+                    elif r == 0:
+                        case["check"][m] = {"max_abs_err": float(np.abs(out_last - last).max())}
                 for t in targets:
                     out_path = os.path.join(work, f"out-{t}-b{b}.safetensors")
                     res = rlx_case(args.rlx, folder, t, in_path, out_path, args.warmup, args.runs)
@@ -166,10 +196,15 @@ def main():
             print(json.dumps(case), flush=True)
 
     print()
-    print(f"| model | batch | torch eager f32 | " + " | ".join(targets) + " |")
-    print("|---|---|---|" + "---|" * len(targets))
+    first = [m for m in args.torch_modes.split(",") if m][0]
+    others = [m for m in args.torch_modes.split(",") if m][1:]
+    print(f"| model | batch | torch {first} | " + " | ".join(["torch " + m for m in others] + targets) + " |")
+    print("|---|---|---|" + "---|" * (len(others) + len(targets)))
     for c in rows:
-        tp = c["p50_ms"].get("torch")
+        tp = c["p50_ms"].get(first)
+        for m in others:
+            ms = c["p50_ms"].get(m)
+            c.setdefault("torch_cells", []).append(f"{ms:.2f} ms ({ms / tp:.2f}x)" if ms else "-")
         cells = []
         for t in targets:
             ms = c["p50_ms"].get(t)
@@ -178,9 +213,10 @@ def main():
                 continue
             pct = c["gflop"] / ms / args.peak_tflops * 100
             chk = c["check"].get(t, {})
-            cells.append(f"{ms:.2f} ms ({ms / tp:.1f}x, {pct:.1f}% f32 peak, err {chk.get('max_abs_err', float('nan')):.1e})")
+            cells.append(f"{ms:.2f} ms ({ms / tp:.2f}x, {pct:.1f}% f32 peak, err {chk.get('max_abs_err', float('nan')):.1e})")
         tpct = c["gflop"] / tp / args.peak_tflops * 100
-        print(f"| {c['model']} | {c['batch']} | {tp:.2f} ms ({tpct:.1f}%) | " + " | ".join(cells) + " |")
+        print(f"| {c['model']} | {c['batch']} | {tp:.2f} ms ({tpct:.1f}%) | " +
+              " | ".join(c.get("torch_cells", []) + cells) + " |")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"rows": rows, "targets": targets, "torch": torch.__version__,

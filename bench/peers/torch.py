@@ -58,8 +58,9 @@ class BertEncoder(torch.nn.Module):
             q = self.lin(x, p + "attention.self.query").view(b, s, heads, d).permute(0, 2, 1, 3)
             k = self.lin(x, p + "attention.self.key").view(b, s, heads, d).permute(0, 2, 1, 3)
             v = self.lin(x, p + "attention.self.value").view(b, s, heads, d).permute(0, 2, 1, 3)
-            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d) + bias
-            ctx = torch.matmul(torch.softmax(scores, dim=-1), v)
+            # PyTorch's fused attention (flash / memory-efficient kernels where they apply), the
+            # same softmax(q k^T / sqrt(d) + bias) v.
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
             ctx = ctx.permute(0, 2, 1, 3).reshape(b, s, cfg["hidden_size"])
             x = self.ln(self.lin(ctx, p + "attention.output.dense") + x,
                         p + "attention.output.LayerNorm")

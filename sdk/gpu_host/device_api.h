@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rlx/core/device.h"
+#include "rlx/core/error.h"
 #include "rlx/core/lir.h"
 #include "rlx/sdk/render.h"
 
@@ -61,6 +62,42 @@ class KernelLibrary {
   // buffer (4 x int32: flag, position, value low and high words) when it checks indices.
   virtual NativeKernel call_kernel(const lir::CallKernel& call, const lir::Program& program,
                                    int32_t index, int32_t status_slot) const = 0;
+  // The vendor library (cuBLASLt, ...) that computes `shape` instead of a rendered kernel, or ""
+  // when the library renders it. A product taken here runs on the same device at the same dtypes
+  // and accumulation as the rendered kernel would; its epilogue kernels run after it.
+  virtual std::string vendor_matmul(const sdk::MatmulShape& shape) const {
+    (void)shape;
+    return "";
+  }
+  // Whether the vendor product also adds a bias row (a vector along n) and a residual (a tensor
+  // of C's shape and dtype) before storing C, so the kernel that adds them is not launched.
+  virtual bool vendor_adds_bias_and_residual() const { return false; }
+};
+
+// What a vendor product adds to A x B before it stores C: nullptr where the plan fused nothing.
+struct VendorOperands {
+  const DeviceBuffer* bias = nullptr;      // [n], C's dtype
+  const DeviceBuffer* residual = nullptr;  // C's shape and dtype
+};
+
+// The additions planned with a vendor product (module_plan.h, LibraryMatmul).
+struct VendorEpilogue {
+  bool bias = false, residual = false;
+};
+
+// A product the device API runs through a vendor library, planned once (descriptors, algorithm
+// choice) and launched on every run with A, B and C in that order.
+class VendorMatmul {
+ public:
+  virtual ~VendorMatmul() = default;
+  virtual void run(const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c,
+                   const VendorOperands& add) = 0;
+};
+
+// Work recorded once and replayed (a CUDA graph): the same launches on the same buffers.
+class RecordedWork {
+ public:
+  virtual ~RecordedWork() = default;
 };
 
 // The device side.
@@ -83,6 +120,26 @@ class DeviceApi {
   virtual void finish() = 0;
   // What the device allows (contract 2.0 DeviceLimits); {} when the adapter does not say.
   virtual DeviceLimits limits() const { return {}; }
+  // Sets `bytes` of `buffer` to zero, ordered with launches (and recordable, where recording is).
+  virtual void zero(const DeviceBuffer& buffer, size_t bytes) {
+    const std::vector<uint8_t> zeros(bytes, 0);
+    upload(buffer, zeros.data(), bytes);
+  }
+  // The product KernelLibrary::vendor_matmul took, planned; throws rlx::Error (kCompile) saying
+  // why when the vendor library cannot run it here.
+  virtual std::unique_ptr<VendorMatmul> prepare_matmul(const sdk::MatmulShape& shape,
+                                                       const VendorEpilogue& epilogue) {
+    (void)epilogue;
+    throw Error(ErrorKind::kCompile,
+                target_name() + ": this device runs no vendor matrix products (" + shape.name + ")");
+  }
+  // Recording: launches, copies within the device, zero() and vendor products between
+  // begin_recording() and end_recording() are not run but recorded, and replay() runs them
+  // again on the same buffers with one call. Devices without it answer false.
+  virtual bool can_record() const { return false; }
+  virtual void begin_recording() {}
+  virtual std::unique_ptr<RecordedWork> end_recording() { return nullptr; }
+  virtual void replay(RecordedWork& work) { (void)work; }
 };
 
 }  // namespace rlx::gpu_host

@@ -61,15 +61,34 @@ class ProgramOnDevice {
       status_ = std::make_unique<OwnedBuffer>(api_, plan_.checks.size() * 4 * sizeof(int32_t));
       zeros_.assign(plan_.checks.size() * 4, 0);
     }
-    for (const Step& s : plan_.steps)
+    for (const Step& s : plan_.steps) {
       if (auto* w = std::get_if<HostWhile>(&s))
         loops_.push_back(std::make_unique<Loop>(api_, *this, *w));
+      if (auto* m = std::get_if<LibraryMatmul>(&s))
+        vendor_.push_back(api_.prepare_matmul(m->shape, {m->bias >= 0, m->residual >= 0}));
+    }
   }
+
+  // Whether a run is only device work (no host control flow, no per-launch timing), so the device
+  // may record it once and replay it (DeviceApi::begin_recording).
+  bool recordable() const { return loops_.empty() && !profile_; }
 
   const lir::Program& program() const { return p_; }
 
   // bound[id]: the device buffer of input/output `id`; other entries are ignored.
   void execute(const std::vector<const DeviceBuffer*>& bound) {
+    enqueue(bound);
+    check_status();
+  }
+
+  // Reports the first bad index a kernel of the last run found.
+  void check_status() {
+    if (status_) check_indices();
+  }
+
+  // The device work of execute() without the index check that reads the status back: what a
+  // recording holds.
+  void enqueue(const std::vector<const DeviceBuffer*>& bound) {
     std::vector<const DeviceBuffer*> at(p_.buffers.size(), nullptr);
     for (const lir::Buffer& b : p_.buffers) {
       if (own_[b.id])
@@ -77,11 +96,23 @@ class ProgramOnDevice {
       else if (b.kind == lir::BufferKind::kInput || b.kind == lir::BufferKind::kOutput)
         at[b.id] = bound.at(b.id);
     }
-    if (status_) api_.upload(status_->get(), zeros_.data(), zeros_.size() * sizeof(int32_t));
-    size_t loop = 0;
+    if (status_) api_.zero(status_->get(), zeros_.size() * sizeof(int32_t));
+    size_t loop = 0, vendor = 0;
     for (const Step& s : plan_.steps) {
       if (std::holds_alternative<HostWhile>(s)) {
         loops_[loop++]->run(at);
+        continue;
+      }
+      if (const auto* m = std::get_if<LibraryMatmul>(&s)) {
+        auto operand = [&](int32_t position) { return need(at, m->buffers.at(position)); };
+        VendorOperands add;
+        if (m->bias >= 0) add.bias = need(at, m->bias);
+        if (m->residual >= 0) add.residual = need(at, m->residual);
+        timed(m->shape.name, [&] {
+          vendor_[vendor]->run(*operand(m->shape.a_buffer), *operand(m->shape.b_buffer),
+                               *operand(m->shape.c_buffer), add);
+        });
+        ++vendor;
         continue;
       }
       const Launch& l = std::get<Launch>(s);
@@ -96,16 +127,22 @@ class ProgramOnDevice {
       std::vector<const DeviceBuffer*> args;
       for (int32_t b : l.buffers) args.push_back(need(at, b));
       if (l.status_slot >= 0) args.push_back(&status_->get());
-      if (!profile_) {
-        api_.launch(*module_, l.symbol, args, l.work_items);
-        continue;
-      }
-      auto start = std::chrono::steady_clock::now();
-      api_.launch(*module_, l.symbol, args, l.work_items);
-      api_.finish();
-      profile_->add(l.symbol, std::chrono::steady_clock::now() - start);
+      timed(l.symbol, [&] { api_.launch(*module_, l.symbol, args, l.work_items); });
     }
-    if (status_) check_indices();
+  }
+
+  void check_indices() {
+    std::vector<int32_t> st(zeros_.size());
+    api_.download(status_->get(), st.data(), st.size() * sizeof(int32_t));
+    for (size_t s = 0; s < plan_.checks.size(); ++s) {
+      if (!st[s * 4]) continue;
+      uint64_t bits = (static_cast<uint64_t>(static_cast<uint32_t>(st[s * 4 + 3])) << 32) |
+                      static_cast<uint32_t>(st[s * 4 + 2]);
+      throw_user_error(fmt::format(
+          "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
+          plan_.checks[s].where, static_cast<int64_t>(bits), st[s * 4 + 1],
+          plan_.checks[s].axis_size));
+    }
   }
 
  private:
@@ -174,6 +211,7 @@ class ProgramOnDevice {
   std::unique_ptr<OwnedBuffer> status_;
   std::vector<int32_t> zeros_;
   std::vector<std::unique_ptr<Loop>> loops_;
+  std::vector<std::unique_ptr<VendorMatmul>> vendor_;  // one per LibraryMatmul step, in order
 
   const DeviceBuffer* need(const std::vector<const DeviceBuffer*>& at, int32_t id) const {
     const DeviceBuffer* b = at.at(p_.storage_of(id));
@@ -183,18 +221,17 @@ class ProgramOnDevice {
     return b;
   }
 
-  void check_indices() {
-    std::vector<int32_t> st(zeros_.size());
-    api_.download(status_->get(), st.data(), st.size() * sizeof(int32_t));
-    for (size_t s = 0; s < plan_.checks.size(); ++s) {
-      if (!st[s * 4]) continue;
-      uint64_t bits = (static_cast<uint64_t>(static_cast<uint32_t>(st[s * 4 + 3])) << 32) |
-                      static_cast<uint32_t>(st[s * 4 + 2]);
-      throw_user_error(fmt::format(
-          "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
-          plan_.checks[s].where, static_cast<int64_t>(bits), st[s * 4 + 1],
-          plan_.checks[s].axis_size));
+  // Runs `work` (one launch or vendor product), timed on its own under RLX_PROFILE.
+  template <typename Work>
+  void timed(const std::string& name, Work work) {
+    if (!profile_) {
+      work();
+      return;
     }
+    auto start = std::chrono::steady_clock::now();
+    work();
+    api_.finish();
+    profile_->add(name, std::chrono::steady_clock::now() - start);
   }
 };
 
@@ -239,7 +276,28 @@ void DeviceExecutable::run_bound(const std::vector<BufferBinding>& given, QueueI
       api_->upload(io_[b.id]->get(), given[b.id].host, bytes);
     }
   }
-  program_->execute(bound);
+  if (api_->can_record() && program_->recordable()) {
+    // The launches are recorded once per set of bound buffers and replayed: one call instead of
+    // one per kernel. A caller's device tensors at new addresses make a new recording.
+    std::vector<const void*> key;
+    for (const DeviceBuffer* b : bound) key.push_back(b ? b->handle : nullptr);
+    if (!recorded_ || key != recorded_for_) {
+      recorded_.reset();
+      api_->begin_recording();
+      try {
+        program_->enqueue(bound);
+      } catch (...) {
+        api_->end_recording();
+        throw;
+      }
+      recorded_ = api_->end_recording();
+      recorded_for_ = std::move(key);
+    }
+    api_->replay(*recorded_);
+    program_->check_status();
+  } else {
+    program_->execute(bound);
+  }
   for (auto& [name, id] : p.outputs) {
     const size_t bytes = static_cast<size_t>(p.buffers[id].nbytes());
     if (given[id].device.valid() || bytes == 0) continue;

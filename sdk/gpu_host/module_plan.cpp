@@ -129,6 +129,15 @@ bool dense_permutation(const std::vector<int64_t>& domain, const std::vector<int
   return true;
 }
 
+// Whether `strides` walk `domain` as `expected` do; a size-1 dim's stride does not matter.
+bool same_walk(const std::vector<int64_t>& domain, const std::vector<int64_t>& strides,
+               const std::vector<int64_t>& expected) {
+  if (strides.size() != domain.size() || expected.size() != domain.size()) return false;
+  for (size_t d = 0; d < domain.size(); ++d)
+    if (domain[d] != 1 && strides[d] != expected[d]) return false;
+  return true;
+}
+
 // Whether kernel `j` is the transpose that merges attention `a`'s heads ([B, H, Sq, Dv] read as
 // [B, Sq, H, Dv]) and the attention's only reader; if so the attention stores into its output
 // (AttentionShape::merge_heads) and it is not launched.
@@ -148,7 +157,31 @@ bool merges_heads(const AttentionCall& a, const lir::CallKernel& c, const lir::P
   const int32_t to = p.storage_of(k->stores[0].buffer);
   return e.kind == lir::ExprKind::kLoad && p.storage_of(e.load.buffer) == out &&
          e.load.offset == 0 && e.load.guards.empty() && k->domain == domain &&
-         e.load.strides == strides && p.buffers[to].dtype == p.buffers[out].dtype;
+         same_walk(domain, e.load.strides, strides) && p.buffers[to].dtype == p.buffers[out].dtype;
+}
+
+// Kernel `j` when it is the transpose that splits attention heads ([B, S, H, D] read as
+// [B, H, S, D]) into buffer `t` and nothing but one attention operand reads `t`: the storage it
+// reads, which the attention then reads itself (AttentionShape::*_split_heads); -1 otherwise.
+int32_t splits_heads(const lir::Program& p, size_t j, int32_t t, const std::vector<int>& readers) {
+  const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
+  const lir::Buffer& out = p.buffers[t];
+  if (!k || !k->reduce.empty() || k->num_parallel != 4 || k->exprs.size() != 1 ||
+      k->stores.size() != 1 || k->stores[0].expr != 0 || p.storage_of(k->stores[0].buffer) != t ||
+      readers[t] != 1 || out.kind != lir::BufferKind::kTemp || out.shape.size() != 4 ||
+      k->domain != out.shape)
+    return -1;
+  const lir::Expr& e = k->exprs[0];
+  if (e.kind != lir::ExprKind::kLoad || e.load.offset != 0 || !e.load.guards.empty()) return -1;
+  const int64_t b = out.shape[0], h = out.shape[1], s = out.shape[2], d = out.shape[3];
+  const std::vector<int64_t> strides = {s * h * d, d, h * d, 1};
+  const int32_t from = p.storage_of(e.load.buffer);
+  const lir::Buffer& in = p.buffers[from];
+  if (!same_walk(k->domain, e.load.strides, strides) || in.dtype != out.dtype ||
+      in.numel() != b * s * h * d ||
+      from == t)
+    return -1;
+  return from;
 }
 
 // Epilogue kernels fused into one product at most, and the buffers the fused kernel may bind:
@@ -269,6 +302,76 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
   return chain.size();
 }
 
+// Takes the loop kernel after vendor product `i` into it when that kernel only sums the product
+// with a bias row along n and/or a residual of the product's shape (f32, one batch): the vendor
+// library adds them before it stores, and the product stores the kernel's output. Returns how
+// many kernels it took (0 or 1).
+size_t fuse_vendor_epilogue(LibraryMatmul& lm, const lir::Program& p, size_t i,
+                            const std::vector<int>& readers) {
+  const sdk::MatmulShape& s = lm.shape;
+  if (s.batch != 1 || s.c_dtype != DType::kF32 || i + 1 >= p.kernels.size()) return 0;
+  const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i + 1]);
+  if (!k || !k->reduce.empty() || k->stores.size() != 1 ||
+      k->num_parallel != static_cast<int32_t>(k->domain.size()) || k->domain.empty() ||
+      k->domain.back() != s.n)
+    return 0;
+  const int32_t c = lm.buffers[s.c_buffer], out = p.storage_of(k->stores[0].buffer);
+  if (p.buffers[c].kind != lir::BufferKind::kTemp || readers[c] != 1 ||
+      p.buffers[out].dtype != DType::kF32 || p.buffers[out].numel() != s.m * s.n ||
+      std::find(lm.buffers.begin(), lm.buffers.end(), out) != lm.buffers.end())
+    return 0;
+  const std::vector<int64_t> identity = row_major_strides(k->domain);
+  auto in_order = [&](const std::vector<int64_t>& strides) {
+    if (strides.size() != k->domain.size()) return false;
+    for (size_t d = 0; d < strides.size(); ++d)
+      if (k->domain[d] != 1 && strides[d] != identity[d]) return false;
+    return true;
+  };
+  auto along_n = [&](const std::vector<int64_t>& strides) {
+    if (strides.size() != k->domain.size() || strides.back() != 1) return false;
+    for (size_t d = 0; d + 1 < strides.size(); ++d)
+      if (k->domain[d] != 1 && strides[d] != 0) return false;
+    return true;
+  };
+  // Every expression a load or an f32 add, every value but the stored one used once: the
+  // stored value is the sum of the loads.
+  std::vector<int> uses(k->exprs.size(), 0);
+  int32_t bias = -1, residual = -1, loads = 0, adds = 0;
+  bool product = false;
+  for (const lir::Expr& e : k->exprs) {
+    if (e.kind == lir::ExprKind::kBinary && e.op == "add" && e.dtype == DType::kF32 &&
+        e.args.size() == 2) {
+      ++adds;
+      for (int32_t a : e.args) ++uses.at(a);
+      continue;
+    }
+    if (e.kind != lir::ExprKind::kLoad || !e.load.guards.empty() || e.load.offset != 0 ||
+        e.dtype != DType::kF32)
+      return 0;
+    ++loads;
+    const int32_t b = p.storage_of(e.load.buffer);
+    if (p.buffers[b].dtype != DType::kF32 || b == out) return 0;
+    if (b == c && in_order(e.load.strides) && !product) {
+      product = true;
+    } else if (bias < 0 && p.buffers[b].numel() == s.n && along_n(e.load.strides)) {
+      bias = b;
+    } else if (residual < 0 && b != c && p.buffers[b].numel() == s.m * s.n &&
+               in_order(e.load.strides)) {
+      residual = b;
+    } else {
+      return 0;
+    }
+  }
+  const int32_t root = k->stores[0].expr;
+  for (size_t j = 0; j < uses.size(); ++j)
+    if (uses[j] != (static_cast<int32_t>(j) == root ? 0 : 1)) return 0;
+  if (!product || loads < 2 || adds != loads - 1) return 0;
+  lm.bias = bias;
+  lm.residual = residual;
+  lm.buffers[s.c_buffer] = out;
+  return 1;
+}
+
 // A native LayerNorm or RMSNorm call as the shape render_norm takes, its distinct storage
 // buffers numbered by position.
 struct NormCall {
@@ -386,7 +489,38 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   const std::vector<int> readers = readers_of(p);
   // Buffers a fused kernel writes before their own first kernel: storage -> the writing kernel.
   std::map<int32_t, int32_t> written_early;
+  // Buffers read after their own last kernel (an attention reading what a skipped transpose
+  // read): storage -> the reading kernel.
+  std::map<int32_t, int32_t> read_late;
+  // Transposes that split heads for an attention, which reads their input instead: kernel index
+  // -> (attention index, operand 0..2, the storage the attention reads).
+  std::map<size_t, std::pair<size_t, std::pair<int, int32_t>>> split;
+  {
+    std::map<int32_t, size_t> writer;  // storage -> the loop kernel storing it
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+      if (const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
+        for (const lir::Store& st : k->stores) writer[p.storage_of(st.buffer)] = i;
+        continue;
+      }
+      const auto& c = std::get<lir::CallKernel>(p.kernels[i]);
+      if (c.callee != "native:Attention") continue;
+      for (int operand = 0; operand < 3 && operand < static_cast<int>(c.inputs.size()); ++operand) {
+        const int32_t t = p.storage_of(c.inputs[operand]);
+        auto w = writer.find(t);
+        if (w == writer.end()) continue;
+        const int32_t from = splits_heads(p, w->second, t, readers);
+        if (from >= 0) split[w->second] = {i, {operand, from}};
+      }
+    }
+  }
+  // Attention -> the operands it reads unsplit: filled when the loop below reaches a candidate
+  // transpose as a kernel of its own (one that a product fused into its epilogue never is).
+  std::map<size_t, std::vector<std::pair<int, int32_t>>> split_for;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
+    if (auto it = split.find(i); it != split.end()) {
+      split_for[it->second.first].push_back(it->second.second);  // the attention reads its input
+      continue;
+    }
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
       add_loop(*k);
       continue;
@@ -399,7 +533,23 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       // device at the same dtype, not a fallback.
       std::optional<MatmulCall> mm;
       if (!d.shared_array.empty()) mm = matmul_form(c, p, name);
-      if (mm) {
+      const std::string vendor = mm ? library.vendor_matmul(mm->shape) : "";
+      if (!vendor.empty()) {
+        // The vendor product stores C; the kernels after it (bias, activation) run as they are.
+        plan.source += fmt::format("// {}: {} C[{}, {}, {}] = A x B (k = {})\n", name, vendor,
+                                   mm->shape.batch, mm->shape.m, mm->shape.n, mm->shape.k);
+        LibraryMatmul lm{mm->shape, mm->buffers, vendor};
+        const size_t fused =
+            library.vendor_adds_bias_and_residual() ? fuse_vendor_epilogue(lm, p, i, readers) : 0;
+        if (fused > 0) written_early[lm.buffers[lm.shape.c_buffer]] = static_cast<int32_t>(i);
+        if (lm.bias >= 0 || lm.residual >= 0)
+          plan.source += fmt::format("//   adding {}{} before the store, for kernel {}\n",
+                                     lm.bias >= 0 ? "a bias row" : "",
+                                     lm.residual >= 0 ? (lm.bias >= 0 ? " and a residual" : "a residual") : "",
+                                     i + 1);
+        plan.steps.emplace_back(std::move(lm));
+        i += fused;
+      } else if (mm) {
         const size_t fused = fuse_epilogue(*mm, p, i, readers);
         if (fused > 0) written_early[mm->buffers.back()] = static_cast<int32_t>(i);
         add_matmul(*mm);
@@ -408,6 +558,29 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         add_loop(dot_general_kernel(c, p, name));
     } else if (c.callee == "native:Attention") {
       AttentionCall a = attention_call(c, p, fmt::format("k{}_attention", i));
+      for (auto [operand, from] : split_for[i]) {
+        int32_t& position = operand == 0   ? a.shape.q_buffer
+                            : operand == 1 ? a.shape.k_buffer
+                                           : a.shape.v_buffer;
+        (operand == 0 ? a.shape.q_split_heads
+                      : operand == 1 ? a.shape.k_split_heads : a.shape.v_split_heads) = true;
+        position = static_cast<int32_t>(a.buffers.size());  // renumbered below
+        a.buffers.push_back(from);
+        read_late[from] = std::max(read_late[from], static_cast<int32_t>(i));
+      }
+      if (!split_for[i].empty()) {
+        // The parameters again, distinct and numbered in order, without the transposes' outputs.
+        std::vector<int32_t> kept;
+        for (int32_t* position : {&a.shape.q_buffer, &a.shape.k_buffer, &a.shape.v_buffer,
+                                  &a.shape.mask_buffer, &a.shape.out_buffer}) {
+          if (*position < 0) continue;
+          const int32_t storage = a.buffers[*position];
+          auto it = std::find(kept.begin(), kept.end(), storage);
+          *position = static_cast<int32_t>(it - kept.begin());
+          if (it == kept.end()) kept.push_back(storage);
+        }
+        a.buffers = std::move(kept);
+      }
       if (merges_heads(a, c, p, i + 1, readers)) {
         const auto& transpose = std::get<lir::LoopKernel>(p.kernels[i + 1]);
         a.buffers[a.shape.out_buffer] = p.storage_of(transpose.stores[0].buffer);
@@ -439,12 +612,26 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
                               where(c)));
     }
   }
-  if (!written_early.empty()) {
+  if (!written_early.empty() || !read_late.empty()) {
+    // The temporaries' sizes and lifetimes only (plan_arena reads nothing else), without the
+    // constants' data.
+    lir::Program lifetimes;
     std::vector<int32_t> first_use;
-    for (const lir::Buffer& b : p.buffers) first_use.push_back(b.first_use);
+    for (const lir::Buffer& b : p.buffers) {
+      lir::Buffer c;
+      if (b.kind == lir::BufferKind::kTemp) c = b;
+      c.id = b.id;
+      c.kind = b.kind;
+      lifetimes.buffers.push_back(std::move(c));
+      first_use.push_back(b.first_use);
+    }
     for (auto [storage, kernel] : written_early)
       first_use[storage] = std::min(first_use[storage], kernel);
-    plan.arena_offsets = lir::plan_arena(p, first_use, nullptr);
+    for (auto [storage, kernel] : read_late) {
+      lir::Buffer& b = lifetimes.buffers[storage];
+      b.last_use = std::max(b.last_use, kernel);
+    }
+    plan.arena_offsets = lir::plan_arena(lifetimes, first_use, nullptr);
   }
   return plan;
 }

@@ -27,7 +27,18 @@ struct HostWhile {
   int32_t kernel = -1;
 };
 
-using Step = std::variant<Launch, HostWhile>;
+// A product a vendor library computes (KernelLibrary::vendor_matmul): A, B and C are the storage
+// ids `buffers` at the shape's positions.
+struct LibraryMatmul {
+  sdk::MatmulShape shape;
+  std::vector<int32_t> buffers;
+  std::string vendor;  // "cuBLASLt"
+  // The bias row and residual the product adds (storage ids, -1: none), taken from the loop
+  // kernel after it, whose output is then C (buffers at shape.c_buffer).
+  int32_t bias = -1, residual = -1;
+};
+
+using Step = std::variant<Launch, HostWhile, LibraryMatmul>;
 
 struct IndexCheck {
   std::string where;

@@ -68,10 +68,11 @@ class AttentionWriter {
     fold_key(
         [&](const std::string& d) {
           return t_.load(s_.k_buffer, s_.k_dtype,
-                         fmt::format("kbase + j * {} + {}", s_.head_dim, d));
+                         fmt::format("kbase + j * {} + {}", key_stride(s_.k_split_heads, s_.head_dim), d));
         },
         [&](const std::string& d) {
-          return t_.load(s_.v_buffer, s_.v_dtype, fmt::format("vbase + j * {} + {}", s_.v_dim, d));
+          return t_.load(s_.v_buffer, s_.v_dtype,
+                         fmt::format("vbase + j * {} + {}", key_stride(s_.v_split_heads, s_.v_dim), d));
         });
     t_.close();
     store_row("row", "");
@@ -116,8 +117,8 @@ class AttentionWriter {
     t_.loop("t", k_tiles);
     t_.let("j0", fmt::format("t * {}", tk));
     if (!live.empty()) t_.if_block(live);
-    stage("rlx_k", "kbase", s_.head_dim, tk, s_.k_buffer, s_.k_dtype);
-    stage("rlx_v", "vbase", s_.v_dim, tk, s_.v_buffer, s_.v_dtype);
+    stage("rlx_k", "kbase", s_.head_dim, tk, s_.k_buffer, s_.k_dtype, s_.k_split_heads);
+    stage("rlx_v", "vbase", s_.v_dim, tk, s_.v_buffer, s_.v_dtype, s_.v_split_heads);
     if (!live.empty()) t_.close();
     t_.line(t_.dialect().barrier);
     if (!live.empty()) t_.if_block(live);
@@ -155,27 +156,46 @@ class AttentionWriter {
   std::string comment(const std::string& variant) const {
     return fmt::format(
         "{}: attention ({}) q [{}, {}, {}, {}] k, v [{}, {}, {}, {}|{}], mask {}, scale {}, online "
-        "softmax in f32{}",
+        "softmax in f32{}{}",
         kernel_symbol(s_.name), variant, s_.batch, s_.heads, s_.q_len, s_.head_dim, s_.batch,
         s_.kv_heads, s_.kv_len, s_.head_dim, s_.v_dim, s_.mask, s_.scale,
+        s_.q_split_heads || s_.k_split_heads || s_.v_split_heads
+            ? fmt::format(", {}{}{} read as [B, S, H, D]", s_.q_split_heads ? "q" : "",
+                          s_.k_split_heads ? "k" : "", s_.v_split_heads ? "v" : "")
+            : "",
         s_.merge_heads ? ", heads merged into out [B, Sq, H, Dv]" : "");
   }
 
-  // bi, the kv head kvh of head bh and where its keys and values start.
+  // bi, the kv head kvh of head bh and where its keys and values start: a block of Sk rows per
+  // kv head, or (split heads) the head's slice of row 0 of the batch's [Sk, Hkv, D] block.
   void head_bases() {
     t_.let("bi", fmt::format("bh / {}", s_.heads));
-    t_.let("kvh",
-           fmt::format("bi * {} + (bh % {}) / {}", s_.kv_heads, s_.heads, s_.heads / s_.kv_heads));
-    t_.let("kbase", fmt::format("kvh * {}", s_.kv_len * s_.head_dim));
-    t_.let("vbase", fmt::format("kvh * {}", s_.kv_len * s_.v_dim));
+    t_.let("kvl", fmt::format("(bh % {}) / {}", s_.heads, s_.heads / s_.kv_heads));
+    t_.let("kvh", fmt::format("bi * {} + kvl", s_.kv_heads));
+    auto base = [&](bool split, int64_t width) {
+      return split ? fmt::format("bi * {} + kvl * {}", s_.kv_len * s_.kv_heads * width, width)
+                   : fmt::format("kvh * {}", s_.kv_len * width);
+    };
+    t_.let("kbase", base(s_.k_split_heads, s_.head_dim));
+    t_.let("vbase", base(s_.v_split_heads, s_.v_dim));
+  }
+
+  // Elements between key j's row and key j + 1's.
+  int64_t key_stride(bool split, int64_t width) const {
+    return split ? s_.kv_heads * width : width;
+  }
+
+  // Where query `row`'s q row starts.
+  std::string q_start(const std::string& row) const {
+    if (!s_.q_split_heads) return fmt::format("{} * {}", row, s_.head_dim);
+    return fmt::format("((bi * {0} + qi) * {1} + bh % {1}) * {2}", s_.q_len, s_.heads, s_.head_dim);
   }
 
   // The q row of query `row` in qrow, the output row acc, the running maximum and sum.
   void row_state(const std::string& row) {
     t_.array(f32_, "qrow", s_.head_dim);
     t_.loop("d", s_.head_dim);
-    t_.line(fmt::format("qrow[d] = {};", t_.load(s_.q_buffer, s_.q_dtype,
-                                                 fmt::format("{} * {} + d", row, s_.head_dim))));
+    t_.line(fmt::format("qrow[d] = {};", t_.load(s_.q_buffer, s_.q_dtype, q_start(row) + " + d")));
     t_.close();
     t_.array(f32_, "acc", s_.v_dim);
     t_.loop("d", s_.v_dim);
@@ -210,15 +230,20 @@ class AttentionWriter {
   // Copies the tile's `width`-element rows of keys j0 .. j0 + tk (one block of the buffer) into
   // shared array `array`; past Sk the tile holds zeros.
   void stage(const std::string& array, const std::string& base, int64_t width, int64_t tk,
-             int32_t position, DType dtype) {
+             int32_t position, DType dtype, bool split) {
     const int64_t n = tk * width;
     t_.loop("u", ceil_div(n, kGroup), int_);
     t_.declare(int_, "e", fmt::format("u * {} + li", kGroup));
-    const std::string at =
-        fmt::format("j0 * {} + {}", width, t_.cast(t_.dialect().index_type, "e"));
+    const std::string& index = t_.dialect().index_type;
+    const std::string at = fmt::format("j0 * {} + {}", width, t_.cast(index, "e"));
+    // Split heads: element e of the tile is element e % width of key j0 + e / width's row.
+    const std::string from =
+        split ? fmt::format("(j0 + {}) * {} + {}", t_.cast(index, fmt::format("e / {}", width)),
+                            s_.kv_heads * width, t_.cast(index, fmt::format("e % {}", width)))
+              : at;
     // The last tile may run past the kv head's block (into the next head's, or the buffer's end).
     const std::string ok = s_.kv_len % tk == 0 ? "" : fmt::format("{} < {}", at, s_.kv_len * width);
-    const std::string v = t_.load(position, dtype, fmt::format("{} + {}", base, at));
+    const std::string v = t_.load(position, dtype, fmt::format("{} + {}", base, from));
     // (WGSL's select reads both sides, and WebGPU clamps such a read: it stays in bounds.)
     const std::string x = ok.empty() ? v : t_.choose(ok, v, zero());
     if (n % kGroup != 0) t_.if_block(fmt::format("e < {}", n));

@@ -97,6 +97,7 @@ class KernelRenderer {
       int64_t n = work_items(k_);
       line(declare(d_.index_type, "gid", global_id()));
       line(fmt::format("if (gid >= {}) {{ return; }}", n));
+      gid_strides_ = out_strides;
       for (int32_t d = 0; d < k_.num_parallel; ++d) {
         std::string v = out_strides[d] == 1 ? "gid" : fmt::format("gid / {}", out_strides[d]);
         if (d > 0) v = fmt::format("({}) % {}", v, par[d]);
@@ -183,6 +184,9 @@ class KernelRenderer {
   int32_t input_ = -1;
   std::string input_value_;
   DType input_dtype_ = DType::kF32;
+  // One work-item per output element (kWorkItemPerOutput): the row-major strides of the parallel
+  // dims that the flat index `gid` walks; empty under the other mappings.
+  std::vector<int64_t> gid_strides_;
 
   bool positional() const { return d_.buffer_params == BufferParams::kPositionalTable; }
   std::string pointer(int32_t storage) const { return fmt::format("b{}", local_.at(storage)); }
@@ -315,6 +319,10 @@ class KernelRenderer {
     if (strides.size() > k_.domain.size())
       fail(fmt::format("an affine map has {} strides for a domain of rank {}", strides.size(),
                        k_.domain.size()));
+    // A read in the output's own order is the work-item's flat index: no index arithmetic for
+    // the device compiler to see through (the divisions that make i0, i1, ... then often go).
+    if (reads_in_output_order(strides))
+      return offset == 0 ? "gid" : fmt::format("gid {} {}", offset < 0 ? '-' : '+', std::abs(offset));
     std::string s;
     for (size_t d = 0; d < strides.size(); ++d) {
       int64_t c = strides[d];
@@ -327,6 +335,16 @@ class KernelRenderer {
       s += s.empty() ? std::to_string(offset)
                      : fmt::format(" {} {}", offset < 0 ? '-' : '+', std::abs(offset));
     return s;
+  }
+
+  bool reads_in_output_order(const std::vector<int64_t>& strides) const {
+    if (gid_strides_.empty() || !names_.empty() || strides.size() != k_.domain.size()) return false;
+    for (size_t d = 0; d < strides.size(); ++d) {
+      const bool parallel = d < gid_strides_.size();
+      if (parallel ? (k_.domain[d] != 1 && strides[d] != gid_strides_[d]) : strides[d] != 0)
+        return false;
+    }
+    return true;
   }
 
   std::string in_range(int32_t dim, int64_t lo, int64_t hi) const {

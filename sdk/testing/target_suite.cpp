@@ -296,6 +296,26 @@ const char* const kMergeHeadsProgram =
 }
 )";
 
+const char* const kSplitHeadsProgram =
+    R"(graph @t(%xq: f32[2,20,32], %xk: f32[2,20,16], %xv: f32[2,20,16], %xd: f32[2,2,32], %yk: f32[2,20,16], %yv: f32[2,20,16]) {
+  %qs = reshape(%xq) {shape = [2, 20, 4, 8]} : f32[2,20,4,8]
+  %q = transpose(%qs) {perm = [0, 2, 1, 3]} : f32[2,4,20,8]
+  %ks = reshape(%xk) {shape = [2, 20, 2, 8]} : f32[2,20,2,8]
+  %k = transpose(%ks) {perm = [0, 2, 1, 3]} : f32[2,2,20,8]
+  %vs = reshape(%xv) {shape = [2, 20, 2, 8]} : f32[2,20,2,8]
+  %v = transpose(%vs) {perm = [0, 2, 1, 3]} : f32[2,2,20,8]
+  %o = Attention(%q, %k, %v) {mask = "causal"} : f32[2,4,20,8]
+  %ds = reshape(%xd) {shape = [2, 2, 4, 8]} : f32[2,2,4,8]
+  %qd = transpose(%ds) {perm = [0, 2, 1, 3]} : f32[2,4,2,8]
+  %ks2 = reshape(%yk) {shape = [2, 20, 2, 8]} : f32[2,20,2,8]
+  %k2 = transpose(%ks2) {perm = [0, 2, 1, 3]} : f32[2,2,20,8]
+  %vs2 = reshape(%yv) {shape = [2, 20, 2, 8]} : f32[2,20,2,8]
+  %v2 = transpose(%vs2) {perm = [0, 2, 1, 3]} : f32[2,2,20,8]
+  %od = Attention(%qd, %k2, %v2) : f32[2,4,2,8]
+  return %o, %od
+}
+)";
+
 const char* const kMixedProgram =
     R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
   %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
@@ -411,6 +431,20 @@ void merged_heads_agree_with_cpu(const SuiteTarget& t) {
                   {"qd", random({2, 3, 2, 8})}};
   expect_all_close(run_text(kMergeHeadsProgram, in, cpu_target()),
                    run_text(kMergeHeadsProgram, in, target_named(t.name)), 1e-5);
+}
+
+// Attentions reading q, k and v through the transposes that split heads (kSplitHeadsProgram):
+// the GPU-style targets read the unsplit rows themselves; the results agree with cpu.
+void split_heads_agree_with_cpu(const SuiteTarget& t) {
+  std::mt19937 rng(19);
+  auto random = [&](std::vector<int64_t> shape) {
+    return uniform_f32(rng, std::move(shape), 1.0f);
+  };
+  NamedTensors in{{"xq", random({2, 20, 32})}, {"xk", random({2, 20, 16})},
+                  {"xv", random({2, 20, 16})}, {"xd", random({2, 2, 32})},
+                  {"yk", random({2, 20, 16})}, {"yv", random({2, 20, 16})}};
+  expect_all_close(run_text(kSplitHeadsProgram, in, cpu_target()),
+                   run_text(kSplitHeadsProgram, in, target_named(t.name)), 1e-5);
 }
 
 // A decode step over a KV cache kept in f16 (`rlx generate --kv-cache f16`): each step's f32
@@ -573,6 +607,7 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("ProductEpiloguesAgreeWithCpu", product_epilogues_agree_with_cpu);
   add("NormsRunNativelyAndAgreeWithCpu", norms_agree_with_cpu);
   add("AttentionsStoreMergedHeadsAndAgreeWithCpu", merged_heads_agree_with_cpu);
+  add("AttentionsReadSplitHeadsAndAgreeWithCpu", split_heads_agree_with_cpu);
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);
   add("KvCacheUpdatesInPlace",
       [](const SuiteTarget& t) { check_in_place_cache_update(target_named(t.name)); });

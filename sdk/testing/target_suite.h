@@ -78,6 +78,10 @@ extern const char* const kEpilogueProgram;
 // by the transpose that merges heads: AttentionsStoreMergedHeadsAndAgreeWithCpu, and the
 // targets' emit tests check that no transpose kernel is left.
 extern const char* const kMergeHeadsProgram;
+// Attentions whose q, k and v come through the transpose that splits heads ([B, S, H, D] to
+// [B, H, S, D]), with grouped kv heads, tiled (20 queries a head) and per row (2):
+// AttentionsReadSplitHeadsAndAgreeWithCpu.
+extern const char* const kSplitHeadsProgram;
 
 // Registers the shared tests of a target that runs here (see the top of this file).
 void register_target_suite_tests(const SuiteTarget& target);

@@ -24,7 +24,8 @@ pack() {
   local build=${1:-$root/build}
   # bundle.sh installs the whole build, so all of it is built (rlx_cuda_tests among it).
   cmake --build "$build"
-  "$root/bench/gpu/bundle.sh" "$build" "$root/.device"
+  # RLX_BUNDLE_ARGS=--minilm also packs the real MiniLM for bench/gpu/run.py.
+  "$root/bench/gpu/bundle.sh" ${RLX_BUNDLE_ARGS:-} "$build" "$root/.device"
   local stage
   stage=$(mktemp -d)
   mkdir -p "$stage/cuda-tests"

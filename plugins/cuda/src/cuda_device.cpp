@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <string_view>
 #include <vector>
 
 #include "cubin_cache.h"
 #include "cuda_arch.h"
 #include "cuda_library.h"
+#include "cuda_matmul.h"
 #include "nvrtc.h"
 #include "rlx/core/error.h"
 
@@ -247,6 +249,81 @@ void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
 void CudaDevice::finish() {
   make_current();
   check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
+
+}  // namespace rlx::cuda
+
+namespace rlx::cuda {
+
+namespace {
+
+// cuBLASLt's scratch memory for split-k and similar algorithms: what its heuristics may ask for on
+// Hopper, allocated once per device.
+constexpr size_t kCublasLtWorkspace = size_t{32} << 20;
+
+class CudaGraph final : public gpu_host::RecordedWork {
+ public:
+  CudaGraph(const DriverApi& cu, CuGraph graph) : cu_(cu), graph_(graph) {}
+  ~CudaGraph() override {
+    if (exec_) cu_.cuGraphExecDestroy(exec_);
+    if (graph_) cu_.cuGraphDestroy(graph_);
+  }
+  CuGraphExec exec() const { return exec_; }
+  void set_exec(CuGraphExec exec) { exec_ = exec; }
+
+ private:
+  const DriverApi& cu_;
+  CuGraph graph_;
+  CuGraphExec exec_ = nullptr;
+};
+
+}  // namespace
+
+void CudaDevice::zero(const gpu_host::DeviceBuffer& buffer, size_t bytes) {
+  make_current();
+  check(cu_.cuMemsetD8Async(ptr(buffer), 0, bytes, stream_), "cuMemsetD8Async");
+}
+
+std::unique_ptr<gpu_host::VendorMatmul> CudaDevice::prepare_matmul(
+    const sdk::MatmulShape& shape, const gpu_host::VendorEpilogue& epilogue) {
+  make_current();
+  std::string why;
+  const CublasLtApi* lt = cublaslt_api(&why);
+  if (!lt) throw Error(ErrorKind::kCompile, fmt::format("cuda: {} needs cuBLASLt: {}", shape.name, why));
+  if (!lt_handle_) {
+    if (CublasStatus rc = lt->create(&lt_handle_); rc != kCublasSuccess)
+      throw Error(ErrorKind::kDevice,
+                  fmt::format("cuda: cublasLtCreate failed: {}", cublas_status_name(*lt, rc)));
+    check(cu_.cuMemAlloc(&lt_workspace_, kCublasLtWorkspace), "cuMemAlloc (cuBLASLt workspace)");
+  }
+  return plan_cublaslt(*lt, lt_handle_, stream_, lt_workspace_, kCublasLtWorkspace, shape,
+                       epilogue);
+}
+
+bool CudaDevice::can_record() const {
+  const char* graphs = std::getenv("RLX_CUDA_GRAPHS");
+  return !(graphs && std::string_view(graphs) == "0");
+}
+
+void CudaDevice::begin_recording() {
+  make_current();
+  check(cu_.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
+}
+
+std::unique_ptr<gpu_host::RecordedWork> CudaDevice::end_recording() {
+  make_current();
+  CuGraph graph = nullptr;
+  check(cu_.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+  auto work = std::make_unique<CudaGraph>(cu_, graph);  // frees the graph if instantiation fails
+  CuGraphExec exec = nullptr;
+  check(cu_.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+  work->set_exec(exec);
+  return work;
+}
+
+void CudaDevice::replay(gpu_host::RecordedWork& work) {
+  make_current();
+  check(cu_.cuGraphLaunch(static_cast<CudaGraph&>(work).exec(), stream_), "cuGraphLaunch");
 }
 
 }  // namespace rlx::cuda

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "cublaslt.h"
 #include "cuda_driver.h"
 #include "device_api.h"
 
@@ -46,6 +47,14 @@ class CudaDevice final : public gpu_host::DeviceApi {
               const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) override;
   void finish() override;
   DeviceLimits limits() const override;
+  void zero(const gpu_host::DeviceBuffer& buffer, size_t bytes) override;
+  std::unique_ptr<gpu_host::VendorMatmul> prepare_matmul(
+      const sdk::MatmulShape& shape, const gpu_host::VendorEpilogue& epilogue) override;
+  // Recording is CUDA stream capture into a graph, on unless RLX_CUDA_GRAPHS=0.
+  bool can_record() const override;
+  void begin_recording() override;
+  std::unique_ptr<gpu_host::RecordedWork> end_recording() override;
+  void replay(gpu_host::RecordedWork& work) override;
 
  private:
   CudaDevice(const DriverApi& cu, CuDevice device, CuContext context, CuStream stream,
@@ -55,6 +64,9 @@ class CudaDevice final : public gpu_host::DeviceApi {
   CuContext context_;
   CuStream stream_;
   CudaDeviceInfo info_;
+  // cuBLASLt's handle and workspace, made for the first vendor product.
+  CublasLtHandle lt_handle_ = nullptr;
+  CuDevicePtr lt_workspace_ = 0;
 
   void check(CuResult rc, const char* call) const;
   void make_current() const;

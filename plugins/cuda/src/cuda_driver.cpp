@@ -24,7 +24,7 @@ Loaded load() {
   auto resolve = [&](auto& fn, const char* name) {
     if (!l.error.empty()) return;
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) l.error = fmt::format("libcuda.so.1 lacks {}: driver older than CUDA 11.0", name);
+    if (!fn) l.error = fmt::format("libcuda.so.1 lacks {}: driver older than CUDA 11.4", name);
   };
   DriverApi& a = l.api;
   resolve(a.cuInit, "cuInit");
@@ -49,6 +49,14 @@ Loaded load() {
   resolve(a.cuModuleUnload, "cuModuleUnload");
   resolve(a.cuModuleGetFunction, "cuModuleGetFunction");
   resolve(a.cuLaunchKernel, "cuLaunchKernel");
+  resolve(a.cuMemsetD8Async, "cuMemsetD8Async");
+  resolve(a.cuMemGetInfo, "cuMemGetInfo_v2");
+  resolve(a.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+  resolve(a.cuStreamEndCapture, "cuStreamEndCapture");
+  resolve(a.cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  resolve(a.cuGraphLaunch, "cuGraphLaunch");
+  resolve(a.cuGraphExecDestroy, "cuGraphExecDestroy");
+  resolve(a.cuGraphDestroy, "cuGraphDestroy");
   return l;
 }
 

@@ -17,6 +17,8 @@ using CuContext = struct CuContextOpaque*;
 using CuModule = struct CuModuleOpaque*;
 using CuFunction = struct CuFunctionOpaque*;
 using CuStream = struct CuStreamOpaque*;
+using CuGraph = struct CuGraphOpaque*;
+using CuGraphExec = struct CuGraphExecOpaque*;
 
 inline constexpr CuResult kCudaSuccess = 0;
 inline constexpr CuResult kCudaErrorNoDevice = 100;
@@ -24,8 +26,11 @@ inline constexpr CuResult kCudaErrorNoDevice = 100;
 inline constexpr int kAttrMaxThreadsPerBlock = 1;
 inline constexpr int kAttrComputeCapabilityMajor = 75;
 inline constexpr int kAttrComputeCapabilityMinor = 76;
-// The oldest driver the target accepts: CUDA 11.0 (cuDriverGetVersion's 1000 * major + 10 * minor).
-inline constexpr int kMinDriverVersion = 11000;
+// CUstreamCaptureMode: only this thread's calls are checked while a stream records.
+inline constexpr int kCaptureModeThreadLocal = 1;
+// The oldest driver the target accepts: CUDA 11.4, the first with cuGraphInstantiateWithFlags
+// (cuDriverGetVersion's 1000 * major + 10 * minor).
+inline constexpr int kMinDriverVersion = 11040;
 
 struct DriverApi {
   CuResult (*cuInit)(unsigned flags) = nullptr;
@@ -57,6 +62,16 @@ struct DriverApi {
                              unsigned block_x, unsigned block_y, unsigned block_z,
                              unsigned shared_bytes, CuStream stream, void** params,
                              void** extra) = nullptr;
+  CuResult (*cuMemsetD8Async)(CuDevicePtr dst, unsigned char value, size_t bytes,
+                              CuStream stream) = nullptr;
+  CuResult (*cuMemGetInfo)(size_t* free, size_t* total) = nullptr;                // _v2
+  CuResult (*cuStreamBeginCapture)(CuStream stream, int mode) = nullptr;          // _v2
+  CuResult (*cuStreamEndCapture)(CuStream stream, CuGraph* graph) = nullptr;
+  CuResult (*cuGraphInstantiateWithFlags)(CuGraphExec* exec, CuGraph graph,
+                                          unsigned long long flags) = nullptr;
+  CuResult (*cuGraphLaunch)(CuGraphExec exec, CuStream stream) = nullptr;
+  CuResult (*cuGraphExecDestroy)(CuGraphExec exec) = nullptr;
+  CuResult (*cuGraphDestroy)(CuGraph graph) = nullptr;
 };
 
 // The resolved entry points, or nullptr with `why` set ("libcuda.so.1 not found (...)"). Loaded

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "cuda_matmul.h"
+
 namespace rlx::cuda {
 
 namespace {
@@ -29,6 +31,10 @@ constexpr const char* kGlobalId = "(int64_t)blockIdx.x * blockDim.x + threadIdx.
 
 const sdk::Dialect& CudaKernelLibrary::dialect() const {
   return sdk::cuda_dialect();
+}
+
+std::string CudaKernelLibrary::vendor_matmul(const sdk::MatmulShape& shape) const {
+  return cublaslt_takes(shape);
 }
 
 std::string CudaKernelLibrary::gather_source(const gpu_host::IndexCall& c) const {

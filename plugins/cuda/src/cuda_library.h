@@ -10,6 +10,9 @@ class CudaKernelLibrary final : public gpu_host::IndexCallLibrary {
  public:
   CudaKernelLibrary() : IndexCallLibrary("CUDA C++") {}
   const sdk::Dialect& dialect() const override;
+  // cuBLASLt where it loads and takes the product (cuda_matmul.h).
+  std::string vendor_matmul(const sdk::MatmulShape& shape) const override;
+  bool vendor_adds_bias_and_residual() const override { return true; }
 
  protected:
   std::string gather_source(const gpu_host::IndexCall& c) const override;

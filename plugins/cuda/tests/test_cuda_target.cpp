@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "cublaslt.h"
 #include "target_suite.h"
 #include "test_support.h"
 
@@ -36,10 +37,13 @@ bool have_nvrtc() {
   if (!have_nvrtc())    \
   GTEST_SKIP() << "NVRTC (libnvrtc.so) is not installed here: the CUDA toolkit's cuda-nvrtc"
 
-// Emits `ir` for cuda at RLX_CUDA_ARCH=sm_90 and checks the three artifacts.
+// Emits `ir` for cuda at RLX_CUDA_ARCH=sm_90 and checks the three artifacts. Products are rlx's
+// tiled kernels here (RLX_CUDA_GEMM=kernel), which NVRTC must compile, not cuBLASLt calls.
 void expect_compiles_to_sm90(const std::string& ir, std::string_view what) {
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  setenv("RLX_CUDA_GEMM", "kernel", 1);
   test::Emitted e(ir, cuda());
+  unsetenv("RLX_CUDA_GEMM");
   unsetenv("RLX_CUDA_ARCH");
   ASSERT_EQ(e.artifacts().size(), 3u) << what;
   EXPECT_NE(e.text("cuda_kernels.ptx").find(".target sm_90"), std::string::npos) << what;
@@ -77,7 +81,9 @@ TEST(CudaCodegen, WithoutADriverItIsCodegenOnlyAndSaysWhy) {
 TEST(CudaCodegen, EmitsCudaSourcePtxAndCubin) {
   REQUIRE_NVRTC();
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  setenv("RLX_CUDA_GEMM", "kernel", 1);
   test::Emitted e(test::kEmitProgram, cuda());
+  unsetenv("RLX_CUDA_GEMM");
   unsetenv("RLX_CUDA_ARCH");
   ASSERT_EQ(e.artifacts().size(), 3u);
   EXPECT_EQ(e.artifacts()[0].path, "cuda_kernels.cu");
@@ -100,6 +106,20 @@ TEST(CudaCodegen, EmitsCudaSourcePtxAndCubin) {
   const std::string ptx = e.text("cuda_kernels.ptx");
   EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
   EXPECT_NE(ptx.find(".entry k0_dot_general"), std::string::npos);
+}
+
+// Where cuBLASLt loads, an f32 product is a cuBLASLt call on the device's stream, not a kernel of
+// the module: the emitted source says so where the kernel would be.
+TEST(CudaCodegen, ProductsAreCublasLtCallsWhereItLoads) {
+  REQUIRE_NVRTC();
+  std::string why;
+  if (!cuda::cublaslt_api(&why)) GTEST_SKIP() << why;
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(test::kEmitProgram, cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  const std::string cu = e.text("cuda_kernels.cu");
+  EXPECT_NE(cu.find("// k0_dot_general: cuBLASLt C["), std::string::npos) << cu;
+  EXPECT_EQ(cu.find("void __launch_bounds__(64) k0_dot_general("), std::string::npos) << cu;
 }
 
 TEST(CudaCodegen, AMalformedArchitectureIsRefusedByName) {

@@ -341,6 +341,10 @@ struct AttentionShape {
   // out is [B, Sq, H, Dv] instead: the heads merged back into each position's row, as the
   // transpose after a transformer's attention writes them.
   bool merge_heads = false;
+  // q, k or v is read as [B, S, H, D] instead (each position's row holds every head), as the
+  // projection before a transformer's attention writes it: the transpose that splits the heads
+  // is then never launched.
+  bool q_split_heads = false, k_split_heads = false, v_split_heads = false;
 };
 
 // An attention kernel and how to launch it. A short query (decode) gets one work-item per query

@@ -1,0 +1,29 @@
+// Matrix products through cuBLASLt (cublaslt.h): which products it takes, and each one planned
+// once (layouts, the heuristic's algorithm) and enqueued on the device's stream on every run.
+// cuBLASLt computes row-major C = A x B as the column-major product C^T = B^T x A^T, so a
+// transposed operand (a Linear layer's [out, in] weight) is a transpose flag, never a copy.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "cublaslt.h"
+#include "device_api.h"
+
+namespace rlx::cuda {
+
+// "cuBLASLt" when cuBLASLt computes `shape` on this machine: f32 x f32, f16 x f16 or bf16 x bf16
+// with f32 accumulation (never TF32), C of A's dtype or f32, each operand contiguous along one of
+// its two dims. "" otherwise (rlx's tiled kernel computes it), or when RLX_CUDA_GEMM=kernel asks
+// for the tiled kernel everywhere.
+std::string cublaslt_takes(const sdk::MatmulShape& shape);
+
+// Planned for `shape` (which cublaslt_takes accepted) on `stream`, with the device's workspace;
+// `epilogue`'s bias is cuBLASLt's BIAS epilogue, its residual the product's C with beta = 1.
+// Throws rlx::Error (kCompile) when cuBLASLt has no algorithm for it.
+std::unique_ptr<gpu_host::VendorMatmul> plan_cublaslt(const CublasLtApi& lt, CublasLtHandle handle,
+                                                      CuStream stream, CuDevicePtr workspace,
+                                                      size_t workspace_bytes,
+                                                      const sdk::MatmulShape& shape,
+                                                      const gpu_host::VendorEpilogue& epilogue);
+
+}  // namespace rlx::cuda
