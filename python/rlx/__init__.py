@@ -18,7 +18,7 @@ from . import _rlx
 from .errors import (CompileError, DeviceError, Error, InternalError, OutOfMemoryError,
                      PluginError, UnsupportedError, UsageError, UserError)
 
-__all__ = ["load", "list_targets", "Model", "Compiled", "TensorInfo", "Error", "UsageError",
+__all__ = ["load", "list_targets", "embed", "generate", "Model", "Compiled", "TensorInfo", "Error", "UsageError",
            "UserError", "CompileError", "UnsupportedError", "DeviceError", "PluginError",
            "InternalError", "OutOfMemoryError", "errors"]
 
@@ -59,8 +59,16 @@ class Compiled:
         return self._native.run(inputs)
 
     def run(self, inputs, outputs=None):
-        """Runs on a dict of inputs; returns {name: numpy.ndarray} of the outputs named in
-        ``outputs`` (a list of names), or of every output when it is None."""
+        """Runs on a dict of inputs and returns {name: array}.
+
+        outputs: None (every output, as NumPy arrays over rlx's buffers), a list of output
+        names (those only), or a dict {name: array} of arrays to write the outputs into (NumPy,
+        or any writable DLPack tensor on the CPU): each must have the output's dtype and shape
+        and be C-contiguous, and is returned as given, filled. A loop that passes the same
+        arrays allocates no outputs after its first run.
+        """
+        if isinstance(outputs, dict):
+            return self._native.run_into(inputs, outputs)
         return self._native.run(inputs, list(outputs) if outputs else [])
 
     def report(self, verbose=False):
@@ -73,6 +81,7 @@ class Model:
 
     def __init__(self, native):
         self._native = native
+        self._encoders = {}  # target -> the encoder rlx.embed compiled
 
     path = property(lambda self: self._native.path)
     architecture = property(lambda self: self._native.architecture)
@@ -101,13 +110,30 @@ class Model:
         text = self._native.explain(target, graph, json, verbose)
         return _json.loads(text) if json else text
 
-    def compile(self, target="cpu", graph="main"):
-        """Compiles the graph for the target; symbolic dims are bound at each run from the
-        inputs' shapes (and the compiled code kept per shape)."""
-        return Compiled(self._native.compile(target, graph))
+    def compile(self, target="cpu", graph="main", bind=None, precision=None):
+        """Compiles the graph for the target.
+
+        bind: {symbol: size}, symbolic dims fixed now (the compiled model's inputs then have
+        those sizes); the symbols left are bound at each run from the inputs' shapes (and the
+        compiled code kept per shape). A name that is not one of the graph's symbols is a
+        UserError listing them. precision: None or "f32", the model's own dtypes; "q8", products
+        with block-quantized weights (GGUF Q4_0, Q4_K, Q8_0, ...) take activations rounded to
+        8-bit blocks (``rlx run --q8-activations``). Anything else is a UsageError (a
+        ValueError) naming these.
+        """
+        return Compiled(self._native.compile(target, graph, dict(bind or {}), precision))
+
+    def _encoder(self, target):
+        if target not in self._encoders:
+            self._encoders[target] = _rlx.encoder(self._native, target)
+        return self._encoders[target]
 
     def __repr__(self):
         return f"<rlx.Model {self.path!r} ({self.architecture}; graphs {', '.join(self.graphs)})>"
+
+
+from ._embed import embed  # noqa: E402  (they use Model and load above)
+from ._generate import generate  # noqa: E402
 
 
 def load(path, bind=None, input_shapes=None, input_values=None):
