@@ -8,8 +8,7 @@ venv="${RLX_VENV:-$root/.venv}"
 # its first configure finds nanobind; scikit-build-core for the wheel test; ml-dtypes for NumPy
 # arrays of bf16 (tests/python/test_compile_run.py).
 "$venv/bin/pip" install -q --disable-pip-version-check numpy==2.4.6 pytest==9.2.0 nanobind==3.1.0 \
-  ml-dtypes==0.6.0 \
-  scikit-build-core==1.1.2 ||
+  ml-dtypes==0.6.0 scikit-build-core==1.1.2 ||
   { echo "test.sh: could not install the Python build tools; the Python tests will not run" >&2
     if [ "${RLX_CI:-0}" = 1 ]; then exit 1; fi; }
 "$root/scripts/build.sh"

@@ -89,9 +89,11 @@ class Model:
     graphs = property(lambda self: self._native.graphs)
 
     def input_infos(self, graph="main"):
+        """The inputs of the graph named `graph`: [TensorInfo(name, dtype, shape)]."""
         return [TensorInfo(*i) for i in self._native.input_infos(graph)]
 
     def output_infos(self, graph="main"):
+        """The outputs of the graph named `graph`: [TensorInfo(name, dtype, shape)]."""
         return [TensorInfo(*o) for o in self._native.output_infos(graph)]
 
     @property

@@ -84,8 +84,11 @@ Graph graph_to_compile(const Model& model, const std::string& name,
   Graph g = model.graph(name);
   if (precision && *precision != "f32") {
     if (*precision != "q8")
-      throw cli::UsageError(fmt::format("precision='{}' is not one rlx offers", *precision),
-                            fmt::format("give precision={}", kPrecisions));
+      throw cli::UsageError(
+          fmt::format("precision='{}' is not one rlx offers; it offers {}", *precision,
+                      kPrecisions),
+          "leave precision out to run in the model's own dtypes (rlx converts nothing on its "
+          "own)");
     if (set_quantized_activations(g, "q8") == 0)
       throw_user_error(fmt::format(
           "precision='q8': the '{}' graph has no products with block-quantized weights (it "

@@ -54,6 +54,9 @@ def test_installed_wheel_runs_a_model_outside_the_tree(installed):
         import numpy as np, rlx
         from reference_files import read_safetensors, TINY_GPT
         assert not rlx.__file__.startswith({ROOT!r}), rlx.__file__
+        import os
+        for typed in ("_rlx.pyi", "py.typed"):  # the stubs the build wrote
+            assert os.path.isfile(os.path.join(os.path.dirname(rlx.__file__), typed)), typed
         listed = rlx.list_targets(verbose=True)
         cpu = [t for t in listed["targets"] if t["name"] == "cpu"][0]
         assert cpu["status"] == "available", cpu
