@@ -4,6 +4,8 @@
     >>> model = rlx.load("model.onnx")
     >>> compiled = model.compile(target="cpu")
     >>> outputs = compiled(input_ids=ids)        # {name: numpy.ndarray}
+    >>> rlx.embed("all-MiniLM-L6-v2", ["A cat sits."])           # float32 [1, 384]
+    >>> for piece in rlx.generate("Qwen3-0.6B", "Hello", max_new_tokens=20): ...
 
 Inputs are NumPy arrays or any DLPack tensor on the CPU (torch, jax), read in place when they
 are C-contiguous; outputs are NumPy arrays over rlx's own buffers (``torch.from_dlpack`` takes

@@ -38,6 +38,9 @@ def installed(tmp_path_factory):
     print(f"pip wheel took {time.monotonic() - start:.0f} s", file=sys.stderr)
     wheels = list((tmp / "dist").glob("rlx-*.whl"))
     assert len(wheels) == 1
+    # Stripped, one file per shared library: 7.3 MB (2026-12; 126 MB with debug info and the
+    # .so/.so.0.1.0 links stored as copies). The bound leaves room for new plugins.
+    assert wheels[0].stat().st_size < 30e6, f"{wheels[0].stat().st_size / 1e6:.1f} MB"
     venv.create(tmp / "venv", with_pip=True)
     python = str(tmp / "venv" / "bin" / "python")
     # numpy from pip's cache (the test venv has it); the wheel itself without a network.
