@@ -80,13 +80,15 @@ def main():
         for name, fn in cases.items():
             results[name].append(python_p50(fn, args.warmup, args.runs))
     cli = statistics.median(results["rlx bench"])
-    print(f"{os.path.basename(os.path.normpath(args.model))}: batch 1, seq {args.seq}; p50 of "
-          f"{args.runs} runs after {args.warmup} warm-ups, median over {args.rounds} "
-          f"interleaved rounds")
+    print(f"{args.model}: batch 1, seq {args.seq}; p50 of {args.runs} runs after "
+          f"{args.warmup} warm-ups, median over {args.rounds} interleaved rounds; ratio: of "
+          f"the medians, and the median of each round's ratio")
     for name, values in results.items():
         med = statistics.median(values)
-        per_round = " ".join(f"{v:.2f}" for v in values)
-        print(f"  {name:<24} {med:8.3f} ms  {med / cli:6.3f}x  (rounds: {per_round})")
+        per_round = statistics.median(v / c for v, c in zip(values, results["rlx bench"]))
+        rounds = " ".join(f"{v:.2f}" for v in values)
+        print(f"  {name:<24} {med:8.3f} ms  {med / cli:6.3f}x  {per_round:6.3f}x  "
+              f"(rounds: {rounds})")
 
 
 if __name__ == "__main__":
