@@ -32,8 +32,7 @@ double per_call_us(int calls, F&& f) {
   for (int rep = 0; rep < 7; ++rep) {
     auto t0 = Clock::now();
     for (int i = 0; i < calls; ++i) f();
-    batches.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() /
-                      calls);
+    batches.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls);
   }
   std::sort(batches.begin(), batches.end());
   return batches[batches.size() / 2];

@@ -117,7 +117,8 @@ Tensor view_of(const Array& a, DType dtype) {
 nb::object bf16_bits(nb::handle value) {
   if (!nb::hasattr(value, "dtype")) return nb::none();
   nb::object dtype = value.attr("dtype");
-  if (!nb::hasattr(dtype, "name") || nb::cast<std::string>(nb::str(dtype.attr("name"))) != "bfloat16")
+  if (!nb::hasattr(dtype, "name") ||
+      nb::cast<std::string>(nb::str(dtype.attr("name"))) != "bfloat16")
     return nb::none();
   nb::module_ np = nb::module_::import_("numpy");
   return np.attr("ascontiguousarray")(value).attr("view")(np.attr("uint16"));
@@ -177,9 +178,9 @@ nb::object numpy_from_tensor(const Tensor& tensor) {
   static char empty_storage alignas(64);
   void* data = tensor.numel() == 0 ? &empty_storage : kept->data();
   // bf16 goes out as its bits and is viewed as ml_dtypes.bfloat16 (same memory).
-  nb::ndarray<nb::numpy> array(data, shape.size(), shape.data(), owner, nullptr,
-                               bf16 ? dlpack_from_dtype(DType::kU16)
-                                    : dlpack_from_dtype(tensor.dtype()));
+  nb::ndarray<nb::numpy> array(
+      data, shape.size(), shape.data(), owner, nullptr,
+      bf16 ? dlpack_from_dtype(DType::kU16) : dlpack_from_dtype(tensor.dtype()));
   nb::object out = array.cast();
   return bf16 ? out.attr("view")(bfloat16) : out;
 }
@@ -205,22 +206,24 @@ Tensor output_view(nb::handle value, const std::string& name, DType dtype, size_
         name, nb::inst_name(value).c_str()));
   }
   if (array.device_type() != nb::device::cpu::value)
-    throw_user_error(fmt::format(
-        "outputs['{}'] is on a device (DLPack device type {}); give a host (CPU) array", name,
-        array.device_type()));
+    throw_user_error(
+        fmt::format("outputs['{}'] is on a device (DLPack device type {}); give a host (CPU) array",
+                    name, array.device_type()));
   if (!given) given = dtype_from_dlpack(array.dtype());
   if (!given || *given != dtype)
-    throw_user_error(fmt::format("outputs['{}'] has dtype {}, and the output is {}: give an "
-                                 "array of {} (rlx converts nothing on its own)",
-                                 name, given ? std::string(dtype_name(*given)) : "unknown",
-                                 dtype_name(dtype), dtype_name(dtype)));
+    throw_user_error(
+        fmt::format("outputs['{}'] has dtype {}, and the output is {}: give an "
+                    "array of {} (rlx converts nothing on its own)",
+                    name, given ? std::string(dtype_name(*given)) : "unknown", dtype_name(dtype),
+                    dtype_name(dtype)));
   if (array.ndim() != rank)
-    throw_user_error(fmt::format("outputs['{}'] has {} dims, and the output has {}", name,
-                                 array.ndim(), rank));
+    throw_user_error(
+        fmt::format("outputs['{}'] has {} dims, and the output has {}", name, array.ndim(), rank));
   if (!c_contiguous(array))
-    throw_user_error(fmt::format("outputs['{}'] is not C-contiguous: give a contiguous array "
-                                 "(numpy.empty(shape, dtype) is)",
-                                 name));
+    throw_user_error(
+        fmt::format("outputs['{}'] is not C-contiguous: give a contiguous array "
+                    "(numpy.empty(shape, dtype) is)",
+                    name));
   return view_of(array, dtype);
 }
 

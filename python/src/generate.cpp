@@ -38,9 +38,10 @@ Tokenizer tokenizer_of(const Model& model) {
   std::string why = "it has none (no tokenizer.json or vocab.txt beside its weights)";
   if (auto it = model.metadata.find(kTokenizerProblemKey); it != model.metadata.end())
     why = "its tokenizer is not supported: " + it->second;
-  throw_user_error(fmt::format("a text prompt and text output need the {} model's tokenizer, and "
-                               "{}; give the prompt as token ids and pass tokens=True",
-                               model.architecture, why));
+  throw_user_error(
+      fmt::format("a text prompt and text output need the {} model's tokenizer, and "
+                  "{}; give the prompt as token ids and pass tokens=True",
+                  model.architecture, why));
 }
 
 struct GenerateArgs {
@@ -59,8 +60,9 @@ class Generation {
     if (a.max_new_tokens < 0)
       throw_user_error(fmt::format("max_new_tokens={} is negative", a.max_new_tokens));
     if (!a.stop.empty() && tokens_only_)
-      throw_user_error("stop strings look for text, and tokens=True gives token ids: leave out "
-                       "tokens=True (the model needs a tokenizer) or stop");
+      throw_user_error(
+          "stop strings look for text, and tokens=True gives token ids: leave out "
+          "tokens=True (the model needs a tokenizer) or stop");
     for (const std::string& s : a.stop)
       if (s.empty()) throw_user_error("a stop string is empty: it would match before any text");
     options_.sampling = cli::sampling_options(a.sampling);
@@ -79,11 +81,11 @@ class Generation {
     if (const int64_t context = decoder_->context();
         context > 0 && n + a.max_new_tokens > context) {
       close();
-      throw_user_error(fmt::format("max_new_tokens={}: the prompt's {} tokens and {} new ones "
-                                   "exceed the model's context of {} positions "
-                                   "(max_position_embeddings); give {} or less",
-                                   a.max_new_tokens, n, a.max_new_tokens, context,
-                                   std::max<int64_t>(context - n, 0)));
+      throw_user_error(fmt::format(
+          "max_new_tokens={}: the prompt's {} tokens and {} new ones "
+          "exceed the model's context of {} positions "
+          "(max_position_embeddings); give {} or less",
+          a.max_new_tokens, n, a.max_new_tokens, context, std::max<int64_t>(context - n, 0)));
     }
     if (!tokens_only_) text_.emplace(*tokenizer_, a.stop);
     options_.on_token = [this](int64_t, int64_t token) { hand_over(token); };
@@ -144,7 +146,8 @@ class Generation {
     d["finish_reason"] = finish_reason_ ? nb::object(nb::str(finish_reason_)) : nb::none();
     if (text_) {
       d["text"] = nb::str(text_->text().data(), text_->text().size());
-      if (text_->stopped()) d["stop_string"] = nb::cast(text_->stop_strings().at(*text_->stopped()));
+      if (text_->stopped())
+        d["stop_string"] = nb::cast(text_->stop_strings().at(*text_->stopped()));
     }
     return d;
   }
@@ -222,11 +225,10 @@ void bind_generate(nb::module_& m) {
   m.def(
       "generate",
       [](const PyModel& p, const std::string& target_name, std::optional<std::string> prompt_text,
-         std::vector<int64_t> prompt_ids, int64_t max_new_tokens,
-         std::optional<double> temperature, std::optional<int64_t> top_k,
-         std::optional<double> top_p, std::optional<int64_t> seed,
-         std::optional<double> repetition_penalty, std::vector<std::string> stop,
-         bool ignore_eos, bool tokens) {
+         std::vector<int64_t> prompt_ids, int64_t max_new_tokens, std::optional<double> temperature,
+         std::optional<int64_t> top_k, std::optional<double> top_p, std::optional<int64_t> seed,
+         std::optional<double> repetition_penalty, std::vector<std::string> stop, bool ignore_eos,
+         bool tokens) {
         GenerateArgs a;
         a.prompt_text = std::move(prompt_text);
         a.prompt_ids = std::move(prompt_ids);
@@ -235,8 +237,7 @@ void bind_generate(nb::module_& m) {
         a.stop = std::move(stop);
         a.ignore_eos = ignore_eos;
         a.tokens = tokens;
-        return std::make_unique<Generation>(p, executing_target(target_name, p.path),
-                                            std::move(a));
+        return std::make_unique<Generation>(p, executing_target(target_name, p.path), std::move(a));
       },
       nb::arg("model"), nb::arg("target"), nb::arg("prompt_text").none(), nb::arg("prompt_ids"),
       nb::arg("max_new_tokens"), nb::arg("temperature").none(), nb::arg("top_k").none(),

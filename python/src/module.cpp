@@ -1,6 +1,8 @@
 // rlx._rlx: the Python face of the runtime. It binds what the CLI's commands use (the registry,
 // the model loader, Session and CompiledModel) rather than re-implementing them, so a model, a
 // target list or an error reads the same from Python as from `rlx`. python/rlx/ wraps it.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
@@ -8,15 +10,12 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include <cstring>
 #include <mutex>
 
 #include "arrays.h"
 #include "bindings.h"  // the CLI's: sizes_for_graph (checks bind= as --bind)
-#include "errors.h"  // the CLI's: UsageError
+#include "errors.h"    // the CLI's: UsageError
 #include "exceptions.h"
 #include "model.h"  // the CLI's: plugin_registry, load_model, list_targets_json
 #include "model_handle.h"
@@ -70,8 +69,9 @@ nb::list tensor_infos(const Graph& g, const std::vector<ValueId>& ids) {
 // The precisions compile(precision=) offers: the model's own dtypes (None or "f32": nothing is
 // changed), or "q8", products with block-quantized weights taking activations rounded to 8-bit
 // blocks (`rlx run --q8-activations`, set_quantized_activations).
-constexpr const char* kPrecisions = "None, \"f32\" (the model's own dtypes) or \"q8\" (8-bit "
-                                    "activations for block-quantized products)";
+constexpr const char* kPrecisions =
+    "None, \"f32\" (the model's own dtypes) or \"q8\" (8-bit "
+    "activations for block-quantized products)";
 
 std::string bind_argument(const std::string& name) {
   return "bind['" + name + "']";
@@ -96,14 +96,15 @@ Graph graph_to_compile(const Model& model, const std::string& name,
           name));
   }
   for (const auto& [symbol, size] : bind)
-    if (size < 1) throw_user_error(fmt::format("{} = {}: a size is at least 1", bind_argument(symbol), size));
-  Bindings sizes = cli::sizes_for_graph(Bindings(bind.begin(), bind.end()), g, model,
-                                        &bind_argument);
+    if (size < 1)
+      throw_user_error(fmt::format("{} = {}: a size is at least 1", bind_argument(symbol), size));
+  Bindings sizes =
+      cli::sizes_for_graph(Bindings(bind.begin(), bind.end()), g, model, &bind_argument);
   return sizes.empty() ? g : specialize(g, sizes);
 }
 
 struct PyCompiled {
-  std::shared_ptr<const Model> model;  // what the compiled graph came from
+  std::shared_ptr<const Model> model;   // what the compiled graph came from
   std::shared_ptr<const Graph> source;  // the graph compiled (bound and converted as asked)
   std::string graph;
   std::shared_ptr<Target> target;
@@ -129,7 +130,8 @@ struct PyCompiled {
       }
       return result;
     }
-    for (const std::string& name : wanted) result[name.c_str()] = numpy_from_tensor(output(outputs, name));
+    for (const std::string& name : wanted)
+      result[name.c_str()] = numpy_from_tensor(output(outputs, name));
     return result;
   }
 
@@ -160,10 +162,11 @@ struct PyCompiled {
       std::vector<int64_t> shape;
       for (nb::handle d : nb::tuple(array.attr("shape"))) shape.push_back(nb::cast<int64_t>(d));
       if (shape != got.shape())
-        throw_user_error(fmt::format("outputs['{}'] has shape {}, and this run's output is {}{}: "
-                                     "give an array of that shape",
-                                     name, fmt::format("[{}]", fmt::join(shape, ",")),
-                                     dtype_name(got.dtype()), got.shape_str()));
+        throw_user_error(
+            fmt::format("outputs['{}'] has shape {}, and this run's output is {}{}: "
+                        "give an array of that shape",
+                        name, fmt::format("[{}]", fmt::join(shape, ",")), dtype_name(got.dtype()),
+                        got.shape_str()));
       Tensor dest = output_view(array, name, got.dtype(), got.rank());
       std::memcpy(dest.data(), got.data(), got.nbytes());
     }
@@ -189,13 +192,15 @@ struct PyCompiled {
   ValueId output_id(const std::string& name) const {
     for (ValueId v : source->outputs)
       if (source->values[v].name == name) return v;
-    throw_user_error("the model has no output '" + name + "' (its outputs: " + output_names() + ")");
+    throw_user_error("the model has no output '" + name + "' (its outputs: " + output_names() +
+                     ")");
   }
 
   const Tensor& output(const NamedTensors& outputs, const std::string& name) const {
     auto it = outputs.find(name);
     if (it == outputs.end())
-      throw_user_error("the model has no output '" + name + "' (its outputs: " + output_names() + ")");
+      throw_user_error("the model has no output '" + name + "' (its outputs: " + output_names() +
+                       ")");
     return it->second;
   }
 };
@@ -278,8 +283,8 @@ NB_MODULE(_rlx, m) {
             std::shared_ptr<Target> target = executing_target(target_name, p.path);
             auto c = std::make_unique<PyCompiled>();
             c->model = p.model;
-            c->source = std::make_shared<const Graph>(
-                graph_to_compile(*p.model, graph, bind, precision));
+            c->source =
+                std::make_shared<const Graph>(graph_to_compile(*p.model, graph, bind, precision));
             c->graph = graph;
             c->target = target;
             Session session(target);
