@@ -1,11 +1,15 @@
 """rlx.embed: sentence embeddings of an encoder model, as ``rlx embed`` computes them."""
 
-from . import _rlx
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 from .errors import UsageError
 
 
-def embed(model, sentences=None, *, target="cpu", input_ids=None, attention_mask=None,
-          token_type_ids=None):
+def embed(model: Any, sentences: str | Sequence[str] | None = None, *, target: str = "cpu",
+          input_ids: Any = None, attention_mask: Any = None,
+          token_type_ids: Any = None) -> Any:
     """Sentence embeddings: a NumPy float32 array [n, hidden], one unit-length row per sentence.
 
     model: a path (an encoder such as a sentence-transformers folder) or a Model from

@@ -1,11 +1,18 @@
 """rlx.generate: text from a decoder model, as ``rlx generate`` produces it, piece by piece."""
 
+from __future__ import annotations
+
+from typing import Any, Generator, Sequence
+
 from . import _rlx
 
 
-def generate(model, prompt, max_new_tokens=32, *, temperature=None, top_k=None, top_p=None,
-             seed=None, repetition_penalty=None, stop=(), ignore_eos=False, tokens=False,
-             target="cpu"):
+def generate(model: Any, prompt: str | Sequence[int], max_new_tokens: int = 32, *,
+             temperature: float | None = None, top_k: int | None = None,
+             top_p: float | None = None, seed: int | None = None,
+             repetition_penalty: float | None = None, stop: str | Sequence[str] = (),
+             ignore_eos: bool = False, tokens: bool = False,
+             target: str = "cpu") -> Generator[str | int, None, dict]:
     """A generator of the text a decoder model (qwen3, llama, gemma3) continues `prompt` with.
 
     prompt: text (tokenized with the model's tokenizer, its BOS added as the model asks) or a

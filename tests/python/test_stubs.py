@@ -29,3 +29,13 @@ def test_the_public_api_is_documented(rlx):
         for name, member in vars(cls).items():
             if not name.startswith("_") and inspect.isfunction(member):
                 assert inspect.getdoc(member), f"{cls.__name__}.{name}"
+
+
+def test_the_public_functions_are_annotated(rlx):
+    # The package is typed (py.typed): its own functions carry their types for checkers.
+    import typing
+    for fn in (rlx.load, rlx.list_targets, rlx.embed, rlx.generate, rlx.Model.compile,
+               rlx.Compiled.run):
+        hints = typing.get_type_hints(fn)
+        assert "return" in hints, fn.__qualname__
+    assert typing.get_type_hints(rlx.Model.compile)["return"] is rlx.Compiled
