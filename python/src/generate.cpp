@@ -163,8 +163,8 @@ class Generation {
   // On the worker, as the decoder chooses a token: queue it, then wait while the reader is more
   // than one token behind (or until close()).
   void hand_over(int64_t token) {
+    std::unique_lock<std::mutex> lock(mutex_);  // result() may read text_ meanwhile
     std::string piece = text_ ? text_->add(token) : std::string();
-    std::unique_lock<std::mutex> lock(mutex_);
     generated_.push_back(token);
     queue_.push_back({token, std::move(piece)});
     ready_.notify_all();
@@ -180,6 +180,7 @@ class Generation {
       llm::DecodeResult r =
           decoder_->run(Tensor::from<int64_t>(DType::kI64, {1, n}, prompt_), options_);
       reason = cli::finish_reason(r.stop_reasons.at(0));
+      std::lock_guard<std::mutex> lock(mutex_);
       if (text_) rest = text_->finish();
     } catch (...) {
       error = std::current_exception();
