@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
-"""Per-call overhead of rlx's Python API against ONNX Runtime's, on a graph too small to cost
-anything itself (x*y + x over 16 floats, bench/cpu_overhead's first graph), so the time is the
-binding's: turning the inputs into tensors, the run's bookkeeping, handing the outputs back.
+"""Per-call overhead of rlx's Python API against its C++ API and ONNX Runtime's Python API, on
+a graph too small to cost anything itself (x*y + x over 16 floats), so the time is the API's:
+turning the inputs into tensors, the run's bookkeeping, handing the outputs back.
 
-    PYTHONPATH=build/python python bench/python_overhead.py [--runs N]
+    cmake --build build --target rlx_bench_api_overhead
+    PYTHONPATH=build/python RLX_PLUGIN_PATH=build/share/rlx/plugins.d \
+        bench/.venv/bin/python bench/python_overhead.py [--rounds 5]
 
-Compare `model.run` of build/bench/cpu_overhead/rlx_bench_cpu_overhead (the C++ API, same graph)
-for what the binding adds. ORT is measured when `onnx` and `onnxruntime` are importable.
+The C++ figures come from build/bench/api_overhead/rlx_bench_api_overhead (CompiledModel::run,
+same graph), run as a subprocess in turn with the Python measurements, round after round; each
+figure is the median over rounds of per-round medians. ORT is measured when `onnx` and
+`onnxruntime` are importable (bench/.venv has them).
 """
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import tempfile
 import time
 
@@ -24,6 +30,7 @@ GRAPH = """graph @t(%x: f32[16], %y: f32[16]) {
   return %b
 }
 """
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def per_call_us(fn, runs, batches=7):
@@ -39,7 +46,7 @@ def per_call_us(fn, runs, batches=7):
 
 def ort_session():
     try:
-        import onnx
+        import onnx  # noqa: F401
         import onnxruntime as ort
         from onnx import TensorProto, helper
     except ImportError:
@@ -56,9 +63,19 @@ def ort_session():
                                 providers=["CPUExecutionProvider"])
 
 
+def cpp_figures(binary, runs):
+    if not os.access(binary, os.X_OK):
+        return {}
+    r = subprocess.run([binary, str(runs)], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=20000)
+    parser.add_argument("--runs", type=int, default=20000, help="calls per timed batch")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cpp", default=os.path.join(ROOT, "build", "bench", "api_overhead",
+                                                      "rlx_bench_api_overhead"))
     args = parser.parse_args()
     x = np.arange(16, dtype=np.float32)
     y = np.full(16, 2, dtype=np.float32)
@@ -69,21 +86,40 @@ def main():
         compiled = rlx.load(path).compile("cpu")
     np.testing.assert_array_equal(compiled(x=x, y=y)["b"], x * y + x)
     native = compiled._native
-    rows = [("rlx compiled(**inputs)", per_call_us(lambda: compiled(x=x, y=y), args.runs)),
-            ("rlx compiled.run(dict)", per_call_us(lambda: compiled.run({"x": x, "y": y}),
-                                                   args.runs)),
-            ("rlx _rlx.Compiled.run(dict)", per_call_us(lambda: native.run({"x": x, "y": y}),
-                                                        args.runs))]
+    into = {"b": np.empty(16, np.float32)}
     session = ort_session()
     if session is not None:
         np.testing.assert_array_equal(session.run(None, {"x": x, "y": y})[0], x * y + x)
-        rows.append(("onnxruntime InferenceSession.run",
-                     per_call_us(lambda: session.run(None, {"x": x, "y": y}), args.runs)))
-    else:
-        rows.append(("onnxruntime InferenceSession.run", None))
-    print(f"per-call time, median of 7 batches of {args.runs} calls")
-    for name, us in rows:
-        print(f"  {name:<36} {'(onnx/onnxruntime not installed)' if us is None else f'{us:8.2f} us'}")
+    cases = [
+        ("rlx compiled(**inputs)", lambda: compiled(x=x, y=y)),
+        ("rlx compiled.run(dict)", lambda: compiled.run({"x": x, "y": y})),
+        ("rlx compiled.run(dict, outputs={b: array})",
+         lambda: compiled.run({"x": x, "y": y}, outputs=into)),
+        ("rlx _rlx.Compiled.run(dict)", lambda: native.run({"x": x, "y": y})),
+    ]
+    if session is not None:
+        cases.append(("onnxruntime InferenceSession.run",
+                      lambda: session.run(None, {"x": x, "y": y})))
+    rows = {}
+    for _ in range(args.rounds):
+        for key, us in cpp_figures(args.cpp, args.runs).items():
+            rows.setdefault(f"C++ CompiledModel::{key[:-3]}", []).append(us)
+        for name, fn in cases:
+            rows.setdefault(name, []).append(per_call_us(fn, args.runs))
+    medians = {name: statistics.median(v) for name, v in rows.items()}
+    cpp = medians.get("C++ CompiledModel::run")
+    ort = medians.get("onnxruntime InferenceSession.run")
+    print(f"per-call time: median over {args.rounds} interleaved rounds of the median of 7 "
+          f"batches of {args.runs} calls")
+    print(f"  {'':<44} {'us':>8} {'vs C++ run':>11} {'vs ORT':>8}")
+    for name, us in medians.items():
+        vs_cpp = f"{us / cpp:10.2f}x" if cpp else f"{'-':>11}"
+        vs_ort = f"{us / ort:7.2f}x" if ort else f"{'-':>8}"
+        print(f"  {name:<44} {us:8.2f} {vs_cpp} {vs_ort}")
+    if not cpp:
+        print(f"  (no C++ figures: build {args.cpp})")
+    if not ort:
+        print("  (no ORT figures: onnx/onnxruntime not installed)")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv="${RLX_VENV:-$root/.venv}"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 # The Python package's build and test tools (python/, tests/python), before the build so that
-# its first configure finds nanobind; scikit-build-core for the wheel test.
+# its first configure finds nanobind; scikit-build-core for the wheel test; ml-dtypes for NumPy
+# arrays of bf16 (tests/python/test_compile_run.py).
 "$venv/bin/pip" install -q --disable-pip-version-check numpy==2.4.6 pytest==9.2.0 nanobind==3.1.0 \
-  scikit-build-core==1.1.2 ||
+  ml-dtypes==0.6.0 scikit-build-core==1.1.2 ||
   { echo "test.sh: could not install the Python build tools; the Python tests will not run" >&2
     if [ "${RLX_CI:-0}" = 1 ]; then exit 1; fi; }
 "$root/scripts/build.sh"

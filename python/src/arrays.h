@@ -16,7 +16,14 @@ namespace rlx::python {
 // naming the input when the dtype or device cannot be used.
 Tensor tensor_from_python(nanobind::handle value, const std::string& name);
 
-// A NumPy array over `tensor`'s memory, which it keeps alive (no copy).
+// A NumPy array over `tensor`'s memory, which it keeps alive (no copy). bf16 has no NumPy dtype
+// of its own: it comes as ml_dtypes.bfloat16 when that package is importable, otherwise a
+// TypeError says how to get it (rlx never converts to another dtype on its own).
 nanobind::object numpy_from_tensor(const Tensor& tensor);
+
+// `value` (a writable, C-contiguous CPU array: NumPy or DLPack) as a Tensor over its memory, for
+// the output `name` of dtype `dtype` and rank `rank`. Raises a user error naming the output and
+// what is wrong (dtype, rank, layout, read-only, device) otherwise.
+Tensor output_view(nanobind::handle value, const std::string& name, DType dtype, size_t rank);
 
 }  // namespace rlx::python

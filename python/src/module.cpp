@@ -8,22 +8,32 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
-#include <mutex>
-
 #include "arrays.h"
+#include "compiled.h"
 #include "exceptions.h"
 #include "model.h"  // the CLI's: plugin_registry, load_model, list_targets_json
+#include "model_handle.h"
 #include "rlx/core/error.h"
 #include "rlx/core/runtime.h"
 
 namespace nb = nanobind;
 
 namespace rlx::python {
-namespace {
 
 const registry::Registry& the_registry() {
   return cli::plugin_registry(cli::GlobalOptions{}, /*build_legality=*/false);
 }
+
+std::shared_ptr<Target> executing_target(const std::string& name, const std::string& model_path) {
+  std::shared_ptr<Target> target = cli::choose_target(the_registry(), name);
+  cli::require_can_execute(*target, name, model_path);
+  return target;
+}
+
+void bind_embed(nb::module_& m);     // embed.cpp
+void bind_generate(nb::module_& m);  // generate.cpp
+
+namespace {
 
 // ("batch", 128) for f32[batch,128]: sizes as ints, symbolic dims by name.
 nb::tuple shape_tuple(const Shape& shape) {
@@ -37,7 +47,8 @@ nb::tuple shape_tuple(const Shape& shape) {
   return nb::tuple(dims);
 }
 
-// [(name, dtype, shape)] of the graph's inputs or outputs.
+}  // namespace
+
 nb::list tensor_infos(const Graph& g, const std::vector<ValueId>& ids) {
   nb::list out;
   for (ValueId v : ids) {
@@ -49,54 +60,7 @@ nb::list tensor_infos(const Graph& g, const std::vector<ValueId>& ids) {
   return out;
 }
 
-struct PyModel {
-  std::shared_ptr<Model> model;
-  std::string path;
-};
-
-struct PyCompiled {
-  std::shared_ptr<const Model> model;  // the graph the compiled model was made from
-  std::string graph;
-  std::shared_ptr<Target> target;
-  CompiledModel compiled;
-  std::unique_ptr<std::mutex> running = std::make_unique<std::mutex>();  // not thread-safe
-
-  // Runs with the GIL released; returns the outputs named in `wanted` (all when empty) as NumPy
-  // arrays over rlx's buffers.
-  nb::dict run(nb::handle inputs, const std::vector<std::string>& wanted) {
-    NamedTensors given;
-    for (auto [key, value] : nb::borrow<nb::dict>(inputs)) {
-      std::string name = nb::cast<std::string>(key);
-      given.emplace(name, tensor_from_python(value, name));
-    }
-    NamedTensors outputs;
-    {
-      nb::gil_scoped_release no_gil;
-      std::lock_guard<std::mutex> lock(*running);
-      outputs = compiled.run(given);
-    }
-    nb::dict result;
-    const Graph& g = model->graph(graph);
-    if (wanted.empty()) {
-      for (ValueId v : g.outputs) {
-        const std::string& name = g.values[v].name;
-        if (auto it = outputs.find(name); it != outputs.end())
-          result[name.c_str()] = numpy_from_tensor(it->second);
-      }
-      return result;
-    }
-    for (const std::string& name : wanted) {
-      auto it = outputs.find(name);
-      if (it == outputs.end()) {
-        std::string names;
-        for (ValueId v : g.outputs) names += (names.empty() ? "" : ", ") + g.values[v].name;
-        throw_user_error("the model has no output '" + name + "' (its outputs: " + names + ")");
-      }
-      result[name.c_str()] = numpy_from_tensor(it->second);
-    }
-    return result;
-  }
-};
+namespace {
 
 ImportOptions import_options(const std::map<std::string, int64_t>& bind,
                              const std::map<std::string, std::vector<int64_t>>& input_shapes,
@@ -120,6 +84,9 @@ NB_MODULE(_rlx, m) {
   using namespace rlx::python;
   m.doc() = "rlx's runtime: plugins, model loading, compiling and running (see the rlx package)";
   register_error_translator();
+  bind_compiled(m);
+  bind_embed(m);
+  bind_generate(m);
 
   m.def(
       "list_targets_json",
@@ -167,46 +134,11 @@ NB_MODULE(_rlx, m) {
           nb::arg("verbose") = false,
           "The dispatch report `rlx explain` prints: each node's path, and why earlier paths "
           "refused. Raises CompileError naming the node when no path is legal.")
-      .def(
-          "compile",
-          [](const PyModel& p, const std::string& target_name, const std::string& graph) {
-            std::shared_ptr<Target> target = cli::choose_target(the_registry(), target_name);
-            cli::require_can_execute(*target, target_name, p.path);
-            auto c = std::make_unique<PyCompiled>();
-            c->model = p.model;
-            c->graph = graph;
-            c->target = target;
-            Session session(target);
-            {
-              nb::gil_scoped_release no_gil;
-              c->compiled = session.compile(*p.model, graph);
-            }
-            return c;
-          },
-          nb::arg("target") = "cpu", nb::arg("graph") = "main",
-          "Compiles the graph for the target; raises CompileError when a node has no legal "
-          "path.");
-
-  nb::class_<PyCompiled>(m, "Compiled", "A graph compiled for one target, ready to run.")
-      .def_prop_ro("graph", [](const PyCompiled& c) { return c.graph; })
-      .def("input_infos",
-           [](const PyCompiled& c) {
-             const Graph& g = c.model->graph(c.graph);
-             return tensor_infos(g, g.inputs);
-           })
-      .def("output_infos",
-           [](const PyCompiled& c) {
-             const Graph& g = c.model->graph(c.graph);
-             return tensor_infos(g, g.outputs);
-           })
-      .def(
-          "report",
-          [](const PyCompiled& c, bool verbose) { return c.compiled.report().to_text(verbose); },
-          nb::arg("verbose") = false, "The dispatch report, as `rlx explain` prints it.")
-      .def("run", &PyCompiled::run, nb::arg("inputs"),
-           nb::arg("outputs") = std::vector<std::string>{},
-           "Runs on a dict of arrays (NumPy or DLPack); returns {name: numpy.ndarray} of the "
-           "outputs named in `outputs` (all when empty). The GIL is released while it runs.");
+      .def("compile", &PyCompiled::create, nb::arg("target") = "cpu", nb::arg("graph") = "main",
+           nb::arg("bind") = std::map<std::string, int64_t>{},
+           nb::arg("precision").none() = nb::none(),
+           "Compiles the graph for the target, its symbolic dims in `bind` fixed to those sizes "
+           "and `precision` applied; raises CompileError when a node has no legal path.");
 
   m.def(
       "load",

@@ -10,8 +10,12 @@ import numpy as np
 ROOT = os.environ.get("RLX_SOURCE_DIR",
                       os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 TINY_GPT = os.path.join(ROOT, "models", "tiny-gpt")
-BERT_ONNX = os.path.join(ROOT, "tests", "data", "fixtures", "bert-tiny-onnx")
+FIXTURES = os.path.join(ROOT, "tests", "data", "fixtures")
+BERT_ONNX = os.path.join(FIXTURES, "bert-tiny-onnx")
+MINILM = os.path.join(FIXTURES, "minilm-l2-f16")
+QWEN3 = os.path.join(FIXTURES, "qwen3-tiny")
 
+_NAMES = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.int32): "I32"}
 _NUMPY_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
                  "I32": np.int32, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 
@@ -30,3 +34,17 @@ def read_safetensors(path):
         data = np.frombuffer(blob[8 + n + start:8 + n + end], dtype=_NUMPY_DTYPES[entry["dtype"]])
         out[name] = data.reshape(entry["shape"]).copy()
     return out
+
+
+def write_safetensors(path, tensors):
+    """Writes {name: numpy array} (f32, i64, i32) as a .safetensors file."""
+    header, blobs, offset = {}, [], 0
+    for name, a in tensors.items():
+        a = np.ascontiguousarray(a)
+        header[name] = {"dtype": _NAMES[a.dtype], "shape": list(a.shape),
+                        "data_offsets": [offset, offset + a.nbytes]}
+        blobs.append(a.tobytes())
+        offset += a.nbytes
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))

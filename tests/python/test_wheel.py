@@ -38,6 +38,9 @@ def installed(tmp_path_factory):
     print(f"pip wheel took {time.monotonic() - start:.0f} s", file=sys.stderr)
     wheels = list((tmp / "dist").glob("rlx-*.whl"))
     assert len(wheels) == 1
+    # Stripped, one file per shared library: 7.3 MB (2026-12; 126 MB with debug info and the
+    # .so/.so.0.1.0 links stored as copies). The bound leaves room for new plugins.
+    assert wheels[0].stat().st_size < 30e6, f"{wheels[0].stat().st_size / 1e6:.1f} MB"
     venv.create(tmp / "venv", with_pip=True)
     python = str(tmp / "venv" / "bin" / "python")
     # numpy from pip's cache (the test venv has it); the wheel itself without a network.
@@ -54,6 +57,9 @@ def test_installed_wheel_runs_a_model_outside_the_tree(installed):
         import numpy as np, rlx
         from reference_files import read_safetensors, TINY_GPT
         assert not rlx.__file__.startswith({ROOT!r}), rlx.__file__
+        import os
+        for typed in ("_rlx.pyi", "py.typed"):  # the stubs the build wrote
+            assert os.path.isfile(os.path.join(os.path.dirname(rlx.__file__), typed)), typed
         listed = rlx.list_targets(verbose=True)
         cpu = [t for t in listed["targets"] if t["name"] == "cpu"][0]
         assert cpu["status"] == "available", cpu

@@ -1,0 +1,51 @@
+// rlx.Compiled's native part: a graph compiled for one target (with the sizes and precision
+// compile() was given), run on dicts of arrays, its outputs returned as NumPy arrays or written
+// into the caller's.
+#pragma once
+#include <nanobind/nanobind.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model_handle.h"
+#include "rlx/core/runtime.h"
+
+namespace rlx::python {
+
+struct PyCompiled {
+  std::shared_ptr<const Model> model;   // what the compiled graph came from
+  std::shared_ptr<const Graph> source;  // the graph compiled (bound and converted as asked)
+  std::string graph;
+  std::shared_ptr<Target> target;
+  CompiledModel compiled;
+  std::unique_ptr<std::mutex> running = std::make_unique<std::mutex>();  // not thread-safe
+
+  // Model.compile: the graph `graph` of `p`, its symbols in `bind` fixed and `precision`
+  // applied, compiled for the target with the GIL released.
+  static std::unique_ptr<PyCompiled> create(const PyModel& p, const std::string& target_name,
+                                            const std::string& graph,
+                                            const std::map<std::string, int64_t>& bind,
+                                            const std::optional<std::string>& precision);
+
+  // Runs with the GIL released; returns the outputs named in `wanted` (all when empty) as NumPy
+  // arrays over rlx's buffers.
+  nanobind::dict run(nanobind::handle inputs, const std::vector<std::string>& wanted);
+  // Runs writing each output named in `into` ({name: array}) into that array (checked: its
+  // dtype, rank, layout; its shape after the run); returns `into`.
+  nanobind::dict run_into(nanobind::handle inputs, nanobind::dict into);
+
+ private:
+  NamedTensors tensors_of(nanobind::handle inputs) const;
+  std::string output_names() const;
+  ValueId output_id(const std::string& name) const;
+  const Tensor& output(const NamedTensors& outputs, const std::string& name) const;
+};
+
+// Registers rlx._rlx.Compiled.
+void bind_compiled(nanobind::module_& m);
+
+}  // namespace rlx::python
