@@ -5,7 +5,7 @@
 #   tests/gpu/run-on-device.sh pack [BUILD]   here: builds rlx, the cuda plugin and its test
 #       programs, packs rlx with bench/gpu/bundle.sh into .device/ and the test programs beside
 #       it (.device/cuda-tests.tar.gz, with the paths they were built with).
-#   tests/gpu/run-on-device.sh run [all|suite|cli]   there (the fixtures travel with the working
+#   tests/gpu/run-on-device.sh run [all|suite|cli|tpu]   there (the fixtures travel with the working
 #       tree, .device/ is carried): unpacks both, runs the cuda conformance suite (every MIR primitive
 #       at every dtype against hand-computed references, the shared GPU-like tests against cpu,
 #       the fixtures qwen3-tiny greedy tokens, minilm-l2-f16 and bert-tiny-onnx) with
@@ -13,7 +13,10 @@
 #       `rlx run|embed|generate|bench --target cuda` on the fixtures against --target cpu.
 #
 # `run suite` runs only the conformance suite (GTEST_FILTER narrows it), `run cli` only the rlx
-# commands: each fits one device call of 10 minutes where the whole may not.
+# commands: each fits one device call of 10 minutes where the whole may not. `run tpu` runs the
+# tpu target's suite instead (the same tests, StableHLO compiled by XLA) through JAX's CUDA PJRT
+# plugin (jax_plugins/xla_cuda*/xla_cuda_plugin.so of that machine's python3) with
+# RLX_EXPECT_TARGETS=tpu.
 # Exit status: 0 when everything passed. The log is on stdout; a summary is the last lines.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -28,8 +31,9 @@ pack() {
   local stage
   stage=$(mktemp -d)
   mkdir -p "$stage/cuda-tests"
-  for t in rlx_cuda_tests rlx_cuda_codegen_tests; do
-    strip --strip-debug -o "$stage/cuda-tests/$t" "$build/plugins/cuda/tests/$t"
+  for t in cuda/tests/rlx_cuda_tests cuda/tests/rlx_cuda_codegen_tests tpu/tests/rlx_tpu_tests \
+    tpu/tests/rlx_tpu_emit_tests; do
+    strip --strip-debug -o "$stage/cuda-tests/$(basename "$t")" "$build/plugins/$t"
   done
   # The libraries it links beyond rlx's own (GoogleTest where it is shared), as bundle.sh picks
   # them: not the C and C++ runtimes.
@@ -93,6 +97,30 @@ compiles() {  # rlx compile writes the CUDA C++, PTX and a cubin for the device
     ls "$out"/cuda_kernels.cu "$out"/cuda_kernels.ptx "$out"/cuda_kernels.sm_*.cubin
 }
 
+# JAX's CUDA PJRT plugin, found where python3's jax_plugins package is (xla_cuda13 or xla_cuda12).
+cuda_pjrt_plugin() {
+  python3 - <<'PY'
+import glob, os
+import jax_plugins
+for d in jax_plugins.__path__:
+    for so in sorted(glob.glob(os.path.join(d, "xla_cuda*", "xla_cuda_plugin.so")), reverse=True):
+        print(so)
+        raise SystemExit(0)
+raise SystemExit("no jax_plugins/xla_cuda*/xla_cuda_plugin.so in this python3")
+PY
+}
+
+tpu_suite() {  # the tpu conformance suite through JAX's CUDA PJRT plugin
+  local plugin
+  plugin=$(cuda_pjrt_plugin) || { failures+=("finding JAX's CUDA PJRT plugin"); return; }
+  echo "   PJRT plugin: $plugin"
+  export RLX_PJRT_PLUGIN=$plugin
+  check "tpu is available on the CUDA PJRT plugin" bash -c "rlx --list-targets | grep -E '^  tpu +available'"
+  check "conformance suite on tpu through XLA's CUDA plugin (RLX_EXPECT_TARGETS=tpu)" \
+    env RLX_EXPECT_TARGETS=tpu /tmp/cuda-tests/rlx_tpu_tests --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
+  check "tpu's emission tests" /tmp/cuda-tests/rlx_tpu_emit_tests --gtest_brief=1
+}
+
 run() {
   local part=${1:-all}
   cd "$root"
@@ -107,8 +135,13 @@ run() {
   [ -e "$fixtures" ] || ln -s "$root/tests/data/fixtures" "$fixtures"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   (command -v nvcc >/dev/null && nvcc --version | tail -2) || true
-  check "cuda is available" bash -c "rlx --list-targets | grep -E '^  cuda +available'"
-  if [ "$part" != cli ]; then
+  if [ "$part" = tpu ]; then
+    tpu_suite
+    part=done
+  else
+    check "cuda is available" bash -c "rlx --list-targets | grep -E '^  cuda +available'"
+  fi
+  if [ "$part" != cli ] && [ "$part" != done ]; then
     check "conformance suite on cuda (RLX_EXPECT_TARGETS=cuda)" \
       env RLX_EXPECT_TARGETS=cuda /tmp/cuda-tests/rlx_cuda_tests --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
     check "cuda's own tests (NVRTC there, cubins for sm_90)" /tmp/cuda-tests/rlx_cuda_codegen_tests --gtest_brief=1
@@ -129,11 +162,11 @@ run() {
     printf '  %s\n' "${failures[@]}"
     exit 1
   fi
-  echo "all cuda checks passed"
+  echo "all checks passed"
 }
 
 case $mode in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: tests/gpu/run-on-device.sh pack [BUILD] | run [all|suite|cli]" >&2; exit 2 ;;
+  *) echo "usage: tests/gpu/run-on-device.sh pack [BUILD] | run [all|suite|cli|tpu]" >&2; exit 2 ;;
 esac
