@@ -147,9 +147,32 @@ class Writer {
     return let(fmt::format("stablehlo.reshape {} : ({}) -> {}", x, tensor_type(from),
                            tensor_type(to)));
   }
+  // rlx: float max/min propagate NaN; XLA's CPU backend may return the other operand, so the
+  // NaN is selected explicitly (XLA fuses the selects into the same loop).
+  std::string nan_propagating(const std::string& op, const std::string& a, const std::string& b,
+                              const TensorType& t) {
+    std::string m = binary(op.c_str(), a, b, t);
+    std::string b_nan = compare("NE", b, b, t);
+    std::string a_nan = compare("NE", a, a, t);
+    return select(a_nan, a, select(b_nan, b, m, t), t);
+  }
   std::string reduce(const std::string& x, const TensorType& from, const char* op, Scalar init,
                      const std::vector<int64_t>& axes, const TensorType& to) {
     std::string c = constant(from.dtype, init);
+    const std::string et = element_type(from.dtype), name = op;
+    if (is_float(from.dtype) && (name == "maximum" || name == "minimum")) {
+      std::string r = fresh(), a = fresh(), b = fresh();
+      line(fmt::format("{} = stablehlo.reduce({} init: {}) across dimensions = [{}] : ({}, "
+                       "tensor<{}>) -> {}",
+                       r, x, c, ints(axes), tensor_type(from), et, tensor_type(to)));
+      line(fmt::format(" reducer({}: tensor<{}>, {}: tensor<{}>) {{", a, et, b, et));
+      indent_ += 2;
+      std::string v = nan_propagating(name, a, b, TensorType{from.dtype, {}});
+      line(fmt::format("stablehlo.return {} : tensor<{}>", v, et));
+      indent_ -= 2;
+      line("}");
+      return r;
+    }
     return let(fmt::format(
         "stablehlo.reduce({} init: {}) applies stablehlo.{} across dimensions = [{}] : ({}, "
         "tensor<{}>) -> {}",
@@ -188,6 +211,8 @@ std::vector<std::string> Writer::node(const Graph& graph, int32_t index) {
   if (auto b = kBinary.find(n.op); b != kBinary.end()) {
     if ((n.op == "div" || n.op == "rem") && !is_float(out.dtype))
       return {integer_division(n, b->second)};
+    if ((n.op == "max" || n.op == "min") && is_float(out.dtype))
+      return {nan_propagating(b->second, in(0), in(1), out)};
     return {binary(b->second.c_str(), in(0), in(1), out)};
   }
   if (auto c = kCompare.find(n.op); c != kCompare.end())
