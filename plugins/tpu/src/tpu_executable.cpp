@@ -20,7 +20,8 @@ size_t bytes_of(DType d, const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-TpuExecutable::TpuExecutable(std::shared_ptr<PjrtClient> client, const Graph& g)
+TpuExecutable::TpuExecutable(std::shared_ptr<PjrtClient> client, WeightCache& weights,
+                             const Graph& g)
     : client_(std::move(client)), module_(emit_stablehlo(g)) {
   exe_ = client_->compile(module_.text, module_.num_results());
   for (ValueId p : module_.params) {
@@ -28,7 +29,7 @@ TpuExecutable::TpuExecutable(std::shared_ptr<PjrtClient> client, const Graph& g)
     auto w = g.weights.find(name);
     if (w == g.weights.end())
       throw_user_error(fmt::format("tpu: the weight '{}' has no data; load the model's weights", name));
-    weights_.push_back(client_->upload(w->second.data(), w->second.dtype(), w->second.shape()));
+    weights_.push_back(weights.get(client_, w->second));
   }
   for (ValueId v : g.inputs) {
     const TensorType& t = g.type(v);
@@ -59,7 +60,7 @@ void TpuExecutable::run_bound(const std::vector<BufferBinding>& buffers, QueueId
     inputs.push_back(client_->upload(buffers[i].host, inputs_[i].dtype, inputs_[i].shape));
     args.push_back(inputs.back().get());
   }
-  for (const PjrtBuffer& w : weights_) args.push_back(w.get());
+  for (const auto& w : weights_) args.push_back(w->device.get());
   std::vector<PjrtBuffer> results = exe_->execute(args);
   raise_index_errors(results);
   for (size_t j = 0; j < outputs_.size(); ++j)

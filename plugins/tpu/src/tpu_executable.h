@@ -1,5 +1,6 @@
 // One specialisation of a graph compiled by XLA through PJRT: the StableHLO module, its loaded
-// executable and its weights, uploaded to the device once. Bindings are host memory: the graph's
+// executable and its weights on the device (from the target's WeightCache: uploaded once for all
+// specialisations). Bindings are host memory: the graph's
 // inputs in order, then its outputs.
 #pragma once
 #include <memory>
@@ -9,12 +10,13 @@
 #include "rlx/core/graph.h"
 #include "rlx/core/target.h"
 #include "stablehlo_emitter.h"
+#include "weight_cache.h"
 
 namespace rlx::tpu {
 
 class TpuExecutable final : public Executable {
  public:
-  TpuExecutable(std::shared_ptr<PjrtClient> client, const Graph& g);
+  TpuExecutable(std::shared_ptr<PjrtClient> client, WeightCache& weights, const Graph& g);
   void run(const std::vector<void*>& buffers) override;
   void run_bound(const std::vector<BufferBinding>& buffers, QueueId queue) override;
 
@@ -29,7 +31,7 @@ class TpuExecutable final : public Executable {
   std::shared_ptr<PjrtClient> client_;
   EmittedModule module_;
   std::unique_ptr<PjrtExecutable> exe_;
-  std::vector<PjrtBuffer> weights_;
+  std::vector<std::shared_ptr<const DeviceWeight>> weights_;
   std::vector<Io> inputs_, outputs_;
 };
 

@@ -12,6 +12,7 @@
 #include "rlx/sdk/plugin.h"
 #include "stablehlo_emitter.h"
 #include "tpu_executable.h"
+#include "weight_cache.h"
 
 namespace rlx::tpu {
 
@@ -64,7 +65,7 @@ class TpuTarget final : public sdk::TargetPlugin {
       throw_unsupported(fmt::format(
           "tpu cannot run here: {}. `rlx compile --target tpu -o DIR` still writes the StableHLO",
           why));
-    return std::make_unique<TpuExecutable>(std::move(c), g);
+    return std::make_unique<TpuExecutable>(std::move(c), weights_, g);
   }
 
   std::vector<Artifact> emit_mir(const Graph& g, const std::filesystem::path& dir) override {
@@ -96,6 +97,7 @@ class TpuTarget final : public sdk::TargetPlugin {
 
   mutable std::mutex mutex_;
   mutable std::shared_ptr<PjrtClient> client_;
+  WeightCache weights_;
 };
 
 }  // namespace

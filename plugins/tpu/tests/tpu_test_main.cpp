@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
        .device = "APjrtDevice",
        .fixture_suite = "TpuFixtures",
        // The tpu target keeps tensors in PJRT buffers of its own, not in an rlx Device: bindings
-       // are host memory (each run uploads its inputs; weights are uploaded once per executable).
+       // are host memory (each run uploads its inputs; weights are uploaded once per target).
        // In-place cache updates are decided on LIR (core/src/runtime/in_place.cpp), which a
        // MIR-level target never has, so its cache outputs are fresh host buffers: the two tests
        // that check a cache is not copied do not apply (qwen3-tiny's decode loop still runs).
