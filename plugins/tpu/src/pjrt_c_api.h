@@ -54,7 +54,28 @@ struct EventAwaitArgs {
   void* priv;
   Event* event;
 };
-struct NamedValue;  // client create options: none are passed
+enum NamedValueType : int { kString = 0, kInt64, kInt64List, kFloat, kBool };
+struct NamedValue {
+  size_t struct_size;
+  void* priv;
+  const char* name;
+  size_t name_size;
+  NamedValueType type;
+  union {
+    const char* string_value;
+    int64_t int64_value;
+    const int64_t* int64_array_value;
+    float float_value;
+    bool bool_value;
+  };
+  size_t value_size;  // elements of a list or string, 1 for a scalar
+};
+struct PluginAttributesArgs {
+  size_t struct_size;
+  void* priv;
+  const NamedValue* attributes;  // out, live as long as the process
+  size_t num_attributes;         // out
+};
 struct ClientCreateArgs {
   size_t struct_size;
   void* priv;
@@ -204,7 +225,7 @@ struct Api {
   ErrorMessageFn* error_message;
   void* error_get_code;
   Fn<PluginInitializeArgs>* plugin_initialize;
-  void* plugin_attributes;
+  Fn<PluginAttributesArgs>* plugin_attributes;
   Fn<EventDestroyArgs>* event_destroy;
   void* event_is_ready;
   void* event_error;

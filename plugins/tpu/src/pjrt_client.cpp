@@ -169,6 +169,26 @@ std::string PjrtClient::api_version() const {
   return fmt::format("{}.{}", api_->version.major_version, api_->version.minor_version);
 }
 
+std::string PjrtClient::stablehlo_versions() const {
+  pjrt::PluginAttributesArgs a{};
+  a.struct_size = RLX_PJRT_STRUCT_SIZE(pjrt::PluginAttributesArgs, num_attributes);
+  if (pjrt::Error* e = api_->plugin_attributes(&a)) {
+    error_text(api_, e);
+    return "";
+  }
+  auto version = [&](std::string_view key) -> std::string {
+    for (size_t i = 0; i < a.num_attributes; ++i) {
+      const pjrt::NamedValue& v = a.attributes[i];
+      if (std::string_view(v.name, v.name_size) == key && v.type == pjrt::kInt64List)
+        return fmt::format("{}", fmt::join(v.int64_array_value, v.int64_array_value + v.value_size, "."));
+    }
+    return "";
+  };
+  std::string lo = version("stablehlo_minimum_version"), hi = version("stablehlo_current_version");
+  if (lo.empty() || hi.empty()) return "";
+  return lo + " to " + hi;
+}
+
 void PjrtClient::check(pjrt::Error* error, const char* what, ErrorKind kind) const {
   if (!error) return;
   std::string text = error_text(api_, error);

@@ -72,6 +72,9 @@ class PjrtClient : public std::enable_shared_from_this<PjrtClient> {
   const std::string& platform() const { return platform_; }  // "cpu", "cuda", "tpu"
   const std::string& plugin_path() const { return plugin_path_; }
   std::string api_version() const;  // "0.115"
+  // The StableHLO versions the plugin reads ("1.0.0 to 1.13.5"), from its attributes; "" when
+  // it does not say.
+  std::string stablehlo_versions() const;
   size_t device_count() const { return devices_.size(); }
 
   // Compiles MLIR text (the StableHLO module) for one device; errors carry XLA's message.

@@ -50,9 +50,11 @@ class TpuTarget final : public sdk::TargetPlugin {
     std::string why;
     std::shared_ptr<PjrtClient> c = client(&why);
     if (!c) return Verdict::no(why);
-    return Verdict{true, fmt::format("PJRT platform {} ({} device{}), PJRT C API {}, plugin {}",
+    std::string stablehlo = c->stablehlo_versions();
+    return Verdict{true, fmt::format("PJRT platform {} ({} device{}), PJRT C API {}{}, plugin {}",
                                      c->platform(), c->device_count(),
                                      c->device_count() == 1 ? "" : "s", c->api_version(),
+                                     stablehlo.empty() ? "" : ", StableHLO " + stablehlo,
                                      c->plugin_path())};
   }
 
