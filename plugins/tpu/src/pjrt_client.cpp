@@ -93,14 +93,15 @@ std::vector<std::string> plugin_search_order() {
 bool PjrtClient::plugin_found(std::string* path, std::string* why) {
   std::vector<std::string> tried;
   for (const std::string& candidate : plugin_search_order()) {
-    // A name without a slash is looked up by the loader; a path must exist.
+    // A name without a slash is looked up by the loader's path.
     void* lib = dlopen(candidate.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
     if (!lib) lib = dlopen(candidate.c_str(), RTLD_LAZY | RTLD_LOCAL);
     if (lib) {
       *path = candidate;
       return true;
     }
-    tried.push_back(candidate);
+    const char* e = dlerror();
+    tried.push_back(fmt::format("{} ({})", candidate, e ? e : "not found"));
   }
   *why = fmt::format(
       "no PJRT plugin found (tried {}); set RLX_PJRT_PLUGIN to a PJRT plugin library (libtpu.so, "

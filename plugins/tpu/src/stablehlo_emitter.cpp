@@ -30,7 +30,8 @@ const std::map<std::string, std::string> kReduce = {{"reduce_sum", "add"},
                                                     {"reduce_max", "maximum"},
                                                     {"reduce_min", "minimum"},
                                                     {"reduce_prod", "multiply"}};
-const std::vector<std::string> kStructural = {
+// The primitives with a form of their own below.
+const std::vector<std::string> kOther = {
     "select", "convert", "iota", "broadcast_in_dim", "reshape", "transpose", "slice", "concat",
     "pad", "gather", "scatter", "dot_general", "while", "constant", "dim_size", "erf"};
 
@@ -476,7 +477,7 @@ EmittedModule emit_stablehlo(const Graph& g) {
 Verdict can_emit(const NodeSignature& s) {
   const bool known = kUnary.count(s.op) || kBinary.count(s.op) || kCompare.count(s.op) ||
                      kReduce.count(s.op) ||
-                     std::find(kStructural.begin(), kStructural.end(), s.op) != kStructural.end();
+                     std::find(kOther.begin(), kOther.end(), s.op) != kOther.end();
   if (!known)
     return Verdict::no(fmt::format("the tpu target emits MIR primitives only; {} is not one", s.op));
   auto complex = [](const TensorType& t) { return is_complex(t.dtype); };
