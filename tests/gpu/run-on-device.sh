@@ -5,7 +5,7 @@
 #   tests/gpu/run-on-device.sh pack [BUILD]   here: builds rlx, the cuda plugin and its test
 #       programs, packs rlx with bench/gpu/bundle.sh into .device/ and the test programs beside
 #       it (.device/cuda-tests.tar.gz, with the paths they were built with).
-#   tests/gpu/run-on-device.sh run [all|suite|cli|tpu]   there (the fixtures travel with the working
+#   tests/gpu/run-on-device.sh run [all|suite|cli|tpu|tpu-bench]   there (the fixtures travel with the working
 #       tree, .device/ is carried): unpacks both, runs the cuda conformance suite (every MIR primitive
 #       at every dtype against hand-computed references, the shared GPU-like tests against cpu,
 #       the fixtures qwen3-tiny greedy tokens, minilm-l2-f16 and bert-tiny-onnx) with
@@ -16,7 +16,8 @@
 # commands: each fits one device call of 10 minutes where the whole may not. `run tpu` runs the
 # tpu target's suite instead (the same tests, StableHLO compiled by XLA) through JAX's CUDA PJRT
 # plugin (jax_plugins/xla_cuda*/xla_cuda_plugin.so of that machine's python3) with
-# RLX_EXPECT_TARGETS=tpu.
+# RLX_EXPECT_TARGETS=tpu; `run tpu-bench` races the tpu target against JAX's jit of the real
+# all-MiniLM-L6-v2 (/tmp/minilm, packed by bundle.sh) on the GPU (bench/gpu/tpu_vs_jax.py).
 # Exit status: 0 when everything passed. The log is on stdout; a summary is the last lines.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -31,8 +32,7 @@ pack() {
   local stage
   stage=$(mktemp -d)
   mkdir -p "$stage/cuda-tests"
-  for t in cuda/tests/rlx_cuda_tests cuda/tests/rlx_cuda_codegen_tests tpu/tests/rlx_tpu_tests \
-    tpu/tests/rlx_tpu_emit_tests; do
+  for t in cuda/tests/rlx_cuda_tests cuda/tests/rlx_cuda_codegen_tests tpu/tests/rlx_tpu_tests; do
     strip --strip-debug -o "$stage/cuda-tests/$(basename "$t")" "$build/plugins/$t"
   done
   # The libraries it links beyond rlx's own (GoogleTest where it is shared), as bundle.sh picks
@@ -118,7 +118,14 @@ tpu_suite() {  # the tpu conformance suite through JAX's CUDA PJRT plugin
   check "tpu is available on the CUDA PJRT plugin" bash -c "rlx --list-targets | grep -E '^  tpu +available'"
   check "conformance suite on tpu through XLA's CUDA plugin (RLX_EXPECT_TARGETS=tpu)" \
     env RLX_EXPECT_TARGETS=tpu /tmp/cuda-tests/rlx_tpu_tests --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
-  check "tpu's emission tests" /tmp/cuda-tests/rlx_tpu_emit_tests --gtest_brief=1
+}
+
+tpu_bench() {  # rlx's tpu target against JAX's jit of MiniLM on the same GPU
+  local plugin
+  plugin=$(cuda_pjrt_plugin) || { failures+=("finding JAX's CUDA PJRT plugin"); return; }
+  [ -d /tmp/minilm ] || { skipped+=("tpu vs JAX (no /tmp/minilm: pack with the model)"); return; }
+  check "tpu vs JAX jit, all-MiniLM-L6-v2 seq 128" env RLX_PJRT_PLUGIN="$plugin" \
+    python3 bench/gpu/tpu_vs_jax.py --model /tmp/minilm --batches 1,8,32 --seq 128 --rounds 3
 }
 
 run() {
@@ -137,6 +144,9 @@ run() {
   (command -v nvcc >/dev/null && nvcc --version | tail -2) || true
   if [ "$part" = tpu ]; then
     tpu_suite
+    part=done
+  elif [ "$part" = tpu-bench ]; then
+    tpu_bench
     part=done
   else
     check "cuda is available" bash -c "rlx --list-targets | grep -E '^  cuda +available'"
@@ -168,5 +178,5 @@ run() {
 case $mode in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: tests/gpu/run-on-device.sh pack [BUILD] | run [all|suite|cli|tpu]" >&2; exit 2 ;;
+  *) echo "usage: tests/gpu/run-on-device.sh pack [BUILD] | run [all|suite|cli|tpu|tpu-bench]" >&2; exit 2 ;;
 esac
