@@ -65,6 +65,9 @@ def main():
     if not os.environ.get("RLX_PJRT_PLUGIN"):
         sys.exit("set RLX_PJRT_PLUGIN to the PJRT plugin of the device JAX runs on")
 
+    # JAX would take 75% of the GPU at start, leaving too little for the client of each `rlx
+    # bench` process (XLA's GPU client preallocates too); JAX allocates as it goes instead.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     import jax
     jax.config.update("jax_default_matmul_precision", "highest")
     from peers.jax import Ops
