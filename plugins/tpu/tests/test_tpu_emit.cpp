@@ -81,6 +81,22 @@ const char* const kGoldenGather = R"(module @rlx attributes {mhlo.num_partitions
 }
 )";
 
+// Region arguments are the loop's own names; results of a multi-value while are %r#k.
+const char* const kGoldenWhile = R"(module @rlx attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%v0: tensor<i64>) -> (tensor<i64>) {
+    %v1:2 = stablehlo.while(%v2 = %v0, %v3 = %v0) : tensor<i64>, tensor<i64>
+    cond {
+      %v4 = stablehlo.compare LT, %v2, %v3, SIGNED : (tensor<i64>, tensor<i64>) -> tensor<i1>
+      stablehlo.return %v4 : tensor<i1>
+    } do {
+      %v5 = stablehlo.add %v2, %v2 : tensor<i64>
+      stablehlo.return %v5, %v3 : tensor<i64>, tensor<i64>
+    }
+    return %v1#1 : tensor<i64>
+  }
+}
+)";
+
 std::string emit(const char* ir) { return emit_stablehlo(parse_graph(ir)).text; }
 
 std::string shell(const std::string& cmd) {
@@ -123,6 +139,24 @@ TEST(TpuEmit, GatherCountsNegativeIndicesFromTheEndAndReportsOutOfRange) {
   EXPECT_EQ(m.checks[0].axis_size, 4);
   EXPECT_EQ(m.num_results(), 3u);
   EXPECT_EQ(m.text, kGoldenGather);
+}
+
+TEST(TpuEmit, WhileLoopCarriesItsValuesThroughRegions) {
+  EXPECT_EQ(emit(R"(graph @t(%n: i64[]) {
+  %i, %acc = while(%n, %n) : i64[], i64[] [
+    graph @cond(%ci: i64[], %ca: i64[]) {
+      %go = lt(%ci, %ca) : bool[]
+      return %go
+    },
+    graph @body(%bi: i64[], %ba: i64[]) {
+      %next = add(%bi, %bi) : i64[]
+      return %next, %ba
+    }
+  ]
+  return %acc
+}
+)"),
+            kGoldenWhile);
 }
 
 TEST(TpuEmit, RefusesComplexAndNonPrimitivesByName) {
