@@ -128,8 +128,22 @@ struct ClientCompileArgs {
 
 // PJRT_Buffer_Type: the element types, in the API's numbering.
 enum BufferType : int {
-  kInvalid = 0, kPred, kS8, kS16, kS32, kS64, kU8, kU16, kU32, kU64, kF16, kF32, kF64, kBF16,
-  kC64, kC128,
+  kInvalid = 0,
+  kPred,
+  kS8,
+  kS16,
+  kS32,
+  kS64,
+  kU8,
+  kU16,
+  kU32,
+  kU64,
+  kF16,
+  kF32,
+  kF64,
+  kBF16,
+  kC64,
+  kC128,
 };
 enum HostBufferSemantics : int {
   kImmutableOnlyDuringCall = 0,
@@ -148,8 +162,8 @@ struct ClientBufferFromHostBufferArgs {
   size_t num_byte_strides;
   HostBufferSemantics host_buffer_semantics;
   Device* device;
-  Memory* memory;             // null: the device's default memory
-  void* device_layout;        // null: dense, row-major
+  Memory* memory;                // null: the device's default memory
+  void* device_layout;           // null: dense, row-major
   Event* done_with_host_buffer;  // out
   Buffer* buffer;                // out
 };
@@ -183,7 +197,7 @@ struct LoadedExecutableExecuteArgs {
   Buffer* const* const* argument_lists;  // [num_devices][num_args]
   size_t num_devices;
   size_t num_args;
-  Buffer** const* output_lists;  // [num_devices][num_outputs], filled by the plugin
+  Buffer** const* output_lists;    // [num_devices][num_outputs], filled by the plugin
   Event** device_complete_events;  // [num_devices], out
   Device* execute_device;          // null: the devices it was compiled for
 };
@@ -245,9 +259,9 @@ struct Api {
   void* client_default_device_assignment;
   Fn<ClientBufferFromHostBufferArgs>* client_buffer_from_host_buffer;
   void* device_description[6];  // Id, ProcessIndex, Attributes, Kind, DebugString, ToString
-  void* device[6];  // GetDescription, IsAddressable, LocalHardwareId, AddressableMemories,
-                    // DefaultMemory, MemoryStats
-  void* memory[5];  // Id, Kind, DebugString, ToString, AddressableByDevices
+  void* device[6];       // GetDescription, IsAddressable, LocalHardwareId, AddressableMemories,
+                         // DefaultMemory, MemoryStats
+  void* memory[5];       // Id, Kind, DebugString, ToString, AddressableByDevices
   void* executable[10];  // Destroy, Name, NumReplicas, NumPartitions, NumOutputs,
                          // SizeOfGeneratedCodeInBytes, GetCostAnalysis, OutputMemoryKinds,
                          // OptimizedProgram, Serialize

@@ -14,9 +14,8 @@ namespace {
 // A serialized xla.CompileOptionsProto asking for one replica and one partition on the default
 // device: field 3 (executable_build_options) holding device_ordinal (1) = -1, num_replicas (4) =
 // 1 and num_partitions (5) = 1. Written out by hand because it is all the options we set.
-constexpr unsigned char kCompileOptions[] = {0x1a, 0x0f, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                             0xff, 0xff, 0xff, 0xff, 0x01, 0x20, 0x01, 0x28,
-                                             0x01};
+constexpr unsigned char kCompileOptions[] = {0x1a, 0x0f, 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                             0xff, 0xff, 0xff, 0x01, 0x20, 0x01, 0x28, 0x01};
 
 struct OpenedPlugin {
   const pjrt::Api* api = nullptr;
@@ -63,14 +62,15 @@ OpenedPlugin open_plugin(const std::string& path) {
   if (!api) return fail(fmt::format("{}: GetPjrtApi returned no API", path));
   const int major = api->version.major_version, minor = api->version.minor_version;
   if (major != pjrt::kMajor || minor < pjrt::kMinMinor)
-    return fail(fmt::format(
-        "{} implements PJRT C API {}.{}; rlx's tpu target speaks {}.{} or a later {}.x", path,
-        major, minor, pjrt::kMajor, pjrt::kMinMinor, pjrt::kMajor));
+    return fail(
+        fmt::format("{} implements PJRT C API {}.{}; rlx's tpu target speaks {}.{} or a later {}.x",
+                    path, major, minor, pjrt::kMajor, pjrt::kMinMinor, pjrt::kMajor));
   const size_t needed = RLX_PJRT_STRUCT_SIZE(pjrt::Api, buffer_to_host_buffer);
   if (api->struct_size < needed)
-    return fail(fmt::format("{}: its PJRT_Api table has {} bytes, fewer than the {} this client "
-                            "calls into",
-                            path, api->struct_size, needed));
+    return fail(
+        fmt::format("{}: its PJRT_Api table has {} bytes, fewer than the {} this client "
+                    "calls into",
+                    path, api->struct_size, needed));
   pjrt::PluginInitializeArgs init{};
   init.struct_size = RLX_PJRT_STRUCT_SIZE(pjrt::PluginInitializeArgs, priv);
   if (pjrt::Error* e = api->plugin_initialize(&init))
@@ -155,7 +155,8 @@ PjrtClient::PjrtClient(const pjrt::Api* api, std::string plugin_path)
       RLX_PJRT_STRUCT_SIZE(pjrt::ClientAddressableDevicesArgs, num_addressable_devices);
   devs.client = client_;
   check(api_->client_addressable_devices(&devs), "listing the devices");
-  devices_.assign(devs.addressable_devices, devs.addressable_devices + devs.num_addressable_devices);
+  devices_.assign(devs.addressable_devices,
+                  devs.addressable_devices + devs.num_addressable_devices);
 }
 
 PjrtClient::~PjrtClient() {
@@ -181,7 +182,8 @@ std::string PjrtClient::stablehlo_versions() const {
     for (size_t i = 0; i < a.num_attributes; ++i) {
       const pjrt::NamedValue& v = a.attributes[i];
       if (std::string_view(v.name, v.name_size) == key && v.type == pjrt::kInt64List)
-        return fmt::format("{}", fmt::join(v.int64_array_value, v.int64_array_value + v.value_size, "."));
+        return fmt::format("{}",
+                           fmt::join(v.int64_array_value, v.int64_array_value + v.value_size, "."));
     }
     return "";
   };
@@ -304,20 +306,34 @@ std::vector<PjrtBuffer> PjrtExecutable::execute(const std::vector<pjrt::Buffer*>
 
 pjrt::BufferType pjrt_type(DType t) {
   switch (t) {
-    case DType::kBool: return pjrt::kPred;
-    case DType::kI8: return pjrt::kS8;
-    case DType::kU8: return pjrt::kU8;
-    case DType::kI16: return pjrt::kS16;
-    case DType::kI32: return pjrt::kS32;
-    case DType::kI64: return pjrt::kS64;
-    case DType::kF16: return pjrt::kF16;
-    case DType::kBF16: return pjrt::kBF16;
-    case DType::kF32: return pjrt::kF32;
-    case DType::kF64: return pjrt::kF64;
-    case DType::kC64: return pjrt::kC64;
-    case DType::kU16: return pjrt::kU16;
-    case DType::kU32: return pjrt::kU32;
-    case DType::kU64: return pjrt::kU64;
+    case DType::kBool:
+      return pjrt::kPred;
+    case DType::kI8:
+      return pjrt::kS8;
+    case DType::kU8:
+      return pjrt::kU8;
+    case DType::kI16:
+      return pjrt::kS16;
+    case DType::kI32:
+      return pjrt::kS32;
+    case DType::kI64:
+      return pjrt::kS64;
+    case DType::kF16:
+      return pjrt::kF16;
+    case DType::kBF16:
+      return pjrt::kBF16;
+    case DType::kF32:
+      return pjrt::kF32;
+    case DType::kF64:
+      return pjrt::kF64;
+    case DType::kC64:
+      return pjrt::kC64;
+    case DType::kU16:
+      return pjrt::kU16;
+    case DType::kU32:
+      return pjrt::kU32;
+    case DType::kU64:
+      return pjrt::kU64;
   }
   return pjrt::kInvalid;
 }

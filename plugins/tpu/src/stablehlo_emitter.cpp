@@ -15,15 +15,25 @@ namespace rlx::tpu {
 
 namespace {
 
-const std::map<std::string, std::string> kUnary = {
-    {"neg", "negate"}, {"abs", "abs"},         {"sign", "sign"},   {"exp", "exponential"},
-    {"log", "log"},    {"sqrt", "sqrt"},       {"rsqrt", "rsqrt"}, {"tanh", "tanh"},
-    {"sin", "sine"},   {"cos", "cosine"},      {"floor", "floor"}, {"ceil", "ceil"},
-    {"round", "round_nearest_even"},           {"logistic", "logistic"}, {"not", "not"}};
+const std::map<std::string, std::string> kUnary = {{"neg", "negate"},
+                                                   {"abs", "abs"},
+                                                   {"sign", "sign"},
+                                                   {"exp", "exponential"},
+                                                   {"log", "log"},
+                                                   {"sqrt", "sqrt"},
+                                                   {"rsqrt", "rsqrt"},
+                                                   {"tanh", "tanh"},
+                                                   {"sin", "sine"},
+                                                   {"cos", "cosine"},
+                                                   {"floor", "floor"},
+                                                   {"ceil", "ceil"},
+                                                   {"round", "round_nearest_even"},
+                                                   {"logistic", "logistic"},
+                                                   {"not", "not"}};
 const std::map<std::string, std::string> kBinary = {
-    {"add", "add"}, {"sub", "subtract"}, {"mul", "multiply"}, {"div", "divide"},
-    {"max", "maximum"}, {"min", "minimum"}, {"pow", "power"}, {"rem", "remainder"},
-    {"and", "and"}, {"or", "or"}, {"xor", "xor"}};
+    {"add", "add"},     {"sub", "subtract"}, {"mul", "multiply"}, {"div", "divide"},
+    {"max", "maximum"}, {"min", "minimum"},  {"pow", "power"},    {"rem", "remainder"},
+    {"and", "and"},     {"or", "or"},        {"xor", "xor"}};
 const std::map<std::string, std::string> kCompare = {{"eq", "EQ"}, {"ne", "NE"}, {"lt", "LT"},
                                                      {"le", "LE"}, {"gt", "GT"}, {"ge", "GE"}};
 const std::map<std::string, std::string> kReduce = {{"reduce_sum", "add"},
@@ -31,38 +41,46 @@ const std::map<std::string, std::string> kReduce = {{"reduce_sum", "add"},
                                                     {"reduce_min", "minimum"},
                                                     {"reduce_prod", "multiply"}};
 // The primitives with a form of their own below.
-const std::vector<std::string> kOther = {
-    "select", "convert", "iota", "broadcast_in_dim", "reshape", "transpose", "slice", "concat",
-    "pad", "gather", "scatter", "dot_general", "while", "constant", "dim_size", "erf"};
+const std::vector<std::string> kOther = {"select",  "convert",   "iota",     "broadcast_in_dim",
+                                         "reshape", "transpose", "slice",    "concat",
+                                         "pad",     "gather",    "scatter",  "dot_general",
+                                         "while",   "constant",  "dim_size", "erf"};
 
 enum class Scalar { kZero, kOne, kLowest, kHighest };
 
 // A scalar literal of dtype t (the text inside dense<...>).
 std::string scalar_literal(DType t, Scalar which) {
-  if (t == DType::kBool) return which == Scalar::kZero || which == Scalar::kLowest ? "false" : "true";
+  if (t == DType::kBool)
+    return which == Scalar::kZero || which == Scalar::kLowest ? "false" : "true";
   if (is_float(t)) {
     if (which == Scalar::kZero) return "0.000000e+00";
     if (which == Scalar::kOne) return "1.000000e+00";
     const bool neg = which == Scalar::kLowest;  // -inf or +inf, as hex bits of the width
     switch (t) {
-      case DType::kF16: return neg ? "0xFC00" : "0x7C00";
-      case DType::kBF16: return neg ? "0xFF80" : "0x7F80";
-      case DType::kF64: return neg ? "0xFFF0000000000000" : "0x7FF0000000000000";
-      default: return neg ? "0xFF800000" : "0x7F800000";
+      case DType::kF16:
+        return neg ? "0xFC00" : "0x7C00";
+      case DType::kBF16:
+        return neg ? "0xFF80" : "0x7F80";
+      case DType::kF64:
+        return neg ? "0xFFF0000000000000" : "0x7FF0000000000000";
+      default:
+        return neg ? "0xFF800000" : "0x7F800000";
     }
   }
   if (which == Scalar::kZero) return "0";
   if (which == Scalar::kOne) return "1";
   const int bits = static_cast<int>(dtype_size(t)) * 8;
   if (is_unsigned(t))
-    return which == Scalar::kLowest ? "0"
-                                    : std::to_string(bits == 64 ? ~uint64_t{0}
-                                                                : (uint64_t{1} << bits) - 1);
+    return which == Scalar::kLowest
+               ? "0"
+               : std::to_string(bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1);
   const int64_t highest = bits == 64 ? INT64_MAX : (int64_t{1} << (bits - 1)) - 1;
   return std::to_string(which == Scalar::kLowest ? -highest - 1 : highest);
 }
 
-std::string ints(const std::vector<int64_t>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
+std::string ints(const std::vector<int64_t>& v) {
+  return fmt::format("{}", fmt::join(v, ", "));
+}
 
 TensorType with_dtype(TensorType t, DType d) {
   t.dtype = d;
@@ -109,7 +127,8 @@ class Writer {
 
   std::string constant(DType t, Scalar which) {
     if (t == DType::kBool)
-      return let(fmt::format("stablehlo.constant dense<{}> : tensor<i1>", scalar_literal(t, which)));
+      return let(
+          fmt::format("stablehlo.constant dense<{}> : tensor<i1>", scalar_literal(t, which)));
     return let(fmt::format("stablehlo.constant dense<{}> : tensor<{}>", scalar_literal(t, which),
                            element_type(t)));
   }
@@ -145,8 +164,8 @@ class Writer {
   }
   std::string reshape(const std::string& x, const TensorType& from, const TensorType& to) {
     if (from == to) return x;
-    return let(fmt::format("stablehlo.reshape {} : ({}) -> {}", x, tensor_type(from),
-                           tensor_type(to)));
+    return let(
+        fmt::format("stablehlo.reshape {} : ({}) -> {}", x, tensor_type(from), tensor_type(to)));
   }
   // rlx: float max/min propagate NaN; XLA's CPU backend may return the other operand, so the
   // NaN is selected explicitly (XLA fuses the selects into the same loop).
@@ -163,9 +182,10 @@ class Writer {
     const std::string et = element_type(from.dtype), name = op;
     if (is_float(from.dtype) && (name == "maximum" || name == "minimum")) {
       std::string r = fresh(), a = fresh(), b = fresh();
-      line(fmt::format("{} = stablehlo.reduce({} init: {}) across dimensions = [{}] : ({}, "
-                       "tensor<{}>) -> {}",
-                       r, x, c, ints(axes), tensor_type(from), et, tensor_type(to)));
+      line(
+          fmt::format("{} = stablehlo.reduce({} init: {}) across dimensions = [{}] : ({}, "
+                      "tensor<{}>) -> {}",
+                      r, x, c, ints(axes), tensor_type(from), et, tensor_type(to)));
       line(fmt::format(" reducer({}: tensor<{}>, {}: tensor<{}>) {{", a, et, b, et));
       indent_ += 2;
       std::string v = nan_propagating(name, a, b, TensorType{from.dtype, {}});
@@ -219,7 +239,7 @@ std::vector<std::string> Writer::node(const Graph& graph, int32_t index) {
   if (auto c = kCompare.find(n.op); c != kCompare.end())
     return {compare(c->second.c_str(), in(0), in(1), in_type(0))};
   if (auto r = kReduce.find(n.op); r != kReduce.end()) {
-    Scalar init = n.op == "reduce_sum"   ? Scalar::kZero
+    Scalar init = n.op == "reduce_sum"    ? Scalar::kZero
                   : n.op == "reduce_prod" ? Scalar::kOne
                   : n.op == "reduce_max"  ? Scalar::kLowest
                                           : Scalar::kHighest;
@@ -234,8 +254,8 @@ std::vector<std::string> Writer::node(const Graph& graph, int32_t index) {
   if (n.op == "dim_size") {
     int64_t d = n.attr_int("dim");
     if (d < 0) d += in_type(0).rank();
-    return {let(fmt::format("stablehlo.constant dense<{}> : tensor<i64>",
-                            in_type(0).shape.at(d).value))};
+    return {let(
+        fmt::format("stablehlo.constant dense<{}> : tensor<i64>", in_type(0).shape.at(d).value))};
   }
   if (n.op == "iota") {
     int64_t d = n.attr_int("dim");
@@ -344,8 +364,8 @@ std::string Writer::gather_or_scatter(const Node& n) {
   if (top_) index_check(n, idx, it, len);
   // Negative indices count from the end.
   std::string zero = splat(it.dtype, Scalar::kZero, it);
-  std::string lens = let(fmt::format("stablehlo.constant dense<{}> : tensor<{}>", len,
-                                     element_type(it.dtype)));
+  std::string lens =
+      let(fmt::format("stablehlo.constant dense<{}> : tensor<{}>", len, element_type(it.dtype)));
   lens = broadcast(lens, TensorType{it.dtype, {}}, it, {});
   std::string negative = compare("LT", idx, zero, it);
   std::string wrapped = select(negative, binary("add", idx, lens, it), idx, it);
@@ -356,13 +376,14 @@ std::string Writer::gather_or_scatter(const Node& n) {
   for (int64_t d = 0; d < operand.rank() - 1; ++d) window.push_back(d < axis ? d : d + q);
   if (n.op == "gather") {
     std::vector<int64_t> sizes;
-    for (int64_t d = 0; d < operand.rank(); ++d) sizes.push_back(d == axis ? 1 : operand.shape[d].value);
+    for (int64_t d = 0; d < operand.rank(); ++d)
+      sizes.push_back(d == axis ? 1 : operand.shape[d].value);
     return let(fmt::format(
         "\"stablehlo.gather\"({}, {}) <{{dimension_numbers = #stablehlo.gather<offset_dims = [{}], "
         "collapsed_slice_dims = [{}], start_index_map = [{}], index_vector_dim = {}>, "
         "indices_are_sorted = false, slice_sizes = array<i64: {}>}}> : ({}, {}) -> {}",
-        name(n.inputs[0]), indices, ints(window), axis, axis, q, ints(sizes),
-        tensor_type(operand), tensor_type(iv), tensor_type(out)));
+        name(n.inputs[0]), indices, ints(window), axis, axis, q, ints(sizes), tensor_type(operand),
+        tensor_type(iv), tensor_type(out)));
   }
   const std::string et = element_type(out.dtype);
   std::string a = fresh(), b = fresh();
@@ -431,7 +452,8 @@ std::vector<std::string> Writer::while_node(const Node& n) {
     std::vector<std::string> results = this->body(body, names, false);
     std::vector<std::string> rtypes;
     for (ValueId v : body.outputs) rtypes.push_back(tensor_type(body.type(v)));
-    line(fmt::format("stablehlo.return {} : {}", fmt::join(results, ", "), fmt::join(rtypes, ", ")));
+    line(
+        fmt::format("stablehlo.return {} : {}", fmt::join(results, ", "), fmt::join(rtypes, ", ")));
     indent_ -= 2;
   };
   region(*n.regions.at(0), "cond {");
@@ -479,14 +501,16 @@ Verdict can_emit(const NodeSignature& s) {
                      kReduce.count(s.op) ||
                      std::find(kOther.begin(), kOther.end(), s.op) != kOther.end();
   if (!known)
-    return Verdict::no(fmt::format("the tpu target emits MIR primitives only; {} is not one", s.op));
+    return Verdict::no(
+        fmt::format("the tpu target emits MIR primitives only; {} is not one", s.op));
   auto complex = [](const TensorType& t) { return is_complex(t.dtype); };
   if (std::any_of(s.inputs.begin(), s.inputs.end(), complex) ||
       std::any_of(s.outputs.begin(), s.outputs.end(), complex))
-    return Verdict::no(fmt::format(
-        "rlx's StableHLO emitter has no complex type, so tpu has no c64 kernel for {}: split complex values "
-        "into real and imaginary parts before compiling",
-        s.op));
+    return Verdict::no(
+        fmt::format("rlx's StableHLO emitter has no complex type, so tpu has no c64 kernel for {}: "
+                    "split complex values "
+                    "into real and imaginary parts before compiling",
+                    s.op));
   return Verdict::yes();
 }
 

@@ -12,8 +12,8 @@
 namespace rlx::tpu {
 
 struct IndexCheck {
-  std::string op;      // "gather" or "scatter"
-  int64_t count = 0;   // number of indices
+  std::string op;     // "gather" or "scatter"
+  int64_t count = 0;  // number of indices
   int64_t axis_size = 0;
 };
 

@@ -8,20 +8,34 @@ namespace rlx::tpu {
 
 std::string element_type(DType t) {
   switch (t) {
-    case DType::kBool: return "i1";
-    case DType::kI8: return "i8";
-    case DType::kU8: return "ui8";
-    case DType::kI16: return "i16";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kC64: return "complex<f32>";
-    case DType::kU16: return "ui16";
-    case DType::kU32: return "ui32";
-    case DType::kU64: return "ui64";
+    case DType::kBool:
+      return "i1";
+    case DType::kI8:
+      return "i8";
+    case DType::kU8:
+      return "ui8";
+    case DType::kI16:
+      return "i16";
+    case DType::kI32:
+      return "i32";
+    case DType::kI64:
+      return "i64";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kF32:
+      return "f32";
+    case DType::kF64:
+      return "f64";
+    case DType::kC64:
+      return "complex<f32>";
+    case DType::kU16:
+      return "ui16";
+    case DType::kU32:
+      return "ui32";
+    case DType::kU64:
+      return "ui64";
   }
   throw_internal_error("tpu: unknown dtype");
 }

@@ -28,7 +28,8 @@ TpuExecutable::TpuExecutable(std::shared_ptr<PjrtClient> client, WeightCache& we
     const std::string& name = g.values[p].name;
     auto w = g.weights.find(name);
     if (w == g.weights.end())
-      throw_user_error(fmt::format("tpu: the weight '{}' has no data; load the model's weights", name));
+      throw_user_error(
+          fmt::format("tpu: the weight '{}' has no data; load the model's weights", name));
     weights_.push_back(weights.get(client_, w->second));
   }
   for (ValueId v : g.inputs) {

@@ -51,11 +51,11 @@ class TpuTarget final : public sdk::TargetPlugin {
     std::shared_ptr<PjrtClient> c = client(&why);
     if (!c) return Verdict::no(why);
     std::string stablehlo = c->stablehlo_versions();
-    return Verdict{true, fmt::format("PJRT platform {} ({} device{}), PJRT C API {}{}, plugin {}",
-                                     c->platform(), c->device_count(),
-                                     c->device_count() == 1 ? "" : "s", c->api_version(),
-                                     stablehlo.empty() ? "" : ", StableHLO " + stablehlo,
-                                     c->plugin_path())};
+    return Verdict{
+        true,
+        fmt::format("PJRT platform {} ({} device{}), PJRT C API {}{}, plugin {}", c->platform(),
+                    c->device_count(), c->device_count() == 1 ? "" : "s", c->api_version(),
+                    stablehlo.empty() ? "" : ", StableHLO " + stablehlo, c->plugin_path())};
   }
 
   ProgramLevel program_level() const override { return ProgramLevel::kMir; }

@@ -1,6 +1,7 @@
 // The tpu target without a PJRT plugin: the StableHLO of small programs, exactly (a change in
 // emission shows in review; the conformance suite proves on XLA that the text compiles and
 // computes), its refusals, and its status when no plugin is found.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,8 +10,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <fmt/format.h>
-
 #include "rlx/core/ir_text.h"
 #include "stablehlo_emitter.h"
 
@@ -18,7 +17,8 @@ namespace rlx::tpu {
 namespace {
 
 // x W^T then tanh: the weight is the argument after the inputs; f32 products at HIGHEST.
-const char* const kGoldenProduct = R"(module @rlx attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+const char* const kGoldenProduct =
+    R"(module @rlx attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%v0: tensor<2x3xf32>, %v1: tensor<4x3xf32>) -> (tensor<2x4xf32>) {
     %v2 = stablehlo.dot_general %v0, %v1, batching_dims = [] x [], contracting_dims = [1] x [1], precision = [HIGHEST, HIGHEST] : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
     %v3 = stablehlo.tanh %v2 : tensor<2x4xf32>
@@ -28,7 +28,8 @@ const char* const kGoldenProduct = R"(module @rlx attributes {mhlo.num_partition
 )";
 
 // Division by zero gives 0: the divisor is replaced by 1 where it is 0, the quotient by 0.
-const char* const kGoldenDivision = R"(module @rlx attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+const char* const kGoldenDivision =
+    R"(module @rlx attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%v0: tensor<3xi32>, %v1: tensor<3xi32>) -> (tensor<3xi32>) {
     %v2 = stablehlo.constant dense<0> : tensor<i32>
     %v3 = stablehlo.broadcast_in_dim %v2, dims = [] : (tensor<i32>) -> tensor<3xi32>
@@ -45,7 +46,8 @@ const char* const kGoldenDivision = R"(module @rlx attributes {mhlo.num_partitio
 
 // Negative indices wrap by the axis size; the two i64 results after y are the first
 // out-of-range position (3: none) and its index.
-const char* const kGoldenGather = R"(module @rlx attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+const char* const kGoldenGather =
+    R"(module @rlx attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%v0: tensor<4x2xf32>, %v1: tensor<3xi64>) -> (tensor<3x2xf32>, tensor<i64>, tensor<i64>) {
     %v2 = stablehlo.constant dense<4> : tensor<i64>
     %v3 = stablehlo.constant dense<-4> : tensor<i64>
@@ -82,7 +84,8 @@ const char* const kGoldenGather = R"(module @rlx attributes {mhlo.num_partitions
 )";
 
 // Region arguments are the loop's own names; results of a multi-value while are %r#k.
-const char* const kGoldenWhile = R"(module @rlx attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+const char* const kGoldenWhile =
+    R"(module @rlx attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%v0: tensor<i64>) -> (tensor<i64>) {
     %v1:2 = stablehlo.while(%v2 = %v0, %v3 = %v0) : tensor<i64>, tensor<i64>
     cond {
@@ -97,7 +100,9 @@ const char* const kGoldenWhile = R"(module @rlx attributes {mhlo.num_partitions 
 }
 )";
 
-std::string emit(const char* ir) { return emit_stablehlo(parse_graph(ir)).text; }
+std::string emit(const char* ir) {
+  return emit_stablehlo(parse_graph(ir)).text;
+}
 
 std::string shell(const std::string& cmd) {
   std::string out;
@@ -160,8 +165,8 @@ TEST(TpuEmit, WhileLoopCarriesItsValuesThroughRegions) {
 }
 
 TEST(TpuEmit, RefusesComplexAndNonPrimitivesByName) {
-  Verdict c = can_emit({"add", {{DType::kC64, {Dim(2)}}, {DType::kC64, {Dim(2)}}},
-                        {{DType::kC64, {Dim(2)}}}, {}});
+  Verdict c = can_emit(
+      {"add", {{DType::kC64, {Dim(2)}}, {DType::kC64, {Dim(2)}}}, {{DType::kC64, {Dim(2)}}}, {}});
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.reason.find("no c64 kernel for add"), std::string::npos) << c.reason;
   Verdict h = can_emit({"Softmax", {{DType::kF32, {Dim(2)}}}, {{DType::kF32, {Dim(2)}}}, {}});
