@@ -6,9 +6,10 @@
 // only ever appended, so a caller written for an older minor passes its own (smaller) sizes and
 // the plugin reads no further. Plugins may also require a struct to be at least as large as their
 // own (XLA's 0.115 CPU plugin does for PJRT_Client_Create_Args), so the structs below carry the
-// fields appended up to API 0.115, zero-initialised (their "not set" value). What this file must get exactly right is therefore the order of
-// the fields it names: the function table below lists every slot up to the last one used, the
-// unused ones as placeholders, so their offsets match the plugin's.
+// fields appended up to API 0.115, zero-initialised (their "not set" value). What this file
+// must get exactly right is therefore the order of the fields it names: the function table below
+// lists every slot up to the last one used, the unused ones as placeholders, so their offsets
+// match the plugin's.
 #pragma once
 #include <cstddef>
 #include <cstdint>
