@@ -20,9 +20,17 @@ namespace rlx::cuda {
 
 namespace {
 
-// Every launch uses blocks of this many threads: the group size of the SDK's cooperative kernels
-// (render_matmul, render_attention, render_norm), and a multiple of the warp.
+// Cooperative kernels (render_matmul, render_attention, render_norm) are written for blocks of
+// 64 threads and say so (__launch_bounds__(64)); kernels with one thread per element take any
+// block size and get kWideBlock: with 64-thread blocks an element-wise kernel over millions of
+// elements was limited by how fast the device starts blocks, not by memory.
 constexpr unsigned kBlock = 64;
+constexpr unsigned kWideBlock = 256;
+
+struct Kernel {
+  CuFunction function = nullptr;
+  unsigned block = kBlock;
+};
 
 class CudaModule final : public gpu_host::Module {
  public:
@@ -30,7 +38,7 @@ class CudaModule final : public gpu_host::Module {
   ~CudaModule() override { cu_.cuModuleUnload(module_); }
   const DriverApi& cu_;
   CuModule module_;
-  std::map<std::string, CuFunction, std::less<>> functions_;
+  std::map<std::string, Kernel, std::less<>> functions_;
 };
 
 CuDevicePtr ptr(const gpu_host::DeviceBuffer& b) {
@@ -225,9 +233,14 @@ void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
   auto& module = static_cast<CudaModule&>(m);
   auto it = module.functions_.find(symbol);
   if (it == module.functions_.end()) {
-    CuFunction f = nullptr;
-    check(cu_.cuModuleGetFunction(&f, module.module_, symbol.c_str()), "cuModuleGetFunction");
-    it = module.functions_.emplace(symbol, f).first;
+    Kernel k;
+    check(cu_.cuModuleGetFunction(&k.function, module.module_, symbol.c_str()),
+          "cuModuleGetFunction");
+    int most = 0;
+    check(cu_.cuFuncGetAttribute(&most, kFuncAttrMaxThreadsPerBlock, k.function),
+          "cuFuncGetAttribute");
+    k.block = most > static_cast<int>(kBlock) ? std::min<unsigned>(kWideBlock, most) : kBlock;
+    it = module.functions_.emplace(symbol, k).first;
   }
   std::vector<CuDevicePtr> values(args.size());
   std::vector<void*> params(args.size());
@@ -236,12 +249,13 @@ void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
     params[i] = &values[i];
   }
   // Kernels return at once for threads past the domain (render.h), so the grid is rounded up.
-  const int64_t blocks = (work_items + kBlock - 1) / kBlock;
+  const Kernel& k = it->second;
+  const int64_t blocks = (work_items + k.block - 1) / k.block;
   if (blocks > std::numeric_limits<int32_t>::max())
     throw_unsupported(
         fmt::format("cuda: kernel {} needs {} blocks of {} threads, more than a grid holds", symbol,
-                    blocks, kBlock));
-  check(cu_.cuLaunchKernel(it->second, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0,
+                    blocks, k.block));
+  check(cu_.cuLaunchKernel(k.function, static_cast<unsigned>(blocks), 1, 1, k.block, 1, 1, 0,
                            stream_, params.data(), nullptr),
         "cuLaunchKernel");
 }

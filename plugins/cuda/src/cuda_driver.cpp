@@ -49,6 +49,7 @@ Loaded load() {
   resolve(a.cuModuleUnload, "cuModuleUnload");
   resolve(a.cuModuleGetFunction, "cuModuleGetFunction");
   resolve(a.cuLaunchKernel, "cuLaunchKernel");
+  resolve(a.cuFuncGetAttribute, "cuFuncGetAttribute");
   resolve(a.cuMemsetD8Async, "cuMemsetD8Async");
   resolve(a.cuMemGetInfo, "cuMemGetInfo_v2");
   resolve(a.cuStreamBeginCapture, "cuStreamBeginCapture_v2");

@@ -26,6 +26,9 @@ inline constexpr CuResult kCudaErrorNoDevice = 100;
 inline constexpr int kAttrMaxThreadsPerBlock = 1;
 inline constexpr int kAttrComputeCapabilityMajor = 75;
 inline constexpr int kAttrComputeCapabilityMinor = 76;
+// CUfunction_attribute: the most threads a block of the kernel may have (64 for the SDK's
+// cooperative kernels, which declare __launch_bounds__(64)).
+inline constexpr int kFuncAttrMaxThreadsPerBlock = 0;
 // CUstreamCaptureMode: only this thread's calls are checked while a stream records.
 inline constexpr int kCaptureModeThreadLocal = 1;
 // The oldest driver the target accepts: CUDA 11.4, the first with cuGraphInstantiateWithFlags
@@ -62,6 +65,7 @@ struct DriverApi {
                              unsigned block_x, unsigned block_y, unsigned block_z,
                              unsigned shared_bytes, CuStream stream, void** params,
                              void** extra) = nullptr;
+  CuResult (*cuFuncGetAttribute)(int* value, int attribute, CuFunction function) = nullptr;
   CuResult (*cuMemsetD8Async)(CuDevicePtr dst, unsigned char value, size_t bytes,
                               CuStream stream) = nullptr;
   CuResult (*cuMemGetInfo)(size_t* free, size_t* total) = nullptr;                // _v2
