@@ -59,26 +59,21 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
   }
   OptimizerUpdate up = append_optimizer(b, optimizer, v);
 
+  // Every output is a distinct node result: the loss is computed by the model, and each new
+  // parameter or state value by its own update node.
+  if (g.values[loss].producer < 0)
+    throw_user_error(fmt::format("training: the loss %{} is a graph input; it must be computed by the model",
+                                 g.values[loss].name));
   g.outputs.clear();
-  // An output that is also another output or an input (a loss read straight from an input)
-  // gets its own copy so every output has its own name.
-  auto own = [&](ValueId x) {
-    bool taken = g.values[x].producer < 0;
-    for (ValueId o : g.outputs) taken = taken || o == x;
-    return taken ? b.add(x, b.full_like(x, 0.0)) : x;
-  };
-  ValueId l = own(loss);
-  name_value(g, l, TrainingGraph::kLoss);
-  g.outputs.push_back(l);
+  name_value(g, loss, TrainingGraph::kLoss);
+  g.outputs.push_back(loss);
   size_t s = 0;
   for (size_t i = 0; i < params.size(); ++i) {
-    ValueId np = own(up.params[i]);
-    name_value(g, np, TrainingGraph::next(t.params[i]));
-    g.outputs.push_back(np);
+    name_value(g, up.params[i], TrainingGraph::next(t.params[i]));
+    g.outputs.push_back(up.params[i]);
     for (ValueId ns : up.state[i]) {
-      ValueId o = own(ns);
-      name_value(g, o, TrainingGraph::next(t.state[s++]));
-      g.outputs.push_back(o);
+      name_value(g, ns, TrainingGraph::next(t.state[s++]));
+      g.outputs.push_back(ns);
     }
   }
   verify_graph(g);
