@@ -5,6 +5,7 @@
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/trainer.h"
+#include "train/weight_layout.h"
 
 namespace rlx {
 
@@ -34,9 +35,13 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
     throw_user_error("training: the model has no parameters (Graph::params) to train");
   TrainingGraph t;
   // Parameters become inputs: they change every step, so they cannot be constants.
-  Graph& g = t.graph = params_as_inputs(decompose_to_mir(model));
+  Graph mir = params_as_inputs(decompose_to_mir(model));
+  const auto first_param = static_cast<int64_t>(mir.inputs.size() - model.params.size());
+  Graph& g = t.graph = train::transpose_weights_for_products(
+      mir, std::vector<ValueId>(mir.inputs.begin() + first_param, mir.inputs.end()));
+  // The copy keeps the order of inputs: the parameters are still the last ones.
+  std::vector<ValueId> params(g.inputs.begin() + first_param, g.inputs.end());
   ValueId loss = g.outputs[0];
-  std::vector<ValueId> params(g.inputs.end() - static_cast<int64_t>(model.params.size()), g.inputs.end());
   std::vector<ValueId> grads = append_gradients(g, loss, params);
 
   GraphBuilder b(g);
