@@ -3,8 +3,9 @@
 // schedule and clipping as the program applies them, and the loss builders' values.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -105,10 +106,14 @@ void expect_matches_reference(const ReferenceRun& run) {
   ASSERT_EQ(want.size(), static_cast<size_t>(steps));
 
   Trainer trainer(test::cpu_target(), model, parse_optimizer(run.optimizer_text));
+  double worst = 0;
   for (int64_t s = 0; s < steps; ++s) {
     double loss = trainer.step({{"x", rows(d.x, s * batch, batch)}, {"labels", rows(d.labels, s * batch, batch)}});
     EXPECT_NEAR(loss, want[s], 1e-4 * std::fabs(want[s])) << "step " << s;
+    worst = std::max(worst, std::fabs(loss - want[s]) / std::fabs(want[s]));
   }
+  std::printf("%s: losses %.4f -> %.4f, largest relative difference to float64 %.2e\n",
+              run.optimizer_text.c_str(), want.front(), want.back(), worst);
   double ref_acc = read_numbers(dir.path() / "accuracy.txt").at(0);
   double acc = accuracy(sizes, trainer.parameters(), d);
   EXPECT_GT(ref_acc, 0.9) << "the reference did not learn the separable problem";
