@@ -56,5 +56,6 @@ Command embed_command();
 Command generate_command();
 Command chat_command();
 Command bench_command();
+Command train_command();  // train.cpp
 
 }  // namespace rlx::cli

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "autodiff/vjp_util.h"
 #include "ops/op_family.h"
 #include "rlx/core/error.h"
 
@@ -24,6 +25,12 @@ OpRegistry::OpRegistry() {
     OpFamily f;
     family(f);
     for (OpDef& d : f.defs()) add(std::move(d));
+  }
+  // The primitives' reverse-mode rules live with autodiff (core/src/autodiff).
+  for (auto& [op, rule] : autodiff::mir_gradient_rules()) {
+    auto it = index_.find(op);
+    RLX_CHECK(it != index_.end(), "gradient rule for an unknown op: " + op);
+    ops_[it->second].gradient = std::move(rule);
   }
 }
 

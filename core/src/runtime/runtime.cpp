@@ -304,6 +304,12 @@ void CompiledModel::run(const NamedTensors& inputs, const NamedDeviceTensors& de
       continue;
     }
     auto it = outputs.find(o.name);
+    // A graph that returns one value twice has two outputs of one name: both are that tensor
+    // (replacing it here would free the memory the first slot was just given).
+    if (it != outputs.end() && std::find(bound.begin(), bound.end(), &it->second) != bound.end()) {
+      slots[o.slot].host = it->second.data();
+      continue;
+    }
     bool reuse = it != outputs.end() && it->second.dtype() == o.dtype &&
                  it->second.shape() == o.shape && it->second.defined();
     for (auto in = inputs.begin(); reuse && in != inputs.end(); ++in)

@@ -1,0 +1,73 @@
+// Training: one compiled program per step holding the forward pass, the loss, the backward pass
+// and the optimizer's update.
+//
+//   Graph model = ...;                    // outputs[0]: a scalar loss; Graph::params are trained,
+//                                         // starting from Graph::weights
+//   rlx::Trainer trainer(target, model, rlx::parse_optimizer("sgd:lr=0.02,momentum=0.9"));
+//   double loss = trainer.step({{"x", images}, {"labels", labels}});
+//   trainer.save("run.safetensors");      // parameters, optimizer state and step count
+//
+// Parameters and optimizer state are inputs and outputs of the program. Each step writes the
+// new values into the memory of the values two steps old, and the two sets swap, so a step
+// allocates and copies nothing once the first one has run.
+#pragma once
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rlx/core/optimizers.h"
+#include "rlx/core/runtime.h"
+
+namespace rlx {
+
+struct TrainingGraph {
+  Graph graph;                      // MIR: loss, gradients, update
+  std::vector<std::string> params;  // trained parameters, in the model's order
+  std::vector<std::string> state;   // optimizer state inputs ("optimizer.m.<param>", ...)
+  // Names of the program's values: output `next(name)` is the new value of input `name`.
+  static std::string next(const std::string& name) { return name + ".next"; }
+  static constexpr const char* kLoss = "loss";
+  static constexpr const char* kStep = "optimizer.step";  // f32 scalar input: updates done
+};
+
+// The same graph with its params as inputs (and no weights): parameters that change between
+// runs (training, or evaluating while training) without compiling again.
+Graph params_as_inputs(const Graph& g);
+
+// The training program of `model` (HIR or MIR; outputs[0] must be a float scalar loss): its
+// params become inputs, and the program returns the loss, the updated params and state.
+TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& optimizer);
+
+class Trainer {
+ public:
+  Trainer(std::shared_ptr<Target> target, const Graph& model, OptimizerConfig optimizer);
+  // One update on `batch` (the model's inputs by name); returns the loss before the update.
+  double step(const NamedTensors& batch);
+  int64_t steps() const { return steps_; }
+  // Current parameter values by name.
+  const NamedTensors& parameters() const { return params_; }
+  const OptimizerConfig& optimizer() const { return optimizer_; }
+  // Writes parameters (under their names), optimizer state ("optimizer.m.<param>", ...) and the
+  // step count ("optimizer.step") as safetensors, the optimizer's text in the metadata.
+  void save(const std::filesystem::path& file) const;
+  // Reads what save wrote: every parameter must be there with its dtype and shape; state and the
+  // step are restored when present (a weights-only file starts the optimizer afresh).
+  void load(const std::filesystem::path& file);
+  // Bytes of the step's working memory (its arena of temporaries) for a batch of these shapes,
+  // and of the parameters and state it keeps (two sets of each, see above).
+  int64_t arena_bytes(const NamedTensors& batch) const;
+  int64_t kept_bytes() const;
+  CompiledModel& program() { return program_; }
+  const TrainingGraph& graph() const { return graph_; }
+
+ private:
+  OptimizerConfig optimizer_;
+  TrainingGraph graph_;
+  CompiledModel program_;
+  NamedTensors params_, state_;
+  NamedTensors inputs_, outputs_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace rlx

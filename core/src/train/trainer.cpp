@@ -1,0 +1,115 @@
+// The training loop's state around one compiled step: parameters, optimizer state, step count.
+#include "rlx/core/trainer.h"
+
+#include <fmt/format.h>
+
+#include "rlx/core/error.h"
+#include "rlx/core/passes.h"
+#include "rlx/core/safetensors.h"
+
+namespace rlx {
+
+namespace {
+
+Tensor initial_value(const Graph& model, const std::string& name, const TensorType& type) {
+  auto it = model.weights.find(name);
+  if (it == model.weights.end())
+    throw_user_error(fmt::format("training: parameter %{} has no initial value in Graph::weights", name));
+  if (!is_static(type.shape))
+    throw_user_error(fmt::format("training: parameter %{} has a symbolic shape {}", name, type.str()));
+  return it->second.clone();
+}
+
+Tensor step_tensor(int64_t steps) {
+  return Tensor::from<float>(DType::kF32, {}, {static_cast<float>(steps)});
+}
+
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<Target> target, const Graph& model, OptimizerConfig optimizer)
+    : optimizer_(std::move(optimizer)), graph_(build_training_graph(model, optimizer_)) {
+  Session session(std::move(target));
+  program_ = session.compile(graph_.graph);
+  const Graph& g = graph_.graph;
+  for (const std::string& p : graph_.params) {
+    const TensorType& t = g.type(*g.find_value(p));
+    params_[p] = initial_value(model, p, t);
+  }
+  for (const std::string& s : graph_.state) {
+    const TensorType& t = g.type(*g.find_value(s));
+    state_[s] = Tensor(t.dtype, static_dims(t.shape));
+  }
+}
+
+double Trainer::step(const NamedTensors& batch) {
+  // Rebuilt per step from references (tensors share data): the batch changes every step.
+  inputs_ = batch;
+  for (const auto& [k, t] : params_) inputs_[k] = t;
+  for (const auto& [k, t] : state_) inputs_[k] = t;
+  inputs_[TrainingGraph::kStep] = step_tensor(steps_);
+  program_.run(inputs_, outputs_);
+  // The new values become current; the old ones' memory receives the next step's results.
+  for (auto* set : {&params_, &state_})
+    for (auto& [k, t] : *set) std::swap(t, outputs_.at(TrainingGraph::next(k)));
+  inputs_.clear();
+  ++steps_;
+  return outputs_.at(TrainingGraph::kLoss).scalar_at(0);
+}
+
+void Trainer::save(const std::filesystem::path& file) const {
+  TensorMap all = params_;
+  for (const auto& [k, t] : state_) all[k] = t;
+  all[TrainingGraph::kStep] = Tensor::from<int64_t>(DType::kI64, {}, {steps_});
+  write_safetensors(file, all, {{"optimizer", optimizer_text(optimizer_)},
+                                {"format", "rlx-training-state"}});
+}
+
+void Trainer::load(const std::filesystem::path& file) {
+  TensorMap all = read_safetensors(file);
+  auto take = [&](NamedTensors& into, const std::string& name, bool required) {
+    auto it = all.find(name);
+    if (it == all.end()) {
+      if (required)
+        throw_user_error(fmt::format("{}: has no tensor '{}', a parameter of the model being trained",
+                                     file.string(), name));
+      return false;
+    }
+    const Tensor& cur = into.at(name);
+    if (it->second.dtype() != cur.dtype() || it->second.shape() != cur.shape())
+      throw_user_error(fmt::format("{}: tensor '{}' is {}{} but the model needs {}{}", file.string(), name,
+                                   dtype_name(it->second.dtype()), it->second.shape_str(),
+                                   dtype_name(cur.dtype()), cur.shape_str()));
+    into[name] = it->second.clone();
+    return true;
+  };
+  for (auto& [k, t] : params_) take(params_, k, true);
+  bool has_state = true;
+  for (auto& [k, t] : state_) has_state = take(state_, k, false) && has_state;
+  if (!has_state)
+    for (auto& [k, t] : state_) t = Tensor(t.dtype(), t.shape());
+  auto it = all.find(TrainingGraph::kStep);
+  steps_ = has_state && it != all.end() ? static_cast<int64_t>(it->second.scalar_at(0)) : 0;
+  outputs_.clear();
+}
+
+int64_t Trainer::arena_bytes(const NamedTensors& batch) const {
+  Bindings bindings;
+  const Graph& g = graph_.graph;
+  for (ValueId v : g.inputs) {
+    auto it = batch.find(g.values[v].name);
+    if (it == batch.end()) continue;
+    const Shape& s = g.type(v).shape;
+    for (size_t d = 0; d < s.size() && d < it->second.shape().size(); ++d)
+      if (!s[d].is_static()) bindings[s[d].sym] = it->second.shape()[d];
+  }
+  return program_.lir_for(bindings).arena_bytes;
+}
+
+int64_t Trainer::kept_bytes() const {
+  int64_t n = 0;
+  for (auto* set : {&params_, &state_})
+    for (const auto& [k, t] : *set) n += static_cast<int64_t>(t.nbytes());
+  return 2 * n;
+}
+
+}  // namespace rlx

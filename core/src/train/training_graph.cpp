@@ -1,0 +1,88 @@
+// Turns a model whose first output is a loss into the training step's graph.
+#include <fmt/format.h>
+
+#include "rlx/core/autodiff.h"
+#include "rlx/core/error.h"
+#include "rlx/core/op_registry.h"
+#include "rlx/core/trainer.h"
+#include "train/weight_layout.h"
+
+namespace rlx {
+
+namespace {
+
+void name_value(Graph& g, ValueId v, const std::string& name) {
+  if (auto existing = g.find_value(name); existing && *existing != v)
+    throw_user_error(fmt::format("training: the model already has a value named %{}; rename it", name));
+  g.values[v].name = name;
+  g.reserve_name(name);
+}
+
+}  // namespace
+
+Graph params_as_inputs(const Graph& g) {
+  Graph out = g;
+  out.inputs.insert(out.inputs.end(), out.params.begin(), out.params.end());
+  out.params.clear();
+  out.weights.clear();
+  return out;
+}
+
+TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& optimizer) {
+  if (model.outputs.empty())
+    throw_user_error("training: the model has no output; its first output must be the loss");
+  if (model.params.empty())
+    throw_user_error("training: the model has no parameters (Graph::params) to train");
+  TrainingGraph t;
+  // Parameters become inputs: they change every step, so they cannot be constants.
+  Graph mir = params_as_inputs(decompose_to_mir(model));
+  const auto first_param = static_cast<int64_t>(mir.inputs.size() - model.params.size());
+  Graph& g = t.graph = train::transpose_weights_for_products(
+      mir, std::vector<ValueId>(mir.inputs.begin() + first_param, mir.inputs.end()));
+  // The copy keeps the order of inputs: the parameters are still the last ones.
+  std::vector<ValueId> params(g.inputs.begin() + first_param, g.inputs.end());
+  ValueId loss = g.outputs[0];
+  std::vector<ValueId> grads = append_gradients(g, loss, params);
+
+  GraphBuilder b(g);
+  b.set_loc("optimizer");
+  OptimizerValues v;
+  v.params = params;
+  v.grads = grads;
+  v.step = b.input(TrainingGraph::kStep, {DType::kF32, {}});
+  const std::vector<std::string> kinds = optimizer_state_names(optimizer);
+  for (ValueId p : params) {
+    const std::string& name = g.values[p].name;
+    t.params.push_back(name);
+    std::vector<ValueId> state;
+    for (const std::string& k : kinds) {
+      std::string sname = "optimizer." + k + "." + name;
+      t.state.push_back(sname);
+      state.push_back(b.input(sname, g.type(p)));
+    }
+    v.state.push_back(state);
+  }
+  OptimizerUpdate up = append_optimizer(b, optimizer, v);
+
+  // Every output is a distinct node result: the loss is computed by the model, and each new
+  // parameter or state value by its own update node.
+  if (g.values[loss].producer < 0)
+    throw_user_error(fmt::format("training: the loss %{} is a graph input; it must be computed by the model",
+                                 g.values[loss].name));
+  g.outputs.clear();
+  name_value(g, loss, TrainingGraph::kLoss);
+  g.outputs.push_back(loss);
+  size_t s = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    name_value(g, up.params[i], TrainingGraph::next(t.params[i]));
+    g.outputs.push_back(up.params[i]);
+    for (ValueId ns : up.state[i]) {
+      name_value(g, ns, TrainingGraph::next(t.state[s++]));
+      g.outputs.push_back(ns);
+    }
+  }
+  verify_graph(g);
+  return t;
+}
+
+}  // namespace rlx

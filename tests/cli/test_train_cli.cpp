@@ -1,0 +1,96 @@
+// `rlx train`: synthetic data and MNIST IDX files (gzip and plain), --json, --save, and the
+// errors a user meets first.
+#include <zlib.h>
+
+#include "cli_fixture.h"
+#include "rlx/core/safetensors.h"
+
+namespace rlx::cli {
+namespace {
+
+class TrainCliTest : public CliTest {
+ protected:
+  // An IDX file of unsigned bytes: magic, big-endian dims, data; gzip-compressed when `gz`.
+  void write_idx(const std::string& name, const std::vector<uint32_t>& dims,
+                 const std::vector<uint8_t>& data, bool gz) {
+    std::string bytes = {0, 0, 8, static_cast<char>(dims.size())};
+    for (uint32_t d : dims)
+      for (int s = 24; s >= 0; s -= 8) bytes.push_back(static_cast<char>((d >> s) & 0xFF));
+    bytes.append(data.begin(), data.end());
+    fs::path p = dir_ / "mnist" / name;
+    fs::create_directories(p.parent_path());
+    if (!gz) {
+      std::ofstream(p, std::ios::binary) << bytes;
+      return;
+    }
+    gzFile f = gzopen(p.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+    gzclose(f);
+  }
+
+  // n images whose class is the row band (of 10) that is bright: learnable in a few steps.
+  void write_split(const std::string& prefix, uint32_t n, bool gz) {
+    std::vector<uint8_t> images(n * 784, 0), labels(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      labels[i] = static_cast<uint8_t>(i % 10);
+      for (int r = labels[i] * 2; r < labels[i] * 2 + 3; ++r)
+        for (int c = 0; c < 28; ++c) images[i * 784 + r * 28 + c] = 255;
+    }
+    write_idx(prefix + "-images-idx3-ubyte" + (gz ? ".gz" : ""), {n, 28, 28}, images, gz);
+    write_idx(prefix + "-labels-idx1-ubyte" + (gz ? ".gz" : ""), {n}, labels, gz);
+  }
+};
+
+TEST_F(TrainCliTest, SyntheticDataTrainsAndReportsJson) {
+  ProcessResult r = rlx({"train", "--model", "mlp:784,32,10", "--data", "synthetic:1024", "--batch", "64",
+                         "--epochs", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  const json::Value* losses = doc.find("epoch_losses");
+  ASSERT_TRUE(losses && losses->as_array() && losses->as_array()->size() == 2) << r.out;
+  EXPECT_LT((*losses->as_array())[1].as_number()->value, (*losses->as_array())[0].as_number()->value);
+  ASSERT_TRUE(doc.find("images_per_s") && doc.find("images_per_s")->as_number());
+  EXPECT_GT(doc.find("images_per_s")->as_number()->value, 0);
+  ASSERT_TRUE(doc.find("accuracy") && doc.find("accuracy")->as_number()) << r.out;
+  EXPECT_GT(doc.find("accuracy")->as_number()->value, 0.5);
+  EXPECT_EQ(doc.find("steps")->as_number()->as_i64(), 32);
+  EXPECT_THAT(r.err, HasSubstr("epoch 2/2: loss"));
+}
+
+TEST_F(TrainCliTest, ReadsMnistIdxFilesGzipAndPlainAndSavesState) {
+  write_split("train", 200, /*gz=*/true);
+  write_split("t10k", 50, /*gz=*/false);
+  fs::path out = dir_ / "state.safetensors";
+  ProcessResult r = rlx({"train", "--model", "mlp:784,16,10", "--data", (dir_ / "mnist").string(), "--batch",
+                         "50", "--epochs", "3", "--optimizer", "adamw:lr=0.01", "--save", out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  EXPECT_EQ(doc.find("steps")->as_number()->as_i64(), 12);
+  ASSERT_TRUE(doc.find("accuracy")->as_number()) << r.out;
+  EXPECT_GT(doc.find("accuracy")->as_number()->value, 0.9) << r.out;
+  TensorMap saved = read_safetensors(out);
+  ASSERT_TRUE(saved.count("fc0.weight") && saved.count("fc1.bias") && saved.count("optimizer.v.fc0.weight"));
+  EXPECT_EQ(saved.at("fc0.weight").shape(), (std::vector<int64_t>{16, 784}));
+  EXPECT_EQ(saved.at("optimizer.step").scalar_at(0), 12);
+}
+
+TEST_F(TrainCliTest, ErrorsSayWhatIsWrong) {
+  ProcessResult r = rlx({"train", "--model", "mlp:100,10", "--data", "synthetic:64", "--batch", "8"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("the input size is 100 but the images of synthetic:64 have 784 pixels"));
+  r = rlx({"train", "--model", "mlp:784,10", "--data", (dir_ / "nowhere").string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("not a folder"));
+  fs::create_directories(dir_ / "empty");
+  r = rlx({"train", "--model", "mlp:784,10", "--data", (dir_ / "empty").string()});
+  EXPECT_THAT(r.err, HasSubstr("train-images-idx3-ubyte"));
+  r = rlx({"train", "--model", "mlp:784,10", "--data", "synthetic:64", "--optimizer", "sgd:lr=x"});
+  EXPECT_THAT(r.err, HasSubstr("lr=x is not a number"));
+  r = rlx({"train", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_THAT(r.out, HasSubstr("--optimizer"));
+}
+
+}  // namespace
+}  // namespace rlx::cli

@@ -1,0 +1,256 @@
+// The training step end to end on the cpu target: losses against a float64 NumPy reference
+// (train_reference.py, run with the test venv's Python), resuming from a save, the learning-rate
+// schedule and clipping as the program applies them, and the loss builders' values.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "rlx/core/builder.h"
+#include "rlx/core/error.h"
+#include "rlx/core/losses.h"
+#include "rlx/core/mlp.h"
+#include "rlx/core/safetensors.h"
+#include "rlx/core/trainer.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Classes around one random centre each, `noise` the spread per coordinate: separable enough to
+// learn, overlapping enough that the loss stays well above zero, where f32 and f64 would part
+// by rounding rather than by a wrong gradient.
+struct Dataset {
+  Tensor x, labels;
+};
+Dataset clusters(int64_t n, int64_t dim, int64_t classes, uint32_t seed, float noise = 1.2f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> centres(classes * dim);
+  for (float& c : centres) c = normal(rng);
+  Dataset d{Tensor(DType::kF32, {n, dim}), Tensor(DType::kI32, {n})};
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t c = static_cast<int32_t>(rng() % classes);
+    d.labels.as<int32_t>()[i] = c;
+    for (int64_t k = 0; k < dim; ++k) d.x.as<float>()[i * dim + k] = centres[c * dim + k] + noise * normal(rng);
+  }
+  return d;
+}
+
+Tensor rows(const Tensor& t, int64_t at, int64_t count) {
+  std::vector<int64_t> shape = t.shape();
+  int64_t row = t.numel() / shape[0];
+  shape[0] = count;
+  Tensor out(t.dtype(), shape);
+  size_t width = static_cast<size_t>(row) * dtype_size(t.dtype());
+  std::memcpy(out.data(), static_cast<const char*>(t.data()) + at * width, count * width);
+  return out;
+}
+
+std::string python() {
+  if (const char* p = std::getenv("RLX_TEST_PYTHON")) return p;
+  return RLX_TEST_VENV_PYTHON;
+}
+
+bool has_numpy() {
+  return fs::exists(python()) && std::system((python() + " -c 'import numpy' 2>/dev/null").c_str()) == 0;
+}
+
+std::vector<double> read_numbers(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<double> v;
+  for (double x; in >> x;) v.push_back(x);
+  return v;
+}
+
+double accuracy(const std::vector<int64_t>& sizes, const NamedTensors& params, const Dataset& d) {
+  Session session(test::cpu_target());
+  CompiledModel eval = session.compile(params_as_inputs(mlp_classifier(sizes, 0, false)));
+  NamedTensors in = params;
+  in["x"] = d.x;
+  Tensor logits = eval.run(in).at("logits");
+  int64_t n = logits.shape()[0], c = logits.shape()[1], right = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = logits.as<float>() + i * c;
+    right += std::max_element(row, row + c) - row == d.labels.as<int32_t>()[i];
+  }
+  return static_cast<double>(right) / static_cast<double>(n);
+}
+
+struct ReferenceRun {
+  std::string optimizer_text;  // for rlx
+  std::string config_json;     // for train_reference.py (without sizes, batch, steps)
+};
+
+void expect_matches_reference(const ReferenceRun& run) {
+  if (!has_numpy()) GTEST_SKIP() << "no Python with numpy at " << python() << " (scripts/test.sh installs it)";
+  const std::vector<int64_t> sizes = {20, 16, 4};
+  const int64_t batch = 8, steps = 100;
+  Dataset d = clusters(steps * batch, sizes[0], sizes.back(), 42);
+  Graph model = mlp_classifier(sizes, 3, true);
+  test::TempDir dir;
+  write_safetensors(dir.path() / "init.safetensors", model.weights);
+  write_safetensors(dir.path() / "data.safetensors", {{"x", d.x}, {"labels", d.labels}});
+  std::ofstream(dir.path() / "config.json")
+      << "{\"sizes\": [20, 16, 4], \"batch\": 8, \"steps\": 100, " << run.config_json << "}";
+  std::string cmd = python() + " " + RLX_TRAIN_REFERENCE + " " + dir.path().string();
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<double> want = read_numbers(dir.path() / "losses.txt");
+  ASSERT_EQ(want.size(), static_cast<size_t>(steps));
+
+  Trainer trainer(test::cpu_target(), model, parse_optimizer(run.optimizer_text));
+  double worst = 0;
+  for (int64_t s = 0; s < steps; ++s) {
+    double loss = trainer.step({{"x", rows(d.x, s * batch, batch)}, {"labels", rows(d.labels, s * batch, batch)}});
+    EXPECT_NEAR(loss, want[s], 1e-4 * std::fabs(want[s])) << "step " << s;
+    worst = std::max(worst, std::fabs(loss - want[s]) / std::fabs(want[s]));
+  }
+  std::printf("%s: losses %.4f -> %.4f, largest relative difference to float64 %.2e\n",
+              run.optimizer_text.c_str(), want.front(), want.back(), worst);
+  double ref_acc = read_numbers(dir.path() / "accuracy.txt").at(0);
+  double acc = accuracy(sizes, trainer.parameters(), d);
+  EXPECT_GT(ref_acc, 0.9) << "the reference did not learn the separable problem";
+  EXPECT_GE(acc, ref_acc - 0.01);
+}
+
+TEST(Trainer, SgdMomentumMatchesNumpyFloat64) {
+  expect_matches_reference({"sgd:lr=0.05,momentum=0.9,weight_decay=0.001",
+                            "\"optimizer\": \"sgd\", \"lr\": 0.05, \"momentum\": 0.9, \"nesterov\": false, "
+                            "\"weight_decay\": 0.001"});
+}
+
+TEST(Trainer, SgdNesterovMatchesNumpyFloat64) {
+  expect_matches_reference({"sgd:lr=0.03,momentum=0.8,nesterov=1",
+                            "\"optimizer\": \"sgd\", \"lr\": 0.03, \"momentum\": 0.8, \"nesterov\": true, "
+                            "\"weight_decay\": 0.0"});
+}
+
+TEST(Trainer, AdamWMatchesNumpyFloat64) {
+  expect_matches_reference({"adamw:lr=0.01,weight_decay=0.01,beta1=0.9,beta2=0.999,eps=1e-8",
+                            "\"optimizer\": \"adamw\", \"lr\": 0.01, \"weight_decay\": 0.01, \"beta1\": 0.9, "
+                            "\"beta2\": 0.999, \"eps\": 1e-8"});
+}
+
+TEST(Trainer, ResumeGivesTheSameLossCurve) {
+  const std::vector<int64_t> sizes = {12, 8, 3};
+  Dataset d = clusters(64, 12, 3, 5);
+  auto batch = [&](int64_t s) {
+    return NamedTensors{{"x", rows(d.x, (s % 8) * 8, 8)}, {"labels", rows(d.labels, (s % 8) * 8, 8)}};
+  };
+  for (const char* opt : {"sgd:lr=0.1,momentum=0.9", "adamw:lr=0.01"}) {
+    SCOPED_TRACE(opt);
+    Graph model = mlp_classifier(sizes, 11, true);
+    Trainer whole(test::cpu_target(), model, parse_optimizer(opt));
+    std::vector<double> want;
+    for (int64_t s = 0; s < 10; ++s) want.push_back(whole.step(batch(s)));
+    Trainer first(test::cpu_target(), model, parse_optimizer(opt));
+    for (int64_t s = 0; s < 5; ++s) EXPECT_EQ(first.step(batch(s)), want[s]);
+    test::TempDir dir;
+    first.save(dir.path() / "state.safetensors");
+    Trainer resumed(test::cpu_target(), model, parse_optimizer(opt));
+    resumed.load(dir.path() / "state.safetensors");
+    EXPECT_EQ(resumed.steps(), 5);
+    for (int64_t s = 5; s < 10; ++s) EXPECT_EQ(resumed.step(batch(s)), want[s]) << "step " << s;
+  }
+}
+
+// loss = w * 1 with w a parameter: each step lowers w by the step's learning rate (times the
+// clipping scale), so consecutive losses show what the program applied.
+std::vector<double> applied_rates(const std::string& opt, int steps) {
+  Graph g;
+  GraphBuilder b(g);
+  ValueId x = b.input("x", {DType::kF32, {1}});
+  ValueId w = b.param("w", Tensor::from<float>(DType::kF32, {1}, {10.0f}));
+  ValueId loss = b.reduce(b.mul(w, x), {0}, ReduceKind::kSum);
+  b.output(loss);
+  Trainer t(test::cpu_target(), g, parse_optimizer(opt));
+  std::vector<double> losses;
+  for (int s = 0; s <= steps; ++s) losses.push_back(t.step({{"x", Tensor::from<float>(DType::kF32, {1}, {1.0f})}}));
+  std::vector<double> rates;
+  for (int s = 0; s < steps; ++s) rates.push_back(losses[s] - losses[s + 1]);
+  return rates;
+}
+
+TEST(Trainer, LearningRateScheduleAndClipping) {
+  OptimizerConfig c = parse_optimizer("sgd:lr=0.1,schedule=cosine,warmup=2,total=4,min_lr=0.02");
+  // Hand values: warm-up 0.05, 0.1; then 0.02 + 0.04 (1 + cos(pi k / 4)) for k = 0..4.
+  const double want[] = {0.05, 0.1, 0.1, 0.02 + 0.04 * (1 + std::cos(M_PI / 4)), 0.06,
+                         0.02 + 0.04 * (1 + std::cos(3 * M_PI / 4)), 0.02, 0.02};
+  std::vector<double> got = applied_rates(optimizer_text(c), 8);
+  for (int s = 0; s < 8; ++s) {
+    EXPECT_NEAR(learning_rate_at(c, s), want[s], 1e-12) << s;
+    EXPECT_NEAR(got[s], want[s], 1e-5) << s;
+  }
+  for (double r : applied_rates("sgd:lr=0.1,clip=0.5", 3)) EXPECT_NEAR(r, 0.05, 1e-6);
+  for (double r : applied_rates("sgd:lr=0.1,clip=5", 3)) EXPECT_NEAR(r, 0.1, 1e-6);
+}
+
+TEST(Trainer, OptimizerTextErrorsNameTheProblem) {
+  auto message = [](const std::string& t) {
+    try {
+      parse_optimizer(t);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(message("rmsprop:lr=1").find("unknown kind 'rmsprop'"), std::string::npos);
+  EXPECT_NE(message("sgd:lr=fast").find("lr=fast is not a number"), std::string::npos);
+  EXPECT_NE(message("sgd:speed=1").find("unknown key 'speed'"), std::string::npos);
+  EXPECT_NE(message("adam:momentum=0.9").find("beta1"), std::string::npos);
+  OptimizerConfig c = parse_optimizer("sgd:lr=0.02,momentum=0.9,nesterov=1,weight_decay=0.0005");
+  EXPECT_EQ(c.kind, OptimizerConfig::Kind::kSgd);
+  EXPECT_DOUBLE_EQ(c.momentum, 0.9);
+  EXPECT_TRUE(c.nesterov);
+  EXPECT_EQ(optimizer_text(parse_optimizer(optimizer_text(c))), optimizer_text(c));
+}
+
+// The losses' values against hand computation in double.
+TEST(Losses, ValuesMatchHandComputation) {
+  Graph g;
+  GraphBuilder b(g);
+  ValueId logits = b.input("logits", {DType::kF64, {2, 3}});
+  ValueId labels = b.input("labels", {DType::kI64, {2}});
+  ValueId p = b.input("p", {DType::kF64, {4}});
+  ValueId t = b.input("t", {DType::kF64, {4}});
+  for (auto [v, name] : {std::pair{softmax_cross_entropy(b, logits, labels), "ce"},
+                         {mean_squared_error(b, p, t), "mse"},
+                         {binary_cross_entropy(b, p, t, false), "bce"},
+                         {binary_cross_entropy(b, p, t, true), "bce_logits"}}) {
+    g.values[v].name = name;
+    b.output(v);
+  }
+  const std::vector<double> lg = {1.0, 2.0, 0.5, -1.0, 3.0, 0.0}, pv = {0.1, 0.8, 0.5, 0.3}, tv = {0.0, 1.0, 1.0, 0.2};
+  Session s(test::cpu_target());
+  NamedTensors out = s.compile(g).run({{"logits", Tensor::from<double>(DType::kF64, {2, 3}, lg)},
+                                       {"labels", Tensor::from<int64_t>(DType::kI64, {2}, {2, 1})},
+                                       {"p", Tensor::from<double>(DType::kF64, {4}, pv)},
+                                       {"t", Tensor::from<double>(DType::kF64, {4}, tv)}});
+  double ce = 0;
+  for (int i = 0; i < 2; ++i) {
+    double z = 0;
+    for (int k = 0; k < 3; ++k) z += std::exp(lg[i * 3 + k]);
+    ce += std::log(z) - lg[i * 3 + (i == 0 ? 2 : 1)];
+  }
+  double mse = 0, bce = 0, bce_logits = 0;
+  for (int i = 0; i < 4; ++i) {
+    mse += (pv[i] - tv[i]) * (pv[i] - tv[i]);
+    bce -= tv[i] * std::log(pv[i]) + (1 - tv[i]) * std::log(1 - pv[i]);
+    double sig = 1 / (1 + std::exp(-pv[i]));
+    bce_logits -= tv[i] * std::log(sig) + (1 - tv[i]) * std::log(1 - sig);
+  }
+  EXPECT_NEAR(out.at("ce").scalar_at(0), ce / 2, 1e-12);
+  EXPECT_NEAR(out.at("mse").scalar_at(0), mse / 4, 1e-12);
+  EXPECT_NEAR(out.at("bce").scalar_at(0), bce / 4, 1e-12);
+  EXPECT_NEAR(out.at("bce_logits").scalar_at(0), bce_logits / 4, 1e-12);
+}
+
+}  // namespace
+}  // namespace rlx
