@@ -1,0 +1,141 @@
+#include "hiprtc.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "hip_runtime.h"
+#include "rlx/core/error.h"
+
+namespace rlx::rocm {
+
+namespace {
+
+// hiprtcResult is an int enum (0: HIPRTC_SUCCESS); hiprtcProgram an opaque pointer.
+using HiprtcResult = int;
+using HiprtcProgram = struct HiprtcProgramOpaque*;
+
+struct HiprtcApi {
+  const char* (*hiprtcGetErrorString)(HiprtcResult) = nullptr;
+  HiprtcResult (*hiprtcVersion)(int* major, int* minor) = nullptr;
+  HiprtcResult (*hiprtcCreateProgram)(HiprtcProgram* program, const char* source,
+                                      const char* name, int num_headers,
+                                      const char* const* headers,
+                                      const char* const* include_names) = nullptr;
+  HiprtcResult (*hiprtcDestroyProgram)(HiprtcProgram* program) = nullptr;
+  HiprtcResult (*hiprtcCompileProgram)(HiprtcProgram program, int num_options,
+                                       const char* const* options) = nullptr;
+  HiprtcResult (*hiprtcGetProgramLogSize)(HiprtcProgram program, size_t* bytes) = nullptr;
+  HiprtcResult (*hiprtcGetProgramLog)(HiprtcProgram program, char* log) = nullptr;
+  HiprtcResult (*hiprtcGetCodeSize)(HiprtcProgram program, size_t* bytes) = nullptr;
+  HiprtcResult (*hiprtcGetCode)(HiprtcProgram program, char* code) = nullptr;
+};
+
+struct Loaded {
+  HiprtcApi api;
+  std::string identity;
+  std::string error;
+};
+
+Loaded load() {
+  Loaded l;
+  void* lib = nullptr;
+  std::string tried;
+  for (const std::string& name :
+       rocm_library_candidates("RLX_HIPRTC", {"libhiprtc.so", "libhiprtc.so.6"})) {
+    if ((lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    tried += (tried.empty() ? "" : ", ") + name;
+  }
+  std::string runtime_error;
+  if (!lib && hip_runtime_api(&runtime_error)) lib = hip_runtime_handle();
+  if (!lib) {
+    l.error = fmt::format(
+        "hiprtc not found (tried {}, and the HIP runtime: {}): install ROCm's HIP runtime "
+        "(Debian: libamdhip64-5), or set RLX_HIPRTC to libhiprtc's path",
+        tried, runtime_error);
+    return l;
+  }
+  auto resolve = [&](auto& fn, const char* name) {
+    if (!l.error.empty()) return;
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+    if (!fn) l.error = fmt::format("hiprtc lacks {}: ROCm older than 5", name);
+  };
+  HiprtcApi& a = l.api;
+  resolve(a.hiprtcGetErrorString, "hiprtcGetErrorString");
+  resolve(a.hiprtcVersion, "hiprtcVersion");
+  resolve(a.hiprtcCreateProgram, "hiprtcCreateProgram");
+  resolve(a.hiprtcDestroyProgram, "hiprtcDestroyProgram");
+  resolve(a.hiprtcCompileProgram, "hiprtcCompileProgram");
+  resolve(a.hiprtcGetProgramLogSize, "hiprtcGetProgramLogSize");
+  resolve(a.hiprtcGetProgramLog, "hiprtcGetProgramLog");
+  resolve(a.hiprtcGetCodeSize, "hiprtcGetCodeSize");
+  resolve(a.hiprtcGetCode, "hiprtcGetCode");
+  if (l.error.empty()) {
+    int major = 0, minor = 0;
+    a.hiprtcVersion(&major, &minor);
+    l.identity = fmt::format("hiprtc {}.{}", major, minor);
+  }
+  return l;
+}
+
+const Loaded& loaded() {
+  static const Loaded l = load();
+  return l;
+}
+
+// Destroys the program on every path out of hiprtc_compile.
+struct ProgramGuard {
+  const HiprtcApi& api;
+  HiprtcProgram program = nullptr;
+  ~ProgramGuard() {
+    if (program) api.hiprtcDestroyProgram(&program);
+  }
+};
+
+}  // namespace
+
+std::string hiprtc_identity(std::string* why) {
+  const Loaded& l = loaded();
+  if (!l.error.empty() && why) *why = l.error;
+  return l.identity;
+}
+
+std::string hiprtc_compile(const std::string& source, const std::string& name,
+                           const std::string& arch) {
+  const Loaded& l = loaded();
+  if (!l.error.empty())
+    throw_unsupported(fmt::format("rocm cannot compile kernels here: {}", l.error));
+  const HiprtcApi& api = l.api;
+  ProgramGuard guard{api};
+  HiprtcResult rc = api.hiprtcCreateProgram(&guard.program, source.c_str(), name.c_str(), 0,
+                                            nullptr, nullptr);
+  if (rc != 0)
+    throw_internal_error(
+        fmt::format("rocm: hiprtcCreateProgram failed: {}", api.hiprtcGetErrorString(rc)));
+  const std::string arch_option = "--offload-arch=" + arch;
+  const std::vector<const char*> options = {arch_option.c_str(), "-std=c++17",
+                                            "-ffp-contract=off", "-w"};
+  rc = api.hiprtcCompileProgram(guard.program, static_cast<int>(options.size()), options.data());
+  if (rc != 0) {
+    size_t n = 0;
+    api.hiprtcGetProgramLogSize(guard.program, &n);
+    std::string log(n, '\0');
+    if (n) api.hiprtcGetProgramLog(guard.program, log.data());
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
+    throw Error(ErrorKind::kCompile,
+                fmt::format("rocm: {} could not compile the generated HIP for {} ({}); `rlx "
+                            "compile --target rocm` writes the source. Log:\n{}",
+                            l.identity, arch, api.hiprtcGetErrorString(rc), log));
+  }
+  size_t bytes = 0;
+  api.hiprtcGetCodeSize(guard.program, &bytes);
+  std::string code(bytes, '\0');
+  if (bytes) api.hiprtcGetCode(guard.program, code.data());
+  if (code.empty())
+    throw_internal_error(fmt::format("rocm: {} produced no code object for {}", l.identity, arch));
+  return code;
+}
+
+}  // namespace rlx::rocm
