@@ -38,6 +38,15 @@ std::string version_text(int v) {
 
 }  // namespace
 
+unsigned launch_blocks(int64_t work_items, unsigned block, const std::string& target,
+                       const std::string& symbol) {
+  const int64_t blocks = (work_items + block - 1) / block;
+  if (blocks > std::numeric_limits<int32_t>::max())
+    throw_unsupported(fmt::format("{}: kernel {} needs {} blocks of {} threads, more than a grid holds",
+                                  target, symbol, blocks, block));
+  return static_cast<unsigned>(blocks);
+}
+
 std::string CudaDeviceInfo::arch() const {
   return arch_of(cc_major, cc_minor);
 }
@@ -233,13 +242,8 @@ void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
     values[i] = ptr(*args[i]);
     params[i] = &values[i];
   }
-  // Kernels return at once for threads past the domain (render.h), so the grid is rounded up.
-  const int64_t blocks = (work_items + kBlock - 1) / kBlock;
-  if (blocks > std::numeric_limits<int32_t>::max())
-    throw_unsupported(
-        fmt::format("{}: kernel {} needs {} blocks of {} threads, more than a grid holds",
-                    language_.target, symbol, blocks, kBlock));
-  check(cu_.cuLaunchKernel(it->second, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1, 0,
+  const unsigned blocks = launch_blocks(work_items, kBlock, language_.target, symbol);
+  check(cu_.cuLaunchKernel(it->second, blocks, 1, 1, kBlock, 1, 1, 0,
                            context_.stream, params.data(), nullptr),
         "cuLaunchKernel");
 }

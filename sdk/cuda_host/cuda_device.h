@@ -56,6 +56,13 @@ struct CudaKernelLanguage {
   ModuleCacheLayout cache = kCubins;
 };
 
+// How many blocks of `block` threads cover `work_items`: the grid is rounded up, as kernels
+// return at once for threads past the domain (render.h). Throws rlx::Error (kUnsupported), naming
+// `target` and the kernel, for more blocks than a grid holds. Shared with the rocm target's
+// HipDevice, which launches the same way.
+unsigned launch_blocks(int64_t work_items, unsigned block, const std::string& target,
+                       const std::string& symbol);
+
 class CudaDevice final : public gpu_host::DeviceApi {
  public:
   // A device for `language` on the process's context, or nullptr with `why` set.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "dynamic_library.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cuda {
@@ -55,12 +56,8 @@ std::vector<std::string> candidates() {
 
 Loaded load() {
   Loaded l;
-  void* lib = nullptr;
   std::string tried;
-  for (const std::string& name : candidates()) {
-    if ((lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-    tried += (tried.empty() ? "" : ", ") + name;
-  }
+  void* lib = open_first_library(candidates(), &tried);
   if (!lib) {
     l.error = fmt::format(
         "NVRTC (libnvrtc.so) not found (tried {}): install the CUDA toolkit's "
@@ -68,11 +65,7 @@ Loaded load() {
         tried);
     return l;
   }
-  auto resolve = [&](auto& fn, const char* name) {
-    if (!l.error.empty()) return;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) l.error = fmt::format("libnvrtc lacks {}: NVRTC older than CUDA 11.2", name);
-  };
+  SymbolResolver resolve(lib, l.error, "libnvrtc lacks {}: NVRTC older than CUDA 11.2");
   NvrtcApi& a = l.api;
   resolve(a.nvrtcGetErrorString, "nvrtcGetErrorString");
   resolve(a.nvrtcVersion, "nvrtcVersion");
@@ -149,8 +142,7 @@ std::string nvrtc_compile(const NvrtcSource& source, const std::string& arch, Nv
     api.nvrtcGetProgramLogSize(guard.program, &n);
     std::string log(n, '\0');
     if (n) api.nvrtcGetProgramLog(guard.program, log.data());
-    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-    if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
+    log = tidy_compiler_log(std::move(log));
     throw Error(
         ErrorKind::kCompile,
         fmt::format(

@@ -4,10 +4,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <map>
 #include <vector>
 
+#include "cuda_device.h"
 #include "cuda_hip_library.h"
 #include "module_cache.h"
 #include "rlx/core/error.h"
@@ -206,14 +206,9 @@ void HipDevice::launch(gpu_host::Module& m, const std::string& symbol,
     values[i] = args[i]->handle;
     params[i] = &values[i];
   }
-  // Kernels return at once for threads past the domain (render.h), so the grid is rounded up.
-  const int64_t blocks = (work_items + kBlock - 1) / kBlock;
-  if (blocks > std::numeric_limits<int32_t>::max())
-    throw_unsupported(
-        fmt::format("rocm: kernel {} needs {} blocks of {} threads, more than a grid holds", symbol,
-                    blocks, kBlock));
-  check(hip_.hipModuleLaunchKernel(it->second, static_cast<unsigned>(blocks), 1, 1, kBlock, 1, 1,
-                                   0, stream_, params.data(), nullptr),
+  const unsigned blocks = cuda::launch_blocks(work_items, kBlock, "rocm", symbol);
+  check(hip_.hipModuleLaunchKernel(it->second, blocks, 1, 1, kBlock, 1, 1, 0, stream_,
+                                   params.data(), nullptr),
         "hipModuleLaunchKernel");
 }
 

@@ -1,10 +1,11 @@
 #include "hip_runtime.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <string_view>
+
+#include "dynamic_library.h"
 
 namespace rlx::rocm {
 
@@ -19,11 +20,10 @@ struct Loaded {
 Loaded load() {
   Loaded l;
   std::string tried;
-  for (const std::string& name : rocm_library_candidates(
-           "RLX_HIP_RUNTIME", {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"})) {
-    if ((l.handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-    tried += (tried.empty() ? "" : ", ") + name;
-  }
+  l.handle = cuda::open_first_library(
+      rocm_library_candidates("RLX_HIP_RUNTIME",
+                              {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"}),
+      &tried);
   if (!l.handle) {
     l.error = fmt::format(
         "libamdhip64.so not found (tried {}): install ROCm's HIP runtime (Debian: libamdhip64-5), "
@@ -31,11 +31,7 @@ Loaded load() {
         tried);
     return l;
   }
-  auto resolve = [&](auto& fn, const char* name) {
-    if (!l.error.empty()) return;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(l.handle, name));
-    if (!fn) l.error = fmt::format("libamdhip64 lacks {}: HIP runtime older than ROCm 5", name);
-  };
+  cuda::SymbolResolver resolve(l.handle, l.error, "libamdhip64 lacks {}: HIP runtime older than ROCm 5");
   HipRuntimeApi& a = l.api;
   resolve(a.hipInit, "hipInit");
   resolve(a.hipRuntimeGetVersion, "hipRuntimeGetVersion");

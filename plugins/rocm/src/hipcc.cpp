@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "code_object.h"
+#include "dynamic_library.h"
 #include "rlx/core/error.h"
 
 namespace rlx::rocm {
@@ -71,8 +72,7 @@ std::string hipcc_compile(const std::string& source, const std::string& arch) {
                   hipcc, arch, src.string(), out.string(), log.string());
   const int rc = std::system(cmd.c_str());
   if (rc != 0 || !fs::exists(out)) {
-    std::string text = read_all(log);
-    if (text.size() > 4000) text = text.substr(0, 4000) + "\n...";
+    const std::string text = cuda::tidy_compiler_log(read_all(log));
     throw Error(ErrorKind::kCompile,
                 fmt::format("rocm: {} could not compile the generated HIP for {} (exit status "
                             "{}); `rlx compile --target rocm` writes the source. Output:\n{}",

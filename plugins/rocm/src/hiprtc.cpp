@@ -1,10 +1,10 @@
 #include "hiprtc.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <vector>
 
+#include "dynamic_library.h"
 #include "hip_runtime.h"
 #include "rlx/core/error.h"
 
@@ -40,13 +40,9 @@ struct Loaded {
 
 Loaded load() {
   Loaded l;
-  void* lib = nullptr;
   std::string tried;
-  for (const std::string& name :
-       rocm_library_candidates("RLX_HIPRTC", {"libhiprtc.so", "libhiprtc.so.6"})) {
-    if ((lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-    tried += (tried.empty() ? "" : ", ") + name;
-  }
+  void* lib = cuda::open_first_library(
+      rocm_library_candidates("RLX_HIPRTC", {"libhiprtc.so", "libhiprtc.so.6"}), &tried);
   std::string runtime_error;
   if (!lib && hip_runtime_api(&runtime_error)) lib = hip_runtime_handle();
   if (!lib) {
@@ -56,11 +52,7 @@ Loaded load() {
         tried, runtime_error);
     return l;
   }
-  auto resolve = [&](auto& fn, const char* name) {
-    if (!l.error.empty()) return;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) l.error = fmt::format("hiprtc lacks {}: ROCm older than 5", name);
-  };
+  cuda::SymbolResolver resolve(lib, l.error, "hiprtc lacks {}: ROCm older than 5");
   HiprtcApi& a = l.api;
   resolve(a.hiprtcGetErrorString, "hiprtcGetErrorString");
   resolve(a.hiprtcVersion, "hiprtcVersion");
@@ -122,8 +114,7 @@ std::string hiprtc_compile(const std::string& source, const std::string& name,
     api.hiprtcGetProgramLogSize(guard.program, &n);
     std::string log(n, '\0');
     if (n) api.hiprtcGetProgramLog(guard.program, log.data());
-    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-    if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
+    log = cuda::tidy_compiler_log(std::move(log));
     throw Error(ErrorKind::kCompile,
                 fmt::format("rocm: {} could not compile the generated HIP for {} ({}); `rlx "
                             "compile --target rocm` writes the source. Log:\n{}",

@@ -15,13 +15,14 @@ namespace rlx::test {
 
 namespace {
 
-struct Output {
-  int status = -1;
-  std::string text;  // stdout and stderr
-};
+std::string head(const std::string& text) {
+  return text.size() > 3000 ? text.substr(0, 3000) + "\n..." : text;
+}
 
-Output run(const std::string& cmd) {
-  Output o;
+}  // namespace
+
+CommandOutput run_command(const std::string& cmd) {
+  CommandOutput o;
   if (FILE* pipe = popen((cmd + " 2>&1").c_str(), "r")) {
     char buf[4096];
     for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) o.text.append(buf, n);
@@ -29,12 +30,6 @@ Output run(const std::string& cmd) {
   }
   return o;
 }
-
-std::string head(const std::string& text) {
-  return text.size() > 3000 ? text.substr(0, 3000) + "\n..." : text;
-}
-
-}  // namespace
 
 std::string llvm_tools_dir() {
   for (const char* dir : {"/usr/lib/llvm-17/bin/", "/usr/lib/llvm-16/bin/", "/usr/lib/llvm-15/bin/",
@@ -64,7 +59,7 @@ std::string check_code_object(const std::string& code_object, const std::string&
   std::ofstream(object, std::ios::binary) << code_object;
 
   // The metadata: the target and each kernel's name.
-  Output notes = run(fmt::format("'{}llvm-readelf' --notes '{}'", tools, object));
+  CommandOutput notes = run_command(fmt::format("'{}llvm-readelf' --notes '{}'", tools, object));
   if (notes.status != 0) return "llvm-readelf cannot read the code object:\n" + head(notes.text);
   if (notes.text.find("amdhsa.target:") == std::string::npos ||
       notes.text.find("amdgcn-amd-amdhsa--" + arch) == std::string::npos)
@@ -82,8 +77,8 @@ std::string check_code_object(const std::string& code_object, const std::string&
 
   // The machine code: disassembled for the architecture, with no word it does not know, then
   // assembled again.
-  Output dis =
-      run(fmt::format("'{}llvm-objdump' -d --mcpu={} '{}'", tools, arch.substr(0, arch.find(':')),
+  CommandOutput dis =
+      run_command(fmt::format("'{}llvm-objdump' -d --mcpu={} '{}'", tools, arch.substr(0, arch.find(':')),
                       object));
   if (dis.status != 0) return "llvm-objdump cannot disassemble the code object:\n" + head(dis.text);
   if (dis.text.find("<unknown>") != std::string::npos)
@@ -99,7 +94,7 @@ std::string check_code_object(const std::string& code_object, const std::string&
     }
   if (count == 0) return "the code object holds no instructions:\n" + head(dis.text);
   std::ofstream(disassembly) << instructions;
-  Output as = run(fmt::format("'{}llvm-mc' --triple=amdgcn-amd-amdhsa --mcpu={} -filetype=obj "
+  CommandOutput as = run_command(fmt::format("'{}llvm-mc' --triple=amdgcn-amd-amdhsa --mcpu={} -filetype=obj "
                               "'{}' -o '{}'",
                               tools, arch.substr(0, arch.find(':')), disassembly,
                               (dir.path() / "again.o").string()));

@@ -8,6 +8,13 @@
 
 namespace rlx::test {
 
+// What a shell command printed on stdout and stderr, and its exit status.
+struct CommandOutput {
+  int status = -1;
+  std::string text;
+};
+CommandOutput run_command(const std::string& cmd);
+
 // The folder of an LLVM that knows the AMDGPU targets (with a slash), or "" when none is here.
 std::string llvm_tools_dir();
 

@@ -33,15 +33,9 @@ std::shared_ptr<Target> rocm() {
                   "brings llvm-15"
 
 std::string rlx_output(const std::string& env) {
-  std::string cmd = fmt::format("env {} '{}' --plugin-path '{}' --list-targets 2>&1", env,
-                                RLX_BINARY, RLX_TEST_PLUGIN_DIR);
-  std::string out;
-  if (FILE* pipe = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-    pclose(pipe);
-  }
-  return out;
+  return test::run_command(fmt::format("env {} '{}' --plugin-path '{}' --list-targets", env,
+                                       RLX_BINARY, RLX_TEST_PLUGIN_DIR))
+      .text;
 }
 
 std::string rocm_line(const std::string& listing) {
