@@ -42,8 +42,9 @@ unsigned launch_blocks(int64_t work_items, unsigned block, const std::string& ta
                        const std::string& symbol) {
   const int64_t blocks = (work_items + block - 1) / block;
   if (blocks > std::numeric_limits<int32_t>::max())
-    throw_unsupported(fmt::format("{}: kernel {} needs {} blocks of {} threads, more than a grid holds",
-                                  target, symbol, blocks, block));
+    throw_unsupported(
+        fmt::format("{}: kernel {} needs {} blocks of {} threads, more than a grid holds", target,
+                    symbol, blocks, block));
   return static_cast<unsigned>(blocks);
 }
 
@@ -206,9 +207,9 @@ std::unique_ptr<gpu_host::Module> CudaDevice::build(const std::string& source) {
   std::string identity = fmt::format("nvrtc {}.{}", v.major, v.minor);
   for (const NvrtcHeader& h : language_.headers) identity += "\n" + h.name + "\n" + h.text;
   auto compile = [&] {
-    return nvrtc_compile({source, language_.source_name, language_.target, language_.language,
-                          language_.headers},
-                         arch, NvrtcOutput::kCubin);
+    return nvrtc_compile(
+        {source, language_.source_name, language_.target, language_.language, language_.headers},
+        arch, NvrtcOutput::kCubin);
   };
   CachedModule cubin = find_or_compile(source, arch, identity, compile, language_.cache);
   CuModule module = nullptr;
@@ -243,8 +244,8 @@ void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
     params[i] = &values[i];
   }
   const unsigned blocks = launch_blocks(work_items, kBlock, language_.target, symbol);
-  check(cu_.cuLaunchKernel(it->second, blocks, 1, 1, kBlock, 1, 1, 0,
-                           context_.stream, params.data(), nullptr),
+  check(cu_.cuLaunchKernel(it->second, blocks, 1, 1, kBlock, 1, 1, 0, context_.stream,
+                           params.data(), nullptr),
         "cuLaunchKernel");
 }
 

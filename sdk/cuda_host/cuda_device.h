@@ -48,10 +48,10 @@ const CudaContext* cuda_context(std::string* why);
 // What a target runs on the device: its name (prefixes messages), its kernel library, and how
 // NVRTC sees its source (the name in diagnostics, the in-memory headers it includes) and caches it.
 struct CudaKernelLanguage {
-  std::string target;                    // "cuda"
+  std::string target;  // "cuda"
   const gpu_host::KernelLibrary* library = nullptr;
-  std::string language;                  // "CUDA C++"
-  std::string source_name;               // "rlx_kernels.cu"
+  std::string language;     // "CUDA C++"
+  std::string source_name;  // "rlx_kernels.cu"
   std::vector<NvrtcHeader> headers;
   ModuleCacheLayout cache = kCubins;
 };

@@ -1,6 +1,7 @@
 // The persistent cache of compiled GPU modules (CUDA cubins, HIP code objects): one module per
 // distinct source, architecture and compiler version, at <cache>/kernels/<folder>/<hash><ext> with
-// its source beside it (cuda: kernels/cuda/<hash>.cubin and <hash>.cu), where <cache> is the cpu target's kernel cache root ($RLX_CACHE_DIR, else $XDG_CACHE_HOME/rlx, else
+// its source beside it (cuda: kernels/cuda/<hash>.cubin and <hash>.cu), where <cache> is the cpu
+// target's kernel cache root ($RLX_CACHE_DIR, else $XDG_CACHE_HOME/rlx, else
 // ~/.cache/rlx). An entry is written to a temporary name and renamed into place, so concurrent
 // processes never read a partial file. A module is read into memory before the driver sees it, so
 // a damaged entry fails to load (never maps a short file): the caller evicts it and compiles again.

@@ -123,9 +123,9 @@ std::string nvrtc_compile(const NvrtcSource& source, const std::string& arch, Nv
     header_names.push_back(h.name.c_str());
   }
   ProgramGuard guard{api};
-  NvrtcResult rc = api.nvrtcCreateProgram(
-      &guard.program, source.text.c_str(), source.name.c_str(),
-      static_cast<int>(header_texts.size()), header_texts.data(), header_names.data());
+  NvrtcResult rc = api.nvrtcCreateProgram(&guard.program, source.text.c_str(), source.name.c_str(),
+                                          static_cast<int>(header_texts.size()),
+                                          header_texts.data(), header_names.data());
   if (rc != 0)
     throw_internal_error(
         fmt::format("{}: nvrtcCreateProgram failed: {}", target, api.nvrtcGetErrorString(rc)));

@@ -4,9 +4,9 @@
 // __shared__ arrays and __syncthreads() for the cooperative kernels, infinities and bit casts from
 // the intrinsics. HIP's kernel language is CUDA's (the same builtins, qualifiers and intrinsics),
 // so the two dialects are one table and differ only in the headers their preludes start with.
-#include "rlx/sdk/render.h"
-
 #include <string>
+
+#include "rlx/sdk/render.h"
 
 namespace rlx::sdk {
 

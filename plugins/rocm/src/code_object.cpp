@@ -12,7 +12,9 @@ namespace rlx::rocm {
 
 namespace {
 
-constexpr std::string_view kElfMagic = "\x7f" "ELF";
+constexpr std::string_view kElfMagic =
+    "\x7f"
+    "ELF";
 constexpr uint16_t kEmAmdgpu = 224;  // e_machine at offset 18 of an ELF header
 // The bundle: this magic, a u64 count, then per entry u64 offset, u64 size, u64 id length and
 // the id ("hipv4-amdgcn-amd-amdhsa--gfx90a"), all little-endian.
@@ -58,8 +60,9 @@ std::string code_object_for(const std::string& bytes, const std::string& arch,
     throw Error(ErrorKind::kCompile,
                 fmt::format("rocm: {} holds no code object for {}", what, arch));
   }
-  throw Error(ErrorKind::kCompile,
-              fmt::format("rocm: {} is neither an AMD GPU code object nor an offload bundle", what));
+  throw Error(
+      ErrorKind::kCompile,
+      fmt::format("rocm: {} is neither an AMD GPU code object nor an offload bundle", what));
 }
 
 }  // namespace rlx::rocm

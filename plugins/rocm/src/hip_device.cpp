@@ -37,7 +37,8 @@ std::string arch_of_device(const HipRuntimeApi& hip, int device) {
   std::vector<char> props(16384, '\0');
   if (hip.hipGetDeviceProperties(props.data(), device) != kHipSuccess) return "";
   for (size_t i = 0; i + 6 < props.size(); ++i) {
-    if (props[i] == 'g' && props[i + 1] == 'f' && props[i + 2] == 'x' && (i == 0 || !props[i - 1])) {
+    if (props[i] == 'g' && props[i + 1] == 'f' && props[i + 2] == 'x' &&
+        (i == 0 || !props[i - 1])) {
       std::string name(&props[i]);
       return name.substr(0, name.find(':'));  // "gfx90a:sramecc+:xnack-" -> "gfx90a"
     }
@@ -174,7 +175,8 @@ std::unique_ptr<gpu_host::Module> HipDevice::build(const std::string& source) {
   make_current();
   const std::string identity = hip_compiler(nullptr);
   auto compile = [&] { return compile_hip(source, info_.arch); };
-  cuda::CachedModule code = cuda::find_or_compile(source, info_.arch, identity, compile, kCodeObjects);
+  cuda::CachedModule code =
+      cuda::find_or_compile(source, info_.arch, identity, compile, kCodeObjects);
   HipModule module = nullptr;
   HipError rc = hip_.hipModuleLoadData(&module, code.bytes.data());
   if (rc != kHipSuccess && code.hit) {
@@ -190,8 +192,7 @@ std::unique_ptr<gpu_host::Module> HipDevice::build(const std::string& source) {
 }
 
 void HipDevice::launch(gpu_host::Module& m, const std::string& symbol,
-                       const std::vector<const gpu_host::DeviceBuffer*>& args,
-                       int64_t work_items) {
+                       const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) {
   make_current();
   auto& module = static_cast<HipModuleHandle&>(m);
   auto it = module.functions_.find(symbol);

@@ -21,7 +21,8 @@ namespace {
 // NVIDIA platform defines __HIP_PLATFORM_NVIDIA__ (and the deprecated __HIP_PLATFORM_NVCC__) and
 // includes the CUDA runtime, which brings the fixed-width types; NVRTC has no <stdint.h>, so they
 // are declared as the CUDA prelude declares them.
-constexpr const char* kPlatform = R"(// hip/hip_runtime.h for HIP compiled by NVRTC (rlx rocm, RLX_ROCM_VIA_CUDA=1)
+constexpr const char* kPlatform =
+    R"(// hip/hip_runtime.h for HIP compiled by NVRTC (rlx rocm, RLX_ROCM_VIA_CUDA=1)
 #pragma once
 #define __HIP_PLATFORM_NVIDIA__ 1
 #define __HIP_PLATFORM_NVCC__ 1

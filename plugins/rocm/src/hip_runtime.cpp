@@ -31,7 +31,8 @@ Loaded load() {
         tried);
     return l;
   }
-  cuda::SymbolResolver resolve(l.handle, l.error, "libamdhip64 lacks {}: HIP runtime older than ROCm 5");
+  cuda::SymbolResolver resolve(l.handle, l.error,
+                               "libamdhip64 lacks {}: HIP runtime older than ROCm 5");
   HipRuntimeApi& a = l.api;
   resolve(a.hipInit, "hipInit");
   resolve(a.hipRuntimeGetVersion, "hipRuntimeGetVersion");

@@ -66,10 +66,10 @@ std::string hipcc_compile(const std::string& source, const std::string& arch) {
                  log = tmp.path / "hipcc.log";
   std::ofstream(src, std::ios::binary) << source;
   // The architecture is given, so hipcc need not look for a device (it would, and complain).
-  const std::string cmd =
-      fmt::format("'{}' --genco --offload-arch={} -std=c++17 -ffp-contract=off -w '{}' -o '{}' "
-                  ">'{}' 2>&1",
-                  hipcc, arch, src.string(), out.string(), log.string());
+  const std::string cmd = fmt::format(
+      "'{}' --genco --offload-arch={} -std=c++17 -ffp-contract=off -w '{}' -o '{}' "
+      ">'{}' 2>&1",
+      hipcc, arch, src.string(), out.string(), log.string());
   const int rc = std::system(cmd.c_str());
   if (rc != 0 || !fs::exists(out)) {
     const std::string text = cuda::tidy_compiler_log(read_all(log));

@@ -19,9 +19,8 @@ using HiprtcProgram = struct HiprtcProgramOpaque*;
 struct HiprtcApi {
   const char* (*hiprtcGetErrorString)(HiprtcResult) = nullptr;
   HiprtcResult (*hiprtcVersion)(int* major, int* minor) = nullptr;
-  HiprtcResult (*hiprtcCreateProgram)(HiprtcProgram* program, const char* source,
-                                      const char* name, int num_headers,
-                                      const char* const* headers,
+  HiprtcResult (*hiprtcCreateProgram)(HiprtcProgram* program, const char* source, const char* name,
+                                      int num_headers, const char* const* headers,
                                       const char* const* include_names) = nullptr;
   HiprtcResult (*hiprtcDestroyProgram)(HiprtcProgram* program) = nullptr;
   HiprtcResult (*hiprtcCompileProgram)(HiprtcProgram program, int num_options,
@@ -100,14 +99,14 @@ std::string hiprtc_compile(const std::string& source, const std::string& name,
     throw_unsupported(fmt::format("rocm cannot compile kernels here: {}", l.error));
   const HiprtcApi& api = l.api;
   ProgramGuard guard{api};
-  HiprtcResult rc = api.hiprtcCreateProgram(&guard.program, source.c_str(), name.c_str(), 0,
-                                            nullptr, nullptr);
+  HiprtcResult rc =
+      api.hiprtcCreateProgram(&guard.program, source.c_str(), name.c_str(), 0, nullptr, nullptr);
   if (rc != 0)
     throw_internal_error(
         fmt::format("rocm: hiprtcCreateProgram failed: {}", api.hiprtcGetErrorString(rc)));
   const std::string arch_option = "--offload-arch=" + arch;
-  const std::vector<const char*> options = {arch_option.c_str(), "-std=c++17",
-                                            "-ffp-contract=off", "-w"};
+  const std::vector<const char*> options = {arch_option.c_str(), "-std=c++17", "-ffp-contract=off",
+                                            "-w"};
   rc = api.hiprtcCompileProgram(guard.program, static_cast<int>(options.size()), options.data());
   if (rc != 0) {
     size_t n = 0;

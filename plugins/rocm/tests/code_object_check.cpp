@@ -42,7 +42,8 @@ std::string llvm_tools_dir() {
 }
 
 std::vector<std::string> kernel_names(const std::string& source) {
-  static const std::regex entry(R"(extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\()");
+  static const std::regex entry(
+      R"(extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\()");
   std::vector<std::string> out;
   for (std::sregex_iterator it(source.begin(), source.end(), entry), end; it != end; ++it)
     out.push_back((*it)[1]);
@@ -77,9 +78,8 @@ std::string check_code_object(const std::string& code_object, const std::string&
 
   // The machine code: disassembled for the architecture, with no word it does not know, then
   // assembled again.
-  CommandOutput dis =
-      run_command(fmt::format("'{}llvm-objdump' -d --mcpu={} '{}'", tools, arch.substr(0, arch.find(':')),
-                      object));
+  CommandOutput dis = run_command(fmt::format("'{}llvm-objdump' -d --mcpu={} '{}'", tools,
+                                              arch.substr(0, arch.find(':')), object));
   if (dis.status != 0) return "llvm-objdump cannot disassemble the code object:\n" + head(dis.text);
   if (dis.text.find("<unknown>") != std::string::npos)
     return "the code object holds words that are no " + arch + " instruction:\n" + head(dis.text);
@@ -94,13 +94,13 @@ std::string check_code_object(const std::string& code_object, const std::string&
     }
   if (count == 0) return "the code object holds no instructions:\n" + head(dis.text);
   std::ofstream(disassembly) << instructions;
-  CommandOutput as = run_command(fmt::format("'{}llvm-mc' --triple=amdgcn-amd-amdhsa --mcpu={} -filetype=obj "
-                              "'{}' -o '{}'",
-                              tools, arch.substr(0, arch.find(':')), disassembly,
-                              (dir.path() / "again.o").string()));
+  CommandOutput as = run_command(fmt::format(
+      "'{}llvm-mc' --triple=amdgcn-amd-amdhsa --mcpu={} -filetype=obj "
+      "'{}' -o '{}'",
+      tools, arch.substr(0, arch.find(':')), disassembly, (dir.path() / "again.o").string()));
   if (as.status != 0)
-    return fmt::format("the code object's {} instructions do not assemble for {}:\n{}", count,
-                       arch, head(as.text));
+    return fmt::format("the code object's {} instructions do not assemble for {}:\n{}", count, arch,
+                       head(as.text));
   return "";
 }
 

@@ -57,7 +57,9 @@ TEST(RocmKernels, HipccWritesTheSameKernelsAsAValidCodeObject) {
   if (test::llvm_tools_dir().empty()) GTEST_SKIP() << "no LLVM with the AMDGPU target here";
   const std::string hip = hip_source(test::kMixedProgram);
   const std::string object = rocm::hipcc_compile(hip, "gfx90a");
-  EXPECT_EQ(object.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(object.substr(0, 4),
+            "\x7f"
+            "ELF");
   EXPECT_EQ(test::check_code_object(object, "gfx90a", test::kernel_names(hip)), "");
 }
 
@@ -85,7 +87,10 @@ TEST(RocmKernels, EveryHipKernelCompilesWithNvrtcThroughTheHeader) {
     const std::string hip = hip_source(p.ir);
     const std::string cubin = cuda::nvrtc_compile(
         {hip, l.source_name, l.target, l.language, l.headers}, "sm_90", cuda::NvrtcOutput::kCubin);
-    EXPECT_EQ(cubin.substr(0, 4), "\x7f" "ELF") << p.what;
+    EXPECT_EQ(cubin.substr(0, 4),
+              "\x7f"
+              "ELF")
+        << p.what;
   }
 }
 

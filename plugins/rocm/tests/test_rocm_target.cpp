@@ -26,9 +26,9 @@ std::shared_ptr<Target> rocm() {
 }
 
 // The HIP compiler is found the way the plugin finds it (its own code, compiled in).
-#define REQUIRE_HIP_TOOLS()                                                                     \
-  if (std::string why; rocm::hip_compiler(&why).empty()) GTEST_SKIP() << why;                   \
-  if (test::llvm_tools_dir().empty())                                                           \
+#define REQUIRE_HIP_TOOLS()                                                                      \
+  if (std::string why; rocm::hip_compiler(&why).empty()) GTEST_SKIP() << why;                    \
+  if (test::llvm_tools_dir().empty())                                                            \
   GTEST_SKIP() << "no LLVM with the AMDGPU target here (llvm-mc, llvm-objdump): Debian's hipcc " \
                   "brings llvm-15"
 
@@ -54,9 +54,9 @@ void expect_compiles_to(const std::string& ir, std::string_view what, const std:
   const std::string hip = e.text("rocm_kernels.hip");
   const std::vector<std::string> kernels = test::kernel_names(hip);
   EXPECT_FALSE(kernels.empty()) << what << "\n" << hip;
-  EXPECT_EQ(test::check_code_object(e.text(fmt::format("rocm_kernels.{}.hsaco", arch)), arch,
-                                    kernels),
-            "")
+  EXPECT_EQ(
+      test::check_code_object(e.text(fmt::format("rocm_kernels.{}.hsaco", arch)), arch, kernels),
+      "")
       << what;
 }
 
@@ -88,8 +88,9 @@ TEST(RocmCodegen, TheHipOnCudaModeWithoutACudaDriverSaysWhy) {
                       "libcuda.so.1 not found"),
             std::string::npos)
       << out;
-  EXPECT_NE(rocm_line(rlx_output("RLX_ROCM_VIA_CUDA=yes")).find("RLX_ROCM_VIA_CUDA='yes' is not 0 or 1"),
-            std::string::npos)
+  EXPECT_NE(
+      rocm_line(rlx_output("RLX_ROCM_VIA_CUDA=yes")).find("RLX_ROCM_VIA_CUDA='yes' is not 0 or 1"),
+      std::string::npos)
       << rlx_output("RLX_ROCM_VIA_CUDA=yes");
 }
 
