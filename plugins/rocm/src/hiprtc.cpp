@@ -1,7 +1,9 @@
 #include "hiprtc.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "dynamic_library.h"
@@ -66,6 +68,11 @@ Loaded load() {
     int major = 0, minor = 0;
     a.hiprtcVersion(&major, &minor);
     l.identity = fmt::format("hiprtc {}.{}", major, minor);
+    // hiprtc numbers its API (9.0 in ROCm 5.2); the runtime's version says which ROCm it is.
+    int runtime = 0;
+    if (const HipRuntimeApi* hip = hip_runtime_api(nullptr);
+        hip && hip->hipRuntimeGetVersion(&runtime) == kHipSuccess)
+      l.identity += fmt::format(" (HIP {}.{})", runtime / 10000000, runtime / 100000 % 100);
   }
   return l;
 }
@@ -84,6 +91,38 @@ struct ProgramGuard {
   }
 };
 
+// The architectures the code object manager behind hiprtc (libamd_comgr) compiles for, without
+// feature flags ("gfx90a"), or empty when comgr does not load. Asked before compiling: ROCm 5.2's
+// hiprtc crashes (a bad free in comgr) instead of failing when given an architecture it lacks.
+const std::vector<std::string>& comgr_architectures() {
+  static const std::vector<std::string> archs = [] {
+    std::vector<std::string> out;
+    void* lib = cuda::open_first_library(
+        rocm_library_candidates("RLX_COMGR",
+                                {"libamd_comgr.so", "libamd_comgr.so.3", "libamd_comgr.so.2"}),
+        nullptr);
+    if (!lib) return out;
+    int (*count_isas)(size_t*) = nullptr;
+    int (*isa_name)(size_t, const char**) = nullptr;
+    std::string error;
+    cuda::SymbolResolver resolve(lib, error, "libamd_comgr lacks {}");
+    resolve(count_isas, "amd_comgr_get_isa_count");
+    resolve(isa_name, "amd_comgr_get_isa_name");
+    size_t n = 0;
+    if (!error.empty() || count_isas(&n) != 0) return out;
+    for (size_t i = 0; i < n; ++i) {
+      const char* name = nullptr;
+      if (isa_name(i, &name) != 0 || !name) continue;
+      std::string isa = name;  // "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
+      isa = isa.substr(0, isa.find(':'));
+      const size_t at = isa.rfind("--");
+      if (at != std::string::npos) out.push_back(isa.substr(at + 2));
+    }
+    return out;
+  }();
+  return archs;
+}
+
 }  // namespace
 
 std::string hiprtc_identity(std::string* why) {
@@ -97,6 +136,13 @@ std::string hiprtc_compile(const std::string& source, const std::string& name,
   const Loaded& l = loaded();
   if (!l.error.empty())
     throw_unsupported(fmt::format("rocm cannot compile kernels here: {}", l.error));
+  const std::vector<std::string>& known = comgr_architectures();
+  const std::string arch_id = arch.substr(0, arch.find(':'));
+  if (!known.empty() && std::find(known.begin(), known.end(), arch_id) == known.end())
+    throw_user_error(
+        fmt::format("rocm: {} cannot compile for {}: it knows {}; set RLX_ROCM_ARCH "
+                    "to one of them, or use a newer ROCm",
+                    l.identity, arch, fmt::join(known, ", ")));
   const HiprtcApi& api = l.api;
   ProgramGuard guard{api};
   HiprtcResult rc =

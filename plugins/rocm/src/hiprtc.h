@@ -8,7 +8,7 @@
 
 namespace rlx::rocm {
 
-// "hiprtc 5.2", or "" with `why` set when hiprtc is not here.
+// "hiprtc 9.0 (HIP 5.2)", or "" with `why` set when hiprtc is not here.
 std::string hiprtc_identity(std::string* why);
 
 // Compiles `source` (named `name` in diagnostics) for `arch` ("gfx90a") with the target's options:

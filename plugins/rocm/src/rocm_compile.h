@@ -15,8 +15,8 @@ inline constexpr const char* kDefaultArch = "gfx90a";
 // is malformed.
 std::string arch_from_env();
 
-// The compiler compile_hip() uses ("hiprtc 5.2", "hipcc (/usr/bin/hipcc)"), or "" with `why`
-// naming what is missing.
+// The compiler compile_hip() uses ("hiprtc 9.0 (HIP 5.2)", "hipcc (/usr/bin/hipcc)"), or "" with
+// `why` naming what is missing.
 std::string hip_compiler(std::string* why);
 
 // The code object of `source` for `arch` (an ELF for EM_AMDGPU), from hiprtc or hipcc.

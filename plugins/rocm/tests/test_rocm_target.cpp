@@ -133,6 +133,17 @@ TEST(RocmCodegen, RlxRocmArchChoosesTheArchitecture) {
   unsetenv("RLX_ROCM_ARCH");
   EXPECT_NE(error.find("RLX_ROCM_ARCH='mi250' is not an AMD GPU architecture"), std::string::npos)
       << error;
+  // A well-formed name no compiler knows is the compiler's error (ROCm 5.2's hiprtc would crash
+  // on it: the plugin asks comgr first).
+  setenv("RLX_ROCM_ARCH", "gfx999", 1);
+  error.clear();
+  try {
+    test::Emitted e(test::kEmitProgram, rocm());
+  } catch (const std::exception& ex) {
+    error = ex.what();
+  }
+  unsetenv("RLX_ROCM_ARCH");
+  EXPECT_NE(error.find("gfx999"), std::string::npos) << error;
 }
 
 // Every kernel the suites write (every primitive at every dtype, the shared suite's programs)
