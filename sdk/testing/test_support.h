@@ -66,17 +66,4 @@ class Emitted {
   std::vector<Artifact> artifacts_;
 };
 
-// IR text and what it holds, for messages.
-struct NamedProgram {
-  std::string ir;
-  std::string what;  // "f16", "kMixedProgram"
-};
-
-// Programs that together hold every kind of kernel a GPU-like target writes: every elementwise
-// primitive at every dtype the cpu computes (reductions, conversions and select included), bool
-// logic, and the shared suite's programs (fused product epilogues, native attention and norms,
-// gather, scatter-add, f16 and i64 arithmetic). A target's codegen tests compile each for its
-// architecture, so what its device runs in the conformance suite is known to compile without one.
-std::vector<NamedProgram> every_kernel_programs();
-
 }  // namespace rlx::test
