@@ -16,7 +16,10 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           libvulkan-dev glslang-dev glslang-tools mesa-vulkan-drivers
           libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri
           g++-mingw-w64-x86-64-posix mingw-w64-x86-64-dev  # compiles the directx target's D3D12 host
-          chromium)  # headless Chromium runs the webgpu target's ES module (WebGPU on SwiftShader)
+          chromium  # headless Chromium runs the webgpu target's ES module (WebGPU on SwiftShader)
+          # the rocm target's compilers (ROCm 5.2: hiprtc in libamdhip64, hipcc with LLVM 15, whose
+          # llvm-objdump and llvm-mc check the gfx90a code objects)
+          libamdhip64-dev hipcc rocm-device-libs)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,23 +1,16 @@
-// The CUDA C++ dialect: kernels compiled by NVRTC (the cuda target). CUDA C++ is C++ on the
-// device, so this is the C table with what differs changed: `extern "C" __global__` entry points
-// with one pointer per buffer, one thread per output element, __shared__ arrays and
-// __syncthreads() for the cooperative kernels, and a prelude that needs no header under NVRTC
-// (which has no C library headers: the fixed-width integer types are declared when
-// __CUDACC_RTC__ is set, taken from <stdint.h> under nvcc, so the emitted .cu builds with both),
-// infinities and bit casts from CUDA's intrinsics.
+// The CUDA C++ dialect (the cuda target, NVRTC) and its HIP twin (the rocm target, hiprtc or
+// hipcc). CUDA C++ is C++ on the device, so this is the C table with what differs changed:
+// `extern "C" __global__` entry points with one pointer per buffer, one thread per output element,
+// __shared__ arrays and __syncthreads() for the cooperative kernels, infinities and bit casts from
+// the intrinsics. HIP's kernel language is CUDA's (the same builtins, qualifiers and intrinsics),
+// so the two dialects are one table and differ only in the headers their preludes start with.
+#include <string>
+
 #include "rlx/sdk/render.h"
 
 namespace rlx::sdk {
 
-namespace {
-
-// f16/bf16 are stored as their bits and computed in float (render.h), so every kernel rounds
-// exactly like the host and needs neither cuda_fp16.h nor a device with f16 arithmetic. The
-// conversions are the C dialect's (ports of core/src/ir/half.cpp) with CUDA's bit casts. A host
-// compiles with --fmad=false: NVRTC fuses a * b + c into one rounding by default, which would make
-// generated code differ from the cpu target in the last bit.
-constexpr const char* kPrelude = R"(#ifdef __CUDACC_RTC__
-typedef signed char int8_t;
+const char* const kNvrtcStdintTypes = R"(typedef signed char int8_t;
 typedef unsigned char uint8_t;
 typedef short int16_t;
 typedef unsigned short uint16_t;
@@ -25,10 +18,39 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
-#else
-#include <stdint.h>
-#endif
+)";
 
+namespace {
+
+// NVRTC has no C library headers: the fixed-width integer types are declared when __CUDACC_RTC__
+// is set and taken from <stdint.h> under nvcc, so the emitted .cu builds with both.
+std::string cuda_headers() {
+  return std::string("#ifdef __CUDACC_RTC__\n") + kNvrtcStdintTypes +
+         "#else\n#include <stdint.h>\n#endif\n";
+}
+
+// hiprtc declares the HIP runtime's device side and the 32- and 64-bit <stdint.h> types itself
+// (hiprtc 5.2's amd_hip_runtime.h: int32_t, uint32_t, int64_t, uint64_t) but has no system
+// headers, so the narrower types are declared here (a repeated typedef of the same type is valid
+// C++, so a hiprtc that has them too is not contradicted). hipcc, and NVRTC through the rocm
+// target's HIP-on-CUDA header, get everything from hip/hip_runtime.h.
+constexpr const char* kHipHeaders = R"(#ifdef __HIPCC_RTC__
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+#else
+#include <hip/hip_runtime.h>
+#endif
+)";
+
+// f16/bf16 are stored as their bits and computed in float (render.h), so every kernel rounds
+// exactly like the host and needs neither cuda_fp16.h nor a device with f16 arithmetic. The
+// conversions are the C dialect's (ports of core/src/ir/half.cpp) with CUDA's bit casts. A host
+// compiles with --fmad=false (hiprtc: -ffp-contract=off): by default a * b + c is fused into one
+// rounding, which would make generated code differ from the cpu target in the last bit. The
+// helpers are the same text in CUDA C++ and HIP.
+constexpr const char* kDeviceHelpers = R"(
 #define RLX_DEVICE static __device__ __forceinline__
 
 RLX_DEVICE float rlx_f16_to_f32(uint16_t h) {
@@ -77,13 +99,14 @@ RLX_DEVICE int64_t rlx_ipow(int64_t a, int64_t b) {
 }
 )";
 
-Dialect make_cuda() {
+// `name` is "cuda" or "hip"; `headers` the start of the prelude.
+Dialect make_cuda_family(const char* name, const std::string& headers) {
   Dialect d = c_dialect();  // every dtype row of C holds in CUDA C++ with the prelude's typedefs
-  d.name = "cuda";
+  d.name = name;
   d.infinity = "__int_as_float(0x7F800000)";
   d.nan = "__int_as_float(0x7FC00000)";
   // float and double overloads under C's names (expf, exp); nearbyint rounds half to even.
-  d.prelude = kPrelude;
+  d.prelude = headers + kDeviceHelpers;
   d.kernel_prefix = "extern \"C\" __global__ void";
   d.buffer_params = BufferParams::kOnePerBuffer;
   d.restrict_kw = "__restrict__";
@@ -106,7 +129,12 @@ Dialect make_cuda() {
 }  // namespace
 
 const Dialect& cuda_dialect() {
-  static const Dialect d = make_cuda();
+  static const Dialect d = make_cuda_family("cuda", cuda_headers());
+  return d;
+}
+
+const Dialect& hip_dialect() {
+  static const Dialect d = make_cuda_family("hip", kHipHeaders);
   return d;
 }
 

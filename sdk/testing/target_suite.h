@@ -83,6 +83,19 @@ extern const char* const kMergeHeadsProgram;
 // AttentionsReadSplitHeadsAndAgreeWithCpu.
 extern const char* const kSplitHeadsProgram;
 
+// IR text and what it holds, for messages.
+struct NamedProgram {
+  std::string ir;
+  std::string what;  // "f16", "kMixedProgram"
+};
+
+// Programs that together hold every kind of kernel a GPU-like target writes: every elementwise
+// primitive at every dtype the cpu computes (reductions, conversions and select included), bool
+// logic, and the shared suite's programs (fused product epilogues, native attention and norms,
+// gather, scatter-add, f16 and i64 arithmetic). A target's codegen tests compile each for its
+// architecture, so what its device runs in the conformance suite is known to compile without one.
+std::vector<NamedProgram> every_kernel_programs();
+
 // Registers the shared tests of a target that runs here (see the top of this file).
 void register_target_suite_tests(const SuiteTarget& target);
 

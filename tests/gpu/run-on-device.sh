@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The cuda target's proof on a machine with an NVIDIA GPU (the H200 of the `device` tool), in two
-# halves, because that machine has a driver and a toolkit but not rlx's build dependencies:
+# The cuda target's proof on a machine with an NVIDIA GPU (the H200 of the `device` tool), and the
+# rocm target's HIP kernels run there through NVRTC, in two halves, because that machine has a
+# driver and a toolkit but not rlx's build dependencies:
 #
-#   tests/gpu/run-on-device.sh pack [BUILD]   here: builds rlx, the cuda plugin and its test
-#       programs, packs rlx with bench/gpu/bundle.sh into .device/ and the test programs beside
-#       it (.device/cuda-tests.tar.gz, with the paths they were built with).
-#   tests/gpu/run-on-device.sh run [all|suite|cli|tpu|tpu-bench]   there (the fixtures travel with the working
+#   tests/gpu/run-on-device.sh pack [BUILD]   here: builds rlx, the cuda, rocm and tpu plugins and
+#       their test programs, packs rlx with bench/gpu/bundle.sh into .device/ and the test programs
+#       beside it (.device/cuda-tests.tar.gz, with the paths they were built with).
+#   tests/gpu/run-on-device.sh run [all|suite|cli|rocm|tpu|tpu-bench]   there (the fixtures travel with the working
 #       tree, .device/ is carried): unpacks both, runs the cuda conformance suite (every MIR primitive
 #       at every dtype against hand-computed references, the shared GPU-like tests against cpu,
 #       the fixtures qwen3-tiny greedy tokens, minilm-l2-f16 and bert-tiny-onnx) with
@@ -13,7 +14,12 @@
 #       `rlx run|embed|generate|bench --target cuda` on the fixtures against --target cpu.
 #
 # `run suite` runs only the conformance suite (GTEST_FILTER narrows it), `run cli` only the rlx
-# commands: each fits one device call of 10 minutes where the whole may not. `run tpu` runs the
+# commands: each fits one device call of 10 minutes where the whole may not. `run rocm` runs the
+# rocm conformance suite with RLX_ROCM_VIA_CUDA=1 and RLX_EXPECT_TARGETS=rocm: the HIP source the
+# rocm target generates, compiled by NVRTC through its HIP-on-CUDA header and run on the NVIDIA GPU
+# against the same references and cpu (the HIP kernels' semantics, not AMD performance), then
+# rlx_rocm_codegen_tests (the HIP of every kernel through NVRTC; the gfx90a tests skip there, as
+# that machine has no ROCm) and `rlx run` of minilm-l2-f16 on rocm against cpu. `run tpu` runs the
 # tpu target's suite instead (the same tests, StableHLO compiled by XLA) through JAX's CUDA PJRT
 # plugin (jax_plugins/xla_cuda*/xla_cuda_plugin.so of that machine's python3) with
 # RLX_EXPECT_TARGETS=tpu; `run tpu-bench` races the tpu target against JAX's jit of the real
@@ -33,8 +39,9 @@ pack() {
   local stage
   stage=$(mktemp -d)
   mkdir -p "$stage/cuda-tests"
-  for t in cuda/tests/rlx_cuda_tests cuda/tests/rlx_cuda_codegen_tests tpu/tests/rlx_tpu_tests; do
-    strip --strip-debug -o "$stage/cuda-tests/$(basename "$t")" "$build/plugins/$t"
+  for t in cuda/tests/rlx_cuda_tests cuda/tests/rlx_cuda_codegen_tests rocm/tests/rlx_rocm_tests \
+    rocm/tests/rlx_rocm_codegen_tests tpu/tests/rlx_tpu_tests; do
+    strip --strip-debug -o "$stage/cuda-tests/${t##*/}" "$build/plugins/$t"
   done
   # The libraries it links beyond rlx's own (GoogleTest where it is shared), as bundle.sh picks
   # them: not the C and C++ runtimes.
@@ -69,24 +76,24 @@ same_tokens() {  # rlx generate on cuda gives cpu's greedy tokens
   [ -n "$cuda" ] && [ "$cpu" = "$cuda" ]
 }
 
-runs_like_cpu() {  # rlx run and rlx embed of minilm-l2-f16 on cuda, on inputs rlx bench made up
-  local m=tests/data/fixtures/minilm-l2-f16 dir
+runs_like_cpu() {  # rlx run (and rlx embed) of minilm-l2-f16 on TARGET (cuda), on inputs rlx bench made up
+  local target=${1:-cuda} m=tests/data/fixtures/minilm-l2-f16 dir
   dir=$(mktemp -d)
   rlx bench "$m" --target cpu --batch 2 --seq 16 --warmup 1 --runs 1 --save-inputs "$dir/in.safetensors" >/dev/null &&
     rlx run "$m" --target cpu --inputs "$dir/in.safetensors" --output "$dir/cpu.safetensors" &&
-    rlx run "$m" --target cuda --inputs "$dir/in.safetensors" --output "$dir/cuda.safetensors" &&
-    rlx embed "$m" --target cuda --inputs "$dir/in.safetensors" || return 1
+    rlx run "$m" --target "$target" --inputs "$dir/in.safetensors" --output "$dir/$target.safetensors" &&
+    rlx embed "$m" --target "$target" --inputs "$dir/in.safetensors" || return 1
   if ! python3 -c 'import numpy' 2>/dev/null; then
     skipped+=("the cpu/cuda comparison of rlx run (python3 has no numpy)")
     return 0
   fi
-  PYTHONPATH="$root/bench" python3 - "$dir/cpu.safetensors" "$dir/cuda.safetensors" <<'PY'
+  PYTHONPATH="$root/bench" python3 - "$dir/cpu.safetensors" "$dir/$target.safetensors" "$target" <<'PY'
 import sys
 import numpy as np
 from lib import st
-cpu, cuda = st.read(sys.argv[1]), st.read(sys.argv[2])
-worst = max(float(np.max(np.abs(cpu[k].astype(np.float64) - cuda[k].astype(np.float64)))) for k in cpu)
-print(f"   max abs difference cuda vs cpu: {worst:.3g} (limit 1e-3)")
+cpu, other = st.read(sys.argv[1]), st.read(sys.argv[2])
+worst = max(float(np.max(np.abs(cpu[k].astype(np.float64) - other[k].astype(np.float64)))) for k in cpu)
+print(f"   max abs difference {sys.argv[3]} vs cpu: {worst:.3g} (limit 1e-3)")
 sys.exit(0 if worst <= 1e-3 else 1)
 PY
 }
@@ -143,12 +150,17 @@ run() {
   [ -e "$fixtures" ] || ln -s "$root/tests/data/fixtures" "$fixtures"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   (command -v nvcc >/dev/null && nvcc --version | tail -2) || true
+  if [ "$part" = rocm ]; then
+    run_rocm
+    return
+  fi
+  local label=cuda
   if [ "$part" = tpu ]; then
     tpu_suite
-    part=done
+    part=done label=tpu
   elif [ "$part" = tpu-bench ]; then
     tpu_bench
-    part=done
+    part=done label=tpu
   else
     check "cuda is available" bash -c "rlx --list-targets | grep -E '^  cuda +available'"
   fi
@@ -159,10 +171,29 @@ run() {
   fi
   [ "$part" = suite ] && part=done
   [ "$part" != done ] && check "rlx generate qwen3-tiny: cuda's greedy tokens are cpu's" same_tokens
-  [ "$part" != done ] && check "rlx run and rlx embed minilm-l2-f16 on cuda" runs_like_cpu
+  [ "$part" != done ] && check "rlx run and rlx embed minilm-l2-f16 on cuda" runs_like_cpu cuda
   [ "$part" != done ] && check "rlx bench minilm-l2-f16 on cuda" \
     rlx bench tests/data/fixtures/minilm-l2-f16 --target cuda --batch 8 --seq 128
   [ "$part" != done ] && check "rlx compile --target cuda writes .cu, .ptx and .cubin" compiles
+  summary "$label"
+}
+
+# The rocm target's HIP kernels on the NVIDIA GPU: RLX_ROCM_VIA_CUDA=1 makes its device NVRTC and
+# the CUDA driver, with the HIP source compiled through the HIP-on-CUDA header.
+run_rocm() {
+  export RLX_ROCM_VIA_CUDA=1
+  check "rocm runs HIP on the CUDA device (RLX_ROCM_VIA_CUDA=1)" \
+    bash -c "rlx --list-targets | grep -E '^  rocm +available .*HIP on CUDA device'"
+  check "rocm conformance suite, HIP through NVRTC (RLX_EXPECT_TARGETS=rocm)" \
+    env RLX_EXPECT_TARGETS=rocm /tmp/cuda-tests/rlx_rocm_tests --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER}
+  # Outside the mode: they check the status without an AMD GPU, and the HIP through NVRTC.
+  check "rocm's own tests (the HIP of every kernel through NVRTC; no ROCm there for gfx90a)" \
+    env -u RLX_ROCM_VIA_CUDA /tmp/cuda-tests/rlx_rocm_codegen_tests --gtest_brief=1
+  check "rlx run and rlx embed minilm-l2-f16 on rocm (HIP on CUDA)" runs_like_cpu rocm
+  summary "rocm (HIP through NVRTC)"
+}
+
+summary() {  # summary WHAT: the skipped and failed checks; exits 1 on a failure
   echo
   if ((${#skipped[@]})); then
     echo "SKIPPED: ${#skipped[@]}"
@@ -173,11 +204,11 @@ run() {
     printf '  %s\n' "${failures[@]}"
     exit 1
   fi
-  echo "all checks passed"
+  echo "all $1 checks passed"
 }
 
 case $mode in
   pack) shift; pack "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: tests/gpu/run-on-device.sh pack [BUILD] | run [all|suite|cli|tpu|tpu-bench]" >&2; exit 2 ;;
+  *) echo "usage: tests/gpu/run-on-device.sh pack [BUILD] | run [all|suite|cli|rocm|tpu|tpu-bench]" >&2; exit 2 ;;
 esac

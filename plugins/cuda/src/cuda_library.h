@@ -1,25 +1,27 @@
-// The CUDA C++ kernel library: the SDK's CUDA dialect plus gather and scatter, which read through
-// run-time indices and so are written here, not rendered (the index semantics are the
-// IndexCallLibrary's, shared with OpenCL C and the shader languages).
+// The cuda target's kernel library: the CUDA-family one (sdk/lang/cuda_hip: the CUDA dialect,
+// gather and scatter) with the matrix products cuBLASLt takes (sdk/cuda_host/cuda_matmul.h) as
+// vendor calls, a Linear's bias row and residual included. The rocm target's HIP library has no
+// vendor products: its HIP-on-CUDA mode proves HIP kernels, so it runs them all.
 #pragma once
-#include "index_call_library.h"
+#include "cuda_hip_library.h"
+#include "cuda_matmul.h"
+#include "rlx/sdk/render.h"
 
 namespace rlx::cuda {
 
-class CudaKernelLibrary final : public gpu_host::IndexCallLibrary {
+class CudaTargetLibrary final : public cuda_hip::CudaHipKernelLibrary {
  public:
-  CudaKernelLibrary() : IndexCallLibrary("CUDA C++") {}
-  const sdk::Dialect& dialect() const override;
-  // cuBLASLt where it loads and takes the product (cuda_matmul.h).
-  std::string vendor_matmul(const sdk::MatmulShape& shape) const override;
+  CudaTargetLibrary() : CudaHipKernelLibrary(sdk::cuda_dialect(), "CUDA C++") {}
+  std::string vendor_matmul(const sdk::MatmulShape& shape) const override {
+    return cublaslt_takes(shape);
+  }
   bool vendor_adds_bias_and_residual() const override { return true; }
-
- protected:
-  std::string gather_source(const gpu_host::IndexCall& c) const override;
-  std::string scatter_source(const gpu_host::IndexCall& c) const override;
 };
 
 // The library's one instance (it holds no state).
-const CudaKernelLibrary& cuda_library();
+inline const CudaTargetLibrary& cuda_target_library() {
+  static const CudaTargetLibrary library;
+  return library;
+}
 
 }  // namespace rlx::cuda

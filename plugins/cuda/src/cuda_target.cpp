@@ -24,6 +24,13 @@ namespace {
 
 constexpr const char* kWrites = "the CUDA C++, its PTX and a cubin";
 
+CudaKernelLanguage cuda_language() {
+  return {.target = "cuda",
+          .library = &cuda_target_library(),
+          .language = "CUDA C++",
+          .source_name = "rlx_kernels.cu"};
+}
+
 class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
   CudaTarget() : GpuLikeTargetPlugin("cuda", "CUDA C++") {}
@@ -33,22 +40,20 @@ class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
   Verdict accepts_primitive(const NodeSignature& s) const override { return common_refusals(s); }
 
   std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string* why) override {
-    return CudaDevice::shared(why);
+    return CudaDevice::open(cuda_language(), why);
   }
 
   // A CUDA device is always a GPU, never an emulation on the host.
   std::optional<DeviceInfo> describe_device() const override {
-    std::string why;
-    auto d = CudaDevice::shared(&why);
-    if (!d) return std::nullopt;
-    return DeviceInfo{d->info().name, "gpu", "", false};
+    const CudaContext* c = cuda_context(nullptr);
+    if (!c) return std::nullopt;
+    return DeviceInfo{c->info.name, "gpu", "", false};
   }
 
   Verdict can_execute() const override {
     std::string why;
-    auto device = CudaDevice::shared(&why);
-    return device_status(device != nullptr, why,
-                         device ? "CUDA device " + device->info().describe() : "");
+    const CudaContext* c = cuda_context(&why);
+    return device_status(c != nullptr, why, c ? "CUDA device " + c->info.describe() : "");
   }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
@@ -59,23 +64,22 @@ class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
   // architecture) and cubin of it for RLX_CUDA_ARCH, else the device here, else sm_90.
   std::vector<Artifact> emit(const lir::Program& program,
                              const std::filesystem::path& dir) override {
-    const std::string source = gpu_host::plan_module(program, cuda_library()).source;
+    const std::string source = gpu_host::plan_module(program, cuda_target_library()).source;
     std::vector<Artifact> out = {write_module(dir, "cuda_kernels.cu", "cuda-c++", source)};
     std::string arch = arch_from_env();
     if (arch.empty()) {
-      std::string why;
-      auto device = CudaDevice::shared(&why);
-      arch = device ? device->info().arch() : kDefaultArch;
+      const CudaContext* c = cuda_context(nullptr);
+      arch = c ? c->info.arch() : kDefaultArch;
     }
     std::string why;
     if (!nvrtc_available(&why))
       throw_unsupported(fmt::format("cuda: wrote {} but cannot write its PTX and cubin: {}",
                                     (dir / "cuda_kernels.cu").string(), why));
+    const NvrtcSource nvrtc{source, "cuda_kernels.cu"};
     out.push_back(write_module(dir, "cuda_kernels.ptx", "ptx",
-                               nvrtc_compile(source, "cuda_kernels.cu", arch, NvrtcOutput::kPtx)));
-    out.push_back(
-        write_module(dir, fmt::format("cuda_kernels.{}.cubin", arch), "cubin",
-                     nvrtc_compile(source, "cuda_kernels.cu", arch, NvrtcOutput::kCubin)));
+                               nvrtc_compile(nvrtc, arch, NvrtcOutput::kPtx)));
+    out.push_back(write_module(dir, fmt::format("cuda_kernels.{}.cubin", arch), "cubin",
+                               nvrtc_compile(nvrtc, arch, NvrtcOutput::kCubin)));
     return out;
   }
 };

@@ -1,4 +1,4 @@
-// The cuda target's on-disk module cache (cubin_cache.h), tested on its own source: a compiled
+// The cuda target's on-disk module cache (sdk/cuda_host/module_cache.h), tested on its own: a compiled
 // module is found again by content (source, architecture, compiler), never for another one, and an
 // evicted entry is compiled again.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "cubin_cache.h"
+#include "module_cache.h"
 #include "test_support.h"
 
 namespace rlx::cuda {
@@ -23,7 +23,7 @@ TEST(CudaCubinCache, ModulesAreFoundAgainByContentHash) {
                "ELF cubin ") +
            std::to_string(compiles);
   };
-  CachedCubin first = find_or_compile("kernel source", "sm_90", "nvrtc 13.0", compile);
+  CachedModule first = find_or_compile("kernel source", "sm_90", "nvrtc 13.0", compile);
   EXPECT_FALSE(first.hit);
   EXPECT_EQ(compiles, 1);
   EXPECT_EQ(first.path.parent_path(), dir.path() / "kernels" / "cuda");
@@ -31,7 +31,7 @@ TEST(CudaCubinCache, ModulesAreFoundAgainByContentHash) {
   EXPECT_EQ(test::read_file(std::filesystem::path(first.path).replace_extension(".cu")),
             "kernel source");
 
-  CachedCubin again = find_or_compile("kernel source", "sm_90", "nvrtc 13.0", compile);
+  CachedModule again = find_or_compile("kernel source", "sm_90", "nvrtc 13.0", compile);
   EXPECT_TRUE(again.hit);
   EXPECT_EQ(compiles, 1);
   EXPECT_EQ(again.bytes, first.bytes);
@@ -43,7 +43,7 @@ TEST(CudaCubinCache, ModulesAreFoundAgainByContentHash) {
   EXPECT_EQ(compiles, 4);
 
   evict(first.path);
-  CachedCubin rebuilt = find_or_compile("kernel source", "sm_90", "nvrtc 13.0", compile);
+  CachedModule rebuilt = find_or_compile("kernel source", "sm_90", "nvrtc 13.0", compile);
   EXPECT_FALSE(rebuilt.hit);
   EXPECT_EQ(compiles, 5);
   unsetenv("RLX_CACHE_DIR");

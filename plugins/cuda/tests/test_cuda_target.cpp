@@ -136,69 +136,12 @@ TEST(CudaCodegen, AMalformedArchitectureIsRefusedByName) {
       << error;
 }
 
-// Every elementwise primitive at every dtype the cpu computes, reductions and conversions
-// included, renders to CUDA C++ that NVRTC compiles: what the device runs in the conformance suite.
-TEST(CudaCodegen, EveryPrimitiveAtEveryDtypeCompilesToAnSm90Cubin) {
+// Every kernel the suites write (every primitive at every dtype, the shared suite's programs)
+// renders to CUDA C++ that NVRTC compiles: what the device runs in the conformance suite.
+TEST(CudaCodegen, EveryKernelTheSuitesWriteCompilesToAnSm90Cubin) {
   REQUIRE_NVRTC();
-  const char* float_unary[] = {"neg", "abs", "sign", "exp",   "log",  "sqrt",  "rsqrt",   "tanh",
-                               "erf", "sin", "cos",  "floor", "ceil", "round", "logistic"};
-  const char* float_binary[] = {"add", "sub", "mul", "div", "max", "min", "pow", "rem"};
-  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64}) {
-    const std::string t = fmt::format("{}[6]", dtype_name(d));
-    std::string body, outs;
-    for (const char* op : float_unary) {
-      body += fmt::format("  %{0} = {0}(%x) : {1}\n", op, t);
-      outs += fmt::format("{}%{}", outs.empty() ? "" : ", ", op);
-    }
-    for (const char* op : float_binary) {
-      body += fmt::format("  %{0} = {0}(%x, %y) : {1}\n", op, t);
-      outs += fmt::format(", %{}", op);
-    }
-    body += fmt::format("  %s = reduce_sum(%x) {{axes = [0]}} : {0}[]\n", dtype_name(d));
-    body += fmt::format(
-        "  %c = convert(%x) {{dtype = i32}} : i32[6]\n  %sel = select(%p, %x, %y) : {}\n", t);
-    expect_compiles_to_sm90(
-        fmt::format(
-            "graph @t(%x: {0}, %y: {0}, %p: bool[6]) {{\n{1}  return {2}, %s, %c, %sel\n}}\n", t,
-            body, outs),
-        dtype_name(d));
-  }
-  const char* int_binary[] = {"add", "sub", "mul", "div", "rem", "max", "min", "pow"};
-  for (DType d : {DType::kI8, DType::kU8, DType::kI16, DType::kI32, DType::kI64, DType::kU16,
-                  DType::kU32, DType::kU64}) {
-    const std::string t = fmt::format("{}[6]", dtype_name(d));
-    std::string body, outs;
-    for (const char* op : int_binary) {
-      body += fmt::format("  %{0} = {0}(%x, %y) : {1}\n", op, t);
-      outs += fmt::format("{}%{}", outs.empty() ? "" : ", ", op);
-    }
-    body += fmt::format(
-        "  %f = convert(%x) {{dtype = f16}} : f16[6]\n  %s = reduce_sum(%x) {{axes = [0]}} : "
-        "{}[]\n",
-        dtype_name(d));
-    expect_compiles_to_sm90(
-        fmt::format("graph @t(%x: {0}, %y: {0}) {{\n{1}  return {2}, %f, %s\n}}\n", t, body, outs),
-        dtype_name(d));
-  }
-  expect_compiles_to_sm90(
-      "graph @t(%x: bool[6], %y: bool[6]) {\n  %a = and(%x, %y) : bool[6]\n  %n = not(%x) : "
-      "bool[6]\n"
-      "  %f = convert(%x) {dtype = f32} : f32[6]\n  return %a, %n, %f\n}\n",
-      "bool");
-}
-
-// The shared suite's programs (fused product epilogues, native attention and norms, gather,
-// scatter-add, f16 and i64 arithmetic) compile as they will run on the device.
-TEST(CudaCodegen, TheSuiteProgramsCompileToSm90Cubins) {
-  REQUIRE_NVRTC();
-  expect_compiles_to_sm90(test::kMixedProgram, "kMixedProgram");
-  expect_compiles_to_sm90(test::kEpilogueProgram, "kEpilogueProgram");
-  expect_compiles_to_sm90(test::kMergeHeadsProgram, "kMergeHeadsProgram");
-  expect_compiles_to_sm90(
-      "graph @t(%x: f32[4,96], %s: f32[96], %b: f32[96]) {\n"
-      "  %l = LayerNorm(%x, %s, %b) {epsilon = 1e-5} : f32[4,96]\n"
-      "  %r = RMSNorm(%x, %s) {epsilon = 1e-6} : f32[4,96]\n  return %l, %r\n}\n",
-      "norms");
+  for (const test::NamedProgram& p : test::every_kernel_programs())
+    expect_compiles_to_sm90(p.ir, p.what);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // them (type names, kernel signature, index builtins, address spaces, math function names) plus two
 // hooks for what a table cannot say. A new language is a new table, usually a copy of another
 // with a few fields changed, never a copy of the renderer (tinygrad's CStyleLanguage design).
-// Shipped: c_dialect(), opencl_dialect(), cuda_dialect(), the shader dialects (glsl, hlsl, wgsl) below.
+// Shipped: c_dialect(), opencl_dialect(), cuda_dialect(), hip_dialect(), the shader dialects (glsl, hlsl, wgsl) below.
 //
 // The numeric semantics are the renderer's, not the dialect's, so every language computes the
 // same thing (a hook that overrides an op must keep them):
@@ -216,6 +216,15 @@ const Dialect& opencl_dialect();
 // uint16_t bits, a prelude that needs no header under NVRTC. Hosts launch blocks of 64 threads and compile
 // with --fmad=false. For the cuda target.
 const Dialect& cuda_dialect();
+// HIP for hiprtc and hipcc (the rocm target): the CUDA table, whose kernel language HIP shares,
+// with a prelude that includes hip/hip_runtime.h (under hiprtc, which has it built in, it declares
+// the 8- and 16-bit integer types hiprtc lacks instead). Hosts launch blocks of 64 threads and
+// compile with -ffp-contract=off.
+const Dialect& hip_dialect();
+// The eight fixed-width integer typedefs of <stdint.h> for NVRTC, which has no C library headers
+// (what the CUDA prelude declares under __CUDACC_RTC__), for headers that stand in for one that
+// includes <stdint.h> (the rocm target's HIP-on-CUDA hip/hip_runtime.h).
+extern const char* const kNvrtcStdintTypes;
 
 // Shader languages (sdk/src/dialect_glsl.cpp, dialect_hlsl.cpp): compute shaders, one per kernel,
 // each an entry point `main` after a line `//@rlx-kernel <symbol>` that starts the kernel's

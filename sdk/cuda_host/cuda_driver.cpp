@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include "dynamic_library.h"
+
 namespace rlx::cuda {
 
 namespace {
@@ -21,11 +23,7 @@ Loaded load() {
     l.error = fmt::format("libcuda.so.1 not found ({}): install the NVIDIA driver", dlerror());
     return l;
   }
-  auto resolve = [&](auto& fn, const char* name) {
-    if (!l.error.empty()) return;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) l.error = fmt::format("libcuda.so.1 lacks {}: driver older than CUDA 11.4", name);
-  };
+  SymbolResolver resolve(lib, l.error, "libcuda.so.1 lacks {}: driver older than CUDA 11.4");
   DriverApi& a = l.api;
   resolve(a.cuInit, "cuInit");
   resolve(a.cuDriverGetVersion, "cuDriverGetVersion");

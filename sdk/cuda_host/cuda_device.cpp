@@ -9,11 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cubin_cache.h"
 #include "cuda_arch.h"
-#include "cuda_library.h"
 #include "cuda_matmul.h"
-#include "nvrtc.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cuda {
@@ -51,6 +48,16 @@ std::string version_text(int v) {
 
 }  // namespace
 
+unsigned launch_blocks(int64_t work_items, unsigned block, const std::string& target,
+                       const std::string& symbol) {
+  const int64_t blocks = (work_items + block - 1) / block;
+  if (blocks > std::numeric_limits<int32_t>::max())
+    throw_unsupported(
+        fmt::format("{}: kernel {} needs {} blocks of {} threads, more than a grid holds", target,
+                    symbol, blocks, block));
+  return static_cast<unsigned>(blocks);
+}
+
 std::string CudaDeviceInfo::arch() const {
   return arch_of(cc_major, cc_minor);
 }
@@ -60,13 +67,11 @@ std::string CudaDeviceInfo::describe() const {
                      version_text(driver_version));
 }
 
-std::shared_ptr<CudaDevice> CudaDevice::shared(std::string* why) {
+const CudaContext* cuda_context(std::string* why) {
   struct Found {
-    std::shared_ptr<CudaDevice> device;
+    const CudaContext* context = nullptr;
     std::string error;
   };
-  // Created once and never destroyed: the driver must not be torn down by static destructors at
-  // exit while another library may still call into it.
   static const Found* found = [] {
     auto* f = new Found;
     std::string err;
@@ -139,34 +144,32 @@ std::shared_ptr<CudaDevice> CudaDevice::shared(std::string* why) {
     cu->cuDeviceGetAttribute(&info.cc_minor, kAttrComputeCapabilityMinor, device);
     cu->cuDeviceGetAttribute(&info.max_threads_per_block, kAttrMaxThreadsPerBlock, device);
     cu->cuDeviceTotalMem(&info.memory_bytes, device);
-    f->device.reset(new CudaDevice(*cu, device, context, stream, std::move(info)));
+    f->context = new CudaContext{*cu, device, context, stream, std::move(info)};
     return f;
   }();
-  if (!found->device && why) *why = found->error;
-  return found->device;
+  if (!found->context && why) *why = found->error;
+  return found->context;
 }
 
-CudaDevice::CudaDevice(const DriverApi& cu, CuDevice device, CuContext context, CuStream stream,
-                       CudaDeviceInfo info)
-    : cu_(cu), device_(device), context_(context), stream_(stream), info_(std::move(info)) {}
+std::shared_ptr<CudaDevice> CudaDevice::open(CudaKernelLanguage language, std::string* why) {
+  const CudaContext* context = cuda_context(why);
+  if (!context) return nullptr;
+  return std::make_shared<CudaDevice>(*context, std::move(language));
+}
 
 void CudaDevice::check(CuResult rc, const char* call) const {
   if (rc == kCudaSuccess) return;
-  throw Error(ErrorKind::kDevice, fmt::format("cuda: {} failed on {}: {}", call, info_.describe(),
-                                              cu_error_name(cu_, rc)));
+  throw Error(ErrorKind::kDevice, fmt::format("{}: {} failed on {}: {}", language_.target, call,
+                                              info().describe(), cu_error_name(cu_, rc)));
 }
 
 void CudaDevice::make_current() const {
-  check(cu_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-}
-
-const gpu_host::KernelLibrary& CudaDevice::library() const {
-  return cuda_library();
+  check(cu_.cuCtxSetCurrent(context_.context), "cuCtxSetCurrent");
 }
 
 DeviceLimits CudaDevice::limits() const {
   DeviceLimits l;
-  l.max_workgroup_size = static_cast<uint32_t>(info_.max_threads_per_block);
+  l.max_workgroup_size = static_cast<uint32_t>(info().max_threads_per_block);
   l.subgroup_size = 32;
   return l;
 }
@@ -175,51 +178,58 @@ gpu_host::DeviceBuffer CudaDevice::allocate(size_t bytes) {
   make_current();
   CuDevicePtr p = 0;
   if (CuResult rc = cu_.cuMemAlloc(&p, bytes); rc != kCudaSuccess)
-    throw Error(ErrorKind::kDevice, fmt::format("cuda: cannot allocate {} bytes on {}: {}", bytes,
-                                                info_.describe(), cu_error_name(cu_, rc)));
+    throw Error(ErrorKind::kDevice,
+                fmt::format("{}: cannot allocate {} bytes on {}: {}", language_.target, bytes,
+                            info().describe(), cu_error_name(cu_, rc)));
   return {reinterpret_cast<void*>(p), bytes};
 }
 
 void CudaDevice::release(gpu_host::DeviceBuffer& b) noexcept {
-  if (b.handle && cu_.cuCtxSetCurrent(context_) == kCudaSuccess) cu_.cuMemFree(ptr(b));
+  if (b.handle && cu_.cuCtxSetCurrent(context_.context) == kCudaSuccess) cu_.cuMemFree(ptr(b));
   b.handle = nullptr;
 }
 
 void CudaDevice::upload(const gpu_host::DeviceBuffer& dst, const void* src, size_t bytes) {
   make_current();
   // Synchronised: the host memory may be freed as soon as this returns.
-  check(cu_.cuMemcpyHtoDAsync(ptr(dst), src, bytes, stream_), "cuMemcpyHtoDAsync");
-  check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  check(cu_.cuMemcpyHtoDAsync(ptr(dst), src, bytes, context_.stream), "cuMemcpyHtoDAsync");
+  check(cu_.cuStreamSynchronize(context_.stream), "cuStreamSynchronize");
 }
 
 void CudaDevice::download(const gpu_host::DeviceBuffer& src, void* dst, size_t bytes) {
   make_current();
-  check(cu_.cuMemcpyDtoHAsync(dst, ptr(src), bytes, stream_), "cuMemcpyDtoHAsync");
-  check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  check(cu_.cuMemcpyDtoHAsync(dst, ptr(src), bytes, context_.stream), "cuMemcpyDtoHAsync");
+  check(cu_.cuStreamSynchronize(context_.stream), "cuStreamSynchronize");
 }
 
 void CudaDevice::copy(const gpu_host::DeviceBuffer& src, const gpu_host::DeviceBuffer& dst,
                       size_t bytes) {
   make_current();
-  check(cu_.cuMemcpyDtoDAsync(ptr(dst), ptr(src), bytes, stream_), "cuMemcpyDtoDAsync");
+  check(cu_.cuMemcpyDtoDAsync(ptr(dst), ptr(src), bytes, context_.stream), "cuMemcpyDtoDAsync");
 }
 
 std::unique_ptr<gpu_host::Module> CudaDevice::build(const std::string& source) {
   make_current();
   NvrtcVersion v;
   nvrtc_available(nullptr, &v);
-  const std::string arch = info_.arch();
-  const std::string identity = fmt::format("nvrtc {}.{}", v.major, v.minor);
-  auto compile = [&] { return nvrtc_compile(source, "rlx_kernels.cu", arch, NvrtcOutput::kCubin); };
-  CachedCubin cubin = find_or_compile(source, arch, identity, compile);
+  const std::string arch = info().arch();
+  // The headers are part of what was compiled: a changed one is another module.
+  std::string identity = fmt::format("nvrtc {}.{}", v.major, v.minor);
+  for (const NvrtcHeader& h : language_.headers) identity += "\n" + h.name + "\n" + h.text;
+  auto compile = [&] {
+    return nvrtc_compile(
+        {source, language_.source_name, language_.target, language_.language, language_.headers},
+        arch, NvrtcOutput::kCubin);
+  };
+  CachedModule cubin = find_or_compile(source, arch, identity, compile, language_.cache);
   CuModule module = nullptr;
   CuResult rc = cu_.cuModuleLoadData(&module, cubin.bytes.data());
   if (rc != kCudaSuccess && cubin.hit) {
     // A damaged or foreign entry: compiled again, said once.
-    std::fprintf(stderr, "rlx: cuda: the cached module %s did not load (%s); compiling it again\n",
-                 cubin.path.c_str(), cu_error_name(cu_, rc).c_str());
+    std::fprintf(stderr, "rlx: %s: the cached module %s did not load (%s); compiling it again\n",
+                 language_.target.c_str(), cubin.path.c_str(), cu_error_name(cu_, rc).c_str());
     evict(cubin.path);
-    cubin = find_or_compile(source, arch, identity, compile);
+    cubin = find_or_compile(source, arch, identity, compile, language_.cache);
     rc = cu_.cuModuleLoadData(&module, cubin.bytes.data());
   }
   check(rc, "cuModuleLoadData");
@@ -248,21 +258,16 @@ void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
     values[i] = ptr(*args[i]);
     params[i] = &values[i];
   }
-  // Kernels return at once for threads past the domain (render.h), so the grid is rounded up.
   const Kernel& k = it->second;
-  const int64_t blocks = (work_items + k.block - 1) / k.block;
-  if (blocks > std::numeric_limits<int32_t>::max())
-    throw_unsupported(
-        fmt::format("cuda: kernel {} needs {} blocks of {} threads, more than a grid holds", symbol,
-                    blocks, k.block));
-  check(cu_.cuLaunchKernel(k.function, static_cast<unsigned>(blocks), 1, 1, k.block, 1, 1, 0,
-                           stream_, params.data(), nullptr),
+  const unsigned blocks = launch_blocks(work_items, k.block, language_.target, symbol);
+  check(cu_.cuLaunchKernel(k.function, blocks, 1, 1, k.block, 1, 1, 0, context_.stream,
+                           params.data(), nullptr),
         "cuLaunchKernel");
 }
 
 void CudaDevice::finish() {
   make_current();
-  check(cu_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  check(cu_.cuStreamSynchronize(context_.stream), "cuStreamSynchronize");
 }
 
 }  // namespace rlx::cuda
@@ -295,7 +300,7 @@ class CudaGraph final : public gpu_host::RecordedWork {
 
 void CudaDevice::zero(const gpu_host::DeviceBuffer& buffer, size_t bytes) {
   make_current();
-  check(cu_.cuMemsetD8Async(ptr(buffer), 0, bytes, stream_), "cuMemsetD8Async");
+  check(cu_.cuMemsetD8Async(ptr(buffer), 0, bytes, context_.stream), "cuMemsetD8Async");
 }
 
 std::unique_ptr<gpu_host::VendorMatmul> CudaDevice::prepare_matmul(
@@ -303,14 +308,17 @@ std::unique_ptr<gpu_host::VendorMatmul> CudaDevice::prepare_matmul(
   make_current();
   std::string why;
   const CublasLtApi* lt = cublaslt_api(&why);
-  if (!lt) throw Error(ErrorKind::kCompile, fmt::format("cuda: {} needs cuBLASLt: {}", shape.name, why));
+  if (!lt)
+    throw Error(ErrorKind::kCompile,
+                fmt::format("{}: {} needs cuBLASLt: {}", language_.target, shape.name, why));
   if (!lt_handle_) {
     if (CublasStatus rc = lt->create(&lt_handle_); rc != kCublasSuccess)
       throw Error(ErrorKind::kDevice,
-                  fmt::format("cuda: cublasLtCreate failed: {}", cublas_status_name(*lt, rc)));
+                  fmt::format("{}: cublasLtCreate failed: {}", language_.target,
+                              cublas_status_name(*lt, rc)));
     check(cu_.cuMemAlloc(&lt_workspace_, kCublasLtWorkspace), "cuMemAlloc (cuBLASLt workspace)");
   }
-  return plan_cublaslt(*lt, lt_handle_, stream_, lt_workspace_, kCublasLtWorkspace, shape,
+  return plan_cublaslt(*lt, lt_handle_, context_.stream, lt_workspace_, kCublasLtWorkspace, shape,
                        epilogue);
 }
 
@@ -321,13 +329,13 @@ bool CudaDevice::can_record() const {
 
 void CudaDevice::begin_recording() {
   make_current();
-  check(cu_.cuStreamBeginCapture(stream_, kCaptureModeThreadLocal), "cuStreamBeginCapture");
+  check(cu_.cuStreamBeginCapture(context_.stream, kCaptureModeThreadLocal), "cuStreamBeginCapture");
 }
 
 std::unique_ptr<gpu_host::RecordedWork> CudaDevice::end_recording() {
   make_current();
   CuGraph graph = nullptr;
-  check(cu_.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture");
+  check(cu_.cuStreamEndCapture(context_.stream, &graph), "cuStreamEndCapture");
   auto work = std::make_unique<CudaGraph>(cu_, graph);  // frees the graph if instantiation fails
   CuGraphExec exec = nullptr;
   check(cu_.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
@@ -337,7 +345,7 @@ std::unique_ptr<gpu_host::RecordedWork> CudaDevice::end_recording() {
 
 void CudaDevice::replay(gpu_host::RecordedWork& work) {
   make_current();
-  check(cu_.cuGraphLaunch(static_cast<CudaGraph&>(work).exec(), stream_), "cuGraphLaunch");
+  check(cu_.cuGraphLaunch(static_cast<CudaGraph&>(work).exec(), context_.stream), "cuGraphLaunch");
 }
 
 }  // namespace rlx::cuda

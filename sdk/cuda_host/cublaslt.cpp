@@ -1,6 +1,7 @@
 #include "cublaslt.h"
 
-#include <dlfcn.h>
+#include "dynamic_library.h"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -17,31 +18,19 @@ struct Loaded {
 
 Loaded load() {
   Loaded l;
-  std::vector<std::string> names;
-  if (const char* path = std::getenv("RLX_CUBLASLT"); path && *path) {
-    names = {path};
-  } else {
-    names = {"libcublasLt.so.13", "libcublasLt.so.12", "/usr/local/cuda/lib64/libcublasLt.so.13",
-             "/usr/local/cuda/lib64/libcublasLt.so.12"};
-  }
-  void* lib = nullptr;
+  std::vector<std::string> names = {"libcublasLt.so.13", "libcublasLt.so.12",
+                                    "/usr/local/cuda/lib64/libcublasLt.so.13",
+                                    "/usr/local/cuda/lib64/libcublasLt.so.12"};
+  if (const char* path = std::getenv("RLX_CUBLASLT"); path && *path) names = {path};
   std::string tried;
-  for (const std::string& name : names) {
-    lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) break;
-    tried += (tried.empty() ? "" : "; ") + std::string(dlerror());
-  }
+  void* lib = open_first_library(names, &tried);
   if (!lib) {
-    l.error = fmt::format("cuBLASLt not found ({}): install the CUDA toolkit's libcublas, or set "
-                          "RLX_CUBLASLT to libcublasLt.so",
+    l.error = fmt::format("cuBLASLt not found (tried {}): install the CUDA toolkit's libcublas, "
+                          "or set RLX_CUBLASLT to libcublasLt.so",
                           tried);
     return l;
   }
-  auto resolve = [&](auto& fn, const char* name) {
-    if (!l.error.empty()) return;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) l.error = fmt::format("cuBLASLt lacks {}: it is older than CUDA 11", name);
-  };
+  SymbolResolver resolve(lib, l.error, "cuBLASLt lacks {}: it is older than CUDA 11");
   CublasLtApi& a = l.api;
   resolve(a.create, "cublasLtCreate");
   resolve(a.status_name, "cublasLtGetStatusName");

@@ -1,10 +1,8 @@
-#include "cuda_library.h"
+#include "cuda_hip_library.h"
 
 #include <fmt/format.h>
 
-#include "cuda_matmul.h"
-
-namespace rlx::cuda {
+namespace rlx::cuda_hip {
 
 namespace {
 
@@ -29,15 +27,7 @@ constexpr const char* kGlobalId = "(int64_t)blockIdx.x * blockDim.x + threadIdx.
 
 }  // namespace
 
-const sdk::Dialect& CudaKernelLibrary::dialect() const {
-  return sdk::cuda_dialect();
-}
-
-std::string CudaKernelLibrary::vendor_matmul(const sdk::MatmulShape& shape) const {
-  return cublaslt_takes(shape);
-}
-
-std::string CudaKernelLibrary::gather_source(const gpu_host::IndexCall& c) const {
+std::string CudaHipKernelLibrary::gather_source(const gpu_host::IndexCall& c) const {
   return fmt::format(R"(// {0}: one thread per output element
 extern "C" __global__ void {1}(const {2}* __restrict__ src, const {3}* __restrict__ ids, {2}* __restrict__ out,
                                int* status) {{
@@ -54,7 +44,7 @@ extern "C" __global__ void {1}(const {2}* __restrict__ src, const {3}* __restric
                      resolve_index(c.status_slot), kGlobalId);
 }
 
-std::string CudaKernelLibrary::scatter_source(const gpu_host::IndexCall& c) const {
+std::string CudaHipKernelLibrary::scatter_source(const gpu_host::IndexCall& c) const {
   const sdk::Dialect& d = dialect();
   std::string update = "out[dst] = upd[src];";
   if (c.add) {
@@ -86,9 +76,14 @@ extern "C" __global__ void {1}(const {3}* __restrict__ ids, const {2}* __restric
                      resolve_index(c.status_slot), update, kGlobalId);
 }
 
-const CudaKernelLibrary& cuda_library() {
-  static const CudaKernelLibrary lib;
+const CudaHipKernelLibrary& cuda_library() {
+  static const CudaHipKernelLibrary lib(sdk::cuda_dialect(), "CUDA C++");
   return lib;
 }
 
-}  // namespace rlx::cuda
+const CudaHipKernelLibrary& hip_library() {
+  static const CudaHipKernelLibrary lib(sdk::hip_dialect(), "HIP");
+  return lib;
+}
+
+}  // namespace rlx::cuda_hip

@@ -5,6 +5,7 @@
 // under $CUDA_HOME/lib64 and /usr/local/cuda/lib64.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace rlx::cuda {
 
@@ -18,12 +19,28 @@ bool nvrtc_available(std::string* why, NvrtcVersion* version = nullptr);
 // What NVRTC makes of one module.
 enum class NvrtcOutput { kPtx, kCubin };
 
-// Compiles `source` (named `name` in diagnostics) for `arch` ("sm_90": a cubin; for kPtx the
+// A header the source includes by `name`, given to NVRTC in memory (NVRTC reads no system
+// headers): how the rocm target's HIP source finds its hip/hip_runtime.h under NVRTC.
+struct NvrtcHeader {
+  std::string name;  // as written in the #include: "hip/hip_runtime.h"
+  std::string text;
+};
+
+// What is compiled and for whom: `target` prefixes messages ("cuda", "rocm"), `language` names
+// the source in them ("CUDA C++", "HIP").
+struct NvrtcSource {
+  const std::string& text;
+  std::string name;  // in diagnostics: "cuda_kernels.cu"
+  std::string target = "cuda";
+  std::string language = "CUDA C++";
+  std::vector<NvrtcHeader> headers;
+};
+
+// Compiles `source` for `arch` ("sm_90": a cubin; for kPtx the
 // virtual architecture compute_90 is used) with the target's options: C++17, --fmad=false (no
 // contraction of a * b + c: results match the cpu target), IEEE division and square root.
 // Returns the PTX text or the cubin bytes. Throws rlx::Error: kUnsupported when NVRTC is absent,
 // kCompile with NVRTC's log when it rejects the source.
-std::string nvrtc_compile(const std::string& source, const std::string& name,
-                          const std::string& arch, NvrtcOutput output);
+std::string nvrtc_compile(const NvrtcSource& source, const std::string& arch, NvrtcOutput output);
 
 }  // namespace rlx::cuda

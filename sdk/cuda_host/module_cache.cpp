@@ -1,4 +1,4 @@
-#include "cubin_cache.h"
+#include "module_cache.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -19,11 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 using sdk::content_hash;
 
-// Bumped whenever the way the host launches generated kernels changes, so an old cubin is never
+// Bumped whenever the way the host launches generated kernels changes, so an old module is never
 // loaded by a new rlx.
 constexpr const char* kKernelAbi = "rlx-cuda-kernels-1";
 
-std::optional<fs::path> cache_dir() {
+std::optional<fs::path> cache_dir(const char* folder) {
   fs::path base;
   if (const char* d = std::getenv("RLX_CACHE_DIR"); d && *d)
     base = d;
@@ -33,7 +33,7 @@ std::optional<fs::path> cache_dir() {
     base = fs::path(h) / ".cache" / "rlx";
   else
     return std::nullopt;
-  return base / "kernels" / "cuda";
+  return base / "kernels" / folder;
 }
 
 std::optional<std::string> read_file(const fs::path& path) {
@@ -65,15 +65,16 @@ bool write_atomically(const fs::path& path, const std::string& bytes) {
 
 }  // namespace
 
-CachedCubin find_or_compile(const std::string& source, const std::string& arch,
-                            const std::string& identity,
-                            const std::function<std::string()>& compile) {
-  CachedCubin out;
-  std::optional<fs::path> dir = cache_dir();
+CachedModule find_or_compile(const std::string& source, const std::string& arch,
+                             const std::string& identity,
+                             const std::function<std::string()>& compile,
+                             const ModuleCacheLayout& layout) {
+  CachedModule out;
+  std::optional<fs::path> dir = cache_dir(layout.folder);
   const std::string key =
       content_hash(fmt::format("{}\n{}\n{}\n{}", kKernelAbi, identity, arch, source));
   if (dir) {
-    out.path = *dir / (key + ".cubin");
+    out.path = *dir / (key + layout.module_ext);
     if (std::optional<std::string> bytes = read_file(out.path); bytes && !bytes->empty()) {
       out.bytes = std::move(*bytes);
       out.hit = true;
@@ -83,24 +84,24 @@ CachedCubin find_or_compile(const std::string& source, const std::string& arch,
   out.bytes = compile();
   std::error_code ec;
   if (dir) fs::create_directories(*dir, ec);
-  // The source goes in first, for reading what ran; the cubin's rename makes the entry exist.
-  if (!dir || !write_atomically(fs::path(out.path).replace_extension(".cu"), source) ||
+  // The source goes in first, for reading what ran; the module's rename makes the entry exist.
+  if (!dir || !write_atomically(fs::path(out.path).replace_extension(layout.source_ext), source) ||
       !write_atomically(out.path, out.bytes)) {
     static std::atomic<bool> said{false};
     if (!said.exchange(true))
       std::fprintf(
           stderr,
-          "rlx: cuda: the kernel cache %s is not writable; kernels are compiled on every run (set "
+          "rlx: %s: the kernel cache %s is not writable; kernels are compiled on every run (set "
           "RLX_CACHE_DIR to a writable folder)\n",
-          dir ? dir->c_str() : "(HOME is unset)");
+          layout.folder, dir ? dir->c_str() : "(HOME is unset)");
     out.path.clear();
   }
   return out;
 }
 
-void evict(const fs::path& cubin) {
+void evict(const fs::path& module) {
   std::error_code ec;
-  fs::remove(cubin, ec);
+  fs::remove(module, ec);
 }
 
 }  // namespace rlx::cuda

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "dynamic_library.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cuda {
@@ -55,12 +56,8 @@ std::vector<std::string> candidates() {
 
 Loaded load() {
   Loaded l;
-  void* lib = nullptr;
   std::string tried;
-  for (const std::string& name : candidates()) {
-    if ((lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-    tried += (tried.empty() ? "" : ", ") + name;
-  }
+  void* lib = open_first_library(candidates(), &tried);
   if (!lib) {
     l.error = fmt::format(
         "NVRTC (libnvrtc.so) not found (tried {}): install the CUDA toolkit's "
@@ -68,11 +65,7 @@ Loaded load() {
         tried);
     return l;
   }
-  auto resolve = [&](auto& fn, const char* name) {
-    if (!l.error.empty()) return;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-    if (!fn) l.error = fmt::format("libnvrtc lacks {}: NVRTC older than CUDA 11.2", name);
-  };
+  SymbolResolver resolve(lib, l.error, "libnvrtc lacks {}: NVRTC older than CUDA 11.2");
   NvrtcApi& a = l.api;
   resolve(a.nvrtcGetErrorString, "nvrtcGetErrorString");
   resolve(a.nvrtcVersion, "nvrtcVersion");
@@ -115,21 +108,27 @@ bool nvrtc_available(std::string* why, NvrtcVersion* version) {
   return true;
 }
 
-std::string nvrtc_compile(const std::string& source, const std::string& name,
-                          const std::string& arch, NvrtcOutput output) {
+std::string nvrtc_compile(const NvrtcSource& source, const std::string& arch, NvrtcOutput output) {
   const Loaded& l = loaded();
+  const std::string& target = source.target;
   if (!l.error.empty())
-    throw_unsupported(fmt::format("cuda cannot compile kernels here: {}", l.error));
+    throw_unsupported(fmt::format("{} cannot compile kernels here: {}", target, l.error));
   const NvrtcApi& api = l.api;
   if (arch.rfind("sm_", 0) != 0)
     throw_user_error(fmt::format(
-        "cuda: '{}' is not a real GPU architecture; give one as sm_<cc> (sm_90)", arch));
+        "{}: '{}' is not a real GPU architecture; give one as sm_<cc> (sm_90)", target, arch));
+  std::vector<const char*> header_texts, header_names;
+  for (const NvrtcHeader& h : source.headers) {
+    header_texts.push_back(h.text.c_str());
+    header_names.push_back(h.name.c_str());
+  }
   ProgramGuard guard{api};
-  NvrtcResult rc =
-      api.nvrtcCreateProgram(&guard.program, source.c_str(), name.c_str(), 0, nullptr, nullptr);
+  NvrtcResult rc = api.nvrtcCreateProgram(&guard.program, source.text.c_str(), source.name.c_str(),
+                                          static_cast<int>(header_texts.size()),
+                                          header_texts.data(), header_names.data());
   if (rc != 0)
     throw_internal_error(
-        fmt::format("cuda: nvrtcCreateProgram failed: {}", api.nvrtcGetErrorString(rc)));
+        fmt::format("{}: nvrtcCreateProgram failed: {}", target, api.nvrtcGetErrorString(rc)));
   // PTX is written for the virtual architecture of the same compute capability, so a driver can
   // JIT it for that device or a newer one; a cubin is for exactly `arch`.
   const std::string arch_option =
@@ -143,14 +142,14 @@ std::string nvrtc_compile(const std::string& source, const std::string& name,
     api.nvrtcGetProgramLogSize(guard.program, &n);
     std::string log(n, '\0');
     if (n) api.nvrtcGetProgramLog(guard.program, log.data());
-    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-    if (log.size() > 4000) log = log.substr(0, 4000) + "\n...";
+    log = tidy_compiler_log(std::move(log));
     throw Error(
         ErrorKind::kCompile,
         fmt::format(
-            "cuda: NVRTC {}.{} could not compile the generated CUDA C++ for {} ({}); `rlx compile "
-            "--target cuda` writes the source. Log:\n{}",
-            l.version.major, l.version.minor, arch, api.nvrtcGetErrorString(rc), log));
+            "{0}: NVRTC {1}.{2} could not compile the generated {3} for {4} ({5}); `rlx compile "
+            "--target {0}` writes the source. Log:\n{6}",
+            target, l.version.major, l.version.minor, source.language, arch,
+            api.nvrtcGetErrorString(rc), log));
   }
   size_t bytes = 0;
   std::string out;
@@ -165,7 +164,7 @@ std::string nvrtc_compile(const std::string& source, const std::string& name,
     if (bytes) api.nvrtcGetCUBIN(guard.program, out.data());
   }
   if (out.empty())
-    throw_internal_error(fmt::format("cuda: NVRTC produced no {} for {}",
+    throw_internal_error(fmt::format("{}: NVRTC produced no {} for {}", target,
                                      output == NvrtcOutput::kPtx ? "PTX" : "cubin", arch));
   return out;
 }
