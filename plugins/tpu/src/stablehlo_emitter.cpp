@@ -300,15 +300,21 @@ std::vector<std::string> Writer::node(const Graph& graph, int32_t index) {
         tensor_type(in_type(0)), tensor_type(in_type(1)), ot))};
   }
   if (n.op == "dot_general") {
-    // f32 and f64 products at full precision: XLA's default lets a GPU use TF32.
-    const bool wide = out.dtype == DType::kF32 || out.dtype == DType::kF64;
-    return {let(fmt::format(
+    // Float products at full precision (XLA's default lets a GPU use TF32), and f16/bf16 ones
+    // accumulated in f32 and rounded once, as rlx computes them: XLA's GPU backend otherwise
+    // rounds partial sums to the narrow type.
+    const bool narrow = out.dtype == DType::kF16 || out.dtype == DType::kBF16;
+    const bool floating = narrow || out.dtype == DType::kF32 || out.dtype == DType::kF64;
+    TensorType sum = out;
+    if (narrow) sum.dtype = DType::kF32;
+    const std::string product = let(fmt::format(
         "stablehlo.dot_general {}, {}, batching_dims = [{}] x [{}], contracting_dims = [{}] x "
         "[{}]{} : ({}, {}) -> {}",
         in(0), in(1), ints(n.attr_ints("lhs_batch")), ints(n.attr_ints("rhs_batch")),
         ints(n.attr_ints("lhs_contract")), ints(n.attr_ints("rhs_contract")),
-        wide ? ", precision = [HIGHEST, HIGHEST]" : "", tensor_type(in_type(0)),
-        tensor_type(in_type(1)), ot))};
+        floating ? ", precision = [HIGHEST, HIGHEST]" : "", tensor_type(in_type(0)),
+        tensor_type(in_type(1)), tensor_type(sum)));
+    return {narrow ? convert(product, sum, out.dtype) : product};
   }
   if (n.op == "gather" || n.op == "scatter") return {gather_or_scatter(n)};
   if (n.op == "while") return while_node(n);
