@@ -25,7 +25,8 @@ namespace {
 std::vector<Command> all_commands() {
   return {list_targets_command(), info_command(),    explain_command(),
           run_command(),          compile_command(), embed_command(),
-          generate_command(),     chat_command(),    bench_command()};
+          generate_command(),     chat_command(),    bench_command(),
+          quantize_command()};
 }
 
 // A command, the App its options were declared on, and what runs it on them.

@@ -56,5 +56,6 @@ Command embed_command();
 Command generate_command();
 Command chat_command();
 Command bench_command();
+Command quantize_command();
 
 }  // namespace rlx::cli
