@@ -30,9 +30,30 @@ def export(task):
     """The transformer optimizer's rewrite or the dynamic quantization, once per graph (not part
     of compile_ms)."""
     if task["options"].get("int8"):
+        import onnx
         from onnxruntime.quantization import quantize_dynamic
-        quantize_dynamic(task["onnx"], _int8_path(task))
-        return {"quantized": "quantize_dynamic defaults"}
+        # The exporter leaves the weights as Constant nodes; quantize_dynamic only quantizes a
+        # MatMul whose weight is an initializer, so they become initializers first (same values).
+        model = onnx.load(task["onnx"])
+        kept = []
+        for node in model.graph.node:
+            if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+                t = onnx.TensorProto()
+                t.CopyFrom(node.attribute[0].t)
+                t.name = node.output[0]
+                model.graph.initializer.append(t)
+            else:
+                kept.append(node)
+        del model.graph.node[:]
+        model.graph.node.extend(kept)
+        staged = _int8_path(task).replace(".onnx", ".initializers.onnx")
+        onnx.save(model, staged)
+        quantize_dynamic(staged, _int8_path(task))
+        ops = {}
+        for node in onnx.load(_int8_path(task)).graph.node:
+            ops[node.op_type] = ops.get(node.op_type, 0) + 1
+        return {"quantized": "quantize_dynamic defaults",
+                "int8_ops": {k: v for k, v in ops.items() if "Integer" in k or "Quant" in k}}
     if not task["options"].get("fused"):
         return {}
     from onnxruntime.transformers import optimizer

@@ -100,6 +100,11 @@ PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, int64_t n, in
 
 void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64_t k,
                       const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& dst) {
+#if defined(__x86_64__)
+  const bool simd = int8_isa() == Int8Isa::kAvx512Vnni;
+#else
+  const bool simd = false;
+#endif
   for (int64_t m = m0; m < m1; ++m) {
     const float* row = x + m * ldx;
     quant::U8Params prm;
@@ -107,12 +112,23 @@ void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64
       prm.scale = *fixed_scale, prm.zero = *fixed_zero;
     } else {
       float lo = 0, hi = 0;
-      for (int64_t i = 0; i < k; ++i) lo = std::min(lo, row[i]), hi = std::max(hi, row[i]);
+#if defined(__x86_64__)
+      if (simd) detail::row_range_avx512(row, k, &lo, &hi);
+#endif
+      if (!simd)
+        for (int64_t i = 0; i < k; ++i) lo = std::min(lo, row[i]), hi = std::max(hi, row[i]);
       prm = quant::u8_params(lo, hi);
     }
     dst.scale[m] = prm.scale;
     dst.zero[m] = prm.zero;
-    quant::quantize_u8(row, k, prm, dst.q.data() + m * dst.ld);
+    uint8_t* q = dst.q.data() + m * dst.ld;
+#if defined(__x86_64__)
+    if (simd) {
+      detail::quantize_row_u8_avx512(row, k, prm.scale, prm.zero, q);
+      continue;
+    }
+#endif
+    quant::quantize_u8(row, k, prm, q);
   }
 }
 

@@ -72,6 +72,10 @@ void int8_block_avx2(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_
                      int64_t p1, float* y, int64_t ldy);
 void int8_block_avx512vnni(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1,
                            int64_t p0, int64_t p1, float* y, int64_t ldy);
+// The activation rounding with AVX-512 (same bytes as quant::quantize_u8), and a row's range
+// (0 included, as quant::u8_params widens it anyway).
+void quantize_row_u8_avx512(const float* x, int64_t k, float scale, uint8_t zero, uint8_t* q);
+void row_range_avx512(const float* x, int64_t k, float* lo, float* hi);
 // The dequantizing epilogue of one row of 16 columns: acc as i32 sums of panel p, written to
 // out[0, 16) (columns past N skipped).
 inline void int8_store16(const PackedInt8W& w, const Int8Rows& x, int64_t m, int64_t p,

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "int8_gemm.h"
@@ -13,6 +14,13 @@
 namespace rlx::cpu::detail {
 
 namespace {
+
+// acc += dot4(a u8, b s8) per i32 lane, as vpdpbusd in place: through the intrinsic GCC 12 copies
+// each accumulator into a fresh register and back on every step of the loop, which halves the
+// rate; the tied asm operand keeps it where it is.
+inline void dpbusd(__m512i& acc, __m512i a, __m512i b) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+}
 
 // Rows [m, m + MR) x panels [p, p + NP) into yt (the tile's row m, column 16 p), row stride ldy.
 template <int MR, int NP>
@@ -26,12 +34,15 @@ void tile(const PackedInt8W& w, const Int8Rows& x, int64_t m, int64_t p, float* 
   const int64_t groups = w.kp / 4;
   for (int64_t g = 0; g < groups; ++g) {
     __m512i bv[NP];
+#pragma GCC unroll 2
     for (int j = 0; j < NP; ++j) bv[j] = _mm512_loadu_si512(b[j] + g * 64);
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       int32_t four;
       std::memcpy(&four, a + r * x.ld + g * 4, 4);
       const __m512i av = _mm512_set1_epi32(four);
-      for (int j = 0; j < NP; ++j) acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], av, bv[j]);
+#pragma GCC unroll 2
+      for (int j = 0; j < NP; ++j) dpbusd(acc[r][j], av, bv[j]);
     }
   }
   for (int j = 0; j < NP; ++j) {
@@ -81,6 +92,41 @@ void int8_block_avx512vnni(const PackedInt8W& w, const Int8Rows& x, int64_t m0, 
         rows_left<1>(w, x, m, rows, p, yt, ldy);
     }
   }
+}
+
+}  // namespace rlx::cpu::detail
+
+namespace rlx::cpu::detail {
+
+// quantize_rows_u8 with 16 lanes: the same division and round-half-to-even as the scalar
+// rule (rlx/core/quantize.h), so both give the same bytes.
+void quantize_row_u8_avx512(const float* x, int64_t k, float scale, uint8_t zero, uint8_t* q) {
+  const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(static_cast<float>(zero));
+  const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    __m512 v = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), s),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, z), lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i),
+                     _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+  }
+  for (; i < k; ++i) {
+    const float v = std::nearbyint(x[i] / scale) + static_cast<float>(zero);
+    q[i] = static_cast<uint8_t>(std::min(std::max(v, 0.0f), 255.0f));
+  }
+}
+
+void row_range_avx512(const float* x, int64_t k, float* lo, float* hi) {
+  __m512 mn = _mm512_setzero_ps(), mx = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    mn = _mm512_min_ps(mn, v), mx = _mm512_max_ps(mx, v);
+  }
+  float l = _mm512_reduce_min_ps(mn), h = _mm512_reduce_max_ps(mx);
+  for (; i < k; ++i) l = std::min(l, x[i]), h = std::max(h, x[i]);
+  *lo = l, *hi = h;
 }
 
 }  // namespace rlx::cpu::detail
