@@ -68,7 +68,7 @@ double bench(int64_t M, int64_t N, int64_t K) {
   std::vector<int8_t> w(N * K);
   for (auto& v : x) v = val(rng);
   for (auto& v : w) v = static_cast<int8_t>(q(rng));
-  const rlx::cpu::PackedInt8W packed = rlx::cpu::pack_int8_weights(w.data(), scale.data(), N, K);
+  const rlx::cpu::PackedInt8W packed = rlx::cpu::pack_int8_weights(w.data(), scale.data(), nullptr, N, K);
   rlx::cpu::U8RowBuffer rows;
   rows.ld = packed.kp;
   rows.q.assign(M * packed.kp, 0);

@@ -6,11 +6,13 @@
 //     in llama.cpp; "f32" (the default) multiplies the decoded weights by x as it is
 //   DequantizeRows(w u8[..., row_bytes(qtype, K)]) {qtype, k = K} -> f32[..., K]
 //     decodes rows, e.g. the few embedding-table rows a Embedding gathered
-//   QMatMul(x f32[..., K], w i8[N, K], w_scale f32[N] [, x_scale f32[], x_zero u8[]]) -> f32[..., N]
+//   QMatMul(x f32[..., K], w i8[N, K], w_scale f32[N] [, x_scale f32[], x_zero u8[]] [, bias f32[N]])
+//     -> f32[..., N]
 //     y = x W^T with W = w_scale[n] * w (per-channel symmetric int8) and x rounded to u8:
 //     with three inputs each row of x gets its own range at run time (int8 dynamic), with five
 //     x_scale and x_zero are fixed (int8 static, from calibration); rlx/core/quantize.h has the
-//     arithmetic. The integer products are exact (i32); the result is f32.
+//     arithmetic. The integer products are exact (i32); the result is f32, plus bias when given
+//     (a fourth input after the dynamic form's three, a sixth after the static form's five).
 // There is no MIR decomposition yet (MIR has no block-format primitives), so only a target
 // that claims them natively lowers them; other targets refuse them with that reason.
 #include "ops/op_family.h"
@@ -87,8 +89,13 @@ std::vector<TensorType> infer_qmatmul(const std::vector<TensorType>& in, const N
   if (ws.dtype != DType::kF32 || ws.rank() != 1 || !(ws.shape[0] == w.shape[0]))
     fail("QMatMul: w_scale must be f32[{}] (one scale per row of w), got {}", w.shape[0].str(),
          ws.str());
-  if (in.size() == 4) fail("QMatMul takes x_scale and x_zero together, or neither");
-  if (in.size() == 5) {
+  const bool fixed = in.size() >= 5;
+  if (in.size() == 4 || in.size() == 6) {
+    const TensorType& b = in.back();
+    if (b.dtype != DType::kF32 || b.rank() != 1 || !(b.shape[0] == w.shape[0]))
+      fail("QMatMul: bias must be f32[{}], got {}", w.shape[0].str(), b.str());
+  }
+  if (fixed) {
     if (in[3].dtype != DType::kF32 || !single(in[3]))
       fail("QMatMul: x_scale must be one f32, got {}", in[3].str());
     if (in[4].dtype != DType::kU8 || !single(in[4]))
@@ -118,7 +125,7 @@ void quant_ops(OpFamily& f) {
                      {{"qtype", std::string("q4_0")}, {"k", int64_t{32}}});
   };
   r.summary = "rows in a ggml block format {qtype, k} to f32; native only (no MIR decomposition)";
-  OpDef q{"QMatMul", OpLevel::kHir, OpClass::kOpaque, 3, 5, 1};
+  OpDef q{"QMatMul", OpLevel::kHir, OpClass::kOpaque, 3, 6, 1};
   q.infer = infer_qmatmul;
   q.sample = [](DType dt) -> std::optional<OpSample> {
     if (dt != DType::kF32) return std::nullopt;
@@ -127,7 +134,8 @@ void quant_ops(OpFamily& f) {
   };
   q.summary =
       "x W^T, W int8 per output channel, x rounded to u8 per row at run time (3 inputs) or with "
-      "a calibrated scale and zero (5); native only (no MIR decomposition)";
+      "a calibrated scale and zero (5), plus an optional bias; native only (no MIR "
+      "decomposition)";
   f.add(std::move(d));
   f.add(std::move(r));
   f.add(std::move(q));

@@ -77,12 +77,14 @@ void set_int8_isa(Int8Isa isa) {
   isa_slot().store(static_cast<int>(isa), std::memory_order_relaxed);
 }
 
-PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, int64_t n, int64_t k) {
+PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, const float* bias, int64_t n,
+                              int64_t k) {
   PackedInt8W p;
   p.n = n, p.k = k, p.kp = (k + 3) / 4 * 4, p.panels = (n + 15) / 16;
   p.data.assign(static_cast<size_t>(p.panels * p.kp * 16), 0);
   p.colsum.assign(static_cast<size_t>(p.panels * 16), 0);
   p.scale.assign(static_cast<size_t>(p.panels * 16), 0.0f);
+  p.bias.assign(static_cast<size_t>(p.panels * 16), 0.0f);
   for (int64_t c = 0; c < n; ++c) {
     int8_t* panel = p.data.data() + (c / 16) * p.kp * 16;
     const int64_t lane = c % 16;
@@ -94,6 +96,7 @@ PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, int64_t n, in
     }
     p.colsum[c] = sum;
     p.scale[c] = scale[c];
+    if (bias) p.bias[c] = bias[c];
   }
   return p;
 }

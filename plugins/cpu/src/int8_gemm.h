@@ -1,6 +1,6 @@
 // The int8 GEMM behind QMatMul (core/src/ops/ops_quant.cpp): u8 activations times s8 weights
 // summed exactly in i32, then dequantized to f32 in the epilogue of each register tile:
-//   y[m, n] = s_m * ws_n * (sum_k xq[m, k] w[n, k] - z_m * colsum_n)
+//   y[m, n] = s_m * ws_n * (sum_k xq[m, k] w[n, k] - z_m * colsum_n) + bias_n
 // where xq = round(x / s_m) + z_m (rlx/core/quantize.h) and colsum_n = sum_k w[n, k]: the zero
 // point of the asymmetric u8 activations is compensated once per output instead of per product,
 // which is what lets the AVX-512 VNNI instruction vpdpbusd (u8 x s8, four products per i32
@@ -31,9 +31,12 @@ struct PackedInt8W {
   std::vector<int8_t> data;     // panels * kp * 16 bytes
   std::vector<int32_t> colsum;  // [panels * 16]
   std::vector<float> scale;     // [panels * 16]
+  std::vector<float> bias;      // [panels * 16], zeros when the product has none
   const int8_t* panel(int64_t p) const { return data.data() + p * kp * 16; }
 };
-PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, int64_t n, int64_t k);
+// bias may be null (no bias: zeros).
+PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, const float* bias, int64_t n,
+                              int64_t k);
 
 // Rows of quantized activations: row m is q + m * ld (ld >= kp, padding bytes zero) with its
 // scale and zero point.
@@ -85,7 +88,7 @@ inline void int8_store16(const PackedInt8W& w, const Int8Rows& x, int64_t m, int
   for (int j = 0; j < 16; ++j) {
     const int64_t n = p * 16 + j;
     if (n >= w.n) break;
-    out[j] = sm * w.scale[n] * static_cast<float>(acc[j] - zm * w.colsum[n]);
+    out[j] = sm * w.scale[n] * static_cast<float>(acc[j] - zm * w.colsum[n]) + w.bias[n];
   }
 }
 }  // namespace detail

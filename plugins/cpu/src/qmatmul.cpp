@@ -12,14 +12,14 @@ namespace rlx::cpu {
 
 Verdict claim_qmatmul(const NodeSignature& s) {
   const size_t n = s.inputs.size();
-  if ((n != 3 && n != 5) || s.inputs[0].dtype != DType::kF32 || s.inputs[1].dtype != DType::kI8 ||
+  if (n < 3 || n > 6 || s.inputs[0].dtype != DType::kF32 || s.inputs[1].dtype != DType::kI8 ||
       s.inputs[2].dtype != DType::kF32)
     return Verdict::no("cpu's QMatMul takes f32 activations, i8 weights and f32 scales");
   // The claim's note is the dispatch report's record of the precision change.
   return Verdict{true, fmt::format("int8 GEMM u8 x s8 -> i32 ({}), activations rounded to u8 {}, "
                                    "dequantized to f32 in the epilogue",
                                    int8_isa_name(int8_isa()),
-                                   n == 3 ? "per row at run time" : "with a calibrated scale")};
+                                   n < 5 ? "per row at run time" : "with a calibrated scale")};
 }
 
 QMatMulCall::QMatMulCall(const lir::CallKernel& k, const lir::Program& p) : k_(k) {
@@ -30,7 +30,13 @@ QMatMulCall::QMatMulCall(const lir::CallKernel& k, const lir::Program& p) : k_(k
   auto constant = [&](int32_t b) {
     return p.buffers[p.storage_of(b)].kind == lir::BufferKind::kConstant;
   };
-  weights_constant_ = constant(k.inputs[1]) && constant(k.inputs[2]);
+  auto from = k.attrs.find("epilogue_inputs_from");
+  const size_t own = from == k.attrs.end() ? k.inputs.size()
+                                           : static_cast<size_t>(std::get<int64_t>(from->second));
+  has_bias_ = own == 4 || own == 6;
+  bias_ = static_cast<int>(own) - 1;
+  weights_constant_ = constant(k.inputs[1]) && constant(k.inputs[2]) &&
+                      (!has_bias_ || constant(k.inputs[bias_]));
 }
 
 void QMatMulCall::forget_packed() const {
@@ -39,10 +45,12 @@ void QMatMulCall::forget_packed() const {
   cache_->source = nullptr;
 }
 
-std::shared_ptr<const PackedInt8W> QMatMulCall::packed(const void* w, const void* scale) const {
+std::shared_ptr<const PackedInt8W> QMatMulCall::packed(const void* w, const void* scale,
+                                                       const void* bias) const {
   auto pack = [&] {
-    return std::make_shared<const PackedInt8W>(pack_int8_weights(
-        static_cast<const int8_t*>(w), static_cast<const float*>(scale), N_, K_));
+    return std::make_shared<const PackedInt8W>(
+        pack_int8_weights(static_cast<const int8_t*>(w), static_cast<const float*>(scale),
+                          static_cast<const float*>(bias), N_, K_));
   };
   if (!weights_constant_) return pack();
   std::lock_guard<std::mutex> lock(cache_->mu);
@@ -57,12 +65,13 @@ void QMatMulCall::run(const std::vector<void*>& ptrs) const {
   if (M_ == 0 || N_ == 0) return;
   const auto* x = static_cast<const float*>(ptrs[k_.inputs[0]]);
   auto* y = static_cast<float*>(ptrs[k_.outputs[0]]);
-  std::shared_ptr<const PackedInt8W> w = packed(ptrs[k_.inputs[1]], ptrs[k_.inputs[2]]);
+  std::shared_ptr<const PackedInt8W> w =
+      packed(ptrs[k_.inputs[1]], ptrs[k_.inputs[2]], has_bias_ ? ptrs[k_.inputs[bias_]] : nullptr);
   // The node's own inputs: a fused epilogue appends its operands after them.
   auto from = k_.attrs.find("epilogue_inputs_from");
   const size_t own = from == k_.attrs.end() ? k_.inputs.size()
                                             : static_cast<size_t>(std::get<int64_t>(from->second));
-  const bool fixed = own == 5;
+  const bool fixed = own >= 5;
   const auto* xs = fixed ? static_cast<const float*>(ptrs[k_.inputs[3]]) : nullptr;
   const auto* xz = fixed ? static_cast<const uint8_t*>(ptrs[k_.inputs[4]]) : nullptr;
 

@@ -25,14 +25,17 @@ class QMatMulCall {
  private:
   lir::CallKernel k_;  // a copy: the runner that owns this object may move
   int64_t M_ = 0, N_ = 0, K_ = 0;
-  bool weights_constant_ = false;
+  bool weights_constant_ = false;  // w, its scales (and bias): packed once
+  bool has_bias_ = false;
+  int bias_ = -1;  // the bias's input index
   struct Cache {
     std::mutex mu;
     const void* source = nullptr;
     std::shared_ptr<const PackedInt8W> packed;
   };
   std::unique_ptr<Cache> cache_ = std::make_unique<Cache>();
-  std::shared_ptr<const PackedInt8W> packed(const void* w, const void* scale) const;
+  std::shared_ptr<const PackedInt8W> packed(const void* w, const void* scale,
+                                            const void* bias) const;
 };
 
 }  // namespace rlx::cpu

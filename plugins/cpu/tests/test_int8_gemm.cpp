@@ -53,7 +53,7 @@ std::vector<double> reference(const Problem& p) {
 }
 
 std::vector<float> run(const Problem& p) {
-  PackedInt8W w = pack_int8_weights(p.w.data(), p.scale.data(), p.N, p.K);
+  PackedInt8W w = pack_int8_weights(p.w.data(), p.scale.data(), nullptr, p.N, p.K);
   U8RowBuffer rows;
   rows.ld = w.kp;
   rows.q.assign(static_cast<size_t>(p.M * w.kp), 0);
@@ -102,7 +102,7 @@ TEST_P(Int8Gemm, MatchesTheIntegerReferenceAtEveryEdge) {
 
 TEST_P(Int8Gemm, StaticParametersAreUsedForEveryRow) {
   const Problem p = random_problem(5, 20, 24, 99);
-  PackedInt8W w = pack_int8_weights(p.w.data(), p.scale.data(), p.N, p.K);
+  PackedInt8W w = pack_int8_weights(p.w.data(), p.scale.data(), nullptr, p.N, p.K);
   U8RowBuffer rows;
   rows.ld = w.kp;
   rows.q.assign(static_cast<size_t>(p.M * w.kp), 0);
