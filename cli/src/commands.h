@@ -57,5 +57,6 @@ Command generate_command();
 Command chat_command();
 Command bench_command();
 Command train_command();  // train.cpp
+Command quantize_command();  // quantize.cpp
 
 }  // namespace rlx::cli

@@ -93,6 +93,9 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kCommandOpti
     {"bench",
      {"-i, --inputs IN", "--input NAME=VALUES", "-b, --batch N", "-s, --seq S", "--warmup N",
       "-n, --runs N", "--save-inputs FILE.safetensors", "--json"}},
+    {"quantize",
+     {"--scheme S", "-o, --output DIR", "--calibration IN.safetensors", "--method M",
+      "--percentile P", "--group G", "--json"}},
     {"help", {}},
 };
 

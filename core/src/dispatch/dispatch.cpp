@@ -45,6 +45,7 @@ struct Outcome {
   bool ok = false;
   LoweringPath path = LoweringPath::kSharedIr;
   std::string rewrite;               // rewrites used, here or by any piece ("a,b")
+  std::string kernel;                // native: the claim's note
   std::vector<std::string> refused;  // one line per refused path
   std::vector<ValueId> outputs;
 };
@@ -68,7 +69,11 @@ class Lowerer {
       out.refused.push_back(fmt::format("primitive: {}", v.reason));
     } else {
       Verdict v = target_.claim_native(sig);
-      if (v.ok) return copy(src, n, ins, LoweringPath::kNative);
+      if (v.ok) {
+        Outcome o = copy(src, n, ins, LoweringPath::kNative);
+        o.kernel = v.reason;
+        return o;
+      }
       out.refused.push_back(fmt::format("native: {}", v.reason));
       if (!def.decompose) {
         out.refused.push_back(fmt::format("shared IR: {} has no MIR decomposition", n.op));
@@ -236,7 +241,8 @@ DispatchResult dispatch(const Graph& hir, const Target& target) {
     e.loc = n.loc;
     e.dtypes = dtypes_of(sig);
     e.path = o.path;
-    e.detail = o.rewrite;
+    // Native: the claim's note (what the target runs, e.g. a quantized product's arithmetic).
+    e.detail = o.path == LoweringPath::kNative ? o.kernel : o.rewrite;
     e.refused = o.refused;
     e.primitives = o.path == LoweringPath::kNative ? 0 : static_cast<int>(g.nodes.size() - before);
     for (ValueId v : n.outputs) e.outputs.push_back({hir.values[v].name, hir.type(v)});

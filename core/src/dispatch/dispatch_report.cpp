@@ -53,6 +53,7 @@ std::string DispatchReport::to_text(bool verbose) const {
   for (auto& e : entries) {
     std::string detail;
     if (e.path == LoweringPath::kRewritten) detail = "via " + e.detail + "; ";
+    if (e.path == LoweringPath::kNative && !e.detail.empty()) detail = e.detail;
     if (e.path != LoweringPath::kNative) detail += fmt::format("{} primitives", e.primitives);
     if (!e.loc.empty()) detail += fmt::format("{}loc '{}'", detail.empty() ? "" : "; ", e.loc);
     out += fmt::format("  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<10} {}\n", "%" + e.value, wv, e.op, wo,
@@ -71,10 +72,11 @@ std::string DispatchReport::to_json() const {
     const auto& e = entries[i];
     out += fmt::format(
         "{}{{\"value\": {}, \"op\": {}, \"loc\": {}, \"dtypes\": {}, \"outputs\": {}, "
-        "\"path\": {}, \"rewrite\": {}, \"primitives\": {}, \"refused\": [",
+        "\"path\": {}, \"rewrite\": {}, \"kernel\": {}, \"primitives\": {}, \"refused\": [",
         i ? ", " : "", json::json_quote(e.value), json::json_quote(e.op), json::json_quote(e.loc),
         json::json_quote(e.dtypes), typed_json_list(e.outputs), json::json_quote(path_name(e.path)),
-        json::json_quote(e.detail), e.primitives);
+        json::json_quote(e.path == LoweringPath::kNative ? "" : e.detail),
+        json::json_quote(e.path == LoweringPath::kNative ? e.detail : ""), e.primitives);
     for (size_t k = 0; k < e.refused.size(); ++k)
       out += (k ? ", " : "") + json::json_quote(e.refused[k]);
     out += "]}";

@@ -6,6 +6,13 @@
 //     in llama.cpp; "f32" (the default) multiplies the decoded weights by x as it is
 //   DequantizeRows(w u8[..., row_bytes(qtype, K)]) {qtype, k = K} -> f32[..., K]
 //     decodes rows, e.g. the few embedding-table rows a Embedding gathered
+//   QMatMul(x f32[..., K], w i8[N, K], w_scale f32[N] [, x_scale f32[], x_zero u8[]] [, bias f32[N]])
+//     -> f32[..., N]
+//     y = x W^T with W = w_scale[n] * w (per-channel symmetric int8) and x rounded to u8:
+//     with three inputs each row of x gets its own range at run time (int8 dynamic), with five
+//     x_scale and x_zero are fixed (int8 static, from calibration); rlx/core/quantize.h has the
+//     arithmetic. The integer products are exact (i32); the result is f32, plus bias when given
+//     (a fourth input after the dynamic form's three, a sixth after the static form's five).
 // There is no MIR decomposition yet (MIR has no block-format primitives), so only a target
 // that claims them natively lowers them; other targets refuse them with that reason.
 #include "ops/op_family.h"
@@ -64,6 +71,41 @@ std::vector<TensorType> infer_dequantize_rows(const std::vector<TensorType>& in,
   return one(tt(DType::kF32, out));
 }
 
+// A tensor of one element: rank 0, or every dim static 1.
+bool single(const TensorType& t) {
+  for (const Dim& d : t.shape)
+    if (!(d == Dim(1))) return false;
+  return true;
+}
+
+std::vector<TensorType> infer_qmatmul(const std::vector<TensorType>& in, const Node&) {
+  const TensorType &x = in[0], &w = in[1], &ws = in[2];
+  if (x.dtype != DType::kF32 || x.rank() < 1)
+    fail("QMatMul takes f32 activations of rank >= 1, got {}", x.str());
+  if (w.dtype != DType::kI8 || w.rank() != 2 || !w.shape[0].is_static() || !w.shape[1].is_static())
+    fail("QMatMul: w must be i8[N, K] with static N and K, got {}", w.str());
+  if (!(x.shape.back() == w.shape[1]))
+    fail("QMatMul: x has K = {}, w has K = {}", x.shape.back().str(), w.shape[1].str());
+  if (ws.dtype != DType::kF32 || ws.rank() != 1 || !(ws.shape[0] == w.shape[0]))
+    fail("QMatMul: w_scale must be f32[{}] (one scale per row of w), got {}", w.shape[0].str(),
+         ws.str());
+  const bool fixed = in.size() >= 5;
+  if (in.size() == 4 || in.size() == 6) {
+    const TensorType& b = in.back();
+    if (b.dtype != DType::kF32 || b.rank() != 1 || !(b.shape[0] == w.shape[0]))
+      fail("QMatMul: bias must be f32[{}], got {}", w.shape[0].str(), b.str());
+  }
+  if (fixed) {
+    if (in[3].dtype != DType::kF32 || !single(in[3]))
+      fail("QMatMul: x_scale must be one f32, got {}", in[3].str());
+    if (in[4].dtype != DType::kU8 || !single(in[4]))
+      fail("QMatMul: x_zero must be one u8, got {}", in[4].str());
+  }
+  Shape out = x.shape;
+  out.back() = w.shape[0];
+  return one(tt(DType::kF32, out));
+}
+
 }  // namespace
 
 void quant_ops(OpFamily& f) {
@@ -83,8 +125,20 @@ void quant_ops(OpFamily& f) {
                      {{"qtype", std::string("q4_0")}, {"k", int64_t{32}}});
   };
   r.summary = "rows in a ggml block format {qtype, k} to f32; native only (no MIR decomposition)";
+  OpDef q{"QMatMul", OpLevel::kHir, OpClass::kOpaque, 3, 6, 1};
+  q.infer = infer_qmatmul;
+  q.sample = [](DType dt) -> std::optional<OpSample> {
+    if (dt != DType::kF32) return std::nullopt;
+    return sample_of({tt(DType::kF32, {2, 32}), tt(DType::kI8, {3, 32}), tt(DType::kF32, {3})},
+                     {});
+  };
+  q.summary =
+      "x W^T, W int8 per output channel, x rounded to u8 per row at run time (3 inputs) or with "
+      "a calibrated scale and zero (5), plus an optional bias; native only (no MIR "
+      "decomposition)";
   f.add(std::move(d));
   f.add(std::move(r));
+  f.add(std::move(q));
 }
 
 }  // namespace rlx

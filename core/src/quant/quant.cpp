@@ -20,6 +20,9 @@ const std::vector<QTypeInfo> kTable = {
     {QType::kQ4_K, "q4_k", 12, 256, 144},   {QType::kQ5_K, "q5_k", 13, 256, 176},
     {QType::kQ6_K, "q6_k", 14, 256, 210},   {QType::kQ8_K, "q8_k", 15, 256, 292},
     {QType::kIQ4_NL, "iq4_nl", 20, 32, 18}, {QType::kIQ4_XS, "iq4_xs", 23, 256, 136},
+    {QType::kI4G32, "i4_g32", kNoGgml, 32, 24},
+    {QType::kI4G64, "i4_g64", kNoGgml, 64, 40},
+    {QType::kI4G128, "i4_g128", kNoGgml, 128, 72},
 };
 
 using BlockFn = void (*)(const uint8_t*, float*);
@@ -75,6 +78,7 @@ const QTypeInfo* find_qtype(std::string_view name) {
 }
 
 const QTypeInfo* qtype_from_ggml(uint32_t ggml_type) {
+  if (ggml_type == kNoGgml) return nullptr;
   for (const QTypeInfo& q : kTable)
     if (q.ggml_type == ggml_type) return &q;
   return nullptr;
@@ -102,6 +106,13 @@ void dequantize(QType t, const void* src, float* dst, int64_t n) {
         std::memcpy(&v, p + 2 * i, 2);
         dst[i] = t == QType::kF16 ? f16_to_f32(v) : bf16_to_f32(v);
       }
+      return;
+    case QType::kI4G32:
+    case QType::kI4G64:
+    case QType::kI4G128:
+      for (int64_t b = 0; b < n / q.block_size; ++b)
+        detail::dequant_i4_group(p + b * q.block_bytes, dst + b * q.block_size,
+                                 static_cast<int>(q.block_size));
       return;
     default:
       break;

@@ -9,6 +9,14 @@
 namespace rlx::frontends::detail {
 
 ValueId linear(GraphBuilder& b, ValueId x, const LinearWeight& w, std::optional<ValueId> bias) {
+  if (w.scale != kNoValue) {
+    // The bias goes in: the product's epilogue adds it, and a consumer (GELU) is then the one
+    // elementwise kernel the cpu fuses after it.
+    std::vector<ValueId> in = {x, w.w, w.scale};
+    if (w.x_scale != kNoValue) in.insert(in.end(), {w.x_scale, w.x_zero});
+    if (bias) in.push_back(*bias);
+    return b.op("QMatMul", in);
+  }
   if (w.qtype.empty()) {
     if (bias) return b.op("Linear", {x, w.w, *bias});
     return b.op("Linear", {x, w.w});

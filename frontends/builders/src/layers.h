@@ -16,9 +16,13 @@ inline const Dim kCacheLen = Dim::symbol("T");
 // A weight applied as x W^T, W [out, in]: f32, or, when qtype names a block format ("q4_k"),
 // u8 rows [out, row bytes] that DequantMatMul decodes as it multiplies, so quantized matrices
 // are never expanded in memory.
+// With `scale` set, w is i8 [out, in] per output channel (rlx quantize's int8 schemes) and the
+// product is a QMatMul: its activations are rounded to u8 per row at run time, or with
+// x_scale / x_zero when those are set (int8 static).
 struct LinearWeight {
   ValueId w = kNoValue;
   std::string qtype;
+  ValueId scale = kNoValue, x_scale = kNoValue, x_zero = kNoValue;
 };
 
 // x W^T (+ bias) over the last axis of x.

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstring>
+
 #include "rlx/core/error.h"
 #include "rlx/core/quant.h"
 
@@ -43,6 +45,13 @@ void check_quantized(const std::string& what, const std::string& name, const Wei
                                  fmt::join(w.raw.shape(), ", ")));
 }
 
+// A copy of a small tensor (scales) with another shape of the same element count.
+Tensor reshaped(const Tensor& t, std::vector<int64_t> shape) {
+  Tensor r(t.dtype(), std::move(shape));
+  std::memcpy(r.data(), t.data(), t.nbytes());
+  return r;
+}
+
 }  // namespace
 
 Weight Params::fetch(const std::string& name) const {
@@ -59,6 +68,7 @@ const Params::Stored& Params::keep(const std::string& name, const Weight& w,
   }
   const Tensor& t = w.dense;
   if (!t.defined()) throw_user_error(fmt::format("{}: weight '{}' has no data", what_, name));
+  if (w.scale.defined()) return keep_int8(name, w, shape);
   if (t.shape() != shape)
     throw_user_error(fmt::format("{}: weight '{}' has shape [{}], the config implies [{}]", what_,
                                  name, fmt::join(t.shape(), ", "), fmt::join(shape, ", ")));
@@ -66,6 +76,30 @@ const Params::Stored& Params::keep(const std::string& name, const Weight& w,
     throw_user_error(fmt::format("{}: weight '{}' is {}, a real floating-point dtype is needed",
                                  what_, name, dtype_name(t.dtype())));
   return stored_.emplace(name, Stored{b_.param(name, t), ""}).first->second;
+}
+
+const Params::Stored& Params::keep_int8(const std::string& name, const Weight& w,
+                                        const std::vector<int64_t>& shape) {
+  const Tensor& t = w.dense;
+  if (t.dtype() != DType::kI8 || t.shape() != shape || shape.size() != 2 ||
+      w.scale.dtype() != DType::kF32 || w.scale.numel() != shape[0])
+    throw_user_error(fmt::format(
+        "{}: weight '{}' should be i8 [{}] with f32 [{}] scales (rlx quantize's int8 layout), "
+        "got {} [{}] and {} [{}]",
+        what_, name, fmt::join(shape, ", "), shape.empty() ? 0 : shape[0], dtype_name(t.dtype()),
+        fmt::join(t.shape(), ", "), dtype_name(w.scale.dtype()), fmt::join(w.scale.shape(), ", ")));
+  Stored s{b_.param(name, t), ""};
+  s.scale = b_.param(name + "_scale", reshaped(w.scale, {shape[0]}));
+  if (w.input_scale.defined()) {
+    if (w.input_scale.dtype() != DType::kF32 || w.input_scale.numel() != 1 ||
+        !w.input_zero.defined() || w.input_zero.dtype() != DType::kU8 ||
+        w.input_zero.numel() != 1)
+      throw_user_error(fmt::format(
+          "{}: weight '{}' needs one f32 input_scale and one u8 input_zero_point", what_, name));
+    s.x_scale = b_.param(name + ".input_scale", reshaped(w.input_scale, {}));
+    s.x_zero = b_.param(name + ".input_zero_point", reshaped(w.input_zero, {}));
+  }
+  return stored_.emplace(name, s).first->second;
 }
 
 const Params::Stored& Params::stored(const std::string& name, const std::vector<int64_t>& shape) {
@@ -115,6 +149,7 @@ std::optional<ValueId> Params::optional_f32(const std::string& name,
 
 LinearWeight Params::matrix(const std::string& name, int64_t out, int64_t in) {
   const Stored& s = stored(name, {out, in});
+  if (s.scale != kNoValue) return LinearWeight{s.v, "", s.scale, s.x_scale, s.x_zero};
   if (s.qtype.empty()) return LinearWeight{f32(name, {out, in}), ""};
   return LinearWeight{s.v, s.qtype};
 }

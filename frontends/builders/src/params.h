@@ -40,10 +40,13 @@ class Params {
   struct Stored {
     ValueId v = kNoValue;
     std::string qtype;
+    ValueId scale = kNoValue, x_scale = kNoValue, x_zero = kNoValue;  // int8 (Weight::scale)
   };
   const Stored& stored(const std::string& name, const std::vector<int64_t>& shape);
   Weight fetch(const std::string& name) const;  // throws naming the weight when it is missing
   const Stored& keep(const std::string& name, const Weight& w, const std::vector<int64_t>& shape);
+  const Stored& keep_int8(const std::string& name, const Weight& w,
+                          const std::vector<int64_t>& shape);
 
   GraphBuilder& b_;
   const WeightSource& source_;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "json_file.h"
+#include "quantized_weights.h"
 #include "rlx/core/model_files.h"
 #include "rlx/core/error.h"
 
@@ -84,8 +85,11 @@ Checkpoint Checkpoint::open(const fs::path& folder) {
 }
 
 std::vector<std::string> Checkpoint::names() const {
+  // The scales and zero points of a quantized weight are part of that weight (get() returns
+  // them with it), not tensors of their own.
   std::vector<std::string> out;
-  for (const auto& [name, t] : where_) out.push_back(name);
+  for (const auto& [name, t] : where_)
+    if (!quantized_part(name, [&](const std::string& n) { return has(n); })) out.push_back(name);
   return out;
 }
 
@@ -97,6 +101,11 @@ Weight Checkpoint::get(const std::string& name) const {
   Weight w;
   w.dense = *it->second;
   w.shape = w.dense.shape();
+  if (has(name + kScaleSuffix))
+    read_quantized(name, w, [&](const std::string& n) -> const Tensor* {
+      auto f = where_.find(n);
+      return f == where_.end() ? nullptr : f->second;
+    });
   return w;
 }
 

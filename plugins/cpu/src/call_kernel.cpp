@@ -6,6 +6,7 @@
 
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
+#include "qmatmul.h"
 #include "gemm.h"
 #include "gemm_call.h"
 #include "nn_kernels.h"
@@ -111,13 +112,15 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
                                  "native:MatMul",
                                  "native:Linear",
                                  "native:DequantMatMul",
-                                 "native:DequantizeRows"};
+                                 "native:DequantizeRows",
+                                 "native:QMatMul"};
   if (std::find_if(std::begin(kKnown), std::end(kKnown),
                    [&](const char* s) { return k.callee == s; }) == std::end(kKnown) &&
       !is_nn_callee(k.callee))
     throw_internal_error("cpu: no library call for " + k.callee);
   // Float GEMMs take the packed path; integer ones the baseline below.
   if (GemmCall::handles(k, p)) gemm_ = std::make_unique<GemmCall>(k, p);
+  if (k.callee == "native:QMatMul") qmatmul_ = std::make_unique<QMatMulCall>(k_, p);
 }
 
 CallKernelRunner::~CallKernelRunner() = default;
@@ -129,6 +132,7 @@ void CallKernelRunner::b_may_be_fixed(const std::vector<bool>& fixed, const lir:
 
 void CallKernelRunner::forget_packed() const {
   if (gemm_) gemm_->forget_packed();
+  if (qmatmul_) qmatmul_->forget_packed();
 }
 
 std::string CallKernelRunner::where() const {
@@ -137,6 +141,7 @@ std::string CallKernelRunner::where() const {
 
 void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
   if (gemm_) return gemm_->run(ptrs);
+  if (qmatmul_) return qmatmul_->run(ptrs);
   const std::string& c = k_.callee;
   if (c == "dot_general") return dot_general(ptrs);
   if (c == "native:MatMul") return matmul(ptrs);

@@ -10,6 +10,7 @@ namespace rlx::cpu {
 
 class CpuExecutable;
 class GemmCall;
+class QMatMulCall;
 
 class CallKernelRunner {
  public:
@@ -28,6 +29,7 @@ class CallKernelRunner {
   std::vector<lir::Buffer> in_, out_;
   std::vector<std::unique_ptr<CpuExecutable>> regions_;  // while: cond, body
   std::unique_ptr<GemmCall> gemm_;  // float MatMul, Linear, dot_general (gemm_call.h)
+  std::unique_ptr<QMatMulCall> qmatmul_;  // native:QMatMul (qmatmul.h)
 
   void dot_general(const std::vector<void*>& ptrs) const;
   void matmul(const std::vector<void*>& ptrs) const;

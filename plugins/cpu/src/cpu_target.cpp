@@ -9,6 +9,7 @@
 #include "dequant_matmul.h"
 #include "nn_kernels.h"
 #include "prebuilt_kernels.h"
+#include "qmatmul.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/sdk/host_device.h"
@@ -38,6 +39,7 @@ class CpuTarget final : public sdk::TargetPlugin {
       return Verdict::no(fmt::format("cpu's GEMM takes {} in f32 or f64 only", s.op));
     }
     if (s.op == "DequantMatMul" || s.op == "DequantizeRows") return claim_block_op(s);
+    if (s.op == "QMatMul") return claim_qmatmul(s);
     if (auto v = claim_nn_op(s)) return *v;  // Attention, LayerNorm, RMSNorm, Softmax
     return Verdict::no(fmt::format("cpu has no native kernel for {}", s.op));
   }

@@ -51,11 +51,9 @@ void run_dequantize_rows(const lir::CallKernel& k, const std::vector<lir::Buffer
                     });
 }
 
-namespace {
-
 // An elementwise consumer fused into the product (gemm_epilogue_fusion.h): applied to each
 // finished tile of y while it is in cache. Empty when none was fused.
-GemmEpilogue epilogue_of(const lir::CallKernel& k, const std::vector<void*>& ptrs) {
+GemmEpilogue fused_epilogue(const lir::CallKernel& k, const std::vector<void*>& ptrs) {
   GemmEpilogue ep;
   auto it = k.attrs.find("epilogue");
   if (it == k.attrs.end()) return ep;
@@ -67,6 +65,8 @@ GemmEpilogue epilogue_of(const lir::CallKernel& k, const std::vector<void*>& ptr
   for (size_t i = 0; i < loads.size(); ++i) ep.loads[i] = loads[i];
   return ep;
 }
+
+namespace {
 
 // Rows [0, M) x columns [n0, n1) of y finished.
 void finish(const GemmEpilogue& ep, float* y, int64_t N, int64_t M, int64_t n0, int64_t n1) {
@@ -112,7 +112,7 @@ void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>
   const auto* w = static_cast<const uint8_t*>(ptrs[k.inputs[1]]);
   auto* y = static_cast<float*>(ptrs[k.outputs[0]]);
   (void)out;
-  const GemmEpilogue ep = epilogue_of(k, ptrs);
+  const GemmEpilogue ep = fused_epilogue(k, ptrs);
   if (q8_activations(k)) {
     if (M < 4) return run_q8(q.type, x, w, row_bytes, M, N, K, y, ep);
     // Several rows: the rounded activations through the f32 GEMM below, whose register tiles

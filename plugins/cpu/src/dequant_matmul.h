@@ -4,6 +4,7 @@
 #pragma once
 #include <vector>
 
+#include "gemm.h"
 #include "rlx/core/lir.h"
 #include "rlx/core/target.h"
 
@@ -14,5 +15,8 @@ void run_dequantize_rows(const lir::CallKernel& k, const std::vector<lir::Buffer
                          const std::vector<void*>& ptrs);
 void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                         const std::vector<lir::Buffer>& out, const std::vector<void*>& ptrs);
+// The elementwise consumers the fusion pass merged into call `k` (gemm_epilogue_fusion.h), with
+// their loads bound to this run's buffers; empty when none was fused.
+GemmEpilogue fused_epilogue(const lir::CallKernel& k, const std::vector<void*>& ptrs);
 
 }  // namespace rlx::cpu

@@ -33,7 +33,7 @@ const OpName* find_op(const std::string& n) {
 
 bool is_gemm_call(const lir::CallKernel& c) {
   return c.callee == "native:MatMul" || c.callee == "native:Linear" || c.callee == "dot_general" ||
-         c.callee == "native:DequantMatMul";
+         c.callee == "native:DequantMatMul" || c.callee == "native:QMatMul";
 }
 
 std::vector<int64_t> row_major(const std::vector<int64_t>& shape) {

@@ -26,7 +26,7 @@ struct DispatchEntry {
   std::string loc;
   std::string dtypes;    // "f32,f32 -> f32"
   LoweringPath path = LoweringPath::kSharedIr;
-  std::string detail;    // the rewrite's name for kRewritten
+  std::string detail;    // kRewritten: the rewrite's name; kNative: the claim's note, if any
   std::vector<std::string> refused;  // why earlier paths were not taken ("native: ...")
   int primitives = 0;    // MIR nodes the path produced (0 for native)
   std::vector<NamedType> outputs;  // the node's results, typed as the source graph types them

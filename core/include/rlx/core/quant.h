@@ -29,7 +29,15 @@ enum class QType : uint8_t {
   kQ8_K,
   kIQ4_NL,
   kIQ4_XS,
+  // rlx's own int4 weight formats (`rlx quantize --scheme int4-weight`): groups of 32, 64 or 128
+  // elements, {f32 d; f32 m; u8 qs[g / 2]}, x = d * q + m with q in [0, 15]; byte j holds
+  // element 2j in its low nibble and 2j + 1 in its high nibble. No GGUF id (ggml_type kNoGgml).
+  kI4G32,
+  kI4G64,
+  kI4G128,
 };
+
+inline constexpr uint32_t kNoGgml = 0xFFFFFFFFu;
 
 struct QTypeInfo {
   QType type;
@@ -68,6 +76,7 @@ void dequant_q5_k(const uint8_t* b, float* y);
 void dequant_q6_k(const uint8_t* b, float* y);
 void dequant_q8_k(const uint8_t* b, float* y);
 void dequant_iq4_xs(const uint8_t* b, float* y);
+void dequant_i4_group(const uint8_t* b, float* y, int group);  // kI4G32/64/128
 }  // namespace detail
 
 }  // namespace rlx::quant

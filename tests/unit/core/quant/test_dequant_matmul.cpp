@@ -50,7 +50,8 @@ TEST(DequantMatMul, EveryFormatOnCpuMatchesDequantizeThenMultiply) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (const quant::QTypeInfo& q : quant::all_qtypes()) {
-    const int64_t K = q.block_size == 256 ? 512 : 64, N = 5, B = 2, S = 3;
+    // Whole blocks of every format (rlx's i4_g128 has 128).
+    const int64_t K = q.block_size >= 128 ? 2 * q.block_size : 64, N = 5, B = 2, S = 3;
     const int64_t rb = *quant::row_bytes(q.type, K);
     std::vector<uint8_t> w = random_rows(q, N, K, rng);
     std::vector<float> x(B * S * K);
@@ -99,7 +100,7 @@ TEST(DequantMatMul, Q8ActivationsMatchTheRoundedReference) {
   for (const quant::QTypeInfo& q : quant::all_qtypes()) {
     if (q.block_size != 32 && q.block_size != 256) continue;
     ++formats;
-    const int64_t K = q.block_size == 256 ? 512 : 96, N = 70, M = 5;
+    const int64_t K = q.block_size == 256 ? 512 : 96, N = 70, M = 5;  // 32-element formats here
     const int64_t rb = *quant::row_bytes(q.type, K);
     std::vector<uint8_t> w = random_rows(q, N, K, rng);
     std::vector<float> x(M * K);
@@ -151,7 +152,9 @@ TEST(DequantMatMul, Q8ActivationsMatchTheRoundedReference) {
       EXPECT_LT(worst, 1e-6) << q.name << " rows " << rows;
     }
   }
-  EXPECT_EQ(formats, 13);  // every format but the three plain float ones
+  // Every format of 32 or 256 elements: the 13 ggml ones but the three plain float ones, and
+  // rlx's i4_g32.
+  EXPECT_EQ(formats, 14);
 }
 
 // An embedding table kept quantized: gather the rows, then decode only those.
@@ -191,7 +194,7 @@ TEST(DequantizeRows, GatheredRowsOfEveryFormat) {
   auto cpu = test::cpu_target();
   std::mt19937 rng(9);
   for (const quant::QTypeInfo& q : quant::all_qtypes()) {
-    const int64_t K = q.block_size == 256 ? 256 : 64, V = 7;
+    const int64_t K = q.block_size >= 128 ? q.block_size : 64, V = 7;
     const int64_t rb = *quant::row_bytes(q.type, K);
     std::vector<uint8_t> table = random_rows(q, V, K, rng);
     std::string ir = fmt::format(R"(graph @t(%ids: i64[B,2], %w: u8[{},{}]) {{

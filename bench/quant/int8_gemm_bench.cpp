@@ -1,0 +1,125 @@
+// The int8 GEMM of QMatMul (plugins/cpu/src/int8_gemm*.cpp) against the VNNI peak measured in
+// the same run: a loop of independent vpdpbusd (64 u8 x s8 products each) on every thread. The
+// shapes are all-MiniLM-L6-v2's four Linear layers at batch x seq rows.
+//   cmake --build build --target rlx_bench_int8_gemm
+//   build/bench/quant/rlx_bench_int8_gemm [--threads N] [--rows M,...]   (JSON on stdout)
+#include <fmt/format.h>
+#include <immintrin.h>
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "int8_gemm.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// 16 independent accumulator chains, so the loop is bound by vpdpbusd's throughput.
+__attribute__((target("avx512f,avx512vnni"), noinline)) double vnni_loop(int64_t iters) {
+  constexpr int kChains = 16;
+  __m512i acc[kChains];
+  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(2);
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_epi32(c);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_dpbusd_epi32(acc[c], a, b);
+  }
+  int32_t s = 0;
+  for (int c = 0; c < kChains; ++c) s += _mm512_reduce_add_epi32(acc[c]);
+  if (s == 12345) std::puts("");
+  return double(iters) * kChains * 64 * 2;  // ops: a multiply and an add per product
+}
+
+// Int8 GOP/s of `threads` threads each running the loop at once.
+double vnni_peak(int threads) {
+  const int64_t iters = 20'000'000;
+  std::vector<double> runs;
+  for (int r = 0; r < 5; ++r) {
+    std::vector<std::thread> ts;
+    std::vector<double> ops(threads);
+    const auto t0 = Clock::now();
+    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] { ops[t] = vnni_loop(iters); });
+    for (auto& t : ts) t.join();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    double total = 0;
+    for (double o : ops) total += o;
+    runs.push_back(total / s / 1e9);
+  }
+  return median(runs);
+}
+
+// GOP/s of the whole product (activation rounding included) at M x N x K.
+double bench(int64_t M, int64_t N, int64_t K) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> val(0, 1);
+  std::uniform_int_distribution<int> q(-127, 127);
+  std::vector<float> x(M * K), scale(N, 0.01f), y(M * N);
+  std::vector<int8_t> w(N * K);
+  for (auto& v : x) v = val(rng);
+  for (auto& v : w) v = static_cast<int8_t>(q(rng));
+  const rlx::cpu::PackedInt8W packed = rlx::cpu::pack_int8_weights(w.data(), scale.data(), nullptr, N, K);
+  rlx::cpu::U8RowBuffer rows;
+  rows.ld = packed.kp;
+  rows.q.assign(M * packed.kp, 0);
+  rows.scale.resize(M);
+  rows.zero.resize(M);
+  auto once = [&] {
+    rlx::cpu::quantize_rows_u8(x.data(), K, 0, M, K, nullptr, nullptr, rows);
+    rlx::cpu::int8_gemm(packed, rows.rows(), M, y.data(), N);
+  };
+  for (int i = 0; i < 3; ++i) once();
+  std::vector<double> t;
+  const int reps = std::max<int64_t>(5, 2'000'000'000 / (2 * M * N * K));
+  for (int i = 0; i < std::min(reps, 200); ++i) {
+    const auto t0 = Clock::now();
+    once();
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return 2.0 * M * N * K / median(t) / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  std::vector<int64_t> rows = {128, 1024, 4096};  // batch x seq: 1x128, 8x128, 32x128
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--threads") threads = std::stoi(v);
+    if (k == "--rows") {
+      rows.clear();
+      for (size_t p = 0; p < v.size();) {
+        const size_t e = v.find(',', p);
+        rows.push_back(std::stoll(v.substr(p, e - p)));
+        p = e == std::string::npos ? v.size() : e + 1;
+      }
+    }
+  }
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+  const bool vnni = rlx::cpu::int8_isa_supported(rlx::cpu::Int8Isa::kAvx512Vnni);
+  const double peak = vnni ? vnni_peak(threads) : 0.0;
+  // all-MiniLM-L6-v2's Linear layers: q/k/v/o (384 x 384), FFN up (1536 x 384), down (384 x 1536).
+  const int64_t shapes[][2] = {{384, 384}, {1536, 384}, {384, 1536}};
+  fmt::print("{{\"isa\": \"{}\", \"threads\": {}, \"vnni_peak_gops\": {:.1f}, \"results\": [",
+             rlx::cpu::int8_isa_name(rlx::cpu::int8_isa()), threads, peak);
+  bool first = true;
+  for (int64_t m : rows)
+    for (const auto& s : shapes) {
+      const double gops = bench(m, s[0], s[1]);
+      fmt::print("{}{{\"M\": {}, \"N\": {}, \"K\": {}, \"gops\": {:.1f}, \"of_peak\": {:.3f}}}",
+                 first ? "" : ", ", m, s[0], s[1], gops, peak > 0 ? gops / peak : 0.0);
+      first = false;
+    }
+  fmt::print("]}}\n");
+}

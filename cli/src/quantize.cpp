@@ -1,0 +1,225 @@
+// `rlx quantize MODEL --scheme int8-dynamic|int8|int4-weight -o OUT`: post-training quantization
+// of a Hugging Face folder's Linear weights into a new folder that every rlx command loads like
+// the original (the safetensors importer reads the layout: frontends/safetensors/src/
+// quantized_weights.h). Embeddings, norms and biases stay as they are.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <set>
+
+#include "commands.h"
+#include "errors.h"
+#include "json_out.h"
+#include "model.h"
+#include "options.h"
+#include "quantize_calibration.h"
+#include "rlx/core/half.h"
+#include "rlx/core/quantize.h"
+#include "rlx/core/safetensors.h"
+
+namespace rlx::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct QuantizeOptions {
+  std::string model, scheme, output, method = "minmax";
+  std::optional<std::string> calibration;
+  int64_t group = 32;
+  std::optional<double> percentile;
+  std::string target = "cpu";
+  bool json = false;
+};
+
+bool in_percent(double v) {
+  return v > 50 && v <= 100;
+}
+
+void declare_quantize_options(CLI::App& app, QuantizeOptions& o) {
+  add_model_argument(app, o.model);
+  add_value(app, "--scheme", "S", o.scheme,
+            "int8-dynamic (weights int8 per output channel, activations rounded to u8 per row at "
+            "run time), int8 (the same with activation ranges from --calibration) or int4-weight "
+            "(weights int4 in groups of --group, activations f32)",
+            Presence::kRequired);
+  add_value(app, "-o,--output", "DIR", o.output, "the folder to write (created; must not exist)",
+            Presence::kRequired);
+  add_value(app, "--calibration", "IN.safetensors", o.calibration,
+            "the model's inputs to calibrate int8 on (rows along the first axis)");
+  add_value(app, "--method", "M", o.method,
+            "calibration ranges: minmax (every value seen) or percentile (see --percentile)");
+  add_number(app, "--percentile", "P", in_percent, "(50, 100]", o.percentile,
+             "percentile: the share of values the range keeps, in percent (default 99.99)");
+  add_integer(app, "--group", "G", 32, o.group, "int4-weight: weights per group, 32, 64 or 128");
+  add_target_option(app, o.target, "calibrate on");
+  add_flag(app, "--json", o.json, "print what was written as one JSON object");
+}
+
+// A weight as f32, from the float dtypes checkpoints use.
+std::vector<float> as_f32(const std::string& name, const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  switch (t.dtype()) {
+    case DType::kF32:
+      std::copy(t.as<float>(), t.as<float>() + t.numel(), out.begin());
+      break;
+    case DType::kF16:
+      for (int64_t i = 0; i < t.numel(); ++i) out[i] = f16_to_f32(t.as<uint16_t>()[i]);
+      break;
+    case DType::kBF16:
+      for (int64_t i = 0; i < t.numel(); ++i) out[i] = bf16_to_f32(t.as<uint16_t>()[i]);
+      break;
+    default:
+      throw CliError(fmt::format("weight '{}' is {}; rlx quantize reads f32, f16 and bf16",
+                                 name, dtype_name(t.dtype())));
+  }
+  return out;
+}
+
+// Everything of the folder but its weights, which the quantized file replaces.
+void copy_other_files(const fs::path& from, const fs::path& to) {
+  for (const auto& e : fs::recursive_directory_iterator(from)) {
+    const fs::path rel = fs::relative(e.path(), from);
+    const std::string ext = e.path().extension().string();
+    if (e.is_directory()) {
+      fs::create_directories(to / rel);
+      continue;
+    }
+    // Weights in other formats would disagree with the quantized ones.
+    if (ext == ".safetensors" || ext == ".bin" || ext == ".onnx" || ext == ".h5" ||
+        ext == ".msgpack" || ext == ".ot" || e.path().filename() == "model.safetensors.index.json")
+      continue;
+    fs::copy_file(e.path(), to / rel);
+  }
+}
+
+int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
+  const fs::path model_path = o.model, out = o.output;
+  const bool int8 = o.scheme == "int8" || o.scheme == "int8-dynamic";
+  if (!int8 && o.scheme != "int4-weight")
+    throw UsageError(fmt::format("--scheme {} is not one of int8-dynamic, int8, int4-weight",
+                                 o.scheme));
+  if (o.scheme == "int8" && !o.calibration)
+    throw UsageError("--scheme int8 calibrates its activation ranges: give --calibration "
+                     "IN.safetensors (or use --scheme int8-dynamic, which needs none)");
+  if (o.scheme != "int8" && o.calibration)
+    throw UsageError(fmt::format("--scheme {} needs no calibration; drop --calibration",
+                                 o.scheme));
+  if (o.method != "minmax" && o.method != "percentile")
+    throw UsageError(fmt::format("--method {} is not one of minmax, percentile", o.method));
+  if (o.group != 32 && o.group != 64 && o.group != 128)
+    throw UsageError(fmt::format("--group {} is not one of 32, 64, 128", o.group));
+  std::error_code ec;
+  if (!fs::is_directory(model_path, ec) || !fs::exists(model_path / "model.safetensors", ec))
+    throw CliError(fmt::format("{} is not a Hugging Face folder with a model.safetensors",
+                               model_path.string()),
+                   "rlx quantize reads a folder holding config.json and model.safetensors");
+  if (fs::exists(out, ec))
+    throw CliError(fmt::format("--output {} exists", out.string()),
+                   "name a folder that does not exist yet; rlx quantize creates it");
+
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  Model model = load_model(reg, model_path);
+  std::set<std::string> linear;
+  for (const auto& [name, g] : model.graphs)
+    for (const auto& [weight, x] : linear_weights(g)) linear.insert(weight);
+  if (linear.empty())
+    throw CliError(fmt::format("{} has no Linear layer with a weight to quantize",
+                               model_path.string()));
+
+  std::map<std::string, quant::U8Params> ranges;
+  if (o.calibration) {
+    std::shared_ptr<Target> target = choose_target(reg, o.target);
+    require_can_execute(*target, target->name(), model_path.string());
+    CalibrationOptions c;
+    c.inputs = *o.calibration;
+    c.method = o.method;
+    if (o.percentile) c.percentile = *o.percentile;
+    ranges = calibrate(model, target, c, global.quiet);
+  }
+
+  TensorMap in = map_safetensors(model_path / "model.safetensors");
+  TensorMap written;
+  int64_t quantized = 0, bytes_before = 0, bytes_after = 0;
+  for (const auto& [name, t] : in) {
+    bytes_before += static_cast<int64_t>(t.nbytes());
+    const bool take = linear.count(name) && t.rank() == 2 && (!int8 || o.scheme != "int8" ||
+                                                               ranges.count(name));
+    if (!take || (!int8 && t.shape()[1] % o.group)) {
+      written[name] = t;
+      continue;
+    }
+    const int64_t n = t.shape()[0], k = t.shape()[1];
+    const std::vector<float> w = as_f32(name, t);
+    if (int8) {
+      Tensor q(DType::kI8, {n, k}), s(DType::kF32, {n});
+      quant::quantize_int8_rows(w.data(), n, k, q.as<int8_t>(), s.as<float>());
+      written[name] = q;
+      written[name + "_scale"] = s;
+      if (auto r = ranges.find(name); r != ranges.end()) {
+        const std::string base = name.substr(0, name.size() - std::string(".weight").size());
+        written[base + ".input_scale"] = Tensor::from(DType::kF32, {1}, std::vector<float>{r->second.scale});
+        written[base + ".input_zero_point"] = Tensor::from(DType::kU8, {1}, std::vector<uint8_t>{r->second.zero});
+      }
+    } else {
+      Tensor q(DType::kU8, {n, k / 2}), s(DType::kF32, {n, k / o.group}), z(DType::kU8, {n, k / o.group});
+      quant::quantize_int4_groups(w.data(), n, k, o.group, q.as<uint8_t>(), s.as<float>(),
+                                  z.as<uint8_t>());
+      written[name] = q;
+      written[name + "_scale"] = s;
+      written[name + "_zero_point"] = z;
+    }
+    ++quantized;
+  }
+  for (const auto& [name, t] : written) bytes_after += static_cast<int64_t>(t.nbytes());
+
+  fs::create_directories(out);
+  copy_other_files(model_path, out);
+  std::map<std::string, std::string> meta = {{"rlx.quantization", o.scheme}};
+  if (!int8) meta["rlx.group"] = std::to_string(o.group);
+  if (o.calibration) meta["rlx.calibration"] = o.method;
+  write_safetensors(out / "model.safetensors", written, meta);
+
+  if (o.json) {
+    json::Object j{{"model", jstring(model_path.string())},
+                   {"output", jstring(out.string())},
+                   {"scheme", jstring(o.scheme)},
+                   {"weights_quantized", jint(quantized)},
+                   {"bytes_before", jint(bytes_before)},
+                   {"bytes_after", jint(bytes_after)}};
+    if (!int8) j.push_back({"group", jint(o.group)});
+    if (o.calibration) {
+      j.push_back({"calibration", jstring(*o.calibration)});
+      j.push_back({"method", jstring(o.method)});
+    }
+    std::fputs((to_json_text(json::Value{std::move(j)}) + "\n").c_str(), stdout);
+  } else {
+    std::printf("wrote %s: %s, %lld Linear weights quantized, weights %.1f MB -> %.1f MB\n",
+                out.string().c_str(), o.scheme.c_str(), static_cast<long long>(quantized),
+                bytes_before / 1e6, bytes_after / 1e6);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command quantize_command() {
+  return make_command<QuantizeOptions>(
+      {"quantize", "quantize a model's Linear weights to int8 or int4 (post-training)",
+       "MODEL --scheme int8-dynamic|int8|int4-weight [--calibration IN.safetensors] "
+       "[--method minmax|percentile] [--group G] -o OUT [--json]",
+       "Reads MODEL, a Hugging Face folder (config.json, model.safetensors), and writes OUT, the\n"
+       "same folder with each Linear layer's weight quantized; every rlx command loads OUT like\n"
+       "any model, and `rlx explain OUT` shows each quantized product (QMatMul: the int8 GEMM;\n"
+       "DequantMatMul i4_gG: int4 weights decoded as they are packed for the f32 GEMM).\n"
+       "  int8-dynamic  weights int8 per output channel (symmetric), activations rounded to u8\n"
+       "                per row at run time; no calibration\n"
+       "  int8          the same with one u8 range per layer for the activations, from running\n"
+       "                the f32 model on --calibration (its inputs, rows along the first axis;\n"
+       "                progress on stderr); --method minmax or percentile\n"
+       "  int4-weight   weights int4 in groups of --group (32, 64, 128) with a scale and zero\n"
+       "                point each; activations stay f32; no calibration\n"
+       "Embeddings, norms and biases are kept as they are."},
+      &declare_quantize_options, &quantize_main);
+}
+
+}  // namespace rlx::cli

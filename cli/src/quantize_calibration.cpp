@@ -1,0 +1,149 @@
+#include "quantize_calibration.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "errors.h"
+#include "rlx/core/error.h"
+#include "rlx/core/progress.h"
+#include "rlx/core/runtime.h"
+#include "rlx/core/safetensors.h"
+
+namespace rlx::cli {
+
+namespace {
+
+// The param a weight operand reads, through a dtype Cast of 16-bit checkpoints.
+std::optional<ValueId> param_behind(const Graph& g, ValueId v) {
+  const Value& val = g.values[v];
+  if (val.producer < 0)
+    return std::find(g.params.begin(), g.params.end(), v) != g.params.end()
+               ? std::optional<ValueId>(v)
+               : std::nullopt;
+  const Node& n = g.nodes[val.producer];
+  if (n.op == "Cast" && n.inputs.size() == 1) return param_behind(g, n.inputs[0]);
+  return std::nullopt;
+}
+
+// Rows [r0, r1) of t along axis 0.
+Tensor rows_of(const Tensor& t, int64_t r0, int64_t r1) {
+  std::vector<int64_t> shape = t.shape();
+  const int64_t row_bytes = shape[0] ? static_cast<int64_t>(t.nbytes()) / shape[0] : 0;
+  shape[0] = r1 - r0;
+  Tensor out(t.dtype(), shape);
+  std::memcpy(out.data(), static_cast<const uint8_t*>(t.data()) + r0 * row_bytes,
+              static_cast<size_t>((r1 - r0) * row_bytes));
+  return out;
+}
+
+// What one Linear's activations showed: the extremes, and for percentile a sample of values.
+struct Observed {
+  float lo = 0, hi = 0;
+  std::vector<float> sample;
+};
+
+constexpr size_t kSampleCap = 1 << 20;  // values kept per layer for percentiles
+
+void observe(const Tensor& t, bool keep_sample, Observed& o) {
+  const auto* x = t.as<float>();
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) o.lo = std::min(o.lo, x[i]), o.hi = std::max(o.hi, x[i]);
+  if (!keep_sample) return;
+  const int64_t stride = std::max<int64_t>(1, n / static_cast<int64_t>(kSampleCap / 16));
+  for (int64_t i = 0; i < n && o.sample.size() < kSampleCap; i += stride) o.sample.push_back(x[i]);
+}
+
+float quantile(std::vector<float>& v, double q) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<size_t>(std::clamp(q, 0.0, 1.0) * static_cast<double>(v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+}  // namespace
+
+std::map<std::string, ValueId> linear_weights(const Graph& g) {
+  // A weight also read another way (a tied embedding table gathered by Embedding) stays as it
+  // is: only a Linear knows what to do with int8 rows and their scales.
+  std::set<ValueId> other_use;
+  for (const Node& n : g.nodes)
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.op == "Cast" || (n.op == "Linear" && i == 1)) continue;
+      if (auto p = param_behind(g, n.inputs[i])) other_use.insert(*p);
+    }
+  std::map<std::string, ValueId> out;
+  for (const Node& n : g.nodes) {
+    if (n.op != "Linear" || n.inputs.size() < 2) continue;
+    auto p = param_behind(g, n.inputs[1]);
+    if (p && !other_use.count(*p)) out.emplace(g.values[*p].name, n.inputs[0]);
+  }
+  return out;
+}
+
+std::map<std::string, quant::U8Params> calibrate(const Model& model,
+                                                 std::shared_ptr<Target> target,
+                                                 const CalibrationOptions& o, bool quiet) {
+  const Graph& source = model.graph("main");
+  std::map<std::string, ValueId> layers = linear_weights(source);
+  // The same graph with each layer's activations as an extra output.
+  Graph g = source;
+  g.outputs.clear();
+  std::vector<std::pair<std::string, std::string>> watched;  // weight, output value name
+  for (const auto& [weight, x] : layers) {
+    // q, k and v read the same activations: one output serves the three.
+    if (std::find(g.outputs.begin(), g.outputs.end(), x) == g.outputs.end()) g.outputs.push_back(x);
+    watched.emplace_back(weight, g.values[x].name);
+  }
+  TensorMap file = read_safetensors(o.inputs);
+  int64_t rows = -1;
+  for (ValueId v : g.inputs) {
+    const std::string& name = g.values[v].name;
+    auto it = file.find(name);
+    if (it == file.end())
+      throw CliError(fmt::format("--calibration {} has no tensor '{}'", o.inputs, name),
+                     "write every input of the model's main graph, rows along the first axis");
+    if (it->second.rank() < 1 || (rows >= 0 && it->second.shape()[0] != rows))
+      throw CliError(fmt::format("--calibration {}: the inputs differ in their number of rows",
+                                 o.inputs));
+    rows = it->second.shape()[0];
+  }
+  if (rows <= 0) throw CliError(fmt::format("--calibration {} holds no rows", o.inputs));
+
+  Session session(std::move(target));
+  CompiledModel compiled = session.compile(g);
+  const bool percentile = o.method == "percentile";
+  std::map<std::string, Observed> seen;
+  progress::Task task("calibrating", rows);
+  for (int64_t r0 = 0; r0 < rows; r0 += o.batch) {
+    const int64_t r1 = std::min(rows, r0 + o.batch);
+    NamedTensors in;
+    for (ValueId v : g.inputs) {
+      const std::string& name = g.values[v].name;
+      in.emplace(name, rows_of(file.at(name), r0, r1));
+    }
+    NamedTensors out = compiled.run(in);
+    for (const auto& [weight, value] : watched) observe(out.at(value), percentile, seen[weight]);
+    task.advance(r1 - r0);
+    if (!quiet)
+      std::fprintf(stderr, "rlx quantize: calibration rows %lld/%lld, %zu layers observed\n",
+                   static_cast<long long>(r1), static_cast<long long>(rows), watched.size());
+  }
+  std::map<std::string, quant::U8Params> params;
+  for (auto& [weight, obs] : seen) {
+    float lo = obs.lo, hi = obs.hi;
+    if (percentile) {
+      const double tail = (100.0 - o.percentile) / 100.0;
+      lo = quantile(obs.sample, tail);
+      hi = quantile(obs.sample, 1.0 - tail);
+    }
+    params[weight] = quant::u8_params(lo, hi);
+  }
+  return params;
+}
+
+}  // namespace rlx::cli

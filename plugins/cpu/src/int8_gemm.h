@@ -1,0 +1,96 @@
+// The int8 GEMM behind QMatMul (core/src/ops/ops_quant.cpp): u8 activations times s8 weights
+// summed exactly in i32, then dequantized to f32 in the epilogue of each register tile:
+//   y[m, n] = s_m * ws_n * (sum_k xq[m, k] w[n, k] - z_m * colsum_n) + bias_n
+// where xq = round(x / s_m) + z_m (rlx/core/quantize.h) and colsum_n = sum_k w[n, k]: the zero
+// point of the asymmetric u8 activations is compensated once per output instead of per product,
+// which is what lets the AVX-512 VNNI instruction vpdpbusd (u8 x s8, four products per i32
+// lane) do the whole inner loop. Weights are in [-127, 127], so no sum ever saturates.
+//
+// Three implementations over one packed weight layout: AVX-512 VNNI (vpdpbusd), AVX2 (widened
+// to i16, vpmaddwd) and portable C++. RLX_CPU_INT8_ISA=portable|avx2|avx512vnni picks one; an
+// ISA this CPU lacks is an error, never a silent fallback.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rlx::cpu {
+
+enum class Int8Isa : uint8_t { kPortable, kAvx2, kAvx512Vnni };
+const char* int8_isa_name(Int8Isa isa);
+bool int8_isa_supported(Int8Isa isa);
+Int8Isa int8_isa();              // RLX_CPU_INT8_ISA when set, else the best the CPU has
+void set_int8_isa(Int8Isa isa);  // tests force each path; throws when the CPU lacks it
+
+// W i8 [N, K] in panels of 16 output columns. K is padded to kp (a multiple of 4) with zero
+// weights; a panel is kp / 4 groups of 64 bytes, group g holding for each of its 16 columns the
+// four weights k = 4g .. 4g + 3 (column-major lanes, vpdpbusd's operand). Columns past N are
+// zero weights with scale 0.
+struct PackedInt8W {
+  int64_t n = 0, k = 0, kp = 0, panels = 0;
+  std::vector<int8_t> data;     // panels * kp * 16 bytes
+  std::vector<int32_t> colsum;  // [panels * 16]
+  std::vector<float> scale;     // [panels * 16]
+  std::vector<float> bias;      // [panels * 16], zeros when the product has none
+  const int8_t* panel(int64_t p) const { return data.data() + p * kp * 16; }
+};
+// bias may be null (no bias: zeros).
+PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, const float* bias, int64_t n,
+                              int64_t k);
+
+// Rows of quantized activations: row m is q + m * ld (ld >= kp, padding bytes zero) with its
+// scale and zero point.
+struct Int8Rows {
+  const uint8_t* q = nullptr;
+  int64_t ld = 0;
+  const float* scale = nullptr;
+  const int32_t* zero = nullptr;
+};
+
+// Quantizes rows [m0, m1) of x [M, k] (row stride ldx) into rows: per row ranges (dynamic) when
+// `fixed` is null, else the given parameters for every row. q, scale, zero point into `dst`.
+struct U8RowBuffer {
+  std::vector<uint8_t> q;
+  std::vector<float> scale;
+  std::vector<int32_t> zero;
+  Int8Rows rows() const { return {q.data(), ld, scale.data(), zero.data()}; }
+  int64_t ld = 0;
+};
+void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64_t k,
+                      const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& dst);
+
+// Rows [m0, m1) x panels [p0, p1) into the tile y: element (m, n) at y[(m - m0) * ldy + n -
+// 16 p0], so a caller may point y at a scratch tile or at (m0, 16 p0) of the whole result.
+// Columns >= N are not written.
+void int8_gemm_block(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1, int64_t p0,
+                     int64_t p1, float* y, int64_t ldy);
+
+// The whole product, split over threads: y [M, N] (row stride ldy).
+void int8_gemm(const PackedInt8W& w, const Int8Rows& x, int64_t M, float* y, int64_t ldy);
+
+namespace detail {
+void int8_block_portable(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1,
+                         int64_t p0, int64_t p1, float* y, int64_t ldy);
+void int8_block_avx2(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1, int64_t p0,
+                     int64_t p1, float* y, int64_t ldy);
+void int8_block_avx512vnni(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1,
+                           int64_t p0, int64_t p1, float* y, int64_t ldy);
+// The activation rounding with AVX-512 (same bytes as quant::quantize_u8), and a row's range
+// (0 included, as quant::u8_params widens it anyway).
+void quantize_row_u8_avx512(const float* x, int64_t k, float scale, uint8_t zero, uint8_t* q);
+void row_range_avx512(const float* x, int64_t k, float* lo, float* hi);
+// The dequantizing epilogue of one row of 16 columns: acc as i32 sums of panel p, written to
+// out[0, 16) (columns past N skipped).
+inline void int8_store16(const PackedInt8W& w, const Int8Rows& x, int64_t m, int64_t p,
+                         const int32_t* acc, float* out) {
+  const float sm = x.scale[m];
+  const int32_t zm = x.zero[m];
+  for (int j = 0; j < 16; ++j) {
+    const int64_t n = p * 16 + j;
+    if (n >= w.n) break;
+    out[j] = sm * w.scale[n] * static_cast<float>(acc[j] - zm * w.colsum[n]) + w.bias[n];
+  }
+}
+}  // namespace detail
+
+}  // namespace rlx::cpu

@@ -1,0 +1,133 @@
+// The AVX-512 VNNI int8 kernel (int8_gemm.h): register tiles of up to 8 rows x 32 columns held
+// as i32 in 16 zmm accumulators; each step broadcasts four u8 activations of a row and meets
+// two 64-byte weight groups with vpdpbusd (64 u8 x s8 products into 16 i32 lanes). The
+// dequantizing epilogue (compensation for the zero point, the two scales) runs on the tile
+// while it is in registers.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "int8_gemm.h"
+
+namespace rlx::cpu::detail {
+
+namespace {
+
+// acc += dot4(a u8, b s8) per i32 lane, as vpdpbusd in place: through the intrinsic GCC 12 copies
+// each accumulator into a fresh register and back on every step of the loop, which halves the
+// rate; the tied asm operand keeps it where it is.
+inline void dpbusd(__m512i& acc, __m512i a, __m512i b) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+}
+
+// Rows [m, m + MR) x panels [p, p + NP) into yt (the tile's row m, column 16 p), row stride ldy.
+template <int MR, int NP>
+void tile(const PackedInt8W& w, const Int8Rows& x, int64_t m, int64_t p, float* yt, int64_t ldy) {
+  __m512i acc[MR][NP];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NP; ++j) acc[r][j] = _mm512_setzero_si512();
+  const int8_t* b[NP];
+  for (int j = 0; j < NP; ++j) b[j] = w.panel(p + j);
+  const uint8_t* a = x.q + m * x.ld;
+  const int64_t groups = w.kp / 4;
+  for (int64_t g = 0; g < groups; ++g) {
+    __m512i bv[NP];
+#pragma GCC unroll 2
+    for (int j = 0; j < NP; ++j) bv[j] = _mm512_loadu_si512(b[j] + g * 64);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      int32_t four;
+      std::memcpy(&four, a + r * x.ld + g * 4, 4);
+      const __m512i av = _mm512_set1_epi32(four);
+#pragma GCC unroll 2
+      for (int j = 0; j < NP; ++j) dpbusd(acc[r][j], av, bv[j]);
+    }
+  }
+  for (int j = 0; j < NP; ++j) {
+    const int64_t n0 = (p + j) * 16;
+    const __m512i colsum = _mm512_loadu_si512(w.colsum.data() + n0);
+    const __m512 wscale = _mm512_loadu_ps(w.scale.data() + n0);
+    const __m512 bias = _mm512_loadu_ps(w.bias.data() + n0);
+    const int64_t left = w.n - n0;
+    const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+    for (int r = 0; r < MR; ++r) {
+      const __m512i comp = _mm512_mullo_epi32(_mm512_set1_epi32(x.zero[m + r]), colsum);
+      // The masked form: the plain one's undefined source operand trips GCC 12's warnings.
+      const __m512 v = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), __mmask16(0xFFFF),
+                                               _mm512_sub_epi32(acc[r][j], comp));
+      const __m512 s = _mm512_mul_ps(wscale, _mm512_set1_ps(x.scale[m + r]));
+      _mm512_mask_storeu_ps(yt + r * ldy + j * 16, mask, _mm512_fmadd_ps(v, s, bias));
+    }
+  }
+}
+
+template <int NP>
+void rows_left(const PackedInt8W& w, const Int8Rows& x, int64_t m, int64_t rows, int64_t p,
+               float* y, int64_t ldy) {
+  switch (rows) {
+    case 1: return tile<1, NP>(w, x, m, p, y, ldy);
+    case 2: return tile<2, NP>(w, x, m, p, y, ldy);
+    case 3: return tile<3, NP>(w, x, m, p, y, ldy);
+    case 4: return tile<4, NP>(w, x, m, p, y, ldy);
+    case 5: return tile<5, NP>(w, x, m, p, y, ldy);
+    case 6: return tile<6, NP>(w, x, m, p, y, ldy);
+    case 7: return tile<7, NP>(w, x, m, p, y, ldy);
+    default: return tile<8, NP>(w, x, m, p, y, ldy);
+  }
+}
+
+}  // namespace
+
+void int8_block_avx512vnni(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1,
+                           int64_t p0, int64_t p1, float* y, int64_t ldy) {
+  for (int64_t p = p0; p < p1; p += 2) {
+    const bool pair = p + 1 < p1;
+    for (int64_t m = m0; m < m1; m += 8) {
+      const int64_t rows = std::min<int64_t>(8, m1 - m);
+      float* yt = y + (m - m0) * ldy + (p - p0) * 16;
+      if (pair)
+        rows_left<2>(w, x, m, rows, p, yt, ldy);
+      else
+        rows_left<1>(w, x, m, rows, p, yt, ldy);
+    }
+  }
+}
+
+}  // namespace rlx::cpu::detail
+
+namespace rlx::cpu::detail {
+
+// quantize_rows_u8 with 16 lanes: the same division and round-half-to-even as the scalar
+// rule (rlx/core/quantize.h), so both give the same bytes.
+void quantize_row_u8_avx512(const float* x, int64_t k, float scale, uint8_t zero, uint8_t* q) {
+  const __m512 s = _mm512_set1_ps(scale), z = _mm512_set1_ps(static_cast<float>(zero));
+  const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.0f);
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    __m512 v = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), s),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, z), lo), hi);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i),
+                     _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+  }
+  for (; i < k; ++i) {
+    const float v = std::nearbyint(x[i] / scale) + static_cast<float>(zero);
+    q[i] = static_cast<uint8_t>(std::min(std::max(v, 0.0f), 255.0f));
+  }
+}
+
+void row_range_avx512(const float* x, int64_t k, float* lo, float* hi) {
+  __m512 mn = _mm512_setzero_ps(), mx = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    mn = _mm512_min_ps(mn, v), mx = _mm512_max_ps(mx, v);
+  }
+  float l = _mm512_reduce_min_ps(mn), h = _mm512_reduce_max_ps(mx);
+  for (; i < k; ++i) l = std::min(l, x[i]), h = std::max(h, x[i]);
+  *lo = l, *hi = h;
+}
+
+}  // namespace rlx::cpu::detail

@@ -1,0 +1,108 @@
+#include "qmatmul.h"
+
+#include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/blocked_range2d.h>
+#include <tbb/parallel_for.h>
+
+#include "dequant_matmul.h"
+#include "rlx/core/error.h"
+
+namespace rlx::cpu {
+
+Verdict claim_qmatmul(const NodeSignature& s) {
+  const size_t n = s.inputs.size();
+  if (n < 3 || n > 6 || s.inputs[0].dtype != DType::kF32 || s.inputs[1].dtype != DType::kI8 ||
+      s.inputs[2].dtype != DType::kF32)
+    return Verdict::no("cpu's QMatMul takes f32 activations, i8 weights and f32 scales");
+  // The claim's note is the dispatch report's record of the precision change.
+  return Verdict{true, fmt::format("int8 GEMM u8 x s8 -> i32 ({}), activations rounded to u8 {}, "
+                                   "dequantized to f32 in the epilogue",
+                                   int8_isa_name(int8_isa()),
+                                   n < 5 ? "per row at run time" : "with a calibrated scale")};
+}
+
+QMatMulCall::QMatMulCall(const lir::CallKernel& k, const lir::Program& p) : k_(k) {
+  const lir::Buffer& x = p.buffers[k.inputs[0]];
+  const lir::Buffer& w = p.buffers[k.inputs[1]];
+  N_ = w.shape[0], K_ = w.shape[1];
+  M_ = K_ ? x.numel() / K_ : 0;
+  auto constant = [&](int32_t b) {
+    return p.buffers[p.storage_of(b)].kind == lir::BufferKind::kConstant;
+  };
+  auto from = k.attrs.find("epilogue_inputs_from");
+  const size_t own = from == k.attrs.end() ? k.inputs.size()
+                                           : static_cast<size_t>(std::get<int64_t>(from->second));
+  has_bias_ = own == 4 || own == 6;
+  bias_ = static_cast<int>(own) - 1;
+  weights_constant_ = constant(k.inputs[1]) && constant(k.inputs[2]) &&
+                      (!has_bias_ || constant(k.inputs[bias_]));
+}
+
+void QMatMulCall::forget_packed() const {
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  cache_->packed.reset();
+  cache_->source = nullptr;
+}
+
+std::shared_ptr<const PackedInt8W> QMatMulCall::packed(const void* w, const void* scale,
+                                                       const void* bias) const {
+  auto pack = [&] {
+    return std::make_shared<const PackedInt8W>(
+        pack_int8_weights(static_cast<const int8_t*>(w), static_cast<const float*>(scale),
+                          static_cast<const float*>(bias), N_, K_));
+  };
+  if (!weights_constant_) return pack();
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  if (!cache_->packed || cache_->source != w) {
+    cache_->packed = pack();
+    cache_->source = w;
+  }
+  return cache_->packed;
+}
+
+void QMatMulCall::run(const std::vector<void*>& ptrs) const {
+  if (M_ == 0 || N_ == 0) return;
+  const auto* x = static_cast<const float*>(ptrs[k_.inputs[0]]);
+  auto* y = static_cast<float*>(ptrs[k_.outputs[0]]);
+  std::shared_ptr<const PackedInt8W> w =
+      packed(ptrs[k_.inputs[1]], ptrs[k_.inputs[2]], has_bias_ ? ptrs[k_.inputs[bias_]] : nullptr);
+  // The node's own inputs: a fused epilogue appends its operands after them.
+  auto from = k_.attrs.find("epilogue_inputs_from");
+  const size_t own = from == k_.attrs.end() ? k_.inputs.size()
+                                            : static_cast<size_t>(std::get<int64_t>(from->second));
+  const bool fixed = own >= 5;
+  const auto* xs = fixed ? static_cast<const float*>(ptrs[k_.inputs[3]]) : nullptr;
+  const auto* xz = fixed ? static_cast<const uint8_t*>(ptrs[k_.inputs[4]]) : nullptr;
+
+  // A buffer per call, not per thread: while this thread waits for its tasks below, TBB may
+  // hand it another kernel's QMatMul, which would overwrite a thread_local in use.
+  U8RowBuffer rows;
+  rows.ld = w->kp;
+  rows.q.assign(static_cast<size_t>(M_ * w->kp), 0);
+  rows.scale.resize(static_cast<size_t>(M_));
+  rows.zero.resize(static_cast<size_t>(M_));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, M_, 16), [&](const tbb::blocked_range<int64_t>& r) {
+    quantize_rows_u8(x, K_, r.begin(), r.end(), K_, xs, xz, rows);
+  });
+  const Int8Rows xq = rows.rows();
+  const GemmEpilogue ep = fused_epilogue(k_, ptrs);
+  if (ep.empty()) return int8_gemm(*w, xq, M_, y, N_);
+  // With a fused epilogue each tile is computed into scratch first: the epilogue may read an
+  // operand that shares y's storage (a residual the planner let the result overwrite), element
+  // by element, which must still hold its value when read.
+  const int64_t tile_rows = M_ >= 64 ? 64 : M_;
+  tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, M_, tile_rows, 0, w->panels, 4),
+                    [&](const tbb::blocked_range2d<int64_t>& r) {
+                      const int64_t m0 = r.rows().begin(), m1 = r.rows().end();
+                      const int64_t p0 = r.cols().begin(), p1 = r.cols().end();
+                      const int64_t n0 = p0 * 16, n1 = std::min(N_, p1 * 16), ld = (p1 - p0) * 16;
+                      std::vector<float> tile(static_cast<size_t>((m1 - m0) * ld));
+                      int8_gemm_block(*w, xq, m0, m1, p0, p1, tile.data(), ld);
+                      apply_epilogue(ep, tile.data(), ld, m0, n0, m1 - m0, n1 - n0);
+                      for (int64_t m = m0; m < m1; ++m)
+                        std::copy_n(tile.data() + (m - m0) * ld, n1 - n0, y + m * N_ + n0);
+                    });
+}
+
+}  // namespace rlx::cpu
