@@ -1,0 +1,85 @@
+"""The CLI's long batch jobs, ``rlx.quantize`` and ``rlx.train``, from Python.
+
+They run the ``rlx`` program this package carries (the wheel's ``bin/rlx``; ``RLX_BINARY`` or
+``rlx`` on PATH in a build tree) with ``--json`` and return its result record, so a job does in
+Python exactly what it does on the command line, with its progress lines on stderr as there. A
+job's failure raises the class of ``rlx.errors`` its error record names, with the CLI's message.
+The GIL is released while the job runs (it is another process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+from . import errors
+
+
+def _binary() -> str:
+    bundled = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "rlx")
+    for candidate in (bundled, os.environ.get("RLX_BINARY", ""), shutil.which("rlx") or ""):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise errors.UserError("the rlx program is missing from this install (looked for "
+                           f"{bundled}, RLX_BINARY and rlx on PATH)",
+                           hint="reinstall the rlx package")
+
+
+def _flag(name: str, value: Any) -> list[str]:
+    return [] if value is None else [f"--{name}", str(value)]
+
+
+def run_job(args: list[str]) -> dict:
+    """Runs ``rlx ARGS --json`` and returns its JSON record; raises its error record."""
+    proc = subprocess.run([_binary(), *args, "--json"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    record = None
+    for line in proc.stderr.splitlines():
+        if line.startswith('{"error": '):
+            record = json.loads(line)["error"]
+        else:
+            sys.stderr.write(line + "\n")  # progress and notes, as the CLI shows them
+    if proc.returncode != 0:
+        if record is None:
+            raise errors.InternalError(f"rlx {args[0]} exited with status {proc.returncode} and "
+                                       "no error record", kind="internal")
+        cls = errors.class_for(record.get("kind", "internal"))
+        raise cls(record.get("message", ""), kind=record.get("kind", "internal"),
+                  hint=record.get("hint", ""), node=record.get("node"))
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise errors.InternalError(f"rlx {args[0]} --json printed no JSON record: "
+                                   f"{proc.stdout[:200]!r}", kind="internal") from None
+
+
+def quantize(model: str | os.PathLike, output: str | os.PathLike, scheme: str = "int8-dynamic",
+             calibration: str | os.PathLike | None = None, method: str | None = None,
+             percentile: float | None = None, group: int | None = None) -> dict:
+    """Post-training quantization, as ``rlx quantize MODEL --scheme S -o OUTPUT``: writes a
+    Hugging Face folder that ``rlx.load`` (and every rlx command) loads, and returns the command's
+    ``--json`` record. ``scheme`` is ``int8-dynamic``, ``int8`` (needs ``calibration``, a
+    safetensors file of inputs) or ``int4-weight`` (``group`` 32, 64 or 128)."""
+    args = ["quantize", os.fspath(model), "--scheme", scheme, "-o", os.fspath(output)]
+    args += _flag("calibration", os.fspath(calibration) if calibration is not None else None)
+    args += _flag("method", method) + _flag("percentile", percentile) + _flag("group", group)
+    return run_job(args)
+
+
+def train(model: str = "mlp:784,128,10", data: str | os.PathLike = "synthetic:60000",
+          optimizer: str | None = None, batch: int | None = None, epochs: int | None = None,
+          target: str | None = None, save: str | os.PathLike | None = None,
+          seed: int | None = None) -> dict:
+    """Trains as ``rlx train`` does (one compiled step per batch: forward, loss, backward, update)
+    and returns its ``--json`` record: images per second, each epoch's loss and the accuracy.
+    ``data`` is a folder of MNIST IDX files or ``synthetic:N``; ``optimizer`` is the CLI's form,
+    e.g. ``"sgd:lr=0.02,momentum=0.9"``; ``save`` a safetensors file for the parameters."""
+    args = ["train", "--model", model, "--data", os.fspath(data)]
+    args += _flag("optimizer", optimizer) + _flag("batch", batch) + _flag("epochs", epochs)
+    args += _flag("target", target) + _flag("seed", seed)
+    args += _flag("save", os.fspath(save) if save is not None else None)
+    return run_job(args)
