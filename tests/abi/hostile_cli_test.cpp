@@ -129,12 +129,12 @@ TEST_F(HostilePluginsTest, BundledModelRunsOnCpuAmongThem) {
 
 // The error lists every usable target, so it loads them all: each hostile one is left out.
 TEST_F(HostilePluginsTest, UnknownTargetIsAnErrorListingTheUsableOnes) {
-  // tpu is one of rlx's own targets, not installed here: named as a missing package.
-  for (const char* name : {"cpuu", "tpu"}) {
+  // metal is one of rlx's own targets, not built yet: named as a missing package.
+  for (const char* name : {"cpuu", "metal"}) {
     ProcessResult r = rlx(run(kModel, name), {"hostile"});
     EXPECT_EQ(r.exit_code, 1) << dump(r);
-    EXPECT_THAT(r.err, HasSubstr(std::string(name) == "tpu"
-                                     ? "target 'tpu' is not installed here"
+    EXPECT_THAT(r.err, HasSubstr(std::string(name) == "metal"
+                                     ? "target 'metal' is not installed here"
                                      : "unknown target 'cpuu'; available targets: "))
         << dump(r);
     EXPECT_THAT(r.err, HasSubstr("available targets: ")) << dump(r);
