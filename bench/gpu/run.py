@@ -25,12 +25,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import st  # noqa: E402
+from lib import st, timing  # noqa: E402
 
 
 def f32_folder(src, work):
@@ -79,6 +78,8 @@ def rlx_case(rlx, folder, target, inputs, out, warmup, runs):
 
 
 def torch_case(model, inputs, warmup, runs, device):
+    """PyTorch's time through lib/timing.py's loop, as every peer is measured; each call copies
+    the inputs to the device and brings the outputs back, as `rlx bench` does."""
     import torch
     t = {k: torch.from_numpy(v) for k, v in inputs.items()}
 
@@ -86,17 +87,9 @@ def torch_case(model, inputs, warmup, runs, device):
         with torch.inference_mode():
             g = {k: v.to(device) for k, v in t.items()}
             last, emb = model(g["input_ids"], g["attention_mask"], g["token_type_ids"])
-            return last.float().cpu().numpy(), emb.float().cpu().numpy()
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(runs):
-        if device == "cuda":
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        last, emb = call()
-        times.append((time.perf_counter() - start) * 1e3)
-    return {"p50_ms": float(np.median(times))}, last, emb
+            return {"last": last.float().cpu().numpy(), "emb": emb.float().cpu().numpy()}
+    out, stats = timing.measure(lambda: call, warmup, runs)
+    return {"p50_ms": stats["p50_ms"]}, out["last"], out["emb"]
 
 
 def compare(out_path, last, emb):

@@ -24,14 +24,13 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, ".."))
 sys.path.insert(0, here)
-from lib import bert_ops, st  # noqa: E402
+from lib import bert_ops, st, timing  # noqa: E402
 from run import compare, f32_folder, rlx_case  # noqa: E402
 
 
@@ -40,15 +39,9 @@ def jax_case(fn, weights, inputs, warmup, runs):
 
     def call():
         last, emb = fn(weights, *args)  # NumPy inputs: copied to the device on each call
-        return np.asarray(last), np.asarray(emb)
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        last, emb = call()
-        times.append((time.perf_counter() - start) * 1e3)
-    return float(np.median(times)), last, emb
+        return {"last": np.asarray(last), "emb": np.asarray(emb)}
+    out, stats = timing.measure(lambda: call, warmup, runs)
+    return stats["p50_ms"], out["last"], out["emb"]
 
 
 def main():

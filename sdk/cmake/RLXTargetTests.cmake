@@ -54,7 +54,7 @@ function(rlx_add_target_tests name)
     message(FATAL_ERROR "rlx_add_target_tests(${name}): the conformance suite is not in '${dir}' "
                         "(RLX_TARGET_TESTS_DIR); install the rlx SDK (rlx-dev) it ships with")
   endif()
-  set(suite ${dir}/target_suite.cpp ${dir}/test_support.cpp)
+  set(suite ${dir}/target_suite.cpp ${dir}/suite_programs.cpp ${dir}/test_support.cpp)
   if(T_CODEGEN_ONLY)
     set(main GTest::gtest_main)
   else()

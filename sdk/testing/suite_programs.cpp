@@ -1,0 +1,158 @@
+// The programs the shared target tests run (target_suite.h): texts in the IR's syntax, and the
+// set of programs that together hold every kind of kernel a GPU-like target writes (which the
+// codegen-only tests compile for targets without a device).
+#include <fmt/format.h>
+
+#include <random>
+
+#include "rlx/core/half.h"
+#include "target_suite.h"
+#include "test_support.h"
+
+namespace rlx::test {
+
+const char* const kEmitProgram = R"(graph @t(%a: f32[2,3], %b: f32[3,2], %i: i64[2]) {
+  %y = dot_general(%a, %b) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [0]} : f32[2,2]
+  %g = gather(%y, %i) {axis = 0} : f32[2,2]
+  %e = exp(%g) : f32[2,2]
+  return %e
+}
+)";
+
+const char* const kEpilogueProgram =
+    R"(graph @t(%x: f32[2,37,19], %w: f32[70,19], %b: f32[70], %r: f32[2,37,70], %w2: f32[70,19], %w3: f32[70,19]) {
+  %y = dot_general(%x, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[2,37,70]
+  %bb = broadcast_in_dim(%b) {dims = [2], shape = [2, 37, 70]} : f32[2,37,70]
+  %z = add(%y, %bb) : f32[2,37,70]
+  %th = tanh(%z) : f32[2,37,70]
+  %g = mul(%z, %th) : f32[2,37,70]
+  %o = add(%g, %r) : f32[2,37,70]
+  %v = dot_general(%x, %w2) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[2,37,70]
+  %h = convert(%v) {dtype = f16} : f16[2,37,70]
+  %e = exp(%v) : f32[2,37,70]
+  %u = dot_general(%x, %w3) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[2,37,70]
+  %ub = add(%u, %bb) : f32[2,37,70]
+  %us = reshape(%ub) {shape = [2, 37, 7, 10]} : f32[2,37,7,10]
+  %ut = transpose(%us) {perm = [0, 2, 1, 3]} : f32[2,7,37,10]
+  return %o, %h, %v, %e, %ut
+}
+)";
+
+const char* const kMergeHeadsProgram =
+    R"(graph @t(%q: f32[2,3,20,8], %k: f32[2,3,20,8], %v: f32[2,3,20,8], %qd: f32[2,3,2,8]) {
+  %o = Attention(%q, %k, %v) {mask = "causal"} : f32[2,3,20,8]
+  %t = transpose(%o) {perm = [0, 2, 1, 3]} : f32[2,20,3,8]
+  %m = reshape(%t) {shape = [2, 20, 24]} : f32[2,20,24]
+  %od = Attention(%qd, %k, %v) : f32[2,3,2,8]
+  %td = transpose(%od) {perm = [0, 2, 1, 3]} : f32[2,2,3,8]
+  return %m, %td
+}
+)";
+
+const char* const kSplitHeadsProgram =
+    R"(graph @t(%xq: f32[2,20,32], %xk: f32[2,20,16], %xv: f32[2,20,16], %xd: f32[2,2,32], %yk: f32[2,20,16], %yv: f32[2,20,16]) {
+  %qs = reshape(%xq) {shape = [2, 20, 4, 8]} : f32[2,20,4,8]
+  %q = transpose(%qs) {perm = [0, 2, 1, 3]} : f32[2,4,20,8]
+  %ks = reshape(%xk) {shape = [2, 20, 2, 8]} : f32[2,20,2,8]
+  %k = transpose(%ks) {perm = [0, 2, 1, 3]} : f32[2,2,20,8]
+  %vs = reshape(%xv) {shape = [2, 20, 2, 8]} : f32[2,20,2,8]
+  %v = transpose(%vs) {perm = [0, 2, 1, 3]} : f32[2,2,20,8]
+  %o = Attention(%q, %k, %v) {mask = "causal"} : f32[2,4,20,8]
+  %ds = reshape(%xd) {shape = [2, 2, 4, 8]} : f32[2,2,4,8]
+  %qd = transpose(%ds) {perm = [0, 2, 1, 3]} : f32[2,4,2,8]
+  %ks2 = reshape(%yk) {shape = [2, 20, 2, 8]} : f32[2,20,2,8]
+  %k2 = transpose(%ks2) {perm = [0, 2, 1, 3]} : f32[2,2,20,8]
+  %vs2 = reshape(%yv) {shape = [2, 20, 2, 8]} : f32[2,20,2,8]
+  %v2 = transpose(%vs2) {perm = [0, 2, 1, 3]} : f32[2,2,20,8]
+  %od = Attention(%qd, %k2, %v2) : f32[2,4,2,8]
+  return %o, %od
+}
+)";
+
+const char* const kMixedProgram =
+    R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
+  %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
+  %m = reduce_max(%d) {axes = [2]} : f32[2,3]
+  %t = tanh(%m) : f32[2,3]
+  %r = reshape(%d) {shape = [6, 5]} : f32[6,5]
+  %g = gather(%r, %ids) {axis = 0} : f32[3,5]
+  %s = scatter(%r, %ids, %g) {axis = 0, reduce = "add"} : f32[6,5]
+  %hc = convert(%t) {dtype = f16} : f16[2,3]
+  %hs = mul(%hc, %h) : f16[2,3]
+  %it = iota() {dim = 1, dtype = i64, shape = [2, 3]} : i64[2,3]
+  %ip = pow(%it, %it) : i64[2,3]
+  return %s, %t, %hs, %ip, %g
+}
+)";
+
+NamedTensors mixed_program_inputs() {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(24), b(40), h(6);
+  for (auto& x : a) x = u(rng);
+  for (auto& x : b) x = u(rng);
+  for (auto& x : h) x = u(rng);
+  Tensor hh(DType::kF16, {2, 3});
+  for (int i = 0; i < 6; ++i) hh.as<uint16_t>()[i] = f32_to_f16(h[i]);
+  return {{"a", f32({2, 3, 4}, a)},
+          {"b", f32({2, 4, 5}, b)},
+          {"ids", Tensor::from<int64_t>(DType::kI64, {3}, {5, -6, 5})},
+          {"h", hh}};
+}
+
+std::vector<NamedProgram> every_kernel_programs() {
+  std::vector<NamedProgram> out;
+  const char* float_unary[] = {"neg", "abs", "sign", "exp",   "log",  "sqrt",  "rsqrt",   "tanh",
+                               "erf", "sin", "cos",  "floor", "ceil", "round", "logistic"};
+  const char* float_binary[] = {"add", "sub", "mul", "div", "max", "min", "pow", "rem"};
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64}) {
+    const std::string t = fmt::format("{}[6]", dtype_name(d));
+    std::string body, outs;
+    for (const char* op : float_unary) {
+      body += fmt::format("  %{0} = {0}(%x) : {1}\n", op, t);
+      outs += fmt::format("{}%{}", outs.empty() ? "" : ", ", op);
+    }
+    for (const char* op : float_binary) {
+      body += fmt::format("  %{0} = {0}(%x, %y) : {1}\n", op, t);
+      outs += fmt::format(", %{}", op);
+    }
+    body += fmt::format("  %s = reduce_sum(%x) {{axes = [0]}} : {0}[]\n", dtype_name(d));
+    body += fmt::format(
+        "  %c = convert(%x) {{dtype = i32}} : i32[6]\n  %sel = select(%p, %x, %y) : {}\n", t);
+    out.push_back(
+        {fmt::format("graph @t(%x: {0}, %y: {0}, %p: bool[6]) {{\n{1}  return {2}, %s, %c, %sel\n}}\n",
+                     t, body, outs),
+         std::string(dtype_name(d))});
+  }
+  const char* int_binary[] = {"add", "sub", "mul", "div", "rem", "max", "min", "pow"};
+  for (DType d : {DType::kI8, DType::kU8, DType::kI16, DType::kI32, DType::kI64, DType::kU16,
+                  DType::kU32, DType::kU64}) {
+    const std::string t = fmt::format("{}[6]", dtype_name(d));
+    std::string body, outs;
+    for (const char* op : int_binary) {
+      body += fmt::format("  %{0} = {0}(%x, %y) : {1}\n", op, t);
+      outs += fmt::format("{}%{}", outs.empty() ? "" : ", ", op);
+    }
+    body += fmt::format(
+        "  %f = convert(%x) {{dtype = f16}} : f16[6]\n  %s = reduce_sum(%x) {{axes = [0]}} : "
+        "{}[]\n",
+        dtype_name(d));
+    out.push_back(
+        {fmt::format("graph @t(%x: {0}, %y: {0}) {{\n{1}  return {2}, %f, %s\n}}\n", t, body, outs),
+         std::string(dtype_name(d))});
+  }
+  out.push_back({"graph @t(%x: bool[6], %y: bool[6]) {\n  %a = and(%x, %y) : bool[6]\n  %n = "
+                 "not(%x) : bool[6]\n  %f = convert(%x) {dtype = f32} : f32[6]\n  return %a, %n, "
+                 "%f\n}\n",
+                 "bool"});
+  out.push_back({kMixedProgram, "kMixedProgram"});
+  out.push_back({kEpilogueProgram, "kEpilogueProgram"});
+  out.push_back({kMergeHeadsProgram, "kMergeHeadsProgram"});
+  out.push_back({"graph @t(%x: f32[4,96], %s: f32[96], %b: f32[96]) {\n"
+                 "  %l = LayerNorm(%x, %s, %b) {epsilon = 1e-5} : f32[4,96]\n"
+                 "  %r = RMSNorm(%x, %s) {epsilon = 1e-6} : f32[4,96]\n  return %l, %r\n}\n",
+                 "norms"});
+  return out;
+}
+
+}  // namespace rlx::test
