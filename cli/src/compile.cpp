@@ -270,6 +270,12 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   rows.push_back({"manifest.json", "manifest"});
   std::string out = fmt::format("wrote {} files to {}:\n", rows.size(), out_dir.string());
   out += format_table(rows);
+  // A target's own summary (cortexm: code size and RAM), an artifact of kind "summary".
+  for (const Artifact& f : files)
+    if (f.kind == "summary") {
+      std::ifstream in(out_dir / f.path);
+      out += std::string((std::istreambuf_iterator<char>(in)), {});
+    }
   if (timings) out += "timings:\n" + timing_text + cache_note;
   std::fputs(out.c_str(), stdout);
   return 0;
@@ -280,12 +286,13 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
 Command compile_command() {
   return make_command<CompileOptions>(
       {"compile", "compile a model and write the target's artifacts to a folder",
-       "MODEL --target T -o DIR [--bind NAME=SIZE]... [--inputs IN] [--input NAME=VALUES]...\n"
-       "       [--timings] [--json]",
+       "MODEL --target T -o DIR [--bind NAME=SIZE]... [--cpu NAME] [--inputs IN]\n"
+       "       [--input NAME=VALUES]... [--timings] [--json]",
        "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
        "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
        "dispatch.json (the path of every node), the target's own artifacts (cpu: the kernels'\n"
-       "C source and shared object), and manifest.json: the versions, target, CPU and sizes it\n"
+       "C source and shared object; cortexm: firmware C for the --cpu core, with its code size\n"
+       "and RAM), and manifest.json: the versions, target, CPU and sizes it\n"
        "was built for, the inputs and outputs, and every file with its size and hash.\n"
        "DIR is deployable: `rlx run DIR` and `rlx bench DIR` load it without the model, the\n"
        "importer or a compiler, after checking that it fits this rlx, plugin and CPU.\n"

@@ -40,35 +40,39 @@ void write_text(const std::filesystem::path& file, const std::string& text) {
   if (!f) throw_user_error(fmt::format("cortexm: cannot write {}", file.string()));
 }
 
+// A build fragment: `head`, the flags of every known core as one variable each (`assign` takes
+// the core's name and flags), then `tail`.
+std::string fragment(const std::string& head, const char* assign, const char* tail) {
+  std::string s = head;
+  for (const CpuFlags& c : known_cpus()) s += fmt::format(fmt::runtime(assign), c.cpu, c.flags);
+  return s + tail;
+}
+
 std::string make_fragment(const std::string& cpu) {
-  std::string s =
+  return fragment(
       "# Build fragment for the model rlx generated (`include` it from a firmware Makefile).\n"
       "# Pick the core with RLX_CPU; add $(RLX_MODEL_SRCS) to the sources and\n"
       "# $(RLX_MODEL_CFLAGS) to the C flags.\n"
       "RLX_MODEL_DIR := $(dir $(lastword $(MAKEFILE_LIST)))\n"
       "RLX_CPU ?= " +
-      cpu + "\n";
-  for (const CpuFlags& c : known_cpus())
-    s += fmt::format("RLX_CPU_FLAGS_{} := {}\n", c.cpu, c.flags);
-  s += "RLX_MODEL_SRCS := $(RLX_MODEL_DIR)model.c\n"
-       "RLX_MODEL_CFLAGS := $(RLX_CPU_FLAGS_$(RLX_CPU)) -O2 -std=c99 -I$(RLX_MODEL_DIR)\n";
-  return s;
+          cpu + "\n",
+      "RLX_CPU_FLAGS_{} := {}\n",
+      "RLX_MODEL_SRCS := $(RLX_MODEL_DIR)model.c\n"
+      "RLX_MODEL_CFLAGS := $(RLX_CPU_FLAGS_$(RLX_CPU)) -O2 -std=c99 -I$(RLX_MODEL_DIR)\n");
 }
 
 std::string cmake_fragment(const std::string& cpu) {
-  std::string s =
+  return fragment(
       "# Build fragment for the model rlx generated: include() it from a project that uses the\n"
       "# arm-none-eabi toolchain; link rlx_model. RLX_CPU picks the core.\n"
       "if(NOT DEFINED RLX_CPU)\n  set(RLX_CPU " +
-      cpu + ")\nendif()\n";
-  for (const CpuFlags& c : known_cpus())
-    s += fmt::format("set(RLX_CPU_FLAGS_{} {})\n", c.cpu, c.flags);
-  s += "add_library(rlx_model STATIC ${CMAKE_CURRENT_LIST_DIR}/model.c)\n"
-       "target_include_directories(rlx_model PUBLIC ${CMAKE_CURRENT_LIST_DIR})\n"
-       "separate_arguments(rlx_cpu_flags UNIX_COMMAND \"${RLX_CPU_FLAGS_${RLX_CPU}}\")\n"
-       "target_compile_options(rlx_model PRIVATE ${rlx_cpu_flags} -O2)\n"
-       "set_property(TARGET rlx_model PROPERTY C_STANDARD 99)\n";
-  return s;
+          cpu + ")\nendif()\n",
+      "set(RLX_CPU_FLAGS_{} {})\n",
+      "add_library(rlx_model STATIC ${CMAKE_CURRENT_LIST_DIR}/model.c)\n"
+      "target_include_directories(rlx_model PUBLIC ${CMAKE_CURRENT_LIST_DIR})\n"
+      "separate_arguments(rlx_cpu_flags UNIX_COMMAND \"${RLX_CPU_FLAGS_${RLX_CPU}}\")\n"
+      "target_compile_options(rlx_model PRIVATE ${rlx_cpu_flags} -O2)\n"
+      "set_property(TARGET rlx_model PROPERTY C_STANDARD 99)\n");
 }
 
 }  // namespace

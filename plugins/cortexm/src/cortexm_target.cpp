@@ -19,6 +19,7 @@ namespace rlx::cortexm {
 namespace {
 
 constexpr const char* kReportFile = "cortexm_report.json";
+constexpr const char* kSummaryFile = "cortexm_sizes.txt";
 
 class CortexmTarget final : public sdk::TargetPlugin {
  public:
@@ -87,6 +88,11 @@ class CortexmTarget final : public sdk::TargetPlugin {
     f << size_report_json(sizes);
     if (!f) throw_user_error(fmt::format("cortexm: cannot write {}", (dir / kReportFile).string()));
     files.push_back({kReportFile, "size-report"});
+    std::ofstream t(dir / kSummaryFile, std::ios::binary);
+    t << size_report_text(sizes);
+    if (!t)
+      throw_user_error(fmt::format("cortexm: cannot write {}", (dir / kSummaryFile).string()));
+    files.push_back({kSummaryFile, "summary"});
     return files;
   }
 

@@ -1,9 +1,6 @@
 #include "size_report.h"
 
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -11,8 +8,7 @@
 
 #include "c_emitter.h"
 #include "rlx/core/json.h"
-
-extern char** environ;
+#include "rlx/sdk/process.h"
 
 namespace rlx::cortexm {
 
@@ -20,14 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  for (std::string d; std::getline(dirs, d, ':');)
-    if (!d.empty() && ::access((fs::path(d) / name).c_str(), X_OK) == 0)
-      return (fs::path(d) / name).string();
-  return "";
-}
+// One compile of model.c takes well under a second; a hung tool must not hang rlx compile.
+constexpr int kToolTimeoutS = 120;
 
 // "arm-none-eabi-gcc" -> "arm-none-eabi-size" beside it.
 std::string sibling(const std::string& gcc, const std::string& tool) {
@@ -70,45 +60,9 @@ int64_t read_stack(const fs::path& su) {
 
 }  // namespace
 
-int run_program(const std::vector<std::string>& argv, std::string* output) {
-  int fds[2];
-  if (::pipe(fds) != 0) return -1;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addclose(&actions, fds[0]);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, fds[1]);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int err = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (err != 0) {
-    ::close(fds[0]);
-    return -1;
-  }
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (output) output->append(buf, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 std::string arm_gcc() {
-  if (const char* named = std::getenv("RLX_ARM_GCC"); named && *named)
-    return ::access(named, X_OK) == 0 ? std::string(named) : on_path(named);
-  return on_path("arm-none-eabi-gcc");
+  const char* named = std::getenv("RLX_ARM_GCC");
+  return sdk::find_executable(named && *named ? named : "arm-none-eabi-gcc");
 }
 
 SizeReport measure_sizes(const fs::path& dir, int64_t arena_bytes, const std::string& only) {
@@ -130,7 +84,7 @@ SizeReport measure_sizes(const fs::path& dir, int64_t arena_bytes, const std::st
     for (std::string f; flags >> f;) argv.push_back(f);
     argv.insert(argv.end(), {"-I", dir.string(), (dir / "model.c").string(), "-o", obj.string()});
     std::string out;
-    if (run_program(argv, &out) != 0) {
+    if (sdk::run_command(argv, &out, kToolTimeoutS) != 0) {
       r.why_not = fmt::format("{} failed on model.c for {}: {}", r.toolchain, cpu.cpu, out);
       r.cores.clear();
       break;
@@ -139,7 +93,8 @@ SizeReport measure_sizes(const fs::path& dir, int64_t arena_bytes, const std::st
     c.cpu = cpu.cpu;
     c.arena = arena_bytes;
     std::string sizes;
-    if (run_program({sibling(r.toolchain, "size"), "-A", obj.string()}, &sizes) == 0)
+    if (sdk::run_command({sibling(r.toolchain, "size"), "-A", obj.string()}, &sizes,
+                         kToolTimeoutS) == 0)
       read_sections(sizes, c);
     c.stack = read_stack(scratch / (cpu.cpu + ".su"));
     r.cores.push_back(c);
@@ -159,6 +114,18 @@ std::string size_report_json(const SizeReport& r) {
         c.arena, c.text + c.rodata + c.data, c.arena + c.stack + c.data + c.bss);
   return fmt::format("{{\n  \"toolchain\": {},\n  \"why_not\": {},\n  \"cores\": [{}\n  ]\n}}\n",
                      json::json_quote(r.toolchain), json::json_quote(r.why_not), cores);
+}
+
+std::string size_report_text(const SizeReport& r) {
+  if (r.cores.empty()) return fmt::format("cortexm: no code size measured: {}\n", r.why_not);
+  std::string s;
+  for (const CoreSize& c : r.cores)
+    s += fmt::format(
+        "cortexm {}: flash {} B (text {}, rodata {}, data {}), RAM {} B (arena {}, stack {}, "
+        "data+bss {})\n",
+        c.cpu, c.text + c.rodata + c.data, c.text, c.rodata, c.data,
+        c.arena + c.stack + c.data + c.bss, c.arena, c.stack, c.data + c.bss);
+  return s;
 }
 
 }  // namespace rlx::cortexm

@@ -32,8 +32,7 @@ SizeReport measure_sizes(const std::filesystem::path& dir, int64_t arena_bytes,
 
 // The report as JSON (what cortexm_report.json holds).
 std::string size_report_json(const SizeReport& r);
-
-// Runs argv (no shell), returns the exit status and stdout+stderr in *output.
-int run_program(const std::vector<std::string>& argv, std::string* output);
+// The same in a line per core, for people (what rlx compile prints).
+std::string size_report_text(const SizeReport& r);
 
 }  // namespace rlx::cortexm

@@ -212,6 +212,8 @@ TEST(CortexmDigits, CpuOptionPicksTheCore) {
   if (!arm_gcc().empty()) {
     EXPECT_NE(report.str().find("\"cortex-m7\""), std::string::npos) << report.str();
     EXPECT_EQ(report.str().find("\"cortex-m4\""), std::string::npos) << report.str();
+    EXPECT_TRUE(std::regex_search(log, std::regex("cortexm cortex-m7: flash [0-9]+ B")))
+        << log;  // rlx compile prints the target's summary
   }
   log = rlx_cli(fmt::format("compile '{}' --target cortexm --cpu cortex-m3 -o '{}'", model.string(),
                             out.string()),
