@@ -55,6 +55,9 @@ class CortexmTarget final : public sdk::TargetPlugin {
     }
     // Fused into the requantization of the dense layer before it (checked at emit).
     if (s.op == "Relu") return Verdict::yes();
+    // Computed from the last layer's accumulators in integers (checked at emit: it must end
+    // the chain).
+    if (s.op == "Softmax") return Verdict::yes();
     return Verdict::no(refusal(s));
   }
 
@@ -116,7 +119,8 @@ class CortexmTarget final : public sdk::TargetPlugin {
           "without float kernels); quantize the model with `rlx quantize --scheme int8` first",
           s.op);
     return fmt::format(
-        "cortexm lowers int8 dense chains (QMatMul with calibrated activations, Relu); {} is not "
+        "cortexm lowers int8 dense chains (QMatMul with calibrated activations, Relu, a final "
+        "Softmax); {} is not "
         "one of them",
         s.op);
   }

@@ -112,11 +112,32 @@ Int8Program lower_int8(const Graph& g) {
 
   ValueId cur = g.inputs[0];
   std::optional<Pending> pending;
+  auto after_softmax = [&](int32_t i) {
+    if (p.softmax)
+      throw_user_error(
+          fmt::format("cortexm: {} follows the Softmax; the target lowers a Softmax "
+                      "only as the end of the chain",
+                      node_name(g, i)));
+  };
   int32_t widest = 0;
   for (int32_t i = 0; i < static_cast<int32_t>(g.nodes.size()); ++i) {
     const Node& n = g.nodes[i];
     if (n.op == "constant") continue;
+    if (n.op == "Softmax") {
+      after_softmax(i);
+      const int64_t rank = g.type(n.inputs[0]).rank();
+      const int64_t axis = n.attr_int("axis", -1);
+      if (!pending || n.inputs[0] != cur || (axis != -1 && axis != rank - 1))
+        throw_user_error(
+            fmt::format("cortexm: {} is not a Softmax over the last axis of the last "
+                        "quantized dense layer, the one form the target lowers",
+                        node_name(g, i)));
+      p.softmax = true;
+      cur = n.outputs[0];
+      continue;
+    }
     if (n.op == "Relu") {
+      after_softmax(i);
       if (!pending || n.inputs[0] != cur || pending->layer.relu)
         throw_user_error(
             fmt::format("cortexm: {} does not follow a quantized dense layer; the "
@@ -132,6 +153,7 @@ Int8Program lower_int8(const Graph& g) {
                       "calibrated activations, Relu); the target lowers only those "
                       "so far. {}",
                       node_name(g, i), kHowToQuantize));
+    after_softmax(i);
     if (n.inputs.size() < 5)
       throw_user_error(
           fmt::format("cortexm: {} quantizes its activations per row at run time "
@@ -205,9 +227,20 @@ Int8Program lower_int8(const Graph& g) {
   last.layer.int8_out = false;
   last.layer.out_scale = last.acc_scale;
   p.output_size = last.layer.n;
+  if (p.softmax)
+    for (int32_t o = 0; o < last.layer.n; ++o) {
+      FixedPoint f = to_fixed_point(static_cast<double>(last.acc_scale[o]) * 4096.0,
+                                    fmt::format("the logit scale of class {} of the Softmax", o));
+      p.softmax_m.push_back(f.m);
+      p.softmax_r.push_back(static_cast<int8_t>(f.r));
+    }
   p.layers.push_back(std::move(last.layer));
   const int32_t aligned = (widest + 3) / 4 * 4;
   p.arena_bytes = p.layers.size() > 1 ? (p.layers.size() > 2 ? 2 : 1) * aligned : 0;
+  if (p.softmax) {  // the accumulators and the exponentials, 4 bytes each
+    p.softmax_offset = p.arena_bytes;
+    p.arena_bytes += 8 * p.output_size;
+  }
   return p;
 }
 
@@ -217,6 +250,13 @@ std::vector<int32_t> run_reference(const Int8Program& p, const int8_t* input) {
   for (const DenseLayer& l : p.layers) {
     if (!l.int8_out) {
       rlx_cm_dense_s32(a.data(), l.w.data(), l.bias.data(), l.n, l.k, l.relu ? 1 : 0, out.data());
+      if (p.softmax) {
+        std::vector<uint32_t> e(p.output_size);
+        std::vector<int8_t> probabilities(p.output_size);
+        rlx_cm_softmax_s8(out.data(), p.softmax_m.data(), p.softmax_r.data(), p.output_size,
+                          e.data(), probabilities.data());
+        out.assign(probabilities.begin(), probabilities.end());
+      }
       break;
     }
     b.assign(l.n, 0);

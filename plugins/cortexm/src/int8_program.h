@@ -41,19 +41,27 @@ struct Int8Program {
   float input_scale = 1;   // real = input_scale * (q - input_zero)
   int32_t input_zero = 0;
   std::vector<DenseLayer> layers;
-  int32_t output_size = 0;  // int32 elements of the output
+  int32_t output_size = 0;  // elements of the output: int32 accumulators, or int8 with softmax
+  // A Softmax ends the chain: the output is int8 probabilities, real = (q + 128) / 256. The
+  // multipliers turn each accumulator into its logit in Q12 (runtime/rlx_cm_int8.h).
+  bool softmax = false;
+  std::vector<int32_t> softmax_m;
+  std::vector<int8_t> softmax_r;
+  int32_t softmax_offset = 0;  // arena bytes before the softmax's int32/uint32 scratch
   // Bytes of the one arena: two int8 buffers the layers ping-pong between (the output has its
   // own caller-owned buffer), each as large as the widest intermediate.
   int32_t arena_bytes = 0;
 };
 
 // Reads a MIR graph after cortexm's dispatch: one input, one output, a chain of static-form
-// QMatMul nodes (constant weights and activation parameters) with optional Relu. Anything else is
-// refused with a user error naming the node and what the target needs instead.
+// QMatMul nodes (constant weights and activation parameters) with optional Relu, optionally ended
+// by a Softmax over the last axis. Anything else is refused with a user error naming the node and
+// what the target needs instead.
 Int8Program lower_int8(const Graph& mir);
 
 // The host int8 reference: runs `p` on one int8 input (p.input_size values) and returns the
-// int32 output, with exactly the generated code's arithmetic.
+// output (int32 accumulators, or int8 probabilities widened), with exactly the generated code's
+// arithmetic.
 std::vector<int32_t> run_reference(const Int8Program& p, const int8_t* input);
 
 // The int8 input the device takes for a real-valued one (the first layer's quantization; u8

@@ -116,7 +116,7 @@ ValueId qlinear(GraphBuilder& b, ValueId x, const std::vector<float>& w,
 
 }  // namespace
 
-Graph quantized_graph(const Mlp& m, const Digits& d, int train_rows) {
+Graph quantized_graph(const Mlp& m, const Digits& d, int train_rows, bool softmax) {
   float hidden_max = 0;
   std::vector<float> h;
   for (int r = 0; r < train_rows; ++r) {
@@ -129,6 +129,7 @@ Graph quantized_graph(const Mlp& m, const Digits& d, int train_rows) {
   ValueId y = qlinear(b, x, m.w1, m.b1, m.hidden, m.in, 0.0f, 1.0f);
   y = b.op("Relu", {y});
   y = qlinear(b, y, m.w2, m.b2, m.out, m.hidden, 0.0f, hidden_max);
+  if (softmax) y = b.op("Softmax", {y});
   b.output(y);
   return g;
 }

@@ -74,7 +74,24 @@ struct Compiled {
   std::vector<std::vector<int8_t>> inputs;    // test rows, quantized
   std::vector<std::vector<int32_t>> outputs;  // host reference
   double f32_accuracy = 0, int8_accuracy = 0;
+  // The same network ending in a Softmax: int8 probabilities.
+  fs::path softmax_dir;
+  Int8Program softmax_program;
+  std::vector<std::vector<int32_t>> softmax_outputs;
+  double softmax_accuracy = 0;
 };
+
+// rlx compile of `graph` into root/name; returns the folder.
+fs::path compile_graph(const Graph& graph, const fs::path& root, const std::string& name) {
+  std::ofstream(root / (name + ".rlx")) << print_graph(graph);
+  const fs::path dir = root / name;
+  int rc = -1;
+  std::string log = rlx_cli(fmt::format("compile '{}' --target cortexm -o '{}'",
+                                        (root / (name + ".rlx")).string(), dir.string()),
+                            &rc);
+  if (rc != 0) throw std::runtime_error("rlx compile failed: " + log);
+  return dir;
+}
 
 const Compiled& compiled() {
   static const Compiled c = [] {
@@ -83,16 +100,12 @@ const Compiled& compiled() {
     c.mlp = train_mlp(c.digits, kTrainRows);
     const fs::path root = scratch_root();
     fs::create_directories(root);
-    std::ofstream(root / "digits_mlp.rlx")
-        << print_graph(quantized_graph(c.mlp, c.digits, kTrainRows));
-    c.dir = root / "out";
-    int rc = -1;
-    std::string log = rlx_cli(fmt::format("compile '{}' --target cortexm -o '{}'",
-                                          (root / "digits_mlp.rlx").string(), c.dir.string()),
-                              &rc);
-    if (rc != 0) throw std::runtime_error("rlx compile failed: " + log);
+    c.dir = compile_graph(quantized_graph(c.mlp, c.digits, kTrainRows), root, "digits_mlp");
     c.program = lower_int8(load_graph_file(c.dir / "model.mir"));
-    int f32_right = 0, int8_right = 0, tests = 0;
+    c.softmax_dir =
+        compile_graph(quantized_graph(c.mlp, c.digits, kTrainRows, true), root, "digits_softmax");
+    c.softmax_program = lower_int8(load_graph_file(c.softmax_dir / "model.mir"));
+    int f32_right = 0, int8_right = 0, softmax_right = 0, tests = 0;
     for (int r = kTrainRows; r < c.digits.n; ++r, ++tests) {
       const float* x = &c.digits.x[static_cast<size_t>(r) * 64];
       f32_right += argmax(c.mlp.forward(x)) == c.digits.y[r];
@@ -102,7 +115,11 @@ const Compiled& compiled() {
       for (int n = 0; n < c.program.output_size; ++n)
         real[n] = c.outputs.back()[n] * c.program.layers.back().out_scale[n];
       int8_right += argmax(real) == c.digits.y[r];
+      c.softmax_outputs.push_back(run_reference(c.softmax_program, c.inputs.back().data()));
+      const auto& q = c.softmax_outputs.back();
+      softmax_right += std::max_element(q.begin(), q.end()) - q.begin() == c.digits.y[r];
     }
+    c.softmax_accuracy = static_cast<double>(softmax_right) / tests;
     c.f32_accuracy = static_cast<double>(f32_right) / tests;
     c.int8_accuracy = static_cast<double>(int8_right) / tests;
     return c;
@@ -181,6 +198,30 @@ TEST(CortexmDigits, ReferenceFollowsTheDocumentedRule) {
   }
 }
 
+// The int8 Softmax against a double-precision softmax of the same accumulators' real logits:
+// within 2/256 per probability (the exp table's 1/256-octave steps and the final rounding).
+TEST(CortexmDigits, SoftmaxFollowsTheFloatSoftmax) {
+  const Compiled& c = compiled();
+  ASSERT_TRUE(c.softmax_program.softmax);
+  const std::vector<float>& scale = c.program.layers.back().out_scale;
+  int worst = 0;
+  for (size_t s = 0; s < c.outputs.size(); ++s) {
+    std::vector<double> logit(scale.size());
+    for (size_t n = 0; n < scale.size(); ++n) logit[n] = c.outputs[s][n] * double(scale[n]);
+    const double top = *std::max_element(logit.begin(), logit.end());
+    double sum = 0;
+    for (double& v : logit) sum += (v = std::exp(v - top));
+    for (size_t n = 0; n < scale.size(); ++n) {
+      const int want = static_cast<int>(std::lround(256 * logit[n] / sum));
+      worst = std::max(worst, std::abs(std::min(want, 255) - (c.softmax_outputs[s][n] + 128)));
+    }
+  }
+  EXPECT_LE(worst, 2);
+  std::printf("softmax: largest difference %d/256, accuracy by argmax %.4f\n", worst,
+              c.softmax_accuracy);
+  EXPECT_LE(std::fabs(c.softmax_accuracy - c.int8_accuracy), 0.02);
+}
+
 TEST(CortexmDigits, FloatGraphsAreRefusedByName) {
   const Compiled& c = compiled();
   const fs::path model = c.dir.parent_path() / "digits_f32.rlx";
@@ -244,27 +285,21 @@ void PrintTo(const Board& b, std::ostream* os) {
 
 class CortexmFirmware : public ::testing::TestWithParam<Board> {};
 
-TEST_P(CortexmFirmware, QemuOutputsEqualTheHostReference) {
-  const Board board = GetParam();
-  const std::string gcc = arm_gcc();
-  if (gcc.empty())
-    GTEST_SKIP() << "arm-none-eabi-gcc is not on PATH (apt install gcc-arm-none-eabi "
-                    "libnewlib-arm-none-eabi)";
-  if (shell("command -v qemu-system-arm").empty())
-    GTEST_SKIP() << "qemu-system-arm is not on PATH (apt install qemu-system-arm)";
-  if (shell(fmt::format("qemu-system-arm -machine help | grep -w {}", board.machine)).empty())
-    GTEST_SKIP() << "this qemu-system-arm has no machine " << board.machine;
-  const Compiled& c = compiled();
-  const fs::path fw = c.dir.parent_path() / board.cpu;
+// Builds a firmware of the model in `dir` with the test inputs, runs it on the board and checks
+// every output row against `want`; returns the instructions per inference.
+long long run_firmware(const Board& board, const fs::path& dir,
+                       const std::vector<std::vector<int8_t>>& inputs,
+                       const std::vector<std::vector<int32_t>>& want) {
+  const fs::path fw = dir / "firmware";
   fs::create_directories(fw);
   {
     std::ofstream h(fw / "inputs.h");
-    h << "#include <stdint.h>\n#include \"model.h\"\n#define RLX_FW_SAMPLES " << c.inputs.size()
+    h << "#include <stdint.h>\n#include \"model.h\"\n#define RLX_FW_SAMPLES " << inputs.size()
       << "\nextern const int8_t rlx_fw_inputs[RLX_FW_SAMPLES][RLX_MODEL_INPUT_SIZE];\n";
     std::ofstream s(fw / "inputs.c");
     s << "#include \"inputs.h\"\nconst int8_t rlx_fw_inputs[RLX_FW_SAMPLES][RLX_MODEL_INPUT_SIZE] "
          "= {\n";
-    for (const auto& in : c.inputs) {
+    for (const auto& in : inputs) {
       s << " {";
       for (int8_t v : in) s << static_cast<int>(v) << ",";
       s << "},\n";
@@ -275,22 +310,23 @@ TEST_P(CortexmFirmware, QemuOutputsEqualTheHostReference) {
   for (const CpuFlags& f : known_cpus())
     if (f.cpu == board.cpu) flags = f.flags;
   const std::string src = std::string(RLX_CORTEXM_DIR) + "/tests/firmware";
+  const fs::path elf = fw / (std::string(board.cpu) + ".elf");
   int rc = -1;
   std::string log = shell(
       fmt::format(
           "'{}' {} -O2 -std=c99 -nostartfiles --specs=rdimon.specs -T '{}/mps.ld' -I '{}' -I '{}' "
-          "'{}/startup.c' '{}/harness.c' '{}/model.c' '{}/inputs.c' -o '{}/fw.elf' 2>&1",
-          gcc, flags, src, c.dir.string(), fw.string(), src, src, c.dir.string(), fw.string(),
-          fw.string()),
+          "'{}/startup.c' '{}/harness.c' '{}/model.c' '{}/inputs.c' -o '{}' 2>&1",
+          arm_gcc(), flags, src, dir.string(), fw.string(), src, src, dir.string(), fw.string(),
+          elf.string()),
       &rc);
-  ASSERT_EQ(rc, 0) << log;
+  EXPECT_EQ(rc, 0) << log;
+  if (rc != 0) return -1;
   const std::string run = shell(
-      fmt::format(
-          "timeout 120 qemu-system-arm -machine {} -nographic -monitor none -serial none "
-          "-semihosting-config enable=on,target=native -icount shift=0 -kernel '{}/fw.elf' 2>&1",
-          board.machine, fw.string()),
+      fmt::format("timeout 120 qemu-system-arm -machine {} -nographic -monitor none -serial none "
+                  "-semihosting-config enable=on,target=native -icount shift=0 -kernel '{}' 2>&1",
+                  board.machine, elf.string()),
       &rc);
-  ASSERT_EQ(rc, 0) << run.substr(0, 2000);
+  EXPECT_EQ(rc, 0) << run.substr(0, 2000);
   std::stringstream lines(run);
   size_t row = 0;
   long long insn = -1;
@@ -300,20 +336,38 @@ TEST_P(CortexmFirmware, QemuOutputsEqualTheHostReference) {
     l >> tag;
     if (tag == "insn_per_inference") l >> insn;
     if (tag != "o") continue;
-    ASSERT_LT(row, c.outputs.size());
+    if (row >= want.size()) break;
     std::vector<int32_t> got;
     for (long long v; l >> v;) got.push_back(static_cast<int32_t>(v));
-    ASSERT_EQ(got, c.outputs[row]) << board.cpu << " sample " << row;
+    EXPECT_EQ(got, want[row]) << board.cpu << " sample " << row;
+    if (got != want[row]) return -1;
     ++row;
   }
-  EXPECT_EQ(row, c.outputs.size()) << run.substr(0, 2000);
+  EXPECT_EQ(row, want.size()) << run.substr(0, 2000);
+  return insn;
+}
+
+TEST_P(CortexmFirmware, QemuOutputsEqualTheHostReference) {
+  const Board board = GetParam();
+  if (arm_gcc().empty())
+    GTEST_SKIP() << "arm-none-eabi-gcc is not on PATH (apt install gcc-arm-none-eabi "
+                    "libnewlib-arm-none-eabi)";
+  if (shell("command -v qemu-system-arm").empty())
+    GTEST_SKIP() << "qemu-system-arm is not on PATH (apt install qemu-system-arm)";
+  if (shell(fmt::format("qemu-system-arm -machine help | grep -w {}", board.machine)).empty())
+    GTEST_SKIP() << "this qemu-system-arm has no machine " << board.machine;
+  const Compiled& c = compiled();
+  const long long insn = run_firmware(board, c.dir, c.inputs, c.outputs);
   EXPECT_GT(insn, 0);
+  const long long softmax_insn = run_firmware(board, c.softmax_dir, c.inputs, c.softmax_outputs);
+  EXPECT_GT(softmax_insn, 0);
   std::stringstream report;
-  report << std::ifstream(c.dir / "cortexm_report.json").rdbuf();
+  report << std::ifstream(c.dir / "cortexm_sizes.txt").rdbuf();
   std::printf(
-      "%s on %s: %zu samples equal the host reference, int8 accuracy %.4f, %lld "
-      "instructions per inference\n%s",
-      board.cpu, board.machine, row, c.int8_accuracy, insn, report.str().c_str());
+      "%s on %s: %zu samples equal the host reference, int8 accuracy %.4f, %lld instructions "
+      "per inference (%lld with the int8 Softmax)\n%s",
+      board.cpu, board.machine, c.outputs.size(), c.int8_accuracy, insn, softmax_insn,
+      report.str().c_str());
   RecordProperty("instructions_per_inference", std::to_string(insn));
 }
 

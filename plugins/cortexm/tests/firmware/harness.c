@@ -15,7 +15,7 @@
 extern volatile uint32_t rlx_fw_systick_wraps;
 
 static int8_t arena[RLX_MODEL_ARENA_BYTES] __attribute__((aligned(4)));
-static int32_t outputs[RLX_FW_SAMPLES][RLX_MODEL_OUTPUT_SIZE];
+static rlx_model_output_t outputs[RLX_FW_SAMPLES][RLX_MODEL_OUTPUT_SIZE];
 
 static uint64_t ticks(void) {
   uint32_t w, v;
