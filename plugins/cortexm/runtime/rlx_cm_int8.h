@@ -20,8 +20,18 @@
 #include <stdint.h>
 #include <string.h>
 
-/* RLX_CM_NO_SMLAD turns the DSP path off (to measure what it buys; results are identical). */
-#if defined(__ARM_FEATURE_DSP) && defined(__ARM_FEATURE_SIMD32) && !defined(RLX_CM_NO_SMLAD)
+/* Helium (MVE, Cortex-M55 built with an FPU ABI) first, then the DSP extension's SMLAD (M4,
+ * M7), then plain C. RLX_CM_NO_MVE / RLX_CM_NO_SMLAD turn a path off (to measure what it buys;
+ * integer sums are exact, so the results are identical). */
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(RLX_CM_NO_MVE)
+#include <arm_mve.h>
+#define RLX_CM_USE_MVE 1
+#else
+#define RLX_CM_USE_MVE 0
+#endif
+
+#if !RLX_CM_USE_MVE && defined(__ARM_FEATURE_DSP) && defined(__ARM_FEATURE_SIMD32) && \
+    !defined(RLX_CM_NO_SMLAD)
 #include <arm_acle.h>
 #define RLX_CM_USE_SMLAD 1
 #else
@@ -39,6 +49,10 @@ static inline uint32_t rlx_cm_ror8(uint32_t v) {
 static inline int32_t rlx_cm_dot_s8(const int8_t* x, const int8_t* w, int32_t k) {
   int32_t acc = 0;
   int32_t i = 0;
+#if RLX_CM_USE_MVE
+  /* Sixteen products per step: VMLADAVA multiplies the int8 lanes and adds their sum to acc. */
+  for (; i + 16 <= k; i += 16) acc = vmladavaq_s8(acc, vld1q_s8(x + i), vld1q_s8(w + i));
+#endif
 #if RLX_CM_USE_SMLAD
   /* Four products per step: SXTB16 widens bytes 0 and 2 (and, rotated, 1 and 3) to two int16
    * lanes and SMLAD adds both lane products to the accumulator. Integer sums are exact, so the

@@ -78,11 +78,13 @@ std::string cmake_fragment(const std::string& cpu) {
 }  // namespace
 
 const std::vector<CpuFlags>& known_cpus() {
-  // Soft-float ABI: the model is integer only, so the firmware needs no FPU set-up.
+  // The model is integer only: the M4 and M7 take the soft-float ABI (no FPU set-up needed).
+  // The M55 takes softfp, which is what enables Helium (MVE) in gcc; its firmware must grant
+  // coprocessors 10 and 11 in CPACR before running the model.
   static const std::vector<CpuFlags> cpus = {
       {"cortex-m4", "-mcpu=cortex-m4 -mthumb -mfloat-abi=soft"},
       {"cortex-m7", "-mcpu=cortex-m7 -mthumb -mfloat-abi=soft"},
-      {"cortex-m55", "-mcpu=cortex-m55 -mthumb -mfloat-abi=soft"},
+      {"cortex-m55", "-mcpu=cortex-m55 -mthumb -mfloat-abi=softfp"},
   };
   return cpus;
 }

@@ -10,7 +10,13 @@ extern void initialise_monitor_handles(void);
 
 volatile uint32_t rlx_fw_systick_wraps;
 
+#define CPACR (*(volatile uint32_t*)0xE000ED88u)
+
 void Reset_Handler(void) {
+  /* Full access to coprocessors 10 and 11 (the FPU, and Helium on the M55) before any code that
+   * gcc may have vectorized runs; harmless on cores built without them. */
+  CPACR |= 0xFu << 20;
+  __asm volatile("dsb\n isb" ::: "memory");
   const uint32_t* src = &__etext;
   for (uint32_t* d = &_sdata; d < &_edata;) *d++ = *src++;
   for (uint32_t* d = &_sbss; d < &_ebss;) *d++ = 0;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Instructions per inference of a model `rlx compile --target cortexm` wrote, on the three qemu
-# boards, with the SMLAD dot product and with it turned off (-DRLX_CM_NO_SMLAD: plain C), built
-# and run side by side in one go. qemu counts instructions (-icount), not cycles.
-#   bench/cortexm/smlad.sh OUT_DIR [SAMPLES]
+# boards, with each dot-product path the core has: Helium (M55), SMLAD (-DRLX_CM_NO_MVE) and plain
+# C (-DRLX_CM_NO_MVE -DRLX_CM_NO_SMLAD), built and run side by side in one go. qemu counts
+# instructions (-icount), not cycles.
+#   bench/cortexm/kernels.sh OUT_DIR [SAMPLES]
 # OUT_DIR is the folder of `rlx compile MODEL --target cortexm -o OUT_DIR`; the inputs are
 # pseudo-random int8 rows (the kernels have no data-dependent branches but the clamps).
 set -euo pipefail
@@ -24,20 +25,26 @@ awk -v n="$samples" -v k="$size" 'BEGIN {
   print "const int8_t rlx_fw_inputs[RLX_FW_SAMPLES][RLX_MODEL_INPUT_SIZE] = {";
   for (i = 0; i < n; i++) { printf "{"; for (j = 0; j < k; j++) printf "%d,", int(rand() * 256) - 128; print "},"; }
   print "};" }' > "$work/inputs.c"
-printf '| core (board) | SMLAD | plain C | plain / SMLAD |\n|---|---|---|---|\n'
-for pair in cortex-m4:mps2-an386 cortex-m7:mps2-an500 cortex-m55:mps3-an547; do
-  cpu=${pair%%:*} board=${pair##*:}
-  declare -A insn=()
-  for variant in smlad plain; do
-    extra=""
-    [ "$variant" = plain ] && extra=-DRLX_CM_NO_SMLAD
-    arm-none-eabi-gcc -mcpu="$cpu" -mthumb -mfloat-abi=soft -O2 -std=c99 $extra -nostartfiles \
+printf '| core (board) | Helium | SMLAD | plain C | plain / best |\n|---|---|---|---|---|\n'
+for triple in cortex-m4:mps2-an386:soft cortex-m7:mps2-an500:soft cortex-m55:mps3-an547:softfp; do
+  IFS=: read -r cpu board abi <<< "$triple"
+  declare -A insn=([mve]=0)
+  variants="smlad plain"
+  [ "$cpu" = cortex-m55 ] && variants="mve smlad plain"
+  for variant in $variants; do
+    case $variant in
+      mve) extra="" ;;
+      smlad) extra="-DRLX_CM_NO_MVE" ;;
+      plain) extra="-DRLX_CM_NO_MVE -DRLX_CM_NO_SMLAD" ;;
+    esac
+    arm-none-eabi-gcc -mcpu="$cpu" -mthumb -mfloat-abi="$abi" -O2 -std=c99 $extra -nostartfiles \
       --specs=rdimon.specs -T "$fw/mps.ld" -I "$dir" -I "$work" "$fw/startup.c" \
       "$fw/harness.c" "$dir/model.c" "$work/inputs.c" -o "$work/$variant.elf"
     insn[$variant]=$(timeout 300 qemu-system-arm -machine "$board" -nographic -monitor none \
       -serial none -semihosting-config enable=on,target=native -icount shift=0 \
       -kernel "$work/$variant.elf" | sed -n 's/^insn_per_inference //p')
   done
-  awk -v c="$cpu ($board)" -v s="${insn[smlad]}" -v p="${insn[plain]}" \
-    'BEGIN { printf "| %s | %d | %d | %.2fx |\n", c, s, p, p / s }'
+  awk -v c="$cpu ($board)" -v m="${insn[mve]}" -v s="${insn[smlad]}" -v p="${insn[plain]}" \
+    'BEGIN { best = (m > 0) ? m : s; mve = (m > 0) ? m : "-";
+             printf "| %s | %s | %d | %d | %.2fx |\n", c, mve, s, p, p / best }'
 done
