@@ -19,7 +19,10 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           chromium  # headless Chromium runs the webgpu target's ES module (WebGPU on SwiftShader)
           # the rocm target's compilers (ROCm 5.2: hiprtc in libamdhip64, hipcc with LLVM 15, whose
           # llvm-objdump and llvm-mc check the gfx90a code objects)
-          libamdhip64-dev hipcc rocm-device-libs)
+          libamdhip64-dev hipcc rocm-device-libs
+          # the cortexm target's proof: builds its firmware (newlib for semihosting) and runs it
+          # on emulated Cortex-M4/M7/M55 boards
+          gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
