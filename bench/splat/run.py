@@ -8,7 +8,8 @@ interleaved rounds on the same scene, medians reported.
 Each round runs rlx's program (one process: forward, then forward + backward, `--reps` times
 each) and then NumPy's forward and forward + backward once each. Before timing, rlx's image and
 gradients are compared with NumPy's (max abs error of the image; relative L2 error of each
-gradient). Scenes: N random Gaussians in a camera frustum at 1920x1080, fixed seed."""
+gradient). Scenes: N random Gaussians in a camera frustum at 1920x1080, fixed seed, their
+scales shrinking with sqrt(N) so that every N covers the screen alike."""
 import argparse
 import json
 import os
@@ -35,7 +36,9 @@ def make_scene(n, width, height, seed=0):
     y = (rng.uniform(0, height, n) - height / 2) * z / f
     return {
         "means": np.stack([x, y, z], 1).astype(np.float32),
-        "scales": np.exp(rng.uniform(-5.5, -3.5, (n, 3))).astype(np.float32),
+        # Denser scenes have smaller splats: the scale shrinks with sqrt(N) so that the screen
+        # coverage (and the (tile, Gaussian) pairs per pixel) stays that of 100k Gaussians.
+        "scales": (np.exp(rng.uniform(-5.5, -3.5, (n, 3))) * np.sqrt(1e5 / n)).astype(np.float32),
         "quats": rng.normal(size=(n, 4)).astype(np.float32),
         "opacities": rng.uniform(0.05, 0.95, n).astype(np.float32),
         "colors": rng.uniform(0, 1, (n, 3)).astype(np.float32),
@@ -45,8 +48,17 @@ def make_scene(n, width, height, seed=0):
     }
 
 
-def run_rlx(exe, folder, n, width, height, reps):
-    env = dict(os.environ, RLX_PLUGIN_PATH=str(ROOT / "build/share/rlx/plugins.d"))
+def pair_count(scene, width, height):
+    """(tile, Gaussian) pairs of the scene: TileBin's capacity is set just above it."""
+    _, _, _, ok, saved = numpy_splat.project(scene["means"], scene["scales"], scene["quats"],
+                                             scene["viewmat"], scene["intrinsics"], width, height)
+    x0, y0, x1, y1 = saved["rect"]
+    return int(((x1 - x0) * (y1 - y0))[ok].sum())
+
+
+def run_rlx(exe, folder, n, width, height, reps, capacity):
+    env = dict(os.environ, RLX_PLUGIN_PATH=str(ROOT / "build/share/rlx/plugins.d"),
+               RLX_SPLAT_CAPACITY=str(capacity))
     out = subprocess.run([str(exe), str(folder), str(n), str(width), str(height), str(reps)],
                          capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout)
@@ -65,6 +77,7 @@ def main():
     rows = []
     for n in args.gaussians:
         scene = make_scene(n, w, h)
+        capacity = pair_count(scene, w, h) + 1024
         weights = np.random.default_rng(1).uniform(-1, 1, (h, w, 3)).astype(np.float32)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
@@ -72,7 +85,7 @@ def main():
                 v.astype(np.float32).tofile(folder / f"{k}.f32")
             rf, rb, nf, nb = [], [], [], []
             for r in range(args.rounds):
-                got = run_rlx(args.rlx_bench, folder, n, w, h, args.reps)
+                got = run_rlx(args.rlx_bench, folder, n, w, h, args.reps, capacity)
                 rf.append(statistics.median(got["forward_s"]))
                 rb.append(statistics.median(got["forward_backward_s"]))
                 t0 = time.perf_counter()

@@ -28,8 +28,11 @@ struct TilePixels {
         w(std::min(kTile, g.width - x0)),
         h(std::min(kTile, g.height - y0)) {}
   int count() const { return w * h; }
-  double px(int p) const { return x0 + p % w + 0.5; }
-  double py(int p) const { return y0 + p / w + 0.5; }
+  // Pixel centres, row by row.
+  template <typename T>
+  void centres(T* xs, T* ys) const {
+    for (int p = 0; p < count(); ++p) xs[p] = T(x0 + p % w + 0.5), ys[p] = T(y0 + p / w + 0.5);
+  }
   int64_t index(const Grid& g, int p) const { return int64_t{y0 + p / w} * g.width + x0 + p % w; }
 };
 
@@ -45,6 +48,14 @@ struct Splat {
         cc(c[3 * g + 2]),
         o(op[g]) {}
   T sigma(T dx, T dy) const { return T(0.5) * (ca * dx * dx + cc * dy * dy) + cb * dx * dy; }
+  // sigma at every pixel of the tile: a loop without branches, which the compiler vectorises.
+  void sigmas(const T* xs, const T* ys, int np, T* out) const {
+    for (int p = 0; p < np; ++p) out[p] = sigma(mx - xs[p], my - ys[p]);
+  }
+  // Beyond this sigma, opacity * exp(-sigma) is surely below 1/255 (the margin covers the
+  // rounding of log and exp), so most pixels of a tile skip the exp; those near the threshold
+  // still take the exact test below.
+  T far() const { return o > 0 ? T(std::log(double(o) * 255.0) + 1e-3) : T(-1); }
 };
 
 }  // namespace
@@ -63,9 +74,11 @@ void rasterize(const Attrs& a, const RasterArgs& r, T* image, T* final_t, int32_
     std::array<int32_t, kPixels> last_k;
     std::array<bool, kPixels> done;
     std::vector<T> acc(static_cast<size_t>(kPixels * C));
+    alignas(64) std::array<T, kPixels> xs, ys, sig;
     for (int t = range.begin(); t < range.end(); ++t) {
       const TilePixels tp(g, t);
       const int np = tp.count();
+      tp.centres(xs.data(), ys.data());
       trans.fill(T(1));
       last_k.fill(-1);
       done.fill(false);
@@ -75,11 +88,11 @@ void rasterize(const Attrs& a, const RasterArgs& r, T* image, T* final_t, int32_
         const int32_t id = r.ids[k];
         const Splat<T> s(means, conics, opac, id);
         const T* col = colors + id * C;
+        const T far = s.far();
+        s.sigmas(xs.data(), ys.data(), np, sig.data());
         for (int p = 0; p < np; ++p) {
-          if (done[p]) continue;
-          const T dx = s.mx - T(tp.px(p)), dy = s.my - T(tp.py(p));
-          const T sigma = s.sigma(dx, dy);
-          if (sigma < 0) continue;
+          const T sigma = sig[p];
+          if (sigma < 0 || sigma > far || done[p]) continue;
           const T alpha = std::min(T(kMaxAlpha), s.o * std::exp(-sigma));
           if (alpha < T(kMinAlpha)) continue;
           const T next = trans[p] * (1 - alpha);
@@ -125,9 +138,11 @@ void rasterize_backward(const Attrs& a, const RasterArgs& r, const T* final_t, c
     std::array<T, kPixels> trans, dft;
     std::vector<T> behind(static_cast<size_t>(kPixels * C)), v(static_cast<size_t>(kPixels * C));
     std::array<int32_t, kPixels> last_k;
+    alignas(64) std::array<T, kPixels> xs, ys, sig;
     for (int t = range.begin(); t < range.end(); ++t) {
       const TilePixels tp(g, t);
       const int np = tp.count();
+      tp.centres(xs.data(), ys.data());
       int32_t top = -1;
       for (int p = 0; p < np; ++p) {
         const int64_t pix = tp.index(g, p);
@@ -146,11 +161,12 @@ void rasterize_backward(const Attrs& a, const RasterArgs& r, const T* final_t, c
         const Splat<T> s(means, conics, opac, id);
         const T* col = colors + id * C;
         T* out = per_pair.data() + k * stride;
+        const T far = s.far();
+        s.sigmas(xs.data(), ys.data(), np, sig.data());
         for (int p = 0; p < np; ++p) {
-          if (k > last_k[p]) continue;
-          const T dx = s.mx - T(tp.px(p)), dy = s.my - T(tp.py(p));
-          const T sigma = s.sigma(dx, dy);
-          if (sigma < 0) continue;
+          const T sigma = sig[p];
+          if (sigma < 0 || sigma > far || k > last_k[p]) continue;
+          const T dx = s.mx - xs[p], dy = s.my - ys[p];
           const T vis = std::exp(-sigma);
           const T raw = s.o * vis;
           const T alpha = std::min(T(kMaxAlpha), raw);
