@@ -95,14 +95,20 @@ Projected project_one(const Grid& g, double near, const T* mean, const T* scale,
   return p;
 }
 
-// The view's rotation and translation in f64.
-template <typename T>
-void split_view(const T* v, M3& w, double* t) {
-  for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 3; ++j) w[i][j] = v[i * 4 + j];
-    t[i] = v[i * 4 + 3];
+// What the node's attributes and view matrix say, the view's rotation and translation in f64.
+struct Camera {
+  Grid grid;
+  double near;
+  M3 w;
+  double t[3];
+  template <typename T>
+  Camera(const Attrs& a, const T* v) : grid(a), near(near_of(a)) {
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) w[i][j] = v[i * 4 + j];
+      t[i] = v[i * 4 + 3];
+    }
   }
-}
+};
 
 }  // namespace
 
@@ -131,11 +137,11 @@ template <typename T>
 void project(const Attrs& a, int64_t n, const T* means, const T* scales, const T* quats,
              const T* view, const T* intr, T* means2d, T* conics, T* depths, int32_t* radii,
              int32_t* tile_counts) {
-  const Grid g(a);
-  const double near = near_of(a);
-  M3 w;
-  double t[3];
-  split_view(view, w, t);
+  const Camera cam(a, view);
+  const Grid& g = cam.grid;
+  const double near = cam.near;
+  const M3& w = cam.w;
+  const double* t = cam.t;
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1024), [&](const auto& r) {
     for (int64_t i = r.begin(); i < r.end(); ++i) {
       Projected p = project_one(g, near, means + 3 * i, scales + 3 * i, quats + 4 * i, w, t, intr);
@@ -155,11 +161,11 @@ template <typename T>
 void project_backward(const Attrs& a, int64_t n, const T* means, const T* scales, const T* quats,
                       const T* view, const T* intr, const int32_t* radii, const T* d_means2d,
                       const T* d_conics, const T* d_depths, T* d_means, T* d_scales, T* d_quats) {
-  const Grid g(a);
-  const double near = near_of(a);
-  M3 w;
-  double t[3];
-  split_view(view, w, t);
+  const Camera cam(a, view);
+  const Grid& g = cam.grid;
+  const double near = cam.near;
+  const M3& w = cam.w;
+  const double* t = cam.t;
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1024), [&](const auto& r) {
     for (int64_t i = r.begin(); i < r.end(); ++i) {
       std::fill_n(d_means + 3 * i, 3, T(0));

@@ -36,6 +36,18 @@ struct TilePixels {
   int64_t index(const Grid& g, int p) const { return int64_t{y0 + p / w} * g.width + x0 + p % w; }
 };
 
+// RasterArgs' float inputs at their type.
+template <typename T>
+struct Typed {
+  const T *means, *conics, *colors, *opac, *bg;
+  explicit Typed(const RasterArgs& r)
+      : means(static_cast<const T*>(r.means2d)),
+        conics(static_cast<const T*>(r.conics)),
+        colors(static_cast<const T*>(r.colors)),
+        opac(static_cast<const T*>(r.opacities)),
+        bg(static_cast<const T*>(r.background)) {}
+};
+
 // One Gaussian's contribution at pixel (px, py): sigma, and alpha before and after the clamp.
 template <typename T>
 struct Splat {
@@ -64,11 +76,7 @@ template <typename T>
 void rasterize(const Attrs& a, const RasterArgs& r, T* image, T* final_t, int32_t* last) {
   const Grid g(a);
   const int64_t C = r.channels;
-  const auto* means = static_cast<const T*>(r.means2d);
-  const auto* conics = static_cast<const T*>(r.conics);
-  const auto* colors = static_cast<const T*>(r.colors);
-  const auto* opac = static_cast<const T*>(r.opacities);
-  const auto* bg = static_cast<const T*>(r.background);
+  const Typed<T> in(r);
   tbb::parallel_for(tbb::blocked_range<int>(0, g.tiles()), [&](const auto& range) {
     std::array<T, kPixels> trans;
     std::array<int32_t, kPixels> last_k;
@@ -86,8 +94,8 @@ void rasterize(const Attrs& a, const RasterArgs& r, T* image, T* final_t, int32_
       int active = np;
       for (int32_t k = r.tile_offsets[t]; k < r.tile_offsets[t + 1] && active > 0; ++k) {
         const int32_t id = r.ids[k];
-        const Splat<T> s(means, conics, opac, id);
-        const T* col = colors + id * C;
+        const Splat<T> s(in.means, in.conics, in.opac, id);
+        const T* col = in.colors + id * C;
         const T far = s.far();
         s.sigmas(xs.data(), ys.data(), np, sig.data());
         for (int p = 0; p < np; ++p) {
@@ -108,7 +116,7 @@ void rasterize(const Attrs& a, const RasterArgs& r, T* image, T* final_t, int32_
       }
       for (int p = 0; p < np; ++p) {
         const int64_t pix = tp.index(g, p);
-        for (int64_t c = 0; c < C; ++c) image[pix * C + c] = acc[p * C + c] + trans[p] * bg[c];
+        for (int64_t c = 0; c < C; ++c) image[pix * C + c] = acc[p * C + c] + trans[p] * in.bg[c];
         final_t[pix] = trans[p];
         last[pix] = last_k[p];
       }
@@ -122,11 +130,7 @@ void rasterize_backward(const Attrs& a, const RasterArgs& r, const T* final_t, c
                         T* d_colors, T* d_opacities, T* d_background) {
   const Grid g(a);
   const int64_t C = r.channels;
-  const auto* means = static_cast<const T*>(r.means2d);
-  const auto* conics = static_cast<const T*>(r.conics);
-  const auto* colors = static_cast<const T*>(r.colors);
-  const auto* opac = static_cast<const T*>(r.opacities);
-  const auto* bg = static_cast<const T*>(r.background);
+  const Typed<T> in(r);
   // Each (tile, Gaussian) pair belongs to one tile, so tiles write their pair's gradients
   // without races; the pairs are summed per Gaussian afterwards. Per pair: 2 mean, 3 conic,
   // 1 opacity, C colour entries.
@@ -152,14 +156,14 @@ void rasterize_backward(const Attrs& a, const RasterArgs& r, const T* final_t, c
         top = std::max(top, last_k[p]);
         for (int64_t c = 0; c < C; ++c) {
           v[p * C + c] = d_image[pix * C + c];
-          behind[p * C + c] = final_t[pix] * bg[c];
+          behind[p * C + c] = final_t[pix] * in.bg[c];
           bg_parts[t * C + c] += d_image[pix * C + c] * final_t[pix];
         }
       }
       for (int32_t k = top; k >= r.tile_offsets[t]; --k) {
         const int32_t id = r.ids[k];
-        const Splat<T> s(means, conics, opac, id);
-        const T* col = colors + id * C;
+        const Splat<T> s(in.means, in.conics, in.opac, id);
+        const T* col = in.colors + id * C;
         T* out = per_pair.data() + k * stride;
         const T far = s.far();
         s.sigmas(xs.data(), ys.data(), np, sig.data());
