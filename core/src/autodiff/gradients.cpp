@@ -42,7 +42,13 @@ namespace {
 class PrimitivesOnly final : public Target {
  public:
   std::string name() const override { return "mir"; }
-  Verdict claim_native(const NodeSignature&) const override {
+  // HIR ops with no decomposition but a gradient rule of their own (Gaussian splatting) stay
+  // as they are: autodiff differentiates them through that rule, and the target that runs the
+  // program lowers them natively (or refuses them by name).
+  Verdict claim_native(const NodeSignature& s) const override {
+    const OpDef* def = OpRegistry::instance().find(s.op);
+    if (def && def->level == OpLevel::kHir && !def->decompose && def->gradient)
+      return Verdict{true, "kept: differentiated by its own gradient rule"};
     return Verdict::no("autodiff differentiates HIR ops through their decompositions");
   }
   Verdict accepts_primitive(const NodeSignature&) const override { return Verdict::yes(); }

@@ -16,6 +16,7 @@
 #include "rlx/sdk/legality.h"
 #include "rlx/sdk/plugin.h"
 #include "rlx/sdk/render.h"
+#include "splat_kernels.h"
 
 namespace rlx::cpu {
 
@@ -41,6 +42,7 @@ class CpuTarget final : public sdk::TargetPlugin {
     if (s.op == "DequantMatMul" || s.op == "DequantizeRows") return claim_block_op(s);
     if (s.op == "QMatMul") return claim_qmatmul(s);
     if (auto v = claim_nn_op(s)) return *v;  // Attention, LayerNorm, RMSNorm, Softmax
+    if (auto v = claim_splat_op(s)) return *v;  // Gaussian splatting, forward and backward
     return Verdict::no(fmt::format("cpu has no native kernel for {}", s.op));
   }
 
