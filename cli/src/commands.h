@@ -58,5 +58,6 @@ Command chat_command();
 Command bench_command();
 Command train_command();  // train.cpp
 Command quantize_command();  // quantize.cpp
+Command solve_command();  // solve.cpp
 
 }  // namespace rlx::cli

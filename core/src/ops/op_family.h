@@ -22,5 +22,10 @@ void mir_ops(OpFamily& f);     // ops_mir.cpp: the primitives
 void hir_ops(OpFamily& f);     // ops_hir.cpp: elementwise, shape and linear-algebra graph ops
 void hir_nn_ops(OpFamily& f);  // ops_hir_nn.cpp: attention, norms, activations
 void quant_ops(OpFamily& f);   // ops_quant.cpp: block-format products
+void linalg_ops(OpFamily& f);  // ops_linalg.cpp: dense factorizations and solves
+void sparse_ops(OpFamily& f);  // ops_sparse.cpp: CSR products and solves
+void krylov_ops(OpFamily& f);  // ops_krylov.cpp: CG / PCG as while loops
+// SpMV and SpMM as gather, multiply and scatter-add (ops_krylov.cpp).
+DecomposeFn spmv_decomposition();
 
 }  // namespace rlx

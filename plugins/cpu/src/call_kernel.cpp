@@ -6,10 +6,11 @@
 
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
-#include "qmatmul.h"
 #include "gemm.h"
 #include "gemm_call.h"
+#include "linalg_kernels.h"
 #include "nn_kernels.h"
+#include "qmatmul.h"
 #include "rlx/core/error.h"
 #include "rlx/core/tensor.h"
 #include "scalar_ops.h"
@@ -116,7 +117,7 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
                                  "native:QMatMul"};
   if (std::find_if(std::begin(kKnown), std::end(kKnown),
                    [&](const char* s) { return k.callee == s; }) == std::end(kKnown) &&
-      !is_nn_callee(k.callee))
+      !is_nn_callee(k.callee) && !is_linalg_callee(k.callee))
     throw_internal_error("cpu: no library call for " + k.callee);
   // Float GEMMs take the packed path; integer ones the baseline below.
   if (GemmCall::handles(k, p)) gemm_ = std::make_unique<GemmCall>(k, p);
@@ -148,7 +149,8 @@ void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
   if (c == "native:Linear") return linear(ptrs);
   if (c == "native:DequantMatMul") return run_dequant_matmul(k_, in_, out_, ptrs);
   if (c == "native:DequantizeRows") return run_dequantize_rows(k_, in_, ptrs);
-  if (is_nn_callee(c)) return run_nn_kernel(k_, in_, out_, ptrs);  // nn_kernels.h
+  if (is_nn_callee(c)) return run_nn_kernel(k_, in_, out_, ptrs);          // nn_kernels.h
+  if (is_linalg_callee(c)) return run_linalg_kernel(k_, in_, out_, ptrs);  // linalg_kernels.h
   if (c == "gather") return gather(ptrs);
   if (c == "scatter") return scatter(ptrs);
   if (c == "while") return while_loop(ptrs);
@@ -330,14 +332,16 @@ void CallKernelRunner::while_loop(const std::vector<void*>& ptrs) const {
   }
   const CpuExecutable& cond = *regions_[0];
   const CpuExecutable& body = *regions_[1];
-  for (int64_t iter = 0;; ++iter) {
-    Tensor pred(DType::kBool, {});
+  // Two sets of carried values, swapped after each step: a long loop (CG) allocates nothing
+  // per iteration.
+  std::vector<Tensor> next;
+  for (auto& t : state) next.emplace_back(t.dtype(), t.shape());
+  Tensor pred(DType::kBool, {});
+  for (;;) {
     cond.run_positional(state, {pred});
     if (!pred.as<uint8_t>()[0]) break;
-    std::vector<Tensor> next;
-    for (auto& t : state) next.emplace_back(t.dtype(), t.shape());
     body.run_positional(state, next);
-    state = std::move(next);
+    std::swap(state, next);
   }
   for (size_t i = 0; i < out_.size(); ++i)
     std::memcpy(ptrs[k_.outputs[i]], state[i].data(), state[i].nbytes());

@@ -7,6 +7,7 @@
 #include "codegen_emit.h"
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
+#include "linalg_kernels.h"
 #include "nn_kernels.h"
 #include "prebuilt_kernels.h"
 #include "qmatmul.h"
@@ -41,6 +42,7 @@ class CpuTarget final : public sdk::TargetPlugin {
     if (s.op == "DequantMatMul" || s.op == "DequantizeRows") return claim_block_op(s);
     if (s.op == "QMatMul") return claim_qmatmul(s);
     if (auto v = claim_nn_op(s)) return *v;  // Attention, LayerNorm, RMSNorm, Softmax
+    if (auto v = claim_linalg_op(s)) return *v;  // LAPACK, CSR and KLU (linalg_kernels.h)
     return Verdict::no(fmt::format("cpu has no native kernel for {}", s.op));
   }
 

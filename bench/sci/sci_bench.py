@@ -1,0 +1,188 @@
+"""rlx's scientific ops against SciPy and NumPy in one process, on the same matrices.
+
+    PYTHONPATH=build/python .venv/bin/python bench/sci/sci_bench.py [--quick] [--rounds R]
+
+Sparse: 2D Poisson 256^2 and 1024^2 unknowns (5-point), 3D Poisson 64^3 (7-point).
+  lu:  rlx SparseSolve (KLU, f64) vs scipy.sparse.linalg.spsolve (SuperLU) and splu + solve
+  cg:  rlx CG, and PCG (Jacobi), vs scipy.sparse.linalg.cg (same rtol, same iteration limit)
+Dense (f64): LU, Cholesky, SVD, Eigh at 512, 1024, 2048 vs scipy.linalg.lu_factor, cholesky,
+numpy.linalg.svd, numpy.linalg.eigh.
+Rounds are interleaved (rlx, peer, rlx, peer, ...); each figure is the median over rounds of one
+call; compile time is excluded (one compile per shape, outside the loop). The ratio is peer time
+/ rlx time (> 1: rlx is faster).
+"""
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy
+import scipy.linalg
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+import rlx
+
+
+def poisson(shape):
+    """The 2*d+1-point Laplacian on a grid of `shape` (zero Dirichlet boundary), CSR."""
+    mats = [sp.diags([-1, 2, -1], [-1, 0, 1], shape=(n, n)) for n in shape]
+    eye = [sp.identity(n) for n in shape]
+    a = None
+    for k in range(len(shape)):
+        term = None
+        for j in range(len(shape)):
+            f = mats[j] if j == k else eye[j]
+            term = f if term is None else sp.kron(term, f)
+        a = term if a is None else a + term
+    a = a.tocsr()
+    a.sort_indices()
+    return a
+
+
+def compile_text(text, tmp):
+    path = Path(tmp) / f"g{abs(hash(text))}.rlx"
+    path.write_text(text)
+    return rlx.load(str(path)).compile(target="cpu")
+
+
+def csr_graph(op, a, dtype, extra_out="", attrs=""):
+    n, nnz = a.shape[0], a.nnz
+    outs = "%x" + extra_out
+    types = f"{dtype}[{n}]" + (", i32[], " + dtype + "[]" if extra_out else "")
+    return (f"graph @t(%p: i64[{n + 1}], %i: i64[{nnz}], %v: {dtype}[{nnz}], %b: {dtype}[{n}]) {{\n"
+            f"  {outs} = {op}(%p, %i, %v, %b){attrs} : {types}\n  return {outs}\n}}\n")
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return (time.perf_counter() - t0) * 1e3, out
+
+
+def interleave(cases, rounds):
+    """cases: {name: fn}; returns {name: median ms} over `rounds` interleaved rounds."""
+    times = {k: [] for k in cases}
+    for _ in range(rounds):
+        for k, fn in cases.items():
+            times[k].append(timed(fn)[0])
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def residual(a, x, b):
+    return float(np.linalg.norm(a @ x - b) / np.linalg.norm(b))
+
+
+def sparse_rows(name, a, rounds, tmp, tol, max_iter):
+    n = a.shape[0]
+    b = np.ones(n)
+    feed = {"p": a.indptr.astype(np.int64), "i": a.indices.astype(np.int64), "v": a.data, "b": b}
+    lu = compile_text(csr_graph("SparseSolve", a, "f64"), tmp)
+    cg_attrs = lambda pre: f' {{max_iter = {max_iter}, preconditioner = "{pre}", tol = {tol}}}'
+    cg = compile_text(csr_graph("CG", a, "f64", ", %it, %res", cg_attrs("none")), tmp)
+    pcg = compile_text(csr_graph("CG", a, "f64", ", %it, %res", cg_attrs("jacobi")), tmp)
+    csc = a.tocsc()
+    iters = {}
+
+    def scipy_cg(m=None, key="scipy_cg"):
+        count = [0]
+        def cb(_):
+            count[0] += 1
+        x, info = spla.cg(a, b, rtol=tol, atol=0.0, maxiter=max_iter, M=m, callback=cb)
+        iters[key] = count[0]
+        return x
+
+    dinv = sp.diags(1.0 / a.diagonal())
+    cases = {
+        "rlx_lu": lambda: lu(**feed),
+        "scipy_spsolve": lambda: spla.spsolve(csc, b),
+        "scipy_splu": lambda: spla.splu(csc).solve(b),
+        "rlx_cg": lambda: cg(**feed),
+        "scipy_cg": lambda: scipy_cg(),
+        "rlx_pcg": lambda: pcg(**feed),
+        "scipy_pcg": lambda: scipy_cg(dinv, "scipy_pcg"),
+    }
+    med = interleave(cases, rounds)
+    out_cg, out_pcg = cg(**feed), pcg(**feed)
+    checks = {
+        "rlx_lu_residual": residual(a, lu(**feed)["x"], b),
+        "rlx_cg_residual": residual(a, out_cg["x"], b),
+        "rlx_cg_iterations": int(out_cg["it"]),
+        "rlx_pcg_iterations": int(out_pcg["it"]),
+        "scipy_cg_iterations": iters.get("scipy_cg"),
+        "scipy_pcg_iterations": iters.get("scipy_pcg"),
+    }
+    rows = [
+        (name, "lu", med["rlx_lu"], "spsolve", med["scipy_spsolve"]),
+        (name, "lu", med["rlx_lu"], "splu+solve", med["scipy_splu"]),
+        (name, "cg", med["rlx_cg"], "cg", med["scipy_cg"]),
+        (name, "pcg", med["rlx_pcg"], "cg(M=jacobi)", med["scipy_pcg"]),
+    ]
+    return rows, checks
+
+
+def dense_rows(n, rounds, tmp):
+    rng = np.random.default_rng(n)
+    g = rng.standard_normal((n, n))
+    spd = g @ g.T + n * np.eye(n)
+    def graph(op, outs, types):
+        return (f"graph @t(%a: f64[{n},{n}]) {{\n  {outs} = {op}(%a) : {types}\n"
+                f"  return {outs}\n}}\n")
+    sq = f"f64[{n},{n}]"
+    lu = compile_text(graph("LU", "%lu, %piv", f"{sq}, i32[{n}]"), tmp)
+    chol = compile_text(graph("Cholesky", "%l", sq), tmp)
+    svd = compile_text(graph("SVD", "%u, %s, %vt", f"{sq}, f64[{n}], {sq}"), tmp)
+    eigh = compile_text(graph("Eigh", "%w, %v", f"f64[{n}], {sq}"), tmp)
+    cases = {
+        "rlx_lu": lambda: lu(a=g), "scipy_lu_factor": lambda: scipy.linalg.lu_factor(g),
+        "rlx_chol": lambda: chol(a=spd),
+        "scipy_cholesky": lambda: scipy.linalg.cholesky(spd, lower=True),
+        "rlx_svd": lambda: svd(a=g),
+        "numpy_svd": lambda: np.linalg.svd(g, full_matrices=False),
+        "rlx_eigh": lambda: eigh(a=spd), "numpy_eigh": lambda: np.linalg.eigh(spd),
+    }
+    med = interleave(cases, rounds)
+    name = f"dense {n}"
+    return [(name, "LU", med["rlx_lu"], "scipy lu_factor", med["scipy_lu_factor"]),
+            (name, "Cholesky", med["rlx_chol"], "scipy cholesky", med["scipy_cholesky"]),
+            (name, "SVD", med["rlx_svd"], "numpy svd", med["numpy_svd"]),
+            (name, "Eigh", med["rlx_eigh"], "numpy eigh", med["numpy_eigh"])]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--tol", type=float, default=1e-8)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    problems = ([("2D Poisson 64^2", (64, 64))] if args.quick else
+                [("2D Poisson 256^2", (256, 256)), ("3D Poisson 64^3", (64, 64, 64)),
+                 ("2D Poisson 1024^2", (1024, 1024))])
+    sizes = [128] if args.quick else [512, 1024, 2048]
+    rows, checks = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, shape in problems:
+            rounds = max(1, args.rounds if np.prod(shape) <= 300_000 else args.rounds // 2)
+            r, c = sparse_rows(name, poisson(shape), rounds, tmp, args.tol, 20000)
+            rows += r
+            checks[name] = c
+            print(json.dumps({name: c}), file=sys.stderr, flush=True)
+        for n in sizes:
+            rows += dense_rows(n, max(1, args.rounds if n <= 1024 else args.rounds // 2), tmp)
+            print(f"dense {n} done", file=sys.stderr, flush=True)
+    print(f"numpy {np.__version__}, scipy {scipy.__version__}")
+    print("| problem | rlx op | rlx ms | peer | peer ms | peer / rlx |")
+    print("|---|---|---|---|---|---|")
+    for prob, op, rms, peer, pms in rows:
+        print(f"| {prob} | {op} | {rms:.1f} | {peer} | {pms:.1f} | {pms / rms:.2f} |")
+    for name, c in checks.items():
+        print(f"{name}: {json.dumps(c)}")
+
+
+if __name__ == "__main__":
+    main()
