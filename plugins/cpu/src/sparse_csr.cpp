@@ -85,27 +85,40 @@ bool spmm_checked(const Csr& a, const T* v, const T* x, int64_t k, T* y) {
   const I* col = static_cast<const I*>(a.indices);
   if (ptr[0] != 0 || ptr[a.rows] != a.nnz) return false;
   std::atomic<bool> ok{true};
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, a.rows, 256),
+  // Rows in blocks of about 64k nonzeros: smaller tasks cost more in scheduling (on a loaded
+  // machine, waiting for a descheduled worker) than they save.
+  const int64_t grain = std::max<int64_t>(256, a.rows * 65536 / std::max<int64_t>(1, a.nnz));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, a.rows, grain),
                     [&](const tbb::blocked_range<int64_t>& r) {
                       for (int64_t i = r.begin(); i < r.end(); ++i) {
                         const int64_t b = ptr[i], e = ptr[i + 1];
-                        if (e < b || e > a.nnz) {
+                        bool row_ok = b <= e && e <= a.nnz;
+                        int64_t last = -1;
+                        if (k == 1) {  // SpMV: the sum stays in a register
+                          T sum = T(0);
+                          for (int64_t j = b; row_ok && j < e; ++j) {
+                            const int64_t cj = col[j];
+                            row_ok = cj > last && cj < a.cols;
+                            last = cj;
+                            sum += v[j] * x[row_ok ? cj : 0];
+                          }
+                          y[i] = sum;
+                        } else {
+                          T* yi = y + i * k;
+                          for (int64_t c = 0; c < k; ++c) yi[c] = T(0);
+                          for (int64_t j = b; row_ok && j < e; ++j) {
+                            const int64_t cj = col[j];
+                            row_ok = cj > last && cj < a.cols;
+                            last = cj;
+                            if (!row_ok) break;
+                            const T w = v[j];
+                            const T* xr = x + cj * k;
+                            for (int64_t c = 0; c < k; ++c) yi[c] += w * xr[c];
+                          }
+                        }
+                        if (!row_ok) {
                           ok = false;
                           return;
-                        }
-                        T* yi = y + i * k;
-                        for (int64_t c = 0; c < k; ++c) yi[c] = T(0);
-                        int64_t last = -1;
-                        for (int64_t j = b; j < e; ++j) {
-                          const int64_t cj = col[j];
-                          if (cj <= last || cj >= a.cols) {
-                            ok = false;
-                            return;
-                          }
-                          last = cj;
-                          const T w = v[j];
-                          const T* xr = x + cj * k;
-                          for (int64_t c = 0; c < k; ++c) yi[c] += w * xr[c];
                         }
                       }
                     });
