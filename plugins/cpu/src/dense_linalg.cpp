@@ -149,6 +149,14 @@ class Dense {
         where_, matrix(b), info, info, routine, info));
   }
 
+  [[noreturn]] void not_converged(int64_t b, lapack_int info, const char* what,
+                                  const char* routine) const {
+    throw_user_error(
+        fmt::format("{}: {} of {} did not converge (LAPACK {} info = {}); check the "
+                    "input's scaling (entries far apart in magnitude)",
+                    where_, what, matrix(b), routine, info));
+  }
+
   void cholesky(int64_t b) {
     T* l = out(0) + b * n_ * n_;
     std::memcpy(l, in(0) + b * n_ * n_, sizeof(T) * n_ * n_);
@@ -257,11 +265,7 @@ class Dense {
     lapack_int info = gesdd(a.data(), static_cast<lapack_int>(m_), static_cast<lapack_int>(n_),
                             out(1) + b * k, out(0) + b * m_ * k, out(2) + b * k * n_);
     check(info, "gesdd");
-    if (info > 0)
-      throw_user_error(fmt::format(
-          "{}: the SVD of {} did not converge (LAPACK gesdd info = {}); check the input for NaN "
-          "or infinite values",
-          where_, matrix(b), info));
+    if (info > 0) not_converged(b, info, "the SVD", "gesdd");
   }
 
   void eigh(int64_t b) {
@@ -270,11 +274,7 @@ class Dense {
     const char uplo = attr_flag(k_, "lower", 1) ? 'L' : 'U';
     lapack_int info = syevd(v, uplo, static_cast<lapack_int>(n_), out(0) + b * n_);
     check(info, "syevd");
-    if (info > 0)
-      throw_user_error(fmt::format(
-          "{}: the eigenvalues of {} did not converge (LAPACK syevd info = {}); check the input "
-          "for NaN or infinite values",
-          where_, matrix(b), info));
+    if (info > 0) not_converged(b, info, "the eigenvalues", "syevd");
   }
 };
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -70,6 +71,17 @@ inline CsrMatrix poisson_2d(int64_t g) {
       if (y + 1 < g) at(i, i + g, -1);
     }
   return csr_from_triplets(g * g, g * g, r, c, v);
+}
+
+// ||A x - b|| / ||b|| in double.
+inline double relative_residual(const CsrMatrix& a, const Mat& x, const Mat& b) {
+  double r = 0, n = 0;
+  for (int64_t i = 0; i < a.rows; ++i) {
+    double ax = 0;
+    for (int64_t k = a.indptr[i]; k < a.indptr[i + 1]; ++k) ax += a.values[k] * x[a.indices[k]];
+    r += (ax - b[i]) * (ax - b[i]), n += b[i] * b[i];
+  }
+  return std::sqrt(r / n);
 }
 
 inline Tensor tensor(DType d, std::vector<int64_t> shape, const Mat& v) {
