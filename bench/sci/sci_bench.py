@@ -81,7 +81,7 @@ def residual(a, x, b):
     return float(np.linalg.norm(a @ x - b) / np.linalg.norm(b))
 
 
-def sparse_rows(name, a, rounds, tmp, tol, max_iter):
+def sparse_rows(name, a, rounds, tmp, tol, max_iter, with_lu=True):
     n = a.shape[0]
     b = np.ones(n)
     feed = {"p": a.indptr.astype(np.int32), "i": a.indices.astype(np.int32), "v": a.data, "b": b}
@@ -109,18 +109,21 @@ def sparse_rows(name, a, rounds, tmp, tol, max_iter):
         "rlx_pcg": lambda: pcg(**feed),
         "scipy_pcg": lambda: scipy_cg(dinv, "scipy_pcg"),
     }
+    if not with_lu:
+        del cases["rlx_lu"], cases["scipy_spsolve"]
     med = interleave(cases, rounds)
     out_cg, out_pcg = cg(**feed), pcg(**feed)
     checks = {
-        "rlx_lu_residual": residual(a, lu(**feed)["x"], b),
+        "rlx_lu_residual": residual(a, lu(**feed)["x"], b) if with_lu else None,
         "rlx_cg_residual": residual(a, out_cg["x"], b),
         "rlx_cg_iterations": int(out_cg["it"]),
         "rlx_pcg_iterations": int(out_pcg["it"]),
         "scipy_cg_iterations": iters.get("scipy_cg"),
         "scipy_pcg_iterations": iters.get("scipy_pcg"),
     }
-    rows = [
-        (name, "lu", med["rlx_lu"], "spsolve", med["scipy_spsolve"]),
+    rows = [] if not with_lu else [
+        (name, "lu", med["rlx_lu"], "spsolve", med["scipy_spsolve"])]
+    rows += [
         (name, "cg", med["rlx_cg"], "cg", med["scipy_cg"]),
         (name, "pcg", med["rlx_pcg"], "cg(M=jacobi)", med["scipy_pcg"]),
     ]
@@ -161,6 +164,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tol", type=float, default=1e-8)
     ap.add_argument("--sizes", help="dense sizes, e.g. 512,1024")
+    ap.add_argument("--no-lu", action="store_true", help="sparse: cg and pcg only")
     ap.add_argument("--problems", help="sparse problems by size, e.g. 256^2,64^3,1024^2")
     ap.add_argument("--big-rounds", type=int, default=1,
                     help="rounds for problems above 300k unknowns and dense 2048")
@@ -169,8 +173,8 @@ def main():
                 [("2D Poisson 256^2", (256, 256)), ("3D Poisson 64^3", (64, 64, 64)),
                  ("2D Poisson 1024^2", (1024, 1024))])
     sizes = [128] if args.quick else [512, 1024, 2048]
-    if args.sizes:
-        sizes = [int(v) for v in args.sizes.split(",")]
+    if args.sizes is not None:  # "" runs no dense size
+        sizes = [int(v) for v in args.sizes.split(",") if v]
     if args.problems:
         problems = [p for p in problems if p[0].split()[-1] in args.problems.split(",")]
     print(f"numpy {np.__version__}, scipy {scipy.__version__}; tol {args.tol}")
@@ -186,7 +190,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         def sparse(name, shape):
             rounds = args.rounds if np.prod(shape) <= 300_000 else args.big_rounds
-            r, c = sparse_rows(name, poisson(shape), rounds, tmp, args.tol, 20000)
+            r, c = sparse_rows(name, poisson(shape), rounds, tmp, args.tol, 20000,
+                               with_lu=not args.no_lu)
             checks[name] = c
             show(r)
         small = [p for p in problems if np.prod(p[1]) <= 300_000]

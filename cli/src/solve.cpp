@@ -44,7 +44,7 @@ void declare_solve_options(CLI::App& app, SolveOptions& o) {
              "cg/pcg: stop once ||r|| <= TOL ||b|| (default 1e-10)");
   add_integer(app, "--max-iter", "N", 0, o.max_iter, "cg/pcg: iteration limit (default 1000)");
   add_value(app, "--dtype", "D", o.dtype,
-            "f64 (default) or f32, for targets without f64; lu takes f64 only");
+            "f64 (default) or f32, for targets without f64 (cpu lu factors in f64 either way)");
   add_target_option(app, o.target, "solve on");
   add_flag(app, "--json", o.json, "print the result as one JSON object");
 }
@@ -168,7 +168,7 @@ Command solve_command() {
        "f64|f32] [-t T] [--json]",
        "Reads A (a square Matrix Market matrix) and b, builds a graph of one SparseSolve (lu)\n"
        "or CG (cg, pcg) op, compiles it for the target and runs it. lu factors A by sparse LU\n"
-       "(SuiteSparse KLU on cpu, f64); cg and pcg are conjugate gradients for a symmetric\n"
+       "(SuiteSparse KLU on cpu, in f64); cg and pcg are conjugate gradients for a symmetric\n"
        "positive definite A, lowered to a while loop of SpMV, dot and axpy that every target\n"
        "with those primitives runs (pcg: Jacobi preconditioner). Prints the iterations, the\n"
        "residual ||A x - b|| / ||b|| recomputed in double, and the solve and compile times.\n"

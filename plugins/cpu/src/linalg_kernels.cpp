@@ -27,11 +27,10 @@ std::optional<Verdict> claim_linalg_op(const NodeSignature& s) {
     return Verdict::no(fmt::format("cpu's LAPACK {} takes f32 or f64 matrices only", s.op));
   }
   if (listed(s.op, std::begin(kSparse), std::end(kSparse))) {
-    // KLU factors in double only; an f32 system would need a precision change nobody asked for.
-    if (s.op == "SparseSolve" && s.inputs.size() > 2 && s.inputs[2].dtype != DType::kF64)
-      return Verdict::no(
-          "cpu's SparseSolve (SuiteSparse KLU) factors f64 matrices only; convert "
-          "the values and b to f64");
+    // KLU factors in double: f32 systems are widened exactly and x rounded once, which the
+    // dispatch report shows.
+    if (s.op == "SparseSolve" && s.inputs.size() > 2 && s.inputs[2].dtype == DType::kF32)
+      return Verdict{true, "SuiteSparse KLU in f64: f32 values and b widened, x rounded to f32"};
     return Verdict::yes();
   }
   return std::nullopt;

@@ -194,10 +194,23 @@ void run_sparse_csr(const lir::CallKernel& k, const std::vector<lir::Buffer>& in
   const Csr a = csr_view(in, ptrs, k, n);
   if (op == "SparseSolve") {
     check_csr(a, where);
-    const auto* v = static_cast<const double*>(ptrs[k.inputs[2]]);
-    reject_non_finite(v, a.nnz, where, "values");
-    return klu_solve(a, v, static_cast<const double*>(ptrs[k.inputs[3]]), cols_of_x,
-                     static_cast<double*>(ptrs[k.outputs[0]]), where);
+    const int64_t nb = a.rows * cols_of_x;
+    if (in[2].dtype == DType::kF64) {
+      const auto* v = static_cast<const double*>(ptrs[k.inputs[2]]);
+      reject_non_finite(v, a.nnz, where, "values");
+      return klu_solve(a, v, static_cast<const double*>(ptrs[k.inputs[3]]), cols_of_x,
+                       static_cast<double*>(ptrs[k.outputs[0]]), where);
+    }
+    // f32: KLU factors in f64, so the values and b are widened (exactly) and x is rounded to
+    // f32 once; the claim's note reports it.
+    const auto* vf = static_cast<const float*>(ptrs[k.inputs[2]]);
+    const auto* bf = static_cast<const float*>(ptrs[k.inputs[3]]);
+    std::vector<double> v(vf, vf + a.nnz), b(bf, bf + nb), x(static_cast<size_t>(nb));
+    reject_non_finite(v.data(), a.nnz, where, "values");
+    klu_solve(a, v.data(), b.data(), cols_of_x, x.data(), where);
+    auto* xf = static_cast<float*>(ptrs[k.outputs[0]]);
+    for (int64_t i = 0; i < nb; ++i) xf[i] = static_cast<float>(x[i]);
+    return;
   }
   if (in[2].dtype == DType::kF64)
     return spmm(a, static_cast<const double*>(ptrs[k.inputs[2]]),

@@ -9,7 +9,9 @@
 
 #include "linalg_test_util.h"
 #include "rlx/core/error.h"
+#include "rlx/core/ir_text.h"
 #include "rlx/core/matrix_market.h"
+#include "rlx/core/runtime.h"
 
 namespace rlx::test {
 namespace {
@@ -114,10 +116,21 @@ TEST(Sparse, KluReportsASingularMatrix) {
   EXPECT_NE(e.find("singular"), std::string::npos) << e;
 }
 
-TEST(Sparse, SparseSolveRefusesF32WithTheReason) {
-  std::string e =
-      compile_error(csr_graph("SparseSolve", DType::kF32, 2, 2, "2", "2"), cpu_target());
-  EXPECT_NE(e.find("f64"), std::string::npos) << e;
+TEST(Sparse, F32SparseSolveFactorsInF64AndSaysSo) {
+  CsrMatrix a = convection_diffusion(6, 1.0);
+  Mat b = random_matrix(a.rows, 1, 32);
+  const std::string ir = csr_graph("SparseSolve", DType::kF32, a.rows, a.nnz(),
+                                   fmt::format("{}", a.rows), fmt::format("{}", a.rows));
+  Session session(cpu_target());
+  CompiledModel m = session.compile(parse_graph(ir));
+  EXPECT_NE(m.report().entries.at(0).detail.find("KLU in f64"), std::string::npos);
+  auto x = m.run(csr_feed(a, DType::kF32, tensor(DType::kF32, {a.rows}, b)));
+  // f32 inputs, f64 factorization: x is the f64 solution rounded once.
+  Mat bf(b.begin(), b.end());
+  for (double& v : bf) v = static_cast<float>(v);
+  CsrMatrix af = a;
+  for (double& v : af.values) v = static_cast<float>(v);
+  EXPECT_LT(relative_residual(af, values(x.at("y")), bf), 1e-6);
 }
 
 TEST(MatrixMarket, ReadsSymmetricCoordinateAndArrayFiles) {
