@@ -1,7 +1,9 @@
 """rlx's scientific ops against SciPy and NumPy in one process, on the same matrices.
 
-    RLX_PLUGIN_PATH=build/share/rlx/plugins.d PYTHONPATH=build/python \
-        .venv/bin/python bench/sci/sci_bench.py [--quick] [--rounds R]
+    .venv/bin/pip install scipy==1.17.1        # the peer (NumPy comes with scripts/test.sh)
+    RLX_PLUGIN_PATH=build/share/rlx/plugins.d PYTHONPATH=build/python OPENBLAS_NUM_THREADS=1 \
+        .venv/bin/python bench/sci/sci_bench.py [--quick] [--rounds R] [--problems 256^2,...]
+        [--sizes 512,...] [--no-lu] [--tol T]
 
 Sparse: 2D Poisson 256^2 and 1024^2 unknowns (5-point), 3D Poisson 64^3 (7-point).
   lu:  rlx SparseSolve (KLU, f64) vs scipy.sparse.linalg.spsolve (SuperLU)
