@@ -8,6 +8,8 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           libxxhash-dev  # the plugin probe cache's file hash (header-only use)
           zlib1g-dev  # inflates np.savez_compressed members of .npz inputs (decision 32)
           libpng-dev  # the PNG images of Gaussian-splatting fits (rlx splat-fit; core/src/io/png.cpp)
+          liblapacke-dev libopenblas-dev  # the cpu target's dense factorizations (LAPACKE)
+          libsuitesparse-dev  # the cpu target's sparse LU (KLU) behind SparseSolve
           googletest libgtest-dev libgmock-dev dpkg-dev
           libonnx-dev libprotobuf-dev protobuf-compiler clang-14 libclang-rt-14-dev
           libonnx-testdata  # ONNX's backend node tests (tests/frontends/onnx/test_node_suite.cpp)

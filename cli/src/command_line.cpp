@@ -26,7 +26,7 @@ std::vector<Command> all_commands() {
   return {list_targets_command(), info_command(),    explain_command(),
           run_command(),          compile_command(), embed_command(),
           generate_command(),     chat_command(),    bench_command(),
-          train_command(), quantize_command(), splat_fit_command()};
+          train_command(), quantize_command(), splat_fit_command(), solve_command()};
 }
 
 // A command, the App its options were declared on, and what runs it on them.

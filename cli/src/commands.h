@@ -60,4 +60,6 @@ Command train_command();  // train.cpp
 Command quantize_command();  // quantize.cpp
 Command splat_fit_command();  // splat_fit.cpp
 
+Command solve_command();  // solve.cpp
+
 }  // namespace rlx::cli

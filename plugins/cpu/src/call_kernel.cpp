@@ -6,10 +6,11 @@
 
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
-#include "qmatmul.h"
 #include "gemm.h"
 #include "gemm_call.h"
+#include "linalg_kernels.h"
 #include "nn_kernels.h"
+#include "qmatmul.h"
 #include "rlx/core/error.h"
 #include "rlx/core/tensor.h"
 #include "scalar_ops.h"
@@ -100,12 +101,50 @@ void by_class(DType dt, F&& f) {
   }
 }
 
+// A while body's results that are its arguments at the same position, returned unchanged (a
+// CG's matrix and other loop invariants), are each copied by an output-copy kernel every
+// iteration. Those kernels are dropped here and the loop passes one tensor as both argument and
+// result, so invariants cost nothing per iteration. Returns which positions pass through.
+std::vector<bool> drop_pass_through_copies(lir::Program& body) {
+  std::vector<bool> through(body.outputs.size(), false);
+  if (body.inputs.size() != body.outputs.size()) return through;
+  std::vector<bool> drop(body.kernels.size(), false);
+  for (size_t i = 0; i < body.outputs.size(); ++i) {
+    const int32_t out = body.outputs[i].second, in = body.inputs[i].second;
+    const lir::Buffer& b = body.buffers[in];
+    for (size_t n = 0; n < body.kernels.size(); ++n) {
+      const auto* lk = std::get_if<lir::LoopKernel>(&body.kernels[n]);
+      if (!lk || lk->stores.size() != 1 || lk->stores[0].buffer != out || !lk->reduce.empty())
+        continue;
+      const lir::Expr& e = lk->exprs.at(lk->stores[0].expr);
+      if (e.kind == lir::ExprKind::kLoad && e.load.buffer == in && e.load.offset == 0 &&
+          e.load.guards.empty() && lk->domain == b.shape && e.load.strides == row_major(b.shape) &&
+          e.dtype == b.dtype && body.buffers[out].dtype == b.dtype) {
+        drop[n] = through[i] = true;
+        break;
+      }
+    }
+  }
+  std::vector<lir::Kernel> kept;
+  for (size_t n = 0; n < body.kernels.size(); ++n)
+    if (!drop[n]) kept.push_back(std::move(body.kernels[n]));
+  body.kernels = std::move(kept);
+  return through;
+}
+
 }  // namespace
 
 CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program& p) : k_(k) {
   for (int32_t b : k.inputs) in_.push_back(p.buffers[b]);
   for (int32_t b : k.outputs) out_.push_back(p.buffers[b]);
-  for (auto& r : k.regions) regions_.push_back(std::make_unique<CpuExecutable>(*r));
+  if (k.callee == "while" && k.regions.size() == 2) {
+    regions_.push_back(std::make_unique<CpuExecutable>(*k.regions[0]));
+    lir::Program body = *k.regions[1];
+    pass_through_ = drop_pass_through_copies(body);
+    regions_.push_back(std::make_unique<CpuExecutable>(body));
+  } else {
+    for (auto& r : k.regions) regions_.push_back(std::make_unique<CpuExecutable>(*r));
+  }
   static const char* kKnown[] = {"dot_general",
                                  "gather",
                                  "scatter",
@@ -117,7 +156,7 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
                                  "native:QMatMul"};
   if (std::find_if(std::begin(kKnown), std::end(kKnown),
                    [&](const char* s) { return k.callee == s; }) == std::end(kKnown) &&
-      !is_nn_callee(k.callee) && !is_splat_callee(k.callee))
+      !is_nn_callee(k.callee) && !is_splat_callee(k.callee) && !is_linalg_callee(k.callee))
     throw_internal_error("cpu: no library call for " + k.callee);
   // Float GEMMs take the packed path; integer ones the baseline below.
   if (GemmCall::handles(k, p)) gemm_ = std::make_unique<GemmCall>(k, p);
@@ -149,8 +188,9 @@ void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
   if (c == "native:Linear") return linear(ptrs);
   if (c == "native:DequantMatMul") return run_dequant_matmul(k_, in_, out_, ptrs);
   if (c == "native:DequantizeRows") return run_dequantize_rows(k_, in_, ptrs);
-  if (is_nn_callee(c)) return run_nn_kernel(k_, in_, out_, ptrs);  // nn_kernels.h
-  if (is_splat_callee(c)) return run_splat_kernel(k_, in_, ptrs);   // splat_kernels.h
+  if (is_nn_callee(c)) return run_nn_kernel(k_, in_, out_, ptrs);          // nn_kernels.h
+  if (is_splat_callee(c)) return run_splat_kernel(k_, in_, ptrs);           // splat_kernels.h
+  if (is_linalg_callee(c)) return run_linalg_kernel(k_, in_, out_, ptrs);  // linalg_kernels.h
   if (c == "gather") return gather(ptrs);
   if (c == "scatter") return scatter(ptrs);
   if (c == "while") return while_loop(ptrs);
@@ -332,14 +372,20 @@ void CallKernelRunner::while_loop(const std::vector<void*>& ptrs) const {
   }
   const CpuExecutable& cond = *regions_[0];
   const CpuExecutable& body = *regions_[1];
-  for (int64_t iter = 0;; ++iter) {
-    Tensor pred(DType::kBool, {});
+  // Two sets of carried values, swapped after each step: a long loop (CG) allocates nothing
+  // per iteration.
+  // A value the body returns unchanged is one tensor in both sets (its copy kernel was dropped).
+  std::vector<Tensor> next;
+  for (size_t i = 0; i < state.size(); ++i)
+    next.push_back(i < pass_through_.size() && pass_through_[i]
+                       ? state[i]
+                       : Tensor(state[i].dtype(), state[i].shape()));
+  Tensor pred(DType::kBool, {});
+  for (;;) {
     cond.run_positional(state, {pred});
     if (!pred.as<uint8_t>()[0]) break;
-    std::vector<Tensor> next;
-    for (auto& t : state) next.emplace_back(t.dtype(), t.shape());
     body.run_positional(state, next);
-    state = std::move(next);
+    std::swap(state, next);
   }
   for (size_t i = 0; i < out_.size(); ++i)
     std::memcpy(ptrs[k_.outputs[i]], state[i].data(), state[i].nbytes());

@@ -28,7 +28,8 @@ class CallKernelRunner {
   lir::CallKernel k_;
   std::vector<lir::Buffer> in_, out_;
   std::vector<std::unique_ptr<CpuExecutable>> regions_;  // while: cond, body
-  std::unique_ptr<GemmCall> gemm_;  // float MatMul, Linear, dot_general (gemm_call.h)
+  std::vector<bool> pass_through_;        // while: carried values the body returns unchanged
+  std::unique_ptr<GemmCall> gemm_;        // float MatMul, Linear, dot_general (gemm_call.h)
   std::unique_ptr<QMatMulCall> qmatmul_;  // native:QMatMul (qmatmul.h)
 
   void dot_general(const std::vector<void*>& ptrs) const;

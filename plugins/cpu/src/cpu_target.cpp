@@ -7,6 +7,7 @@
 #include "codegen_emit.h"
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
+#include "linalg_kernels.h"
 #include "nn_kernels.h"
 #include "prebuilt_kernels.h"
 #include "qmatmul.h"
@@ -43,6 +44,8 @@ class CpuTarget final : public sdk::TargetPlugin {
     if (s.op == "QMatMul") return claim_qmatmul(s);
     if (auto v = claim_nn_op(s)) return *v;  // Attention, LayerNorm, RMSNorm, Softmax
     if (auto v = claim_splat_op(s)) return *v;  // Gaussian splatting, forward and backward
+
+    if (auto v = claim_linalg_op(s)) return *v;  // LAPACK, CSR and KLU (linalg_kernels.h)
     return Verdict::no(fmt::format("cpu has no native kernel for {}", s.op));
   }
 
