@@ -22,5 +22,6 @@ void mir_ops(OpFamily& f);     // ops_mir.cpp: the primitives
 void hir_ops(OpFamily& f);     // ops_hir.cpp: elementwise, shape and linear-algebra graph ops
 void hir_nn_ops(OpFamily& f);  // ops_hir_nn.cpp: attention, norms, activations
 void quant_ops(OpFamily& f);   // ops_quant.cpp: block-format products
+void collective_ops(OpFamily& f);  // ops_collective.cpp: all_reduce, send, recv, ...
 
 }  // namespace rlx

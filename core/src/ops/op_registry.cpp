@@ -11,7 +11,8 @@ namespace rlx {
 namespace {
 
 // Every op family, in registration order (primitives first: HIR decompositions refer to them).
-constexpr void (*kFamilies[])(OpFamily&) = {mir_ops, hir_ops, hir_nn_ops, quant_ops};
+constexpr void (*kFamilies[])(OpFamily&) = {mir_ops, hir_ops, hir_nn_ops, quant_ops,
+                                                    collective_ops};
 
 }  // namespace
 
