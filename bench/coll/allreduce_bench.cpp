@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "rlx-bench-coll-XXXXXX").string();
     std::snprintf(folder, sizeof folder, "%s", ::mkdtemp(tmpl.data()));
+    std::filesystem::create_directories(std::filesystem::path(folder) / "gloo");
   }
   MPI_Bcast(folder, sizeof folder, MPI_CHAR, 0, MPI_COMM_WORLD);
   try {
