@@ -25,7 +25,9 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           libamdhip64-dev hipcc rocm-device-libs
           # the cortexm target's proof: builds its firmware (newlib for semihosting) and runs it
           # on emulated Cortex-M4/M7/M55 boards
-          gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm)
+          gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+          # collectives: Gloo (the cpu target's engine, TCP), OpenMPI (mpirun ranks, bench peer)
+          libgloo-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

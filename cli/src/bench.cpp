@@ -19,6 +19,7 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
+#include "ranks.h"
 #include "rlx/core/half.h"
 #include "rlx/core/progress.h"
 #include "rlx/core/runtime.h"
@@ -44,6 +45,7 @@ struct BenchOptions {
   int64_t warmup = 10, runs = 50;
   bool json = false, q8_activations = false;
   std::optional<DType> kv_cache;
+  RankOptions ranks;
 };
 
 void declare_bench_options(CLI::App& app, BenchOptions& o) {
@@ -65,6 +67,7 @@ void declare_bench_options(CLI::App& app, BenchOptions& o) {
   add_graph_option(app, o.graph);
   add_q8_activations_flag(app, o.q8_activations);
   add_kv_cache_option(app, o.kv_cache);
+  add_rank_options(app, o.ranks);
 }
 
 // q-th percentile (0..100) with linear interpolation between the two nearest ranks: NumPy's
@@ -202,6 +205,8 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
                    "name the file *.safetensors (rlx run and bench read it back with --inputs)");
 
   const Bindings binds = parse_bind_specs(o.bind, 1);
+  if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
+  std::shared_ptr<Channel> channel;  // the ranks' collectives, while the runs last
 
   // A compiled folder (`rlx compile -o DIR`) is loaded instead of compiled: its load time is
   // measured as a model's compile time is, and reported next to the compile time it recorded.
@@ -230,6 +235,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     std::shared_ptr<Target> target = choose_target(reg, target_name);
     target_name = target->name();  // --target auto names one
     require_can_execute(*target, target_name, model_path);
+    channel = join_ranks(*target, o.ranks);
     model = load_model(reg, model_path,
                        o.inputs.given() ? import_options_for(given) : import_options_for(binds));
     frozen = take_frozen_inputs(model, given);

@@ -15,6 +15,7 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
+#include "ranks.h"
 #include "rlx/llm/decoding.h"
 #include "rlx/llm/text_stream.h"
 #include "sampling_flags.h"
@@ -53,6 +54,7 @@ struct GenerateOptions {
   std::optional<DType> kv_cache;
   SamplingFlags sampling;
   std::vector<std::string> stop;
+  RankOptions ranks;
 };
 
 void declare_generate_options(CLI::App& app, GenerateOptions& o) {
@@ -77,6 +79,7 @@ void declare_generate_options(CLI::App& app, GenerateOptions& o) {
            "print {\"tokens\": [generated ids], \"finish_reason\", \"kv_cache\": {dtype, "
            "bytes, capacity}, \"sampling\", \"prefill_tokens_per_s\", \"decode_tokens_per_s\"} "
            "at the end (and \"text\" with --prompt)");
+  add_rank_options(app, o.ranks);
 }
 
 // Prints what the loop reports as the tokens come: text with --prompt, ids otherwise; flushed
@@ -128,12 +131,14 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
         "--stream prints tokens as they come and --json one object at the end: "
         "give one of them",
         usage_hint("generate"));
+  if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
   std::vector<int64_t> prompt;
   if (o.prompt_ids) prompt = parse_ids(*o.prompt_ids, "prompt-ids");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   const std::string target_name = target->name();  // --target auto names one
   require_can_execute(*target, target_name, model_path);
+  const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks);
   Model model = load_model(reg, model_path);
   if (o.q8_activations) use_q8_activations(model, model_path);
   // Without a decode graph the decoder below says what generation needs.

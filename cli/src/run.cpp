@@ -12,6 +12,7 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
+#include "ranks.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
 #include "tensor_view.h"
@@ -27,6 +28,7 @@ struct RunOptions {
   InputOptions inputs;
   std::optional<std::string> output;
   bool json = false, q8_activations = false;
+  RankOptions ranks;
 };
 
 void declare_run_options(CLI::App& app, RunOptions& o) {
@@ -40,6 +42,7 @@ void declare_run_options(CLI::App& app, RunOptions& o) {
            "\"frozen_inputs\": [NAME]}");
   add_graph_option(app, o.graph);
   add_q8_activations_flag(app, o.q8_activations);
+  add_rank_options(app, o.ranks);
 }
 
 // Writes or prints `outputs` in the order of `names`; `extra` joins the --json object.
@@ -97,12 +100,14 @@ int run_folder(const RunOptions& o, const GlobalOptions& global,
 }
 
 int run_main(const RunOptions& o, const GlobalOptions& global) {
+  if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
   const fs::path model_path = o.model;
   const std::optional<fs::path> output_path = writable_path(o.output, "--output");
   if (registry::is_compiled_folder(model_path)) return run_folder(o, global, output_path);
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, o.target.value_or("cpu"));
   require_can_execute(*target, target->name(), model_path.string());
+  const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks);
   GivenInputs given = read_inputs(
       o.inputs, [&](const fs::path& folder) { return read_input_folder(reg, model_path, folder); });
   Model model_file = load_model(reg, model_path, import_options_for(given));

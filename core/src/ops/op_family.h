@@ -23,11 +23,11 @@ void hir_ops(OpFamily& f);     // ops_hir.cpp: elementwise, shape and linear-alg
 void hir_nn_ops(OpFamily& f);  // ops_hir_nn.cpp: attention, norms, activations
 void quant_ops(OpFamily& f);   // ops_quant.cpp: block-format products
 void splat_ops(OpFamily& f);   // ops_splat.cpp: Gaussian splatting and its backward ops
-
 void linalg_ops(OpFamily& f);  // ops_linalg.cpp: dense factorizations and solves
 void sparse_ops(OpFamily& f);  // ops_sparse.cpp: CSR products and solves
 void krylov_ops(OpFamily& f);  // ops_krylov.cpp: CG / PCG as while loops
 // SpMV and SpMM as gather, multiply and scatter-add (ops_krylov.cpp).
 DecomposeFn spmv_decomposition();
+void collective_ops(OpFamily& f);  // ops_collective.cpp: all_reduce, send, recv, ...
 
 }  // namespace rlx

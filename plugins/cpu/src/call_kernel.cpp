@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "collective_call.h"
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
 #include "gemm.h"
@@ -156,7 +157,8 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
                                  "native:QMatMul"};
   if (std::find_if(std::begin(kKnown), std::end(kKnown),
                    [&](const char* s) { return k.callee == s; }) == std::end(kKnown) &&
-      !is_nn_callee(k.callee) && !is_splat_callee(k.callee) && !is_linalg_callee(k.callee))
+      !is_nn_callee(k.callee) && !is_splat_callee(k.callee) && !is_linalg_callee(k.callee) &&
+      !is_collective_callee(k.callee))
     throw_internal_error("cpu: no library call for " + k.callee);
   // Float GEMMs take the packed path; integer ones the baseline below.
   if (GemmCall::handles(k, p)) gemm_ = std::make_unique<GemmCall>(k, p);
@@ -191,6 +193,7 @@ void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
   if (is_nn_callee(c)) return run_nn_kernel(k_, in_, out_, ptrs);          // nn_kernels.h
   if (is_splat_callee(c)) return run_splat_kernel(k_, in_, ptrs);           // splat_kernels.h
   if (is_linalg_callee(c)) return run_linalg_kernel(k_, in_, out_, ptrs);  // linalg_kernels.h
+  if (is_collective_callee(c)) return run_collective(k_, in_, ptrs);        // collective_call.h
   if (c == "gather") return gather(ptrs);
   if (c == "scatter") return scatter(ptrs);
   if (c == "while") return while_loop(ptrs);

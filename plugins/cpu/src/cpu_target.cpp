@@ -5,8 +5,10 @@
 #include <fstream>
 
 #include "codegen_emit.h"
+#include "collective_call.h"
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
+#include "gloo_comm.h"
 #include "linalg_kernels.h"
 #include "nn_kernels.h"
 #include "prebuilt_kernels.h"
@@ -43,9 +45,9 @@ class CpuTarget final : public sdk::TargetPlugin {
     if (s.op == "DequantMatMul" || s.op == "DequantizeRows") return claim_block_op(s);
     if (s.op == "QMatMul") return claim_qmatmul(s);
     if (auto v = claim_nn_op(s)) return *v;  // Attention, LayerNorm, RMSNorm, Softmax
-    if (auto v = claim_splat_op(s)) return *v;  // Gaussian splatting, forward and backward
-
-    if (auto v = claim_linalg_op(s)) return *v;  // LAPACK, CSR and KLU (linalg_kernels.h)
+    if (auto v = claim_splat_op(s)) return *v;    // Gaussian splatting, forward and backward
+    if (auto v = claim_linalg_op(s)) return *v;   // LAPACK, CSR and KLU (linalg_kernels.h)
+    if (auto v = claim_collective(s)) return *v;  // AllReduce, Send, ... through Gloo
     return Verdict::no(fmt::format("cpu has no native kernel for {}", s.op));
   }
 
@@ -83,6 +85,12 @@ class CpuTarget final : public sdk::TargetPlugin {
     if (name == sdk::kDeployableExtension && version == sdk::kDeployableVersion)
       return deployable_extension();
     return nullptr;
+  }
+
+  // Collectives through Gloo; the channel also becomes the communicator "world" that the
+  // graph's collective ops run on (gloo_comm.h).
+  std::unique_ptr<Channel> open_channel(const ChannelOptions& options) override {
+    return open_gloo_channel(options);
   }
 
   // Host memory: device tensors reach the executables as host pointers.

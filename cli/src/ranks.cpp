@@ -1,0 +1,219 @@
+#include "ranks.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+#include <vector>
+
+#include "errors.h"
+#include "options.h"
+
+extern char** environ;
+
+namespace rlx::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kRankEnv = "RLX_RANK";
+constexpr const char* kWorldEnv = "RLX_WORLD_SIZE";
+constexpr const char* kRendezvousEnv = "RLX_RENDEZVOUS";
+
+double timeout_of(const RankOptions& o) {
+  return o.collective_timeout.value_or(60.0);
+}
+
+std::optional<int64_t> env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  const long long x = std::strtoll(v, &end, 10);
+  if (*end) throw CliError(fmt::format("{}={} is not an integer", name, v));
+  return x;
+}
+
+// This process's command line as the kernel recorded it.
+std::vector<std::string> own_arguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (size_t start = 0; start < all.size();) {
+    const size_t end = all.find('\0', start);
+    args.push_back(all.substr(start, end - start));
+    start = end == std::string::npos ? all.size() : end + 1;
+  }
+  return args;
+}
+
+std::string describe(int status) {
+  if (WIFSIGNALED(status))
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
+  return fmt::format("exited with code {}", WEXITSTATUS(status));
+}
+
+int exit_code_of(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+pid_t spawn_rank(const std::string& exe, std::vector<std::string> args, int rank, int world,
+                 const std::string& rendezvous) {
+  // Ranks other than 0 print nothing on stdout and no progress; their errors still reach stderr.
+  if (rank > 0) {
+    auto sep = std::find(args.begin() + 1, args.end(), std::string("--"));
+    args.insert(sep, "--quiet");
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string item = *e;
+    if (item.rfind("RLX_RANK=", 0) && item.rfind("RLX_WORLD_SIZE=", 0) &&
+        item.rfind("RLX_RENDEZVOUS=", 0))
+      env.push_back(item);
+  }
+  env.push_back(fmt::format("{}={}", kRankEnv, rank));
+  env.push_back(fmt::format("{}={}", kWorldEnv, world));
+  env.push_back(fmt::format("{}={}", kRendezvousEnv, rendezvous));
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (rank > 0) posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    throw CliError(
+        fmt::format("--nproc: cannot start rank {} ({}): {}", rank, exe, std::strerror(rc)));
+  return pid;
+}
+
+}  // namespace
+
+void add_rank_options(CLI::App& app, RankOptions& o) {
+  add_integer(app, "--nproc", "N", 1, o.nproc,
+              "run N ranks of this command on this machine (collectives through the target's "
+              "engine: Gloo on cpu); rank 0 prints the results");
+  add_number(
+      app, "--collective-timeout", "SECONDS", [](double v) { return v > 0; }, "> 0",
+      o.collective_timeout,
+      "a collective (or the ranks' rendezvous) that waits longer fails, naming the rank and the "
+      "collective (default 60)");
+  add_value(app, "--transport", "tcp|ibverbs", o.transport,
+            "how ranks exchange data: tcp (default) or ibverbs (RDMA; needs an RDMA device)");
+}
+
+std::optional<int> launch_ranks(const RankOptions& o) {
+  if (!o.nproc || std::getenv(kRankEnv)) return std::nullopt;
+  if (std::getenv("OMPI_COMM_WORLD_SIZE"))
+    throw UsageError("--nproc starts ranks itself; under mpirun, mpirun's -n gives the ranks",
+                     "drop --nproc, or run rlx without mpirun");
+  const int world = static_cast<int>(*o.nproc);
+  std::error_code ec;
+  const std::string exe = fs::read_symlink("/proc/self/exe", ec).string();
+  if (ec || fs::path(exe).filename() != "rlx")
+    throw CliError("--nproc starts copies of the rlx command, and this process is " + exe,
+                   "run the rlx binary with --nproc");
+  std::string tmpl = (fs::temp_directory_path() / "rlx-ranks-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data()))
+    throw CliError(fmt::format("--nproc: cannot create a rendezvous folder under {}: {}",
+                               fs::temp_directory_path().string(), std::strerror(errno)));
+  const fs::path dir = tmpl;
+  const std::string rendezvous =
+      fmt::format("file://{}?timeout={}&transport={}", dir.string(), timeout_of(o), o.transport);
+  const std::vector<std::string> args = own_arguments();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < world; ++r) pids.push_back(spawn_rank(exe, args, r, world, rendezvous));
+
+  // Wait for every rank. After the first failure the others fail on their own within the
+  // collective timeout (a closed connection ends them at once); past that they are killed.
+  std::vector<bool> done(world, false);
+  int remaining = world, first_failed = -1, first_status = 0;
+  Clock::time_point kill_at = Clock::time_point::max();  // set by the first failure
+  while (remaining > 0) {
+    for (int r = 0; r < world; ++r) {
+      int status = 0;
+      if (done[r] || ::waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
+      done[r] = true;
+      --remaining;
+      if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || first_failed >= 0) continue;
+      first_failed = r, first_status = status;
+      kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(timeout_of(o) + 5));
+    }
+    if (Clock::now() > kill_at) {
+      for (int r = 0; r < world; ++r)
+        if (!done[r]) ::kill(pids[r], SIGKILL);
+      kill_at = Clock::time_point::max();
+    }
+    if (remaining > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  fs::remove_all(dir, ec);
+  if (first_failed < 0) return 0;
+  std::fputs(fmt::format("rlx: rank {} of {} {}; the other ranks stopped at their next "
+                         "collective\n",
+                         first_failed, world, describe(first_status))
+                 .c_str(),
+             stderr);
+  return exit_code_of(first_status);
+}
+
+std::shared_ptr<Channel> join_ranks(Target& target, const RankOptions& o) {
+  ChannelOptions c;
+  std::optional<int64_t> rank = env_int(kRankEnv), world = env_int(kWorldEnv);
+  std::optional<fs::path> made;  // a folder this job's rank 0 removes at the end
+  if (rank && world) {
+    const char* r = std::getenv(kRendezvousEnv);
+    if (!r) throw CliError(std::string(kRankEnv) + " is set but " + kRendezvousEnv + " is not");
+    c.rendezvous = r;
+  } else if ((rank = env_int("OMPI_COMM_WORLD_RANK")) &&
+             (world = env_int("OMPI_COMM_WORLD_SIZE"))) {
+    // mpirun: one folder per job, shared by its ranks; RLX_RENDEZVOUS=file:///FOLDER names one
+    // on a file system the machines share when the ranks span machines.
+    const char* shared = std::getenv(kRendezvousEnv);
+    const char* job = std::getenv("OMPI_MCA_ess_base_jobid");
+    std::string folder =
+        (fs::temp_directory_path() / fmt::format("rlx-mpi-{}", job ? job : "job")).string();
+    if (shared) {
+      folder = shared;
+      if (folder.rfind("file://", 0) == 0) folder = folder.substr(7);
+    } else if (*rank == 0) {
+      made = folder;
+    }
+    c.rendezvous =
+        fmt::format("file://{}?timeout={}&transport={}", folder, timeout_of(o), o.transport);
+    if (*rank > 0 && !std::freopen("/dev/null", "w", stdout))
+      throw CliError("cannot silence the standard output of rank " + std::to_string(*rank));
+  } else {
+    if (o.transport != "tcp")
+      throw UsageError(
+          "--transport chooses how ranks exchange data: give --nproc N or run under mpirun");
+    return nullptr;
+  }
+  c.rank = static_cast<int32_t>(*rank);
+  c.world_size = static_cast<int32_t>(*world);
+  std::unique_ptr<Channel> channel = target.open_channel(c);
+  // The channel's last barrier has run when it is deleted: no rank reads the folder any more.
+  return std::shared_ptr<Channel>(channel.release(), [made](Channel* ch) {
+    delete ch;
+    std::error_code ec;
+    if (made) fs::remove_all(*made, ec);
+  });
+}
+
+}  // namespace rlx::cli

@@ -1,0 +1,41 @@
+// Several ranks of one command (docs/parallel.md): `--nproc N` makes this rlx start N copies of
+// its own command line as ranks 0..N-1, joined through a FileStore folder it creates and removes;
+// under `mpirun -n N rlx ...` each process reads its rank and the world size from OpenMPI's
+// environment instead. Every rank opens the target's channel (its collective engine) before the
+// model runs, so the graph's collectives find their communicator. Only rank 0 prints its results;
+// the launcher reports the first rank that failed and how.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "rlx/core/device.h"
+#include "rlx/core/target.h"
+
+namespace CLI {
+class App;
+}
+
+namespace rlx::cli {
+
+struct RankOptions {
+  std::optional<int64_t> nproc;
+  std::optional<double> collective_timeout;  // seconds; 60 when not given
+  std::string transport = "tcp";
+};
+
+// --nproc N, --collective-timeout SECONDS, --transport tcp|ibverbs.
+void add_rank_options(CLI::App& app, RankOptions& into);
+
+// With --nproc N in a process that is not a rank yet: runs the N ranks of this command line,
+// waits for them and returns the exit code (0 when every rank succeeded, else the first failed
+// rank's). nullopt when this process is to do the work itself.
+std::optional<int> launch_ranks(const RankOptions& options);
+
+// In a rank (started by launch_ranks or by mpirun), opens `target`'s channel to the other ranks;
+// keep the result alive while the model runs. nullptr outside a job of several ranks. Under
+// mpirun, rank 0 removes the rendezvous folder it made when the channel is released.
+std::shared_ptr<Channel> join_ranks(Target& target, const RankOptions& options);
+
+}  // namespace rlx::cli

@@ -1,0 +1,83 @@
+#include "collective_call.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+
+#include "gloo_comm.h"
+#include "rlx/core/error.h"
+
+namespace rlx::cpu {
+
+namespace {
+
+constexpr const char* kCollectives[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll",
+                                        "Broadcast", "Send",      "Recv"};
+
+bool is_collective(const std::string& op) {
+  return std::any_of(std::begin(kCollectives), std::end(kCollectives),
+                     [&](const char* c) { return op == c; });
+}
+
+template <typename T>
+T attr_or(const lir::CallKernel& k, const char* key, T fallback) {
+  auto it = k.attrs.find(key);
+  return it == k.attrs.end() ? fallback : std::get<T>(it->second);
+}
+
+Reduce reduce_attr(const lir::CallKernel& k) {
+  const std::string r = attr_or<std::string>(k, "reduce", "sum");
+  if (r == "max") return Reduce::kMax;
+  if (r == "min") return Reduce::kMin;
+  if (r == "mean") return Reduce::kMean;
+  return Reduce::kSum;
+}
+
+}  // namespace
+
+std::optional<Verdict> claim_collective(const NodeSignature& s) {
+  if (!is_collective(s.op)) return std::nullopt;
+  // The op's verifier has already refused dtypes and attributes Gloo cannot take.
+  return Verdict{true, "Gloo (TCP) on the process's communicator \"world\""};
+}
+
+bool is_collective_callee(const std::string& callee) {
+  return callee.rfind("native:", 0) == 0 && is_collective(callee.substr(7));
+}
+
+void run_collective(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+                    const std::vector<void*>& ptrs) {
+  const std::string op = k.callee.substr(7);
+  std::shared_ptr<GlooComm> comm = world_comm(op);
+  const lir::Buffer& x = in[0];
+  const void* src = ptrs[k.inputs[0]];
+  void* dst = ptrs[k.outputs[0]];
+  const int64_t n = x.numel();
+  const int64_t world = attr_or<int64_t>(k, "world", comm->size());
+  if (world != comm->size())
+    throw_user_error(fmt::format(
+        "{}{} was built for a communicator of {} ranks, and this job has {}: rebuild the graph "
+        "for {} ranks or start {} ranks",
+        op, k.loc.empty() ? "" : " ('" + k.loc + "')", world, comm->size(), comm->size(), world));
+  if (op == "AllReduce") return comm->all_reduce(src, dst, x.dtype, n, reduce_attr(k));
+  if (op == "AllGather") return comm->all_gather(src, dst, x.dtype, n);
+  if (op == "ReduceScatter")
+    return comm->reduce_scatter(src, dst, x.dtype, n / world, reduce_attr(k));
+  if (op == "AllToAll") return comm->all_to_all(src, dst, x.dtype, n / world);
+  const size_t bytes = static_cast<size_t>(x.nbytes());
+  if (op == "Broadcast") {
+    if (src != dst) std::memmove(dst, src, bytes);
+    return comm->broadcast(dst, x.dtype, n, static_cast<int32_t>(attr_or<int64_t>(k, "root", 0)));
+  }
+  const auto peer = static_cast<int32_t>(attr_or<int64_t>(k, "peer", -1));
+  if (op == "Send") {
+    comm->send(src, x.dtype, n, peer);
+    if (src != dst) std::memmove(dst, src, bytes);
+    return;
+  }
+  comm->recv(dst, x.dtype, n, peer);
+}
+
+}  // namespace rlx::cpu
