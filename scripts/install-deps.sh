@@ -19,7 +19,10 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           chromium  # headless Chromium runs the webgpu target's ES module (WebGPU on SwiftShader)
           # the rocm target's compilers (ROCm 5.2: hiprtc in libamdhip64, hipcc with LLVM 15, whose
           # llvm-objdump and llvm-mc check the gfx90a code objects)
-          libamdhip64-dev hipcc rocm-device-libs)
+          libamdhip64-dev hipcc rocm-device-libs
+          # the hexagon target: clang-14 (above) compiles for Hexagon, lld-14 links its freestanding
+          # programs (ld.lld) and qemu-user's qemu-hexagon runs them in its tests
+          lld-14 qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
