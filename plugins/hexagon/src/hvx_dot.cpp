@@ -17,6 +17,67 @@ bool narrow_output(DType t) {
          t == DType::kI32 || t == DType::kU32;
 }
 
+// Whether the only kernel writing storage buffer `id` stores into it an i32 conversion of an i8
+// value (a widened int8 activation), so every element fits in i8.
+bool widened_from_i8(const lir::Program& p, int32_t id) {
+  int writers = 0;
+  bool widened = false;
+  for (const lir::Kernel& kernel : p.kernels) {
+    if (const auto* call = std::get_if<lir::CallKernel>(&kernel)) {
+      for (int32_t o : call->outputs) writers += p.storage_of(o) == id;
+      continue;
+    }
+    const auto& loop = std::get<lir::LoopKernel>(kernel);
+    for (const lir::Store& s : loop.stores) {
+      if (p.storage_of(s.buffer) != id) continue;
+      ++writers;
+      const lir::Expr& e = loop.exprs.at(s.expr);
+      widened = loop.reduce.empty() && e.kind == lir::ExprKind::kConvert &&
+                e.dtype == DType::kI32 && loop.exprs.at(e.args.at(0)).dtype == DType::kI8;
+    }
+  }
+  return writers == 1 && widened;
+}
+
+bool constant_fits_i8(const lir::Buffer& b) {
+  if (b.kind != lir::BufferKind::kConstant || b.dtype != DType::kI32) return false;
+  const auto* v = static_cast<const int32_t*>(b.data.data());
+  for (int64_t i = 0; i < b.numel(); ++i)
+    if (v[i] < -128 || v[i] > 127) return false;
+  return true;
+}
+
+// An operand as the HVX kernel reads it: its element type and a C pointer to its elements. An i32
+// operand whose values all fit in i8 (a constant, or a widened int8 activation) is read as i8:
+// a constant narrowed here into a const array (`globals`), an activation narrowed into a static
+// array at the start of the kernel (`setup`).
+struct Operand {
+  std::string type, pointer;
+};
+
+std::optional<Operand> operand(const lir::Program& p, const lir::Buffer& buffer,
+                               const std::string& name, std::string& globals, std::string& setup) {
+  const int32_t id = p.storage_of(buffer.id);
+  const lir::Buffer& b = p.buffers.at(id);
+  if (buffer.dtype == DType::kI8 || buffer.dtype == DType::kI16) {
+    const std::string type = buffer.dtype == DType::kI8 ? "int8_t" : "int16_t";
+    return Operand{type, fmt::format("(const {}*)buffers[{}]", type, id)};
+  }
+  if (buffer.dtype != DType::kI32) return std::nullopt;
+  if (constant_fits_i8(b)) {
+    const auto* v = static_cast<const int32_t*>(b.data.data());
+    globals += fmt::format("static const int8_t {}[{}] __attribute__((aligned(128))) = {{{}}};\n",
+                           name, b.numel(), fmt::join(v, v + b.numel(), ","));
+    return Operand{"int8_t", name};
+  }
+  if (b.kind == lir::BufferKind::kConstant || !widened_from_i8(p, id)) return std::nullopt;
+  globals += fmt::format("static int8_t {}[{}] __attribute__((aligned(128)));\n", name, b.numel());
+  setup += fmt::format(
+      "  for (int64_t i = 0; i < {0}; ++i) {1}[i] = (int8_t)((const int32_t*)buffers[{2}])[i];\n",
+      b.numel(), name, id);
+  return Operand{"int8_t", name};
+}
+
 }  // namespace
 
 std::optional<std::string> hvx_dot_kernel(const lir::CallKernel& call, const lir::Program& p,
@@ -26,15 +87,17 @@ std::optional<std::string> hvx_dot_kernel(const lir::CallKernel& call, const lir
                 rc = ints("rhs_contract");
   const lir::Buffer &lhs = p.buffers.at(call.inputs.at(0)), &rhs = p.buffers.at(call.inputs.at(1));
   const lir::Buffer& out = p.buffers.at(call.outputs.at(0));
-  const bool i8 = lhs.dtype == DType::kI8 && rhs.dtype == DType::kI8;
-  const bool i16 = lhs.dtype == DType::kI16 && rhs.dtype == DType::kI16;
-  if ((!i8 && !i16) || !narrow_output(out.dtype)) return std::nullopt;
+  if (!narrow_output(out.dtype)) return std::nullopt;
   const int64_t lrank = static_cast<int64_t>(lhs.shape.size()),
                 rrank = static_cast<int64_t>(rhs.shape.size());
   if (lc.size() != 1 || rc.size() != 1 || lc[0] != lrank - 1 || rc[0] != rrank - 1)
     return std::nullopt;
   const int64_t k = lhs.shape.back();
   if (k == 0 || out.numel() == 0) return std::nullopt;
+  std::string globals, setup;
+  const std::optional<Operand> a = operand(p, lhs, name + "_a", globals, setup),
+                               b = operand(p, rhs, name + "_b", globals, setup);
+  if (!a || !b || a->type != b->type) return std::nullopt;
 
   // The output's dims in order (batch, lhs free, rhs free), each with its strides in the operands.
   struct Dim {
@@ -49,11 +112,8 @@ std::optional<std::string> hvx_dot_kernel(const lir::CallKernel& call, const lir
   for (int64_t d : gpu_host::free_dims(rhs.shape.size(), rb, rc))
     dims.push_back({rhs.shape[d], 0, rs[d]});
 
-  const sdk::Dialect& c = hexagon_dialect();
-  const std::string in_type = i8 ? "int8_t" : "int16_t",
-                    out_type = c.storage_type[static_cast<size_t>(out.dtype)];
-  std::string body, lhs_at = "0", rhs_at = "0";
-  std::string indent = "  ";
+  const std::string out_type = hexagon_dialect().storage_type[static_cast<size_t>(out.dtype)];
+  std::string body, lhs_at = "0", rhs_at = "0", indent = "  ";
   for (size_t d = 0; d < dims.size(); ++d) {
     body +=
         fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", indent, d, dims[d].size);
@@ -62,19 +122,19 @@ std::optional<std::string> hvx_dot_kernel(const lir::CallKernel& call, const lir
     if (dims[d].rhs) rhs_at += fmt::format(" + i{} * {}", d, dims[d].rhs);
   }
   body += fmt::format("{}out[o++] = ({})rlx_hvx_dot_{}(a + ({}), b + ({}), {});\n", indent,
-                      out_type, i8 ? "i8" : "i16", lhs_at, rhs_at, k);
+                      out_type, a->type == "int8_t" ? "i8" : "i16", lhs_at, rhs_at, k);
   for (size_t d = dims.size(); d-- > 0;) {
     indent.resize(indent.size() - 2);
     body += indent + "}\n";
   }
   return fmt::format(
-      "// {0}: dot_general ({1}) as HVX dot products over k = {2}\n"
-      "void {3}(char* const* restrict buffers) {{\n"
-      "  const {4}* a = (const {4}*)buffers[{5}];\n"
-      "  const {4}* b = (const {4}*)buffers[{6}];\n"
-      "  {7}* out = ({7}*)buffers[{8}];\n"
-      "  int64_t o = 0;\n{9}}}\n",
-      name, call.loc, k, name, in_type, p.storage_of(lhs.id), p.storage_of(rhs.id), out_type,
+      "// {0}: dot_general ({1}) as HVX dot products over k = {2}\n{3}"
+      "void {0}(char* const* restrict buffers) {{\n{4}"
+      "  const {5}* a = {6};\n"
+      "  const {5}* b = {7};\n"
+      "  {8}* out = ({8}*)buffers[{9}];\n"
+      "  int64_t o = 0;\n{10}}}\n",
+      name, call.loc, k, globals, setup, a->type, a->pointer, b->pointer, out_type,
       p.storage_of(out.id), body);
 }
 

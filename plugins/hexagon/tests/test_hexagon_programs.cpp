@@ -197,6 +197,86 @@ TEST_F(HexagonPrograms, DotGeneralsAgreeWithCpuInF32AndThroughHvx) {
                               {"t", ints<int8_t>(DType::kI8, {300, 2}, 13, 9, 241)}});
 }
 
+// An int8 MLP as the MIR writes one (int8 weights and activations, i32 accumulation, a
+// requantization to int8 with round-half-even and a ReLU clamp, i32 logits), its weights
+// constants in the program's image: equal to the cpu's and to a reference computed here.
+TEST_F(HexagonPrograms, Int8MlpEqualsTheCpuAndAnIntegerReference) {
+  constexpr int kBatch = 4, kIn = 64, kHidden = 32, kOut = 10;
+  constexpr float kScale = 1.0f / 512;
+  auto pattern = [](int i, int mul, int add, int mod) { return (i * mul + add) % mod - mod / 2; };
+  std::vector<int> w1(kHidden * kIn), w2(kOut * kHidden), b1(kHidden), b2(kOut), x(kBatch * kIn);
+  for (int i = 0; i < kHidden * kIn; ++i) w1[i] = pattern(i, 37, 11, 255);
+  for (int i = 0; i < kOut * kHidden; ++i) w2[i] = pattern(i, 53, 7, 251);
+  for (int i = 0; i < kHidden; ++i) b1[i] = pattern(i, 997, 5, 4001);
+  for (int i = 0; i < kOut; ++i) b2[i] = pattern(i, 611, 3, 2001);
+  for (int i = 0; i < kBatch * kIn; ++i) x[i] = pattern(i, 29, 1, 255);
+  auto dense = [](const std::string& type, const std::vector<int>& v) {
+    return fmt::format("dense<{}: [{}]>", type, fmt::join(v, ", "));
+  };
+  const std::string ir = fmt::format(
+      "graph @mlp(%x: i8[{0},{1}]) {{\n"
+      "  %w1 = constant() {{value = {4}}} : i8[{2},{1}]\n"
+      "  %b1 = constant() {{value = {5}}} : i32[{2}]\n"
+      "  %w2 = constant() {{value = {6}}} : i8[{3},{2}]\n"
+      "  %b2 = constant() {{value = {7}}} : i32[{3}]\n"
+      "  %scale = constant() {{value = dense<f32[]: [{8}]>}} : f32[]\n"
+      "  %lo = constant() {{value = dense<f32[]: [0]>}} : f32[]\n"
+      "  %hi = constant() {{value = dense<f32[]: [127]>}} : f32[]\n"
+      "  %xi = convert(%x) {{dtype = i32}} : i32[{0},{1}]\n"
+      "  %w1i = convert(%w1) {{dtype = i32}} : i32[{2},{1}]\n"
+      "  %a1 = dot_general(%xi, %w1i) {{lhs_batch = [], lhs_contract = [1], rhs_batch = [], "
+      "rhs_contract = [1]}} : i32[{0},{2}]\n"
+      "  %b1b = broadcast_in_dim(%b1) {{dims = [1], shape = [{0}, {2}]}} : i32[{0},{2}]\n"
+      "  %s1 = add(%a1, %b1b) : i32[{0},{2}]\n"
+      "  %f1 = convert(%s1) {{dtype = f32}} : f32[{0},{2}]\n"
+      "  %scb = broadcast_in_dim(%scale) {{dims = [], shape = [{0}, {2}]}} : f32[{0},{2}]\n"
+      "  %lob = broadcast_in_dim(%lo) {{dims = [], shape = [{0}, {2}]}} : f32[{0},{2}]\n"
+      "  %hib = broadcast_in_dim(%hi) {{dims = [], shape = [{0}, {2}]}} : f32[{0},{2}]\n"
+      "  %m1 = mul(%f1, %scb) : f32[{0},{2}]\n"
+      "  %r1 = round(%m1) : f32[{0},{2}]\n"
+      "  %x1 = max(%r1, %lob) : f32[{0},{2}]\n"
+      "  %c1 = min(%x1, %hib) : f32[{0},{2}]\n"
+      "  %h = convert(%c1) {{dtype = i8}} : i8[{0},{2}]\n"
+      "  %hi32 = convert(%h) {{dtype = i32}} : i32[{0},{2}]\n"
+      "  %w2i = convert(%w2) {{dtype = i32}} : i32[{3},{2}]\n"
+      "  %a2 = dot_general(%hi32, %w2i) {{lhs_batch = [], lhs_contract = [1], rhs_batch = [], "
+      "rhs_contract = [1]}} : i32[{0},{3}]\n"
+      "  %b2b = broadcast_in_dim(%b2) {{dims = [1], shape = [{0}, {3}]}} : i32[{0},{3}]\n"
+      "  %logits = add(%a2, %b2b) : i32[{0},{3}]\n"
+      "  return %h, %logits\n}}\n",
+      kBatch, kIn, kHidden, kOut, dense(fmt::format("i8[{},{}]", kHidden, kIn), w1),
+      dense(fmt::format("i32[{}]", kHidden), b1),
+      dense(fmt::format("i8[{},{}]", kOut, kHidden), w2), dense(fmt::format("i32[{}]", kOut), b2),
+      kScale);
+  Tensor xt(DType::kI8, {kBatch, kIn});
+  for (int i = 0; i < kBatch * kIn; ++i) xt.as<int8_t>()[i] = static_cast<int8_t>(x[i]);
+  expect_agrees_with_cpu(ir, {{"x", xt}});
+  // Both products read their widened int8 operands as i8 and run on HVX.
+  const std::string kernels = Emitted(ir, target_named("hexagon")).text("hexagon_kernels.c");
+  size_t hvx_calls = 0;
+  for (size_t at = kernels.find("rlx_hvx_dot_i8("); at != std::string::npos;
+       at = kernels.find("rlx_hvx_dot_i8(", at + 1))
+    ++hvx_calls;
+  EXPECT_EQ(hvx_calls, 2u) << kernels;
+
+  const NamedTensors got = run_text(ir, {{"x", xt}}, target_named("hexagon"));
+  std::vector<int> h(kBatch * kHidden);
+  for (int b = 0; b < kBatch; ++b)
+    for (int n = 0; n < kHidden; ++n) {
+      int acc = b1[n];
+      for (int k = 0; k < kIn; ++k) acc += x[b * kIn + k] * w1[n * kIn + k];
+      const float q = std::nearbyint(static_cast<float>(acc) * kScale);
+      h[b * kHidden + n] = static_cast<int>(std::min(std::max(q, 0.0f), 127.0f));
+      EXPECT_EQ(got.at("h").as<int8_t>()[b * kHidden + n], h[b * kHidden + n]) << b << "," << n;
+    }
+  for (int b = 0; b < kBatch; ++b)
+    for (int n = 0; n < kOut; ++n) {
+      int acc = b2[n];
+      for (int k = 0; k < kHidden; ++k) acc += h[b * kHidden + k] * w2[n * kHidden + k];
+      EXPECT_EQ(got.at("logits").as<int32_t>()[b * kOut + n], acc) << b << "," << n;
+    }
+}
+
 TEST(HexagonEmit, WritesTheProgramItsRuntimeAndABuildScript) {
   Emitted emitted(
       "graph @t(%p: i8[4,256], %q: i8[3,256], %x: f32[8]) {\n"
