@@ -28,6 +28,10 @@ sdk::Dialect make_hexagon() {
   // adds and multiplies doubles in hardware (dfadd, dfmpy), so this costs no library call. The
   // f64 row stays for that; f64 buffers are refused by legality (the runtime's math is f32).
   d.float_accumulator = DType::kF64;
+  // Every select's condition goes through the runtime's rlx_keep (an empty asm): clang 14's
+  // Hexagon backend turns `a > b ? a : b` into sfmax, which returns the other operand when one is
+  // NaN, so the renderer's NaN-propagating max and min (and reductions) would lose the NaN.
+  d.conditional = "(rlx_keep({c}) ? {t} : {f})";
   return d;
 }
 

@@ -82,48 +82,32 @@ std::optional<Operand> operand(const lir::Program& p, const lir::Buffer& buffer,
 
 std::optional<std::string> hvx_dot_kernel(const lir::CallKernel& call, const lir::Program& p,
                                           const std::string& name) {
-  auto ints = [&](const char* key) { return std::get<IntList>(call.attrs.at(key)); };
-  const IntList lb = ints("lhs_batch"), rb = ints("rhs_batch"), lc = ints("lhs_contract"),
-                rc = ints("rhs_contract");
   const lir::Buffer &lhs = p.buffers.at(call.inputs.at(0)), &rhs = p.buffers.at(call.inputs.at(1));
   const lir::Buffer& out = p.buffers.at(call.outputs.at(0));
-  if (!narrow_output(out.dtype)) return std::nullopt;
-  const int64_t lrank = static_cast<int64_t>(lhs.shape.size()),
-                rrank = static_cast<int64_t>(rhs.shape.size());
-  if (lc.size() != 1 || rc.size() != 1 || lc[0] != lrank - 1 || rc[0] != rrank - 1)
-    return std::nullopt;
-  const int64_t k = lhs.shape.back();
-  if (k == 0 || out.numel() == 0) return std::nullopt;
+  if (!narrow_output(out.dtype) || out.numel() == 0) return std::nullopt;
+  // One contracted dim, contiguous in both operands: each output is a dot of two K-element rows.
+  gpu_host::ProductDims product = gpu_host::product_dims(call, p);
+  if (product.dims.size() != product.parallel + 1) return std::nullopt;
+  const auto [k, k_lhs, k_rhs] = product.dims.back();
+  if (k == 0 || k_lhs != 1 || k_rhs != 1) return std::nullopt;
+  product.dims.pop_back();
   std::string globals, setup;
   const std::optional<Operand> a = operand(p, lhs, name + "_a", globals, setup),
                                b = operand(p, rhs, name + "_b", globals, setup);
   if (!a || !b || a->type != b->type) return std::nullopt;
 
-  // The output's dims in order (batch, lhs free, rhs free), each with its strides in the operands.
-  struct Dim {
-    int64_t size, lhs, rhs;
-  };
-  const auto ls = gpu_host::row_major_strides(lhs.shape),
-             rs = gpu_host::row_major_strides(rhs.shape);
-  std::vector<Dim> dims;
-  for (size_t j = 0; j < lb.size(); ++j) dims.push_back({lhs.shape[lb[j]], ls[lb[j]], rs[rb[j]]});
-  for (int64_t d : gpu_host::free_dims(lhs.shape.size(), lb, lc))
-    dims.push_back({lhs.shape[d], ls[d], 0});
-  for (int64_t d : gpu_host::free_dims(rhs.shape.size(), rb, rc))
-    dims.push_back({rhs.shape[d], 0, rs[d]});
-
   const std::string out_type = hexagon_dialect().storage_type[static_cast<size_t>(out.dtype)];
   std::string body, lhs_at = "0", rhs_at = "0", indent = "  ";
-  for (size_t d = 0; d < dims.size(); ++d) {
-    body +=
-        fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", indent, d, dims[d].size);
+  for (size_t d = 0; d < product.dims.size(); ++d) {
+    const auto [size, in_lhs, in_rhs] = product.dims[d];
+    body += fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", indent, d, size);
     indent += "  ";
-    if (dims[d].lhs) lhs_at += fmt::format(" + i{} * {}", d, dims[d].lhs);
-    if (dims[d].rhs) rhs_at += fmt::format(" + i{} * {}", d, dims[d].rhs);
+    if (in_lhs) lhs_at += fmt::format(" + i{} * {}", d, in_lhs);
+    if (in_rhs) rhs_at += fmt::format(" + i{} * {}", d, in_rhs);
   }
   body += fmt::format("{}out[o++] = ({})rlx_hvx_dot_{}(a + ({}), b + ({}), {});\n", indent,
                       out_type, a->type == "int8_t" ? "i8" : "i16", lhs_at, rhs_at, k);
-  for (size_t d = dims.size(); d-- > 0;) {
+  for (size_t d = product.dims.size(); d-- > 0;) {
     indent.resize(indent.size() - 2);
     body += indent + "}\n";
   }

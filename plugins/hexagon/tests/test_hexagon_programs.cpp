@@ -108,6 +108,7 @@ TEST_F(HexagonPrograms, ElementwiseFloatOpsAgreeWithCpu) {
   ir += "  return " + fmt::format("{}", fmt::join(outs, ", ")) + "\n}\n";
   std::vector<float> x = spread(64, -6.0f, 6.0f), y = spread(64, -2.5f, 3.0f);
   x[0] = 0.5f, x[1] = 1.5f, x[2] = 2.5f, x[3] = -0.5f, x[4] = 0.0f;  // round: half to even
+  x[5] = NAN, y[6] = NAN;  // max and min propagate NaN from either side
   expect_agrees_with_cpu(ir, {{"x", f32({64}, x)}, {"y", f32({64}, y)}});
 }
 
@@ -159,7 +160,9 @@ TEST_F(HexagonPrograms, ReductionsOverEachAxisAgreeWithCpu) {
       "  %h = convert(%x) {dtype = f16} : f16[3,5,130]\n"
       "  %hs = reduce_sum(%h) {axes = [2]} : f16[3,5]\n"
       "  return %s2, %m0, %n1, %s02, %p0, %is, %im, %hs\n}\n";
-  expect_agrees_with_cpu(ir, {{"x", f32({3, 5, 130}, spread(1950, -2.0f, 2.0f))},
+  std::vector<float> x = spread(1950, -2.0f, 2.0f);
+  x[7] = NAN;  // reaches one row of %s2, %m0, %n1 and %p0 each
+  expect_agrees_with_cpu(ir, {{"x", f32({3, 5, 130}, x)},
                               {"i", ints<int32_t>(DType::kI32, {3, 5, 130}, 7919, 1, 100003)}});
 }
 
