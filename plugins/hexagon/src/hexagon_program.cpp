@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <variant>
 
@@ -34,6 +35,13 @@ std::string byte_initializer(const Tensor& data) {
   return out;
 }
 
+// RLX_HEXAGON_HVX=0 writes every dot_general as the scalar loop kernel, for comparing the two
+// (bench/hexagon); anything else, or unset, uses HVX where hvx_dot.h applies.
+bool hvx_enabled() {
+  const char* v = std::getenv("RLX_HEXAGON_HVX");
+  return !v || std::string(v) != "0";
+}
+
 }  // namespace
 
 std::string input_file(size_t j, const std::string& name) {
@@ -61,7 +69,7 @@ ProgramSources render_hexagon_program(const lir::Program& p) {
                               "its legality should have refused it",
                               call.callee, call.loc));
     const std::string name = sdk::kernel_symbol(fmt::format("k{}_dot_general", i));
-    if (auto hvx = hvx_dot_kernel(call, p, name)) {
+    if (auto hvx = hvx_enabled() ? hvx_dot_kernel(call, p, name) : std::nullopt) {
       s.kernels += *hvx + "\n";
       symbols.push_back(name);
     } else {
