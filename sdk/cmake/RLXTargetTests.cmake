@@ -59,7 +59,7 @@ function(rlx_add_target_tests name)
     set(main GTest::gtest_main)
   else()
     list(APPEND suite ${dir}/test_primitives.cpp ${dir}/test_structural.cpp ${dir}/test_hir_ops.cpp
-                      ${dir}/test_matmul.cpp)
+                      ${dir}/test_matmul.cpp ${dir}/test_training.cpp)
     set(main "")
   endif()
 

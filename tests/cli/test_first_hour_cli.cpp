@@ -46,7 +46,9 @@ TEST_F(FirstHourCliTest, ASlippedCommandGetsTheCommandItMeant) {
 TEST_F(FirstHourCliTest, ASlippedTargetGetsTheTargetItMeant) {
   ProcessResult r = rlx({"explain", small_model().string(), "--target", "cpuu"});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
-  EXPECT_THAT(r.err, HasSubstr("unknown target 'cpuu'; available targets: cpu")) << dump(r);
+  // The list is alphabetical, so cpu need not come first (cortexm sorts before it).
+  EXPECT_THAT(r.err, HasSubstr("unknown target 'cpuu'; available targets: ")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr(" cpu,")) << dump(r);
   EXPECT_THAT(r.err, HasSubstr("did you mean 'cpu'?")) << dump(r);
 }
 

@@ -133,7 +133,8 @@ tpu_bench() {  # rlx's tpu target against JAX's jit of MiniLM on the same GPU
   plugin=$(cuda_pjrt_plugin) || { failures+=("finding JAX's CUDA PJRT plugin"); return; }
   [ -d /tmp/minilm ] || { skipped+=("tpu vs JAX (no /tmp/minilm: pack with the model)"); return; }
   check "tpu vs JAX jit, all-MiniLM-L6-v2 seq 128" env RLX_PJRT_PLUGIN="$plugin" \
-    python3 bench/gpu/tpu_vs_jax.py --model /tmp/minilm --batches 1,8,32 --seq 128 --rounds 3
+    python3 bench/gpu/tpu_vs_jax.py --model /tmp/minilm --batches "${RLX_TPU_BENCH_BATCHES:-1,8,32}" \
+      --seq 128 --rounds "${RLX_TPU_BENCH_ROUNDS:-3}"
 }
 
 run() {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "rlx/sdk/process.h"
+
 namespace rlx::cpu {
 
 enum class KernelMode { kCompiled, kInterpreted };
@@ -54,13 +56,8 @@ inline constexpr int kDefaultCompileTimeoutS = 300;
 // when it is not a non-negative integer.
 int compile_timeout_s();
 
-// run_command's result when the command ran past its time limit and was killed.
-inline constexpr int kTimedOut = -2;
-
-// Runs argv[0] (an absolute path) with its arguments, no shell; stdout and stderr together land
-// in *output. Returns the exit status (-1 when it could not start or died from a signal). With
-// `timeout_s` > 0, a command still running after that many seconds is killed with everything it
-// started (its own process group) and kTimedOut is returned.
-int run_command(const std::vector<std::string>& argv, std::string* output, int timeout_s = 0);
+// The SDK runs the compiler (rlx/sdk/process.h).
+using sdk::kTimedOut;
+using sdk::run_command;
 
 }  // namespace rlx::cpu

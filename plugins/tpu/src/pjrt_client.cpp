@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "libtpu_environment.h"
+
 namespace rlx::tpu {
 
 namespace {
@@ -118,16 +120,19 @@ std::shared_ptr<PjrtClient> PjrtClient::shared(std::string* why) {
   std::string path;
   if (!plugin_found(&path, why)) return nullptr;
   if (auto c = alive.lock(); c && alive_path == path) return c;
+  static std::string libtpu_note;  // set once: the variable it reports stays set afterwards
+  if (libtpu_note.empty()) libtpu_note = prepare_libtpu_environment(path);
+  const std::string noted = libtpu_note.empty() ? "" : fmt::format(" ({})", libtpu_note);
   OpenedPlugin p = open_plugin(path);
   if (!p.api) {
-    *why = p.why;
+    *why = p.why + noted;
     return nullptr;
   }
   std::shared_ptr<PjrtClient> c;
   try {
     c.reset(new PjrtClient(p.api, path));
   } catch (const Error& e) {
-    *why = e.what();
+    *why = e.what() + noted;
     return nullptr;
   }
   if (c->devices_.empty()) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -198,6 +199,30 @@ TEST(TpuStatus, WithoutAPluginItIsCodegenOnlyAndCompileWritesTheModule) {
   EXPECT_NE(text.str().find("stablehlo.dot_general"), std::string::npos) << out;
   EXPECT_NE(text.str().find("tensor<2x16xi64>"), std::string::npos) << out;
   std::filesystem::remove_all(dir);
+}
+
+// libtpu on a machine without a TPU (RLX_LIBTPU names the libtpu.so of PyPI's libtpu wheel;
+// `RLX_TEST_LIBTPU=1 scripts/test.sh` installs it): the listing says codegen-only with libtpu's
+// own message, exits normally, and does not wait minutes on the GCE metadata server.
+TEST(TpuStatus, LibtpuWithoutATpuIsCodegenOnlyWithItsMessageAndQuickly) {
+  const char* libtpu = std::getenv("RLX_LIBTPU");
+  if (!libtpu || !std::filesystem::exists(libtpu))
+    GTEST_SKIP() << "RLX_LIBTPU is unset or names nothing; RLX_TEST_LIBTPU=1 scripts/test.sh "
+                    "installs PyPI's libtpu wheel (137 MB) and sets it";
+  const auto start = std::chrono::steady_clock::now();
+  std::string list = shell(fmt::format(
+      "env -u TPU_SKIP_MDS_QUERY RLX_PJRT_PLUGIN='{}' timeout 300 '{}' --plugin-path '{}' "
+      "--list-targets 2>/dev/null; echo exit=$?",
+      libtpu, RLX_BINARY, RLX_TEST_PLUGIN_DIR));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string line;
+  for (std::stringstream lines(list); std::getline(lines, line);)
+    if (line.rfind("  tpu ", 0) == 0) break;
+  EXPECT_NE(line.find("codegen-only"), std::string::npos) << list;
+  EXPECT_NE(line.find("creating a client failed in the PJRT plugin"), std::string::npos) << list;
+  EXPECT_NE(list.find("exit=0"), std::string::npos) << list;
+  EXPECT_LT(seconds, 60) << "libtpu waited on the metadata server:\n" << list;
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
                       "F16KvCacheDecodeStepsAgreeWithCpu", "ProductEpiloguesAgreeWithCpu",
                       "NormsRunNativelyAndAgreeWithCpu",
                       "AttentionsStoreMergedHeadsAndAgreeWithCpu",
-                      "AttentionsReadSplitHeadsAndAgreeWithCpu"},
+                      "AttentionsReadSplitHeadsAndAgreeWithCpu", "TrainingStepsAgreeWithCpu"},
        .skip_cpu_tests = {"CpuStructural.DotGeneral*", "CpuMatmul.*", "CpuStructural.Gather*",
                           "CpuStructural.Scatter*", "CpuStructural.WhileLoop*", "CpuHirOps.MatMul*",
                           "CpuHirOps.Linear*", "CpuHirOps.Embedding*", "CpuHirOps.Attention*",

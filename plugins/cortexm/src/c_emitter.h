@@ -1,0 +1,31 @@
+// Writes the C of an Int8Program: model.c (weights as const arrays, one run function), model.h
+// (sizes, arena, I/O layout), the runtime header, and build fragments for Make and CMake.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "int8_program.h"
+#include "rlx/core/target.h"
+
+namespace rlx::cortexm {
+
+// The CPUs the build fragments know, with their gcc flags.
+struct CpuFlags {
+  std::string cpu;    // "cortex-m4"
+  std::string flags;  // "-mcpu=cortex-m4 -mthumb ..."
+};
+const std::vector<CpuFlags>& known_cpus();
+
+// The text of runtime/rlx_cm_int8.h (embedded at build time).
+const char* runtime_header_text();
+
+std::string model_header(const Int8Program& p);
+std::string model_source(const Int8Program& p);
+
+// Writes every file into dir and returns them as artifacts; `cpu` (empty: cortex-m4) is the
+// build fragments' default core.
+std::vector<Artifact> write_sources(const Int8Program& p, const std::filesystem::path& dir,
+                                    const std::string& cpu = {});
+
+}  // namespace rlx::cortexm
