@@ -27,7 +27,10 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           # on emulated Cortex-M4/M7/M55 boards
           gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
           # collectives: Gloo (the cpu target's engine, TCP), OpenMPI (mpirun ranks, bench peer)
-          libgloo-dev libopenmpi-dev openmpi-bin)
+          libgloo-dev libopenmpi-dev openmpi-bin
+          # the hexagon target: clang-14 (above) compiles for Hexagon, lld-14 links its freestanding
+          # programs (ld.lld) and qemu-user's qemu-hexagon runs them in its tests
+          lld-14 qemu-user)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -52,6 +52,21 @@ IntList free_dims(size_t rank, const IntList& batch, const IntList& contract) {
   return f;
 }
 
+ProductDims product_dims(const lir::CallKernel& call, const lir::Program& p) {
+  auto ints = [&](const char* key) { return std::get<IntList>(call.attrs.at(key)); };
+  const IntList lb = ints("lhs_batch"), rb = ints("rhs_batch"), lc = ints("lhs_contract"),
+                rc = ints("rhs_contract");
+  const lir::Buffer &lhs = p.buffers.at(call.inputs.at(0)), &rhs = p.buffers.at(call.inputs.at(1));
+  const auto ls = row_major_strides(lhs.shape), rs = row_major_strides(rhs.shape);
+  ProductDims d;
+  for (size_t j = 0; j < lb.size(); ++j) d.dims.push_back({lhs.shape[lb[j]], ls[lb[j]], rs[rb[j]]});
+  for (int64_t f : free_dims(lhs.shape.size(), lb, lc)) d.dims.push_back({lhs.shape[f], ls[f], 0});
+  for (int64_t f : free_dims(rhs.shape.size(), rb, rc)) d.dims.push_back({rhs.shape[f], 0, rs[f]});
+  d.parallel = d.dims.size();
+  for (size_t j = 0; j < lc.size(); ++j) d.dims.push_back({lhs.shape[lc[j]], ls[lc[j]], rs[rc[j]]});
+  return d;
+}
+
 std::optional<MatmulCall> matmul_form(const lir::CallKernel& call, const lir::Program& p,
                                       const std::string& name) {
   auto ints = [&](const char* key) { return std::get<IntList>(call.attrs.at(key)); };

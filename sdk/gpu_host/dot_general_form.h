@@ -3,6 +3,7 @@
 // memory is contiguous in the same order in both operands (size-1 dims ignored); otherwise, and
 // for anything but f16/bf16/f32 or an empty dim, the call keeps the per-output loop kernel.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,5 +27,14 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
 
 // The dims of a rank-`rank` operand that are neither batch nor contracted, ascending.
 IntList free_dims(size_t rank, const IntList& batch, const IntList& contract);
+
+// The loop dims of a dot_general: the output's (batch, lhs free, rhs free, in output order), then
+// the contracted ones, each as {size, element stride in lhs, in rhs} (0 where the operand lacks
+// the dim), over row-major operands.
+struct ProductDims {
+  std::vector<std::array<int64_t, 3>> dims;
+  size_t parallel = 0;  // dims [0, parallel) are the output's
+};
+ProductDims product_dims(const lir::CallKernel& call, const lir::Program& program);
 
 }  // namespace rlx::gpu_host

@@ -411,26 +411,17 @@ NormCall norm_call(const lir::CallKernel& c, const lir::Program& p, const std::s
 
 lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Program& p,
                                    const std::string& name) {
-  auto ints = [&](const char* key) { return std::get<IntList>(call.attrs.at(key)); };
-  IntList lb = ints("lhs_batch"), rb = ints("rhs_batch"), lc = ints("lhs_contract"),
-          rc = ints("rhs_contract");
-  const lir::Buffer &lhs = p.buffers.at(call.inputs.at(0)), &rhs = p.buffers.at(call.inputs.at(1));
   const lir::Buffer& out = p.buffers.at(call.outputs.at(0));
-  IntList lf = free_dims(lhs.shape.size(), lb, lc), rf = free_dims(rhs.shape.size(), rb, rc);
-  auto ls = row_major_strides(lhs.shape), rs = row_major_strides(rhs.shape);
+  const ProductDims dims = product_dims(call, p);
   lir::LoopKernel k;
   k.name = name;
   std::vector<int64_t> a, b;  // strides of lhs and rhs over the domain
-  auto dim = [&](int64_t size, int64_t sa, int64_t sb) {
+  for (const auto& [size, sa, sb] : dims.dims) {
     k.domain.push_back(size);
     a.push_back(sa);
     b.push_back(sb);
-  };
-  for (size_t j = 0; j < lb.size(); ++j) dim(lhs.shape[lb[j]], ls[lb[j]], rs[rb[j]]);
-  for (int64_t d : lf) dim(lhs.shape[d], ls[d], 0);
-  for (int64_t d : rf) dim(rhs.shape[d], 0, rs[d]);
-  k.num_parallel = static_cast<int32_t>(k.domain.size());
-  for (size_t j = 0; j < lc.size(); ++j) dim(lhs.shape[lc[j]], ls[lc[j]], rs[rc[j]]);
+  }
+  k.num_parallel = static_cast<int32_t>(dims.parallel);
   if (k.domain.size() > static_cast<size_t>(k.num_parallel)) k.reduce = "sum";
   DType c = compute_class(out.dtype);
   lir::Expr la{.kind = lir::ExprKind::kLoad, .dtype = c};
