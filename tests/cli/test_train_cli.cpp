@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include "cli_fixture.h"
+#include "rlx/core/png.h"
 #include "rlx/core/safetensors.h"
 
 namespace rlx::cli {
@@ -56,6 +57,34 @@ TEST_F(TrainCliTest, SyntheticDataTrainsAndReportsJson) {
   EXPECT_GT(doc.find("accuracy")->as_number()->value, 0.5);
   EXPECT_EQ(doc.find("steps")->as_number()->as_i64(), 32);
   EXPECT_THAT(r.err, HasSubstr("epoch 2/2: loss"));
+}
+
+// --plot draws every step's loss: the curve (blue, 31,90,200) starts higher on the left than it
+// ends on the right, since the loss falls; the path is in the JSON.
+TEST_F(TrainCliTest, PlotDrawsTheFallingLossOfEveryStep) {
+  const fs::path plot = dir_ / "loss.png";
+  ProcessResult r = rlx({"train", "--model", "mlp:784,32,10", "--data", "synthetic:1024", "--batch",
+                         "64", "--epochs", "2", "--plot", plot.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  const json::Value doc = parse_json(r);
+  const json::Value* path = doc.find("plot");
+  ASSERT_TRUE(path && path->as_string()) << r.out;
+  EXPECT_EQ(*path->as_string(), plot.string());
+  Tensor img = read_png_rgb(plot);
+  ASSERT_EQ(img.shape(), (std::vector<int64_t>{360, 640, 3}));
+  const uint8_t* px = img.as<uint8_t>();
+  // The topmost curve pixel of a column, or -1.
+  auto curve_top = [&](int64_t x) {
+    for (int64_t y = 0; y < 360; ++y) {
+      const uint8_t* p = px + (y * 640 + x) * 3;
+      if (p[0] == 31 && p[1] == 90 && p[2] == 200) return y;
+    }
+    return int64_t{-1};
+  };
+  const int64_t left = curve_top(22), right = curve_top(618);
+  ASSERT_GE(left, 0);
+  ASSERT_GE(right, 0);
+  EXPECT_LT(left, right) << "the curve should fall from left to right";
 }
 
 TEST_F(TrainCliTest, ReadsMnistIdxFilesGzipAndPlainAndSavesState) {

@@ -54,9 +54,6 @@ SplatFitResult fit_gaussians_to_image(std::shared_ptr<Target> device, const Tens
                                       const SplatFitOptions& options,
                                       const std::function<void(int64_t, double)>& on_step = {});
 
-// The loss curve as an RGB image (u8 [height, width, 3]; log scale, a grid line per decade).
-Tensor loss_plot(const std::vector<double>& losses, int64_t width = 640, int64_t height = 360);
-
 // Peak signal-to-noise ratio of two images in [0, 1], in dB (infinity when equal).
 double psnr(const Tensor& a, const Tensor& b);
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "rlx/core/splat.h"
+#include "rlx/core/plot.h"
 
 namespace rlx {
 
