@@ -89,21 +89,27 @@ Tensor embed(const fs::path& model) {
   return got.at("sentence_embedding");
 }
 
+// Cosine similarity of rows i and j of e.
+double row_similarity(const Tensor& e, int64_t i, int64_t j) {
+  const int64_t width = e.shape()[1];
+  double dot = 0, a = 0, b = 0;
+  for (int64_t k = 0; k < width; ++k) {
+    const double x = e.scalar_at(i * width + k), y = e.scalar_at(j * width + k);
+    dot += x * y, a += x * x, b += y * y;
+  }
+  return dot / std::sqrt(a * b);
+}
+
 // The index of each row's most similar other row.
 std::vector<int64_t> nearest(const Tensor& e) {
-  const int64_t rows = e.shape()[0], width = e.shape()[1];
+  const int64_t rows = e.shape()[0];
   std::vector<int64_t> out;
   for (int64_t i = 0; i < rows; ++i) {
     int64_t best = -1;
     double best_sim = -2;
     for (int64_t j = 0; j < rows; ++j) {
       if (j == i) continue;
-      double dot = 0, a = 0, b = 0;
-      for (int64_t k = 0; k < width; ++k) {
-        const double x = e.scalar_at(i * width + k), y = e.scalar_at(j * width + k);
-        dot += x * y, a += x * x, b += y * y;
-      }
-      const double sim = dot / std::sqrt(a * b);
+      const double sim = row_similarity(e, i, j);
       if (sim > best_sim) best_sim = sim, best = j;
     }
     out.push_back(best);
@@ -162,13 +168,26 @@ TEST_P(QuantizedMiniLm, EmbeddingsStayCloseAndNeighboursStay) {
     worst = std::min(worst, cos);
   }
   const std::vector<int64_t> ours = nearest(got), theirs = nearest(want);
-  int moved = 0;
-  for (int64_t i = 0; i < rows; ++i) moved += ours[i] != theirs[i];
+  // A neighbour the float64 model ranks within kTie (the int8 bound on 1 - cosine) of
+  // its nearest is a tie, not a move: embeddings allowed to move that far cannot order it, and
+  // which comes first turned on the float parts' last bits (an AVX2 host swapped sentence 6's
+  // pair, 0.005 apart in float64, which AVX-512 hosts kept).
+  constexpr double kTie = 0.01;
+  int moved = 0, ties = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    if (ours[i] == theirs[i]) continue;
+    const double margin =
+        row_similarity(want, i, theirs[i]) - row_similarity(want, i, ours[i]);
+    std::printf("sentence %lld: nearest %lld instead of %lld, %.2g below it in float64\n",
+                static_cast<long long>(i), static_cast<long long>(ours[i]),
+                static_cast<long long>(theirs[i]), margin);
+    (margin <= kTie ? ties : moved) += 1;
+  }
   EXPECT_LE(moved, c.max_moved) << c.scheme << ": sentences whose nearest neighbour changed";
   std::printf("all-MiniLM-L6-v2 %s: min cosine to float64 %.5f over %lld sentences (limit %g), "
-              "%d of %lld nearest neighbours changed\n",
+              "%d of %lld nearest neighbours changed (and %d ties swapped)\n",
               c.scheme, worst, static_cast<long long>(rows), c.min_cosine, moved,
-              static_cast<long long>(rows));
+              static_cast<long long>(rows), ties);
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, QuantizedMiniLm,
