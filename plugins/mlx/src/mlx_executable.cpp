@@ -9,6 +9,7 @@
 
 #include "mlx_dtypes.h"
 #include "rlx/core/error.h"
+#include "rlx/core/shape.h"
 
 namespace rlx::mlx_target {
 
@@ -23,16 +24,11 @@ std::mutex& mlx_mutex() {
   return m;
 }
 
-std::vector<int64_t> static_shape(const TensorType& t) {
-  std::vector<int64_t> s;
-  for (const Dim& d : t.shape) s.push_back(d.value);
-  return s;
-}
+// A binding of a static-shaped value: its dims and byte count (rlx/core/shape.h's helpers).
+std::vector<int64_t> static_shape(const TensorType& t) { return static_dims(t.shape); }
 
 size_t bytes_of(DType d, const std::vector<int64_t>& shape) {
-  size_t n = dtype_size(d);
-  for (int64_t s : shape) n *= static_cast<size_t>(s);
-  return n;
+  return dtype_size(d) * static_cast<size_t>(num_elements(shape));
 }
 
 }  // namespace
