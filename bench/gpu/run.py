@@ -65,12 +65,16 @@ def bert_flops(cfg, b, s):
 
 
 def rlx_case(rlx, folder, target, inputs, out, warmup, runs):
-    """`target` is a target name, or NAME@VAR=VALUE[@VAR=VALUE] to run it with those variables set
+    """`target` is a target name, NAME:PRECISION to run it with `--precision PRECISION`
+    (cuda:amp-f16), and either with @VAR=VALUE[@VAR=VALUE] to run it with those variables set
     (cuda@RLX_CUDA_GEMM=kernel: rlx's own tiled products instead of cuBLASLt)."""
     name, *assignments = target.split("@")
+    name, _, precision = name.partition(":")
     env = dict(os.environ, **dict(a.split("=", 1) for a in assignments))
     cmd = [rlx, "bench", folder, "--target", name, "--inputs", inputs, "--output", out,
            "--warmup", str(warmup), "--runs", str(runs), "--json"]
+    if precision:
+        cmd += ["--precision", precision]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     if p.returncode != 0:
         return {"error": (p.stderr or p.stdout).strip().splitlines()[-1:] or ["failed"]}

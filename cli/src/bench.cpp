@@ -44,6 +44,7 @@ struct BenchOptions {
   std::vector<std::string> bind;
   int64_t warmup = 10, runs = 50;
   bool json = false, q8_activations = false;
+  std::string precision;
   std::optional<DType> kv_cache;
   RankOptions ranks;
 };
@@ -66,6 +67,7 @@ void declare_bench_options(CLI::App& app, BenchOptions& o) {
            "print {\"p50_ms\", \"p90_ms\", \"compile_ms\", \"peak_rss_mb\", min/mean/max, ...}");
   add_graph_option(app, o.graph);
   add_q8_activations_flag(app, o.q8_activations);
+  add_precision_option(app, o.precision);
   add_kv_cache_option(app, o.kv_cache);
   add_rank_options(app, o.ranks);
 }
@@ -227,6 +229,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   if (folder) {
     refuse_compile_option(o.graph != "main", "--graph", model_path);
     refuse_compile_option(o.q8_activations, "--q8-activations", model_path);
+    refuse_compile_option(!o.precision.empty(), "--precision", model_path);
     refuse_compile_option(o.kv_cache.has_value(), "--kv-cache", model_path);
     loaded = load_compiled_folder(global, model_path, o.target);
     target_name = loaded->target_name();
@@ -240,6 +243,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
                        o.inputs.given() ? import_options_for(given) : import_options_for(binds));
     frozen = take_frozen_inputs(model, given);
     if (o.q8_activations) use_q8_activations(model, model_path);
+    use_precision(model, o.precision, model_path);
     if (o.kv_cache) use_kv_cache(model, o.graph, *o.kv_cache, model_path);
     auto t0 = Clock::now();
     Session session(target);

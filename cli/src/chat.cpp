@@ -39,6 +39,7 @@ struct ChatOptions {
   std::optional<std::string> system, format;
   int64_t max_new_tokens = 512;
   bool json = false, q8_activations = false;
+  std::string precision;
   std::optional<DType> kv_cache;
   SamplingFlags sampling;
 };
@@ -54,6 +55,7 @@ void declare_chat_options(CLI::App& app, ChatOptions& o) {
   add_integer(app, "-n,--max-new-tokens", "N", 1, o.max_new_tokens,
               "how many tokens a reply may have at most (default 512)");
   add_q8_activations_flag(app, o.q8_activations);
+  add_precision_option(app, o.precision);
   add_kv_cache_option(app, o.kv_cache);
   add_sampling_flags(app, o.sampling);
   add_flag(app, "--json", o.json,
@@ -115,6 +117,7 @@ int chat_main(const ChatOptions& o, const GlobalOptions& global) {
   require_can_execute(*target, o.target, o.model);
   Model model = load_model(reg, o.model);
   if (o.q8_activations) use_q8_activations(model, o.model);
+  use_precision(model, o.precision, o.model);
   if (o.kv_cache && model.graphs.count("decode"))
     use_kv_cache(model, "decode", *o.kv_cache, o.model);
   if (!model.tokenizer)

@@ -134,6 +134,7 @@ struct CompileOptions {
   std::vector<std::string> bind;
   InputOptions inputs;
   bool timings = false, json = false;
+  std::string precision;
 };
 
 void declare_compile_options(CLI::App& app, CompileOptions& o) {
@@ -151,6 +152,7 @@ void declare_compile_options(CLI::App& app, CompileOptions& o) {
            "compiler, load)");
   add_flag(app, "--json", o.json, "print a JSON summary of the files written (and the timings)");
   add_graph_option(app, o.graph);
+  add_precision_option(app, o.precision);
 }
 
 int compile_main(const CompileOptions& o, const GlobalOptions& global) {
@@ -178,6 +180,7 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   timer.stage("import");
   Model model_file = load_model(reg, model_path, import_options);
   const std::vector<std::string> frozen = take_frozen_inputs(model_file, given_inputs);
+  use_precision(model_file, o.precision, model_path.string());
   json::Array frozen_json;
   for (const std::string& name : frozen) frozen_json.push_back(jstring(name));
   const Graph& graph = model_file.graph(o.graph);

@@ -84,6 +84,7 @@ struct EmbedOptions {
   std::optional<std::string> inputs, output, text_file;
   std::vector<std::string> text;
   bool json = false;
+  std::string precision;
 };
 
 void declare_embed_options(CLI::App& app, EmbedOptions& o) {
@@ -98,6 +99,7 @@ void declare_embed_options(CLI::App& app, EmbedOptions& o) {
   add_value(app, "--text-file", "FILE", o.text_file, "sentences to embed, one per line");
   add_flag(app, "--json", o.json,
            "print {\"sentence_embedding\": [[...], ...], \"output\": PATH | null}");
+  add_precision_option(app, o.precision);
 }
 
 // Pairs of sentences at most this many are listed with their cosine similarity; more is a job for
@@ -149,6 +151,7 @@ int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
   require_can_execute(*target, target_name, model_path);
   Model model = load_model(reg, model_path);
   check_encoder(model, model_path);
+  use_precision(model, o.precision, model_path);
   // Tokenizer problems are named before the model compiles.
   std::optional<Tokenizer> tokenizer;
   if (from_text) tokenizer = model_tokenizer(model, "text", "--inputs IN.safetensors");

@@ -17,6 +17,7 @@ struct ExplainOptions {
   std::string model, target, graph;
   std::vector<std::string> bind;
   bool json = false;
+  std::string precision;
 };
 
 void declare_explain_options(CLI::App& app, ExplainOptions& o) {
@@ -25,6 +26,7 @@ void declare_explain_options(CLI::App& app, ExplainOptions& o) {
   add_bind_option(app, o.bind, "a size for a symbolic dim, fixed at import");
   add_flag(app, "--json", o.json, "print the dispatch report as JSON");
   add_graph_option(app, o.graph);
+  add_precision_option(app, o.precision);
 }
 
 int explain_main(const ExplainOptions& o, const GlobalOptions& global) {
@@ -32,10 +34,13 @@ int explain_main(const ExplainOptions& o, const GlobalOptions& global) {
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   const std::string target_name = target->name();  // --target auto names one
   Model model_file = load_model(reg, o.model, import_options_for(parse_bind_specs(o.bind, 0)));
+  std::map<std::string, PrecisionReport> precision = use_precision(model_file, o.precision, o.model);
   const Graph& graph = model_file.graph(o.graph);
   Session session(target);
   CompiledModel model = session.compile(graph);
-  std::string out = o.json ? model.report().to_json() : model.report().to_text(global.verbose);
+  DispatchReport report = model.report();
+  if (auto it = precision.find(o.graph); it != precision.end()) report.precision = it->second;
+  std::string out = o.json ? report.to_json() : report.to_text(global.verbose);
   if (out.empty() || out.back() != '\n') out += '\n';
   // How the target executes here (cpu: kernels compiled or interpreted), when it says.
   if (!o.json)
@@ -50,13 +55,15 @@ int explain_main(const ExplainOptions& o, const GlobalOptions& global) {
 Command explain_command() {
   return make_command<ExplainOptions>(
       {"explain", "show the dispatch path chosen for every node of a model",
-       "MODEL --target T [--bind NAME=SIZE]... [--json]",
+       "MODEL --target T [--bind NAME=SIZE]... [--precision MODE] [--json]",
        "Compiles MODEL (rlx IR text, or a file or folder an importer reads) for target T and\n"
        "prints the graph's inputs and outputs, then for every node its result type (dtype and\n"
        "shape, symbolic dims kept) and the path that lowers it (native, shared-ir or rewritten);\n"
        "rewritten nodes (and, with -v, every node) list why the earlier paths refused.\n"
        "Exits 1 with the node, op, dtypes and refusals when no path is legal. Dims stay symbolic\n"
-       "unless sized with --bind (an ONNX or rten model may need that to import)."},
+       "unless sized with --bind (an ONNX or rten model may need that to import).\n"
+       "--precision MODE first lists what the precision policy changed: each op now computing\n"
+       "in f16 or bf16, each weight stored narrow and each convert inserted at a boundary."},
       &declare_explain_options, &explain_main);
 }
 

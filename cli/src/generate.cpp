@@ -51,6 +51,7 @@ struct GenerateOptions {
   std::optional<std::string> prompt_ids, prompt;
   int64_t max_new_tokens = 32;
   bool ignore_eos = false, json = false, q8_activations = false, stream = false;
+  std::string precision;
   std::optional<DType> kv_cache;
   SamplingFlags sampling;
   std::vector<std::string> stop;
@@ -71,6 +72,7 @@ void declare_generate_options(CLI::App& app, GenerateOptions& o) {
                  "end when the generated text contains STR, which is not printed (with "
                  "--prompt; repeatable)");
   add_q8_activations_flag(app, o.q8_activations);
+  add_precision_option(app, o.precision);
   add_kv_cache_option(app, o.kv_cache);
   add_sampling_flags(app, o.sampling);
   add_flag(app, "--stream", o.stream,
@@ -141,6 +143,7 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks);
   Model model = load_model(reg, model_path);
   if (o.q8_activations) use_q8_activations(model, model_path);
+  use_precision(model, o.precision, model_path);
   // Without a decode graph the decoder below says what generation needs.
   if (o.kv_cache && model.graphs.count("decode"))
     use_kv_cache(model, "decode", *o.kv_cache, model_path);

@@ -139,6 +139,30 @@ void use_q8_activations(Model& model, const std::string& model_path) {
                    "...); leave it out");
 }
 
+std::map<std::string, PrecisionReport> use_precision(Model& model, const std::string& mode,
+                                                     const std::string& model_path) {
+  std::map<std::string, PrecisionReport> reports;
+  const PrecisionMode m = parse_precision(mode.empty() ? "f32" : mode);
+  if (m == PrecisionMode::kAsIs) return reports;
+  size_t narrowed = 0, casts = 0, weights = 0;
+  for (auto& [name, graph] : model.graphs) {
+    PrecisionReport r = apply_precision(graph, m);
+    narrowed += r.narrowed.size();
+    casts += r.casts.size();
+    weights += r.weights.size();
+    reports.emplace(name, std::move(r));
+  }
+  if (narrowed == 0)
+    throw CliError(fmt::format("--precision {}: {} has no f32 computation this mode narrows",
+                               mode, model_path),
+                   "its products and ops already run in their stored dtypes; leave the option out");
+  note(fmt::format("--precision {}: {} ops compute in {}, {} converts at the boundaries, {} weights "
+                   "stored narrow; rlx explain --precision {} lists them",
+                   mode, narrowed, mode.find("bf16") != std::string::npos ? "bf16" : "f16", casts,
+                   weights, mode));
+  return reports;
+}
+
 void use_kv_cache(Model& model, const std::string& graph, DType dtype,
                   const std::string& model_path) {
   auto it = model.graphs.find(graph);

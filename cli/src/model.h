@@ -2,6 +2,7 @@
 // model.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 #include "commands.h"
 #include "rlx/core/graph.h"
 #include "rlx/core/model.h"
+#include "rlx/core/precision.h"
 #include "rlx/core/safetensors.h"
 #include "rlx/core/target.h"
 #include "rlx/registry/registry.h"
@@ -53,6 +55,12 @@ std::optional<std::filesystem::path> writable_path(const std::optional<std::stri
 // --q8-activations: every graph's quantized products round activations to 8-bit blocks
 // (set_quantized_activations); a user error when the model has no such product.
 void use_q8_activations(Model& model, const std::string& model_path);
+
+// --precision MODE: every graph of model narrowed as apply_precision does, with a note on stderr
+// saying how much changed; a user error when MODE is not f32 and the model has no f32 computation
+// to narrow. Returns the reports by graph name (empty for f32).
+std::map<std::string, PrecisionReport> use_precision(Model& model, const std::string& mode,
+                                                     const std::string& model_path);
 
 // --kv-cache DTYPE: the KV cache of model's graph `graph` (its past_* inputs and the present_*
 // outputs written from them) is kept in `dtype` (llm::set_kv_cache_dtype); a user error when

@@ -7,6 +7,9 @@
 #include <cmath>
 #include <functional>
 
+#include "rlx/core/error.h"
+#include "rlx/core/precision.h"
+
 namespace rlx::cli {
 namespace {
 
@@ -171,6 +174,25 @@ void add_q8_activations_flag(CLI::App& app, bool& into) {
   add_flag(app, "--q8-activations", into,
            "quantized (GGUF block) weights multiply activations rounded to 8-bit blocks, as "
            "llama.cpp does: its arithmetic, logits about 1% off the exact product");
+}
+
+void add_precision_option(CLI::App& app, std::string& into) {
+  CLI::Validator mode(
+      [](std::string& text) -> std::string {
+        try {
+          parse_precision(text);
+          return {};
+        } catch (const Error&) {
+          return fmt::format("'{}' is not a precision: give {}", text, kPrecisionChoices);
+        }
+      },
+      "f32|f16|bf16|amp-f16|amp-bf16");
+  app.add_option("--precision", into,
+                 "compute in f32 (the model's own dtypes; default), f16 or bf16 (every op), or "
+                 "amp-f16 / amp-bf16 (products, convolutions and attention narrow, the rest f32); "
+                 "inputs and outputs stay f32, and `rlx explain --precision` lists each change")
+      ->type_name("MODE")
+      ->check(mode);
 }
 
 void add_kv_cache_option(CLI::App& app, std::optional<DType>& into) {

@@ -67,6 +67,10 @@ void add_graph_option(CLI::App& app, std::string& into);
 // --q8-activations: quantized products round activations to 8 bits (use_q8_activations).
 void add_q8_activations_flag(CLI::App& app, bool& into);
 
+// --precision f32|f16|bf16|amp-f16|amp-bf16: the precision policy (use_precision); f32, the
+// model's own dtypes, when not given.
+void add_precision_option(CLI::App& app, std::string& into);
+
 // --kv-cache DTYPE (f32, f16 or bf16): the dtype a decoder's KV cache is kept in
 // (use_kv_cache); left empty when not given.
 void add_kv_cache_option(CLI::App& app, std::optional<DType>& into);

@@ -28,6 +28,7 @@ struct RunOptions {
   InputOptions inputs;
   std::optional<std::string> output;
   bool json = false, q8_activations = false;
+  std::string precision;
   RankOptions ranks;
 };
 
@@ -42,6 +43,7 @@ void declare_run_options(CLI::App& app, RunOptions& o) {
            "\"frozen_inputs\": [NAME]}");
   add_graph_option(app, o.graph);
   add_q8_activations_flag(app, o.q8_activations);
+  add_precision_option(app, o.precision);
   add_rank_options(app, o.ranks);
 }
 
@@ -83,6 +85,7 @@ int run_folder(const RunOptions& o, const GlobalOptions& global,
                const std::optional<fs::path>& output_path) {
   refuse_compile_option(o.graph != "main", "--graph", o.model);
   refuse_compile_option(o.q8_activations, "--q8-activations", o.model);
+  refuse_compile_option(!o.precision.empty(), "--precision", o.model);
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   const GivenInputs given = read_inputs(
       o.inputs, [&](const fs::path& dir) { return read_input_folder(reg, o.model, dir); });
@@ -113,6 +116,7 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   Model model_file = load_model(reg, model_path, import_options_for(given));
   const std::vector<std::string> frozen = take_frozen_inputs(model_file, given);
   if (o.q8_activations) use_q8_activations(model_file, model_path.string());
+  use_precision(model_file, o.precision, model_path.string());
   const Graph& graph = model_file.graph(o.graph);
   NamedTensors inputs = match_inputs(graph, given);
 

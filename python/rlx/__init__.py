@@ -127,10 +127,12 @@ class Model:
         bind: {symbol: size}, symbolic dims fixed now (the compiled model's inputs then have
         those sizes); the symbols left are bound at each run from the inputs' shapes (and the
         compiled code kept per shape). A name that is not one of the graph's symbols is a
-        UserError listing them. precision: None or "f32", the model's own dtypes; "q8", products
-        with block-quantized weights (GGUF Q4_0, Q4_K, Q8_0, ...) take activations rounded to
-        8-bit blocks (``rlx run --q8-activations``). Anything else is a UsageError (a
-        ValueError) naming these.
+        UserError listing them. precision: None or "f32", the model's own dtypes; "f16" or
+        "bf16", every op on narrow values, "amp-f16" or "amp-bf16", products, convolutions and
+        attention narrow and the rest f32 (``rlx run --precision``; inputs and outputs stay f32,
+        and ``report()`` lists each change); "q8", products with block-quantized weights (GGUF
+        Q4_0, Q4_K, Q8_0, ...) take activations rounded to 8-bit blocks (``rlx run
+        --q8-activations``). Anything else is a UsageError (a ValueError) naming these.
         """
         return Compiled(self._native.compile(target, graph, dict(bind or {}), precision))
 

@@ -15,6 +15,7 @@
 #include "errors.h"    // the CLI's: UsageError
 #include "rlx/core/error.h"
 #include "rlx/core/passes.h"
+#include "rlx/core/precision.h"
 
 namespace nb = nanobind;
 
@@ -22,11 +23,17 @@ namespace rlx::python {
 namespace {
 
 // The precisions compile(precision=) offers: the model's own dtypes (None or "f32": nothing is
-// changed), or "q8", products with block-quantized weights taking activations rounded to 8-bit
-// blocks (`rlx run --q8-activations`, set_quantized_activations).
+// changed), the policies of `--precision` (apply_precision), or "q8", products with
+// block-quantized weights taking activations rounded to 8-bit blocks (`rlx run
+// --q8-activations`, set_quantized_activations).
 constexpr const char* kPrecisions =
-    "None, \"f32\" (the model's own dtypes) or \"q8\" (8-bit "
-    "activations for block-quantized products)";
+    "None, \"f32\" (the model's own dtypes), \"f16\", \"bf16\", \"amp-f16\", \"amp-bf16\" "
+    "(rlx run --precision) or \"q8\" (8-bit activations for block-quantized products)";
+
+bool is_policy(const std::string& precision) {
+  return precision == "f16" || precision == "bf16" || precision == "amp-f16" ||
+         precision == "amp-bf16";
+}
 
 std::string bind_argument(const std::string& name) {
   return "bind['" + name + "']";
@@ -35,9 +42,16 @@ std::string bind_argument(const std::string& name) {
 // The graph `name` of the model as compile() is asked for it: symbols bound, precision applied.
 Graph graph_to_compile(const Model& model, const std::string& name,
                        const std::map<std::string, int64_t>& bind,
-                       const std::optional<std::string>& precision) {
+                       const std::optional<std::string>& precision, PrecisionReport* report) {
   Graph g = model.graph(name);
-  if (precision && *precision != "f32") {
+  if (precision && is_policy(*precision)) {
+    *report = apply_precision(g, parse_precision(*precision));
+    if (!report->changed())
+      throw_user_error(fmt::format(
+          "precision='{}': the '{}' graph has no f32 computation this mode narrows; leave "
+          "precision out",
+          *precision, name));
+  } else if (precision && *precision != "f32") {
     if (*precision != "q8")
       throw cli::UsageError(
           fmt::format("precision='{}' is not one rlx offers; it offers {}", *precision,
@@ -67,7 +81,8 @@ std::unique_ptr<PyCompiled> PyCompiled::create(const PyModel& p, const std::stri
   std::shared_ptr<Target> target = executing_target(target_name, p.path);
   auto c = std::make_unique<PyCompiled>();
   c->model = p.model;
-  c->source = std::make_shared<const Graph>(graph_to_compile(*p.model, graph, bind, precision));
+  c->source = std::make_shared<const Graph>(
+      graph_to_compile(*p.model, graph, bind, precision, &c->precision));
   c->graph = graph;
   c->target = target;
   Session session(target);
@@ -172,7 +187,11 @@ void bind_compiled(nb::module_& m) {
            [](const PyCompiled& c) { return tensor_infos(*c.source, c.source->outputs); })
       .def(
           "report",
-          [](const PyCompiled& c, bool verbose) { return c.compiled.report().to_text(verbose); },
+          [](const PyCompiled& c, bool verbose) {
+            DispatchReport report = c.compiled.report();
+            report.precision = c.precision;
+            return report.to_text(verbose);
+          },
           nb::arg("verbose") = false, "The dispatch report, as `rlx explain` prints it.")
       .def("run", &PyCompiled::run, nb::arg("inputs"),
            nb::arg("outputs") = std::vector<std::string>{},

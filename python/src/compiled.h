@@ -22,6 +22,7 @@ struct PyCompiled {
   std::string graph;
   std::shared_ptr<Target> target;
   CompiledModel compiled;
+  PrecisionReport precision;  // what precision= changed (mode empty: nothing)
   std::unique_ptr<std::mutex> running = std::make_unique<std::mutex>();  // not thread-safe
 
   // Model.compile: the graph `graph` of `p`, its symbols in `bind` fixed and `precision`

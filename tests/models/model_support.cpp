@@ -52,10 +52,11 @@ double cosine(const Tensor& a, const Tensor& b, int64_t row, int64_t width) {
 }
 
 std::vector<double> teacher_forced_decode_logits(const Model& model, const Tensor& prompts,
-                                                 const Tensor& tokens, int64_t capacity) {
+                                                 const Tensor& tokens, int64_t capacity,
+                                                 const std::string& target) {
   const int64_t batch = prompts.shape()[0], len = prompts.shape()[1], steps = tokens.shape()[1];
   EXPECT_LE(len + steps, capacity);
-  Session session(cpu_target());
+  Session session(target_named(target));
   NamedTensors prefill = session.compile(model, "prefill").run({{"input_ids", prompts}});
   const Graph& graph = model.graph("decode");
   CompiledModel decode = session.compile(model, "decode");

@@ -28,8 +28,10 @@ double cosine(const Tensor& a, const Tensor& b, int64_t row, int64_t width);
 // The logits of decode steps over the caches prefill makes of `prompts` (i64[B, S]), fed
 // `tokens` (i64[B, steps]: teacher forcing, so two models see the same inputs), every step's
 // [B, 1, V] in order. The caches have `capacity` slots in the dtype of the decode graph's past_*
-// inputs, prefill's f32 keys and values rounded to it (as llm::Decoder builds them).
+// inputs, prefill's f32 keys and values rounded to it (as llm::Decoder builds them). Runs on the
+// target named.
 std::vector<double> teacher_forced_decode_logits(const Model& model, const Tensor& prompts,
-                                                 const Tensor& tokens, int64_t capacity);
+                                                 const Tensor& tokens, int64_t capacity,
+                                                 const std::string& target = "cpu");
 
 }  // namespace rlx::test

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "model_support.h"
+#include "precision_fixtures.h"
 #include "rlx/core/runtime.h"
 #include "rlx/llm/decoding.h"
 #include "target_suite.h"
@@ -123,6 +124,10 @@ void register_fixture_tests(const SuiteTarget& t) {
   add("MiniLmSentenceEmbeddingsMatchFloat64Reference", minilm_sentence_embeddings);
   add("BertTinyOnnxMatchesOnnxRuntime", bert_tiny_onnx);
   add("Qwen3TinyGreedyTokensMatchReference", qwen3_tiny_greedy_tokens);
+  register_function_test(t, t.fixture_suite, "MiniLmPrecisionPoliciesStayNearFloat64Reference",
+                         [t] { minilm_precisions(t.name); });
+  register_function_test(t, t.fixture_suite, "Qwen3TinyAmpGreedyTokensAgreeWithReference",
+                         [t] { qwen3_tiny_amp_tokens(t.name); });
 }
 
 // Every executing in-tree target's suite links this file (tests/CMakeLists.txt).

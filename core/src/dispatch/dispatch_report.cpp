@@ -30,10 +30,38 @@ std::string typed_json_list(const std::vector<NamedType>& values) {
   return out + "]";
 }
 
+std::string json_strings(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + json::json_quote(items[i]);
+  return out + "]";
+}
+
+// The precision policy's changes come first: they explain the f16/bf16 dtypes and the converts
+// in the node list below.
+std::string precision_text(const PrecisionReport& p) {
+  if (p.mode.empty() || p.mode == "f32") return {};
+  std::string out =
+      fmt::format("precision {}: {} ops narrowed, {} weights stored narrow, {} converts\n", p.mode,
+                  p.narrowed.size(), p.weights.size(), p.casts.size());
+  for (const std::string& n : p.narrowed) out += "  narrowed  " + n + "\n";
+  for (const std::string& w : p.weights) out += "  weight    " + w + "\n";
+  for (const std::string& c : p.casts) out += "  convert   " + c + "\n";
+  return out;
+}
+
+std::string precision_json(const PrecisionReport& p) {
+  if (p.mode.empty() || p.mode == "f32") return {};
+  return fmt::format(
+      ", \"precision\": {{\"mode\": {}, \"narrowed\": {}, \"weights\": {}, \"converts\": {}}}",
+      json::json_quote(p.mode), json_strings(p.narrowed), json_strings(p.weights),
+      json_strings(p.casts));
+}
+
 }  // namespace
 
 std::string DispatchReport::to_text(bool verbose) const {
-  std::string out = fmt::format("dispatch for target '{}': {} nodes\n", target, entries.size());
+  std::string out = precision_text(precision);
+  out += fmt::format("dispatch for target '{}': {} nodes\n", target, entries.size());
   size_t wn = 1;
   for (const auto* list : {&inputs, &outputs})
     for (const NamedType& v : *list) wn = std::max(wn, v.name.size() + 1);
@@ -67,7 +95,8 @@ std::string DispatchReport::to_text(bool verbose) const {
 std::string DispatchReport::to_json() const {
   std::string out = "{\"target\": " + json::json_quote(target) +
                     ", \"inputs\": " + typed_json_list(inputs) +
-                    ", \"outputs\": " + typed_json_list(outputs) + ", \"nodes\": [";
+                    ", \"outputs\": " + typed_json_list(outputs) + precision_json(precision) +
+                    ", \"nodes\": [";
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
     out += fmt::format(

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rlx/core/graph.h"
+#include "rlx/core/precision.h"
 #include "rlx/core/target.h"
 
 namespace rlx {
@@ -37,6 +38,8 @@ struct DispatchReport {
   // The graph's own inputs and outputs, so a report read alone says what the nodes work on.
   std::vector<NamedType> inputs, outputs;
   std::vector<DispatchEntry> entries;
+  // What --precision changed before dispatch (mode empty when the graph is as the model has it).
+  PrecisionReport precision;
   // `verbose` lists every refusal; otherwise only those behind a rewritten node.
   std::string to_text(bool verbose = false) const;
   std::string to_json() const;

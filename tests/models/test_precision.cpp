@@ -1,0 +1,14 @@
+// The precision policies on the cpu target (the other targets run the same checks in their
+// fixture suites, tests/models/target_fixtures.cpp).
+#include <gtest/gtest.h>
+
+#include "precision_fixtures.h"
+
+namespace rlx::test {
+namespace {
+
+TEST(CpuPrecision, MiniLmPoliciesStayNearFloat64Reference) { minilm_precisions("cpu"); }
+TEST(CpuPrecision, Qwen3TinyAmpGreedyTokensAgreeWithReference) { qwen3_tiny_amp_tokens("cpu"); }
+
+}  // namespace
+}  // namespace rlx::test
