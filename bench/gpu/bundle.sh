@@ -2,7 +2,7 @@
 # Packs what a bare GPU machine (the H200 of the `device` tool, or any x86-64 Linux with a GPU
 # driver) needs to run this build's GPU-style targets, into DEST (default .device/, which
 # .git/info/exclude should list):
-#   DEST/rlx.tar.gz   rlx installed and stripped (cmake --install), the Debian libraries it links
+#   DEST/rlx.tar.xz   rlx installed and stripped (cmake --install), the Debian libraries it links
 #                     (not glibc or libstdc++: the machine's own are newer), OpenCL's ICD loader
 #                     and wgpu-native;
 #   DEST/minilm.tar.gz with --minilm: all-MiniLM-L6-v2's real weights stored as f16 with the
@@ -46,7 +46,10 @@ cp -L "${libs[@]}" "$stage/rlx/lib/"
 cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 "$stage/rlx/lib/"
 wgpu=$(ls "$root"/.venv/lib/python3*/site-packages/wgpu/resources/libwgpu_native-release.so 2>/dev/null | head -1)
 [ -n "$wgpu" ] && cp "$wgpu" "$stage/rlx/lib/"
-tar czf "$dest/rlx.tar.gz" -C "$stage" rlx
+# xz: half gzip's size, which keeps the bundle, the real MiniLM and the working tree within one
+# transfer to the GPU machine.
+rm -f "$dest/rlx.tar.gz"
+tar cf - -C "$stage" rlx | xz -6 -T0 >"$dest/rlx.tar.xz"
 
 
 if ((minilm)); then

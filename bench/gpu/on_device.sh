@@ -4,7 +4,7 @@
 # OpenCL driver with the ICD loader and sets what rlx needs to find them. Prints what rlx sees.
 set -u
 bundle=${RLX_BUNDLE:-.device}
-tar xzf "$bundle/rlx.tar.gz" -C /tmp
+tar xJf "$bundle/rlx.tar.xz" -C /tmp
 [ -f "$bundle/fuzz.tar.gz" ] && tar xzf "$bundle/fuzz.tar.gz" -C /tmp
 [ -f "$bundle/minilm.tar.gz" ] && tar xzf "$bundle/minilm.tar.gz" -C /tmp
 for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done

@@ -303,13 +303,17 @@ size_t fuse_epilogue(MatmulCall& mm, const lir::Program& p, size_t i,
 }
 
 // Takes the loop kernel after vendor product `i` into it when that kernel only sums the product
-// with a bias row along n and/or a residual of the product's shape (f32, one batch): the vendor
-// library adds them before it stores, and the product stores the kernel's output. Returns how
-// many kernels it took (0 or 1).
+// with a bias row along n and/or a residual of the product's shape (one batch, every tensor of
+// the product's own float dtype): the vendor library adds them before it stores, and the product
+// stores the kernel's output. For f16 and bf16 that rounds once where the loop kernel rounded
+// twice (after the product and after the sum): the closer result. Returns how many kernels it
+// took (0 or 1).
 size_t fuse_vendor_epilogue(LibraryMatmul& lm, const lir::Program& p, size_t i,
                             const std::vector<int>& readers) {
   const sdk::MatmulShape& s = lm.shape;
-  if (s.batch != 1 || s.c_dtype != DType::kF32 || i + 1 >= p.kernels.size()) return 0;
+  const DType dt = s.c_dtype;
+  if (dt != DType::kF32 && dt != DType::kF16 && dt != DType::kBF16) return 0;
+  if (s.batch != 1 || i + 1 >= p.kernels.size()) return 0;
   const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i + 1]);
   if (!k || !k->reduce.empty() || k->stores.size() != 1 ||
       k->num_parallel != static_cast<int32_t>(k->domain.size()) || k->domain.empty() ||
@@ -317,7 +321,7 @@ size_t fuse_vendor_epilogue(LibraryMatmul& lm, const lir::Program& p, size_t i,
     return 0;
   const int32_t c = lm.buffers[s.c_buffer], out = p.storage_of(k->stores[0].buffer);
   if (p.buffers[c].kind != lir::BufferKind::kTemp || readers[c] != 1 ||
-      p.buffers[out].dtype != DType::kF32 || p.buffers[out].numel() != s.m * s.n ||
+      p.buffers[out].dtype != dt || p.buffers[out].numel() != s.m * s.n ||
       std::find(lm.buffers.begin(), lm.buffers.end(), out) != lm.buffers.end())
     return 0;
   const std::vector<int64_t> identity = row_major_strides(k->domain);
@@ -333,24 +337,24 @@ size_t fuse_vendor_epilogue(LibraryMatmul& lm, const lir::Program& p, size_t i,
       if (k->domain[d] != 1 && strides[d] != 0) return false;
     return true;
   };
-  // Every expression a load or an f32 add, every value but the stored one used once: the
+  // Every expression a load or an add in dt, every value but the stored one used once: the
   // stored value is the sum of the loads.
   std::vector<int> uses(k->exprs.size(), 0);
   int32_t bias = -1, residual = -1, loads = 0, adds = 0;
   bool product = false;
   for (const lir::Expr& e : k->exprs) {
-    if (e.kind == lir::ExprKind::kBinary && e.op == "add" && e.dtype == DType::kF32 &&
+    if (e.kind == lir::ExprKind::kBinary && e.op == "add" && e.dtype == dt &&
         e.args.size() == 2) {
       ++adds;
       for (int32_t a : e.args) ++uses.at(a);
       continue;
     }
     if (e.kind != lir::ExprKind::kLoad || !e.load.guards.empty() || e.load.offset != 0 ||
-        e.dtype != DType::kF32)
+        e.dtype != dt)
       return 0;
     ++loads;
     const int32_t b = p.storage_of(e.load.buffer);
-    if (p.buffers[b].dtype != DType::kF32 || b == out) return 0;
+    if (p.buffers[b].dtype != dt || b == out) return 0;
     if (b == c && in_order(e.load.strides) && !product) {
       product = true;
     } else if (bias < 0 && p.buffers[b].numel() == s.n && along_n(e.load.strides)) {
@@ -400,10 +404,19 @@ NormCall norm_call(const lir::CallKernel& c, const lir::Program& p, const std::s
     s.epsilon = std::holds_alternative<double>(it->second)
                     ? std::get<double>(it->second)
                     : static_cast<double>(std::get<int64_t>(it->second));
+  auto dtype = [&](int32_t buffer) { return p.buffers.at(p.storage_of(buffer)).dtype; };
   s.x_buffer = position(c.inputs[0]);
-  if (c.inputs.size() > 1) s.scale_buffer = position(c.inputs[1]);
-  if (c.inputs.size() > 2) s.bias_buffer = position(c.inputs[2]);
+  s.x_dtype = dtype(c.inputs[0]);
+  if (c.inputs.size() > 1) {
+    s.scale_buffer = position(c.inputs[1]);
+    s.scale_dtype = dtype(c.inputs[1]);
+  }
+  if (c.inputs.size() > 2) {
+    s.bias_buffer = position(c.inputs[2]);
+    s.bias_dtype = dtype(c.inputs[2]);
+  }
   s.out_buffer = position(c.outputs.at(0));
+  s.out_dtype = dtype(c.outputs[0]);
   return call;
 }
 

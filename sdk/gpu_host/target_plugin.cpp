@@ -38,23 +38,38 @@ Verdict GpuLikeTargetPlugin::claim_native(const NodeSignature& s) const {
   auto refuse = [&](const std::string& why) {
     return Verdict::no(fmt::format("{}'s native {} kernel {}", name_, s.op, why));
   };
+  auto f32_class = [](DType t) {
+    return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
+  };
+  // The native kernels read every operand as a conversion to f32 would and write their output as
+  // one from f32: the target's own legality (its language's and device's dtypes) decides both.
+  auto conversions_legal = [&]() {
+    std::vector<std::pair<TensorType, TensorType>> conversions;
+    for (const TensorType& t : s.inputs)
+      conversions.push_back({t, TensorType{DType::kF32, t.shape}});
+    conversions.push_back({TensorType{DType::kF32, s.outputs[0].shape}, s.outputs[0]});
+    for (const auto& [from, to] : conversions) {
+      if (from.dtype == to.dtype) continue;
+      Verdict v = accepts_primitive(NodeSignature{"convert", {from}, {to}, {}});
+      if (!v.ok)
+        return refuse(fmt::format("reads and writes its tensors as conversions, and {}", v.reason));
+    }
+    return Verdict::yes();
+  };
   // LayerNorm and RMSNorm: one cooperative kernel per row (sdk::render_norm) instead of a
-  // reduction kernel per statistic; f32 only, so nothing is computed at another precision than
-  // the decomposition would.
+  // reduction kernel per statistic. f16 and bf16 tensors are computed in f32, as the
+  // decomposition computes them on these targets (16-bit values are stored, not computed).
   if (s.op == "LayerNorm" || s.op == "RMSNorm") {
     if (Verdict form = sdk::norm_form(s); !form.ok) return refuse(form.reason);
     for (const auto* list : {&s.inputs, &s.outputs})
       for (const TensorType& t : *list)
-        if (t.dtype != DType::kF32) return refuse("computes f32 only");
-    return Verdict::yes();  // every GPU-style language has workgroup-shared memory
+        if (!f32_class(t.dtype)) return refuse("computes f16, bf16 and f32 only");
+    return conversions_legal();  // every GPU-style language has workgroup-shared memory
   }
   if (s.op != "Attention")
     return Verdict::no(
         fmt::format("{} has no native kernel for {}: it runs the MIR decomposition", name_, s.op));
   if (Verdict form = sdk::attention_form(s); !form.ok) return refuse(form.reason);
-  auto f32_class = [](DType t) {
-    return t == DType::kF16 || t == DType::kBF16 || t == DType::kF32;
-  };
   for (size_t i = 0; i < 3; ++i)
     if (!f32_class(s.inputs[i].dtype)) return refuse("computes f16, bf16 and f32 only");
   if (!f32_class(s.outputs[0].dtype)) return refuse("computes f16, bf16 and f32 only");
@@ -63,17 +78,7 @@ Verdict GpuLikeTargetPlugin::claim_native(const NodeSignature& s) const {
     return refuse(fmt::format(
         "keeps a query's rows in registers, at most {} elements; this one has {} and {}",
         kMaxAttentionRow, d, dv));
-  // The kernel reads every operand as a conversion to f32 would and writes its output as one from
-  // f32: the target's own legality (its language's and device's dtypes) decides both.
-  std::vector<std::pair<TensorType, TensorType>> conversions;
-  for (const TensorType& t : s.inputs) conversions.push_back({t, TensorType{DType::kF32, t.shape}});
-  conversions.push_back({TensorType{DType::kF32, s.outputs[0].shape}, s.outputs[0]});
-  for (const auto& [from, to] : conversions) {
-    Verdict v = accepts_primitive(NodeSignature{"convert", {from}, {to}, {}});
-    if (!v.ok)
-      return refuse(fmt::format("reads and writes its tensors as conversions, and {}", v.reason));
-  }
-  return Verdict::yes();
+  return conversions_legal();
 }
 
 std::shared_ptr<DeviceApi> GpuLikeTargetPlugin::open_device_api(std::string* why) {

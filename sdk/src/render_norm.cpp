@@ -31,6 +31,9 @@ class NormWriter : detail::KernelText {
       fail("norm kernels take one parameter per buffer");
     if (s_.rows <= 0 || s_.n <= 0) fail(fmt::format("the rows [{}, {}] are empty", s_.rows, s_.n));
     if (s_.rms && s_.bias_buffer >= 0) fail("RMSNorm takes no bias");
+    for (DType dt : {s_.x_dtype, s_.scale_dtype, s_.bias_dtype, s_.out_dtype})
+      if (dt != DType::kF32 && dt != DType::kF16 && dt != DType::kBF16)
+        fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(dt)));
     f32_ = entry(d_.compute_type, DType::kF32, "compute type");
     int_ = entry(d_.compute_type, DType::kI32, "compute type");
   }
@@ -40,7 +43,10 @@ class NormWriter : detail::KernelText {
         std::max({s_.x_buffer, s_.scale_buffer, s_.bias_buffer, s_.out_buffer}) + 1));
     for (size_t j = 0; j < params.size(); ++j)
       params[j] = {static_cast<int32_t>(j), DType::kF32, false};
-    params[s_.out_buffer].written = true;
+    params[s_.x_buffer].dtype = s_.x_dtype;
+    if (s_.scale_buffer >= 0) params[s_.scale_buffer].dtype = s_.scale_dtype;
+    if (s_.bias_buffer >= 0) params[s_.bias_buffer].dtype = s_.bias_dtype;
+    params[s_.out_buffer] = {s_.out_buffer, s_.out_dtype, true};
     const std::string symbol = kernel_symbol(s_.name);
     const std::string shared = shared_array(f32_, "rlx_red", kGroup);
     open(symbol, params,
@@ -91,7 +97,7 @@ class NormWriter : detail::KernelText {
     declare_mutable(f32_, part, f32_literal(0.0));
     loop("t", steps());
     element_index();
-    const std::string x = load(s_.x_buffer, DType::kF32, "base + e");
+    const std::string x = load(s_.x_buffer, s_.x_dtype, "base + e");
     if (in_row().empty()) {
       declare(f32_, "x", x);
       line(fmt::format("{} = {} + {};", part, part, term("x")));
@@ -122,14 +128,14 @@ class NormWriter : detail::KernelText {
   void write(Value value) {
     loop("t", steps());
     element_index();
-    std::string y = value(load(s_.x_buffer, DType::kF32, "base + e"));
+    std::string y = value(load(s_.x_buffer, s_.x_dtype, "base + e"));
     if (s_.scale_buffer >= 0)
-      y = fmt::format("({}) * {}", y, load(s_.scale_buffer, DType::kF32, "e"));
-    if (s_.bias_buffer >= 0) y = fmt::format("{} + {}", y, load(s_.bias_buffer, DType::kF32, "e"));
+      y = fmt::format("({}) * {}", y, load(s_.scale_buffer, s_.scale_dtype, "e"));
+    if (s_.bias_buffer >= 0) y = fmt::format("{} + {}", y, load(s_.bias_buffer, s_.bias_dtype, "e"));
     std::string ok = fmt::format("gi < {}", s_.rows);
     if (!in_row().empty()) ok += " && " + in_row();
     line(fmt::format("if ({}) {{", ok));
-    line("  " + store(s_.out_buffer, DType::kF32, "base + e", y));
+    line("  " + store(s_.out_buffer, s_.out_dtype, "base + e", y));
     line("}");
     close();
   }

@@ -66,12 +66,27 @@ def test_precision_offers_what_rlx_has(rlx, tiny_gpt):
         out = model.compile(precision=precision)(**inputs)["logits"]
         np.testing.assert_allclose(out, reference, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError) as e:  # a UsageError, naming what there is
-        model.compile(precision="bf16")
+        model.compile(precision="fp16")
     assert isinstance(e.value, rlx.UsageError)
-    assert "precision='bf16'" in str(e.value)
-    assert '"q8"' in str(e.value) and '"f32"' in str(e.value) and "None" in str(e.value)
+    assert "precision='fp16'" in str(e.value)
+    for offered in ('"q8"', '"f32"', "None", '"amp-bf16"', '"f16"'):
+        assert offered in str(e.value)
     with pytest.raises(rlx.UserError, match="block-quantized"):
         model.compile(precision="q8")  # f32 weights: nothing to quantize
+
+
+def test_precision_policies_narrow_and_keep_the_f32_interface(rlx, tiny_gpt):
+    inputs, reference = tiny_gpt
+    model = rlx.load(f"{TINY_GPT}/model.rlx")
+    scale = np.abs(reference).max()
+    # bf16 keeps 8 bits (relative error 2^-9 per rounding), f16 11: bounds for a 2-layer model.
+    for precision, bound in (("amp-f16", 5e-3), ("f16", 1e-2), ("amp-bf16", 4e-2), ("bf16", 8e-2)):
+        compiled = model.compile(precision=precision)
+        out = compiled(**inputs)["logits"]
+        assert out.dtype == np.float32
+        err = np.abs(out - reference).max() / scale
+        assert 0 < err < bound, (precision, err)
+        assert f"precision {precision}: " in compiled.report()
 
 
 def test_outputs_are_written_into_the_callers_arrays(rlx, tiny_gpt):

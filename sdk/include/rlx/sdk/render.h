@@ -377,9 +377,12 @@ struct NormShape {
   bool rms = false;
   int64_t rows = 1, n = 1;
   double epsilon = 1e-5;
-  // Parameter positions b0, b1, ... of x, scale and bias (-1: none) and out: distinct. Every
-  // buffer is f32.
+  // Parameter positions b0, b1, ... of x, scale and bias (-1: none) and out: distinct.
   int32_t x_buffer = 0, scale_buffer = -1, bias_buffer = -1, out_buffer = 1;
+  // Their dtypes: f32, f16 or bf16. The statistics and the arithmetic are f32 whatever the
+  // storage (loads convert to f32, the store converts from it), as the attention kernel does.
+  DType x_dtype = DType::kF32, scale_dtype = DType::kF32, bias_dtype = DType::kF32,
+        out_dtype = DType::kF32;
 };
 
 // A cooperative kernel (the dialect's shared_array, barrier, group_index and local_index): one
