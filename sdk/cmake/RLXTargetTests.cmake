@@ -59,7 +59,8 @@ function(rlx_add_target_tests name)
     set(main GTest::gtest_main)
   else()
     list(APPEND suite ${dir}/test_primitives.cpp ${dir}/test_structural.cpp ${dir}/test_hir_ops.cpp
-                      ${dir}/test_matmul.cpp ${dir}/test_training.cpp)
+                      ${dir}/test_matmul.cpp ${dir}/test_training.cpp
+                      ${dir}/test_half_attention.cpp)
     set(main "")
   endif()
 

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,12 @@ class KernelLibrary {
   // Whether the vendor product also adds a bias row (a vector along n) and a residual (a tensor
   // of C's shape and dtype) before storing C, so the kernel that adds them is not launched.
   virtual bool vendor_adds_bias_and_residual() const { return false; }
+  // The library's own attention kernel for `shape` (tensor cores, ...), or nullopt for the SDK's
+  // render_attention. Its `groups` count 64 work-items each, as render_attention's do.
+  virtual std::optional<sdk::AttentionKernel> own_attention(const sdk::AttentionShape& shape) const {
+    (void)shape;
+    return std::nullopt;
+  }
 };
 
 // What a vendor product adds to A x B before it stores C: nullptr where the plan fused nothing.

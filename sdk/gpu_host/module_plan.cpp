@@ -487,7 +487,11 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
                [](const sdk::MatmulKernel& k) { return k.groups * kGroupSize; });
   };
   auto add_attention = [&](const AttentionCall& a) {
-    add_shaped(a.shape, a.buffers, sdk::render_attention,
+    auto render = [&library](const sdk::AttentionShape& s, const sdk::Dialect& dialect) {
+      if (std::optional<sdk::AttentionKernel> own = library.own_attention(s)) return *own;
+      return sdk::render_attention(s, dialect);
+    };
+    add_shaped(a.shape, a.buffers, render,
                [](const sdk::AttentionKernel& k) { return k.groups * kGroupSize; });
   };
   const std::vector<int> readers = readers_of(p);

@@ -273,15 +273,6 @@ void mixed_programs_agree_with_cpu(const SuiteTarget& t) {
   expect_all_close(want_f16, got, 1e-3);
 }
 
-// An f32 tensor of `shape` with values drawn uniformly from [-bound, bound).
-Tensor uniform_f32(std::mt19937& rng, std::vector<int64_t> shape, float bound) {
-  std::uniform_real_distribution<float> u(-bound, bound);
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = u(rng);
-  return f32(std::move(shape), std::move(v));
-}
 
 // Products whose results pass through elementwise kernels (a bias, z * tanh(z) which keeps the
 // bias add a kernel of its own, a residual read from memory, an f16 result) get those kernels

@@ -82,6 +82,15 @@ std::string compile_error(const std::string& ir, std::shared_ptr<Target> target)
   return "";
 }
 
+Tensor uniform_f32(std::mt19937& rng, std::vector<int64_t> shape, float bound) {
+  std::uniform_real_distribution<float> u(-bound, bound);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return f32(std::move(shape), std::move(v));
+}
+
 void expect_all_close(const NamedTensors& want, const NamedTensors& got, double rel_tol,
                       const std::string& what) {
   for (const auto& [name, t] : want) {

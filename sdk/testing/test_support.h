@@ -2,6 +2,7 @@
 #pragma once
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ NamedTensors run_text(const std::string& ir, const NamedTensors& inputs,
                       std::shared_ptr<Target> target = target_under_test());
 std::vector<double> values(const Tensor& t);
 Tensor f32(std::vector<int64_t> shape, std::vector<float> v);
+// An f32 tensor of `shape` with values drawn uniformly from [-bound, bound).
+Tensor uniform_f32(std::mt19937& rng, std::vector<int64_t> shape, float bound);
 // The message of the error compiling IR text for `target` throws, or "" when it compiles.
 std::string compile_error(const std::string& ir, std::shared_ptr<Target> target);
 // Every output of `want` is in `got` with its element count, each element within

@@ -144,5 +144,39 @@ TEST(CudaCodegen, EveryKernelTheSuitesWriteCompilesToAnSm90Cubin) {
     expect_compiles_to_sm90(p.ir, p.what);
 }
 
+// f16 and bf16 attention with a head dimension of 16 or more takes the tensor-core kernel (mma.sync
+// in the PTX, blocks of 128 threads), which NVRTC compiles for sm_90; f32 attention keeps the
+// SDK's kernel, and RLX_CUDA_ATTENTION=tiled asks for it by name.
+TEST(CudaCodegen, HalfAttentionIsATensorCoreKernelThatCompilesToSm90) {
+  REQUIRE_NVRTC();
+  auto program = [](const char* dt) {
+    return fmt::format(R"(graph @t(%q: {0}[2,4,40,32], %k: {0}[2,2,40,32], %v: {0}[2,2,40,32], %m: i64[2,40]) {{
+  %o = Attention(%q, %k, %v, %m) {{mask = "padding"}} : {0}[2,4,40,32]
+  %c = Attention(%q, %k, %v) {{mask = "causal"}} : {0}[2,4,40,32]
+  return %o, %c
+}}
+)",
+                       dt);
+  };
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  for (const char* dt : {"f16", "bf16"}) {
+    test::Emitted e(program(dt), cuda());
+    const std::string cu = e.text("cuda_kernels.cu");
+    EXPECT_NE(cu.find(fmt::format("attention on tensor cores (mma.sync m16n8k16 {}", dt)),
+              std::string::npos)
+        << cu;
+    EXPECT_NE(cu.find("__launch_bounds__(128)"), std::string::npos) << cu;
+    EXPECT_NE(e.text("cuda_kernels.ptx").find(fmt::format("mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32", dt)),
+              std::string::npos);
+  }
+  test::Emitted f32(program("f32"), cuda());
+  EXPECT_EQ(f32.text("cuda_kernels.cu").find("tensor cores"), std::string::npos);
+  setenv("RLX_CUDA_ATTENTION", "tiled", 1);
+  test::Emitted tiled(program("f16"), cuda());
+  unsetenv("RLX_CUDA_ATTENTION");
+  unsetenv("RLX_CUDA_ARCH");
+  EXPECT_EQ(tiled.text("cuda_kernels.cu").find("tensor cores"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rlx

@@ -1,0 +1,286 @@
+// The kernel text is CUDA C++ with inline PTX (mma.sync, cvt), so it needs no header under NVRTC,
+// like the rest of the module. Fragment layouts are those of PTX's m16n8k16 (row-major A, column
+// B, f32 C): lane = 4 * g + t holds rows g and g + 8 and the column pairs 2t, 2t + 1 (+ 8).
+//
+// One block of 4 warps takes 64 query rows of one (batch, head), 16 per warp; each 64-key tile of
+// K and V is staged in shared memory once per block. A warp keeps its Q fragment, its running max
+// and sum and its output in registers. The scores are scaled, masked as the HIR op masks them
+// (the lowest finite value, so a row with every key masked averages V as the decomposition
+// does) and exponentiated in f32; the probabilities enter the P x V product rounded to the
+// operands' 16-bit type, the one rounding the SDK's f32 kernel does not make.
+#include "tensor_core_attention.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <map>
+
+#include "rlx/core/error.h"
+
+namespace rlx::cuda {
+
+namespace {
+
+constexpr int64_t kRowsPerBlock = 64;  // 4 warps x 16 query rows
+constexpr int64_t kGroupItems = 64;    // what one of AttentionKernel::groups counts
+
+const char* const kKernel = R"(// @SYM@: attention on tensor cores (mma.sync m16n8k16 @DT@, f32 accumulation), B @B@, heads @H@ (kv @HKV@), Sq @SQ@, Sk @SK@, D @D@, mask @MASK@
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "rlx's tensor-core attention needs sm_80 or newer; RLX_CUDA_ATTENTION=tiled uses the CUDA-core kernel"
+#endif
+extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const long long tiles = (@SQ@ + 63) / 64;
+  const long long bh = blockIdx.x / tiles;
+  const long long b = bh / @H@;
+  const long long h = bh % @H@, hk = h / (@H@ / @HKV@);
+  const long long qblock = (blockIdx.x % tiles) * 64;
+  const long long r0 = qblock + warp * 16 + g, r1 = r0 + 8;
+  __shared__ unsigned int ks[64][@D@ / 2 + 4];
+  __shared__ unsigned short vs[64][@D@ + 8];
+  unsigned int qa[@D@ / 16][4];
+  for (int kk = 0; kk < @D@ / 16; ++kk)
+    for (int half = 0; half < 2; ++half) {
+      const int d = kk * 16 + half * 8 + 2 * t;
+      qa[kk][half * 2] = r0 < @SQ@ ? rlx_pair(@Q@[@QAT0@ + d], @Q@[@QAT0@ + d + 1]) : 0u;
+      qa[kk][half * 2 + 1] = r1 < @SQ@ ? rlx_pair(@Q@[@QAT1@ + d], @Q@[@QAT1@ + d + 1]) : 0u;
+    }
+  float m0 = -__int_as_float(0x7F800000), m1 = -__int_as_float(0x7F800000), l0 = 0.0f, l1 = 0.0f;
+  float o[@D@ / 8][4];
+  for (int dn = 0; dn < @D@ / 8; ++dn) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.0f;
+  long long kend = @SK@;
+  // Causal with Sk >= Sq: every row sees key 0, so tiles past the block's last visible key
+  // only add exp(lowest - max) = 0 and are skipped.
+  if (@CAUSAL@ && @SK@ >= @SQ@) {
+    const long long last = (qblock + 63 < @SQ@ ? qblock + 63 : @SQ@ - 1) + (@SK@ - @SQ@) + 1;
+    if (last < kend) kend = last;
+  }
+  for (long long k0 = 0; k0 < kend; k0 += 64) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < 64 * (@D@ / 2); i += 128) {
+      const int key = i / (@D@ / 2), dp = i % (@D@ / 2);
+      const long long kv = k0 + key;
+      unsigned short k_lo = 0, k_hi = 0, v_lo = 0, v_hi = 0;
+      if (kv < @SK@) {
+        k_lo = @K@[@KAT@ + 2 * dp];
+        k_hi = @K@[@KAT@ + 2 * dp + 1];
+        v_lo = @V@[@VAT@ + 2 * dp];
+        v_hi = @V@[@VAT@ + 2 * dp + 1];
+      }
+      ks[key][dp] = (unsigned int)k_lo | ((unsigned int)k_hi << 16);
+      vs[key][2 * dp] = v_lo;
+      vs[key][2 * dp + 1] = v_hi;
+    }
+    __syncthreads();
+    float s[8][4];
+    for (int nt = 0; nt < 8; ++nt) {
+      s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+      for (int kk = 0; kk < @D@ / 16; ++kk)
+        rlx_mma(s[nt], qa[kk], ks[nt * 8 + g][kk * 8 + t], ks[nt * 8 + g][kk * 8 + 4 + t]);
+      for (int j = 0; j < 4; ++j) {
+        const long long key = k0 + nt * 8 + 2 * t + (j & 1), row = j < 2 ? r0 : r1;
+        float x = s[nt][j] * @SCALE@f;
+        if (key >= @SK@) x = -__int_as_float(0x7F800000);
+        else if (@MASKED@) x = -3.402823466e38f;
+        s[nt][j] = x;
+      }
+    }
+    float x0 = -__int_as_float(0x7F800000), x1 = -__int_as_float(0x7F800000);
+    for (int nt = 0; nt < 8; ++nt) {
+      x0 = fmaxf(x0, fmaxf(s[nt][0], s[nt][1]));
+      x1 = fmaxf(x1, fmaxf(s[nt][2], s[nt][3]));
+    }
+    for (int off = 1; off < 4; off <<= 1) {
+      x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, off));
+      x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, off));
+    }
+    const float n0 = fmaxf(m0, x0), n1 = fmaxf(m1, x1);
+    const float a0 = expf(m0 - n0), a1 = expf(m1 - n1);
+    m0 = n0;
+    m1 = n1;
+    l0 *= a0;
+    l1 *= a1;
+    for (int dn = 0; dn < @D@ / 8; ++dn) {
+      o[dn][0] *= a0;
+      o[dn][1] *= a0;
+      o[dn][2] *= a1;
+      o[dn][3] *= a1;
+    }
+    for (int nt = 0; nt < 8; ++nt) {
+      s[nt][0] = expf(s[nt][0] - m0);
+      s[nt][1] = expf(s[nt][1] - m0);
+      s[nt][2] = expf(s[nt][2] - m1);
+      s[nt][3] = expf(s[nt][3] - m1);
+      l0 += s[nt][0] + s[nt][1];
+      l1 += s[nt][2] + s[nt][3];
+    }
+    for (int j = 0; j < 4; ++j) {
+      unsigned int p[4] = {rlx_pack(s[2 * j][0], s[2 * j][1]), rlx_pack(s[2 * j][2], s[2 * j][3]),
+                           rlx_pack(s[2 * j + 1][0], s[2 * j + 1][1]),
+                           rlx_pack(s[2 * j + 1][2], s[2 * j + 1][3])};
+      const int kr = j * 16 + 2 * t;
+      for (int dn = 0; dn < @D@ / 8; ++dn) {
+        const int c = dn * 8 + g;
+        rlx_mma(o[dn], p, (unsigned int)vs[kr][c] | ((unsigned int)vs[kr + 1][c] << 16),
+                (unsigned int)vs[kr + 8][c] | ((unsigned int)vs[kr + 9][c] << 16));
+      }
+    }
+  }
+  for (int off = 1; off < 4; off <<= 1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, off);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+  }
+  for (int dn = 0; dn < @D@ / 8; ++dn) {
+    const int d = dn * 8 + 2 * t;
+    if (r0 < @SQ@) {
+      @O@[@OAT0@ + d] = @TO16@(o[dn][0] / l0);
+      @O@[@OAT0@ + d + 1] = @TO16@(o[dn][1] / l0);
+    }
+    if (r1 < @SQ@) {
+      @O@[@OAT1@ + d] = @TO16@(o[dn][2] / l1);
+      @O@[@OAT1@ + d + 1] = @TO16@(o[dn][3] / l1);
+    }
+  }
+}
+)";
+
+// The helpers once per kernel, under the kernel's name so two kernels of one module never clash.
+const char* const kHelpers = R"(static __device__ __forceinline__ unsigned int rlx_pair(unsigned short lo, unsigned short hi) {
+  return (unsigned int)lo | ((unsigned int)hi << 16);
+}
+static __device__ __forceinline__ unsigned int rlx_pack(float lo, float hi) {
+  unsigned int r;
+  asm("cvt.rn.@DT@x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+static __device__ __forceinline__ void rlx_mma(float* c, const unsigned int* a, unsigned int b0,
+                                               unsigned int b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.@DT@.@DT@.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+)";
+
+std::string replace_all(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [key, value] : values) {
+    const std::string token = "@" + key + "@";
+    for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at))
+      text.replace(at, token.size(), value), at += value.size();
+  }
+  return text;
+}
+
+// The C type a buffer of `dtype` has in the CUDA dialect ("unsigned short" bits for f16).
+std::string storage_type(DType dtype) {
+  return sdk::cuda_dialect().storage_type[static_cast<size_t>(dtype)];
+}
+
+// Element offset of (b, head, row, 0) in a [B, heads, S, D] tensor, or [B, S, heads, D] when split.
+std::string row_offset(bool split, const std::string& head, int64_t heads, const std::string& row,
+                       int64_t len, int64_t dim) {
+  if (split) return fmt::format("((b * {} + ({})) * {} + {}) * {}", len, row, heads, head, dim);
+  return fmt::format("((b * {} + {}) * {} + ({})) * {}", heads, head, len, row, dim);
+}
+
+std::string mask_test(const sdk::AttentionShape& s) {
+  if (s.mask == "causal") return fmt::format("key > row + ({} - {})", s.kv_len, s.q_len);
+  if (s.mask != "padding") return "false";
+  const std::string at = fmt::format("b{}[{} + key]", s.mask_buffer,
+                                     s.mask_batch == 1 ? std::string("0")
+                                                       : fmt::format("b * {}", s.mask_len));
+  switch (s.mask_dtype) {
+    case DType::kF16:
+    case DType::kBF16: return fmt::format("(({} & 0x7FFF) == 0)", at);
+    case DType::kF32:
+    case DType::kF64: return fmt::format("({} == 0)", at);
+    default: return fmt::format("({} == 0)", at);
+  }
+}
+
+}  // namespace
+
+std::string tensor_core_attention_refusal(const sdk::AttentionShape& s) {
+  if (const char* choice = std::getenv("RLX_CUDA_ATTENTION");
+      choice && std::string(choice) == "tiled")
+    return "RLX_CUDA_ATTENTION=tiled";
+  if ((s.q_dtype != DType::kF16 && s.q_dtype != DType::kBF16) || s.k_dtype != s.q_dtype ||
+      s.v_dtype != s.q_dtype || s.out_dtype != s.q_dtype)
+    return "q, k, v and the output are not all f16 or all bf16";
+  if (s.head_dim % 16 != 0 || s.head_dim > 128 || s.v_dim != s.head_dim)
+    return "the head dimension is not a multiple of 16 up to 128 shared by q, k and v";
+  if (s.q_len < 16) return "the query has fewer than 16 rows";
+  if (s.kv_heads <= 0 || s.heads % s.kv_heads != 0) return "the heads do not group";
+  return "";
+}
+
+std::optional<sdk::AttentionKernel> tensor_core_attention(const sdk::AttentionShape& s) {
+  if (!tensor_core_attention_refusal(s).empty()) return std::nullopt;
+  // Parameters by position, as render_attention binds them: q, k and v may share a buffer.
+  std::map<int32_t, std::string> params;
+  auto add = [&](int32_t position, DType dtype, bool written) {
+    params[position] = fmt::format("{}{}* __restrict__ b{}", written ? "" : "const ",
+                                   storage_type(dtype), position);
+  };
+  add(s.q_buffer, s.q_dtype, false);
+  add(s.k_buffer, s.k_dtype, false);
+  add(s.v_buffer, s.v_dtype, false);
+  if (s.mask == "padding") add(s.mask_buffer, s.mask_dtype, false);
+  add(s.out_buffer, s.out_dtype, true);
+  std::string param_list;
+  for (int32_t j = 0; j < static_cast<int32_t>(params.size()); ++j) {
+    if (!params.count(j)) throw_internal_error("tensor-core attention: buffer positions have a gap");
+    param_list += (j ? ", " : "") + params[j];
+  }
+  const std::string dt = s.q_dtype == DType::kF16 ? "f16" : "bf16";
+  const std::string symbol = sdk::kernel_symbol(s.name);
+  const std::map<std::string, std::string> values = {
+      {"SYM", symbol},
+      {"DT", dt},
+      {"PARAMS", param_list},
+      {"B", std::to_string(s.batch)},
+      {"H", std::to_string(s.heads)},
+      {"HKV", std::to_string(s.kv_heads)},
+      {"SQ", std::to_string(s.q_len)},
+      {"SK", std::to_string(s.kv_len)},
+      {"D", std::to_string(s.head_dim)},
+      {"MASK", s.mask},
+      {"CAUSAL", s.mask == "causal" ? "true" : "false"},
+      {"MASKED", mask_test(s)},
+      {"SCALE", fmt::format("{:.9e}", s.scale)},
+      {"Q", fmt::format("b{}", s.q_buffer)},
+      {"K", fmt::format("b{}", s.k_buffer)},
+      {"V", fmt::format("b{}", s.v_buffer)},
+      {"O", fmt::format("b{}", s.out_buffer)},
+      {"QAT0", row_offset(s.q_split_heads, "h", s.heads, "r0", s.q_len, s.head_dim)},
+      {"QAT1", row_offset(s.q_split_heads, "h", s.heads, "r1", s.q_len, s.head_dim)},
+      {"KAT", row_offset(s.k_split_heads, "hk", s.kv_heads, "kv", s.kv_len, s.head_dim)},
+      {"VAT", row_offset(s.v_split_heads, "hk", s.kv_heads, "kv", s.kv_len, s.v_dim)},
+      {"OAT0", row_offset(s.merge_heads, "h", s.heads, "r0", s.q_len, s.v_dim)},
+      {"OAT1", row_offset(s.merge_heads, "h", s.heads, "r1", s.q_len, s.v_dim)},
+      {"TO16", s.q_dtype == DType::kF16 ? "rlx_f32_to_f16" : "rlx_f32_to_bf16"},
+  };
+  // The helpers are static and named alike in every kernel; a second kernel of the module would
+  // redefine them, so each kernel takes them under its own suffix.
+  std::string helpers = replace_all(kHelpers, {{"DT", dt}});
+  std::string kernel = replace_all(kKernel, values);
+  for (const char* name : {"rlx_pair", "rlx_pack", "rlx_mma"}) {
+    auto rename_in = [&](std::string text) {
+      const std::string to = std::string(name) + "_" + symbol;
+      for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at)) {
+        text.replace(at, std::string(name).size(), to);
+        at += to.size();
+      }
+      return text;
+    };
+    helpers = rename_in(helpers);
+    kernel = rename_in(kernel);
+  }
+  const int64_t blocks = s.batch * s.heads * ((s.q_len + kRowsPerBlock - 1) / kRowsPerBlock);
+  // Blocks of 128 threads (the kernel's launch bounds); groups count 64 work-items each.
+  return sdk::AttentionKernel{helpers + kernel, blocks * (128 / kGroupItems),
+                              "tensor cores, 64 rows x 64 keys"};
+}
+
+}  // namespace rlx::cuda
