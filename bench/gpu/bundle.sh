@@ -10,17 +10,23 @@
 #                     them back to f32 there, so rlx and PyTorch read the same f32 weights);
 #   DEST/fuzz.tar.gz  with --fuzz: the fuzz binaries of BUILD/fuzz (stripped; FUZZ_TARGETS=a,b
 #                     for some of them) and their seeds, for tests/fuzz/campaign.sh.
+# --slim leaves out OpenBLAS, LAPACK(E), gfortran, wgpu-native and the vulkan and webgpu plugins
+# (about 12 MB of xz): with them the bundle, the real MiniLM and the working tree exceed one
+# 64 MiB transfer. The cpu plugin then cannot load there (rlx lists it unusable), so a slim
+# bundle is for `rlx bench --target cuda` and bench/gpu/run.py, not for the conformance suite,
+# which checks cuda against cpu.
 #
-#   bench/gpu/bundle.sh [--minilm] [--fuzz] [BUILD] [DEST]
+#   bench/gpu/bundle.sh [--minilm] [--fuzz] [--slim] [BUILD] [DEST]
 # The fixtures (tests/data/fixtures) travel with the working tree. bench/gpu/on_device.sh unpacks
 # it there; docs/targets.md ("On an NVIDIA GPU") shows the calls.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-minilm=0 fuzz=0
+minilm=0 fuzz=0 slim=0
 while [[ ${1:-} == --* ]]; do
   case $1 in
     --minilm) minilm=1 ;;
     --fuzz) fuzz=1 ;;
+    --slim) slim=1 ;;
     *) echo "bundle.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -46,6 +52,10 @@ cp -L "${libs[@]}" "$stage/rlx/lib/"
 cp -L /usr/lib/x86_64-linux-gnu/libOpenCL.so.1 "$stage/rlx/lib/"
 wgpu=$(ls "$root"/.venv/lib/python3*/site-packages/wgpu/resources/libwgpu_native-release.so 2>/dev/null | head -1)
 [ -n "$wgpu" ] && cp "$wgpu" "$stage/rlx/lib/"
+if ((slim)); then
+  rm -f "$stage/rlx/lib"/libopenblas* "$stage/rlx/lib"/liblapack* "$stage/rlx/lib"/libgfortran* \
+    "$stage/rlx/lib"/libwgpu_native* "$stage/rlx/share/rlx/plugins.d"/librlx_target_{vulkan,webgpu}.so
+fi
 # xz: half gzip's size, which keeps the bundle, the real MiniLM and the working tree within one
 # transfer to the GPU machine.
 rm -f "$dest/rlx.tar.gz"
