@@ -77,8 +77,10 @@ TEST(Precision, WholeGraphModeNarrowsEveryNetworkOpAndKeepsTheOutputF32) {
   verify_graph(g);
   // Linear, GELU, MatMul and Softmax; the Cast (the model's own dtype choice) is not narrowed.
   EXPECT_EQ(r.narrowed.size(), 4u);
+  // The output keeps its name and f32 type; the narrow value it converts is renamed.
+  EXPECT_EQ(g.values[g.outputs[0]].name, "s");
   EXPECT_EQ(g.type(g.outputs[0]).dtype, DType::kF32);
-  EXPECT_EQ(g.type(*g.find_value("s")).dtype, DType::kBF16);
+  EXPECT_EQ(g.type(*g.find_value("s_bf16")).dtype, DType::kBF16);
   // x in, and s out; the f16 weight v is widened by its Cast and narrowed to bf16 again.
   EXPECT_EQ(r.casts.size(), 3u);
 }
