@@ -7,6 +7,7 @@
 #include "cuda_hip_library.h"
 #include "cuda_matmul.h"
 #include "rlx/sdk/render.h"
+#include "decode_attention.h"
 #include "tensor_core_attention.h"
 
 namespace rlx::cuda {
@@ -18,9 +19,11 @@ class CudaTargetLibrary final : public cuda_hip::CudaHipKernelLibrary {
     return cublaslt_takes(shape);
   }
   bool vendor_adds_bias_and_residual() const override { return true; }
-  // f16 and bf16 attention on tensor cores (tensor_core_attention.h); the rest the SDK renders.
+  // f16 and bf16 attention on tensor cores (tensor_core_attention.h), decode steps a block per
+  // query row (decode_attention.h); the rest the SDK renders.
   std::optional<sdk::AttentionKernel> own_attention(const sdk::AttentionShape& shape) const override {
-    return tensor_core_attention(shape);
+    if (auto kernel = tensor_core_attention(shape)) return kernel;
+    return decode_attention(shape);
   }
 };
 

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "attention_text.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cuda {
@@ -163,42 +164,6 @@ static __device__ __forceinline__ void rlx_mma(float* c, const unsigned int* a, 
 }
 )";
 
-std::string replace_all(std::string text, const std::map<std::string, std::string>& values) {
-  for (const auto& [key, value] : values) {
-    const std::string token = "@" + key + "@";
-    for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at))
-      text.replace(at, token.size(), value), at += value.size();
-  }
-  return text;
-}
-
-// The C type a buffer of `dtype` has in the CUDA dialect ("unsigned short" bits for f16).
-std::string storage_type(DType dtype) {
-  return sdk::cuda_dialect().storage_type[static_cast<size_t>(dtype)];
-}
-
-// Element offset of (b, head, row, 0) in a [B, heads, S, D] tensor, or [B, S, heads, D] when split.
-std::string row_offset(bool split, const std::string& head, int64_t heads, const std::string& row,
-                       int64_t len, int64_t dim) {
-  if (split) return fmt::format("((b * {} + ({})) * {} + {}) * {}", len, row, heads, head, dim);
-  return fmt::format("((b * {} + {}) * {} + ({})) * {}", heads, head, len, row, dim);
-}
-
-std::string mask_test(const sdk::AttentionShape& s) {
-  if (s.mask == "causal") return fmt::format("key > row + ({} - {})", s.kv_len, s.q_len);
-  if (s.mask != "padding") return "false";
-  const std::string at = fmt::format("b{}[{} + key]", s.mask_buffer,
-                                     s.mask_batch == 1 ? std::string("0")
-                                                       : fmt::format("b * {}", s.mask_len));
-  switch (s.mask_dtype) {
-    case DType::kF16:
-    case DType::kBF16: return fmt::format("(({} & 0x7FFF) == 0)", at);
-    case DType::kF32:
-    case DType::kF64: return fmt::format("({} == 0)", at);
-    default: return fmt::format("({} == 0)", at);
-  }
-}
-
 }  // namespace
 
 std::string tensor_core_attention_refusal(const sdk::AttentionShape& s) {
@@ -217,28 +182,12 @@ std::string tensor_core_attention_refusal(const sdk::AttentionShape& s) {
 
 std::optional<sdk::AttentionKernel> tensor_core_attention(const sdk::AttentionShape& s) {
   if (!tensor_core_attention_refusal(s).empty()) return std::nullopt;
-  // Parameters by position, as render_attention binds them: q, k and v may share a buffer.
-  std::map<int32_t, std::string> params;
-  auto add = [&](int32_t position, DType dtype, bool written) {
-    params[position] = fmt::format("{}{}* __restrict__ b{}", written ? "" : "const ",
-                                   storage_type(dtype), position);
-  };
-  add(s.q_buffer, s.q_dtype, false);
-  add(s.k_buffer, s.k_dtype, false);
-  add(s.v_buffer, s.v_dtype, false);
-  if (s.mask == "padding") add(s.mask_buffer, s.mask_dtype, false);
-  add(s.out_buffer, s.out_dtype, true);
-  std::string param_list;
-  for (int32_t j = 0; j < static_cast<int32_t>(params.size()); ++j) {
-    if (!params.count(j)) throw_internal_error("tensor-core attention: buffer positions have a gap");
-    param_list += (j ? ", " : "") + params[j];
-  }
   const std::string dt = s.q_dtype == DType::kF16 ? "f16" : "bf16";
   const std::string symbol = sdk::kernel_symbol(s.name);
   const std::map<std::string, std::string> values = {
       {"SYM", symbol},
       {"DT", dt},
-      {"PARAMS", param_list},
+      {"PARAMS", attention_params(s)},
       {"B", std::to_string(s.batch)},
       {"H", std::to_string(s.heads)},
       {"HKV", std::to_string(s.kv_heads)},
@@ -247,24 +196,24 @@ std::optional<sdk::AttentionKernel> tensor_core_attention(const sdk::AttentionSh
       {"D", std::to_string(s.head_dim)},
       {"MASK", s.mask},
       {"CAUSAL", s.mask == "causal" ? "true" : "false"},
-      {"MASKED", mask_test(s)},
+      {"MASKED", attention_mask_test(s)},
       {"SCALE", fmt::format("{:.9e}", s.scale)},
       {"Q", fmt::format("b{}", s.q_buffer)},
       {"K", fmt::format("b{}", s.k_buffer)},
       {"V", fmt::format("b{}", s.v_buffer)},
       {"O", fmt::format("b{}", s.out_buffer)},
-      {"QAT0", row_offset(s.q_split_heads, "h", s.heads, "r0", s.q_len, s.head_dim)},
-      {"QAT1", row_offset(s.q_split_heads, "h", s.heads, "r1", s.q_len, s.head_dim)},
-      {"KAT", row_offset(s.k_split_heads, "hk", s.kv_heads, "kv", s.kv_len, s.head_dim)},
-      {"VAT", row_offset(s.v_split_heads, "hk", s.kv_heads, "kv", s.kv_len, s.v_dim)},
-      {"OAT0", row_offset(s.merge_heads, "h", s.heads, "r0", s.q_len, s.v_dim)},
-      {"OAT1", row_offset(s.merge_heads, "h", s.heads, "r1", s.q_len, s.v_dim)},
+      {"QAT0", attention_row_offset(s.q_split_heads, "h", s.heads, "r0", s.q_len, s.head_dim)},
+      {"QAT1", attention_row_offset(s.q_split_heads, "h", s.heads, "r1", s.q_len, s.head_dim)},
+      {"KAT", attention_row_offset(s.k_split_heads, "hk", s.kv_heads, "kv", s.kv_len, s.head_dim)},
+      {"VAT", attention_row_offset(s.v_split_heads, "hk", s.kv_heads, "kv", s.kv_len, s.v_dim)},
+      {"OAT0", attention_row_offset(s.merge_heads, "h", s.heads, "r0", s.q_len, s.v_dim)},
+      {"OAT1", attention_row_offset(s.merge_heads, "h", s.heads, "r1", s.q_len, s.v_dim)},
       {"TO16", s.q_dtype == DType::kF16 ? "rlx_f32_to_f16" : "rlx_f32_to_bf16"},
   };
   // The helpers are static and named alike in every kernel; a second kernel of the module would
   // redefine them, so each kernel takes them under its own suffix.
-  std::string helpers = replace_all(kHelpers, {{"DT", dt}});
-  std::string kernel = replace_all(kKernel, values);
+  std::string helpers = fill_tokens(kHelpers, {{"DT", dt}});
+  std::string kernel = fill_tokens(kKernel, values);
   for (const char* name : {"rlx_pair", "rlx_pack", "rlx_mma"}) {
     auto rename_in = [&](std::string text) {
       const std::string to = std::string(name) + "_" + symbol;

@@ -1,0 +1,71 @@
+#include "attention_text.h"
+
+#include <fmt/format.h>
+
+#include "rlx/core/error.h"
+
+namespace rlx::cuda {
+
+std::string attention_row_offset(bool split, const std::string& head, int64_t heads,
+                                 const std::string& row, int64_t len, int64_t dim) {
+  if (split) return fmt::format("((b * {} + ({})) * {} + {}) * {}", len, row, heads, head, dim);
+  return fmt::format("((b * {} + {}) * {} + ({})) * {}", heads, head, len, row, dim);
+}
+
+std::string attention_mask_test(const sdk::AttentionShape& s) {
+  if (s.mask == "causal") return fmt::format("(key > row + ({} - {}))", s.kv_len, s.q_len);
+  if (s.mask != "padding") return "false";
+  const std::string at =
+      fmt::format("b{}[{} + key]", s.mask_buffer,
+                  s.mask_batch == 1 ? std::string("0") : fmt::format("b * {}", s.mask_len));
+  // 16-bit floats are stored as bits: zero is either sign of the zero pattern.
+  if (s.mask_dtype == DType::kF16 || s.mask_dtype == DType::kBF16)
+    return fmt::format("(({} & 0x7FFF) == 0)", at);
+  return fmt::format("({} == 0)", at);
+}
+
+std::string attention_params(const sdk::AttentionShape& s) {
+  std::map<int32_t, std::string> params;
+  auto add = [&](int32_t position, DType dtype, bool written) {
+    params[position] =
+        fmt::format("{}{}* __restrict__ b{}", written ? "" : "const ",
+                    sdk::cuda_dialect().storage_type[static_cast<size_t>(dtype)], position);
+  };
+  add(s.q_buffer, s.q_dtype, false);
+  add(s.k_buffer, s.k_dtype, false);
+  add(s.v_buffer, s.v_dtype, false);
+  if (s.mask == "padding") add(s.mask_buffer, s.mask_dtype, false);
+  add(s.out_buffer, s.out_dtype, true);
+  std::string list;
+  for (int32_t j = 0; j < static_cast<int32_t>(params.size()); ++j) {
+    if (!params.count(j)) throw_internal_error("cuda attention: buffer positions have a gap");
+    list += (j ? ", " : "") + params[j];
+  }
+  return list;
+}
+
+std::string load_f32(DType dtype, const std::string& buffer, const std::string& at) {
+  const std::string x = fmt::format("{}[{}]", buffer, at);
+  if (dtype == DType::kF16) return "rlx_f16_to_f32(" + x + ")";
+  if (dtype == DType::kBF16) return "rlx_bf16_to_f32(" + x + ")";
+  return x;
+}
+
+std::string from_f32(DType dtype, const std::string& value) {
+  if (dtype == DType::kF16) return "rlx_f32_to_f16(" + value + ")";
+  if (dtype == DType::kBF16) return "rlx_f32_to_bf16(" + value + ")";
+  return value;
+}
+
+std::string fill_tokens(std::string text, const std::map<std::string, std::string>& values) {
+  for (const auto& [key, value] : values) {
+    const std::string token = "@" + key + "@";
+    for (size_t at = text.find(token); at != std::string::npos; at = text.find(token, at)) {
+      text.replace(at, token.size(), value);
+      at += value.size();
+    }
+  }
+  return text;
+}
+
+}  // namespace rlx::cuda

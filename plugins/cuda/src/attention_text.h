@@ -1,0 +1,30 @@
+// Pieces of kernel text the cuda target's own attention kernels share (tensor_core_attention.cpp,
+// decode_attention.cpp): where a row of q, k, v or the output starts in its layout, the mask test
+// of the HIR op, the parameter list by buffer position, and token substitution.
+#pragma once
+#include <map>
+#include <string>
+
+#include "rlx/sdk/render.h"
+
+namespace rlx::cuda {
+
+// Element offset of (b, head, row, 0) in [B, heads, S, dim], or [B, S, heads, dim] when split.
+std::string attention_row_offset(bool split, const std::string& head, int64_t heads,
+                                 const std::string& row, int64_t len, int64_t dim);
+
+// A C expression, true where key `key` is masked for query row `row` of batch `b`: causal aligns
+// the last query with the last key; padding reads the mask (zero means masked); none is false.
+std::string attention_mask_test(const sdk::AttentionShape& shape);
+
+// "const uint16_t* __restrict__ b0, ..." for q, k, v, the mask (padding) and out, by position.
+std::string attention_params(const sdk::AttentionShape& shape);
+
+// A load of element `at` of buffer `b` as f32, and a store expression of f32 `value` as `dtype`.
+std::string load_f32(DType dtype, const std::string& buffer, const std::string& at);
+std::string from_f32(DType dtype, const std::string& value);
+
+// `text` with every @KEY@ replaced by its value.
+std::string fill_tokens(std::string text, const std::map<std::string, std::string>& values);
+
+}  // namespace rlx::cuda
