@@ -115,22 +115,26 @@ std::vector<std::pair<std::string, double>> split_target_stages(
   return out;
 }
 
-// --cpu: handed to a target that generates for one core of a family (rlx/core/target_cpu.h).
-void select_target_cpu(Target& target, const std::string& cpu) {
+// --cpu and --cuda-arch: handed to a target that generates for one processor of a family
+// (rlx/core/target_cpu.h): a microcontroller core, a GPU architecture.
+void select_target_cpu(Target& target, const std::string& cpu, const char* option) {
   const auto* ext =
       static_cast<const TargetCpuV1*>(target.extension(kTargetCpuExtension, kTargetCpuVersion));
   if (!ext || !ext->select)
-    throw CliError(fmt::format("--cpu {}: the target {} generates for no particular CPU", cpu,
-                               target.name()),
-                   "leave --cpu out; it applies to microcontroller targets such as cortexm");
+    throw CliError(fmt::format("{} {}: the target {} generates for no particular processor",
+                               option, cpu, target.name()),
+                   fmt::format("leave {} out; it applies to {}", option,
+                               std::string(option) == "--cuda-arch"
+                                   ? "--target cuda"
+                                   : "microcontroller targets such as cortexm"));
   if (const char* why = ext->select(ext->context, cpu.c_str()))
-    throw CliError(fmt::format("--cpu {}: {}", cpu, why),
+    throw CliError(fmt::format("{} {}: {}", option, cpu, why),
                    fmt::format("choose one of: {}", ext->cpus));
 }
 
 struct CompileOptions {
   std::string model, target, output_dir, graph;
-  std::optional<std::string> cpu;
+  std::optional<std::string> cpu, cuda_arch;
   std::vector<std::string> bind;
   InputOptions inputs;
   bool timings = false, json = false;
@@ -146,6 +150,9 @@ void declare_compile_options(CLI::App& app, CompileOptions& o) {
   add_value(app, "--cpu", "NAME", o.cpu,
             "the core a microcontroller target generates for (cortexm: cortex-m4, cortex-m7, "
             "cortex-m55)");
+  add_value(app, "--cuda-arch", "ARCH", o.cuda_arch,
+            "the GPU architecture --target cuda writes PTX and a cubin for (sm_80, sm_90, ...; "
+            "default: RLX_CUDA_ARCH, else the GPU here, else sm_90)");
   add_input_options(app, o.inputs);
   add_flag(app, "--timings", o.timings,
            "print the time of each stage in ms (a target that builds code adds its own: codegen, "
@@ -166,7 +173,12 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   const std::string target_name = target->name();  // --target auto names one
-  if (o.cpu) select_target_cpu(*target, *o.cpu);
+  if (o.cuda_arch && target_name != "cuda")
+    throw CliError(fmt::format("--cuda-arch {}: the target {} is not cuda", *o.cuda_arch,
+                               target_name),
+                   "leave --cuda-arch out, or compile with --target cuda");
+  if (o.cpu) select_target_cpu(*target, *o.cpu, "--cpu");
+  if (o.cuda_arch) select_target_cpu(*target, *o.cuda_arch, "--cuda-arch");
 
   const Bindings given = parse_bind_specs(o.bind, 0);
   // Input values (--inputs, --input) only freeze the inputs that decide shapes; their shapes
@@ -289,14 +301,14 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
 Command compile_command() {
   return make_command<CompileOptions>(
       {"compile", "compile a model and write the target's artifacts to a folder",
-       "MODEL --target T -o DIR [--bind NAME=SIZE]... [--cpu NAME] [--inputs IN]\n"
-       "       [--input NAME=VALUES]... [--timings] [--json]",
+       "MODEL --target T -o DIR [--bind NAME=SIZE]... [--cpu NAME] [--cuda-arch ARCH]\n"
+       "       [--precision MODE] [--inputs IN] [--input NAME=VALUES]... [--timings] [--json]",
        "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
        "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
        "dispatch.json (the path of every node), the target's own artifacts (cpu: the kernels'\n"
        "C source and shared object; cortexm: firmware C for the --cpu core, with its code size\n"
        "and RAM; hexagon: the program's C, its runtime, build.sh and the ELF where clang has the\n"
-       "Hexagon backend), and manifest.json: the versions, target, CPU and sizes it\n"
+       "Hexagon backend; cuda: the .cu, its PTX and a cubin for --cuda-arch), and manifest.json: the versions, target, CPU and sizes it\n"
        "was built for, the inputs and outputs, and every file with its size and hash.\n"
        "DIR is deployable: `rlx run DIR` and `rlx bench DIR` load it without the model, the\n"
        "importer or a compiler, after checking that it fits this rlx, plugin and CPU.\n"

@@ -15,6 +15,7 @@
 #include "module_plan.h"
 #include "nvrtc.h"
 #include "rlx/core/error.h"
+#include "rlx/core/target_cpu.h"
 #include "rlx/sdk/plugin.h"
 #include "target_plugin.h"
 
@@ -33,7 +34,21 @@ CudaKernelLanguage cuda_language() {
 
 class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
-  CudaTarget() : GpuLikeTargetPlugin("cuda", "CUDA C++") {}
+  CudaTarget() : GpuLikeTargetPlugin("cuda", "CUDA C++") {
+    // `rlx compile --cuda-arch sm_XY`: the processor-choice extension cortexm's --cpu uses.
+    arch_ext_.cpus = "sm_<compute capability>, such as sm_80, sm_89, sm_90 or sm_90a";
+    arch_ext_.context = this;
+    arch_ext_.select = [](void* self, const char* arch) noexcept -> const char* {
+      if (!is_arch(arch)) return "not a GPU architecture: give sm_ and the compute capability";
+      static_cast<CudaTarget*>(self)->arch_ = arch;
+      return nullptr;
+    };
+  }
+
+  const void* extension(const std::string& name, uint32_t version) const override {
+    if (name == kTargetCpuExtension && version == kTargetCpuVersion) return &arch_ext_;
+    return GpuLikeTargetPlugin::extension(name, version);
+  }
 
   // CUDA C++ has every real dtype of the cpu target, f64 on every device, so the only refusals
   // are the ones all GPU-like targets share (HIR ops, complex values).
@@ -61,12 +76,13 @@ class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
   }
 
   // The module exactly as compile() builds it (cuda_kernels.cu), and NVRTC's PTX (for the virtual
-  // architecture) and cubin of it for RLX_CUDA_ARCH, else the device here, else sm_90.
+  // architecture) and cubin of it for --cuda-arch, else RLX_CUDA_ARCH, else the device here, else
+  // sm_90.
   std::vector<Artifact> emit(const lir::Program& program,
                              const std::filesystem::path& dir) override {
     const std::string source = gpu_host::plan_module(program, cuda_target_library()).source;
     std::vector<Artifact> out = {write_module(dir, "cuda_kernels.cu", "cuda-c++", source)};
-    std::string arch = arch_from_env();
+    std::string arch = arch_.empty() ? arch_from_env() : arch_;
     if (arch.empty()) {
       const CudaContext* c = cuda_context(nullptr);
       arch = c ? c->info.arch() : kDefaultArch;
@@ -82,6 +98,10 @@ class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
                                nvrtc_compile(nvrtc, arch, NvrtcOutput::kCubin)));
     return out;
   }
+
+ private:
+  std::string arch_;  // --cuda-arch; empty: RLX_CUDA_ARCH, the device, sm_90
+  TargetCpuV1 arch_ext_;
 };
 
 }  // namespace
