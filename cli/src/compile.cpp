@@ -121,8 +121,9 @@ void select_target_cpu(Target& target, const std::string& cpu, const char* optio
   const auto* ext =
       static_cast<const TargetCpuV1*>(target.extension(kTargetCpuExtension, kTargetCpuVersion));
   if (!ext || !ext->select)
-    throw CliError(fmt::format("{} {}: the target {} generates for no particular processor",
-                               option, cpu, target.name()),
+    throw CliError(fmt::format("{} {}: the target {} generates for no particular {}", option, cpu,
+                               target.name(),
+                               std::string(option) == "--cuda-arch" ? "GPU architecture" : "CPU"),
                    fmt::format("leave {} out; it applies to {}", option,
                                std::string(option) == "--cuda-arch"
                                    ? "--target cuda"
