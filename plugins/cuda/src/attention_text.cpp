@@ -57,6 +57,21 @@ std::string from_f32(DType dtype, const std::string& value) {
   return value;
 }
 
+std::map<std::string, std::string> attention_tokens(const sdk::AttentionShape& s) {
+  return {{"SYM", sdk::kernel_symbol(s.name)},
+          {"PARAMS", attention_params(s)},
+          {"B", std::to_string(s.batch)},
+          {"H", std::to_string(s.heads)},
+          {"HKV", std::to_string(s.kv_heads)},
+          {"SQ", std::to_string(s.q_len)},
+          {"SK", std::to_string(s.kv_len)},
+          {"D", std::to_string(s.head_dim)},
+          {"DV", std::to_string(s.v_dim)},
+          {"MASK", s.mask},
+          {"MASKED", attention_mask_test(s)},
+          {"SCALE", fmt::format("{:.9e}", s.scale)}};
+}
+
 std::string fill_tokens(std::string text, const std::map<std::string, std::string>& values) {
   for (const auto& [key, value] : values) {
     const std::string token = "@" + key + "@";

@@ -24,6 +24,10 @@ std::string attention_params(const sdk::AttentionShape& shape);
 std::string load_f32(DType dtype, const std::string& buffer, const std::string& at);
 std::string from_f32(DType dtype, const std::string& value);
 
+// The tokens every attention kernel's text uses: SYM (the kernel's symbol), PARAMS, B, H, HKV, SQ,
+// SK, D, DV, MASK, MASKED (attention_mask_test) and SCALE (an f32 literal without its suffix).
+std::map<std::string, std::string> attention_tokens(const sdk::AttentionShape& shape);
+
 // `text` with every @KEY@ replaced by its value.
 std::string fill_tokens(std::string text, const std::map<std::string, std::string>& values);
 

@@ -100,27 +100,16 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
       attention_row_offset(s.v_split_heads, "hk", s.kv_heads, "key", s.kv_len, s.v_dim) + " + d";
   const std::string qat =
       attention_row_offset(s.q_split_heads, "h", s.heads, "row", s.q_len, s.head_dim) + " + d";
-  const std::string kernel = fill_tokens(
-      kKernel, {{"SYM", symbol},
-                {"PARAMS", attention_params(s)},
-                {"B", std::to_string(s.batch)},
-                {"H", std::to_string(s.heads)},
-                {"HKV", std::to_string(s.kv_heads)},
-                {"SQ", std::to_string(s.q_len)},
-                {"SK", std::to_string(s.kv_len)},
-                {"D", std::to_string(s.head_dim)},
-                {"DV", std::to_string(s.v_dim)},
-                {"MASK", s.mask},
-                {"MASKED", attention_mask_test(s)},
-                {"SCALE", fmt::format("{:.9e}", s.scale)},
-                {"G", std::to_string(groups)},
+  std::map<std::string, std::string> tokens = attention_tokens(s);
+  tokens.insert({{"G", std::to_string(groups)},
                 {"GW", std::to_string(group_width)},
                 {"QLOAD", load_f32(s.q_dtype, fmt::format("b{}", s.q_buffer), qat)},
                 {"KLOAD", load_f32(s.k_dtype, fmt::format("b{}", s.k_buffer), kat)},
                 {"VLOAD", load_f32(s.v_dtype, fmt::format("b{}", s.v_buffer), vat)},
                 {"O", fmt::format("b{}", s.out_buffer)},
                 {"OAT", attention_row_offset(s.merge_heads, "h", s.heads, "row", s.q_len, s.v_dim)},
-                {"STORE", from_f32(s.out_dtype, "total / l")}});
+                 {"STORE", from_f32(s.out_dtype, "total / l")}});
+  const std::string kernel = fill_tokens(kKernel, tokens);
   // f16 loads widen through the GPU's own conversion (exact for every non-NaN value; a NaN stays a
   // NaN), not the prelude's bit-exact software one, which made an f16 step 2.6x a bf16 step.
   const std::string widen = "rlx_h2f_" + symbol;

@@ -184,20 +184,10 @@ std::optional<sdk::AttentionKernel> tensor_core_attention(const sdk::AttentionSh
   if (!tensor_core_attention_refusal(s).empty()) return std::nullopt;
   const std::string dt = s.q_dtype == DType::kF16 ? "f16" : "bf16";
   const std::string symbol = sdk::kernel_symbol(s.name);
-  const std::map<std::string, std::string> values = {
-      {"SYM", symbol},
+  std::map<std::string, std::string> values = attention_tokens(s);
+  values.insert({
       {"DT", dt},
-      {"PARAMS", attention_params(s)},
-      {"B", std::to_string(s.batch)},
-      {"H", std::to_string(s.heads)},
-      {"HKV", std::to_string(s.kv_heads)},
-      {"SQ", std::to_string(s.q_len)},
-      {"SK", std::to_string(s.kv_len)},
-      {"D", std::to_string(s.head_dim)},
-      {"MASK", s.mask},
       {"CAUSAL", s.mask == "causal" ? "true" : "false"},
-      {"MASKED", attention_mask_test(s)},
-      {"SCALE", fmt::format("{:.9e}", s.scale)},
       {"Q", fmt::format("b{}", s.q_buffer)},
       {"K", fmt::format("b{}", s.k_buffer)},
       {"V", fmt::format("b{}", s.v_buffer)},
@@ -209,7 +199,7 @@ std::optional<sdk::AttentionKernel> tensor_core_attention(const sdk::AttentionSh
       {"OAT0", attention_row_offset(s.merge_heads, "h", s.heads, "r0", s.q_len, s.v_dim)},
       {"OAT1", attention_row_offset(s.merge_heads, "h", s.heads, "r1", s.q_len, s.v_dim)},
       {"TO16", s.q_dtype == DType::kF16 ? "rlx_f32_to_f16" : "rlx_f32_to_bf16"},
-  };
+  });
   // The helpers are static and named alike in every kernel; a second kernel of the module would
   // redefine them, so each kernel takes them under its own suffix.
   std::string helpers = fill_tokens(kHelpers, {{"DT", dt}});
