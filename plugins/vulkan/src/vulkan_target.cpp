@@ -7,7 +7,7 @@
 
 #include "device_executable.h"
 #include "glsl_library.h"
-#include "legality.h"
+#include "vulkan_legality.h"
 #include "module_plan.h"
 #include "rlx/core/error.h"
 #include "rlx/sdk/plugin.h"

@@ -1,4 +1,4 @@
-#include "legality.h"
+#include "vulkan_legality.h"
 
 #include <fmt/format.h>
 
