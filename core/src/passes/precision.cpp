@@ -102,7 +102,7 @@ class Narrowing {
     g_.nodes.clear();
     for (Node& n : old) {
       const bool narrow = should_narrow(n);
-      for (ValueId& v : n.inputs) v = narrow ? narrow_twin(v, n) : wide_twin(v, user_text(n));
+      for (ValueId& v : n.inputs) v = narrow ? narrow_twin(v, n) : wide_twin(v, &n);
       flush_pending();
       if (narrow) {
         retype(n);
@@ -112,10 +112,11 @@ class Narrowing {
       push(std::move(n));
     }
     for (ValueId& v : g_.outputs) {
-      const ValueId wide = wide_twin(v, "a graph output");
+      const ValueId wide = wide_twin(v, nullptr);
       // Callers find outputs by name: the f32 value keeps it, the narrow one is renamed.
       if (wide != v && g_.values[wide].name != g_.values[v].name) {
-        std::string narrow_name = unique_name(g_.values[v].name + "_" + std::string(dtype_name(narrow_)));
+        std::string narrow_name =
+            unique_name(g_.values[v].name + "_" + std::string(dtype_name(narrow_)));
         g_.reserve_name(narrow_name);
         g_.values[wide].name = g_.values[v].name;
         g_.values[v].name = std::move(narrow_name);
@@ -170,11 +171,12 @@ class Narrowing {
     return twin;
   }
 
-  // The f32 value standing for v, which a narrowed node now produces in the narrow type.
-  ValueId wide_twin(ValueId v, const std::string& user) {
+  // The f32 value standing for v, which a narrowed node now produces in the narrow type; `user`
+  // is the node reading it (nullptr: a graph output), described only when a convert is added.
+  ValueId wide_twin(ValueId v, const Node* user) {
     if (!was_f32(v) || g_.type(v).dtype == DType::kF32) return v;
     if (auto it = wide_of_.find(v); it != wide_of_.end()) return it->second;
-    return wide_of_[v] = add_convert(v, DType::kF32, user);
+    return wide_of_[v] = add_convert(v, DType::kF32, user ? user_text(*user) : "a graph output");
   }
 
   // Converts wait in pending_ until the node that needs them is reached, which keeps SSA order.
@@ -185,8 +187,8 @@ class Narrowing {
     c.attrs["dtype"] = to;
     c.loc = "precision " + report_.mode;
     const std::string from = g_.values[v].name;
-    c.outputs = std::vector<ValueId>{g_.add_value(unique_name(from + "_" + std::string(dtype_name(to))),
-                              TensorType{to, g_.type(v).shape})};
+    c.outputs = std::vector<ValueId>{g_.add_value(
+        unique_name(from + "_" + std::string(dtype_name(to))), TensorType{to, g_.type(v).shape})};
     report_.casts.push_back(fmt::format("%{} {} -> {} for {}", from,
                                         dtype_name(g_.type(v).dtype), dtype_name(to), user));
     pending_.push_back(std::move(c));
