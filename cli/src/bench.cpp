@@ -20,6 +20,7 @@
 #include "model.h"
 #include "options.h"
 #include "ranks.h"
+#include "rlx/core/device_stats.h"
 #include "rlx/core/half.h"
 #include "rlx/core/progress.h"
 #include "rlx/core/runtime.h"
@@ -263,6 +264,10 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     else
       compiled->run(inputs, outputs);
   };
+  // A target whose device keeps a clock and counts its memory (cuda) also says how long each run
+  // took on the device (inputs in, kernels, outputs out) and its peak device memory.
+  const DeviceStatsV1* stats = device_stats(*reg.target(target_name));
+  const bool device_clock = stats && stats->clock_start && stats->clock_stop;
 
   if (loaded) compile_call_ms = loaded->load_ms();
   auto t0 = Clock::now();
@@ -280,12 +285,18 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
 
   task.reset();
   task.emplace("bench: timed runs", runs);
-  std::vector<double> times;
+  std::vector<double> times, device_times;
   times.reserve(static_cast<size_t>(runs));
   for (int64_t i = 0; i < runs; ++i) {
+    if (device_clock) check_device_stats(stats->clock_start(stats->context), target_name);
     t0 = Clock::now();
     run_once(outputs);
     times.push_back(ms_since(t0));
+    if (device_clock) {
+      double ms = 0;
+      check_device_stats(stats->clock_stop(stats->context, &ms), target_name);
+      device_times.push_back(ms);
+    }
     task->advance();
   }
   task.reset();
@@ -297,6 +308,13 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   // For a folder, what it took to be ready: the load, plus the first run beyond p50.
   const double compile_ms = compile_call_ms + std::max(0.0, first_run_ms - p50);
   const double rss = peak_rss_mb();
+  std::optional<double> device_p50, device_peak_mb;
+  if (device_clock) device_p50 = percentile(device_times, 50);
+  if (stats && stats->memory) {
+    uint64_t now = 0, peak = 0;
+    check_device_stats(stats->memory(stats->context, &now, &peak), target_name);
+    device_peak_mb = static_cast<double>(peak) / 1e6;
+  }
   if (output) write_safetensors(*output, TensorMap(outputs.begin(), outputs.end()));
 
   std::string shapes;
@@ -326,6 +344,8 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
                    {"target", jstring(target_name)},
                    {"graph", jstring(graph_name)},
                    {"inputs", json::Value{std::move(input_json)}}};
+    if (device_p50) o.emplace_back("device_p50_ms", jms(*device_p50));
+    if (device_peak_mb) o.emplace_back("peak_device_mb", jnumber(*device_peak_mb, 1));
     if (loaded) {  // the compile time the folder recorded, next to its load time
       o.emplace_back("compile_ms", jms(loaded->compile_ms()));
       o.emplace_back("compiled_folder", jstring(model_path));
@@ -352,17 +372,25 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
       "  p90               {:10.3f} ms\n"
       "  min / mean / max  {:10.3f} / {:.3f} / {:.3f} ms\n"
       "{}"
-      "  peak RSS          {:10.1f} MB\n",
+      "{}"
+      "  peak RSS          {:10.1f} MB\n"
+      "{}",
       model_path, graph_name, target_name, plural(runs, "timed run"), plural(warmup, "warm-up run"),
       shapes, o.kv_cache ? fmt::format("  KV cache          {}\n", dtype_name(*o.kv_cache)) : "",
       p50, p90, fastest, mean, slowest,
+      device_p50 ? fmt::format("  p50 on the device {:10.3f} ms  (the device's clock: inputs in, "
+                               "kernels, outputs out)\n",
+                               *device_p50)
+                 : std::string(),
       loaded ? fmt::format("  load              {:10.3f} ms  (load call + first run beyond p50; "
                            "compiled in {:.3f} ms)\n",
                            compile_ms, loaded->compile_ms())
              : fmt::format("  compile           {:10.3f} ms  (compile call + first run beyond "
                            "p50)\n",
                            compile_ms),
-      rss);
+      rss,
+      device_peak_mb ? fmt::format("  peak device mem   {:10.1f} MB\n", *device_peak_mb)
+                     : std::string());
   if (output) text += fmt::format("wrote the outputs of the last run to {}\n", output->string());
   if (save_inputs) text += fmt::format("wrote the inputs to {}\n", save_inputs->string());
   std::fputs(text.c_str(), stdout);
@@ -385,6 +413,10 @@ Command bench_command() {
        "and\n"
        "the target's code generation); and the process's peak resident memory in MB (10^6 "
        "bytes).\n"
+       "On a target whose device keeps a clock and counts its memory (cuda) it also prints the\n"
+       "p50 of each timed run on the device's clock (CUDA events around the run: inputs in,\n"
+       "kernels, outputs out; device_p50_ms) and the most device memory the target held\n"
+       "(weights, arenas, caches, cuBLASLt's workspace; peak_device_mb).\n"
        "Inputs are given as `rlx run` takes them (--inputs IN: .safetensors, .npz or .json;\n"
        "--input NAME=1,2,3 with --input-shape NAME=2x8, or NAME=@x.npy), or are made up from\n"
        "sizes for the symbolic dims: --batch binds B, --seq binds S, --bind any other\n"

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -181,13 +182,28 @@ gpu_host::DeviceBuffer CudaDevice::allocate(size_t bytes) {
     throw Error(ErrorKind::kDevice,
                 fmt::format("{}: cannot allocate {} bytes on {}: {}", language_.target, bytes,
                             info().describe(), cu_error_name(cu_, rc)));
+  count(p, bytes);
   return {reinterpret_cast<void*>(p), bytes};
 }
 
+void CudaDevice::count(CuDevicePtr p, size_t bytes) {
+  sizes_[p] = bytes;
+  use_.bytes += bytes;
+  use_.peak_bytes = std::max(use_.peak_bytes, use_.bytes);
+}
+
 void CudaDevice::release(gpu_host::DeviceBuffer& b) noexcept {
-  if (b.handle && cu_.cuCtxSetCurrent(context_.context) == kCudaSuccess) cu_.cuMemFree(ptr(b));
+  if (b.handle && cu_.cuCtxSetCurrent(context_.context) == kCudaSuccess) {
+    cu_.cuMemFree(ptr(b));
+    if (auto it = sizes_.find(ptr(b)); it != sizes_.end()) {
+      use_.bytes -= it->second;
+      sizes_.erase(it);
+    }
+  }
   b.handle = nullptr;
 }
+
+std::optional<gpu_host::DeviceMemoryUse> CudaDevice::memory_use() const { return use_; }
 
 void CudaDevice::upload(const gpu_host::DeviceBuffer& dst, const void* src, size_t bytes) {
   make_current();
@@ -296,7 +312,39 @@ class CudaGraph final : public gpu_host::RecordedWork {
   CuGraphExec exec_ = nullptr;
 };
 
+class CudaStamp final : public gpu_host::DeviceStamp {
+ public:
+  CudaStamp(const DriverApi& cu, CuEvent event, CuStream stream)
+      : cu_(cu), event_(event), stream_(stream) {}
+  ~CudaStamp() override { cu_.cuEventDestroy(event_); }
+  void record() override { expect(cu_.cuEventRecord(event_, stream_), "cuEventRecord"); }
+  double ms_since(const gpu_host::DeviceStamp& earlier) const override {
+    expect(cu_.cuEventSynchronize(event_), "cuEventSynchronize");
+    float ms = 0;
+    expect(cu_.cuEventElapsedTime(&ms, static_cast<const CudaStamp&>(earlier).event_, event_),
+           "cuEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  const DriverApi& cu_;
+  CuEvent event_;
+  CuStream stream_;
+
+  void expect(CuResult rc, const char* call) const {
+    if (rc != kCudaSuccess)
+      throw Error(ErrorKind::kDevice, fmt::format("cuda: {} failed: {}", call, cu_error_name(cu_, rc)));
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<gpu_host::DeviceStamp> CudaDevice::make_stamp() {
+  make_current();
+  CuEvent event = nullptr;
+  check(cu_.cuEventCreate(&event, 0), "cuEventCreate");
+  return std::make_unique<CudaStamp>(cu_, event, context_.stream);
+}
 
 void CudaDevice::zero(const gpu_host::DeviceBuffer& buffer, size_t bytes) {
   make_current();
@@ -317,6 +365,7 @@ std::unique_ptr<gpu_host::VendorMatmul> CudaDevice::prepare_matmul(
                   fmt::format("{}: cublasLtCreate failed: {}", language_.target,
                               cublas_status_name(*lt, rc)));
     check(cu_.cuMemAlloc(&lt_workspace_, kCublasLtWorkspace), "cuMemAlloc (cuBLASLt workspace)");
+    count(lt_workspace_, kCublasLtWorkspace);
   }
   return plan_cublaslt(*lt, lt_handle_, context_.stream, lt_workspace_, kCublasLtWorkspace, shape,
                        epilogue);

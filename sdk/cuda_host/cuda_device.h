@@ -12,6 +12,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cublaslt.h"
@@ -94,6 +95,8 @@ class CudaDevice final : public gpu_host::DeviceApi {
   void begin_recording() override;
   std::unique_ptr<gpu_host::RecordedWork> end_recording() override;
   void replay(gpu_host::RecordedWork& work) override;
+  std::unique_ptr<gpu_host::DeviceStamp> make_stamp() override;
+  std::optional<gpu_host::DeviceMemoryUse> memory_use() const override;
 
   CudaDevice(const CudaContext& context, CudaKernelLanguage language)
       : context_(context), cu_(context.cu), language_(std::move(language)) {}
@@ -105,6 +108,11 @@ class CudaDevice final : public gpu_host::DeviceApi {
   // cuBLASLt's handle and workspace, made for the first vendor product.
   CublasLtHandle lt_handle_ = nullptr;
   CuDevicePtr lt_workspace_ = 0;
+  // Bytes of each live allocation, their sum and its peak (memory_use).
+  std::unordered_map<CuDevicePtr, size_t> sizes_;
+  gpu_host::DeviceMemoryUse use_;
+
+  void count(CuDevicePtr p, size_t bytes);
 
   void check(CuResult rc, const char* call) const;
   void make_current() const;

@@ -56,6 +56,11 @@ Loaded load() {
   resolve(a.cuGraphLaunch, "cuGraphLaunch");
   resolve(a.cuGraphExecDestroy, "cuGraphExecDestroy");
   resolve(a.cuGraphDestroy, "cuGraphDestroy");
+  resolve(a.cuEventCreate, "cuEventCreate");
+  resolve(a.cuEventDestroy, "cuEventDestroy_v2");
+  resolve(a.cuEventRecord, "cuEventRecord");
+  resolve(a.cuEventElapsedTime, "cuEventElapsedTime");
+  resolve(a.cuEventSynchronize, "cuEventSynchronize");
   return l;
 }
 

@@ -19,6 +19,7 @@ using CuFunction = struct CuFunctionOpaque*;
 using CuStream = struct CuStreamOpaque*;
 using CuGraph = struct CuGraphOpaque*;
 using CuGraphExec = struct CuGraphExecOpaque*;
+using CuEvent = struct CuEventOpaque*;
 
 inline constexpr CuResult kCudaSuccess = 0;
 inline constexpr CuResult kCudaErrorNoDevice = 100;
@@ -76,6 +77,12 @@ struct DriverApi {
   CuResult (*cuGraphLaunch)(CuGraphExec exec, CuStream stream) = nullptr;
   CuResult (*cuGraphExecDestroy)(CuGraphExec exec) = nullptr;
   CuResult (*cuGraphDestroy)(CuGraph graph) = nullptr;
+  // Events time RLX_PROFILE's kernels (flags 0: with timing).
+  CuResult (*cuEventCreate)(CuEvent* event, unsigned flags) = nullptr;
+  CuResult (*cuEventDestroy)(CuEvent event) = nullptr;  // _v2
+  CuResult (*cuEventRecord)(CuEvent event, CuStream stream) = nullptr;
+  CuResult (*cuEventElapsedTime)(float* ms, CuEvent start, CuEvent end) = nullptr;
+  CuResult (*cuEventSynchronize)(CuEvent event) = nullptr;
 };
 
 // The resolved entry points, or nullptr with `why` set ("libcuda.so.1 not found (...)"). Loaded

@@ -107,6 +107,21 @@ class RecordedWork {
   virtual ~RecordedWork() = default;
 };
 
+// A point in the device queue's timeline (RLX_PROFILE, rlx bench): record() queues it behind the
+// work queued so far; ms_since(earlier) waits until this stamp's work has completed and gives
+// the device time between the two.
+class DeviceStamp {
+ public:
+  virtual ~DeviceStamp() = default;
+  virtual void record() = 0;
+  virtual double ms_since(const DeviceStamp& earlier) const = 0;
+};
+
+// Device memory allocated through a DeviceApi, in bytes.
+struct DeviceMemoryUse {
+  uint64_t bytes = 0, peak_bytes = 0;
+};
+
 // The device side.
 class DeviceApi {
  public:
@@ -147,6 +162,12 @@ class DeviceApi {
   virtual void begin_recording() {}
   virtual std::unique_ptr<RecordedWork> end_recording() { return nullptr; }
   virtual void replay(RecordedWork& work) { (void)work; }
+  // A timestamp of the device's own clock (CUDA events); nullptr when it has none, and a profile
+  // then waits for each launch to finish on the host's clock.
+  virtual std::unique_ptr<DeviceStamp> make_stamp() { return nullptr; }
+  // What allocate() and the vendor libraries' workspaces hold now and at most so far; nullopt
+  // where the device API does not count.
+  virtual std::optional<DeviceMemoryUse> memory_use() const { return std::nullopt; }
 };
 
 }  // namespace rlx::gpu_host

@@ -108,7 +108,14 @@ class ProgramOnDevice {
         VendorOperands add;
         if (m->bias >= 0) add.bias = need(at, m->bias);
         if (m->residual >= 0) add.residual = need(at, m->residual);
-        timed(m->shape.name, [&] {
+        // A profile row per vendor and shape: products of one name differ by orders of magnitude.
+        const std::string what =
+            profile_ ? fmt::format("{} {} {}x{}x{}{}", m->shape.name, m->vendor, m->shape.m,
+                                   m->shape.n, m->shape.k,
+                                   m->shape.batch > 1 ? fmt::format(" (batch {})", m->shape.batch)
+                                                      : std::string())
+                     : std::string();
+        timed(what, [&] {
           vendor_[vendor]->run(*operand(m->shape.a_buffer), *operand(m->shape.b_buffer),
                                *operand(m->shape.c_buffer), add);
         });
@@ -129,6 +136,7 @@ class ProgramOnDevice {
       if (l.status_slot >= 0) args.push_back(&status_->get());
       timed(l.symbol, [&] { api_.launch(*module_, l.symbol, args, l.work_items); });
     }
+    read_stamps();
   }
 
   void check_indices() {
@@ -221,17 +229,52 @@ class ProgramOnDevice {
     return b;
   }
 
-  // Runs `work` (one launch or vendor product), timed on its own under RLX_PROFILE.
+  // Under RLX_PROFILE with a device clock: a pair of stamps per timed step of a run, kept from
+  // run to run, and the names of the steps timed so far in this run.
+  std::vector<std::pair<std::unique_ptr<DeviceStamp>, std::unique_ptr<DeviceStamp>>> stamps_;
+  std::vector<std::string> stamped_;
+  bool host_clock_ = false;  // the device has no clock of its own
+
+  // Runs `work` (one launch or vendor product), timed on its own under RLX_PROFILE: between two
+  // device stamps (read at the end of the run) or, without them, until it has finished.
   template <typename Work>
   void timed(const std::string& name, Work work) {
     if (!profile_) {
       work();
       return;
     }
-    auto start = std::chrono::steady_clock::now();
+    if (!host_clock_ && stamped_.size() == stamps_.size()) {
+      auto first = api_.make_stamp();
+      if (first) {
+        stamps_.emplace_back(std::move(first), api_.make_stamp());
+        profile_->note_device_clock();
+      } else {
+        host_clock_ = true;
+      }
+    }
+    if (host_clock_) {
+      auto start = std::chrono::steady_clock::now();
+      work();
+      api_.finish();
+      profile_->add(name, std::chrono::steady_clock::now() - start);
+      return;
+    }
+    auto& [before, after] = stamps_[stamped_.size()];
+    before->record();
     work();
+    after->record();
+    stamped_.push_back(name);
+  }
+
+  void read_stamps() {
+    if (stamped_.empty()) return;
     api_.finish();
-    profile_->add(name, std::chrono::steady_clock::now() - start);
+    for (size_t i = 0; i < stamped_.size(); ++i) {
+      const std::chrono::duration<double, std::milli> ms(
+          stamps_[i].second->ms_since(*stamps_[i].first));
+      profile_->add(stamped_[i], std::chrono::duration_cast<std::chrono::steady_clock::duration>(ms));
+    }
+    stamped_.clear();
   }
 };
 
@@ -255,6 +298,7 @@ void DeviceExecutable::run_bound(const std::vector<BufferBinding>& given, QueueI
     throw_internal_error(
         fmt::format("{}: run() got a buffer table of the wrong size", api_->target_name()));
   if (io_.empty()) io_.resize(p.buffers.size());
+  if (profile_) profile_->begin_run();
   std::vector<const DeviceBuffer*> bound(p.buffers.size(), nullptr);
   for (const lir::Buffer& b : p.buffers) {
     if (b.kind != lir::BufferKind::kInput && b.kind != lir::BufferKind::kOutput) continue;

@@ -104,7 +104,55 @@ std::shared_ptr<Device> GpuLikeTargetPlugin::device() {
   return device_;
 }
 
+// Failures cross the boundary as a message kept in the target (stats_error_).
+template <typename Work>
+const char* GpuLikeTargetPlugin::guarded(void* context, Work work) noexcept {
+  auto* self = static_cast<GpuLikeTargetPlugin*>(context);
+  try {
+    work(*self);
+    return nullptr;
+  } catch (const std::exception& e) {
+    self->stats_error_ = e.what();
+  } catch (...) {
+    self->stats_error_ = "an unknown error";
+  }
+  return self->stats_error_.c_str();
+}
+
+const DeviceStatsV1* GpuLikeTargetPlugin::device_stats_v1() const {
+  // The device opens on first use whichever entry point asks; device() is the const-less one.
+  const_cast<GpuLikeTargetPlugin*>(this)->open();
+  if (!api_) return nullptr;
+  std::call_once(stats_once_, [&] {
+    DeviceStatsV1 v;
+    v.context = const_cast<GpuLikeTargetPlugin*>(this);
+    if (api_->memory_use())
+      v.memory = [](void* context, uint64_t* bytes, uint64_t* peak) noexcept {
+        return guarded(context, [&](GpuLikeTargetPlugin& self) {
+          const DeviceMemoryUse use = self.api_->memory_use().value_or(DeviceMemoryUse{});
+          *bytes = use.bytes;
+          *peak = use.peak_bytes;
+        });
+      };
+    if ((clock_start_ = api_->make_stamp())) {
+      clock_stop_ = api_->make_stamp();
+      v.clock_start = [](void* context) noexcept {
+        return guarded(context, [](GpuLikeTargetPlugin& self) { self.clock_start_->record(); });
+      };
+      v.clock_stop = [](void* context, double* ms) noexcept {
+        return guarded(context, [&](GpuLikeTargetPlugin& self) {
+          self.clock_stop_->record();
+          *ms = self.clock_stop_->ms_since(*self.clock_start_);
+        });
+      };
+    }
+    if (v.memory || v.clock_start) stats_v1_ = v;
+  });
+  return stats_v1_ ? &*stats_v1_ : nullptr;
+}
+
 const void* GpuLikeTargetPlugin::extension(const std::string& name, uint32_t version) const {
+  if (name == kDeviceStatsExtension && version == kDeviceStatsVersion) return device_stats_v1();
   if (name != kDeviceInfoExtension || version != kDeviceInfoVersion) return nullptr;
   std::call_once(described_, [&] {
     info_ = describe_device();

@@ -12,6 +12,7 @@
 
 #include "device_api.h"
 #include "rlx/core/device_info.h"
+#include "rlx/core/device_stats.h"
 #include "rlx/sdk/plugin.h"
 
 namespace rlx::gpu_host {
@@ -44,7 +45,8 @@ class GpuLikeTargetPlugin : public sdk::TargetPlugin {
   // Contract 2.0: the target's memory (gpu_host::ApiDevice) over the DeviceApi its executables
   // run on, or nullptr when this machine has no device for it.
   std::shared_ptr<Device> device() override;
-  // kDeviceInfoExtension from describe_device(), asked once.
+  // kDeviceInfoExtension from describe_device(), asked once; kDeviceStatsExtension where the
+  // device API counts its memory or has a clock (DeviceApi::memory_use, make_stamp).
   const void* extension(const std::string& name, uint32_t version) const override;
 
  protected:
@@ -77,6 +79,14 @@ class GpuLikeTargetPlugin : public sdk::TargetPlugin {
   mutable std::once_flag described_;
   mutable std::optional<DeviceInfo> info_;
   mutable DeviceInfoV1 info_v1_;
+  // kDeviceStatsExtension: its table, the two stamps of its clock and the last failure.
+  mutable std::once_flag stats_once_;
+  mutable std::optional<DeviceStatsV1> stats_v1_;
+  mutable std::unique_ptr<DeviceStamp> clock_start_, clock_stop_;
+  mutable std::string stats_error_;
+  const DeviceStatsV1* device_stats_v1() const;
+  template <typename Work>
+  static const char* guarded(void* context, Work work) noexcept;
 
   void open();
 };

@@ -23,22 +23,26 @@ void RunProfile::add(const std::string& kernel, std::chrono::steady_clock::durat
     while (i < kernel.size() && kernel[i] >= '0' && kernel[i] <= '9') ++i;
     if (i > 1 && i < kernel.size() && kernel[i] == '_') start = i + 1;
   }
-  Row& r = rows_[kernel.substr(start)];
+  Row& r = (runs_ <= 1 ? first_run_ : rows_)[kernel.substr(start)];
   ++r.calls;
   r.total += spent;
 }
 
 RunProfile::~RunProfile() {
-  if (rows_.empty()) return;
-  std::vector<std::pair<std::string, Row>> rows(rows_.begin(), rows_.end());
+  const bool warm = runs_ > 1;
+  const auto& kept = warm ? rows_ : first_run_;
+  if (kept.empty()) return;
+  std::vector<std::pair<std::string, Row>> rows(kept.begin(), kept.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
   std::chrono::steady_clock::duration all{};
   for (const auto& [name, r] : rows) all += r.total;
   const double all_ms = std::chrono::duration<double, std::milli>(all).count();
   std::string text = fmt::format(
-      "rlx profile ({}): {:.3f} ms in {} kinds of kernel, each clocked until it finished\n",
-      target_, all_ms, rows.size());
+      "rlx profile ({}): {:.3f} ms in {} kinds of kernel over {}, {}\n", target_, all_ms,
+      rows.size(),
+      warm ? fmt::format("runs 2 to {} (the first is left out)", runs_) : std::string("one run"),
+      device_clock_ ? "each timed on the device's clock" : "each clocked until it finished");
   text += fmt::format("  {:>10} {:>7} {:>8}  {}\n", "ms", "share", "calls", "kernel");
   for (const auto& [name, r] : rows) {
     const double ms = std::chrono::duration<double, std::milli>(r.total).count();

@@ -98,6 +98,24 @@ sys.exit(0 if worst <= 1e-3 else 1)
 PY
 }
 
+device_stats() {  # rlx bench's CUDA-event time and peak device memory; RLX_PROFILE's device clock
+  local m=tests/data/fixtures/minilm-l2-f16 json err
+  json=$(rlx bench "$m" --target cuda --batch 8 --seq 128 --warmup 2 --runs 5 --json) || return 1
+  echo "$json" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+dev, host, peak = r.get("device_p50_ms"), r["p50_ms"], r.get("peak_device_mb")
+print(f"   p50 {host} ms, on the device {dev} ms, peak device memory {peak} MB")
+# The device time is part of the host time; the weights alone (minilm-l2-f16: 2 layers of 384)
+# hold more than 1 MB on the device.
+sys.exit(0 if dev is not None and 0 < dev <= host * 1.05 and peak is not None and peak > 1 else 1)' ||
+    return 1
+  err=$(RLX_PROFILE=1 rlx bench "$m" --target cuda --batch 8 --seq 128 --warmup 1 --runs 2 2>&1 >/dev/null)
+  echo "$err" | head -4
+  grep -q "over runs 2 to 3 (the first is left out), each timed on the device's clock" <<<"$err" &&
+    grep -q "dot_general cuBLASLt 1024x" <<<"$err"
+}
+
 compiles() {  # rlx compile writes the CUDA C++, PTX and a cubin for the device
   local out
   out=$(mktemp -d)
@@ -175,6 +193,7 @@ run() {
   [ "$part" != done ] && check "rlx run and rlx embed minilm-l2-f16 on cuda" runs_like_cpu cuda
   [ "$part" != done ] && check "rlx bench minilm-l2-f16 on cuda" \
     rlx bench tests/data/fixtures/minilm-l2-f16 --target cuda --batch 8 --seq 128
+  [ "$part" != done ] && check "rlx bench on cuda: CUDA-event p50, peak device memory, device-clock profile" device_stats
   [ "$part" != done ] && check "rlx compile --target cuda writes .cu, .ptx and .cubin" compiles
   summary "$label"
 }

@@ -142,6 +142,7 @@ void CpuExecutable::run(const std::vector<void*>& buffers) {
 }
 
 void CpuExecutable::execute() const {
+  if (profile_) profile_->begin_run();
   bind();
   for (const auto& b : program_.buffers)
     if (!ptrs_[b.id] && b.numel() > 0 && b.kind != lir::BufferKind::kAlias)

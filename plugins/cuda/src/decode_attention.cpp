@@ -18,33 +18,54 @@ namespace {
 constexpr int64_t kMaxKeys = 8192;  // 32 KB of f32 scores in shared memory
 constexpr int64_t kMaxRow = 256;
 
-const char* const kKernel = R"(// @SYM@: decode attention, one block of 128 threads per query row, B @B@, heads @H@ (kv @HKV@), Sq @SQ@, Sk @SK@, D @D@, Dv @DV@, mask @MASK@
-extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
+// Latency, not arithmetic, bounds this kernel: a batch-1 step has one block per head, so each
+// warp must keep many loads in flight. Scores: a warp takes 8 keys at once, lanes across the
+// head dimension (coalesced rows, 8 independent sums; one key at a time waited on every row:
+// 100 us a call at 576 keys of 64 on an H200, and a thread per key read its row uncoalesced:
+// 40 us). Weighted sum: a thread per value column and group of keys, the key loop unrolled so
+// its loads issue together. Masked keys are not read for the scores.
+const char* const kKernel = R"(// @SYM@: decode attention, one block of 256 threads per query row, B @B@, heads @H@ (kv @HKV@), Sq @SQ@, Sk @SK@, D @D@, Dv @DV@, mask @MASK@
+extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long row = blockIdx.x % @SQ@, bh = blockIdx.x / @SQ@;
   const long long b = bh / @H@, h = bh % @H@, hk = h / (@H@ / @HKV@);
   __shared__ float qs[@D@];
   __shared__ float ps[@SK@];
-  __shared__ float red[4];
-  __shared__ float part[128];
-  for (int d = tid; d < @D@; d += 128) qs[d] = @QLOAD@;
+  __shared__ float red[8];
+  __shared__ float part[256];
+  for (int d = tid; d < @D@; d += 256) qs[d] = @QLOAD@;
   __syncthreads();
-  for (long long key = warp; key < @SK@; key += 4) {
-    float dot = 0.0f;
-    for (int d = lane; d < @D@; d += 32) dot += qs[d] * @KLOAD@;
-    for (int off = 16; off > 0; off >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-    if (lane == 0) ps[key] = @MASKED@ ? -3.402823466e38f : dot * @SCALE@f;
-  }
-  __syncthreads();
+  // Each warp scores 8 keys at a time, lanes across the head dimension: the rows are read
+  // coalesced and the 8 dot products (loads, then shuffle sums) are independent of each other.
   float m = -__int_as_float(0x7F800000);
-  for (long long j = tid; j < @SK@; j += 128) m = fmaxf(m, ps[j]);
+  for (long long k0 = warp * 8; k0 < @SK@; k0 += 64) {
+    float dot[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const long long key = k0 + i;
+      dot[i] = 0.0f;
+      if (key < @SK@ && !(@MASKED@))
+        for (int d = lane; d < @D@; d += 32) dot[i] += qs[d] * @KLOAD@;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const long long key = k0 + i;
+      for (int off = 16; off > 0; off >>= 1) dot[i] += __shfl_xor_sync(0xffffffffu, dot[i], off);
+      if (key < @SK@) {
+        const float score = @MASKED@ ? -3.402823466e38f : dot[i] * @SCALE@f;
+        if (lane == 0) ps[key] = score;
+        m = fmaxf(m, score);
+      }
+    }
+  }
   for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
   if (lane == 0) red[warp] = m;
   __syncthreads();
-  m = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
+  m = red[0];
+  for (int w = 1; w < 8; ++w) m = fmaxf(m, red[w]);
   __syncthreads();
   float l = 0.0f;
-  for (long long j = tid; j < @SK@; j += 128) {
+  for (long long j = tid; j < @SK@; j += 256) {
     const float p = expf(ps[j] - m);
     ps[j] = p;
     l += p;
@@ -52,18 +73,23 @@ extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
   for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
   if (lane == 0) red[warp] = l;
   __syncthreads();
-  l = red[0] + red[1] + red[2] + red[3];
+  l = 0.0f;
+  for (int w = 0; w < 8; ++w) l += red[w];
   // @G@ groups of threads split the keys; in each, a thread per value column (more columns than
   // threads loop).
   const int group = tid / @GW@, col = tid % @GW@;
   for (int d0 = 0; d0 < @DV@; d0 += @GW@) {
     const int d = d0 + col;
     float acc = 0.0f;
-    if (group < @G@ && d < @DV@)
+    if (group < @G@ && d < @DV@) {
+#pragma unroll 16
       for (long long key = group; key < @SK@; key += @G@) {
-        const float p = ps[key];
-        if (p != 0.0f) acc += p * @VLOAD@;
+        // Loaded whatever p is, so the unrolled loads issue together; a masked key's value
+        // (p == 0) is still not added, even where it is not finite.
+        const float p = ps[key], v = @VLOAD@;
+        acc += p != 0.0f ? p * v : 0.0f;
       }
+    }
     part[tid] = acc;
     __syncthreads();
     if (tid < @GW@ && d < @DV@) {
@@ -91,9 +117,8 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
     if (!f32_class(t)) return std::nullopt;
   // Threads per group: the value columns, up to the whole block; the rest of the block splits
   // the keys among groups.
-  const int64_t group_width = std::min<int64_t>(128, s.v_dim);
-  const int64_t groups = 128 / group_width;
-  const std::string symbol = sdk::kernel_symbol(s.name);
+  const int64_t group_width = std::min<int64_t>(256, s.v_dim);
+  const int64_t groups = 256 / group_width;
   const std::string kat =
       attention_row_offset(s.k_split_heads, "hk", s.kv_heads, "key", s.kv_len, s.head_dim) + " + d";
   const std::string vat =
@@ -109,21 +134,10 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
                 {"O", fmt::format("b{}", s.out_buffer)},
                 {"OAT", attention_row_offset(s.merge_heads, "h", s.heads, "row", s.q_len, s.v_dim)},
                  {"STORE", from_f32(s.out_dtype, "total / l")}});
-  const std::string kernel = fill_tokens(kKernel, tokens);
-  // f16 loads widen through the GPU's own conversion (exact for every non-NaN value; a NaN stays a
-  // NaN), not the prelude's bit-exact software one, which made an f16 step 2.6x a bf16 step.
-  const std::string widen = "rlx_h2f_" + symbol;
-  std::string text = kernel;
-  for (size_t at = text.find("rlx_f16_to_f32("); at != std::string::npos;
-       at = text.find("rlx_f16_to_f32(", at + widen.size()))
-    text.replace(at, std::string("rlx_f16_to_f32").size(), widen);
-  text = fmt::format(
-             "static __device__ __forceinline__ float {}(unsigned short h) {{\n"
-             "  float f;\n  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h));\n  return f;\n}}\n",
-             widen) +
-         text;
-  // Blocks of 128 threads (the launch bounds), one per query row; groups count 64 work-items.
-  return sdk::AttentionKernel{text, s.batch * s.heads * s.q_len * 2,
+  const std::string text = fill_tokens(kKernel, tokens);
+  // Blocks of 256 threads (the launch bounds, the host's widest block), one per query row;
+  // groups count 64 work-items.
+  return sdk::AttentionKernel{text, s.batch * s.heads * s.q_len * 4,
                               "decode, a block per query row"};
 }
 

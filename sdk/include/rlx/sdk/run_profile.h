@@ -3,7 +3,11 @@
 // a host target's kernels have finished when they return) and adds the time to the kernel's
 // row; the rows go to stderr, largest first, when the profile is destroyed (with its
 // executable). Waiting after every launch is what makes a kernel's time its own, so a profiled
-// GPU run is slower than a plain one: read the shares, not the sum.
+// GPU run is slower than a plain one: read the shares, not the sum. A device with its own clock
+// (cuda's events) times each kernel between two timestamps queued around it instead, with no
+// wait between launches, so small kernels are not dwarfed by the host's round trip. The first
+// run of a program that ran more than once is left out: it pays for loading kernels on first
+// launch (a CUDA driver loads them lazily) and vendor libraries' first calls.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -24,6 +28,10 @@ class RunProfile {
 
   // Kernels of one kind share a row: the name without a "k<index>_" prefix.
   void add(const std::string& kernel, std::chrono::steady_clock::duration spent);
+  // A run of the program starts: what the first one adds is shown only if no other follows.
+  void begin_run() { ++runs_; }
+  // The times come from the device's clock (said in the heading).
+  void note_device_clock() { device_clock_ = true; }
 
  private:
   struct Row {
@@ -31,7 +39,9 @@ class RunProfile {
     std::chrono::steady_clock::duration total{};
   };
   std::string target_;
-  std::map<std::string, Row> rows_;
+  bool device_clock_ = false;
+  int64_t runs_ = 0;
+  std::map<std::string, Row> rows_, first_run_;
 };
 
 }  // namespace rlx::sdk
