@@ -7,7 +7,9 @@ PyTorch take turns) and the medians of the rounds' p50s are reported, with the o
 against PyTorch and the share of the GPU's f32 rate each reaches. Weights stored as f16 are widened
 to f32 first, so every contender reads the same f32 weights and computes in f32. PyTorch runs with
 TF32 off (its default for matmul), and its timing includes what rlx's does: inputs from host
-memory to the GPU and outputs back.
+memory to the GPU and outputs back. A second table has, per rlx contender, its compile time with
+an empty kernel cache (the first round's, NVRTC included) and what a target whose device keeps a
+clock and counts memory (cuda) reports: the p50 on the device's clock and the peak device memory.
 
     python3 bench/gpu/run.py --model DIR [--model DIR]... --targets vulkan,gpu,opengl,webgpu \
         --batches 1,8,32,128 --seq 128 --rounds 3 --out results.json
@@ -64,13 +66,16 @@ def bert_flops(cfg, b, s):
     return per_token * b * s * layers
 
 
-def rlx_case(rlx, folder, target, inputs, out, warmup, runs):
+def rlx_case(rlx, folder, target, inputs, out, warmup, runs, cold=False):
     """`target` is a target name, NAME:PRECISION to run it with `--precision PRECISION`
     (cuda:amp-f16), and either with @VAR=VALUE[@VAR=VALUE] to run it with those variables set
-    (cuda@RLX_CUDA_GEMM=kernel: rlx's own tiled products instead of cuBLASLt)."""
+    (cuda@RLX_CUDA_GEMM=kernel: rlx's own tiled products instead of cuBLASLt). `cold` gives rlx
+    an empty kernel cache, so its compile_ms includes every kernel's compilation (NVRTC)."""
     name, *assignments = target.split("@")
     name, _, precision = name.partition(":")
     env = dict(os.environ, **dict(a.split("=", 1) for a in assignments))
+    if cold:
+        env["RLX_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlx-cold-cache-")
     cmd = [rlx, "bench", folder, "--target", name, "--inputs", inputs, "--output", out,
            "--warmup", str(warmup), "--runs", str(runs), "--json"]
     if precision:
@@ -179,13 +184,19 @@ def main():
                         case["check"][m] = {"max_abs_err": float(np.abs(out_last - last).max())}
                 for t in targets:
                     out_path = os.path.join(work, f"out-{t}-b{b}.safetensors")
-                    res = rlx_case(args.rlx, folder, t, in_path, out_path, args.warmup, args.runs)
+                    res = rlx_case(args.rlx, folder, t, in_path, out_path, args.warmup, args.runs,
+                                   cold=r == 0)
                     if "error" in res:
                         case["check"][t] = {"error": res["error"]}
                         continue
                     p50[t].append(res["p50_ms"])
                     if r == 0:
                         case["check"][t] = compare(out_path, last.astype(np.float64), emb)
+                        # What the device says (cuda): the p50 on its clock, its peak memory;
+                        # and the compile time with an empty kernel cache.
+                        case.setdefault("rlx", {})[t] = {
+                            k: res[k] for k in ("compile_ms", "device_p50_ms", "peak_device_mb")
+                            if k in res}
             for k, v in p50.items():
                 if v:
                     case["p50_ms"][k] = statistics.median(v)
@@ -214,6 +225,15 @@ def main():
         tpct = c["gflop"] / tp / args.peak_tflops * 100
         print(f"| {c['model']} | {c['batch']} | {tp:.2f} ms ({tpct:.1f}%) | " +
               " | ".join(c.get("torch_cells", []) + cells) + " |")
+    print()
+    print("| model | batch | target | cold compile (empty kernel cache) | p50 on the device | peak device memory |")
+    print("|---|---|---|---|---|---|")
+    for c in rows:
+        for t, r in c.get("rlx", {}).items():
+            cells = [f"{r[k]:.{d}f} {u}" if k in r else "-"
+                     for k, d, u in (("compile_ms", 0, "ms"), ("device_p50_ms", 2, "ms"),
+                                     ("peak_device_mb", 1, "MB"))]
+            print(f"| {c['model']} | {c['batch']} | {t} | " + " | ".join(cells) + " |")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"rows": rows, "targets": targets, "torch": torch.__version__,

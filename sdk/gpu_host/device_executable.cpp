@@ -61,11 +61,18 @@ class ProgramOnDevice {
       status_ = std::make_unique<OwnedBuffer>(api_, plan_.checks.size() * 4 * sizeof(int32_t));
       zeros_.assign(plan_.checks.size() * 4, 0);
     }
+    size_t scratch = 0;
     for (const Step& s : plan_.steps) {
+      if (auto* l = std::get_if<Launch>(&s))
+        scratch = std::max(scratch, static_cast<size_t>(l->scratch_bytes));
       if (auto* w = std::get_if<HostWhile>(&s))
         loops_.push_back(std::make_unique<Loop>(api_, *this, *w));
       if (auto* m = std::get_if<LibraryMatmul>(&s))
         vendor_.push_back(api_.prepare_matmul(m->shape, {m->bias >= 0, m->residual >= 0}));
+    }
+    if (scratch > 0) {
+      scratch_ = std::make_unique<OwnedBuffer>(api_, scratch);
+      api_.zero(scratch_->get(), scratch);
     }
   }
 
@@ -134,6 +141,7 @@ class ProgramOnDevice {
       std::vector<const DeviceBuffer*> args;
       for (int32_t b : l.buffers) args.push_back(need(at, b));
       if (l.status_slot >= 0) args.push_back(&status_->get());
+      if (l.scratch_bytes > 0) args.push_back(&scratch_->get());
       timed(l.symbol, [&] { api_.launch(*module_, l.symbol, args, l.work_items); });
     }
     read_stamps();
@@ -217,6 +225,7 @@ class ProgramOnDevice {
   std::unique_ptr<Module> module_;
   std::vector<std::shared_ptr<OwnedBuffer>> own_;  // temps of one arena slot share theirs
   std::unique_ptr<OwnedBuffer> status_;
+  std::unique_ptr<OwnedBuffer> scratch_;  // Launch::scratch_bytes: shared by the launches
   std::vector<int32_t> zeros_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::vector<std::unique_ptr<VendorMatmul>> vendor_;  // one per LibraryMatmul step, in order

@@ -160,6 +160,28 @@ bool merges_heads(const AttentionCall& a, const lir::CallKernel& c, const lir::P
          same_walk(domain, e.load.strides, strides) && p.buffers[to].dtype == p.buffers[out].dtype;
 }
 
+// Whether kernel `j` converts the norm's output, which nothing else reads, to f32, f16 or bf16
+// element by element (AMP narrowing a norm's result for the products after it); if so the norm
+// stores the converted value itself and `j` is not launched.
+bool converts_norm_output(const lir::CallKernel& c, const lir::Program& p, size_t j,
+                          const std::vector<int>& readers) {
+  if (j >= p.kernels.size()) return false;
+  const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
+  const int32_t out = p.storage_of(c.outputs[0]);
+  if (!k || !k->reduce.empty() || k->exprs.size() != 2 || k->stores.size() != 1 ||
+      k->stores[0].expr != 1 || readers[out] != 1 || p.buffers[out].kind != lir::BufferKind::kTemp)
+    return false;
+  const lir::Expr &load = k->exprs[0], &convert = k->exprs[1];
+  const lir::Buffer& to = p.buffers[p.storage_of(k->stores[0].buffer)];
+  const DType t = to.dtype;
+  return load.kind == lir::ExprKind::kLoad && p.storage_of(load.load.buffer) == out &&
+         load.load.offset == 0 && load.load.guards.empty() && k->domain == p.buffers[out].shape &&
+         same_walk(k->domain, load.load.strides, row_major_strides(k->domain)) &&
+         convert.kind == lir::ExprKind::kConvert && convert.args == std::vector<int32_t>{0} &&
+         to.shape == p.buffers[out].shape &&
+         (t == DType::kF32 || t == DType::kF16 || t == DType::kBF16);
+}
+
 // Kernel `j` when it is the transpose that splits attention heads ([B, S, H, D] read as
 // [B, H, S, D]) into buffer `t` and nothing but one attention operand reads `t`: the storage it
 // reads, which the attention then reads itself (AttentionShape::*_split_heads); -1 otherwise.
@@ -480,7 +502,9 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     auto body = render(anonymous, d);
     auto [it, fresh] = bodies.try_emplace(body.source, symbol);
     if (fresh) plan.source += render(shape, d).source + "\n";
-    plan.steps.emplace_back(Launch{it->second, buffers, work_items(body), {}, -1});
+    Launch l{it->second, buffers, work_items(body), {}, -1};
+    if constexpr (requires { body.scratch_bytes; }) l.scratch_bytes = body.scratch_bytes;
+    plan.steps.emplace_back(std::move(l));
   };
   auto add_matmul = [&](const MatmulCall& mm) {
     add_shaped(mm.shape, mm.buffers, sdk::render_matmul,
@@ -598,7 +622,15 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       }
       add_attention(a);
     } else if (c.callee == "native:LayerNorm" || c.callee == "native:RMSNorm") {
-      const NormCall n = norm_call(c, p, fmt::format("k{}_{}", i, c.callee.substr(7)));
+      NormCall n = norm_call(c, p, fmt::format("k{}_{}", i, c.callee.substr(7)));
+      if (converts_norm_output(c, p, i + 1, readers)) {
+        const auto& convert = std::get<lir::LoopKernel>(p.kernels[i + 1]);
+        const int32_t to = p.storage_of(convert.stores[0].buffer);
+        n.buffers[n.shape.out_buffer] = to;
+        n.shape.out_dtype = p.buffers[to].dtype;
+        written_early[to] = static_cast<int32_t>(i);
+        ++i;
+      }
       add_shaped(n.shape, n.buffers, sdk::render_norm,
                  [](const sdk::NormKernel& k) { return k.groups * kGroupSize; });
     } else if (c.callee == "while") {

@@ -19,6 +19,9 @@ struct Launch {
   int64_t work_items = 0;  // 0: nothing to do (an empty output)
   std::vector<std::pair<int32_t, int32_t>> copies_before;
   int32_t status_slot = -1;  // >= 0: the status buffer is bound after `buffers`
+  // > 0: the program's scratch buffer (zeroed once, at least this many bytes) is bound last
+  // (sdk::AttentionKernel::scratch_bytes).
+  int64_t scratch_bytes = 0;
 };
 
 // A while loop whose control flow runs on the host: kernel `kernel` of the program is the

@@ -44,6 +44,16 @@ bool fusible(const OpDef* def) {
          def->name != "reshape";
 }
 
+// A float concat computes its operands' element-wise chains in its own kernel, each under the
+// guard of its range along the axis (a rotary embedding's two halves: one kernel instead of
+// five). Integer chains stay apart: the other operands' arithmetic runs on guarded zeros, and an
+// integer division by zero is undefined in the kernel languages.
+bool fuses_into_concat(const Node& n, const Graph& g) {
+  if (n.op != "concat") return false;
+  const DType t = g.type(n.outputs[0]).dtype;
+  return t == DType::kF32 || t == DType::kF64 || t == DType::kF16 || t == DType::kBF16;
+}
+
 class Lowering {
  public:
   Lowering(const Graph& g, const LoweringOptions& options)
@@ -90,19 +100,26 @@ class Lowering {
     for (ValueId v : g_.outputs) forced[v] = true;
     for (const Node& n : g_.nodes) {
       const OpDef* d = OpRegistry::instance().find(n.op);
-      bool f = fusible(d);
+      bool f = fusible(d) || fuses_into_concat(n, g_);
       for (ValueId v : n.inputs) {
         if (!f) forced[v] = true;
         if (!f) fusible_use[v] = false;
       }
     }
     mat_.assign(g_.values.size(), true);
+    // Index maps of a buffer (a slice, a transpose, a slice of a transpose...) are only other
+    // addresses of it, and a convert of it costs what a load costs: every reader computes them
+    // itself, however many readers there are (AMP's widened product outputs read twice by a
+    // SiLU, a rotary embedding's halves).
+    std::vector<bool> view(g_.values.size(), false);
     for (const Node& n : g_.nodes) {
       const OpDef* d = OpRegistry::instance().find(n.op);
       if (!fusible(d) || d->cls == OpClass::kReduce) continue;  // calls and reductions write buffers
       ValueId v = n.outputs[0];
       if (forced[v]) continue;
-      bool over_buffer = d->cls == OpClass::kIndexMap && !n.inputs.empty() && mat_[n.inputs[0]];
+      bool over_buffer = (d->cls == OpClass::kIndexMap || n.op == "convert") && !n.inputs.empty() &&
+                         (mat_[n.inputs[0]] || view[n.inputs[0]]);
+      view[v] = over_buffer;
       mat_[v] = !(uses_[v] == 1 || over_buffer);
     }
     // Scalar constants inline as immediates; other constants are buffers.
@@ -122,7 +139,7 @@ class Lowering {
   void cap_kernel_ops(uint32_t cap) {
     std::vector<uint64_t> ops(g_.values.size(), 1);  // of a fused value: its tree; else its load
     for (const Node& n : g_.nodes) {
-      if (!fusible(OpRegistry::instance().find(n.op))) continue;
+      if (!fusible(OpRegistry::instance().find(n.op)) && !fuses_into_concat(n, g_)) continue;
       auto tree = [&] {
         uint64_t s = 1;
         for (ValueId in : n.inputs) s += mat_[in] ? 1 : ops[in];
@@ -155,7 +172,8 @@ class Lowering {
     };
     for (const Node& n : g_.nodes) {
       const OpDef* d = OpRegistry::instance().find(n.op);
-      if (!fusible(d) || n.op == "constant") continue;  // a non-materialised constant is an immediate
+      // A non-materialised constant is an immediate.
+      if ((!fusible(d) && !fuses_into_concat(n, g_)) || n.op == "constant") continue;
       auto gather = [&] {
         std::vector<ValueId> all;
         for (ValueId in : n.inputs)
@@ -211,8 +229,10 @@ class Lowering {
 
   // The expression computing value v at map m inside kernel k.
   // `root`: v is the value this kernel computes, so it is built even though it owns a buffer.
-  int32_t build(LoopKernel& k, ValueId v, const IMap& m, std::string* name, bool root = false) {
-    if (mat_[v] && !root) return load(k, buf_[v], m);
+  // `guards`: every load reads only inside them (a concat operand's range), else zero.
+  int32_t build(LoopKernel& k, ValueId v, const IMap& m, std::string* name, bool root = false,
+                const std::vector<lir::Guard>& guards = {}) {
+    if (mat_[v] && !root) return load(k, buf_[v], m, guards);
     const Node& n = *producer(v);
     const TensorType& t = g_.type(v);
     if (name->size() < 48) *name += "_" + n.op;
@@ -232,13 +252,13 @@ class Lowering {
         im.coef.push_back(stretched ? std::vector<int64_t>(k.domain.size(), 0) : m.coef[dims[i]]);
         im.off.push_back(stretched ? 0 : m.off[dims[i]]);
       }
-      return build(k, n.inputs[0], im, name);
+      return build(k, n.inputs[0], im, name, false, guards);
     }
     if (n.op == "transpose") {
       const IntList& perm = n.attr_ints("perm");
       IMap im = m;
       for (size_t i = 0; i < perm.size(); ++i) im.coef[perm[i]] = m.coef[i], im.off[perm[i]] = m.off[i];
-      return build(k, n.inputs[0], im, name);
+      return build(k, n.inputs[0], im, name, false, guards);
     }
     if (n.op == "slice") {
       const IntList& start = n.attr_ints("start");
@@ -248,7 +268,7 @@ class Lowering {
         for (auto& c : im.coef[d]) c *= strides[d];
         im.off[d] = start[d] + strides[d] * m.off[d];
       }
-      return build(k, n.inputs[0], im, name);
+      return build(k, n.inputs[0], im, name, false, guards);
     }
     Expr e;
     e.dtype = t.dtype;
@@ -260,7 +280,7 @@ class Lowering {
       e.load.strides = m.coef[dim];
       return add_expr(k, e);
     }
-    for (ValueId in : n.inputs) e.args.push_back(build(k, in, m, name));
+    for (ValueId in : n.inputs) e.args.push_back(build(k, in, m, name, false, guards));
     if (n.op == "convert") e.kind = ExprKind::kConvert;
     else if (n.op == "select") e.kind = ExprKind::kSelect;
     else e.kind = n.inputs.size() == 1 ? ExprKind::kUnary : ExprKind::kBinary, e.op = n.op;
@@ -380,12 +400,13 @@ class Lowering {
     if (axis < 0) axis += static_cast<int64_t>(k.domain.size());
     std::vector<int32_t> loads;
     std::vector<std::pair<int64_t, int64_t>> ranges;
+    std::string name;  // the fused chains' ops
     int64_t at = 0;
     for (ValueId v : n.inputs) {
       int64_t len = g_.type(v).shape[axis].value;
       IMap m = IMap::identity(k.domain.size(), k.domain.size());
       m.off[axis] = -at;
-      loads.push_back(load(k, buf_[v], m, {{static_cast<int32_t>(axis), at, at + len}}));
+      loads.push_back(build(k, v, m, &name, false, {{static_cast<int32_t>(axis), at, at + len}}));
       ranges.emplace_back(at, at + len);
       at += len;
     }
@@ -400,7 +421,7 @@ class Lowering {
       e = add_expr(k, s);
     }
     k.stores.push_back({buf_[n.outputs[0]], e});
-    k.name = fmt::format("k{}_concat", p_.kernels.size());
+    k.name = fmt::format("k{}_concat{}", p_.kernels.size(), name.substr(0, 48));
     p_.kernels.push_back(std::move(k));
   }
 

@@ -15,47 +15,53 @@ namespace rlx::cuda {
 
 namespace {
 
-constexpr int64_t kMaxKeys = 8192;  // 32 KB of f32 scores in shared memory
+constexpr int64_t kMaxKeys = 8192;  // a chunk's f32 scores stay in shared memory (32 KB)
 constexpr int64_t kMaxRow = 256;
+constexpr int64_t kFillBlocks = 264;  // two blocks for each of an H200's 132 SMs
 
-// Latency, not arithmetic, bounds this kernel: a batch-1 step has one block per head, so each
-// warp must keep many loads in flight. Scores: a warp takes 8 keys at once, lanes across the
-// head dimension (coalesced rows, 8 independent sums; one key at a time waited on every row:
-// 100 us a call at 576 keys of 64 on an H200, and a thread per key read its row uncoalesced:
-// 40 us). Weighted sum: a thread per value column and group of keys, the key loop unrolled so
-// its loads issue together. Masked keys are not read for the scores.
-const char* const kKernel = R"(// @SYM@: decode attention, one block of 256 threads per query row, B @B@, heads @H@ (kv @HKV@), Sq @SQ@, Sk @SK@, D @D@, Dv @DV@, mask @MASK@
-extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@) {
+// Latency, not arithmetic, bounds this kernel: a batch-1 step of 16 heads is 16 query rows, and
+// one block per row cannot keep enough loads in flight (on an H200 at 576 keys of 64: 100 us a
+// call with a warp per key, 40 to 50 us with all 256 threads of the row's block loading). So
+// the keys are split into @NC@ chunks of @CK@, a block per (row, chunk), enough blocks for every
+// SM (flash-decoding): each block scores its chunk (a warp takes 8 keys at once, lanes across
+// the head dimension: coalesced rows, 8 independent sums), takes its own max and sum, weights
+// its values, and leaves (max, sum, weighted values) in the scratch buffer. The last block of a
+// row to finish (a counter per row, reset to zero by that block) rescales the chunks to the
+// common max and writes the row. Masked keys are not read for the scores.
+const char* const kKernel = R"(// @SYM@: decode attention, @NC@ chunks of @CK@ keys per query row, blocks of 256 threads, B @B@, heads @H@ (kv @HKV@), Sq @SQ@, Sk @SK@, D @D@, Dv @DV@, mask @MASK@
+extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@, float* __restrict__ scratch) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const long long row = blockIdx.x % @SQ@, bh = blockIdx.x / @SQ@;
+  const long long chunk = blockIdx.x % @NC@, rq = blockIdx.x / @NC@;
+  const long long row = rq % @SQ@, bh = rq / @SQ@;
   const long long b = bh / @H@, h = bh % @H@, hk = h / (@H@ / @HKV@);
+  const long long first = chunk * @CK@;
+  const int n = (int)min((long long)@CK@, @SK@ - first);
   __shared__ float qs[@D@];
-  __shared__ float ps[@SK@];
+  __shared__ float ps[@CK@];
   __shared__ float red[8];
   __shared__ float part[256];
+  __shared__ int last;
   for (int d = tid; d < @D@; d += 256) qs[d] = @QLOAD@;
   __syncthreads();
-  // Each warp scores 8 keys at a time, lanes across the head dimension: the rows are read
-  // coalesced and the 8 dot products (loads, then shuffle sums) are independent of each other.
   float m = -__int_as_float(0x7F800000);
-  for (long long k0 = warp * 8; k0 < @SK@; k0 += 64) {
+  for (int k0 = warp * 8; k0 < @CK@; k0 += 64) {
     float dot[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const long long key = k0 + i;
+      const long long key = first + k0 + i;
       dot[i] = 0.0f;
-      if (key < @SK@ && !(@MASKED@))
+      if (k0 + i < n && !(@MASKED@))
         for (int d = lane; d < @D@; d += 32) dot[i] += qs[d] * @KLOAD@;
     }
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const long long key = k0 + i;
+      const long long key = first + k0 + i;
       for (int off = 16; off > 0; off >>= 1) dot[i] += __shfl_xor_sync(0xffffffffu, dot[i], off);
-      if (key < @SK@) {
-        const float score = @MASKED@ ? -3.402823466e38f : dot[i] * @SCALE@f;
-        if (lane == 0) ps[key] = score;
-        m = fmaxf(m, score);
-      }
+      // Keys past the end count for nothing; masked ones get the lowest finite score.
+      float score = -__int_as_float(0x7F800000);
+      if (k0 + i < n) score = @MASKED@ ? -3.402823466e38f : dot[i] * @SCALE@f;
+      if (lane == 0) ps[k0 + i] = score;
+      m = fmaxf(m, score);
     }
   }
   for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
@@ -65,8 +71,8 @@ extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@) {
   for (int w = 1; w < 8; ++w) m = fmaxf(m, red[w]);
   __syncthreads();
   float l = 0.0f;
-  for (long long j = tid; j < @SK@; j += 256) {
-    const float p = expf(ps[j] - m);
+  for (int j = tid; j < @CK@; j += 256) {
+    const float p = j < n ? expf(ps[j] - m) : 0.0f;
     ps[j] = p;
     l += p;
   }
@@ -75,18 +81,25 @@ extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@) {
   __syncthreads();
   l = 0.0f;
   for (int w = 0; w < 8; ++w) l += red[w];
-  // @G@ groups of threads split the keys; in each, a thread per value column (more columns than
-  // threads loop).
+  // This chunk's (max, sum, weighted values) at its slot of the scratch buffer.
+  float* mine = scratch + (rq * @NC@ + chunk) * (@DV@ + 2);
+  if (tid == 0) {
+    mine[0] = m;
+    mine[1] = l;
+  }
+  // @G@ groups of threads split the chunk's keys; in each, a thread per value column (more
+  // columns than threads loop).
   const int group = tid / @GW@, col = tid % @GW@;
   for (int d0 = 0; d0 < @DV@; d0 += @GW@) {
     const int d = d0 + col;
     float acc = 0.0f;
     if (group < @G@ && d < @DV@) {
-#pragma unroll 16
-      for (long long key = group; key < @SK@; key += @G@) {
-        // Loaded whatever p is, so the unrolled loads issue together; a masked key's value
-        // (p == 0) is still not added, even where it is not finite.
-        const float p = ps[key], v = @VLOAD@;
+#pragma unroll 8
+      for (int j = group; j < n; j += @G@) {
+        const long long key = first + j;
+        // A key with p == 0 (masked among unmasked ones) adds nothing, even where its value
+        // is not finite.
+        const float p = ps[j], v = @VLOAD@;
         acc += p != 0.0f ? p * v : 0.0f;
       }
     }
@@ -95,10 +108,33 @@ extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@) {
     if (tid < @GW@ && d < @DV@) {
       float total = 0.0f;
       for (int g = 0; g < @G@; ++g) total += part[g * @GW@ + tid];
-      @O@[@OAT@ + d] = @STORE@;
+      mine[2 + d] = total;
     }
     __syncthreads();
   }
+  __threadfence();
+  __syncthreads();
+  unsigned* counters = (unsigned*)(scratch + @PARTIALS@);
+  if (tid == 0) last = atomicAdd(&counters[rq], 1u) == @NC@ - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  // The last block of the row: every chunk rescaled to the common max (a chunk of masked keys
+  // only has the lowest finite max, so with any unmasked key it weighs nothing, and with none
+  // every key weighs the same, as in one pass). Other blocks' results bypass this SM's L1.
+  const float* all = scratch + rq * @NC@ * (@DV@ + 2);
+  float big = -__int_as_float(0x7F800000);
+  for (int c = 0; c < @NC@; ++c) big = fmaxf(big, __ldcg(all + c * (@DV@ + 2)));
+  float total_l = 0.0f;
+  for (int c = 0; c < @NC@; ++c)
+    total_l += __ldcg(all + c * (@DV@ + 2) + 1) * expf(__ldcg(all + c * (@DV@ + 2)) - big);
+  for (int d = tid; d < @DV@; d += 256) {
+    float total = 0.0f;
+    for (int c = 0; c < @NC@; ++c)
+      total += __ldcg(all + c * (@DV@ + 2) + 2 + d) * expf(__ldcg(all + c * (@DV@ + 2)) - big);
+    @O@[@OAT@ + d] = @STORE@;
+  }
+  if (tid == 0) counters[rq] = 0u;
 }
 )";
 
@@ -115,10 +151,18 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
     return std::nullopt;
   for (DType t : {s.q_dtype, s.k_dtype, s.v_dtype, s.out_dtype})
     if (!f32_class(t)) return std::nullopt;
+  // Chunks: enough blocks to give each SM of a large GPU (132 on an H200) two, of whole 64-key
+  // rounds of the scoring loop.
+  const int64_t rows = s.batch * s.heads * s.q_len;
+  const int64_t rounds = (s.kv_len + 63) / 64;
+  const int64_t wanted = std::clamp<int64_t>((kFillBlocks + rows - 1) / rows, 1, rounds);
+  const int64_t chunk = (rounds + wanted - 1) / wanted * 64;
+  const int64_t chunks = (s.kv_len + chunk - 1) / chunk;
   // Threads per group: the value columns, up to the whole block; the rest of the block splits
   // the keys among groups.
   const int64_t group_width = std::min<int64_t>(256, s.v_dim);
   const int64_t groups = 256 / group_width;
+  const int64_t partials = rows * chunks * (s.v_dim + 2);  // floats, then a counter per row
   const std::string kat =
       attention_row_offset(s.k_split_heads, "hk", s.kv_heads, "key", s.kv_len, s.head_dim) + " + d";
   const std::string vat =
@@ -127,18 +171,22 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
       attention_row_offset(s.q_split_heads, "h", s.heads, "row", s.q_len, s.head_dim) + " + d";
   std::map<std::string, std::string> tokens = attention_tokens(s);
   tokens.insert({{"G", std::to_string(groups)},
-                {"GW", std::to_string(group_width)},
-                {"QLOAD", load_f32(s.q_dtype, fmt::format("b{}", s.q_buffer), qat)},
-                {"KLOAD", load_f32(s.k_dtype, fmt::format("b{}", s.k_buffer), kat)},
-                {"VLOAD", load_f32(s.v_dtype, fmt::format("b{}", s.v_buffer), vat)},
-                {"O", fmt::format("b{}", s.out_buffer)},
-                {"OAT", attention_row_offset(s.merge_heads, "h", s.heads, "row", s.q_len, s.v_dim)},
-                 {"STORE", from_f32(s.out_dtype, "total / l")}});
-  const std::string text = fill_tokens(kKernel, tokens);
-  // Blocks of 256 threads (the launch bounds, the host's widest block), one per query row;
+                 {"GW", std::to_string(group_width)},
+                 {"NC", std::to_string(chunks)},
+                 {"CK", std::to_string(chunk)},
+                 {"PARTIALS", std::to_string(partials)},
+                 {"QLOAD", load_f32(s.q_dtype, fmt::format("b{}", s.q_buffer), qat)},
+                 {"KLOAD", load_f32(s.k_dtype, fmt::format("b{}", s.k_buffer), kat)},
+                 {"VLOAD", load_f32(s.v_dtype, fmt::format("b{}", s.v_buffer), vat)},
+                 {"O", fmt::format("b{}", s.out_buffer)},
+                 {"OAT", attention_row_offset(s.merge_heads, "h", s.heads, "row", s.q_len, s.v_dim)},
+                 {"STORE", from_f32(s.out_dtype, "total / total_l")}});
+  // Blocks of 256 threads (the launch bounds, the host's widest block), one per (row, chunk);
   // groups count 64 work-items.
-  return sdk::AttentionKernel{text, s.batch * s.heads * s.q_len * 4,
-                              "decode, a block per query row"};
+  sdk::AttentionKernel k{fill_tokens(kKernel, tokens), rows * chunks * 4,
+                         fmt::format("decode, {} chunks of {} keys per query row", chunks, chunk)};
+  k.scratch_bytes = (partials + rows) * 4;
+  return k;
 }
 
 }  // namespace rlx::cuda

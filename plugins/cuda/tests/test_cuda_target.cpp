@@ -178,5 +178,33 @@ TEST(CudaCodegen, HalfAttentionIsATensorCoreKernelThatCompilesToSm90) {
   EXPECT_EQ(tiled.text("cuda_kernels.cu").find("tensor cores"), std::string::npos);
 }
 
+// AMP narrows a norm's result for the product after it: the norm stores f16 itself (one kernel,
+// not a norm and a convert), and a widened product output read twice (x * sigmoid(x)) is widened
+// inside its reader instead of in a kernel of its own.
+TEST(CudaCodegen, ANormStoresItsNarrowedResultAndWideningsFuseIntoTheirReaders) {
+  REQUIRE_NVRTC();
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(R"(graph @t(%x: f32[4,64], %s: f32[64], %w: f16[64,32]) {
+  %n = RMSNorm(%x, %s) {epsilon = 1e-6} : f32[4,64]
+  %h = convert(%n) {dtype = f16} : f16[4,64]
+  %y = dot_general(%h, %w) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [0]} : f16[4,32]
+  %f = convert(%y) {dtype = f32} : f32[4,32]
+  %g = logistic(%f) : f32[4,32]
+  %o = mul(%f, %g) : f32[4,32]
+  return %o
+}
+)",
+                  cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  const std::string cu = e.text("cuda_kernels.cu");
+  EXPECT_NE(cu.find("uint16_t* __restrict__ b2) {"), std::string::npos) << cu;  // the norm's f16 out
+  // Two kernels: the norm and the SiLU, which widens y itself; the product is cuBLASLt's.
+  size_t kernels = 0;
+  for (size_t at = cu.find("__global__"); at != std::string::npos; at = cu.find("__global__", at + 1))
+    ++kernels;
+  EXPECT_EQ(kernels, 2u) << cu;
+  EXPECT_NE(cu.find("_mul_convert_logistic_convert: domain [4, 32]"), std::string::npos) << cu;
+}
+
 }  // namespace
 }  // namespace rlx

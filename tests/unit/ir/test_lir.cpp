@@ -85,6 +85,56 @@ TEST(Lir, SoftmaxIsTwoReductionsAndTwoElementwiseKernels) {
   EXPECT_EQ(p.kernels.size(), 4u);
 }
 
+// A rotary embedding: both halves of x, read through slices of the transposed heads (each half
+// twice), rotated and concatenated. The concat computes both chains itself, every load guarded by
+// its half's range, so the whole rotation is one kernel reading x, cos and sin.
+TEST(Lir, AFloatConcatComputesItsOperandsChainsUnderItsGuards) {
+  auto p = lower(R"(graph @g(%x: f32[1,3,2,8], %c: f32[1,1,1,4], %s: f32[1,1,1,4]) {
+  %t = transpose(%x) {perm = [0, 2, 1, 3]} : f32[1,2,3,8]
+  %x1 = slice(%t) {limit = [1, 2, 3, 4], start = [0, 0, 0, 0], strides = [1, 1, 1, 1]} : f32[1,2,3,4]
+  %x2 = slice(%t) {limit = [1, 2, 3, 8], start = [0, 0, 0, 4], strides = [1, 1, 1, 1]} : f32[1,2,3,4]
+  %cb = broadcast_in_dim(%c) {dims = [0, 1, 2, 3], shape = [1, 2, 3, 4]} : f32[1,2,3,4]
+  %sb = broadcast_in_dim(%s) {dims = [0, 1, 2, 3], shape = [1, 2, 3, 4]} : f32[1,2,3,4]
+  %a = mul(%x1, %cb) : f32[1,2,3,4]
+  %b = mul(%x2, %sb) : f32[1,2,3,4]
+  %lo = sub(%a, %b) : f32[1,2,3,4]
+  %d = mul(%x2, %cb) : f32[1,2,3,4]
+  %e = mul(%x1, %sb) : f32[1,2,3,4]
+  %hi = add(%d, %e) : f32[1,2,3,4]
+  %y = concat(%lo, %hi) {axis = 3} : f32[1,2,3,8]
+  return %y
+}
+)");
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const auto& k = std::get<lir::LoopKernel>(p.kernels[0]);
+  EXPECT_NE(k.name.find("concat_sub_mul"), std::string::npos) << k.name;
+  EXPECT_EQ(buffers_per_kernel(p), (std::vector<size_t>{4}));  // x, cos, sin and y
+  // Every load sits under the range of its operand along axis 3: [0, 4) or [4, 8).
+  int lo = 0, hi = 0;
+  for (const lir::Expr& e : k.exprs) {
+    if (e.kind != lir::ExprKind::kLoad) continue;
+    ASSERT_EQ(e.load.guards.size(), 1u);
+    EXPECT_EQ(e.load.guards[0].dim, 3);
+    (e.load.guards[0].lo == 0 ? lo : hi) += 1;
+    EXPECT_EQ(e.load.guards[0].hi - e.load.guards[0].lo, 4);
+  }
+  EXPECT_EQ(lo, 4);  // x1, cos, x2, sin for the low half
+  EXPECT_EQ(hi, 4);
+}
+
+// An integer concat reads its operands from buffers: computing the other operands' integer
+// arithmetic on guarded zeros could divide by zero.
+TEST(Lir, AnIntegerConcatKeepsItsOperandsKernels) {
+  auto p = lower(R"(graph @g(%x: i32[4], %y: i32[4]) {
+  %a = div(%x, %y) : i32[4]
+  %b = add(%x, %y) : i32[4]
+  %z = concat(%a, %b) {axis = 0} : i32[8]
+  return %z
+}
+)");
+  EXPECT_EQ(p.kernels.size(), 3u);
+}
+
 TEST(Lir, ReshapeIsAnAliasAndTheArenaReusesDeadBuffers) {
   auto p = lower(R"(graph @g(%x: f32[64]) {
   %a = exp(%x) : f32[64]

@@ -366,6 +366,11 @@ struct AttentionKernel {
   std::string source;
   int64_t groups = 0;   // launch groups * 64 work-items, 64 to a group
   std::string variant;  // "rows", "tiled 64 keys", ... (for comments and tests)
+  // > 0: the kernel takes one more parameter, last, a device buffer of at least this many bytes
+  // that is zero before the program's first run and shared by its kernels (they run in order):
+  // a kernel that splits its work over groups keeps partial results and counters there, and
+  // leaves the counters at zero when it ends.
+  int64_t scratch_bytes = 0;
 };
 AttentionKernel render_attention(const AttentionShape& shape, const Dialect& dialect);
 
