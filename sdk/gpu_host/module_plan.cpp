@@ -182,6 +182,31 @@ bool converts_norm_output(const lir::CallKernel& c, const lir::Program& p, size_
          (t == DType::kF32 || t == DType::kF16 || t == DType::kBF16);
 }
 
+// Kernel `j` when it only converts a buffer of x's size into `t`, a norm's x that nothing else
+// reads (AMP widening a product's result for the norm after it): the storage it reads, which the
+// norm then reads itself in its own dtype (f32, f16 or bf16); -1 otherwise.
+int32_t converts_norm_input(const lir::Program& p, size_t j, int32_t t,
+                            const std::vector<int>& readers) {
+  const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
+  const lir::Buffer& x = p.buffers[t];
+  if (!k || !k->reduce.empty() || k->exprs.size() != 2 || k->stores.size() != 1 ||
+      k->stores[0].expr != 1 || p.storage_of(k->stores[0].buffer) != t || readers[t] != 1 ||
+      x.kind != lir::BufferKind::kTemp || k->domain != x.shape)
+    return -1;
+  const lir::Expr &load = k->exprs[0], &convert = k->exprs[1];
+  if (load.kind != lir::ExprKind::kLoad || load.load.offset != 0 || !load.load.guards.empty() ||
+      !same_walk(k->domain, load.load.strides, row_major_strides(k->domain)) ||
+      convert.kind != lir::ExprKind::kConvert || convert.args != std::vector<int32_t>{0})
+    return -1;
+  const int32_t from = p.storage_of(load.load.buffer);
+  const DType d = p.buffers[from].dtype;
+  // The same elements in the same order (a reshape between them is only an alias).
+  if (p.buffers[from].numel() != x.numel() ||
+      (d != DType::kF32 && d != DType::kF16 && d != DType::kBF16))
+    return -1;
+  return from;
+}
+
 // Kernel `j` when it is the transpose that splits attention heads ([B, S, H, D] read as
 // [B, H, S, D]) into buffer `t` and nothing but one attention operand reads `t`: the storage it
 // reads, which the attention then reads itself (AttentionShape::*_split_heads); -1 otherwise.
@@ -527,6 +552,9 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   // Transposes that split heads for an attention, which reads their input instead: kernel index
   // -> (attention index, operand 0..2, the storage the attention reads).
   std::map<size_t, std::pair<size_t, std::pair<int, int32_t>>> split;
+  // Converts that only change a norm's x dtype, which the norm reads unconverted instead: kernel
+  // index -> (norm index, the storage the norm reads).
+  std::map<size_t, std::pair<size_t, int32_t>> widen;
   {
     std::map<int32_t, size_t> writer;  // storage -> the loop kernel storing it
     for (size_t i = 0; i < p.kernels.size(); ++i) {
@@ -535,6 +563,16 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         continue;
       }
       const auto& c = std::get<lir::CallKernel>(p.kernels[i]);
+      if (c.callee == "native:LayerNorm" || c.callee == "native:RMSNorm") {
+        const int32_t t = p.storage_of(c.inputs.at(0));
+        auto w = writer.find(t);
+        if (w == writer.end()) continue;
+        const int32_t from = converts_norm_input(p, w->second, t, readers);
+        bool distinct = from >= 0;  // the norm's buffers stay distinct: not its scale or bias
+        for (size_t j = 1; j < c.inputs.size(); ++j) distinct = distinct && p.storage_of(c.inputs[j]) != from;
+        if (distinct) widen[w->second] = {i, from};
+        continue;
+      }
       if (c.callee != "native:Attention") continue;
       for (int operand = 0; operand < 3 && operand < static_cast<int>(c.inputs.size()); ++operand) {
         const int32_t t = p.storage_of(c.inputs[operand]);
@@ -548,9 +586,17 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   // Attention -> the operands it reads unsplit: filled when the loop below reaches a candidate
   // transpose as a kernel of its own (one that a product fused into its epilogue never is).
   std::map<size_t, std::vector<std::pair<int, int32_t>>> split_for;
+  // Norm -> the storage it reads as x instead of a skipped convert's output (filled likewise).
+  std::map<size_t, int32_t> widened_for;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto it = split.find(i); it != split.end()) {
       split_for[it->second.first].push_back(it->second.second);  // the attention reads its input
+      continue;
+    }
+    if (auto it = widen.find(i); it != widen.end()) {
+      widened_for[it->second.first] = it->second.second;  // the norm reads the unconverted x
+      read_late[it->second.second] =
+          std::max(read_late[it->second.second], static_cast<int32_t>(it->second.first));
       continue;
     }
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
@@ -623,6 +669,10 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       add_attention(a);
     } else if (c.callee == "native:LayerNorm" || c.callee == "native:RMSNorm") {
       NormCall n = norm_call(c, p, fmt::format("k{}_{}", i, c.callee.substr(7)));
+      if (auto it = widened_for.find(i); it != widened_for.end()) {
+        n.buffers[n.shape.x_buffer] = it->second;
+        n.shape.x_dtype = p.buffers[it->second].dtype;
+      }
       if (converts_norm_output(c, p, i + 1, readers)) {
         const auto& convert = std::get<lir::LoopKernel>(p.kernels[i + 1]);
         const int32_t to = p.storage_of(convert.stores[0].buffer);

@@ -84,6 +84,10 @@ class Lowering {
   std::vector<bool> mat_;
   std::vector<int> uses_;
 
+  bool forced_by_graph(ValueId v) const {
+    return std::find(g_.outputs.begin(), g_.outputs.end(), v) != g_.outputs.end();
+  }
+
   const OpDef* def_of(ValueId v) const {
     int32_t p = g_.values[v].producer;
     return p < 0 ? nullptr : OpRegistry::instance().find(g_.nodes[p].op);
@@ -121,6 +125,15 @@ class Lowering {
                          (mat_[n.inputs[0]] || view[n.inputs[0]]);
       view[v] = over_buffer;
       mat_[v] = !(uses_[v] == 1 || over_buffer);
+    }
+    // A float concat whose only reader is a convert that writes a buffer (AMP narrowing a rotary
+    // embedding for the attention) is computed in the convert's kernel, which then stores the
+    // narrow values directly: no wide copy is written and read back.
+    for (const Node& n : g_.nodes) {
+      if (n.op != "convert" || !mat_[n.outputs[0]]) continue;
+      const ValueId in = n.inputs[0];
+      const Node* c = producer(in);
+      if (c && fuses_into_concat(*c, g_) && uses_[in] == 1 && !forced_by_graph(in)) mat_[in] = false;
     }
     // Scalar constants inline as immediates; other constants are buffers.
     for (const Node& n : g_.nodes)
@@ -260,6 +273,7 @@ class Lowering {
       for (size_t i = 0; i < perm.size(); ++i) im.coef[perm[i]] = m.coef[i], im.off[perm[i]] = m.off[i];
       return build(k, n.inputs[0], im, name, false, guards);
     }
+    if (n.op == "concat") return build_concat(k, n, m, name, guards);
     if (n.op == "slice") {
       const IntList& start = n.attr_ints("start");
       IntList strides = n.has_attr("strides") ? n.attr_ints("strides") : IntList(start.size(), 1);
@@ -342,6 +356,7 @@ class Lowering {
       p_.kernels.push_back(std::move(k));
       return;
     }
+    if (n.op == "concat" && !mat_[n.outputs[0]]) return;  // computed by its reader
     for (ValueId v : n.outputs) buf_[v] = add_buffer(v, BufferKind::kTemp);
     if (n.op == "pad") return emit_pad(n);
     if (n.op == "concat") return emit_concat(n);
@@ -396,33 +411,55 @@ class Lowering {
     LoopKernel k;
     k.domain = static_dims(g_.type(n.outputs[0]).shape);
     k.num_parallel = static_cast<int32_t>(k.domain.size());
+    std::string name;  // "_concat" and the fused chains' ops, from build()
+    const int32_t root = build(k, n.outputs[0], IMap::identity(k.domain.size(), k.domain.size()),
+                               &name, true);
+    k.stores.push_back({buf_[n.outputs[0]], root});
+    k.name = fmt::format("k{}_{}", p_.kernels.size(), name.substr(1, 55));
+    p_.kernels.push_back(std::move(k));
+  }
+
+  // Concat node `n` at map m: each operand's expression under the guard of its range along the
+  // axis, chosen by a select. The axis must be one loop dim plus an offset (a concat is built at
+  // the identity of its own kernel or of the convert that reads it), so the ranges are guards on
+  // that dim.
+  int32_t build_concat(LoopKernel& k, const Node& n, const IMap& m, std::string* name,
+                       const std::vector<lir::Guard>& guards) {
+    const TensorType& t = g_.type(n.outputs[0]);
     int64_t axis = n.attr_int("axis");
-    if (axis < 0) axis += static_cast<int64_t>(k.domain.size());
-    std::vector<int32_t> loads;
-    std::vector<std::pair<int64_t, int64_t>> ranges;
-    std::string name;  // the fused chains' ops
+    if (axis < 0) axis += t.rank();
+    int32_t dim = -1;
+    for (size_t j = 0; j < m.coef[axis].size(); ++j) {
+      if (m.coef[axis][j] == 0) continue;
+      if (m.coef[axis][j] != 1 || dim >= 0) throw_internal_error("concat read through a non-unit map");
+      dim = static_cast<int32_t>(j);
+    }
+    if (dim < 0) throw_internal_error("concat read through a non-unit map");
+    std::vector<int32_t> parts;
+    std::vector<std::pair<int64_t, int64_t>> ranges;  // along `dim`
     int64_t at = 0;
     for (ValueId v : n.inputs) {
-      int64_t len = g_.type(v).shape[axis].value;
-      IMap m = IMap::identity(k.domain.size(), k.domain.size());
-      m.off[axis] = -at;
-      loads.push_back(build(k, v, m, &name, false, {{static_cast<int32_t>(axis), at, at + len}}));
-      ranges.emplace_back(at, at + len);
+      const int64_t len = g_.type(v).shape[axis].value;
+      IMap mi = m;
+      mi.off[axis] = m.off[axis] - at;
+      const std::pair<int64_t, int64_t> range{at - m.off[axis], at + len - m.off[axis]};
+      std::vector<lir::Guard> inner = guards;
+      inner.push_back({dim, range.first, range.second});
+      parts.push_back(build(k, v, mi, name, false, inner));
+      ranges.push_back(range);
       at += len;
     }
-    int32_t e = loads.back();
-    for (int64_t i = static_cast<int64_t>(loads.size()) - 2; i >= 0; --i) {
+    int32_t e = parts.back();
+    for (int64_t i = static_cast<int64_t>(parts.size()) - 2; i >= 0; --i) {
       Expr r;
-      r.kind = ExprKind::kInRange, r.dtype = DType::kBool, r.dim = static_cast<int32_t>(axis);
+      r.kind = ExprKind::kInRange, r.dtype = DType::kBool, r.dim = dim;
       r.lo = ranges[i].first, r.hi = ranges[i].second;
-      int32_t cond = add_expr(k, r);
-      Expr s;
-      s.kind = ExprKind::kSelect, s.dtype = g_.type(n.outputs[0]).dtype, s.args = {cond, loads[i], e};
-      e = add_expr(k, s);
+      const int32_t cond = add_expr(k, r);
+      Expr sel;
+      sel.kind = ExprKind::kSelect, sel.dtype = t.dtype, sel.args = {cond, parts[i], e};
+      e = add_expr(k, sel);
     }
-    k.stores.push_back({buf_[n.outputs[0]], e});
-    k.name = fmt::format("k{}_concat{}", p_.kernels.size(), name.substr(0, 48));
-    p_.kernels.push_back(std::move(k));
+    return e;
   }
 
   // Graph outputs get buffers of kind kOutput: a temp written by a kernel becomes the output

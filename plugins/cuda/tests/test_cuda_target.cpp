@@ -206,5 +206,25 @@ TEST(CudaCodegen, ANormStoresItsNarrowedResultAndWideningsFuseIntoTheirReaders) 
   EXPECT_NE(cu.find("_mul_convert_logistic_convert: domain [4, 32]"), std::string::npos) << cu;
 }
 
+// A norm after an AMP product reads the product's f16 result itself instead of a widened copy.
+TEST(CudaCodegen, ANormReadsItsNarrowInputItself) {
+  REQUIRE_NVRTC();
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(R"(graph @t(%x: f16[4,64], %s: f32[32], %w: f16[64,32]) {
+  %y = dot_general(%x, %w) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [0]} : f16[4,32]
+  %f = convert(%y) {dtype = f32} : f32[4,32]
+  %n = RMSNorm(%f, %s) {epsilon = 1e-6} : f32[4,32]
+  return %n
+}
+)",
+                  cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  const std::string cu = e.text("cuda_kernels.cu");
+  EXPECT_EQ(cu.find("__global__"), cu.rfind("__global__")) << cu;  // the norm alone
+  EXPECT_NE(cu.find("RMSNorm(const uint16_t* __restrict__ b0, const float* __restrict__ b1, float*"),
+            std::string::npos)
+      << cu;
+}
+
 }  // namespace
 }  // namespace rlx

@@ -122,6 +122,26 @@ TEST(Lir, AFloatConcatComputesItsOperandsChainsUnderItsGuards) {
   EXPECT_EQ(hi, 4);
 }
 
+// A concat read only by a convert (AMP narrowing a rotary embedding for the attention) is
+// computed in the convert's kernel, which stores the narrow values: one kernel, no wide copy.
+TEST(Lir, AConcatReadOnlyByAConvertIsComputedInTheConvertsKernel) {
+  auto p = lower(R"(graph @g(%x: f32[2,8], %c: f32[2,4]) {
+  %x1 = slice(%x) {limit = [2, 4], start = [0, 0], strides = [1, 1]} : f32[2,4]
+  %x2 = slice(%x) {limit = [2, 8], start = [0, 4], strides = [1, 1]} : f32[2,4]
+  %lo = mul(%x1, %c) : f32[2,4]
+  %hi = sub(%x2, %c) : f32[2,4]
+  %y = concat(%lo, %hi) {axis = 1} : f32[2,8]
+  %h = convert(%y) {dtype = f16} : f16[2,8]
+  return %h
+}
+)");
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const auto& k = std::get<lir::LoopKernel>(p.kernels[0]);
+  EXPECT_NE(k.name.find("convert_concat_mul"), std::string::npos) << k.name;
+  EXPECT_EQ(p.buffers[k.stores[0].buffer].dtype, DType::kF16);
+  EXPECT_EQ(buffers_per_kernel(p), (std::vector<size_t>{3}));  // x, c and h
+}
+
 // An integer concat reads its operands from buffers: computing the other operands' integer
 // arithmetic on guarded zeros could divide by zero.
 TEST(Lir, AnIntegerConcatKeepsItsOperandsKernels) {
