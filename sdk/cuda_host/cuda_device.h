@@ -10,6 +10,8 @@
 // The device is ordinal 0, or RLX_CUDA_DEVICE=<ordinal>. Every call makes the context current on
 // the calling thread, so the executor may be driven from any thread (one at a time).
 #pragma once
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -17,6 +19,7 @@
 
 #include "cublaslt.h"
 #include "cuda_driver.h"
+#include "cuda_matmul.h"
 #include "device_api.h"
 #include "module_cache.h"
 #include "nvrtc.h"
@@ -112,7 +115,15 @@ class CudaDevice final : public gpu_host::DeviceApi {
   std::unordered_map<CuDevicePtr, size_t> sizes_;
   gpu_host::DeviceMemoryUse use_;
 
+  // cuBLASLt algorithms chosen by timing (prepare_matmul), by product.
+  std::map<std::string, int> tuned_;
+  static constexpr int kTuneRuns = 5;
+
   void count(CuDevicePtr p, size_t bytes);
+  // The fastest of `count` candidates of one product, each enqueued kTuneRuns times on scratch
+  // operands between two CUDA events; a candidate that throws is skipped.
+  int time_candidates(int count, const MatmulBytes& bytes,
+                      const std::function<void(int, const MatmulOperands&)>& run);
 
   void check(CuResult rc, const char* call) const;
   void make_current() const;

@@ -54,7 +54,7 @@ class CublasLtMatmul final : public gpu_host::VendorMatmul {
  public:
   CublasLtMatmul(const CublasLtApi& lt, CublasLtHandle handle, CuStream stream,
                  CuDevicePtr workspace, size_t workspace_bytes, const sdk::MatmulShape& s,
-                 const gpu_host::VendorEpilogue& epilogue)
+                 const gpu_host::VendorEpilogue& epilogue, const MatmulTuner* tuner)
       : lt_(lt), handle_(handle), stream_(stream), workspace_(workspace), name_(s.name),
         epilogue_(epilogue) {
     const Operand first = *b_side(s), second = *a_side(s);
@@ -73,10 +73,11 @@ class CublasLtMatmul final : public gpu_host::VendorMatmul {
     check(lt_.pref_create(&pref), "cublasLtMatmulPreferenceCreate");
     check(lt_.pref_set(pref, kPrefMaxWorkspaceBytes, &workspace_bytes, sizeof workspace_bytes),
           "set MAX_WORKSPACE_BYTES");
-    CublasLtHeuristic found{};
+    constexpr int kCandidates = 8;
+    CublasLtHeuristic found[kCandidates] = {};
     int returned = 0;
-    const CublasStatus rc =
-        lt_.heuristic(handle_, desc_, first_, second_, out_, out_, pref, 1, &found, &returned);
+    const CublasStatus rc = lt_.heuristic(handle_, desc_, first_, second_, out_, out_, pref,
+                                          tuner ? kCandidates : 1, found, &returned);
     lt_.pref_destroy(pref);
     if (rc != kCublasSuccess || returned == 0)
       throw Error(ErrorKind::kCompile,
@@ -84,8 +85,28 @@ class CublasLtMatmul final : public gpu_host::VendorMatmul {
                               "RLX_CUDA_GEMM=kernel computes every product with rlx's own kernel",
                               name_, s.batch, s.m, s.n, s.k,
                               rc != kCublasSuccess ? cublas_status_name(lt_, rc) : "none found"));
-    algo_ = found.algo;
-    workspace_bytes_ = found.workspace_bytes;
+    int chosen = 0;
+    if (tuner && returned > 1) {
+      const size_t in = static_cast<size_t>(dtype_size(s.a_dtype));
+      const size_t out_size = static_cast<size_t>(dtype_size(s.c_dtype));
+      MatmulBytes bytes;
+      bytes.a = in * extent(s.batch, s.a_batch, s.m, s.a_m, s.k, s.a_k);
+      bytes.b = in * extent(s.batch, s.b_batch, s.k, s.b_k, s.n, s.b_n);
+      bytes.c = out_size * static_cast<size_t>(s.batch * s.m * s.n);
+      if (epilogue_.bias) bytes.bias = out_size * static_cast<size_t>(s.n);
+      if (epilogue_.residual) bytes.residual = bytes.c;
+      chosen = (*tuner)(returned, bytes, [&](int i, const MatmulOperands& o) {
+        algo_ = found[i].algo;
+        workspace_bytes_ = found[i].workspace_bytes;
+        gpu_host::DeviceBuffer a{reinterpret_cast<void*>(o.a), bytes.a},
+            b{reinterpret_cast<void*>(o.b), bytes.b}, c{reinterpret_cast<void*>(o.c), bytes.c},
+            bias{reinterpret_cast<void*>(o.bias), bytes.bias},
+            residual{reinterpret_cast<void*>(o.residual), bytes.residual};
+        run(a, b, c, {epilogue_.bias ? &bias : nullptr, epilogue_.residual ? &residual : nullptr});
+      });
+    }
+    algo_ = found[chosen].algo;
+    workspace_bytes_ = found[chosen].workspace_bytes;
   }
 
   ~CublasLtMatmul() override {
@@ -122,6 +143,11 @@ class CublasLtMatmul final : public gpu_host::VendorMatmul {
   CublasLtMatmulDesc desc_ = nullptr;
   CublasLtLayout first_ = nullptr, second_ = nullptr, out_ = nullptr;
   CublasLtAlgo algo_{};
+
+  // Elements an operand spans: its last element's offset plus one.
+  static size_t extent(int64_t batch, int64_t sb, int64_t r, int64_t sr, int64_t c, int64_t sc) {
+    return static_cast<size_t>((batch - 1) * sb + (r - 1) * sr + (c - 1) * sc + 1);
+  }
 
   void check(CublasStatus rc, const char* call) const {
     if (rc != kCublasSuccess)
@@ -160,9 +186,10 @@ std::unique_ptr<gpu_host::VendorMatmul> plan_cublaslt(const CublasLtApi& lt, Cub
                                                       CuStream stream, CuDevicePtr workspace,
                                                       size_t workspace_bytes,
                                                       const sdk::MatmulShape& shape,
-                                                      const gpu_host::VendorEpilogue& epilogue) {
+                                                      const gpu_host::VendorEpilogue& epilogue,
+                                                      const MatmulTuner* tuner) {
   return std::make_unique<CublasLtMatmul>(lt, handle, stream, workspace, workspace_bytes, shape,
-                                          epilogue);
+                                          epilogue, tuner);
 }
 
 }  // namespace rlx::cuda

@@ -3,6 +3,7 @@
 // cuBLASLt computes row-major C = A x B as the column-major product C^T = B^T x A^T, so a
 // transposed operand (a Linear layer's [out, in] weight) is a transpose flag, never a copy.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -17,13 +18,30 @@ namespace rlx::cuda {
 // for the tiled kernel everywhere.
 std::string cublaslt_takes(const sdk::MatmulShape& shape);
 
+// Bytes of each operand a product reads or writes, and scratch device memory of those sizes.
+struct MatmulBytes {
+  size_t a = 0, b = 0, c = 0, bias = 0, residual = 0;  // bias and residual: 0 when not added
+};
+struct MatmulOperands {
+  CuDevicePtr a = 0, b = 0, c = 0, bias = 0, residual = 0;
+};
+// Chooses among `count` candidate algorithms of one product: `run(i, operands)` enqueues
+// candidate i once on scratch operands of `bytes`, and may throw when the candidate cannot run.
+// Returns the index of the one to keep (the device times them: cuda_device.cpp).
+using MatmulTuner = std::function<int(
+    int count, const MatmulBytes& bytes,
+    const std::function<void(int, const MatmulOperands&)>& run)>;
+
 // Planned for `shape` (which cublaslt_takes accepted) on `stream`, with the device's workspace;
 // `epilogue`'s bias is cuBLASLt's BIAS epilogue, its residual the product's C with beta = 1.
+// With a tuner, the heuristic's first eight algorithms are its candidates; without one, its
+// first.
 // Throws rlx::Error (kCompile) when cuBLASLt has no algorithm for it.
 std::unique_ptr<gpu_host::VendorMatmul> plan_cublaslt(const CublasLtApi& lt, CublasLtHandle handle,
                                                       CuStream stream, CuDevicePtr workspace,
                                                       size_t workspace_bytes,
                                                       const sdk::MatmulShape& shape,
-                                                      const gpu_host::VendorEpilogue& epilogue);
+                                                      const gpu_host::VendorEpilogue& epilogue,
+                                                      const MatmulTuner* tuner = nullptr);
 
 }  // namespace rlx::cuda
