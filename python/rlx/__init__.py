@@ -82,6 +82,13 @@ class Compiled:
         """The dispatch report, as ``rlx explain`` prints it."""
         return self._native.report(verbose)
 
+    def device_memory(self) -> dict[str, int] | None:
+        """{'bytes': ..., 'peak_bytes': ...}: the device memory the target holds (weights,
+        buffers, vendor workspaces) now and at most so far, as ``rlx bench`` reports it; None
+        where the target's device does not count its memory (cpu and most GPU-style targets;
+        cuda does)."""
+        return self._native.device_memory()
+
 
 class Model:
     """A model read by :func:`load`: its graphs, with inputs and outputs by name."""

@@ -13,6 +13,7 @@
 #include "arrays.h"
 #include "bindings.h"  // the CLI's: sizes_for_graph (checks bind= as --bind does)
 #include "errors.h"    // the CLI's: UsageError
+#include "rlx/core/device_stats.h"
 #include "rlx/core/error.h"
 #include "rlx/core/passes.h"
 #include "rlx/core/precision.h"
@@ -193,6 +194,20 @@ void bind_compiled(nb::module_& m) {
             return report.to_text(verbose);
           },
           nb::arg("verbose") = false, "The dispatch report, as `rlx explain` prints it.")
+      .def(
+          "device_memory",
+          [](const PyCompiled& c) -> nb::object {
+            const DeviceStatsV1* stats = device_stats(*c.target);
+            if (!stats || !stats->memory) return nb::none();
+            uint64_t now = 0, peak = 0;
+            check_device_stats(stats->memory(stats->context, &now, &peak), c.target->name());
+            nb::dict d;
+            d["bytes"] = now;
+            d["peak_bytes"] = peak;
+            return d;
+          },
+          "{'bytes', 'peak_bytes'}: the device memory the target holds now and at most so far "
+          "(`rlx bench`'s peak_device_mb), or None where its device does not count (cpu).")
       .def("run", &PyCompiled::run, nb::arg("inputs"),
            nb::arg("outputs") = std::vector<std::string>{},
            "Runs on a dict of arrays (NumPy or DLPack); returns {name: numpy.ndarray} of the "

@@ -215,3 +215,10 @@ def _capsule(array, bf16):
     new.restype = ctypes.py_object
     new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
     return new(ctypes.addressof(managed), b"dltensor", None)
+
+
+def test_device_memory_is_none_where_the_device_does_not_count(rlx, graph_file):
+    # cpu computes in host memory and keeps no count; cuda answers (tests/gpu/run-on-device.sh
+    # checks rlx bench's peak_device_mb, the same figure, on the H200).
+    compiled = rlx.load(graph_file(AXPY)).compile(bind={"N": 4})
+    assert compiled.device_memory() is None
