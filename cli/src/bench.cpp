@@ -264,8 +264,8 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     else
       compiled->run(inputs, outputs);
   };
-  // A target whose device keeps a clock and counts its memory (cuda) also says how long each run
-  // took on the device (inputs in, kernels, outputs out) and its peak device memory.
+  // A target whose device counts its memory (cuda, vulkan) says its peak device memory; one that
+  // keeps a clock (cuda) also how long each run took on the device (inputs in, kernels, out).
   const DeviceStatsV1* stats = device_stats(*reg.target(target_name));
   const bool device_clock = stats && stats->clock_start && stats->clock_stop;
 
@@ -413,10 +413,11 @@ Command bench_command() {
        "and\n"
        "the target's code generation); and the process's peak resident memory in MB (10^6 "
        "bytes).\n"
-       "On a target whose device keeps a clock and counts its memory (cuda) it also prints the\n"
-       "p50 of each timed run on the device's clock (CUDA events around the run: inputs in,\n"
-       "kernels, outputs out; device_p50_ms) and the most device memory the target held\n"
-       "(weights, arenas, caches, cuBLASLt's workspace; peak_device_mb).\n"
+       "Where the target's device counts its memory (cuda, vulkan) it also prints the most\n"
+       "device memory the target held (weights, arenas, caches, cuBLASLt's workspace;\n"
+       "peak_device_mb), and where it keeps a clock (cuda) the p50 of each timed run on the\n"
+       "device's clock (CUDA events around the run: inputs in, kernels, outputs out;\n"
+       "device_p50_ms).\n"
        "Inputs are given as `rlx run` takes them (--inputs IN: .safetensors, .npz or .json;\n"
        "--input NAME=1,2,3 with --input-shape NAME=2x8, or NAME=@x.npy), or are made up from\n"
        "sizes for the symbolic dims: --batch binds B, --seq binds S, --bind any other\n"

@@ -85,8 +85,8 @@ class Compiled:
     def device_memory(self) -> dict[str, int] | None:
         """{'bytes': ..., 'peak_bytes': ...}: the device memory the target holds (weights,
         buffers, vendor workspaces) now and at most so far, as ``rlx bench`` reports it; None
-        where the target's device does not count its memory (cpu and most GPU-style targets;
-        cuda does)."""
+        where the target's device does not count its memory (cpu, and the GPU-style targets
+        other than cuda and vulkan)."""
         return self._native.device_memory()
 
 

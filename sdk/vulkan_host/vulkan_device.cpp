@@ -53,6 +53,7 @@ struct Allocation {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void* mapped = nullptr;
   VkDeviceSize size = 0;
+  VkDeviceSize allocated = 0;  // the memory the driver gave it (memory_use)
   bool host_cached = false;  // the CPU reads the mapping through its caches
 };
 
@@ -471,6 +472,11 @@ const VulkanDeviceInfo& VulkanDevice::info() const {
   return context_->info();
 }
 
+std::optional<gpu_host::DeviceMemoryUse> VulkanDevice::memory_use() const {
+  std::lock_guard lock(context_->mutex());
+  return use_;
+}
+
 gpu_host::DeviceBuffer VulkanDevice::allocate(size_t bytes) {
   return create(bytes, false);
 }
@@ -502,6 +508,9 @@ gpu_host::DeviceBuffer VulkanDevice::create(size_t bytes, bool readback) {
   }
   c.check(vk.vkBindBufferMemory(c.device(), a->buffer, a->memory, 0), "vkBindBufferMemory");
   c.check(vk.vkMapMemory(c.device(), a->memory, 0, VK_WHOLE_SIZE, 0, &a->mapped), "vkMapMemory");
+  a->allocated = req.size;
+  use_.bytes += req.size;
+  use_.peak_bytes = std::max(use_.peak_bytes, use_.bytes);
   return {a.release(), bytes};
 }
 
@@ -517,6 +526,7 @@ void VulkanDevice::release(gpu_host::DeviceBuffer& b) noexcept {
   c.vk().vkDestroyBuffer(c.device(), a->buffer, nullptr);
   c.vk().vkUnmapMemory(c.device(), a->memory);
   c.vk().vkFreeMemory(c.device(), a->memory, nullptr);
+  use_.bytes -= a->allocated;
   delete a;
   b.handle = nullptr;
 }

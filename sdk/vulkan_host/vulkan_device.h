@@ -63,6 +63,7 @@ class VulkanDevice final : public gpu_host::DeviceApi {
   void launch(gpu_host::Module& module, const std::string& symbol,
               const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) override;
   void finish() override;
+  std::optional<gpu_host::DeviceMemoryUse> memory_use() const override;
   DeviceLimits limits() const override {
     DeviceLimits l;
     l.max_buffer_bytes = info().max_storage_range;
@@ -77,6 +78,7 @@ class VulkanDevice final : public gpu_host::DeviceApi {
   ShaderLanguage language_;
   // Where downloads from memory the CPU reads uncached are copied first (grown as needed).
   gpu_host::DeviceBuffer readback_;
+  gpu_host::DeviceMemoryUse use_;  // what create() allocated, under the context's mutex
 
   // A mapped buffer of `bytes`: where kernels' buffers go, or (readback) memory the CPU reads fast.
   gpu_host::DeviceBuffer create(size_t bytes, bool readback);

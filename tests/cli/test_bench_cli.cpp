@@ -41,13 +41,16 @@ class BenchCliTest : public ::testing::Test {
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);
   }
-  // Only the build tree's plugins, as in cli_test.cpp.
-  ProcessResult rlx(std::vector<std::string> args) {
-    return test::run_process(RLX_BINARY, args,
-                             {{"XDG_DATA_HOME", (dir_ / "no-user-data").string()},
-                              {"XDG_DATA_DIRS", (dir_ / "no-system-data").string()},
-                              {"RLX_PLUGIN_PATH", std::nullopt},
-                              {"RLX_DISABLE_PLUGINS", std::nullopt}});
+  // Only the build tree's plugins, as in cli_test.cpp; `system_data` lets the Vulkan loader
+  // find the system's drivers (its ICD files are under XDG_DATA_DIRS).
+  ProcessResult rlx(std::vector<std::string> args, bool system_data = false) {
+    return test::run_process(
+        RLX_BINARY, args,
+        {{"XDG_DATA_HOME", (dir_ / "no-user-data").string()},
+         {"XDG_DATA_DIRS",
+          system_data ? "/usr/local/share:/usr/share" : (dir_ / "no-system-data").string()},
+         {"RLX_PLUGIN_PATH", std::nullopt},
+         {"RLX_DISABLE_PLUGINS", std::nullopt}});
   }
   fs::path dir_;
 };
@@ -88,6 +91,34 @@ TEST_F(BenchCliTest, JsonHasTheKeysBenchReadsAndSaneRelations) {
   const json::Value* inputs = doc.find("inputs");
   ASSERT_TRUE(inputs && inputs->find("ids") && inputs->find("ids")->as_string()) << r.out;
   EXPECT_EQ(*inputs->find("ids")->as_string(), "i64[6]");
+}
+
+// The device's figures appear only where the target's device gives them: cpu computes in host
+// memory (its RSS is the figure), vulkan counts the memory it allocates but keeps no clock here,
+// cuda gives both (tests/gpu/run-on-device.sh checks them on the H200).
+TEST_F(BenchCliTest, DeviceFiguresOnlyWhereTheDeviceGivesThem) {
+  ProcessResult cpu = rlx({"bench", kModel, "--target", "cpu", "--inputs", kInputs, "--runs", "2",
+                           "--warmup", "1", "--json"});
+  ASSERT_EQ(cpu.exit_code, 0) << dump(cpu);
+  json::Value doc = json::parse(cpu.out);
+  EXPECT_EQ(doc.find("peak_device_mb"), nullptr) << cpu.out;
+  EXPECT_EQ(doc.find("device_p50_ms"), nullptr) << cpu.out;
+
+  ProcessResult vk = rlx({"bench", kModel, "--target", "vulkan", "--inputs", kInputs, "--runs",
+                          "2", "--warmup", "1", "--json"},
+                         /*system_data=*/true);
+  if (vk.exit_code != 0) GTEST_SKIP() << "vulkan does not run here: " << vk.err;
+  doc = json::parse(vk.out);
+  EXPECT_EQ(doc.find("device_p50_ms"), nullptr) << vk.out;
+  // At least the logits it computed were in device memory: rows x vocabulary f32.
+  const auto reference = read_safetensors(kReference);
+  const Tensor& logits = reference.at("logits");
+  EXPECT_GE(number(doc, "peak_device_mb") * 1e6, static_cast<double>(logits.nbytes())) << vk.out;
+  EXPECT_LT(number(doc, "peak_device_mb"), 1e4) << vk.out;
+  ProcessResult text = rlx({"bench", kModel, "--target", "vulkan", "--inputs", kInputs, "--runs",
+                            "1", "--warmup", "1"},
+                           /*system_data=*/true);
+  EXPECT_THAT(text.out, HasSubstr("  peak device mem ")) << dump(text);
 }
 
 // Linux carries getrusage's ru_maxrss over an exec from the forking process; the figure must be

@@ -1,8 +1,9 @@
 // What a target's device can say about the work it runs: the device memory the target holds (now
 // and at most so far) and the device's own clock around a piece of queued work (CUDA events).
-// `rlx bench` reports both where a target answers through Target::extension under
-// kDeviceStatsExtension, version kDeviceStatsVersion; a target without an answer (cpu, or a
-// device API that keeps neither) is timed on the host clock and reports the process's RSS only.
+// `rlx bench` reports what a target answers through Target::extension under
+// kDeviceStatsExtension, version kDeviceStatsVersion (cuda: both; vulkan: memory); a target
+// without an answer (cpu, or a device API that keeps neither) is timed on the host clock and
+// reports the process's RSS only.
 #pragma once
 #include <cstdint>
 #include <optional>
