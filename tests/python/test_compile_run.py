@@ -222,3 +222,16 @@ def test_device_memory_is_none_where_the_device_does_not_count(rlx, graph_file):
     # checks rlx bench's peak_device_mb, the same figure, on the H200).
     compiled = rlx.load(graph_file(AXPY)).compile(bind={"N": 4})
     assert compiled.device_memory() is None
+
+
+def test_device_memory_counts_what_vulkan_allocates(rlx, graph_file):
+    vulkan = [t for t in rlx.list_targets()["targets"] if t["name"] == "vulkan"]
+    if not vulkan or vulkan[0]["status"] != "available":
+        pytest.skip("vulkan is not available here: " + (vulkan[0]["detail"] if vulkan else "no plugin"))
+    compiled = rlx.load(graph_file(AXPY)).compile("vulkan", bind={"N": 1024})
+    x, y = np.full(1024, 2.0, np.float32), np.full(1024, 3.0, np.float32)
+    np.testing.assert_array_equal(compiled(x=x, y=y)["b"], x * y + x)
+    memory = compiled.device_memory()
+    # x, y and the result were on the device: 1024 f32 each, at least.
+    assert memory["peak_bytes"] >= 3 * 1024 * 4
+    assert 0 < memory["bytes"] <= memory["peak_bytes"]
