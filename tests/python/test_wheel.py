@@ -27,6 +27,11 @@ def installed(tmp_path_factory):
                CCACHE_DIR=os.environ.get("CCACHE_DIR",
                                          os.path.expanduser("~/.cache/ccache")),
                CMAKE_BUILD_PARALLEL_LEVEL=os.environ.get("RLX_JOBS", "2"))
+    # The main build's compilers by name, so its ccache entries serve the wheel's build
+    # (tests/python/CMakeLists.txt); a CC/CXX the caller set wins.
+    for var in ("CC", "CXX"):
+        if var not in os.environ and os.environ.get(f"RLX_WHEEL_{var}"):
+            env[var] = os.environ[f"RLX_WHEEL_{var}"]
     env.pop("PYTHONPATH", None)
     # The installed wheel must find its own plugins: not the build tree's, which CTest names in
     # RLX_PLUGIN_PATH for the module in the build tree.
