@@ -52,3 +52,20 @@ def test_torch_round_trip_without_copies(rlx):
     assert t.data_ptr() == out.ctypes.data
     reference = read_safetensors(f"{TINY_GPT}/reference.safetensors")["logits"]
     np.testing.assert_allclose(t.numpy(), reference, rtol=1e-4, atol=1e-4)
+
+
+def test_jax_round_trip_without_copies(rlx):
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    # The model's token ids are i64: without x64 jax makes i32 arrays, which rlx refuses by
+    # name rather than converting.
+    jax.config.update("jax_enable_x64", True)
+    inputs = read_safetensors(f"{TINY_GPT}/inputs.safetensors")
+    ids, positions = jnp.asarray(inputs["ids"]), jnp.asarray(inputs["positions"])
+    assert rlx._rlx._tensor_address(ids) == ids.unsafe_buffer_pointer()
+    compiled = rlx.load(f"{TINY_GPT}/model.rlx").compile()
+    out = compiled(ids=ids, positions=positions)["logits"]
+    shared = jnp.from_dlpack(out)
+    assert shared.unsafe_buffer_pointer() == out.ctypes.data
+    reference = read_safetensors(f"{TINY_GPT}/reference.safetensors")["logits"]
+    np.testing.assert_allclose(np.asarray(shared), reference, rtol=1e-4, atol=1e-4)
