@@ -87,3 +87,30 @@ def test_installed_wheel_has_the_rlx_script(installed):
     names = [t["name"] for t in json.loads(r.stdout)["targets"]]
     assert "cpu" in names
     assert run([script, "--version"], cwd=tmp, env=env).stdout.startswith("rlx 0.1.0")
+
+
+def test_installed_wheel_still_searches_the_system_plugin_folders(installed, tmp_path):
+    # A vendor's .deb puts its manifest under /usr/share/rlx/plugins.d (XDG_DATA_DIRS): the
+    # wheel's registry lists it after its own plugins. This manifest names a library that is
+    # not there, so it lists as broken, saying where it looked.
+    tmp, python, env = installed
+    folder = tmp_path / "share" / "rlx" / "plugins.d"
+    folder.mkdir(parents=True)
+    (folder / "vendorx.toml").write_text(textwrap.dedent("""\
+        [plugin]
+        name = "vendorx"
+        kind = "target"
+        version = "1.0.0"
+        abi = "2.1"
+        library = "librlx_target_vendorx.so"
+        description = "a vendor's target"
+        """))
+    script = "import json, rlx; print(json.dumps(rlx.list_targets(verbose=True)))"
+    r = run([python, "-c", script], cwd=tmp,
+            env=dict(env, XDG_DATA_DIRS=str(tmp_path / "share")))
+    listed = {t["name"]: t for t in json.loads(r.stdout)["targets"]}
+    assert listed["cpu"]["status"] == "available"
+    vendor = listed["vendorx"]
+    assert vendor["status"] == "broken", vendor
+    assert vendor["manifest"] == str(folder / "vendorx.toml")
+    assert "librlx_target_vendorx.so not found" in vendor["detail"]
