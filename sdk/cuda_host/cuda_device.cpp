@@ -205,6 +205,24 @@ void CudaDevice::release(gpu_host::DeviceBuffer& b) noexcept {
 
 std::optional<gpu_host::DeviceMemoryUse> CudaDevice::memory_use() const { return use_; }
 
+bool CudaDevice::has_host_memory() const {
+  const char* off = std::getenv("RLX_CUDA_HOST_MEMORY");
+  return !(off && std::string(off) == "0");
+}
+
+void* CudaDevice::allocate_host(size_t bytes) {
+  make_current();
+  void* data = nullptr;
+  // Out of lockable memory is not an error: the caller takes ordinary memory.
+  if (cu_.cuMemHostAlloc(&data, bytes, 0) != kCudaSuccess) return nullptr;
+  return data;
+}
+
+void CudaDevice::release_host(void* data) noexcept {
+  // Any thread may give an output's memory back; the context must be current on it.
+  if (data && cu_.cuCtxSetCurrent(context_.context) == kCudaSuccess) cu_.cuMemFreeHost(data);
+}
+
 void CudaDevice::upload(const gpu_host::DeviceBuffer& dst, const void* src, size_t bytes) {
   make_current();
   // Synchronised: the host memory may be freed as soon as this returns.

@@ -100,6 +100,10 @@ class CudaDevice final : public gpu_host::DeviceApi {
   void replay(gpu_host::RecordedWork& work) override;
   std::unique_ptr<gpu_host::DeviceStamp> make_stamp() override;
   std::optional<gpu_host::DeviceMemoryUse> memory_use() const override;
+  // cuMemHostAlloc, unless RLX_CUDA_HOST_MEMORY=0 (outputs then go to ordinary memory).
+  bool has_host_memory() const override;
+  void* allocate_host(size_t bytes) override;
+  void release_host(void* data) noexcept override;
 
   CudaDevice(const CudaContext& context, CudaKernelLanguage language)
       : context_(context), cu_(context.cu), language_(std::move(language)) {}

@@ -40,6 +40,8 @@ Loaded load() {
   resolve(a.cuStreamSynchronize, "cuStreamSynchronize");
   resolve(a.cuMemAlloc, "cuMemAlloc_v2");
   resolve(a.cuMemFree, "cuMemFree_v2");
+  resolve(a.cuMemHostAlloc, "cuMemHostAlloc");
+  resolve(a.cuMemFreeHost, "cuMemFreeHost");
   resolve(a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   resolve(a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   resolve(a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");

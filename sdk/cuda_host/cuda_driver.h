@@ -52,6 +52,9 @@ struct DriverApi {
   CuResult (*cuStreamSynchronize)(CuStream stream) = nullptr;
   CuResult (*cuMemAlloc)(CuDevicePtr* ptr, size_t bytes) = nullptr;  // _v2
   CuResult (*cuMemFree)(CuDevicePtr ptr) = nullptr;                  // _v2
+  // Page-locked host memory for outputs (flags 0: this context's).
+  CuResult (*cuMemHostAlloc)(void** data, size_t bytes, unsigned flags) = nullptr;
+  CuResult (*cuMemFreeHost)(void* data) = nullptr;
   CuResult (*cuMemcpyHtoDAsync)(CuDevicePtr dst, const void* src, size_t bytes,
                                 CuStream stream) = nullptr;  // _v2
   CuResult (*cuMemcpyDtoHAsync)(void* dst, CuDevicePtr src, size_t bytes,

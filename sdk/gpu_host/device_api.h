@@ -168,6 +168,16 @@ class DeviceApi {
   // What allocate() and the vendor libraries' workspaces hold now and at most so far; nullopt
   // where the device API does not count.
   virtual std::optional<DeviceMemoryUse> memory_use() const { return std::nullopt; }
+  // Page-locked host memory that download() writes at the bus's full rate (cuMemHostAlloc):
+  // has_host_memory() says whether the API has it; allocate_host() returns nullptr (or throws)
+  // when none is left. The runtime allocates large host outputs from it (rlx/core/host_memory.h)
+  // through a HostMemoryPool.
+  virtual bool has_host_memory() const { return false; }
+  virtual void* allocate_host(size_t bytes) {
+    (void)bytes;
+    return nullptr;
+  }
+  virtual void release_host(void* data) noexcept { (void)data; }
 };
 
 }  // namespace rlx::gpu_host

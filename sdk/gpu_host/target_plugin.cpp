@@ -151,8 +151,32 @@ const DeviceStatsV1* GpuLikeTargetPlugin::device_stats_v1() const {
   return stats_v1_ ? &*stats_v1_ : nullptr;
 }
 
+const HostMemoryV1* GpuLikeTargetPlugin::host_memory_v1() const {
+  const_cast<GpuLikeTargetPlugin*>(this)->open();
+  if (!api_ || !api_->has_host_memory()) return nullptr;
+  std::call_once(host_once_, [&] {
+    DeviceApi* api = api_.get();
+    host_pool_ = std::make_unique<HostMemoryPool>(
+        [api](size_t bytes) { return api->allocate_host(bytes); },
+        [api](void* data) { api->release_host(data); });
+    HostMemoryV1 v;
+    v.context = host_pool_.get();
+    v.allocate = [](void* context, uint64_t bytes) noexcept {
+      return static_cast<HostMemoryPool*>(context)->take(bytes);
+    };
+    v.release = [](void* context, void* data, uint64_t bytes) noexcept {
+      static_cast<HostMemoryPool*>(context)->give_back(data, bytes);
+    };
+    // Below this a copy is mostly the call's own cost, pageable or not.
+    v.min_bytes = HostMemoryPool::kGranule;
+    host_v1_ = v;
+  });
+  return host_v1_ ? &*host_v1_ : nullptr;
+}
+
 const void* GpuLikeTargetPlugin::extension(const std::string& name, uint32_t version) const {
   if (name == kDeviceStatsExtension && version == kDeviceStatsVersion) return device_stats_v1();
+  if (name == kHostMemoryExtension && version == kHostMemoryVersion) return host_memory_v1();
   if (name != kDeviceInfoExtension || version != kDeviceInfoVersion) return nullptr;
   std::call_once(described_, [&] {
     info_ = describe_device();

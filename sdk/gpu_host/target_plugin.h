@@ -11,8 +11,10 @@
 #include <string_view>
 
 #include "device_api.h"
+#include "host_memory_pool.h"
 #include "rlx/core/device_info.h"
 #include "rlx/core/device_stats.h"
+#include "rlx/core/host_memory.h"
 #include "rlx/sdk/plugin.h"
 
 namespace rlx::gpu_host {
@@ -46,7 +48,8 @@ class GpuLikeTargetPlugin : public sdk::TargetPlugin {
   // run on, or nullptr when this machine has no device for it.
   std::shared_ptr<Device> device() override;
   // kDeviceInfoExtension from describe_device(), asked once; kDeviceStatsExtension where the
-  // device API counts its memory or has a clock (DeviceApi::memory_use, make_stamp).
+  // device API counts its memory or has a clock (DeviceApi::memory_use, make_stamp);
+  // kHostMemoryExtension where it has page-locked host memory (DeviceApi::has_host_memory).
   const void* extension(const std::string& name, uint32_t version) const override;
 
  protected:
@@ -87,6 +90,12 @@ class GpuLikeTargetPlugin : public sdk::TargetPlugin {
   const DeviceStatsV1* device_stats_v1() const;
   template <typename Work>
   static const char* guarded(void* context, Work work) noexcept;
+  // kHostMemoryExtension: the pool over the device API's page-locked memory, and its table.
+  // Declared after api_, so the pool gives its blocks back before the API closes.
+  mutable std::once_flag host_once_;
+  mutable std::unique_ptr<HostMemoryPool> host_pool_;
+  mutable std::optional<HostMemoryV1> host_v1_;
+  const HostMemoryV1* host_memory_v1() const;
 
   void open();
 };

@@ -9,6 +9,7 @@
 
 #include "in_place.h"
 #include "rlx/core/error.h"
+#include "rlx/core/host_memory.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/passes.h"
 #include "value_sizes.h"
@@ -317,7 +318,7 @@ void CompiledModel::run(const NamedTensors& inputs, const NamedDeviceTensors& de
               (partner(o, in->first) && it->second.data() == in->second.data() &&
                it->second.nbytes() == in->second.nbytes());
     for (const Tensor* other : bound) reuse = reuse && !overlaps(it->second, *other);
-    if (!reuse) outputs[o.name] = Tensor(o.dtype, o.shape);
+    if (!reuse) outputs[o.name] = output_tensor(st.target, o.dtype, o.shape);
     const Tensor& t = outputs[o.name];
     slots[o.slot].host = const_cast<void*>(t.data());
     bound.push_back(&t);
