@@ -30,7 +30,10 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           libgloo-dev libopenmpi-dev openmpi-bin
           # the hexagon target: clang-14 (above) compiles for Hexagon, lld-14 links its freestanding
           # programs (ld.lld) and qemu-user's qemu-hexagon runs them in its tests
-          lld-14 qemu-user)
+          lld-14 qemu-user
+          # the fpga target's proof: Verilator simulates its SystemVerilog against the host int8
+          # reference, yosys synthesizes it (synth_ice40, synth_xilinx) for the resource report
+          verilator yosys)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

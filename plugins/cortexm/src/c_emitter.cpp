@@ -1,4 +1,4 @@
-// The generated C: plain C99 over runtime/rlx_cm_int8.h, so the same kernels serve the host
+// The generated C: plain C99 over rlx_cm_int8.h (sdk/int8), so the same kernels serve the host
 // reference and every core; the CPU is chosen by the compiler flags (SMLAD where the core has the
 // DSP extension), not by different sources.
 #include "c_emitter.h"

@@ -10,6 +10,10 @@
 
 namespace rlx::cortexm {
 
+// The int8 program is the SDK's (sdk/int8), shared with the fpga target.
+using int8::DenseLayer;
+using int8::Int8Program;
+
 // The CPUs the build fragments know, with their gcc flags.
 struct CpuFlags {
   std::string cpu;    // "cortex-m4"
@@ -17,7 +21,7 @@ struct CpuFlags {
 };
 const std::vector<CpuFlags>& known_cpus();
 
-// The text of runtime/rlx_cm_int8.h (embedded at build time).
+// The text of the SDK's int8 arithmetic, sdk/int8/rlx_cm_int8.h (embedded at build time).
 const char* runtime_header_text();
 
 std::string model_header(const Int8Program& p);

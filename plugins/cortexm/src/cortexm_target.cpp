@@ -84,7 +84,7 @@ class CortexmTarget final : public sdk::TargetPlugin {
   }
 
   std::vector<Artifact> emit_mir(const Graph& g, const std::filesystem::path& dir) override {
-    Int8Program p = lower_int8(g);
+    Int8Program p = int8::lower_int8(g, "cortexm");
     std::vector<Artifact> files = write_sources(p, dir, cpu_);
     SizeReport sizes = measure_sizes(dir, p.arena_bytes, cpu_);
     std::ofstream f(dir / kReportFile, std::ios::binary);

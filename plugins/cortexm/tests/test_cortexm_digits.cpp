@@ -1,7 +1,7 @@
 // End to end: the digits MLP is trained and quantized here, `rlx compile --target cortexm`
-// writes its C, the host int8 reference (int8_program.cpp) and an independent per-element
-// computation of the documented rule agree, and firmware built by arm-none-eabi-gcc returns the
-// same int32 outputs bit for bit under qemu-system-arm on Cortex-M4 (mps2-an386), M7
+// writes its C, the host int8 reference (sdk/int8's int8_program.cpp) and an independent
+// per-element computation of the documented rule agree, and firmware built by arm-none-eabi-gcc
+// returns the same int32 outputs bit for bit under qemu-system-arm on Cortex-M4 (mps2-an386), M7
 // (mps2-an500) and M55 (mps3-an547). Without the toolchain or qemu the firmware tests skip.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -26,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace rlx;
 using namespace rlx::cortexm;
+using namespace rlx::int8;
 using namespace rlx::cortexm::testing;
 
 constexpr int kTrainRows = 1437;  // the rest (360) is the test set
@@ -101,10 +102,10 @@ const Compiled& compiled() {
     const fs::path root = scratch_root();
     fs::create_directories(root);
     c.dir = compile_graph(quantized_graph(c.mlp, c.digits, kTrainRows), root, "digits_mlp");
-    c.program = lower_int8(load_graph_file(c.dir / "model.mir"));
+    c.program = lower_int8(load_graph_file(c.dir / "model.mir"), "cortexm");
     c.softmax_dir =
         compile_graph(quantized_graph(c.mlp, c.digits, kTrainRows, true), root, "digits_softmax");
-    c.softmax_program = lower_int8(load_graph_file(c.softmax_dir / "model.mir"));
+    c.softmax_program = lower_int8(load_graph_file(c.softmax_dir / "model.mir"), "cortexm");
     int f32_right = 0, int8_right = 0, softmax_right = 0, tests = 0;
     for (int r = kTrainRows; r < c.digits.n; ++r, ++tests) {
       const float* x = &c.digits.x[static_cast<size_t>(r) * 64];

@@ -1,4 +1,4 @@
-// The int8 arithmetic of runtime/rlx_cm_int8.h against the rule docs/decisions.md states,
+// The int8 arithmetic of rlx_cm_int8.h (sdk/int8) against the rule docs/decisions.md states,
 // computed here another way: exact 128-bit integers for the requantization, and a plain
 // per-element loop for SMLAD-shaped dot products.
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@ extern "C" {
 
 namespace {
 
-using rlx::cortexm::to_fixed_point;
+using rlx::int8::to_fixed_point;
 
 // floor(acc * m / 2^r + 1/2) + zero, clamped: the stated rounding (half toward +infinity).
 int reference_requantize(int32_t acc, int32_t m, int r, int zero, int lo, int hi) {

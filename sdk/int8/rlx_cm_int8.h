@@ -1,6 +1,8 @@
-/* The int8 reference semantics of the cortexm target, written once in portable C99 so that the
- * host reference (the plugin and its tests, compiled as C++) and the generated firmware code
- * (arm-none-eabi-gcc) run the very same arithmetic. docs/decisions.md states the rules:
+/* The int8 reference semantics of rlx's int8 targets, written once in portable C99 so that the
+ * host reference (sdk/int8's run_reference, compiled as C++) and the code cortexm generates
+ * (arm-none-eabi-gcc builds this very file beside it) run the same arithmetic; the fpga target's
+ * SystemVerilog does the same steps in hardware. The name keeps cortexm's prefix because the
+ * generated firmware includes it by that name. docs/decisions.md states the rules:
  *
  *   activations  int8, asymmetric: real = scale * (q - zero); the u8 form of rlx/core/quantize.h
  *                shifted by 128 (q8 = q_u8 - 128, zero8 = zero_u8 - 128).

@@ -1,7 +1,8 @@
-// The int8 program of a quantized MIR graph: what the cortexm code generator emits and what the
-// host reference runs. Every number the device computes with (int8 weights, int32 biases,
-// fixed-point multipliers) is decided here, once, on the host; runtime/rlx_cm_int8.h has the
-// arithmetic that uses them.
+// The int8 program of a quantized MIR graph: what the int8 code generators (cortexm's C, fpga's
+// SystemVerilog) emit and what the host reference runs. Every number the device computes with
+// (int8 weights, int32 biases, fixed-point multipliers) is decided here, once, on the host;
+// rlx_cm_int8.h (beside this file) has the arithmetic that uses them. It lives in the SDK because
+// several targets generate code for it and no plugin may link another plugin's code.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,7 +10,7 @@
 
 #include "rlx/core/graph.h"
 
-namespace rlx::cortexm {
+namespace rlx::int8 {
 
 // A real multiplier as m * 2^-r, m in [2^30, 2^31), r in [1, 62].
 struct FixedPoint {
@@ -43,7 +44,7 @@ struct Int8Program {
   std::vector<DenseLayer> layers;
   int32_t output_size = 0;  // elements of the output: int32 accumulators, or int8 with softmax
   // A Softmax ends the chain: the output is int8 probabilities, real = (q + 128) / 256. The
-  // multipliers turn each accumulator into its logit in Q12 (runtime/rlx_cm_int8.h).
+  // multipliers turn each accumulator into its logit in Q12 (rlx_cm_int8.h).
   bool softmax = false;
   std::vector<int32_t> softmax_m;
   std::vector<int8_t> softmax_r;
@@ -53,11 +54,12 @@ struct Int8Program {
   int32_t arena_bytes = 0;
 };
 
-// Reads a MIR graph after cortexm's dispatch: one input, one output, a chain of static-form
-// QMatMul nodes (constant weights and activation parameters) with optional Relu, optionally ended
-// by a Softmax over the last axis. Anything else is refused with a user error naming the node and
-// what the target needs instead.
-Int8Program lower_int8(const Graph& mir);
+// Reads a MIR graph after an int8 target's dispatch: one input, one output, a chain of
+// static-form QMatMul nodes (constant weights and activation parameters) with optional Relu,
+// optionally ended by a Softmax over the last axis. Anything else is refused with a user error
+// naming the node and what the target needs instead; `target` ("cortexm", "fpga") starts every
+// message, so the user knows which target refused.
+Int8Program lower_int8(const Graph& mir, const std::string& target);
 
 // The host int8 reference: runs `p` on one int8 input (p.input_size values) and returns the
 // output (int32 accumulators, or int8 probabilities widened), with exactly the generated code's
@@ -68,4 +70,4 @@ std::vector<int32_t> run_reference(const Int8Program& p, const int8_t* input);
 // rounding of rlx/core/quantize.h, shifted by 128).
 std::vector<int8_t> quantize_input(const Int8Program& p, const float* x);
 
-}  // namespace rlx::cortexm
+}  // namespace rlx::int8

@@ -1,4 +1,4 @@
-// MIR (after cortexm's dispatch) -> Int8Program, and the host reference that runs it.
+// MIR (after an int8 target's dispatch) -> Int8Program, and the host reference that runs it.
 #include "int8_program.h"
 
 #include <fmt/format.h>
@@ -15,13 +15,16 @@ extern "C" {
 #include "rlx_cm_int8.h"
 }
 
-namespace rlx::cortexm {
+namespace rlx::int8 {
 
 namespace {
 
-constexpr const char* kHowToQuantize =
-    "cortexm runs int8 graphs only: quantize the model with `rlx quantize --scheme int8` "
-    "(calibrated activation ranges) and compile the quantized model";
+std::string how_to_quantize(const std::string& target) {
+  return fmt::format(
+      "{} runs int8 graphs only: quantize the model with `rlx quantize --scheme int8` "
+      "(calibrated activation ranges) and compile the quantized model",
+      target);
+}
 
 // The constant behind a value (a constant node or a parameter with data), or nullopt.
 std::optional<Tensor> constant_of(const Graph& g, ValueId v) {
@@ -40,13 +43,14 @@ std::string node_name(const Graph& g, int32_t i) {
   return g.describe_node(i);
 }
 
-Tensor need_constant(const Graph& g, int32_t node, int input, const char* what) {
+Tensor need_constant(const Graph& g, int32_t node, int input, const char* what,
+                     const std::string& target) {
   std::optional<Tensor> t = constant_of(g, g.nodes[node].inputs[input]);
   if (!t)
     throw_user_error(
-        fmt::format("cortexm: {} of {} is computed at run time; the target bakes it "
-                    "into flash and needs a constant. {}",
-                    what, node_name(g, node), kHowToQuantize));
+        fmt::format("{}: {} of {} is computed at run time; the target bakes it "
+                    "into the generated code and needs a constant. {}",
+                    target, what, node_name(g, node), how_to_quantize(target)));
   return *t;
 }
 
@@ -56,15 +60,16 @@ struct Pending {
   std::vector<float> acc_scale;  // real value of one accumulator unit, per channel
 };
 
-void finish_int8(Pending& p, float next_scale, int32_t next_zero8) {
+void finish_int8(Pending& p, float next_scale, int32_t next_zero8, const std::string& target) {
   DenseLayer& l = p.layer;
   l.int8_out = true;
   l.zero_out = next_zero8;
   l.lo = l.relu ? std::max(next_zero8, -128) : -128;
   l.hi = 127;
   for (int32_t n = 0; n < l.n; ++n) {
-    FixedPoint f = to_fixed_point(static_cast<double>(p.acc_scale[n]) / next_scale,
-                                  fmt::format("the requantization of channel {} of {}", n, l.name));
+    FixedPoint f = to_fixed_point(
+        static_cast<double>(p.acc_scale[n]) / next_scale,
+        fmt::format("{}: the requantization of channel {} of {}", target, n, l.name));
     l.m.push_back(f.m);
     l.r.push_back(static_cast<int8_t>(f.r));
   }
@@ -75,7 +80,7 @@ void finish_int8(Pending& p, float next_scale, int32_t next_zero8) {
 FixedPoint to_fixed_point(double real, const std::string& what) {
   if (!(real > 0) || !std::isfinite(real))
     throw_user_error(
-        fmt::format("cortexm: {} has the multiplier {}, which is not a positive "
+        fmt::format("{} has the multiplier {}, which is not a positive "
                     "finite number; the quantization parameters are broken",
                     what, real));
   int exp = 0;
@@ -88,19 +93,19 @@ FixedPoint to_fixed_point(double real, const std::string& what) {
   const int r = 31 - exp;
   if (r < 1 || r > 62)
     throw_user_error(
-        fmt::format("cortexm: {} has the multiplier {}, outside what fixed point "
+        fmt::format("{} has the multiplier {}, outside what fixed point "
                     "with a 31-bit mantissa holds (2^-31 to 2^30); re-quantize with "
                     "activation ranges that are not degenerate",
                     what, real));
   return {static_cast<int32_t>(m), r};
 }
 
-Int8Program lower_int8(const Graph& g) {
+Int8Program lower_int8(const Graph& g, const std::string& target) {
   if (g.inputs.size() != 1 || g.outputs.size() != 1)
     throw_user_error(
-        fmt::format("cortexm: the graph has {} inputs and {} outputs; the generated "
-                    "firmware entry point takes one input and one output",
-                    g.inputs.size(), g.outputs.size()));
+        fmt::format("{}: the graph has {} inputs and {} outputs; the generated "
+                    "entry point takes one input and one output",
+                    target, g.inputs.size(), g.outputs.size()));
   Int8Program p;
   const TensorType& in = g.type(g.inputs[0]);
   p.input_name = g.values[g.inputs[0]].name;
@@ -115,9 +120,9 @@ Int8Program lower_int8(const Graph& g) {
   auto after_softmax = [&](int32_t i) {
     if (p.softmax)
       throw_user_error(
-          fmt::format("cortexm: {} follows the Softmax; the target lowers a Softmax "
+          fmt::format("{}: {} follows the Softmax; the target lowers a Softmax "
                       "only as the end of the chain",
-                      node_name(g, i)));
+                      target, node_name(g, i)));
   };
   int32_t widest = 0;
   for (int32_t i = 0; i < static_cast<int32_t>(g.nodes.size()); ++i) {
@@ -129,9 +134,9 @@ Int8Program lower_int8(const Graph& g) {
       const int64_t axis = n.attr_int("axis", -1);
       if (!pending || n.inputs[0] != cur || (axis != -1 && axis != rank - 1))
         throw_user_error(
-            fmt::format("cortexm: {} is not a Softmax over the last axis of the last "
+            fmt::format("{}: {} is not a Softmax over the last axis of the last "
                         "quantized dense layer, the one form the target lowers",
-                        node_name(g, i)));
+                        target, node_name(g, i)));
       p.softmax = true;
       cur = n.outputs[0];
       continue;
@@ -140,44 +145,45 @@ Int8Program lower_int8(const Graph& g) {
       after_softmax(i);
       if (!pending || n.inputs[0] != cur || pending->layer.relu)
         throw_user_error(
-            fmt::format("cortexm: {} does not follow a quantized dense layer; the "
+            fmt::format("{}: {} does not follow a quantized dense layer; the "
                         "target fuses ReLU into the requantization of one",
-                        node_name(g, i)));
+                        target, node_name(g, i)));
       pending->layer.relu = true;
       cur = n.outputs[0];
       continue;
     }
     if (n.op != "QMatMul")
       throw_user_error(
-          fmt::format("cortexm: {} is not part of an int8 dense chain (QMatMul with "
+          fmt::format("{}: {} is not part of an int8 dense chain (QMatMul with "
                       "calibrated activations, Relu); the target lowers only those "
                       "so far. {}",
-                      node_name(g, i), kHowToQuantize));
+                      target, node_name(g, i), how_to_quantize(target)));
     after_softmax(i);
     if (n.inputs.size() < 5)
       throw_user_error(
-          fmt::format("cortexm: {} quantizes its activations per row at run time "
+          fmt::format("{}: {} quantizes its activations per row at run time "
                       "(int8-dynamic), which needs float on the device. {}",
-                      node_name(g, i), kHowToQuantize));
+                      target, node_name(g, i), how_to_quantize(target)));
     if (n.inputs[0] != cur || uses[cur] != 1)
       throw_user_error(
-          fmt::format("cortexm: {} is not fed by the chain's previous result alone; "
+          fmt::format("{}: {} is not fed by the chain's previous result alone; "
                       "the target lowers a chain of dense layers (one input, one "
                       "output, no branches)",
-                      node_name(g, i)));
-    Tensor w = need_constant(g, i, 1, "the weight");
-    Tensor ws = need_constant(g, i, 2, "the weight scale");
+                      target, node_name(g, i)));
+    Tensor w = need_constant(g, i, 1, "the weight", target);
+    Tensor ws = need_constant(g, i, 2, "the weight scale", target);
     const float xs =
-        static_cast<float>(need_constant(g, i, 3, "the activation scale").scalar_at(0));
+        static_cast<float>(need_constant(g, i, 3, "the activation scale", target).scalar_at(0));
     const int32_t xz8 =
-        static_cast<int32_t>(need_constant(g, i, 4, "the activation zero point").scalar_at(0)) -
+        static_cast<int32_t>(
+            need_constant(g, i, 4, "the activation zero point", target).scalar_at(0)) -
         128;
     const int32_t nn = static_cast<int32_t>(w.shape()[0]), k = static_cast<int32_t>(w.shape()[1]);
     std::optional<Tensor> bias;
-    if (n.inputs.size() == 6) bias = need_constant(g, i, 5, "the bias");
+    if (n.inputs.size() == 6) bias = need_constant(g, i, 5, "the bias", target);
 
     if (pending) {
-      finish_int8(*pending, xs, xz8);
+      finish_int8(*pending, xs, xz8, target);
       widest = std::max(widest, pending->layer.n);
       p.layers.push_back(std::move(pending->layer));
     } else {
@@ -185,9 +191,9 @@ Int8Program lower_int8(const Graph& g) {
       for (const Dim& d : in.shape) numel = d.is_static() ? numel * d.value : -1;
       if (in.rank() < 1 || numel != k)
         throw_user_error(
-            fmt::format("cortexm: the input {} is {}; the firmware entry point "
+            fmt::format("{}: the input {} is {}; the generated entry point "
                         "takes one sample of {} values (bind the batch to 1)",
-                        p.input_name, in.str(), k));
+                        target, p.input_name, in.str(), k));
       p.input_size = k;
       p.input_scale = xs;
       p.input_zero = xz8;
@@ -208,29 +214,30 @@ Int8Program lower_int8(const Graph& g) {
       const double folded = b - static_cast<double>(xz8) * static_cast<double>(row_sum);
       if (!(std::fabs(folded) < 2147483647.0))
         throw_user_error(
-            fmt::format("cortexm: the bias of channel {} of {} is {} accumulator "
+            fmt::format("{}: the bias of channel {} of {} is {} accumulator "
                         "units, more than int32 holds; the weight or activation "
                         "scale is degenerate",
-                        o, node_name(g, i), folded));
+                        target, o, node_name(g, i), folded));
       l.bias.push_back(static_cast<int32_t>(folded));
     }
     pending = std::move(next);
     cur = n.outputs[0];
   }
   if (!pending)
-    throw_user_error(
-        fmt::format("cortexm: the graph has no quantized dense layer. {}", kHowToQuantize));
+    throw_user_error(fmt::format("{}: the graph has no quantized dense layer. {}", target,
+                                 how_to_quantize(target)));
   if (g.outputs[0] != cur)
     throw_user_error(
-        fmt::format("cortexm: the output {} is not the end of the dense chain", p.output_name));
+        fmt::format("{}: the output {} is not the end of the dense chain", target, p.output_name));
   Pending& last = *pending;
   last.layer.int8_out = false;
   last.layer.out_scale = last.acc_scale;
   p.output_size = last.layer.n;
   if (p.softmax)
     for (int32_t o = 0; o < last.layer.n; ++o) {
-      FixedPoint f = to_fixed_point(static_cast<double>(last.acc_scale[o]) * 4096.0,
-                                    fmt::format("the logit scale of class {} of the Softmax", o));
+      FixedPoint f =
+          to_fixed_point(static_cast<double>(last.acc_scale[o]) * 4096.0,
+                         fmt::format("{}: the logit scale of class {} of the Softmax", target, o));
       p.softmax_m.push_back(f.m);
       p.softmax_r.push_back(static_cast<int8_t>(f.r));
     }
@@ -276,4 +283,4 @@ std::vector<int8_t> quantize_input(const Int8Program& p, const float* x) {
   return out;
 }
 
-}  // namespace rlx::cortexm
+}  // namespace rlx::int8
