@@ -129,12 +129,12 @@ TEST_F(HostilePluginsTest, BundledModelRunsOnCpuAmongThem) {
 
 // The error lists every usable target, so it loads them all: each hostile one is left out.
 TEST_F(HostilePluginsTest, UnknownTargetIsAnErrorListingTheUsableOnes) {
-  // metal is one of rlx's own targets, not built yet: named as a missing package.
-  for (const char* name : {"cpuu", "metal"}) {
+  // ane is one of rlx's own targets, not built yet: named as a missing package.
+  for (const char* name : {"cpuu", "ane"}) {
     ProcessResult r = rlx(run(kModel, name), {"hostile"});
     EXPECT_EQ(r.exit_code, 1) << dump(r);
-    EXPECT_THAT(r.err, HasSubstr(std::string(name) == "metal"
-                                     ? "target 'metal' is not installed here"
+    EXPECT_THAT(r.err, HasSubstr(std::string(name) == "ane"
+                                     ? "target 'ane' is not installed here"
                                      : "unknown target 'cpuu'; available targets: "))
         << dump(r);
     EXPECT_THAT(r.err, HasSubstr("available targets: ")) << dump(r);

@@ -53,14 +53,14 @@ TEST_F(FirstHourCliTest, ASlippedTargetGetsTheTargetItMeant) {
 }
 
 TEST_F(FirstHourCliTest, AnRlxTargetThatIsNotInstalledIsNamedAsAMissingPackage) {
-  ProcessResult r = rlx({"explain", small_model().string(), "--target", "metal"});
+  ProcessResult r = rlx({"explain", small_model().string(), "--target", "ane"});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
-  EXPECT_THAT(r.err, HasSubstr("target 'metal' is not installed here")) << dump(r);
-  EXPECT_THAT(r.err, HasSubstr("rlx-target-metal")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("target 'ane' is not installed here")) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("rlx-target-ane")) << dump(r);
 }
 
 TEST_F(FirstHourCliTest, UnderJsonAnErrorIsOneJsonLineOnStderr) {
-  ProcessResult r = rlx({"explain", small_model().string(), "--target", "metal", "--json"});
+  ProcessResult r = rlx({"explain", small_model().string(), "--target", "ane", "--json"});
   EXPECT_EQ(r.exit_code, 1) << dump(r);
   EXPECT_EQ(r.out, "") << dump(r);
   ASSERT_FALSE(r.err.empty());
@@ -69,7 +69,7 @@ TEST_F(FirstHourCliTest, UnderJsonAnErrorIsOneJsonLineOnStderr) {
   const json::Value* e = doc.find("error");
   ASSERT_NE(e, nullptr) << dump(r);
   EXPECT_EQ(str(e->find("kind")), "user");
-  EXPECT_THAT(str(e->find("message")), HasSubstr("target 'metal' is not installed here"));
+  EXPECT_THAT(str(e->find("message")), HasSubstr("target 'ane' is not installed here"));
 
   // A graph that no target can compile names its node.
   const fs::path bad = write("bad.rlx",

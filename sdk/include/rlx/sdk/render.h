@@ -3,7 +3,8 @@
 // them (type names, kernel signature, index builtins, address spaces, math function names) plus two
 // hooks for what a table cannot say. A new language is a new table, usually a copy of another
 // with a few fields changed, never a copy of the renderer (tinygrad's CStyleLanguage design).
-// Shipped: c_dialect(), opencl_dialect(), cuda_dialect(), hip_dialect(), the shader dialects (glsl, hlsl, wgsl) below.
+// Shipped: c_dialect(), opencl_dialect(), cuda_dialect(), hip_dialect(), msl_dialect(), the shader
+// dialects (glsl, hlsl, wgsl) below.
 //
 // The numeric semantics are the renderer's, not the dialect's, so every language computes the
 // same thing (a hook that overrides an op must keep them):
@@ -221,6 +222,14 @@ const Dialect& cuda_dialect();
 // the 8- and 16-bit integer types hiprtc lacks instead). Hosts launch blocks of 64 threads and
 // compile with -ffp-contract=off.
 const Dialect& hip_dialect();
+// Metal Shading Language 3.1 for the metal target (sdk/src/dialect_msl.cpp): `kernel void
+// <name>(device T* b<id> [[buffer(j)]], ..., uint rlx_gid [[thread_position_in_grid]], uint rlx_lid
+// [[thread_position_in_threadgroup]], uint rlx_group [[threadgroup_position_in_grid]])`, one
+// thread per output element, buffers bound at index j in kernel_buffers() order, f16 and bf16
+// stored as half and bfloat, no f64 (MSL has no double: rendering one fails naming it),
+// threadgroup arrays and threadgroup_barrier for the cooperative kernels. Hosts launch groups of
+// 64 threads and compile with fast math off (MTLMathModeSafe), as NaN tests need.
+const Dialect& msl_dialect();
 // The eight fixed-width integer typedefs of <stdint.h> for NVRTC, which has no C library headers
 // (what the CUDA prelude declares under __CUDACC_RTC__), for headers that stand in for one that
 // includes <stdint.h> (the rocm target's HIP-on-CUDA hip/hip_runtime.h).

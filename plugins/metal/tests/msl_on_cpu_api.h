@@ -1,0 +1,35 @@
+// A DeviceApi (sdk/gpu_host/device_api.h) that runs the metal target's MSL on this machine: build()
+// compiles the module text as C++ with the system compiler against msl_on_cpu.h into a shared
+// library, and launch() calls a kernel for every work-item, as a Metal dispatch of groups of 64
+// threads would. Kernels that wait at threadgroup_barrier (the cooperative ones) run each group
+// as 64 threads meeting at a std::barrier, groups one after another; the others run their
+// work-items in turn on the calling thread. Buffers are host memory. For the tests only.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device_api.h"
+
+namespace rlx::metal::test {
+
+class MslOnCpuApi final : public gpu_host::DeviceApi {
+ public:
+  std::string target_name() const override { return "metal"; }
+  const gpu_host::KernelLibrary& library() const override;
+  gpu_host::DeviceBuffer allocate(size_t bytes) override;
+  void release(gpu_host::DeviceBuffer& buffer) noexcept override;
+  void upload(const gpu_host::DeviceBuffer& dst, const void* src, size_t bytes) override;
+  void download(const gpu_host::DeviceBuffer& src, void* dst, size_t bytes) override;
+  void copy(const gpu_host::DeviceBuffer& src, const gpu_host::DeviceBuffer& dst, size_t bytes) override;
+  std::unique_ptr<gpu_host::Module> build(const std::string& source) override;
+  void launch(gpu_host::Module& module, const std::string& symbol,
+              const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) override;
+  void finish() override {}
+};
+
+// The C++ translation unit build() compiles for `source`: the MSL, then one extern "C" entry
+// `rlx_entry_<kernel>` per kernel that calls it with its buffers and indices.
+std::string msl_as_cpp(const std::string& source);
+
+}  // namespace rlx::metal::test
