@@ -1,19 +1,19 @@
 // The metal target's kernel library: the SDK's MSL dialect plus gather and scatter, which read
-// through run-time indices and so are written here, not rendered (the OpenCL C library's kernels
-// in MSL's words). MSL is used by this target only, so the library lives in its folder.
+// through run-time indices and so are written as text (gpu_host::CFamilyIndexLibrary's, in MSL's
+// words), not rendered. MSL is used by this target only, so the library lives in its folder.
 #pragma once
-#include "index_call_library.h"
+#include "c_family_index_library.h"
 
 namespace rlx::metal {
 
-class MslKernelLibrary final : public gpu_host::IndexCallLibrary {
+class MslKernelLibrary final : public gpu_host::CFamilyIndexLibrary {
  public:
-  MslKernelLibrary() : IndexCallLibrary("MSL") {}
+  MslKernelLibrary();
   const sdk::Dialect& dialect() const override;
 
  protected:
-  std::string gather_source(const gpu_host::IndexCall& c) const override;
-  std::string scatter_source(const gpu_host::IndexCall& c) const override;
+  std::string signature(const std::string& symbol, const std::vector<Param>& params) const override;
+  std::string claim_status(int32_t slot) const override;
 };
 
 // The library's one instance (it holds no state).
