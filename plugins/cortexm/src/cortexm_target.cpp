@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "c_emitter.h"
+#include "int8_legality.h"
 #include "int8_program.h"
 #include "rlx/core/error.h"
 #include "rlx/core/target_cpu.h"
@@ -20,6 +21,9 @@ namespace {
 
 constexpr const char* kReportFile = "cortexm_report.json";
 constexpr const char* kSummaryFile = "cortexm_sizes.txt";
+const int8::TargetWords kWords = {
+    "cortexm", "cortexm runs int8 graphs only (Cortex-M firmware without float kernels)",
+    "QMatMul with calibrated activations, Relu, a final Softmax", ""};
 
 class CortexmTarget final : public sdk::TargetPlugin {
  public:
@@ -46,26 +50,10 @@ class CortexmTarget final : public sdk::TargetPlugin {
   std::string name() const override { return "cortexm"; }
 
   Verdict claim_native(const NodeSignature& s) const override {
-    if (s.op == "QMatMul") {
-      if (s.inputs.size() < 5)
-        return Verdict::no(
-            "QMatMul with per-row run-time activation ranges (int8-dynamic) needs float on the "
-            "device; cortexm runs int8 only: quantize with `rlx quantize --scheme int8`");
-      return Verdict::yes();
-    }
-    // Fused into the requantization of the dense layer before it (checked at emit).
-    if (s.op == "Relu") return Verdict::yes();
-    // Computed from the last layer's accumulators in integers (checked at emit: it must end
-    // the chain).
-    if (s.op == "Softmax") return Verdict::yes();
-    return Verdict::no(refusal(s));
+    return int8::claim_native(s, kWords);
   }
-
   Verdict accepts_primitive(const NodeSignature& s) const override {
-    // Constants feed the quantized ops (weights, scales); no other primitive computes on the
-    // device.
-    if (s.op == "constant") return Verdict::yes();
-    return Verdict::no(refusal(s));
+    return int8::accepts_primitive(s, kWords);
   }
 
   Verdict can_execute() const override {
@@ -107,24 +95,6 @@ class CortexmTarget final : public sdk::TargetPlugin {
   }
 
  private:
-  static std::string refusal(const NodeSignature& s) {
-    auto has_float = [](const std::vector<TensorType>& ts) {
-      for (const TensorType& t : ts)
-        if (is_float(t.dtype)) return true;
-      return false;
-    };
-    if (has_float(s.inputs) || has_float(s.outputs))
-      return fmt::format(
-          "{} computes in floating point, and cortexm runs int8 graphs only (Cortex-M firmware "
-          "without float kernels); quantize the model with `rlx quantize --scheme int8` first",
-          s.op);
-    return fmt::format(
-        "cortexm lowers int8 dense chains (QMatMul with calibrated activations, Relu, a final "
-        "Softmax); {} is not "
-        "one of them",
-        s.op);
-  }
-
   std::string cpu_;  // --cpu; empty: the build fragments default to cortex-m4, sizes for all
   std::string cpu_names_;
   TargetCpuV1 cpu_ext_;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "design.h"
+#include "int8_legality.h"
 #include "rlx/core/error.h"
 #include "rlx/sdk/plugin.h"
 
@@ -13,33 +14,22 @@ namespace rlx::fpga {
 
 namespace {
 
+const int8::TargetWords kWords = {
+    "fpga", "fpga generates int8 datapaths only (MAC arrays without float units)",
+    "QMatMul with calibrated activations, Relu",
+    "fpga does not generate Softmax yet: end the graph at the last quantized dense layer, whose "
+    "int32 accumulators are the design's output (real = acc * scale, the scales in "
+    "fpga_design.json), and take the softmax on the host"};
+
 class FpgaTarget final : public sdk::TargetPlugin {
  public:
   std::string name() const override { return "fpga"; }
 
   Verdict claim_native(const NodeSignature& s) const override {
-    if (s.op == "QMatMul") {
-      if (s.inputs.size() < 5)
-        return Verdict::no(
-            "QMatMul with per-row run-time activation ranges (int8-dynamic) needs float on the "
-            "device; fpga generates int8 datapaths only: quantize with `rlx quantize --scheme "
-            "int8`");
-      return Verdict::yes();
-    }
-    // Fused into the requantization of the dense layer before it (checked at emit).
-    if (s.op == "Relu") return Verdict::yes();
-    if (s.op == "Softmax")
-      return Verdict::no(
-          "fpga does not generate Softmax yet: end the graph at the last quantized dense "
-          "layer, whose int32 accumulators are the design's output (real = acc * scale, the "
-          "scales in fpga_design.json), and take the softmax on the host");
-    return Verdict::no(refusal(s));
+    return int8::claim_native(s, kWords);
   }
-
   Verdict accepts_primitive(const NodeSignature& s) const override {
-    // Constants feed the quantized ops (weights, scales) and become ROMs.
-    if (s.op == "constant") return Verdict::yes();
-    return Verdict::no(refusal(s));
+    return int8::accepts_primitive(s, kWords);
   }
 
   Verdict can_execute() const override {
@@ -75,23 +65,6 @@ class FpgaTarget final : public sdk::TargetPlugin {
     throw_internal_error("fpga takes MIR (program_level); emit(LIR) must not be called");
   }
 
- private:
-  static std::string refusal(const NodeSignature& s) {
-    auto has_float = [](const std::vector<TensorType>& ts) {
-      for (const TensorType& t : ts)
-        if (is_float(t.dtype)) return true;
-      return false;
-    };
-    if (has_float(s.inputs) || has_float(s.outputs))
-      return fmt::format(
-          "{} computes in floating point, and fpga generates int8 datapaths only (MAC arrays "
-          "without float units); quantize the model with `rlx quantize --scheme int8` first",
-          s.op);
-    return fmt::format(
-        "fpga lowers int8 dense chains (QMatMul with calibrated activations, Relu); {} is not "
-        "one of them",
-        s.op);
-  }
 };
 
 }  // namespace
