@@ -27,6 +27,7 @@ Rules mir_gradient_rules() {
   Rules r;
   elementwise_rules(r);
   structural_rules(r);
+  linalg_rules(r);
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "iota",
                          "constant", "dim_size"})
     r[op] = no_flow_rule();
