@@ -6,7 +6,7 @@
         [--sizes 512,...] [--no-lu] [--tol T]
 
 Sparse: 2D Poisson 256^2 and 1024^2 unknowns (5-point), 3D Poisson 64^3 (7-point).
-  lu:  rlx SparseSolve (KLU, f64) vs scipy.sparse.linalg.spsolve (SuperLU)
+  lu:  rlx SparseSolve (UMFPACK, and KLU; f64) vs scipy.sparse.linalg.spsolve (SuperLU)
   cg:  rlx CG, and PCG (Jacobi), vs scipy.sparse.linalg.cg (same rtol, same iteration limit)
 Dense (f64): LU, Cholesky, SVD, Eigh at 512, 1024, 2048 vs scipy.linalg.lu_factor, cholesky,
 numpy.linalg.svd, numpy.linalg.eigh.
@@ -88,6 +88,7 @@ def sparse_rows(name, a, rounds, tmp, tol, max_iter, with_lu=True):
     b = np.ones(n)
     feed = {"p": a.indptr.astype(np.int32), "i": a.indices.astype(np.int32), "v": a.data, "b": b}
     lu = compile_text(csr_graph("SparseSolve", a, "f64"), tmp)
+    klu = compile_text(csr_graph("SparseSolve", a, "f64", attrs=' {solver = "klu"}'), tmp)
     cg_attrs = lambda pre: f' {{max_iter = {max_iter}, preconditioner = "{pre}", tol = {tol}}}'
     cg = compile_text(csr_graph("CG", a, "f64", ", %it, %res", cg_attrs("none")), tmp)
     pcg = compile_text(csr_graph("CG", a, "f64", ", %it, %res", cg_attrs("jacobi")), tmp)
@@ -105,6 +106,7 @@ def sparse_rows(name, a, rounds, tmp, tol, max_iter, with_lu=True):
     dinv = sp.diags(1.0 / a.diagonal())
     cases = {
         "rlx_lu": lambda: lu(**feed),
+        "rlx_klu": lambda: klu(**feed),
         "scipy_spsolve": lambda: spla.spsolve(csc, b),
         "rlx_cg": lambda: cg(**feed),
         "scipy_cg": lambda: scipy_cg(),
@@ -112,7 +114,7 @@ def sparse_rows(name, a, rounds, tmp, tol, max_iter, with_lu=True):
         "scipy_pcg": lambda: scipy_cg(dinv, "scipy_pcg"),
     }
     if not with_lu:
-        del cases["rlx_lu"], cases["scipy_spsolve"]
+        del cases["rlx_lu"], cases["rlx_klu"], cases["scipy_spsolve"]
     med = interleave(cases, rounds)
     out_cg, out_pcg = cg(**feed), pcg(**feed)
     checks = {
@@ -124,7 +126,8 @@ def sparse_rows(name, a, rounds, tmp, tol, max_iter, with_lu=True):
         "scipy_pcg_iterations": iters.get("scipy_pcg"),
     }
     rows = [] if not with_lu else [
-        (name, "lu", med["rlx_lu"], "spsolve", med["scipy_spsolve"])]
+        (name, "SparseSolve (UMFPACK)", med["rlx_lu"], "spsolve (SuperLU)", med["scipy_spsolve"]),
+        (name, "SparseSolve (KLU)", med["rlx_klu"], "spsolve (SuperLU)", med["scipy_spsolve"])]
     rows += [
         (name, "cg", med["rlx_cg"], "cg", med["scipy_cg"]),
         (name, "pcg", med["rlx_pcg"], "cg(M=jacobi)", med["scipy_pcg"]),

@@ -1,8 +1,8 @@
-// `rlx solve A.mtx --rhs b.mtx|ones --method lu|cg|pcg`: solves a sparse linear system read
-// from Matrix Market files through the same IR and dispatch contract as every model: lu is the
-// SparseSolve op (KLU on cpu), cg and pcg the CG op (a while loop of SpMV, dot and axpy; pcg
-// with the Jacobi preconditioner). Prints iterations, the residual ||A x - b|| / ||b||
-// (recomputed here in double, not the solver's own estimate) and the times.
+// `rlx solve A.mtx --rhs b.mtx|ones --method lu|klu|cg|pcg`: solves a sparse linear system read
+// from Matrix Market files through the same IR and dispatch contract as every model: lu and klu
+// are the SparseSolve op (UMFPACK or KLU on cpu), cg and pcg the CG op (a while loop of SpMV,
+// dot and axpy; pcg with the Jacobi preconditioner). Prints iterations, the residual
+// ||A x - b|| / ||b|| (recomputed here in double, not the solver's own estimate) and the times.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -38,7 +38,8 @@ void declare_solve_options(CLI::App& app, SolveOptions& o) {
             "the right-hand side: a Matrix Market file with one column (or row), or ones "
             "(default)");
   add_value(app, "--method", "M", o.method,
-            "lu (sparse LU: KLU on cpu, f64), cg (conjugate gradients, A symmetric positive "
+            "lu (sparse LU: UMFPACK on cpu, f64), klu (sparse LU by KLU, for circuit-like "
+            "matrices that barely fill in), cg (conjugate gradients, A symmetric positive "
             "definite) or pcg (cg with the Jacobi preconditioner); default lu");
   add_number(app, "--tol", "TOL", positive, "(0, inf)", o.tol,
              "cg/pcg: stop once ||r|| <= TOL ||b|| (default 1e-10)");
@@ -75,12 +76,14 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 
 int solve_main(const SolveOptions& o, const GlobalOptions& global) {
-  if (o.method != "lu" && o.method != "cg" && o.method != "pcg")
-    throw UsageError(fmt::format("--method {} is not one of lu, cg, pcg", o.method));
+  const bool direct = o.method == "lu" || o.method == "klu";
+  if (!direct && o.method != "cg" && o.method != "pcg")
+    throw UsageError(fmt::format("--method {} is not one of lu, klu, cg, pcg", o.method));
   if (o.dtype != "f64" && o.dtype != "f32")
     throw UsageError(fmt::format("--dtype {} is not one of f64, f32", o.dtype));
-  if (o.method == "lu" && (o.tol || o.max_iter != 1000))
-    throw UsageError("--tol and --max-iter apply to cg and pcg; lu is a direct solve");
+  if (direct && (o.tol || o.max_iter != 1000))
+    throw UsageError(
+        fmt::format("--tol and --max-iter apply to cg and pcg; {} is a direct solve", o.method));
   const DType dt = o.dtype == "f64" ? DType::kF64 : DType::kF32;
 
   auto t_read = std::chrono::steady_clock::now();
@@ -99,8 +102,9 @@ int solve_main(const SolveOptions& o, const GlobalOptions& global) {
                              gb.input("values", {dt, {a.nnz()}}), gb.input("b", {dt, {a.rows}})};
   gb.set_loc(o.matrix);
   std::vector<ValueId> outs;
-  if (o.method == "lu") {
-    outs = {gb.op("SparseSolve", in)};
+  if (direct) {
+    outs = {
+        gb.op("SparseSolve", in, {{"solver", std::string(o.method == "lu" ? "umfpack" : "klu")}})};
   } else {
     outs = gb.op_n("CG", in,
                    {{"tol", o.tol.value_or(1e-10)},
@@ -127,9 +131,9 @@ int solve_main(const SolveOptions& o, const GlobalOptions& global) {
   const Tensor& x = result.at(g.values[outs[0]].name);
   const double res = residual(a, x, b);
   const int64_t iterations =
-      o.method == "lu" ? 0 : static_cast<int64_t>(result.at(g.values[outs[1]].name).scalar_at(0));
+      direct ? 0 : static_cast<int64_t>(result.at(g.values[outs[1]].name).scalar_at(0));
   const bool converged =
-      o.method == "lu" || result.at(g.values[outs[2]].name).scalar_at(0) <= o.tol.value_or(1e-10);
+      direct || result.at(g.values[outs[2]].name).scalar_at(0) <= o.tol.value_or(1e-10);
   if (o.json) {
     json::Object j{{"matrix", jstring(o.matrix)},
                    {"rows", jint(a.rows)},
@@ -149,7 +153,7 @@ int solve_main(const SolveOptions& o, const GlobalOptions& global) {
                 static_cast<long long>(a.rows), static_cast<long long>(a.rows),
                 static_cast<long long>(a.nnz()), o.method.c_str(), target->name().c_str(),
                 o.dtype.c_str());
-    if (o.method != "lu")
+    if (!direct)
       std::printf("iterations: %lld%s\n", static_cast<long long>(iterations),
                   converged ? "" : " (iteration limit reached before --tol)");
     std::printf(
@@ -164,11 +168,12 @@ int solve_main(const SolveOptions& o, const GlobalOptions& global) {
 Command solve_command() {
   return make_command<SolveOptions>(
       {"solve", "solve a sparse linear system A x = b from Matrix Market files",
-       "A.mtx [--rhs b.mtx|ones] [--method lu|cg|pcg] [--tol TOL] [--max-iter N] [--dtype "
-       "f64|f32] [-t T] [--json]",
-       "Reads A (a square Matrix Market matrix) and b, builds a graph of one SparseSolve (lu)\n"
-       "or CG (cg, pcg) op, compiles it for the target and runs it. lu factors A by sparse LU\n"
-       "(SuiteSparse KLU on cpu, in f64); cg and pcg are conjugate gradients for a symmetric\n"
+       "A.mtx [--rhs b.mtx|ones] [--method lu|klu|cg|pcg] [--tol TOL] [--max-iter N] "
+       "[--dtype f64|f32] [-t T] [--json]",
+       "Reads A (a square Matrix Market matrix) and b, builds a graph of one SparseSolve (lu,\n"
+       "klu) or CG (cg, pcg) op, compiles it for the target and runs it. lu factors A by sparse\n"
+       "LU (SuiteSparse UMFPACK on cpu, in f64; klu: KLU, for circuit-like matrices that barely\n"
+       "fill in); cg and pcg are conjugate gradients for a symmetric\n"
        "positive definite A, lowered to a while loop of SpMV, dot and axpy that every target\n"
        "with those primitives runs (pcg: Jacobi preconditioner). Prints the iterations, the\n"
        "residual ||A x - b|| / ||b|| recomputed in double, and the solve and compile times.\n"

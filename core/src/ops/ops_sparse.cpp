@@ -6,7 +6,9 @@
 // the kernel that reads them, which fails with the first offending position.
 //   SpMV(indptr, indices, values, x[n]) -> y[m]           y = A x
 //   SpMM(indptr, indices, values, x[n, k]) -> y[m, k]     y = A X
-//   SparseSolve(indptr, indices, values, b[n] | b[n, k]) -> x     A x = b, A square (sparse LU)
+//   SparseSolve(indptr, indices, values, b[n] | b[n, k]) {solver} -> x     A x = b, A square
+//     (sparse LU; solver = "umfpack", the default, or "klu": which factorization a target that
+//     has both uses, since their speeds differ by matrix family)
 // SpMV and SpMM decompose into MIR (ops_krylov.cpp); SparseSolve is native only.
 #include "ops/op_family.h"
 #include "ops/op_helpers.h"
@@ -51,6 +53,9 @@ std::vector<TensorType> infer_spmv(const std::vector<TensorType>& in, const Node
 
 std::vector<TensorType> infer_sparse_solve(const std::vector<TensorType>& in, const Node& n) {
   Dim m = csr_rows(n.op, in);
+  const std::string solver = n.attr_string("solver", "umfpack");
+  if (solver != "umfpack" && solver != "klu")
+    fail("{}: solver must be \"umfpack\" or \"klu\", got \"{}\"", n.op, solver);
   const TensorType& b = in[3];
   if (b.dtype != in[2].dtype || b.rank() < 1 || b.rank() > 2 || !(b.shape[0] == m))
     fail("{}: A is {} x {} (square), so b must be {} [{}] or [{}, k], got {}", n.op, m.str(),

@@ -13,7 +13,7 @@ namespace {
 
 const char* const kDense[] = {
     "Cholesky", "LU", "Solve", "TriangularSolve", "Inverse", "Det", "LogDet", "QR", "SVD", "Eigh"};
-const char* const kSparse[] = {"SpMV", "SpMM", "SparseSolve"};
+const char* const kSparse[] = {"SpMV", "SpMM", "SparseSolve", "CG"};
 
 bool listed(const std::string& op, const char* const* begin, const char* const* end) {
   return std::any_of(begin, end, [&](const char* s) { return op == s; });
@@ -27,10 +27,18 @@ std::optional<Verdict> claim_linalg_op(const NodeSignature& s) {
     return Verdict::no(fmt::format("cpu's LAPACK {} takes f32 or f64 matrices only", s.op));
   }
   if (listed(s.op, std::begin(kSparse), std::end(kSparse))) {
-    // KLU factors in double: f32 systems are widened exactly and x rounded once, which the
-    // dispatch report shows.
+    // SuiteSparse factors in double: f32 systems are widened exactly and x rounded once, which
+    // the dispatch report shows.
     if (s.op == "SparseSolve" && s.inputs.size() > 2 && s.inputs[2].dtype == DType::kF32)
-      return Verdict{true, "SuiteSparse KLU in f64: f32 values and b widened, x rounded to f32"};
+      return Verdict{true,
+                     "SuiteSparse (UMFPACK or KLU) in f64: f32 values and b widened, x rounded "
+                     "to f32"};
+    // The decomposition's loop with each iteration fused into three passes (sparse_cg.cpp);
+    // its dot products add in double.
+    if (s.op == "CG")
+      return Verdict{true,
+                     "fused loop: SpMV with p.Ap, the updates with r.z and r.r; dot "
+                     "products in f64"};
     return Verdict::yes();
   }
   return std::nullopt;

@@ -1,6 +1,6 @@
 // The cpu's native lowerings of the scientific HIR ops (core/src/ops/ops_linalg.cpp and
 // ops_sparse.cpp): dense factorizations through LAPACKE (OpenBLAS's LAPACK), CSR products
-// with oneTBB, sparse LU through SuiteSparse KLU. LAPACK's info > 0 (a singular matrix, one
+// with oneTBB, sparse LU through SuiteSparse UMFPACK or KLU. LAPACK's info > 0 (a singular matrix, one
 // that is not positive definite, an SVD that did not converge) and malformed CSR structure
 // become user errors naming the node, never numbers.
 #pragma once

@@ -1,9 +1,10 @@
 // CSR kernels on the cpu: SpMV and SpMM over rows with oneTBB, SparseSolve through SuiteSparse
-// KLU. Every call checks the structure it is about to index (core/src/ops/ops_sparse.cpp gives
-// the rules) so a malformed matrix is a user error naming the first bad position, never an
-// out-of-bounds read.
+// (sparse_lu.cpp), CG as one fused loop (sparse_cg.cpp). Every call checks the structure it is
+// about to index (the rules are in core/src/ops/ops_sparse.cpp) so a malformed matrix is a user
+// error naming the first bad position, never an out-of-bounds read.
+#include "sparse_csr.h"
+
 #include <fmt/format.h>
-#include <suitesparse/klu.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
@@ -12,6 +13,8 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "linalg_kernels.h"
@@ -19,32 +22,6 @@
 
 namespace rlx::cpu {
 
-namespace {
-
-// The structure as i64 views over the caller's i32 or i64 buffers.
-struct Csr {
-  int64_t rows = 0, cols = 0, nnz = 0;
-  const void* indptr = nullptr;
-  const void* indices = nullptr;
-  bool wide = false;  // i64 indices
-  int64_t ptr(int64_t i) const {
-    return wide ? static_cast<const int64_t*>(indptr)[i] : static_cast<const int32_t*>(indptr)[i];
-  }
-  int64_t col(int64_t j) const {
-    return wide ? static_cast<const int64_t*>(indices)[j] : static_cast<const int32_t*>(indices)[j];
-  }
-};
-
-Csr csr_view(const std::vector<lir::Buffer>& in, const std::vector<void*>& ptrs,
-             const lir::CallKernel& k, int64_t cols) {
-  Csr a;
-  a.rows = in[0].shape[0] - 1, a.cols = cols, a.nnz = in[1].shape[0];
-  a.indptr = ptrs[k.inputs[0]], a.indices = ptrs[k.inputs[1]];
-  a.wide = in[0].dtype == DType::kI64;
-  return a;
-}
-
-// Throws the error for the first malformed position of `a`; returns when there is none.
 void check_csr(const Csr& a, const std::string& where) {
   const int64_t cols = a.cols;
   const char* fix =
@@ -74,6 +51,17 @@ void check_csr(const Csr& a, const std::string& where) {
                         where, i, a.col(j - 1), c, j - 1, j, fix));
     }
   }
+}
+
+namespace {
+
+Csr csr_view(const std::vector<lir::Buffer>& in, const std::vector<void*>& ptrs,
+             const lir::CallKernel& k, int64_t cols) {
+  Csr a;
+  a.rows = in[0].shape[0] - 1, a.cols = cols, a.nnz = in[1].shape[0];
+  a.indptr = ptrs[k.inputs[0]], a.indices = ptrs[k.inputs[1]];
+  a.wide = in[0].dtype == DType::kI64;
+  return a;
 }
 
 // y = A x for x [n, k], checking each row's structure in the same parallel pass (so checking
@@ -134,47 +122,6 @@ void spmm(const Csr& a, const T* v, const T* x, int64_t k, T* y, const std::stri
   throw_internal_error(where + ": SpMV found a malformed row the structure check did not");
 }
 
-// KLU factors the compressed-column matrix it is given; our CSR arrays read as CSC describe
-// A^T, so klu_tsolve (which solves with the transpose of the factored matrix) solves A x = b.
-void klu_solve(const Csr& a, const double* values, const double* b, int64_t nrhs, double* x,
-               const std::string& where) {
-  if (a.nnz > std::numeric_limits<int32_t>::max())
-    throw_user_error(fmt::format("{}: {} nonzeros exceed KLU's 32-bit index range", where, a.nnz));
-  std::vector<int32_t> ap(static_cast<size_t>(a.rows + 1)), ai(static_cast<size_t>(a.nnz));
-  for (int64_t i = 0; i <= a.rows; ++i) ap[i] = static_cast<int32_t>(a.ptr(i));
-  for (int64_t j = 0; j < a.nnz; ++j) ai[j] = static_cast<int32_t>(a.col(j));
-  klu_common common;
-  klu_defaults(&common);
-  const auto n = static_cast<int32_t>(a.rows);
-  auto free_symbolic = [&](klu_symbolic* s) { klu_free_symbolic(&s, &common); };
-  auto free_numeric = [&](klu_numeric* s) { klu_free_numeric(&s, &common); };
-  std::unique_ptr<klu_symbolic, decltype(free_symbolic)> sym(
-      klu_analyze(n, ap.data(), ai.data(), &common), free_symbolic);
-  if (!sym)
-    throw_user_error(fmt::format("{}: KLU could not analyze the matrix (status {}{})", where,
-                                 common.status,
-                                 common.status == KLU_SINGULAR ? ": it is singular" : ""));
-  std::unique_ptr<klu_numeric, decltype(free_numeric)> num(
-      klu_factor(ap.data(), ai.data(), const_cast<double*>(values), sym.get(), &common),
-      free_numeric);
-  if (!num || common.status == KLU_SINGULAR)
-    throw_user_error(fmt::format(
-        "{}: the sparse matrix is singular (KLU status {}{}); the system has no unique solution. "
-        "Check for an empty row or column, or a zero pivot",
-        where, common.status,
-        common.status == KLU_SINGULAR
-            ? fmt::format(", first zero pivot in column {}", common.singular_col)
-            : std::string()));
-  // KLU takes right-hand sides column by column (n x nrhs column-major); ours are row-major.
-  std::vector<double> cols(static_cast<size_t>(a.rows * nrhs));
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t c = 0; c < nrhs; ++c) cols[c * a.rows + i] = b[i * nrhs + c];
-  if (!klu_tsolve(sym.get(), num.get(), n, static_cast<int32_t>(nrhs), cols.data(), &common))
-    throw_user_error(fmt::format("{}: KLU's solve failed (status {})", where, common.status));
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t c = 0; c < nrhs; ++c) x[i * nrhs + c] = cols[c * a.rows + i];
-}
-
 template <typename T>
 void reject_non_finite(const T* v, int64_t n, const std::string& where, const char* what) {
   for (int64_t i = 0; i < n; ++i)
@@ -192,22 +139,41 @@ void run_sparse_csr(const lir::CallKernel& k, const std::vector<lir::Buffer>& in
   const int64_t n = in[3].shape[0];
   const int64_t cols_of_x = in[3].shape.size() == 2 ? in[3].shape[1] : 1;
   const Csr a = csr_view(in, ptrs, k, n);
+  if (op == "CG") {
+    check_csr(a, where);
+    CgOptions o;
+    for (const auto& [key, value] : k.attrs) {
+      if (key == "tol")
+        o.tol = std::holds_alternative<double>(value)
+                    ? std::get<double>(value)
+                    : static_cast<double>(std::get<int64_t>(value));
+      if (key == "max_iter") o.max_iter = std::get<int64_t>(value);
+      if (key == "preconditioner") o.jacobi = std::get<std::string>(value) == "jacobi";
+    }
+    return run_cg(a, ptrs[k.inputs[2]], ptrs[k.inputs[3]], in[2].dtype == DType::kF64, o,
+                  ptrs[k.outputs[0]], static_cast<int32_t*>(ptrs[k.outputs[1]]),
+                  ptrs[k.outputs[2]]);
+  }
   if (op == "SparseSolve") {
     check_csr(a, where);
+    auto solver_attr = k.attrs.find("solver");
+    const std::string solver = solver_attr == k.attrs.end()
+                                   ? std::string("umfpack")
+                                   : std::get<std::string>(solver_attr->second);
     const int64_t nb = a.rows * cols_of_x;
     if (in[2].dtype == DType::kF64) {
       const auto* v = static_cast<const double*>(ptrs[k.inputs[2]]);
       reject_non_finite(v, a.nnz, where, "values");
-      return klu_solve(a, v, static_cast<const double*>(ptrs[k.inputs[3]]), cols_of_x,
-                       static_cast<double*>(ptrs[k.outputs[0]]), where);
+      return sparse_lu_solve(a, v, static_cast<const double*>(ptrs[k.inputs[3]]), cols_of_x,
+                             static_cast<double*>(ptrs[k.outputs[0]]), solver, where);
     }
-    // f32: KLU factors in f64, so the values and b are widened (exactly) and x is rounded to
-    // f32 once; the claim's note reports it.
+    // f32: the factorization runs in f64, so the values and b are widened (exactly) and x is
+    // rounded to f32 once; the claim's note reports it.
     const auto* vf = static_cast<const float*>(ptrs[k.inputs[2]]);
     const auto* bf = static_cast<const float*>(ptrs[k.inputs[3]]);
     std::vector<double> v(vf, vf + a.nnz), b(bf, bf + nb), x(static_cast<size_t>(nb));
     reject_non_finite(v.data(), a.nnz, where, "values");
-    klu_solve(a, v.data(), b.data(), cols_of_x, x.data(), where);
+    sparse_lu_solve(a, v.data(), b.data(), cols_of_x, x.data(), solver, where);
     auto* xf = static_cast<float*>(ptrs[k.outputs[0]]);
     for (int64_t i = 0; i < nb; ++i) xf[i] = static_cast<float>(x[i]);
     return;

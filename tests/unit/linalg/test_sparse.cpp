@@ -1,5 +1,5 @@
-// CSR ops on the cpu target (SpMV, SpMM, SparseSolve through KLU) and Matrix Market files,
-// checked against dense products and residuals computed here in double; malformed structure
+// CSR ops on the cpu target (SpMV, SpMM, SparseSolve through UMFPACK and KLU) and Matrix Market
+// files, checked against dense products and residuals computed here in double; malformed structure
 // must fail with a message naming the position.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -29,11 +29,11 @@ CsrMatrix convection_diffusion(int64_t g, double peclet) {
 
 std::string csr_graph(const std::string& op, DType d, int64_t m, int64_t nnz,
                       const std::string& x_dims, const std::string& y_dims,
-                      DType index = DType::kI64) {
+                      DType index = DType::kI64, const std::string& attrs = "") {
   return fmt::format(
       "graph @t(%p: {0}[{1}], %i: {0}[{2}], %v: {3}[{2}], %x: {3}[{4}]) {{\n"
-      "  %y = {5}(%p, %i, %v, %x) : {3}[{6}]\n  return %y\n}}\n",
-      dtype_name(index), m + 1, nnz, dtype_name(d), x_dims, op, y_dims);
+      "  %y = {5}(%p, %i, %v, %x){7} : {3}[{6}]\n  return %y\n}}\n",
+      dtype_name(index), m + 1, nnz, dtype_name(d), x_dims, op, y_dims, attrs);
 }
 
 NamedTensors csr_feed(const CsrMatrix& a, DType d, const Tensor& x) {
@@ -96,24 +96,55 @@ TEST(Sparse, MalformedStructureIsAnErrorNamingThePosition) {
   EXPECT_NE(e.find("there are 3 values"), std::string::npos) << e;
 }
 
-TEST(Sparse, KluSolvesPoissonAndConvectionDiffusion) {
-  for (const CsrMatrix& a : {poisson_2d(12), convection_diffusion(10, 3.0)}) {
-    Mat b = random_matrix(a.rows, 1, 31);
-    auto x = run_text(csr_graph("SparseSolve", DType::kF64, a.rows, a.nnz(),
-                                fmt::format("{}", a.rows), fmt::format("{}", a.rows)),
-                      csr_feed(a, DType::kF64, tensor(DType::kF64, {a.rows}, b)), cpu_target());
-    EXPECT_LT(relative_residual(a, values(x.at("y")), b), 1e-13);
+// Both factorizations: UMFPACK (the default) and KLU.
+const char* const kSolverAttrs[] = {"", " {solver = \"umfpack\"}", " {solver = \"klu\"}"};
+
+TEST(Sparse, SparseLuSolvesPoissonAndConvectionDiffusion) {
+  for (const char* attrs : kSolverAttrs)
+    for (const CsrMatrix& a : {poisson_2d(12), convection_diffusion(10, 3.0)}) {
+      SCOPED_TRACE(attrs);
+      Mat b = random_matrix(a.rows, 1, 31);
+      auto x =
+          run_text(csr_graph("SparseSolve", DType::kF64, a.rows, a.nnz(), fmt::format("{}", a.rows),
+                             fmt::format("{}", a.rows), DType::kI64, attrs),
+                   csr_feed(a, DType::kF64, tensor(DType::kF64, {a.rows}, b)), cpu_target());
+      EXPECT_LT(relative_residual(a, values(x.at("y")), b), 1e-13);
+      // Several right-hand sides at once: each column solved.
+      Mat b3 = random_matrix(a.rows, 3, 33);
+      auto x3 = run_text(
+          csr_graph("SparseSolve", DType::kF64, a.rows, a.nnz(), fmt::format("{},3", a.rows),
+                    fmt::format("{},3", a.rows), DType::kI64, attrs),
+          csr_feed(a, DType::kF64, tensor(DType::kF64, {a.rows, 3}, b3)), cpu_target());
+      Mat got = values(x3.at("y"));
+      for (int64_t c = 0; c < 3; ++c) {
+        Mat col_b, col_x;
+        for (int64_t i = 0; i < a.rows; ++i) {
+          col_b.push_back(b3[i * 3 + c]);
+          col_x.push_back(got[i * 3 + c]);
+        }
+        EXPECT_LT(relative_residual(a, col_x, col_b), 1e-13) << "column " << c;
+      }
+    }
+}
+
+TEST(Sparse, SparseLuReportsASingularMatrix) {
+  // Row 1 is twice row 0.
+  CsrMatrix a = csr_from_triplets(3, 3, {0, 0, 1, 1, 2}, {0, 1, 0, 1, 2}, {1, 2, 2, 4, 1});
+  for (const char* attrs : kSolverAttrs) {
+    std::string e = error_of([&] {
+      run_text(csr_graph("SparseSolve", DType::kF64, 3, a.nnz(), "3", "3", DType::kI64, attrs),
+               csr_feed(a, DType::kF64, tensor(DType::kF64, {3}, {1, 1, 1})), cpu_target());
+    });
+    EXPECT_NE(e.find("singular"), std::string::npos) << attrs << ": " << e;
   }
 }
 
-TEST(Sparse, KluReportsASingularMatrix) {
-  // Row 1 is twice row 0.
-  CsrMatrix a = csr_from_triplets(3, 3, {0, 0, 1, 1, 2}, {0, 1, 0, 1, 2}, {1, 2, 2, 4, 1});
+TEST(Sparse, AnUnknownSolverIsRefusedByName) {
   std::string e = error_of([&] {
-    run_text(csr_graph("SparseSolve", DType::kF64, 3, a.nnz(), "3", "3"),
-             csr_feed(a, DType::kF64, tensor(DType::kF64, {3}, {1, 1, 1})), cpu_target());
+    parse_graph(csr_graph("SparseSolve", DType::kF64, 3, 3, "3", "3", DType::kI64,
+                          " {solver = \"superlu\"}"));
   });
-  EXPECT_NE(e.find("singular"), std::string::npos) << e;
+  EXPECT_NE(e.find("solver must be \"umfpack\" or \"klu\""), std::string::npos) << e;
 }
 
 TEST(Sparse, F32SparseSolveFactorsInF64AndSaysSo) {
@@ -123,7 +154,8 @@ TEST(Sparse, F32SparseSolveFactorsInF64AndSaysSo) {
                                    fmt::format("{}", a.rows), fmt::format("{}", a.rows));
   Session session(cpu_target());
   CompiledModel m = session.compile(parse_graph(ir));
-  EXPECT_NE(m.report().entries.at(0).detail.find("KLU in f64"), std::string::npos);
+  EXPECT_NE(m.report().entries.at(0).detail.find("in f64: f32 values and b widened"),
+            std::string::npos);
   auto x = m.run(csr_feed(a, DType::kF32, tensor(DType::kF32, {a.rows}, b)));
   // f32 inputs, f64 factorization: x is the f64 solution rounded once.
   Mat bf(b.begin(), b.end());
