@@ -1,10 +1,13 @@
 """The MLP training step of issue 16's recipe, hand-written for the peers of bench/train_mlp/run.py.
 
-One process per peer and configuration: `peers.py PEER SIZES BATCH IMAGES` trains two epochs on the
-same synthetic images (the first a warm-up) and prints one JSON line {"images_per_s", "losses"}:
+One process per peer and configuration: `peers.py PEER SIZES BATCH IMAGES [DEVICE]` trains two
+epochs on the same synthetic images (the first a warm-up) and prints one JSON line {"images_per_s", "losses"}:
 images/s = steps x batch / time of the second epoch. Recipe: ReLU MLP, softmax cross-entropy,
 SGD lr 0.02 momentum 0.9, f32, inputs in [-1, 1], weights uniform(-1, 1) x sqrt(2 / fan_in), zero
-biases, batches in order.
+biases, batches in order. PEER: numpy, torch (eager), torch-jit (torch.jit.script of the model),
+torch-compile (torch.compile of the model and its loss; autograd and the optimizer as usual).
+DEVICE (torch peers): cpu (default) or cuda, where the images are put on the GPU once, before
+timing, and each step's loss is read back as a number, as rlx train does.
 """
 import json
 import sys
@@ -65,7 +68,7 @@ def numpy_peer(sizes, batch, x, y):
     return run_epochs(step, batch, x, y)
 
 
-def torch_peer(sizes, batch, x, y, scripted):
+def torch_peer(sizes, batch, x, y, mode, device):
     import torch
 
     params = init(sizes)
@@ -78,16 +81,19 @@ def torch_peer(sizes, batch, x, y, scripted):
         layers.append(lin)
         if i + 1 < len(params):
             layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers)
-    if scripted:
+    model = torch.nn.Sequential(*layers).to(device)
+    if mode == "torch-jit":
         model = torch.jit.script(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    forward = lambda xb, yb: loss_fn(model(xb), yb)  # noqa: E731
+    if mode == "torch-compile":
+        forward = torch.compile(forward)
+    tx, ty = torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
 
     def step(xb, yb):
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xb), yb)
+        loss = forward(xb, yb)
         loss.backward()
         opt.step()
         return loss.item()
@@ -111,11 +117,12 @@ def run_epochs(step, batch, x, y):
 
 def main():
     peer, sizes, batch, images = sys.argv[1], [int(v) for v in sys.argv[2].split(",")], int(sys.argv[3]), int(sys.argv[4])
+    device = sys.argv[5] if len(sys.argv) > 5 else "cpu"
     x, y = data(images, sizes[0], sizes[-1])
     if peer == "numpy":
         out = numpy_peer(sizes, batch, x, y)
-    elif peer in ("torch", "torch-jit"):
-        out = torch_peer(sizes, batch, x, y, peer == "torch-jit")
+    elif peer in ("torch", "torch-jit", "torch-compile"):
+        out = torch_peer(sizes, batch, x, y, peer, device)
     else:
         raise SystemExit(f"unknown peer {peer}")
     print(json.dumps(out))

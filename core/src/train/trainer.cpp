@@ -39,9 +39,48 @@ Trainer::Trainer(std::shared_ptr<Target> target, const Graph& model, OptimizerCo
     const TensorType& t = g.type(*g.find_value(s));
     state_[s] = Tensor(t.dtype, static_dims(t.shape));
   }
+  device_ = program_.device();
+  to_device();
+}
+
+void Trainer::to_device() {
+  if (!device_) return;
+  device_params_.clear(), device_state_.clear(), device_outputs_.clear();
+  for (const auto& [k, t] : params_) device_params_[k] = DeviceTensor::upload(device_, t);
+  for (const auto& [k, t] : state_) device_state_[k] = DeviceTensor::upload(device_, t);
+  host_stale_ = false;
+}
+
+void Trainer::sync_host() const {
+  if (!host_stale_) return;
+  for (auto& [k, t] : params_) device_params_.at(k).download_into(t);
+  for (auto& [k, t] : state_) device_state_.at(k).download_into(t);
+  host_stale_ = false;
+}
+
+const NamedTensors& Trainer::parameters() const {
+  sync_host();
+  return params_;
 }
 
 double Trainer::step(const NamedTensors& batch) {
+  if (device_) {
+    // Parameters and state in, their next values out, all on the device; then the next values
+    // become current and the old ones' memory receives the next step's results.
+    inputs_ = batch;
+    inputs_[TrainingGraph::kStep] = step_tensor(steps_);
+    NamedDeviceTensors device_inputs = device_params_;
+    device_inputs.insert(device_state_.begin(), device_state_.end());
+    for (auto* set : {&device_params_, &device_state_})
+      for (const auto& [k, t] : *set) device_outputs_.try_emplace(TrainingGraph::next(k));
+    program_.run(inputs_, device_inputs, outputs_, device_outputs_);
+    for (auto* set : {&device_params_, &device_state_})
+      for (auto& [k, t] : *set) std::swap(t, device_outputs_.at(TrainingGraph::next(k)));
+    inputs_.clear();
+    host_stale_ = true;
+    ++steps_;
+    return outputs_.at(TrainingGraph::kLoss).scalar_at(0);
+  }
   // Rebuilt per step from references (tensors share data): the batch changes every step.
   inputs_ = batch;
   for (const auto& [k, t] : params_) inputs_[k] = t;
@@ -57,6 +96,7 @@ double Trainer::step(const NamedTensors& batch) {
 }
 
 void Trainer::save(const std::filesystem::path& file) const {
+  sync_host();
   TensorMap all = params_;
   for (const auto& [k, t] : state_) all[k] = t;
   all[TrainingGraph::kStep] = Tensor::from<int64_t>(DType::kI64, {}, {steps_});
@@ -66,6 +106,7 @@ void Trainer::save(const std::filesystem::path& file) const {
 
 void Trainer::load(const std::filesystem::path& file) {
   TensorMap all = read_safetensors(file);
+  sync_host();  // a file that fails the checks below leaves the current values as they were
   auto take = [&](NamedTensors& into, const std::string& name, bool required) {
     auto it = all.find(name);
     if (it == all.end()) {
@@ -90,6 +131,7 @@ void Trainer::load(const std::filesystem::path& file) {
   auto it = all.find(TrainingGraph::kStep);
   steps_ = has_state && it != all.end() ? static_cast<int64_t>(it->second.scalar_at(0)) : 0;
   outputs_.clear();
+  to_device();
 }
 
 int64_t Trainer::arena_bytes(const NamedTensors& batch) const {

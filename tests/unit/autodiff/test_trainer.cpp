@@ -161,6 +161,45 @@ TEST(Trainer, ResumeGivesTheSameLossCurve) {
   }
 }
 
+// On a target with a device (the gpu target on PoCL here; cuda, vulkan elsewhere) parameters and
+// optimizer state stay on the device between steps: the losses must still follow the cpu's, and
+// parameters(), save and load must see the device's current values.
+TEST(Trainer, DeviceResidentStateFollowsTheCpu) {
+  std::shared_ptr<Target> gpu;
+  try {
+    gpu = test::target_named("gpu");
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "the gpu target cannot run here: " << e.what();
+  }
+  if (!gpu->can_execute().ok) GTEST_SKIP() << "gpu cannot run here: " << gpu->can_execute().reason;
+  const std::vector<int64_t> sizes = {12, 8, 3};
+  Dataset d = clusters(64, 12, 3, 5);
+  auto batch = [&](int64_t s) {
+    return NamedTensors{{"x", rows(d.x, (s % 8) * 8, 8)}, {"labels", rows(d.labels, (s % 8) * 8, 8)}};
+  };
+  Graph model = mlp_classifier(sizes, 11, true);
+  const std::string opt = "adamw:lr=0.01";
+  Trainer cpu(test::cpu_target(), model, parse_optimizer(opt));
+  Trainer dev(gpu, model, parse_optimizer(opt));
+  ASSERT_NE(dev.program().device(), nullptr) << "the gpu target has a device";
+  for (int64_t s = 0; s < 6; ++s) EXPECT_NEAR(dev.step(batch(s)), cpu.step(batch(s)), 1e-5) << "step " << s;
+  for (const auto& [name, t] : cpu.parameters()) {
+    const Tensor& got = dev.parameters().at(name);
+    ASSERT_EQ(got.numel(), t.numel());
+    for (int64_t i = 0; i < t.numel(); ++i) EXPECT_NEAR(got.scalar_at(i), t.scalar_at(i), 1e-5) << name;
+  }
+  // Saved from the device, loaded into a fresh device trainer: the next steps continue the curve.
+  test::TempDir dir;
+  dev.save(dir.path() / "state.safetensors");
+  Trainer resumed(gpu, model, parse_optimizer(opt));
+  resumed.load(dir.path() / "state.safetensors");
+  for (int64_t s = 6; s < 9; ++s) {
+    const double want = cpu.step(batch(s));
+    EXPECT_NEAR(resumed.step(batch(s)), want, 1e-5) << "step " << s;
+    EXPECT_NEAR(dev.step(batch(s)), want, 1e-5) << "step " << s;
+  }
+}
+
 // loss = w * 1 with w a parameter: each step lowers w by the step's learning rate (times the
 // clipping scale), so consecutive losses show what the program applied.
 std::vector<double> applied_rates(const std::string& opt, int steps) {

@@ -45,8 +45,8 @@ class Trainer {
   // One update on `batch` (the model's inputs by name); returns the loss before the update.
   double step(const NamedTensors& batch);
   int64_t steps() const { return steps_; }
-  // Current parameter values by name.
-  const NamedTensors& parameters() const { return params_; }
+  // Current parameter values by name (brought to the host first when they live on a device).
+  const NamedTensors& parameters() const;
   const OptimizerConfig& optimizer() const { return optimizer_; }
   // Writes parameters (under their names), optimizer state ("optimizer.m.<param>", ...) and the
   // step count ("optimizer.step") as safetensors, the optimizer's text in the metadata.
@@ -65,7 +65,16 @@ class Trainer {
   OptimizerConfig optimizer_;
   TrainingGraph graph_;
   CompiledModel program_;
-  NamedTensors params_, state_;
+  // On a target with a device (contract 2.0), parameters and optimizer state stay there between
+  // steps (device_params_, device_state_; their `.next` outputs in device_outputs_) and only the
+  // batch, the step count and the loss cross; params_ and state_ are then host copies refreshed
+  // when read (host_stale_). On the cpu they are the values themselves.
+  void to_device();
+  void sync_host() const;
+  std::shared_ptr<Device> device_;
+  mutable NamedTensors params_, state_;
+  NamedDeviceTensors device_params_, device_state_, device_outputs_;
+  mutable bool host_stale_ = false;
   NamedTensors inputs_, outputs_;
   int64_t steps_ = 0;
 };
