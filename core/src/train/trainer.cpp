@@ -14,9 +14,11 @@ namespace {
 Tensor initial_value(const Graph& model, const std::string& name, const TensorType& type) {
   auto it = model.weights.find(name);
   if (it == model.weights.end())
-    throw_user_error(fmt::format("training: parameter %{} has no initial value in Graph::weights", name));
+    throw_user_error(
+        fmt::format("training: parameter %{} has no initial value in Graph::weights", name));
   if (!is_static(type.shape))
-    throw_user_error(fmt::format("training: parameter %{} has a symbolic shape {}", name, type.str()));
+    throw_user_error(
+        fmt::format("training: parameter %{} has a symbolic shape {}", name, type.str()));
   return it->second.clone();
 }
 
@@ -100,8 +102,8 @@ void Trainer::save(const std::filesystem::path& file) const {
   TensorMap all = params_;
   for (const auto& [k, t] : state_) all[k] = t;
   all[TrainingGraph::kStep] = Tensor::from<int64_t>(DType::kI64, {}, {steps_});
-  write_safetensors(file, all, {{"optimizer", optimizer_text(optimizer_)},
-                                {"format", "rlx-training-state"}});
+  write_safetensors(file, all,
+                    {{"optimizer", optimizer_text(optimizer_)}, {"format", "rlx-training-state"}});
 }
 
 void Trainer::load(const std::filesystem::path& file) {
@@ -111,15 +113,16 @@ void Trainer::load(const std::filesystem::path& file) {
     auto it = all.find(name);
     if (it == all.end()) {
       if (required)
-        throw_user_error(fmt::format("{}: has no tensor '{}', a parameter of the model being trained",
-                                     file.string(), name));
+        throw_user_error(fmt::format(
+            "{}: has no tensor '{}', a parameter of the model being trained", file.string(), name));
       return false;
     }
     const Tensor& cur = into.at(name);
     if (it->second.dtype() != cur.dtype() || it->second.shape() != cur.shape())
-      throw_user_error(fmt::format("{}: tensor '{}' is {}{} but the model needs {}{}", file.string(), name,
-                                   dtype_name(it->second.dtype()), it->second.shape_str(),
-                                   dtype_name(cur.dtype()), cur.shape_str()));
+      throw_user_error(fmt::format("{}: tensor '{}' is {}{} but the model needs {}{}",
+                                   file.string(), name, dtype_name(it->second.dtype()),
+                                   it->second.shape_str(), dtype_name(cur.dtype()),
+                                   cur.shape_str()));
     into[name] = it->second.clone();
     return true;
   };
