@@ -1,8 +1,8 @@
 // `rlx train --model mlp:784,128,10 --data DIR|synthetic:N --optimizer sgd:lr=0.02,momentum=0.9`:
-// trains a model with one compiled step (forward, loss, backward, update) per batch.
+// trains a model with one compiled step (forward, loss, backward, update) per batch. A model file
+// whose graph ends in its loss takes train_file.cpp's path.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,33 +16,30 @@
 #include "rlx/core/mlp.h"
 #include "rlx/core/plot.h"
 #include "rlx/core/png.h"
-#include "rlx/core/progress.h"
 #include "rlx/core/trainer.h"
 #include "stderr_status.h"
+#include "train_options.h"
 
 namespace rlx::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-struct TrainOptions {
-  std::string model, data, optimizer = "sgd:lr=0.02,momentum=0.9", target = "cpu";
-  int64_t batch = 128, epochs = 1, seed = 0;
-  std::optional<std::string> save, plot;
-  bool json = false;
-};
 
 void declare_train_options(CLI::App& app, TrainOptions& o) {
-  add_value(app, "--model", "SPEC", o.model, "the model: mlp:IN,HIDDEN...,OUT (e.g. mlp:784,128,10)",
+  add_value(app, "--model", "SPEC|FILE", o.model,
+            "the model: mlp:IN,HIDDEN...,OUT (e.g. mlp:784,128,10), or a model file (IR text with "
+            "its params' .safetensors, ONNX, ...) whose graph's first output is the loss",
             Presence::kRequired);
-  add_value(app, "--data", "DIR|synthetic:N", o.data,
-            "a folder of MNIST IDX files (gzip or plain), or synthetic:N images from a fixed seed",
+  add_value(app, "--data", "DIR|synthetic:N|FILE", o.data,
+            "for mlp: a folder of MNIST IDX files (gzip or plain), or synthetic:N images from a "
+            "fixed seed; for a model file: a .safetensors or .npz file with one tensor per graph "
+            "input, samples along the first dim",
             Presence::kRequired);
-  add_value(app, "--optimizer", "OPT", o.optimizer,
-            "sgd|adam|adamw[:key=value,...] (default sgd:lr=0.02,momentum=0.9); keys: lr, momentum, "
-            "nesterov, weight_decay, beta1, beta2, eps, clip, schedule=constant|cosine, warmup, total, "
-            "min_lr");
+  add_value(
+      app, "--optimizer", "OPT", o.optimizer,
+      "sgd|adam|adamw[:key=value,...] (default sgd:lr=0.02,momentum=0.9); keys: lr, momentum, "
+      "nesterov, weight_decay, beta1, beta2, eps, clip, schedule=constant|cosine, warmup, total, "
+      "min_lr");
   add_integer(app, "--batch", "N", 1, o.batch, "images per step (default 128)");
   add_integer(app, "--epochs", "N", 1, o.epochs, "passes over the training images (default 1)");
   add_integer(app, "--seed", "N", 0, o.seed, "seed of the initial weights (default 0)");
@@ -55,20 +52,9 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
            "print {\"images_per_s\", \"epoch_losses\": [...], \"accuracy\", ...} on stdout");
 }
 
-// Rows [at, at + count) of a tensor whose first dim is the batch.
-Tensor rows(const Tensor& t, int64_t at, int64_t count) {
-  std::vector<int64_t> shape = t.shape();
-  size_t width = t.nbytes() / static_cast<size_t>(shape[0]);
-  shape[0] = count;
-  Tensor out(t.dtype(), shape);
-  std::memcpy(out.data(), static_cast<const char*>(t.data()) + static_cast<size_t>(at) * width,
-              static_cast<size_t>(count) * width);
-  return out;
-}
-
 // Accuracy of the current parameters on a labelled set, in batches of the training batch size.
-double accuracy(std::shared_ptr<Target> target, const std::vector<int64_t>& sizes, const Trainer& trainer,
-                const ImageSet& set, int64_t batch) {
+double accuracy(std::shared_ptr<Target> target, const std::vector<int64_t>& sizes,
+                const Trainer& trainer, const ImageSet& set, int64_t batch) {
   Session session(std::move(target));
   CompiledModel eval = session.compile(params_as_inputs(mlp_classifier(sizes, 0, false)));
   Tensor x = scaled_inputs(set.images);
@@ -88,6 +74,7 @@ double accuracy(std::shared_ptr<Target> target, const std::vector<int64_t>& size
 }
 
 int train_main(const TrainOptions& o, const GlobalOptions& global) {
+  if (!is_mlp_spec(o.model)) return train_file_main(o, global);
   StderrStatus status(global.quiet);
   const std::vector<int64_t> sizes = parse_mlp_spec(o.model);
   const OptimizerConfig optimizer = parse_optimizer(o.optimizer);
@@ -96,11 +83,12 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   ImageData data = read_image_data(o.data);
   const int64_t pixels = data.train.images.numel() / data.train.images.shape()[0];
   if (sizes.front() != pixels)
-    throw_user_error(fmt::format("--model {}: the input size is {} but the images of {} have {} pixels",
-                                 o.model, sizes.front(), data.source, pixels));
+    throw_user_error(
+        fmt::format("--model {}: the input size is {} but the images of {} have {} pixels", o.model,
+                    sizes.front(), data.source, pixels));
   if (data.train.classes > sizes.back())
-    throw_user_error(fmt::format("--model {}: {} outputs, but the labels of {} go up to {}", o.model,
-                                 sizes.back(), data.source, data.train.classes - 1));
+    throw_user_error(fmt::format("--model {}: {} outputs, but the labels of {} go up to {}",
+                                 o.model, sizes.back(), data.source, data.train.classes - 1));
   const int64_t n = data.train.images.shape()[0];
   const int64_t steps_per_epoch = n / o.batch;
   if (steps_per_epoch == 0)
@@ -117,43 +105,22 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   Tensor x = scaled_inputs(data.train.images);
   std::vector<NamedTensors> batches;
   for (int64_t s = 0; s < steps_per_epoch; ++s)
-    batches.push_back({{"x", rows(x, s * o.batch, o.batch)}, {"labels", rows(data.train.labels, s * o.batch, o.batch)}});
+    batches.push_back({{"x", rows(x, s * o.batch, o.batch)},
+                       {"labels", rows(data.train.labels, s * o.batch, o.batch)}});
 
-  json::Array epoch_losses, epoch_rates;
-  std::vector<double> step_losses;
-  double last_rate = 0;
-  for (int64_t e = 0; e < o.epochs; ++e) {
-    double sum = 0;
-    Clock::time_point start{};
-    progress::Task task(fmt::format("epoch {}/{}", e + 1, o.epochs), steps_per_epoch);
-    for (int64_t s = 0; s < steps_per_epoch; ++s) {
-      // The very first step compiles the program: the first epoch is timed from its second.
-      if (s == (e == 0 && steps_per_epoch > 1 ? 1 : 0)) start = Clock::now();
-      step_losses.push_back(trainer.step(batches[s]));
-      sum += step_losses.back();
-      task.advance();
-    }
-    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    int64_t timed = e == 0 && steps_per_epoch > 1 ? steps_per_epoch - 1 : steps_per_epoch;
-    last_rate = static_cast<double>(timed * o.batch) / seconds;
-    double mean = sum / static_cast<double>(steps_per_epoch);
-    if (!std::isfinite(mean))
-      throw_user_error(fmt::format("training diverged in epoch {} (loss {}); try a smaller learning rate",
-                                   e + 1, mean));
-    epoch_losses.push_back(jnumber(mean));
-    epoch_rates.push_back(jnumber(std::round(last_rate)));
-    note(fmt::format("epoch {}/{}: loss {:.4f}, {:.0f} images/s", e + 1, o.epochs, mean, last_rate));
-  }
+  EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "images");
+  const json::Array& epoch_losses = log.losses;
+  const double last_rate = log.last_rate;
   std::optional<double> acc;
   if (data.test) acc = accuracy(target, sizes, trainer, *data.test, o.batch);
   if (save_path) trainer.save(*save_path);
-  if (plot_path) write_png(*plot_path, loss_plot(step_losses));
+  if (plot_path) write_png(*plot_path, loss_plot(log.step_losses));
   const int64_t arena = trainer.arena_bytes(batches[0]);
   if (o.json) {
     json::Object doc{{"images_per_s", jnumber(std::round(last_rate))},
                      {"epoch_losses", json::Value{epoch_losses}},
                      {"accuracy", acc ? jnumber(*acc) : jnull()},
-                     {"epoch_images_per_s", json::Value{epoch_rates}},
+                     {"epoch_images_per_s", json::Value{log.rates}},
                      {"steps", jint(trainer.steps())},
                      {"target", jstring(target->name())},
                      {"optimizer", jstring(optimizer_text(optimizer))},
@@ -163,13 +130,16 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
     std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
     return 0;
   }
-  std::string text = fmt::format("trained {} for {} steps on {} ({}), {} images/s\n", o.model, trainer.steps(),
-                                 target->name(), optimizer_text(optimizer), std::lround(last_rate));
+  std::string text =
+      fmt::format("trained {} for {} steps on {} ({}), {} images/s\n", o.model, trainer.steps(),
+                  target->name(), optimizer_text(optimizer), std::lround(last_rate));
   for (size_t e = 0; e < epoch_losses.size(); ++e)
     text += fmt::format("  epoch {}: loss {:.4f}\n", e + 1, epoch_losses[e].as_number()->value);
-  if (acc) text += fmt::format("  test accuracy {:.4f} on {} images\n", *acc, data.test->images.shape()[0]);
-  text += fmt::format("  step memory: {} KiB working arena, {} KiB parameters and state\n", arena / 1024,
-                      trainer.kept_bytes() / 1024);
+  if (acc)
+    text +=
+        fmt::format("  test accuracy {:.4f} on {} images\n", *acc, data.test->images.shape()[0]);
+  text += fmt::format("  step memory: {} KiB working arena, {} KiB parameters and state\n",
+                      arena / 1024, trainer.kept_bytes() / 1024);
   if (save_path) text += fmt::format("  saved {}\n", save_path->string());
   if (plot_path) text += fmt::format("  loss plot {}\n", plot_path->string());
   std::fputs(text.c_str(), stdout);
@@ -182,8 +152,10 @@ Command train_command() {
   return make_command<TrainOptions>(
       {"train", "train a model: one compiled step of forward, loss, backward and update per batch",
        "--model mlp:784,128,10 --data DIR|synthetic:N [--optimizer OPT] [--batch N] [--epochs N]\n"
-       "       [--target T] [--save OUT.safetensors] [--plot LOSS.png] [--json]",
-       "Trains an MLP classifier (ReLU between Linear layers, softmax cross-entropy) on MNIST's IDX\n"
+       "       [--target T] [--save OUT.safetensors] [--plot LOSS.png] [--json]\n"
+       "       rlx train --model MODEL_FILE --data DATA.safetensors|DATA.npz [options as above]",
+       "Trains an MLP classifier (ReLU between Linear layers, softmax cross-entropy) on MNIST's "
+       "IDX\n"
        "files in DIR (train-images-idx3-ubyte and train-labels-idx1-ubyte, gzip or plain; with\n"
        "t10k-* beside them the test accuracy is reported) or on synthetic:N images from a fixed\n"
        "seed (10 learnable classes, and a held-out set of N/6). Pixels are scaled to [-1, 1];\n"
@@ -192,8 +164,14 @@ Command train_command() {
        "Each step is one program compiled for the target: the forward pass, the loss, the\n"
        "backward pass and the optimizer's update, the parameters and optimizer state going in and\n"
        "coming out without copies. Progress and each epoch's mean loss and images/s (timed from\n"
-       "its second step in the first epoch, which compiles) go to stderr. --save writes the parameters\n"
-       "(fc<i>.weight, fc<i>.bias), optimizer state and step count as safetensors."},
+       "its second step in the first epoch, which compiles) go to stderr. --save writes the "
+       "parameters\n"
+       "(fc<i>.weight, fc<i>.bias), optimizer state and step count as safetensors.\n"
+       "With a model file (IR text with its params' .safetensors beside it, ONNX, or any model an\n"
+       "importer reads), the graph's first output is the loss (a float scalar) and its params are\n"
+       "what is trained; DATA holds one tensor per graph input under the input's name, samples\n"
+       "along the first dim, cut into batches of --batch in order. --save writes the params under\n"
+       "their names."},
       &declare_train_options, &train_main);
 }
 

@@ -104,6 +104,96 @@ TEST_F(TrainCliTest, ReadsMnistIdxFilesGzipAndPlainAndSavesState) {
   EXPECT_EQ(saved.at("optimizer.step").scalar_at(0), 12);
 }
 
+// A model file whose graph ends in its loss: least squares y = x w^T + b as IR text with its
+// params (zeros) beside it, on data from a known w* and b*. One step over all the samples has
+// the loss sum(y^2) (w and b start at zero), and training recovers w* and b*.
+class TrainFileTest : public TrainCliTest {
+ protected:
+  void SetUp() override {
+    TrainCliTest::SetUp();
+    model_ = write("linreg.rlx",
+                   "graph @linreg(%x: f32[B,3], %y: f32[B,1]) params(%w: f32[1,3], %b: f32[1]) {\n"
+                   "  %p = Linear(%x, %w, %b) : f32[B,1]\n"
+                   "  %d = Sub(%p, %y) : f32[B,1]\n"
+                   "  %s = Mul(%d, %d) : f32[B,1]\n"
+                   "  %loss = reduce_sum(%s) {axes = [0, 1]} : f32[]\n"
+                   "  return %loss\n}\n");
+    write_safetensors(dir_ / "linreg.safetensors",
+                      {{"w", Tensor(DType::kF32, {1, 3})}, {"b", Tensor(DType::kF32, {1})}}, {});
+    Tensor x(DType::kF32, {kSamples, 3}), y(DType::kF32, {kSamples, 1});
+    uint32_t state = 12345;
+    for (int64_t i = 0; i < kSamples; ++i) {
+      double t = 0.25;  // b*
+      for (int64_t j = 0; j < 3; ++j) {
+        state = state * 1664525u + 1013904223u;
+        const float v = static_cast<float>(state >> 8) / 16777216.0f * 2.0f - 1.0f;
+        x.as<float>()[i * 3 + j] = v;
+        t += kW[j] * v;
+      }
+      y.as<float>()[i] = static_cast<float>(t);
+      sum_y2_ += static_cast<double>(y.as<float>()[i]) * y.as<float>()[i];
+    }
+    data_ = dir_ / "data.safetensors";
+    write_safetensors(data_, {{"x", x}, {"y", y}}, {});
+  }
+  static constexpr int64_t kSamples = 256;
+  static constexpr double kW[3] = {2.0, -1.0, 0.5};
+  fs::path model_, data_;
+  double sum_y2_ = 0;
+};
+
+TEST_F(TrainFileTest, TrainsAGraphThatEndsInItsLoss) {
+  ProcessResult r = rlx({"train", "--model", model_.string(), "--data", data_.string(), "--batch",
+                         std::to_string(kSamples), "--epochs", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  const double first = (*doc.find("epoch_losses")->as_array())[0].as_number()->value;
+  EXPECT_NEAR(first, sum_y2_, 1e-4 * sum_y2_);
+  EXPECT_GT(doc.find("samples_per_s")->as_number()->value, 0);
+
+  fs::path out = dir_ / "trained.safetensors";
+  r = rlx({"train", "--model", model_.string(), "--data", data_.string(), "--batch", "16",
+           "--epochs", "30", "--optimizer", "sgd:lr=0.02,momentum=0.9", "--save", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("(2 params)"));
+  TensorMap saved = read_safetensors(out);
+  for (int j = 0; j < 3; ++j) EXPECT_NEAR(saved.at("w").as<float>()[j], kW[j], 1e-3) << j;
+  EXPECT_NEAR(saved.at("b").as<float>()[0], 0.25, 1e-3);
+}
+
+TEST_F(TrainFileTest, DataAndModelErrorsNameTheProblem) {
+  auto err = [&](std::vector<std::string> args) {
+    std::vector<std::string> all = {"train", "--model", model_.string(), "--batch", "16"};
+    all.insert(all.end(), args.begin(), args.end());
+    ProcessResult r = rlx(all);
+    EXPECT_NE(r.exit_code, 0) << dump(r);
+    return r.err;
+  };
+  EXPECT_THAT(err({"--data", "synthetic:64"}), HasSubstr("not a .safetensors or .npz file"));
+  fs::path only_x = dir_ / "only_x.safetensors";
+  write_safetensors(only_x, {{"x", Tensor(DType::kF32, {32, 3})}}, {});
+  EXPECT_THAT(err({"--data", only_x.string()}), HasSubstr("has no tensor 'y', an input of"));
+  fs::path extra = dir_ / "extra.safetensors";
+  write_safetensors(extra, {{"x", Tensor(DType::kF32, {32, 3})}, {"y", Tensor(DType::kF32, {32, 1})},
+                            {"z", Tensor(DType::kF32, {32})}}, {});
+  EXPECT_THAT(err({"--data", extra.string()}), HasSubstr("'z' that is no input"));
+  fs::path uneven = dir_ / "uneven.safetensors";
+  write_safetensors(uneven, {{"x", Tensor(DType::kF32, {32, 3})}, {"y", Tensor(DType::kF32, {30, 1})}}, {});
+  EXPECT_THAT(err({"--data", uneven.string()}), HasSubstr("samples but"));
+  fs::path wide = dir_ / "wide.safetensors";
+  write_safetensors(wide, {{"x", Tensor(DType::kF32, {32, 4})}, {"y", Tensor(DType::kF32, {32, 1})}}, {});
+  EXPECT_THAT(err({"--data", wide.string()}), HasSubstr("'x' is f32[32,4] but the input is"));
+  // A graph whose output is not a scalar is no loss.
+  fs::path not_loss = write("notloss.rlx",
+                            "graph @g(%x: f32[B,3]) params(%w: f32[1,3], %b: f32[1]) {\n"
+                            "  %p = Linear(%x, %w, %b) : f32[B,1]\n  return %p\n}\n");
+  write_safetensors(dir_ / "notloss.safetensors",
+                    {{"w", Tensor(DType::kF32, {1, 3})}, {"b", Tensor(DType::kF32, {1})}}, {});
+  ProcessResult r = rlx({"train", "--model", not_loss.string(), "--data", data_.string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("is not a loss"));
+}
+
 TEST_F(TrainCliTest, ErrorsSayWhatIsWrong) {
   ProcessResult r = rlx({"train", "--model", "mlp:100,10", "--data", "synthetic:64", "--batch", "8"});
   EXPECT_NE(r.exit_code, 0);

@@ -1,0 +1,197 @@
+// `rlx train --model FILE --data DATA`: a model file whose graph ends in its loss (IR text with
+// its params' .safetensors beside it, ONNX, or what another importer reads), trained on batches
+// cut from DATA; and the epoch loop both `rlx train` paths run.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "errors.h"
+#include "model.h"
+#include "numpy_files.h"
+#include "rlx/core/error.h"
+#include "rlx/core/plot.h"
+#include "rlx/core/png.h"
+#include "rlx/core/progress.h"
+#include "rlx/core/safetensors.h"
+#include "stderr_status.h"
+#include "train_options.h"
+
+namespace rlx::cli {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+bool is_mlp_spec(const std::string& model) {
+  return model.rfind("mlp:", 0) == 0;
+}
+
+Tensor rows(const Tensor& t, int64_t at, int64_t count) {
+  std::vector<int64_t> shape = t.shape();
+  size_t width = t.nbytes() / static_cast<size_t>(shape[0]);
+  shape[0] = count;
+  Tensor out(t.dtype(), shape);
+  std::memcpy(out.data(), static_cast<const char*>(t.data()) + static_cast<size_t>(at) * width,
+              static_cast<size_t>(count) * width);
+  return out;
+}
+
+EpochLog run_epochs(Trainer& trainer, const std::vector<NamedTensors>& batches, int64_t epochs,
+                    int64_t batch, const char* samples) {
+  EpochLog log;
+  const auto steps = static_cast<int64_t>(batches.size());
+  for (int64_t e = 0; e < epochs; ++e) {
+    double sum = 0;
+    Clock::time_point start{};
+    progress::Task task(fmt::format("epoch {}/{}", e + 1, epochs), steps);
+    for (int64_t s = 0; s < steps; ++s) {
+      // The very first step compiles the program: the first epoch is timed from its second.
+      if (s == (e == 0 && steps > 1 ? 1 : 0)) start = Clock::now();
+      log.step_losses.push_back(trainer.step(batches[s]));
+      sum += log.step_losses.back();
+      task.advance();
+    }
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    int64_t timed = e == 0 && steps > 1 ? steps - 1 : steps;
+    log.last_rate = static_cast<double>(timed * batch) / seconds;
+    double mean = sum / static_cast<double>(steps);
+    if (!std::isfinite(mean))
+      throw_user_error(fmt::format(
+          "training diverged in epoch {} (loss {}); try a smaller learning rate", e + 1, mean));
+    log.losses.push_back(jnumber(mean));
+    log.rates.push_back(jnumber(std::round(log.last_rate)));
+    note(fmt::format("epoch {}/{}: loss {:.4f}, {:.0f} {}/s", e + 1, epochs, mean, log.last_rate,
+                     samples));
+  }
+  return log;
+}
+
+namespace {
+
+TensorMap read_data(const std::string& path) {
+  const fs::path p(path);
+  if (p.extension() != ".safetensors" && p.extension() != ".npz")
+    throw CliError(fmt::format("--data {}: not a .safetensors or .npz file", path),
+                   "a model file trains on a .safetensors or .npz file with one tensor per input "
+                   "(MNIST folders and synthetic:N are for --model mlp:...)");
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec))
+    throw CliError(fmt::format("--data {}: no such file", path),
+                   "give a .safetensors or .npz file with one tensor per input of the model");
+  return p.extension() == ".npz" ? read_npz(path) : read_safetensors(p);
+}
+
+// The batches of `data` for graph `g`'s inputs: every input present with its dtype and trailing
+// dims, one sample count N along the first dims, a first dim that takes `batch` rows.
+std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int64_t batch,
+                                      const std::string& model, const std::string& data_path) {
+  int64_t n = -1;
+  std::string first;
+  for (ValueId v : g.inputs) {
+    const std::string& name = g.values[v].name;
+    const TensorType& t = g.type(v);
+    auto it = data.find(name);
+    if (it == data.end())
+      throw_user_error(fmt::format("--data {} has no tensor '{}', an input of {} ({})", data_path,
+                                   name, model, t.str()));
+    const Tensor& d = it->second;
+    if (t.rank() == 0 || d.shape().size() != static_cast<size_t>(t.rank()) || d.dtype() != t.dtype)
+      throw_user_error(fmt::format(
+          "--data {}: '{}' is {}{} but the input is {}; it needs the input's dtype and rank, "
+          "samples along the first dim",
+          data_path, name, dtype_name(d.dtype()), d.shape_str(), t.str()));
+    for (size_t k = 1; k < d.shape().size(); ++k)
+      if (t.shape[k].is_static() && t.shape[k].value != d.shape()[k])
+        throw_user_error(fmt::format("--data {}: '{}' is {}{} but the input is {}", data_path, name,
+                                     dtype_name(d.dtype()), d.shape_str(), t.str()));
+    if (t.shape[0].is_static() && t.shape[0].value != batch)
+      throw_user_error(fmt::format(
+          "--batch {}: input '{}' of {} takes batches of {} exactly ({}); give --batch {} or a "
+          "model with a symbolic first dim",
+          batch, name, model, t.shape[0].value, t.str(), t.shape[0].value));
+    if (n >= 0 && d.shape()[0] != n)
+      throw_user_error(fmt::format("--data {}: '{}' has {} samples but '{}' has {}", data_path,
+                                   name, d.shape()[0], first, n));
+    n = d.shape()[0], first = name;
+  }
+  for (const auto& [name, t] : data)
+    if (!g.find_value(name) ||
+        std::find(g.inputs.begin(), g.inputs.end(), *g.find_value(name)) == g.inputs.end())
+      throw_user_error(fmt::format("--data {} has a tensor '{}' that is no input of {}", data_path,
+                                   name, model));
+  if (n < batch)
+    throw_user_error(fmt::format("--batch {} is larger than the {} samples of {}", batch,
+                                 std::max<int64_t>(n, 0), data_path));
+  const int64_t steps = n / batch;
+  if (steps * batch != n)
+    note(fmt::format("the last {} samples of each epoch are left out (not a whole batch)",
+                     n - steps * batch));
+  std::vector<NamedTensors> batches(static_cast<size_t>(steps));
+  for (int64_t s = 0; s < steps; ++s)
+    for (ValueId v : g.inputs)
+      batches[s][g.values[v].name] = rows(data.at(g.values[v].name), s * batch, batch);
+  return batches;
+}
+
+}  // namespace
+
+int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
+  StderrStatus status(global.quiet);
+  const OptimizerConfig optimizer = parse_optimizer(o.optimizer);
+  const std::optional<fs::path> save_path = writable_path(o.save, "--save");
+  const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  Model model = load_model(reg, o.model);
+  const Graph& g = model.graph();
+  if (g.outputs.empty() || g.type(g.outputs[0]).rank() != 0 ||
+      !is_float(g.type(g.outputs[0]).dtype))
+    throw CliError(
+        fmt::format("--model {}: its first output {} is not a loss", o.model,
+                    g.outputs.empty()
+                        ? std::string("(none)")
+                        : "%" + g.values[g.outputs[0]].name + " " + g.type(g.outputs[0]).str()),
+        "rlx train takes a graph whose first output is its loss, a float scalar (reduce it to one "
+        "with reduce_sum or a mean), or --model mlp:IN,HIDDEN...,OUT");
+  if (g.params.empty())
+    throw CliError(fmt::format("--model {} has no params, so nothing to train", o.model),
+                   "declare what is trained as params (IR text: params(...), their values in the "
+                   "model's .safetensors)");
+  const std::vector<NamedTensors> batches =
+      cut_batches(g, read_data(o.data), o.batch, o.model, o.data);
+  std::shared_ptr<Target> target = choose_target(reg, o.target);
+  require_can_execute(*target, target->name(), o.model);
+  Trainer trainer(target, g, optimizer);
+  EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "samples");
+  if (save_path) trainer.save(*save_path);
+  if (plot_path) write_png(*plot_path, loss_plot(log.step_losses));
+  const int64_t arena = trainer.arena_bytes(batches[0]);
+  if (o.json) {
+    json::Object doc{{"samples_per_s", jnumber(std::round(log.last_rate))},
+                     {"epoch_losses", json::Value{log.losses}},
+                     {"epoch_samples_per_s", json::Value{log.rates}},
+                     {"steps", jint(trainer.steps())},
+                     {"target", jstring(target->name())},
+                     {"optimizer", jstring(optimizer_text(optimizer))},
+                     {"step_arena_bytes", jint(arena)},
+                     {"parameter_and_state_bytes", jint(trainer.kept_bytes())},
+                     {"plot", plot_path ? jstring(plot_path->string()) : jnull()}};
+    std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
+    return 0;
+  }
+  std::string text = fmt::format("trained {} ({} params) for {} steps on {} ({}), {} samples/s\n",
+                                 o.model, g.params.size(), trainer.steps(), target->name(),
+                                 optimizer_text(optimizer), std::lround(log.last_rate));
+  for (size_t e = 0; e < log.losses.size(); ++e)
+    text += fmt::format("  epoch {}: loss {:.6g}\n", e + 1, log.losses[e].as_number()->value);
+  text += fmt::format("  step memory: {} KiB working arena, {} KiB parameters and state\n",
+                      arena / 1024, trainer.kept_bytes() / 1024);
+  if (save_path) text += fmt::format("  saved {}\n", save_path->string());
+  if (plot_path) text += fmt::format("  loss plot {}\n", plot_path->string());
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace rlx::cli

@@ -1,0 +1,47 @@
+// `rlx train`'s options and what its two model paths share: train.cpp trains the built-in MLP
+// (`--model mlp:...` on images), train_file.cpp a model file whose graph ends in its loss.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "json_out.h"
+#include "options.h"
+#include "rlx/core/tensor.h"
+#include "rlx/core/trainer.h"
+
+namespace rlx::cli {
+
+struct TrainOptions {
+  std::string model, data, optimizer = "sgd:lr=0.02,momentum=0.9", target = "cpu";
+  int64_t batch = 128, epochs = 1, seed = 0;
+  std::optional<std::string> save, plot;
+  bool json = false;
+};
+
+// Whether --model names the built-in MLP ("mlp:IN,HIDDEN...,OUT") rather than a file.
+bool is_mlp_spec(const std::string& model);
+
+// Rows [at, at + count) of a tensor whose first dim is the batch.
+Tensor rows(const Tensor& t, int64_t at, int64_t count);
+
+// What the epochs measured.
+struct EpochLog {
+  json::Array losses, rates;        // per epoch: the mean loss, samples/s
+  std::vector<double> step_losses;  // every step's loss, for --plot
+  double last_rate = 0;             // samples/s of the last epoch
+};
+
+// Runs `epochs` passes over `batches` (each `batch` samples) with a progress bar, timing each
+// epoch (the first from its second step: the first step compiles) and noting its loss and rate
+// on stderr; a user error when a mean loss is not finite.
+EpochLog run_epochs(Trainer& trainer, const std::vector<NamedTensors>& batches, int64_t epochs,
+                    int64_t batch, const char* samples);
+
+// `rlx train --model FILE --data DATA`: the graph's first output is the loss, its params are
+// trained, and DATA (.safetensors or .npz) holds one tensor per graph input, samples along the
+// first dim.
+int train_file_main(const TrainOptions& o, const GlobalOptions& global);
+
+}  // namespace rlx::cli
