@@ -70,15 +70,18 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, scheme: str = 
     return run_job(args)
 
 
-def train(model: str = "mlp:784,128,10", data: str | os.PathLike = "synthetic:60000",
+def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike = "synthetic:60000",
           optimizer: str | None = None, batch: int | None = None, epochs: int | None = None,
           target: str | None = None, save: str | os.PathLike | None = None,
           seed: int | None = None) -> dict:
     """Trains as ``rlx train`` does (one compiled step per batch: forward, loss, backward, update)
     and returns its ``--json`` record: images per second, each epoch's loss and the accuracy.
     ``data`` is a folder of MNIST IDX files or ``synthetic:N``; ``optimizer`` is the CLI's form,
-    e.g. ``"sgd:lr=0.02,momentum=0.9"``; ``save`` a safetensors file for the parameters."""
-    args = ["train", "--model", model, "--data", os.fspath(data)]
+    e.g. ``"sgd:lr=0.02,momentum=0.9"``; ``save`` a safetensors file for the parameters.
+    ``model`` may also be a model file whose graph's first output is its loss (its params are
+    trained); ``data`` is then a .safetensors or .npz file with one array per graph input, samples
+    along the first axis, and the record counts samples (``samples_per_s``)."""
+    args = ["train", "--model", os.fspath(model), "--data", os.fspath(data)]
     args += _flag("optimizer", optimizer) + _flag("batch", batch) + _flag("epochs", epochs)
     args += _flag("target", target) + _flag("seed", seed)
     args += _flag("save", os.fspath(save) if save is not None else None)

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from reference_files import MINILM, read_safetensors
+from reference_files import MINILM, read_safetensors, write_safetensors
 
 
 @pytest.fixture(autouse=True)
@@ -37,6 +37,29 @@ def test_training_lowers_the_loss_below_a_guess(rlx, tmp_path):
     assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
     assert losses[-1] < math.log(10) and losses[-1] < losses[0]
     assert record["images_per_s"] > 0 and save.exists()
+
+
+def test_training_a_model_file_that_ends_in_its_loss(rlx, tmp_path):
+    # Least squares as IR text, params at zero, data from known weights in an .npz file: one step
+    # over every sample has the loss sum(y^2); training recovers the weights.
+    (tmp_path / "linreg.rlx").write_text(
+        "graph @linreg(%x: f32[B,2], %y: f32[B,1]) params(%w: f32[1,2], %b: f32[1]) {\n"
+        "  %p = Linear(%x, %w, %b) : f32[B,1]\n  %d = Sub(%p, %y) : f32[B,1]\n"
+        "  %s = Mul(%d, %d) : f32[B,1]\n  %loss = reduce_sum(%s) {axes = [0, 1]} : f32[]\n"
+        "  return %loss\n}\n")
+    write_safetensors(tmp_path / "linreg.safetensors",
+                      {"w": np.zeros((1, 2), np.float32), "b": np.zeros(1, np.float32)})
+    x = np.random.default_rng(3).uniform(-1, 1, (128, 2)).astype(np.float32)
+    y = (x @ np.array([[1.5], [-0.5]]) - 0.75).astype(np.float32)
+    np.savez(tmp_path / "data.npz", x=x, y=y)
+    first = rlx.train(model=tmp_path / "linreg.rlx", data=tmp_path / "data.npz", batch=128, epochs=1)
+    assert first["epoch_losses"][0] == pytest.approx(float((y.astype(np.float64) ** 2).sum()), rel=1e-4)
+    save = tmp_path / "trained.safetensors"
+    rlx.train(model=tmp_path / "linreg.rlx", data=tmp_path / "data.npz", batch=16, epochs=40,
+              optimizer="sgd:lr=0.02,momentum=0.9", save=save)
+    trained = read_safetensors(save)
+    assert np.allclose(trained["w"], [[1.5, -0.5]], atol=1e-3), trained["w"]
+    assert np.allclose(trained["b"], [-0.75], atol=1e-3), trained["b"]
 
 
 def test_a_job_error_raises_the_cli_message(rlx, tmp_path):
