@@ -43,12 +43,13 @@ namespace {
 class PrimitivesOnly final : public Target {
  public:
   std::string name() const override { return "mir"; }
-  // HIR ops with no decomposition but a gradient rule of their own (Gaussian splatting) stay
-  // as they are: autodiff differentiates them through that rule, and the target that runs the
-  // program lowers them natively (or refuses them by name).
+  // HIR ops with a gradient rule of their own (Gaussian splatting, the dense solvers, and
+  // FakeQuantize, whose decomposition's rounding would give zero) stay as they are: autodiff
+  // differentiates them through that rule, and the target that runs the program lowers them
+  // natively, through their decomposition, or refuses them by name.
   Verdict claim_native(const NodeSignature& s) const override {
     const OpDef* def = OpRegistry::instance().find(s.op);
-    if (def && def->level == OpLevel::kHir && !def->decompose && def->gradient)
+    if (def && def->level == OpLevel::kHir && def->gradient)
       return Verdict{true, "kept: differentiated by its own gradient rule"};
     return Verdict::no("autodiff differentiates HIR ops through their decompositions");
   }

@@ -22,6 +22,7 @@ void mir_ops(OpFamily& f);     // ops_mir.cpp: the primitives
 void hir_ops(OpFamily& f);     // ops_hir.cpp: elementwise, shape and linear-algebra graph ops
 void hir_nn_ops(OpFamily& f);  // ops_hir_nn.cpp: attention, norms, activations
 void quant_ops(OpFamily& f);   // ops_quant.cpp: block-format products
+void fake_quant_ops(OpFamily& f);  // ops_fake_quant.cpp: FakeQuantize (quantization-aware training)
 void splat_ops(OpFamily& f);   // ops_splat.cpp: Gaussian splatting and its backward ops
 void linalg_ops(OpFamily& f);  // ops_linalg.cpp: dense factorizations and solves
 void sparse_ops(OpFamily& f);  // ops_sparse.cpp: CSR products and solves
