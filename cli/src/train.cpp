@@ -105,8 +105,8 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   Tensor x = scaled_inputs(data.train.images);
   std::vector<NamedTensors> batches;
   for (int64_t s = 0; s < steps_per_epoch; ++s)
-    batches.push_back({{"x", rows(x, s * o.batch, o.batch)},
-                       {"labels", rows(data.train.labels, s * o.batch, o.batch)}});
+    batches.push_back({{"x", rows(x, s * o.batch, o.batch, target)},
+                       {"labels", rows(data.train.labels, s * o.batch, o.batch, target)}});
 
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "images");
   const json::Array& epoch_losses = log.losses;

@@ -13,6 +13,7 @@
 #include "model.h"
 #include "numpy_files.h"
 #include "rlx/core/error.h"
+#include "rlx/core/host_memory.h"
 #include "rlx/core/plot.h"
 #include "rlx/core/png.h"
 #include "rlx/core/progress.h"
@@ -29,11 +30,11 @@ bool is_mlp_spec(const std::string& model) {
   return model.rfind("mlp:", 0) == 0;
 }
 
-Tensor rows(const Tensor& t, int64_t at, int64_t count) {
+Tensor rows(const Tensor& t, int64_t at, int64_t count, const std::shared_ptr<Target>& target) {
   std::vector<int64_t> shape = t.shape();
   size_t width = t.nbytes() / static_cast<size_t>(shape[0]);
   shape[0] = count;
-  Tensor out(t.dtype(), shape);
+  Tensor out = target ? output_tensor(target, t.dtype(), shape) : Tensor(t.dtype(), shape);
   std::memcpy(out.data(), static_cast<const char*>(t.data()) + static_cast<size_t>(at) * width,
               static_cast<size_t>(count) * width);
   return out;
@@ -87,7 +88,8 @@ TensorMap read_data(const std::string& path) {
 // The batches of `data` for graph `g`'s inputs: every input present with its dtype and trailing
 // dims, one sample count N along the first dims, a first dim that takes `batch` rows.
 std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int64_t batch,
-                                      const std::string& model, const std::string& data_path) {
+                                      const std::string& model, const std::string& data_path,
+                                      const std::shared_ptr<Target>& target) {
   int64_t n = -1;
   std::string first;
   for (ValueId v : g.inputs) {
@@ -132,7 +134,7 @@ std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int
   std::vector<NamedTensors> batches(static_cast<size_t>(steps));
   for (int64_t s = 0; s < steps; ++s)
     for (ValueId v : g.inputs)
-      batches[s][g.values[v].name] = rows(data.at(g.values[v].name), s * batch, batch);
+      batches[s][g.values[v].name] = rows(data.at(g.values[v].name), s * batch, batch, target);
   return batches;
 }
 
@@ -159,10 +161,10 @@ int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
     throw CliError(fmt::format("--model {} has no params, so nothing to train", o.model),
                    "declare what is trained as params (IR text: params(...), their values in the "
                    "model's .safetensors)");
-  const std::vector<NamedTensors> batches =
-      cut_batches(g, read_data(o.data), o.batch, o.model, o.data);
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   require_can_execute(*target, target->name(), o.model);
+  const std::vector<NamedTensors> batches =
+      cut_batches(g, read_data(o.data), o.batch, o.model, o.data, target);
   Trainer trainer(target, g, optimizer);
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "samples");
   if (save_path) trainer.save(*save_path);

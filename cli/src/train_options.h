@@ -2,6 +2,7 @@
 // (`--model mlp:...` on images), train_file.cpp a model file whose graph ends in its loss.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,8 +24,11 @@ struct TrainOptions {
 // Whether --model names the built-in MLP ("mlp:IN,HIDDEN...,OUT") rather than a file.
 bool is_mlp_spec(const std::string& model);
 
-// Rows [at, at + count) of a tensor whose first dim is the batch.
-Tensor rows(const Tensor& t, int64_t at, int64_t count);
+// Rows [at, at + count) of a tensor whose first dim is the batch. With `target`, in the host
+// memory its device copies from at full speed where it has some (rlx/core/host_memory.h): the
+// batches a training loop feeds every step.
+Tensor rows(const Tensor& t, int64_t at, int64_t count,
+            const std::shared_ptr<Target>& target = nullptr);
 
 // What the epochs measured.
 struct EpochLog {
