@@ -82,19 +82,25 @@ lapack_int orgqr(float* q, lapack_int m, lapack_int k, const float* tau) {
 lapack_int orgqr(double* q, lapack_int m, lapack_int k, const double* tau) {
   return LAPACKE_dorgqr(LAPACK_ROW_MAJOR, m, k, k, q, k, tau);
 }
+// The SVD of a row-major m x n `a`, read column-major as a^T = U' S V'^T: then a = V' S U'^T, and
+// LAPACK's column-major V'^T (k x m) read row-major is u [m, k], its U' (n x k) read row-major is
+// vt [k, n]; so each factor is written straight into the other's buffer, with no transposes.
 lapack_int gesdd(float* a, lapack_int m, lapack_int n, float* s, float* u, float* vt) {
   const lapack_int k = std::min(m, n);
-  return LAPACKE_sgesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, k, vt, n);
+  return LAPACKE_sgesdd(LAPACK_COL_MAJOR, 'S', n, m, a, n, s, vt, n, u, k);
 }
 lapack_int gesdd(double* a, lapack_int m, lapack_int n, double* s, double* u, double* vt) {
   const lapack_int k = std::min(m, n);
-  return LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', m, n, a, n, s, u, k, vt, n);
+  return LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', n, m, a, n, s, vt, n, u, k);
 }
-lapack_int syevd(float* a, char uplo, lapack_int n, float* w) {
-  return LAPACKE_ssyevd(LAPACK_ROW_MAJOR, 'V', uplo, n, a, n, w);
+// Column-major: a symmetric row-major `a` read column-major is itself with the triangles swapped,
+// so `uplo` names the column-major triangle; the eigenvectors come back as columns of the
+// column-major result.
+lapack_int syevd_col_major(float* a, char uplo, lapack_int n, float* w) {
+  return LAPACKE_ssyevd(LAPACK_COL_MAJOR, 'V', uplo, n, a, n, w);
 }
-lapack_int syevd(double* a, char uplo, lapack_int n, double* w) {
-  return LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', uplo, n, a, n, w);
+lapack_int syevd_col_major(double* a, char uplo, lapack_int n, double* w) {
+  return LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'V', uplo, n, a, n, w);
 }
 
 int64_t attr_flag(const lir::CallKernel& k, const char* key, int64_t fallback) {
@@ -296,12 +302,13 @@ class Dense {
   }
 
   void eigh(int64_t b) {
-    T* v = out(1) + b * n_ * n_;
-    std::memcpy(v, in(0) + b * n_ * n_, sizeof(T) * n_ * n_);
-    const char uplo = attr_flag(k_, "lower", 1) ? 'L' : 'U';
-    lapack_int info = syevd(v, uplo, static_cast<lapack_int>(n_), out(0) + b * n_);
+    std::vector<T> a = copy_of_a(b);
+    // The row-major lower triangle is the column-major upper one.
+    const char uplo = attr_flag(k_, "lower", 1) ? 'U' : 'L';
+    lapack_int info = syevd_col_major(a.data(), uplo, static_cast<lapack_int>(n_), out(0) + b * n_);
     check(info, "syevd");
     if (info > 0) not_converged(b, info, "the eigenvalues", "syevd");
+    transpose(a.data(), out(1) + b * n_ * n_, n_, n_);  // column-major eigenvectors to row-major
   }
 };
 

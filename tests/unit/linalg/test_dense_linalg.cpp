@@ -269,6 +269,15 @@ TEST(DenseLinalg, EighEigenpairs) {
   Mat w = values(r.at("r0"));
   EXPECT_NEAR(w[0], 1, 1e-14);
   EXPECT_NEAR(w[1], 3, 1e-14);
+  // Only the triangle `lower` names is read: [[2, 100], [1, 2]] is [[2, 1], [1, 2]] from below
+  // (eigenvalues 1, 3) and [[2, 100], [100, 2]] from above (-98, 102).
+  for (int64_t lower : {1, 0}) {
+    auto t = run_op("Eigh", {tensor(DType::kF64, {2, 2}, {2, 100, 1, 2})}, {"f64[2]", "f64[2,2]"},
+                    fmt::format("lower = {}", lower));
+    Mat e = values(t.at("r0"));
+    EXPECT_NEAR(e[0], lower ? 1 : -98, 1e-12) << "lower " << lower;
+    EXPECT_NEAR(e[1], lower ? 3 : 102, 1e-12) << "lower " << lower;
+  }
 }
 
 TEST(DenseLinalg, NonFiniteInputIsAnError) {
