@@ -15,16 +15,26 @@
 namespace rlx::test {
 namespace {
 
-std::string cg_graph(DType d, const CsrMatrix& a, const std::string& attrs) {
+// `index` is the dtype of indptr and indices: i64, or i32 for targets without 64-bit integers.
+std::string cg_graph(DType d, const CsrMatrix& a, const std::string& attrs,
+                     DType index = DType::kI64) {
   return fmt::format(
-      "graph @t(%p: i64[{0}], %i: i64[{1}], %v: {2}[{1}], %b: {2}[{3}]) {{\n"
+      "graph @t(%p: {5}[{0}], %i: {5}[{1}], %v: {2}[{1}], %b: {2}[{3}]) {{\n"
       "  %x, %it, %res = CG(%p, %i, %v, %b) {{{4}}} : {2}[{3}], i32[], {2}[]\n"
       "  return %x, %it, %res\n}}\n",
-      a.rows + 1, a.nnz(), dtype_name(d), a.rows, attrs);
+      a.rows + 1, a.nnz(), dtype_name(d), a.rows, attrs, dtype_name(index));
 }
 
-NamedTensors feed(const CsrMatrix& a, DType d, const Mat& b) {
+Tensor narrowed_to_i32(const Tensor& t) {
+  Tensor out(DType::kI32, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.as<int32_t>()[i] = static_cast<int32_t>(t.as<int64_t>()[i]);
+  return out;
+}
+
+NamedTensors feed(const CsrMatrix& a, DType d, const Mat& b, DType index = DType::kI64) {
   auto t = a.tensors(d);
+  if (index == DType::kI32) t[0] = narrowed_to_i32(t[0]), t[1] = narrowed_to_i32(t[1]);
   return {{"p", t[0]}, {"i", t[1]}, {"v", t[2]}, {"b", tensor(d, {a.rows}, b)}};
 }
 
@@ -139,9 +149,9 @@ TEST(Krylov, NativeAndSharedIrLoopsAgree) {
     }
 }
 
-// The same solve on the GPU-style targets in f32 (PoCL and lavapipe here), where SpMV takes its
-// MIR decomposition and the host runs the loop; opengl and webgpu take the same path (the
-// Poisson example runs them).
+// The same solve on the GPU-style targets in f32 (PoCL, lavapipe, llvmpipe and wgpu-native on
+// lavapipe here), where SpMV takes its MIR decomposition and the host runs the loop; webgpu has
+// no 64-bit integers, so its CSR indices are i32.
 class KrylovOn : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(KrylovOn, F32CgMatchesCpu) {
@@ -154,10 +164,11 @@ TEST_P(KrylovOn, F32CgMatchesCpu) {
   CsrMatrix a = poisson_2d(5);
   Mat b = random_matrix(a.rows, 1, 44);
   NamedTensors got;
+  const DType index = std::string(GetParam()) == "webgpu" ? DType::kI32 : DType::kI64;
   try {
     got = run_text(
-        cg_graph(DType::kF32, a, "tol = 1e-5, max_iter = 200, preconditioner = \"jacobi\""),
-        feed(a, DType::kF32, b), target);
+        cg_graph(DType::kF32, a, "tol = 1e-5, max_iter = 200, preconditioner = \"jacobi\"", index),
+        feed(a, DType::kF32, b, index), target);
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kUnsupported || e.kind() == ErrorKind::kDevice)
       GTEST_SKIP() << GetParam() << " cannot run it here: " << e.what();
@@ -169,7 +180,8 @@ TEST_P(KrylovOn, F32CgMatchesCpu) {
   EXPECT_LT(max_abs_diff(values(got.at("x")), values(cpu.at("x"))), 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(GpuStyle, KrylovOn, ::testing::Values("gpu", "vulkan"));
+INSTANTIATE_TEST_SUITE_P(GpuStyle, KrylovOn,
+                         ::testing::Values("gpu", "vulkan", "opengl", "webgpu"));
 
 }  // namespace
 }  // namespace rlx::test
