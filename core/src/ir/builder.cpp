@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 
@@ -19,7 +21,8 @@ std::vector<ValueId> GraphBuilder::op_n(const std::string& op, std::vector<Value
   const OpDef& def = OpRegistry::instance().get(op);
   size_t count = def.num_outputs >= 0 ? def.num_outputs : inputs.size();
   size_t values_before = g_.values.size();
-  int32_t idx = g_.add_node(op, std::move(inputs), std::vector<TensorType>(count), std::move(attrs), loc_);
+  int32_t idx =
+      g_.add_node(op, std::move(inputs), std::vector<TensorType>(count), std::move(attrs), loc_);
   std::vector<TensorType> types;
   try {
     types = infer_node(g_, idx);
@@ -40,11 +43,46 @@ ValueId GraphBuilder::op(const std::string& op, std::vector<ValueId> inputs, Att
   return outs[0];
 }
 
-ValueId GraphBuilder::constant(Tensor value) { return op("constant", {}, {{"value", std::move(value)}}); }
+ValueId GraphBuilder::constant(Tensor value) {
+  return op("constant", {}, {{"value", std::move(value)}});
+}
 
 ValueId GraphBuilder::scalar(DType dtype, double value) {
-  Tensor t(dtype, {});
-  // Write through f64 then convert once, so a scalar of any dtype holds the nearest value.
+  // f32, and integers that hold the value exactly, are written in their own dtype: the same
+  // value the convert op gives, and no f64 constant for a target without f64 to refuse (folding
+  // removes one at the top level, but a while loop's regions are checked as built).
+  if (dtype == DType::kF32)
+    return constant(Tensor::from<float>(dtype, {}, {static_cast<float>(value)}));
+  if (is_integer(dtype) && value == std::nearbyint(value) && std::fabs(value) < 2147483648.0) {
+    Tensor t(dtype, {});
+    const auto v = static_cast<int64_t>(value);
+    bool exact = true;
+    switch (dtype) {
+      case DType::kI8:
+        exact = v >= -128 && v <= 127;
+        if (exact) *t.as<int8_t>() = static_cast<int8_t>(v);
+        break;
+      case DType::kU8:
+        exact = v >= 0 && v <= 255;
+        if (exact) *t.as<uint8_t>() = static_cast<uint8_t>(v);
+        break;
+      case DType::kI16:
+        exact = v >= -32768 && v <= 32767;
+        if (exact) *t.as<int16_t>() = static_cast<int16_t>(v);
+        break;
+      case DType::kI32:
+        *t.as<int32_t>() = static_cast<int32_t>(v);
+        break;
+      case DType::kI64:
+        *t.as<int64_t>() = v;
+        break;
+      default:
+        exact = false;
+    }
+    if (exact) return constant(t);
+  }
+  // Otherwise write through f64 and convert once, so a scalar of any dtype holds the nearest
+  // value (with the convert op's rounding and saturation).
   Tensor d = Tensor::from<double>(DType::kF64, {}, {value});
   if (dtype == DType::kF64) return constant(d);
   ValueId c = constant(d);
@@ -72,8 +110,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
     const Dim* da = i < rank - a.size() ? nullptr : &a[i - (rank - a.size())];
     const Dim* db = i < rank - b.size() ? nullptr : &b[i - (rank - b.size())];
     auto is_one = [](const Dim* d) { return !d || (d->is_static() && d->value == 1); };
-    if (is_one(da)) out[i] = db ? *db : Dim(1);
-    else if (is_one(db) || *da == *db) out[i] = *da;
+    if (is_one(da))
+      out[i] = db ? *db : Dim(1);
+    else if (is_one(db) || *da == *db)
+      out[i] = *da;
     else
       throw_user_error(fmt::format("shapes {} and {} do not broadcast (dim {}: {} vs {})",
                                    shape_str(a), shape_str(b), i, da->str(), db->str()));
@@ -101,10 +141,14 @@ ValueId GraphBuilder::transpose(ValueId x, IntList perm) {
 
 std::string reduce_op_name(ReduceKind k) {
   switch (k) {
-    case ReduceKind::kSum: return "reduce_sum";
-    case ReduceKind::kMax: return "reduce_max";
-    case ReduceKind::kMin: return "reduce_min";
-    case ReduceKind::kProd: return "reduce_prod";
+    case ReduceKind::kSum:
+      return "reduce_sum";
+    case ReduceKind::kMax:
+      return "reduce_max";
+    case ReduceKind::kMin:
+      return "reduce_min";
+    case ReduceKind::kProd:
+      return "reduce_prod";
   }
   return "";
 }
@@ -131,16 +175,21 @@ ValueId GraphBuilder::reduce_keep(ValueId x, IntList axes, ReduceKind kind) {
 ValueId GraphBuilder::dot_general(ValueId a, ValueId b, IntList lb, IntList rb, IntList lc,
                                   IntList rc) {
   return op("dot_general", {a, b},
-            {{"lhs_batch", std::move(lb)}, {"rhs_batch", std::move(rb)},
-             {"lhs_contract", std::move(lc)}, {"rhs_contract", std::move(rc)}});
+            {{"lhs_batch", std::move(lb)},
+             {"rhs_batch", std::move(rb)},
+             {"lhs_contract", std::move(lc)},
+             {"rhs_contract", std::move(rc)}});
 }
 
-ValueId GraphBuilder::select(ValueId pred, ValueId t, ValueId f) { return op("select", {pred, t, f}); }
+ValueId GraphBuilder::select(ValueId pred, ValueId t, ValueId f) {
+  return op("select", {pred, t, f});
+}
 
 ValueId GraphBuilder::slice(ValueId x, IntList start, IntList limit, IntList strides) {
   if (strides.empty()) strides.assign(start.size(), 1);
-  return op("slice", {x},
-            {{"start", std::move(start)}, {"limit", std::move(limit)}, {"strides", std::move(strides)}});
+  return op(
+      "slice", {x},
+      {{"start", std::move(start)}, {"limit", std::move(limit)}, {"strides", std::move(strides)}});
 }
 
 ValueId GraphBuilder::concat(std::vector<ValueId> xs, int64_t axis) {

@@ -91,5 +91,30 @@ TEST(Verifier, EveryOpHasASampleThatInfers) {
   }
 }
 
+// A scalar of f32, or of an integer dtype that holds it, is one constant of that dtype: a target
+// without f64 must not meet an f64 constant in a decomposition's loop regions, which are checked
+// as built. Other dtypes go through f64 and one convert (its rounding and saturation).
+TEST(Builder, ScalarsAreConstantsOfTheirOwnDtypeWhereTheyFit) {
+  Graph g;
+  GraphBuilder b(g);
+  auto only_constant = [&](ValueId v, DType d) {
+    const Node& n = g.nodes.at(g.values[v].producer);
+    EXPECT_EQ(n.op, "constant");
+    EXPECT_EQ(g.type(v).dtype, d);
+    return n.attr_tensor("value");
+  };
+  EXPECT_EQ(only_constant(b.scalar(DType::kF32, 0.1), DType::kF32).as<float>()[0], 0.1f);
+  EXPECT_EQ(only_constant(b.scalar(DType::kI32, -7), DType::kI32).as<int32_t>()[0], -7);
+  EXPECT_EQ(only_constant(b.scalar(DType::kI64, 1000), DType::kI64).as<int64_t>()[0], 1000);
+  EXPECT_EQ(only_constant(b.scalar(DType::kU8, 255), DType::kU8).as<uint8_t>()[0], 255);
+  // 300 does not fit u8, 0.5 is no integer, f16 has its own rounding: through f64 and convert.
+  for (auto [d, v] : {std::pair{DType::kU8, 300.0}, std::pair{DType::kI32, 0.5},
+                      std::pair{DType::kF16, 0.1}}) {
+    ValueId c = b.scalar(d, v);
+    EXPECT_EQ(g.nodes.at(g.values[c].producer).op, "convert") << dtype_name(d);
+    EXPECT_EQ(g.type(c).dtype, d);
+  }
+}
+
 }  // namespace
 }  // namespace rlx
