@@ -120,13 +120,9 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
     json::Object doc{{"images_per_s", jnumber(std::round(last_rate))},
                      {"epoch_losses", json::Value{epoch_losses}},
                      {"accuracy", acc ? jnumber(*acc) : jnull()},
-                     {"epoch_images_per_s", json::Value{log.rates}},
-                     {"steps", jint(trainer.steps())},
-                     {"target", jstring(target->name())},
-                     {"optimizer", jstring(optimizer_text(optimizer))},
-                     {"step_arena_bytes", jint(arena)},
-                     {"parameter_and_state_bytes", jint(trainer.kept_bytes())},
-                     {"plot", plot_path ? jstring(plot_path->string()) : jnull()}};
+                     {"epoch_images_per_s", json::Value{log.rates}}};
+    for (auto& field : train_record(trainer, target->name(), optimizer, arena, plot_path))
+      doc.push_back(std::move(field));
     std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
     return 0;
   }

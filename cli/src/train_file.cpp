@@ -70,6 +70,17 @@ EpochLog run_epochs(Trainer& trainer, const std::vector<NamedTensors>& batches, 
   return log;
 }
 
+json::Object train_record(const Trainer& trainer, const std::string& target,
+                          const OptimizerConfig& optimizer, int64_t arena_bytes,
+                          const std::optional<fs::path>& plot) {
+  return {{"steps", jint(trainer.steps())},
+          {"target", jstring(target)},
+          {"optimizer", jstring(optimizer_text(optimizer))},
+          {"step_arena_bytes", jint(arena_bytes)},
+          {"parameter_and_state_bytes", jint(trainer.kept_bytes())},
+          {"plot", plot ? jstring(plot->string()) : jnull()}};
+}
+
 namespace {
 
 TensorMap read_data(const std::string& path) {
@@ -173,13 +184,9 @@ int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
   if (o.json) {
     json::Object doc{{"samples_per_s", jnumber(std::round(log.last_rate))},
                      {"epoch_losses", json::Value{log.losses}},
-                     {"epoch_samples_per_s", json::Value{log.rates}},
-                     {"steps", jint(trainer.steps())},
-                     {"target", jstring(target->name())},
-                     {"optimizer", jstring(optimizer_text(optimizer))},
-                     {"step_arena_bytes", jint(arena)},
-                     {"parameter_and_state_bytes", jint(trainer.kept_bytes())},
-                     {"plot", plot_path ? jstring(plot_path->string()) : jnull()}};
+                     {"epoch_samples_per_s", json::Value{log.rates}}};
+    for (auto& field : train_record(trainer, target->name(), optimizer, arena, plot_path))
+      doc.push_back(std::move(field));
     std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
     return 0;
   }

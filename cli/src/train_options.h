@@ -2,6 +2,7 @@
 // (`--model mlp:...` on images), train_file.cpp a model file whose graph ends in its loss.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,12 @@ struct EpochLog {
 // on stderr; a user error when a mean loss is not finite.
 EpochLog run_epochs(Trainer& trainer, const std::vector<NamedTensors>& batches, int64_t epochs,
                     int64_t batch, const char* samples);
+
+// The fields of `rlx train --json` that both paths write (steps, target, optimizer, memory, plot);
+// each path adds its rates and losses.
+json::Object train_record(const Trainer& trainer, const std::string& target,
+                          const OptimizerConfig& optimizer, int64_t arena_bytes,
+                          const std::optional<std::filesystem::path>& plot);
 
 // `rlx train --model FILE --data DATA`: the graph's first output is the loss, its params are
 // trained, and DATA (.safetensors or .npz) holds one tensor per graph input, samples along the

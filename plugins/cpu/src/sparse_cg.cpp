@@ -120,24 +120,24 @@ void cg_loop(const Csr& a, const T* values, const T* rhs, const CgOptions& o, T*
   *residual = static_cast<T>(std::sqrt(rr / std::max(bb, tiny)));
 }
 
+// The loop for value type T, with the index type the structure has.
+template <typename T>
+void cg_typed(const Csr& a, const void* values, const void* rhs, const CgOptions& o, void* x,
+              int32_t* iterations, void* residual) {
+  auto* v = static_cast<const T*>(values);
+  auto* b = static_cast<const T*>(rhs);
+  auto* out = static_cast<T*>(x);
+  auto* res = static_cast<T*>(residual);
+  return a.wide ? cg_loop<T, int64_t>(a, v, b, o, out, iterations, res)
+                : cg_loop<T, int32_t>(a, v, b, o, out, iterations, res);
+}
+
 }  // namespace
 
 void run_cg(const Csr& a, const void* values, const void* rhs, bool f64, const CgOptions& o,
             void* x, int32_t* iterations, void* residual) {
-  if (f64) {
-    auto* v = static_cast<const double*>(values);
-    auto* b = static_cast<const double*>(rhs);
-    auto* out = static_cast<double*>(x);
-    auto* res = static_cast<double*>(residual);
-    return a.wide ? cg_loop<double, int64_t>(a, v, b, o, out, iterations, res)
-                  : cg_loop<double, int32_t>(a, v, b, o, out, iterations, res);
-  }
-  auto* v = static_cast<const float*>(values);
-  auto* b = static_cast<const float*>(rhs);
-  auto* out = static_cast<float*>(x);
-  auto* res = static_cast<float*>(residual);
-  return a.wide ? cg_loop<float, int64_t>(a, v, b, o, out, iterations, res)
-                : cg_loop<float, int32_t>(a, v, b, o, out, iterations, res);
+  return f64 ? cg_typed<double>(a, values, rhs, o, x, iterations, residual)
+             : cg_typed<float>(a, values, rhs, o, x, iterations, residual);
 }
 
 }  // namespace rlx::cpu
