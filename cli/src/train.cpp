@@ -134,10 +134,7 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   if (acc)
     text +=
         fmt::format("  test accuracy {:.4f} on {} images\n", *acc, data.test->images.shape()[0]);
-  text += fmt::format("  step memory: {} KiB working arena, {} KiB parameters and state\n",
-                      arena / 1024, trainer.kept_bytes() / 1024);
-  if (save_path) text += fmt::format("  saved {}\n", save_path->string());
-  if (plot_path) text += fmt::format("  loss plot {}\n", plot_path->string());
+  text += train_text_tail(trainer, arena, save_path, plot_path);
   std::fputs(text.c_str(), stdout);
   return 0;
 }

@@ -81,6 +81,17 @@ json::Object train_record(const Trainer& trainer, const std::string& target,
           {"plot", plot ? jstring(plot->string()) : jnull()}};
 }
 
+std::string train_text_tail(const Trainer& trainer, int64_t arena_bytes,
+                            const std::optional<fs::path>& save,
+                            const std::optional<fs::path>& plot) {
+  std::string text =
+      fmt::format("  step memory: {} KiB working arena, {} KiB parameters and state\n",
+                  arena_bytes / 1024, trainer.kept_bytes() / 1024);
+  if (save) text += fmt::format("  saved {}\n", save->string());
+  if (plot) text += fmt::format("  loss plot {}\n", plot->string());
+  return text;
+}
+
 namespace {
 
 TensorMap read_data(const std::string& path) {
@@ -195,10 +206,7 @@ int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
                                  optimizer_text(optimizer), std::lround(log.last_rate));
   for (size_t e = 0; e < log.losses.size(); ++e)
     text += fmt::format("  epoch {}: loss {:.6g}\n", e + 1, log.losses[e].as_number()->value);
-  text += fmt::format("  step memory: {} KiB working arena, {} KiB parameters and state\n",
-                      arena / 1024, trainer.kept_bytes() / 1024);
-  if (save_path) text += fmt::format("  saved {}\n", save_path->string());
-  if (plot_path) text += fmt::format("  loss plot {}\n", plot_path->string());
+  text += train_text_tail(trainer, arena, save_path, plot_path);
   std::fputs(text.c_str(), stdout);
   return 0;
 }

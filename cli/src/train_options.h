@@ -50,6 +50,11 @@ json::Object train_record(const Trainer& trainer, const std::string& target,
                           const OptimizerConfig& optimizer, int64_t arena_bytes,
                           const std::optional<std::filesystem::path>& plot);
 
+// The closing lines both paths print: the step's memory and the files written.
+std::string train_text_tail(const Trainer& trainer, int64_t arena_bytes,
+                            const std::optional<std::filesystem::path>& save,
+                            const std::optional<std::filesystem::path>& plot);
+
 // `rlx train --model FILE --data DATA`: the graph's first output is the loss, its params are
 // trained, and DATA (.safetensors or .npz) holds one tensor per graph input, samples along the
 // first dim.
