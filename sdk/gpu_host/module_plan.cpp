@@ -36,12 +36,20 @@ lir::Program positional_program(const lir::LoopKernel& k, const lir::Program& p,
                                 const std::vector<int32_t>& ids, bool anonymous) {
   lir::Program local;
   std::map<int32_t, int32_t> index;
+  // A storage is declared as the kernel views it: a c64 buffer read or written through its f32
+  // view (split-complex) is an f32 array to the kernel.
+  std::map<int32_t, int32_t> view;
+  for (const lir::Expr& e : k.exprs)
+    if (e.kind == lir::ExprKind::kLoad) view.emplace(p.storage_of(e.load.buffer), e.load.buffer);
+  for (const lir::Store& st : k.stores) view.emplace(p.storage_of(st.buffer), st.buffer);
   for (int32_t id : ids) {
+    const auto seen = view.find(id);
+    const lir::Buffer& as = p.buffers[seen == view.end() ? id : seen->second];
     lir::Buffer b;
     b.id = static_cast<int32_t>(local.buffers.size());
     b.name = anonymous ? "" : p.buffers[id].name;
-    b.dtype = p.buffers[id].dtype;
-    b.shape = p.buffers[id].shape;
+    b.dtype = as.dtype;
+    b.shape = as.dtype == p.buffers[id].dtype ? p.buffers[id].shape : as.shape;
     index[id] = b.id;
     local.buffers.push_back(std::move(b));
   }

@@ -36,7 +36,8 @@ Verdict primitive_only(const NodeSignature& s) {
 }
 
 Verdict refuse_complex(const NodeSignature& s, std::string_view language, std::string_view target) {
-  if (!uses(s, DType::kC64)) return Verdict::yes();
+  // bitcast views a c64 buffer as its f32 pairs: an alias, never a kernel.
+  if (!uses(s, DType::kC64) || s.op == "bitcast") return Verdict::yes();
   return Verdict::no(
       fmt::format("{} has no complex type, so {} has no c64 kernel for {}: split complex values "
                   "into real and imaginary parts before compiling",

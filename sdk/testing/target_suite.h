@@ -115,7 +115,7 @@ bool add_suite_extension(SuiteExtension extension);
 // cannot run, registers the shared tests and runs them all.
 int target_suite_main(int argc, char** argv, const SuiteTarget& target);
 
-// The shared tests of a codegen-only target (compile-time refusals): RefusesComplexWithTheReason,
+// The shared tests of a codegen-only target (compile-time checks): ComplexProgramsCompileOnTheirParts,
 // and RefusesF64TranscendentalsWithTheReason when f64_single_only is set. Call it before
 // RUN_ALL_TESTS (a static initializer in the test file will do).
 void register_codegen_only_tests(const SuiteTarget& target);

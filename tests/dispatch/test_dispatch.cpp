@@ -93,19 +93,19 @@ TEST(Dispatch, CpuRewritesConvThroughIm2col) {
                                       "shared IR: Conv has no MIR decomposition"}));
 }
 
-TEST(Dispatch, CpuRefusesComplexWithTheReason) {
+// A c64 Add has no kernel on cpu: it is computed on its parts, and the report says so.
+TEST(Dispatch, CpuSplitsComplexIntoPartsAndSaysWhy) {
   Graph g = parse_graph(R"(graph @g(%x: c64[4]) {
   %y = Add(%x, %x) : c64[4]
   return %y
 }
 )");
-  try {
-    dispatch(g, *test::cpu_target());
-    FAIL();
-  } catch (const CompileError& e) {
-    EXPECT_NE(std::string(e.what()).find("primitive: the cpu code generator has no c64 kernels for add"), std::string::npos)
-        << e.what();
-  }
+  DispatchResult r = dispatch(g, *test::cpu_target());
+  ASSERT_EQ(r.report.entries.size(), 1u);
+  EXPECT_EQ(r.report.entries[0].path, LoweringPath::kRewritten);
+  EXPECT_EQ(r.report.entries[0].detail, "split-complex");
+  const std::string text = r.report.to_text(true);
+  EXPECT_NE(text.find("rewritten  via split-complex"), std::string::npos) << text;
 }
 
 TEST(Dispatch, CpuLegalityCoversEveryOp) {

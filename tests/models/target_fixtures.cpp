@@ -116,6 +116,31 @@ void qwen3_tiny_greedy_tokens(const SuiteTarget& t) {
   }
 }
 
+// llama-tiny's prompt logits against the float64 reference.
+void llama_tiny_prompt_logits(const SuiteTarget& t) {
+  RLX_FIXTURE(dir, "llama-tiny");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  Model model = load_model(dir);
+  Session session(target_named(t.name));
+  NamedTensors out = session.compile(model.graph("main")).run({{"input_ids", ref.at("prompts")}});
+  const double err = max_abs_diff(out.at("logits"), ref.at("prompt_logits_f64"));
+  std::printf("%s llama-tiny: prompt logits max abs error vs float64 %.3g\n", t.name.c_str(), err);
+  EXPECT_LE(err, 1e-4);
+}
+
+// WebGPU in browsers has no 64-bit integers (RLX_WEBGPU_PORTABLE=1 asks for that): the token
+// ids, positions and argmax of the three fixtures then run on i32 words (split-i64), with the
+// same results.
+void fixtures_on_i32_words(const SuiteTarget& t) {
+  struct Portable {
+    Portable() { setenv("RLX_WEBGPU_PORTABLE", "1", 1); }
+    ~Portable() { unsetenv("RLX_WEBGPU_PORTABLE"); }
+  } portable;
+  bert_tiny_onnx(t);
+  qwen3_tiny_greedy_tokens(t);
+  llama_tiny_prompt_logits(t);
+}
+
 // cuda runs every precision policy (tensor cores and the 16-bit kernels are its own); the targets
 // CI runs take one AMP and one whole-graph mode, f16 and bf16 between them, to keep CI's time.
 std::vector<const char*> precision_modes(const std::string& target) {
@@ -131,6 +156,7 @@ void register_fixture_tests(const SuiteTarget& t) {
   add("MiniLmSentenceEmbeddingsMatchFloat64Reference", minilm_sentence_embeddings);
   add("BertTinyOnnxMatchesOnnxRuntime", bert_tiny_onnx);
   add("Qwen3TinyGreedyTokensMatchReference", qwen3_tiny_greedy_tokens);
+  if (t.name == "webgpu") add("FixturesRunOnI32WordsAsInBrowsers", fixtures_on_i32_words);
   register_function_test(t, t.fixture_suite, "MiniLmPrecisionPoliciesStayNearFloat64Reference",
                          [t] { minilm_precisions(t.name, precision_modes(t.name)); });
   register_function_test(t, t.fixture_suite, "Qwen3TinyAmpGreedyTokensAgreeWithReference",

@@ -235,3 +235,28 @@ def test_device_memory_counts_what_vulkan_allocates(rlx, graph_file):
     # x, y and the result were on the device: 1024 f32 each, at least.
     assert memory["peak_bytes"] >= 3 * 1024 * 4
     assert 0 < memory["bytes"] <= memory["peak_bytes"]
+
+
+COMPLEX = """graph @t(%a: c64[N], %b: c64[N], %m: c64[N,3], %k: c64[3,2]) {
+  %p = Mul(%a, %b) : c64[N]
+  %q = Div(%p, %b) : c64[N]
+  %e = Exp(%a) : c64[N]
+  %r = Abs(%a) : f32[N]
+  %y = MatMul(%m, %k) : c64[N,2]
+  return %p, %q, %e, %r, %y
+}
+"""
+
+
+def test_complex64_in_and_out_against_numpy(rlx, graph_file):
+    rng = np.random.default_rng(5)
+    def c(*shape):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    a, b, m, k = c(6), c(6), c(6, 3), c(3, 2)
+    out = rlx.load(graph_file(COMPLEX)).compile()(a=a, b=b, m=m, k=k)
+    assert out["p"].dtype == np.complex64 and out["r"].dtype == np.float32
+    np.testing.assert_allclose(out["p"], a * b, rtol=1e-6)
+    np.testing.assert_allclose(out["q"], a, rtol=1e-5)
+    np.testing.assert_allclose(out["e"], np.exp(a), rtol=1e-5)
+    np.testing.assert_allclose(out["r"], np.abs(a), rtol=1e-6)
+    np.testing.assert_allclose(out["y"], m @ k, rtol=1e-5)

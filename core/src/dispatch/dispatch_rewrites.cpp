@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "dispatch/rewrite_complex.h"
+#include "dispatch/rewrite_int64.h"
 #include "rlx/core/builder.h"
 #include "rlx/core/dispatch.h"
 #include "rlx/core/op_registry.h"
@@ -94,7 +96,8 @@ Rewrite conv_im2col() {
 }  // namespace
 
 const std::vector<Rewrite>& rewrites() {
-  static const std::vector<Rewrite> kRewrites = {conv_im2col(), compute_in_f32()};
+  static const std::vector<Rewrite> kRewrites = {conv_im2col(), compute_in_f32(), split_complex(),
+                                                 split_int64()};
   return kRewrites;
 }
 

@@ -53,7 +53,7 @@ ValueId GraphBuilder::scalar(DType dtype, double value) {
   // removes one at the top level, but a while loop's regions are checked as built).
   if (dtype == DType::kF32)
     return constant(Tensor::from<float>(dtype, {}, {static_cast<float>(value)}));
-  if (is_integer(dtype) && value == std::nearbyint(value) && std::fabs(value) < 2147483648.0) {
+  if (is_integer(dtype) && value == std::nearbyint(value) && value >= -2147483648.0 && value < 2147483648.0) {
     Tensor t(dtype, {});
     const auto v = static_cast<int64_t>(value);
     bool exact = true;
@@ -70,8 +70,16 @@ ValueId GraphBuilder::scalar(DType dtype, double value) {
         exact = v >= -32768 && v <= 32767;
         if (exact) *t.as<int16_t>() = static_cast<int16_t>(v);
         break;
+      case DType::kU16:
+        exact = v >= 0 && v <= 65535;
+        if (exact) *t.as<uint16_t>() = static_cast<uint16_t>(v);
+        break;
       case DType::kI32:
         *t.as<int32_t>() = static_cast<int32_t>(v);
+        break;
+      case DType::kU32:
+        exact = v >= 0;
+        if (exact) *t.as<uint32_t>() = static_cast<uint32_t>(v);
         break;
       case DType::kI64:
         *t.as<int64_t>() = v;

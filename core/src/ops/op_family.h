@@ -29,6 +29,7 @@ void sparse_ops(OpFamily& f);  // ops_sparse.cpp: CSR products and solves
 void krylov_ops(OpFamily& f);  // ops_krylov.cpp: CG / PCG as while loops
 // SpMV and SpMM as gather, multiply and scatter-add (ops_krylov.cpp).
 DecomposeFn spmv_decomposition();
+void complex_ops(OpFamily& f);     // ops_complex.cpp: Real, Imag, Complex, Conj
 void collective_ops(OpFamily& f);  // ops_collective.cpp: all_reduce, send, recv, ...
 
 }  // namespace rlx

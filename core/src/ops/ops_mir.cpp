@@ -47,6 +47,8 @@ OpDef unary(const std::string& name, Domain dom, std::string summary) {
   d.infer = [name, dom](const std::vector<TensorType>& in, const Node&) {
     if (!in_domain(in[0].dtype, dom))
       fail("{} needs {}, got {}", name, domain_words(dom), dtype_name(in[0].dtype));
+    // A complex number's magnitude is real (numpy, StableHLO).
+    if (name == "abs" && is_complex(in[0].dtype)) return one(tt(DType::kF32, in[0].shape));
     return one(in[0]);
   };
   d.sample = elementwise_sample(1, dom);
@@ -213,6 +215,8 @@ std::vector<TensorType> infer_reduce(const std::vector<TensorType>& in, const No
     drop[k] = true;
   }
   if (in[0].dtype == DType::kBool) fail("reduce: bool operands are not reducible; convert first");
+  if (is_complex(in[0].dtype) && (n.op == "reduce_max" || n.op == "reduce_min"))
+    fail("{}: complex numbers have no order", n.op);
   Shape out;
   for (int64_t i = 0; i < in[0].rank(); ++i)
     if (!drop[i]) out.push_back(in[0].shape[i]);
@@ -271,6 +275,37 @@ std::vector<TensorType> infer_while(const std::vector<TensorType>& in, const Nod
   return in;
 }
 
+// bitcast {dtype}: the same bytes read as another dtype, a 64-bit element as a pair of 32-bit
+// ones only: c64[s] <-> f32[s, 2] (real, imaginary) and i64[s] <-> i32[s, 2], u64[s] <-> u32[s, 2]
+// (low word first, as every target stores them). A target without complex numbers or 64-bit
+// integers reads and writes such tensors as pairs through this view (no kernel: an alias).
+std::optional<DType> pair_half(DType whole) {
+  switch (whole) {
+    case DType::kC64: return DType::kF32;
+    case DType::kI64: return DType::kI32;
+    case DType::kU64: return DType::kU32;
+    default: return std::nullopt;
+  }
+}
+
+std::vector<TensorType> infer_bitcast(const std::vector<TensorType>& in, const Node& n) {
+  const DType to = n.attr_dtype("dtype");
+  const TensorType& x = in[0];
+  if (pair_half(x.dtype) == to) {
+    Shape s = x.shape;
+    s.push_back(Dim(2));
+    return one(tt(to, s));
+  }
+  if (pair_half(to) == x.dtype) {
+    if (x.rank() == 0 || !(x.shape.back() == Dim(2)))
+      fail("bitcast to {} needs a {} operand whose last dim is 2, got {}", dtype_name(to),
+           dtype_name(x.dtype), x.str());
+    return one(tt(to, Shape(x.shape.begin(), x.shape.end() - 1)));
+  }
+  fail("bitcast reads c64, i64 and u64 as pairs of f32, i32 and u32 and back, not {} as {}",
+       dtype_name(x.dtype), dtype_name(to));
+}
+
 std::vector<TensorType> infer_convert(const std::vector<TensorType>& in, const Node& n) {
   return one(tt(n.attr_dtype("dtype"), in[0].shape));
 }
@@ -280,9 +315,13 @@ std::vector<TensorType> infer_constant(const std::vector<TensorType>&, const Nod
   return one(tt(t.dtype(), Shape(t.shape().begin(), t.shape().end())));
 }
 
+// {dtype} is i64 (the default) or i32: a target without 64-bit integers asks for the size as
+// i32 (split-i64), since a dim never reaches 2^31.
 std::vector<TensorType> infer_dim_size(const std::vector<TensorType>& in, const Node& n) {
   norm_axis(n.attr_int("dim"), in[0].rank(), "dim");
-  return one(tt(DType::kI64, {}));
+  const DType d = n.has_attr("dtype") ? n.attr_dtype("dtype") : DType::kI64;
+  if (d != DType::kI64 && d != DType::kI32) fail("dim_size gives i64 or i32, not {}", dtype_name(d));
+  return one(tt(d, {}));
 }
 
 }  // namespace
@@ -321,6 +360,12 @@ void mir_ops(OpFamily& r) {
   def("convert", OpClass::kElementwise, 1, 1, infer_convert,
       [](DType d) { return sample_of({tt(DType::kF32, {2, 3})}, {{"dtype", d}}); },
       "converts to attribute dtype (round to nearest even)");
+  def("bitcast", OpClass::kOpaque, 1, 1, infer_bitcast,
+      [](DType d) -> std::optional<OpSample> {
+        if (auto half = pair_half(d)) return sample_of({tt(d, {2, 3})}, {{"dtype", *half}});
+        return std::nullopt;
+      },
+      "a 64-bit element as two 32-bit ones (c64/f32, i64/i32, u64/u32) and back; a view, no kernel");
   def("broadcast_in_dim", OpClass::kIndexMap, 1, 1, infer_broadcast,
       [](DType d) { return sample_of({tt(d, {3})}, {{"shape", Shape{2, 3}}, {"dims", IntList{1}}}); },
       "maps operand dim i to result dim dims[i]");
@@ -359,8 +404,8 @@ void mir_ops(OpFamily& r) {
       "index along dim");
   for (const char* name : {"reduce_sum", "reduce_max", "reduce_min", "reduce_prod"})
     def(name, OpClass::kReduce, 1, 1, infer_reduce,
-        [](DType d) {
-          if (d == DType::kBool) return std::optional<OpSample>();
+        [ordered = std::string(name) == "reduce_max" || std::string(name) == "reduce_min"](DType d) {
+          if (d == DType::kBool || (ordered && is_complex(d))) return std::optional<OpSample>();
           return sample_of({tt(d, {2, 3})}, {{"axes", IntList{1}}});
         },
         "reduction over axes (removed from the result)");

@@ -1,7 +1,7 @@
 // MIR -> LIR. Values are either materialised (they own a buffer) or inlined into the loop kernel
 // of their single consumer. Index maps (broadcast_in_dim, transpose, slice) compose into the
 // affine maps of loads, so they never move data unless their result is a graph output or feeds a
-// library call. reshape reinterprets a materialised buffer (an alias, no kernel).
+// library call. reshape and bitcast reinterpret a materialised buffer (an alias, no kernel).
 #include <fmt/format.h>
 
 #include "passes/passes_util.h"
@@ -311,7 +311,7 @@ class Lowering {
       p_.buffers[buf_[v]].data = n.attr_tensor("value");
       return;
     }
-    if (n.op == "reshape") {
+    if (n.op == "reshape" || n.op == "bitcast") {
       ValueId v = n.outputs[0];
       buf_[v] = add_buffer(v, BufferKind::kAlias);
       p_.buffers[buf_[v]].alias_of = buf_[n.inputs[0]];
@@ -477,6 +477,14 @@ class Lowering {
       }
       int32_t out = add_buffer(v, BufferKind::kOutput);
       taken.push_back(true);
+      // A 64-bit output (c64, i64, u64) is copied as 32-bit pairs, the same bytes: the target
+      // may have no kernel type for the whole (split-complex, split-i64).
+      const DType dt = g_.type(v).dtype;
+      if (b >= 0 && (dt == DType::kC64 || dt == DType::kI64 || dt == DType::kU64)) {
+        copy_pairs(b, out);
+        p_.outputs.emplace_back(name, out);
+        continue;
+      }
       LoopKernel k;
       k.domain = p_.buffers[out].shape;
       k.num_parallel = static_cast<int32_t>(k.domain.size());
@@ -489,6 +497,34 @@ class Lowering {
       p_.outputs.emplace_back(name, out);
     }
     for (ValueId v : g_.inputs) p_.inputs.emplace_back(g_.values[v].name, buf_[v]);
+  }
+
+  // Copies a 64-bit output that is not written in place (a view of split parts, an input, a
+  // constant) as the 32-bit pairs it holds: no kernel language has a complex type, and some
+  // targets no 64-bit integers.
+  void copy_pairs(int32_t from, int32_t out) {
+    const DType whole = p_.buffers[out].dtype;
+    const DType half = whole == DType::kC64 ? DType::kF32 : whole == DType::kI64 ? DType::kI32 : DType::kU32;
+    auto pair_view = [&](int32_t of) {
+      lir::Buffer b = p_.buffers[of];
+      b.id = static_cast<int32_t>(p_.buffers.size());
+      b.name += "_pairs";
+      b.dtype = half;
+      b.shape.push_back(2);
+      b.kind = BufferKind::kAlias;
+      b.alias_of = of;
+      b.data = {};
+      p_.buffers.push_back(std::move(b));
+      return p_.buffers.back().id;
+    };
+    RLX_CHECK(from >= 0, "a 64-bit output has no buffer to copy from");
+    const int32_t src = pair_view(from), dst = pair_view(out);
+    LoopKernel k;
+    k.domain = p_.buffers[dst].shape;
+    k.num_parallel = static_cast<int32_t>(k.domain.size());
+    k.stores.push_back({dst, load(k, src, IMap::identity(k.domain.size(), k.domain.size()))});
+    k.name = fmt::format("k{}_output_copy", p_.kernels.size());
+    p_.kernels.push_back(std::move(k));
   }
 
   void lifetimes() {

@@ -34,12 +34,43 @@ ValueId identity_of(const Graph& g, const Node& n) {
   return kNoValue;
 }
 
+// bitcast(bitcast(x)) back to x's type, and a slice that takes exactly one operand of a concat:
+// what remains between two nodes whose complex values were split into parts (split-complex)
+// once one's recombined result is taken apart again by the next.
+ValueId forwarded_operand(const Graph& g, const Node& n) {
+  if (n.inputs.empty() || g.values[n.inputs[0]].producer < 0) return kNoValue;
+  const Node& p = g.nodes[g.values[n.inputs[0]].producer];
+  if (n.op == "bitcast" && p.op == "bitcast" && g.type(p.inputs[0]) == g.type(n.outputs[0]))
+    return p.inputs[0];
+  if (n.op != "slice" || p.op != "concat") return kNoValue;
+  const TensorType& in = g.type(n.inputs[0]);
+  const int64_t axis = p.attr_int("axis") < 0 ? p.attr_int("axis") + in.rank() : p.attr_int("axis");
+  const IntList &start = n.attr_ints("start"), &limit = n.attr_ints("limit");
+  if (n.has_attr("strides"))
+    for (int64_t st : n.attr_ints("strides"))
+      if (st != 1) return kNoValue;
+  for (int64_t d = 0; d < in.rank(); ++d) {
+    if (d == axis) continue;
+    const bool whole = start[d] == 0 && (limit[d] == -1 || (in.shape[d].is_static() && limit[d] == in.shape[d].value));
+    if (!whole) return kNoValue;
+  }
+  int64_t at = 0;
+  for (ValueId operand : p.inputs) {
+    const int64_t len = g.type(operand).shape[axis].value;
+    if (start[axis] == at && limit[axis] == at + len) return operand;
+    at += len;
+  }
+  return kNoValue;
+}
+
 }  // namespace
 
 bool canonicalize(Graph& g) {
   bool changed = false;
   for (Node& n : g.nodes) {
-    if (ValueId id = identity_of(g, n); id != kNoValue) {
+    ValueId id = identity_of(g, n);
+    if (id == kNoValue) id = forwarded_operand(g, n);
+    if (id != kNoValue) {
       replace_uses(g, n.outputs[0], id);
       changed = true;
       continue;

@@ -67,6 +67,7 @@ std::optional<Tensor> fold(const Graph& g, const Node& n) {
   if (n.op == "dim_size") {
     const Dim& d = g.type(n.inputs[0]).shape[n.attr_int("dim") < 0 ? n.attr_int("dim") + g.type(n.inputs[0]).rank() : n.attr_int("dim")];
     if (!d.is_static()) return std::nullopt;
+    if (out.dtype == DType::kI32) return Tensor::from<int32_t>(DType::kI32, {}, {static_cast<int32_t>(d.value)});
     return Tensor::from<int64_t>(DType::kI64, {}, {d.value});
   }
   if (n.op == "constant" || n.inputs.empty() || !is_static(out.shape)) return std::nullopt;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "collective_call.h"
+#include "complex_gemm.h"
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
 #include "gemm.h"
@@ -223,6 +224,9 @@ void CallKernelRunner::dot_general(const std::vector<void*>& ptrs) const {
   for (int64_t d : rb) b_shape.push_back(rs[d]), b_str.push_back(rst[d]);
   for (int64_t d : rc) b_shape.push_back(rs[d]), b_str.push_back(rst[d]);
   for (int64_t d : rf) b_shape.push_back(rs[d]), b_str.push_back(rst[d]), N *= rs[d];
+  if (out_[0].dtype == DType::kC64)
+    return complex_batched_matmul(ptrs[k_.inputs[0]], a_shape, a_str, ptrs[k_.inputs[1]], b_shape,
+                                  b_str, B, M, N, K, ptrs[k_.outputs[0]]);
   by_class(out_[0].dtype, [&](auto t) {
     using T = decltype(t);
     batched_matmul<T>(ptrs[k_.inputs[0]], in_[0].dtype, a_shape, a_str, ptrs[k_.inputs[1]],
@@ -255,6 +259,9 @@ void CallKernelRunner::matmul(const std::vector<void*>& ptrs) const {
   };
   auto [a_shape, a_str] = view(as, true);
   auto [b_shape, b_str] = view(bs, false);
+  if (out_[0].dtype == DType::kC64)
+    return complex_batched_matmul(ptrs[k_.inputs[0]], a_shape, a_str, ptrs[k_.inputs[1]], b_shape,
+                                  b_str, product(batch), M, N, K, ptrs[k_.outputs[0]]);
   by_class(out_[0].dtype, [&](auto t) {
     using T = decltype(t);
     batched_matmul<T>(ptrs[k_.inputs[0]], in_[0].dtype, a_shape, a_str, ptrs[k_.inputs[1]],

@@ -38,9 +38,12 @@ class CpuTarget final : public sdk::TargetPlugin {
   std::string name() const override { return "cpu"; }
 
   Verdict claim_native(const NodeSignature& s) const override {
+    if (s.op == "MatMul" && sdk::only_uses(s, {DType::kC64}))
+      return Verdict{true, "c64 through OpenBLAS cgemm"};
     if (s.op == "MatMul" || s.op == "Linear") {
       if (sdk::only_uses(s, {DType::kF32, DType::kF64})) return Verdict::yes();
-      return Verdict::no(fmt::format("cpu's GEMM takes {} in f32 or f64 only", s.op));
+      return Verdict::no(fmt::format("cpu's GEMM takes {} in f32 or f64{}", s.op,
+                                     s.op == "MatMul" ? " (and c64 through cgemm)" : " only"));
     }
     if (s.op == "DequantMatMul" || s.op == "DequantizeRows") return claim_block_op(s);
     if (s.op == "QMatMul") return claim_qmatmul(s);
@@ -54,10 +57,10 @@ class CpuTarget final : public sdk::TargetPlugin {
   Verdict accepts_primitive(const NodeSignature& s) const override {
     if (Verdict v = sdk::primitive_only(s); !v.ok) return v;
     const OpDef* def = OpRegistry::instance().find(s.op);
-    for (const auto* list : {&s.inputs, &s.outputs})
-      for (const TensorType& t : *list)
-        if (t.dtype == DType::kC64)
-          return Verdict::no(fmt::format("the cpu code generator has no c64 kernels for {}", s.op));
+    // c64: a bitcast is a view of the f32 pairs and dot_general a call of OpenBLAS's cgemm;
+    // every other c64 op is split into its real parts (the split-complex rewrite).
+    if (sdk::uses(s, DType::kC64) && s.op != "bitcast" && s.op != "dot_general")
+      return Verdict::no(fmt::format("the cpu code generator has no c64 kernels for {}", s.op));
     // u64 is carried as its 64 bits: ops that only move or pick elements are exact, arithmetic
     // in the int64 compute class would be wrong above INT64_MAX.
     if (sdk::uses(s, DType::kU64) && !moves_elements(*def))

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 std::shared_ptr<Target> metal() { return test::target_named("metal"); }
 
-// Shared with the other GPU-like targets (sdk/testing): RefusesComplexWithTheReason.
+// Shared with the other GPU-like targets (sdk/testing): ComplexProgramsCompileOnTheirParts.
 [[maybe_unused]] const bool kSharedTests =
     (test::register_codegen_only_tests({.name = "metal", .display = "Metal", .language = "MSL"}), true);
 

@@ -40,7 +40,7 @@ const std::vector<std::string> kOther = {
     "xor",      "select",     "convert",     "iota",       "broadcast_in_dim",
     "reshape",  "transpose",  "slice",       "concat",     "pad",
     "gather",   "scatter",    "dot_general", "while",      "constant",
-    "dim_size", "reduce_sum", "reduce_max",  "reduce_min", "reduce_prod"};
+    "dim_size", "reduce_sum", "reduce_max",  "reduce_min", "reduce_prod", "bitcast"};
 
 mx::array scalar(double v, mx::Dtype t) {
   return mx::astype(mx::array(v), t);
@@ -179,6 +179,10 @@ std::vector<mx::array> Builder::node(const Node& n) {
   }
   if (op == "broadcast_in_dim") return {broadcast_in_dim(n)};
   if (op == "reshape") return {mx::reshape(in(n, 0), mlx_shape(out))};
+  if (op == "bitcast") {  // c64[s] <-> f32[s, 2]: mx::view rescales a flat last axis
+    const mx::array flat = mx::reshape(in(n, 0), {-1});
+    return {mx::reshape(mx::view(flat, to_mlx(od)), mlx_shape(out))};
+  }
   if (op == "transpose") return {mx::transpose(in(n, 0), ints(n.attr_ints("perm")))};
   if (op == "slice") return {slice(n)};
   if (op == "concat") {

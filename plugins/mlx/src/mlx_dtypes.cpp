@@ -39,6 +39,8 @@ std::optional<mx::Dtype> mlx_dtype(DType d) {
       return mx::uint32;
     case DType::kU64:
       return mx::uint64;
+    case DType::kC64:  // storage only: dtype_refusal keeps every op but bitcast off it
+      return mx::complex64;
     default:
       break;
   }
@@ -47,7 +49,9 @@ std::optional<mx::Dtype> mlx_dtype(DType d) {
 
 std::string dtype_refusal(const std::string& op, const std::vector<TensorType>& types) {
   for (const TensorType& t : types) {
-    if (mlx_dtype(t.dtype)) continue;
+    // c64 is held (inputs, outputs, the bitcast view) but not computed on: the split-complex
+    // rewrite gives every c64 node f32 parts, as on the kernel-language targets.
+    if (mlx_dtype(t.dtype) && !(is_complex(t.dtype) && op != "bitcast")) continue;
     if (is_complex(t.dtype))
       return fmt::format(
           "{} has no complex type, so mlx has no c64 kernel for {}: split complex values into "

@@ -72,7 +72,7 @@ void expect_valid_module(const lir::Program& program, const fs::path& dir, const
     std::printf("ocloc not installed (intel-opencl-icd): %s not compiled offline\n", what.c_str());
 }
 
-// Shared with the other GPU-like targets (sdk/testing): RefusesComplexWithTheReason.
+// Shared with the other GPU-like targets (sdk/testing): ComplexProgramsCompileOnTheirParts.
 [[maybe_unused]] const bool kSharedTests =
     (test::register_codegen_only_tests({.name = "oneapi", .display = "OneApi", .language = "OpenCL C"}), true);
 

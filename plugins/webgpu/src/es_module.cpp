@@ -171,6 +171,27 @@ std::string list(const std::vector<int64_t>& v) {
   return "[" + s + "]";
 }
 
+// Where a kernel computes on or binds `dt` ("kernel k3_add"), or "". An input or output held
+// in dt but read and written only through 32-bit views (split-i64) needs nothing of the
+// browser: its bytes travel as they are.
+std::string kernel_dtype_use(const lir::Program& p, DType dt) {
+  for (const lir::Kernel& k : p.kernels) {
+    if (const auto* l = std::get_if<lir::LoopKernel>(&k)) {
+      for (const lir::Expr& e : l->exprs)
+        if (e.dtype == dt || (e.kind == lir::ExprKind::kLoad && p.buffers[e.load.buffer].dtype == dt))
+          return fmt::format("kernel {}", l->name);
+      for (const lir::Store& st : l->stores)
+        if (p.buffers[st.buffer].dtype == dt) return fmt::format("kernel {}", l->name);
+      continue;
+    }
+    const auto& c = std::get<lir::CallKernel>(k);
+    for (const auto* list : {&c.inputs, &c.outputs})
+      for (int32_t b : *list)
+        if (p.buffers[b].dtype == dt) return fmt::format("the {} call", c.callee);
+  }
+  return "";
+}
+
 // Why the ES module cannot run `program` in a browser, or "".
 std::string unsupported(const lir::Program& program, const gpu_host::ModulePlan& plan) {
   for (const gpu_host::Step& s : plan.steps)
@@ -178,7 +199,7 @@ std::string unsupported(const lir::Program& program, const gpu_host::ModulePlan&
       return "the program has a while loop, whose host control flow the ES module does not run yet; run it with "
              "`rlx run --target webgpu`";
   for (DType t : {DType::kI64, DType::kF64}) {
-    std::string at = sdk::dtype_use(program, t);
+    std::string at = kernel_dtype_use(program, t);
     if (!at.empty())
       return fmt::format("{} uses {}, which WebGPU in browsers lacks (only wgpu-native's shader-int64/shader-f64 "
                          "have it); compile with RLX_WEBGPU_PORTABLE=1 to have rlx refuse such nodes by name",

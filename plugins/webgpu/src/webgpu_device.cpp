@@ -540,4 +540,23 @@ void WebGpuDevice::finish() {
   context_->wait_idle();
 }
 
+bool portable_only() {
+  const char* v = std::getenv("RLX_WEBGPU_PORTABLE");
+  return v && *v && std::string(v) != "0";
+}
+
+// Portable programs fit the limits WebGPU guarantees everywhere (the specification's defaults:
+// 8 storage buffers per stage, 128 MiB per binding): an ES module's kernels then bind in any
+// browser, not only on an adapter that offers more.
+DeviceLimits WebGpuDevice::limits() const {
+  DeviceLimits l;
+  l.max_buffer_bytes = info().max_binding_bytes;
+  l.max_buffers_per_kernel = info().max_storage_buffers;
+  if (portable_only()) {
+    l.max_buffer_bytes = std::min<uint64_t>(l.max_buffer_bytes, uint64_t{128} << 20);
+    l.max_buffers_per_kernel = std::min<uint32_t>(l.max_buffers_per_kernel, 8);
+  }
+  return l;
+}
+
 }  // namespace rlx::webgpu

@@ -25,6 +25,10 @@
 
 namespace rlx::webgpu {
 
+// RLX_WEBGPU_PORTABLE=1: compile for what every browser runs (no shader-int64/shader-f64, the
+// WebGPU default limits), whatever this machine's adapter offers.
+bool portable_only();
+
 struct WebGpuInfo {
   std::string name;     // "llvmpipe (LLVM 15.0.6, 256 bits)"
   std::string backend;  // "Vulkan"
@@ -60,12 +64,7 @@ class WebGpuDevice final : public gpu_host::DeviceApi {
   void launch(gpu_host::Module& module, const std::string& symbol,
               const std::vector<const gpu_host::DeviceBuffer*>& args, int64_t work_items) override;
   void finish() override;
-  DeviceLimits limits() const override {
-    DeviceLimits l;
-    l.max_buffer_bytes = info().max_binding_bytes;
-    l.max_buffers_per_kernel = info().max_storage_buffers;
-    return l;
-  }
+  DeviceLimits limits() const override;
 
  private:
   std::shared_ptr<WebGpuContext> context_;

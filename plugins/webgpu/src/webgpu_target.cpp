@@ -5,9 +5,11 @@
 // kernel, gather and scatter come from the WGSL kernel library, while loops run on the host.
 // `emit` also writes an ES module that runs the same WGSL in a browser (es_module.h).
 //
-// What WGSL cannot hold is refused by name, never narrowed: c64, i8, u8, i16 always; i64 and
-// f64 unless the device enables wgpu-native's shader-int64 / shader-f64 (browsers never do, and
-// RLX_WEBGPU_PORTABLE=1 asks for what browsers run); f64 transcendentals as on GLSL.
+// What WGSL cannot hold is refused by name, never narrowed: i8, u8, i16 always; i64 and f64
+// unless the device enables wgpu-native's shader-int64 / shader-f64 (browsers never do, and
+// RLX_WEBGPU_PORTABLE=1 asks for what browsers run); f64 transcendentals as on GLSL. Refused
+// c64 and i64 primitives reach the kernels as f32 parts and i32 words instead (the split-complex
+// and split-i64 rewrites, exact), through the bitcast view this target accepts.
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -26,11 +28,6 @@ namespace {
 
 using gpu_host::uses;
 
-bool portable_only() {
-  const char* v = std::getenv("RLX_WEBGPU_PORTABLE");
-  return v && *v && std::string(v) != "0";
-}
-
 class WebGpuTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
   WebGpuTarget() : GpuLikeTargetPlugin("webgpu", "WGSL") {}
@@ -39,7 +36,8 @@ class WebGpuTarget final : public gpu_host::GpuLikeTargetPlugin {
     if (Verdict v = common_refusals(s, /*f64_single_only=*/true); !v.ok) return v;
     if (Verdict v = sdk::refuse_narrow_integers(s, "WGSL", "webgpu"); !v.ok) return v;
     // Any other dtype the dialect has no type for (a dtype added after this table) is refused
-    // here rather than failing when the kernel is rendered.
+    // here rather than failing when the kernel is rendered; a bitcast is a view, never rendered.
+    if (s.op == "bitcast") return Verdict::yes();
     for (const auto* list : {&s.inputs, &s.outputs})
       for (const TensorType& t : *list)
         if (wgsl_library().dialect().storage_type[static_cast<int>(t.dtype)].empty())

@@ -11,17 +11,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <thread>
 
+#include "model_support.h"
 #include "target_suite.h"
 #include "rlx/core/error.h"
 #include "rlx/core/half.h"
 #include "rlx/core/json.h"
+#include "rlx/core/runtime.h"
 #include "test_support.h"
 
 namespace rlx {
@@ -58,17 +62,23 @@ TEST(WebGpuTarget, RefusesNarrowIntegersWithTheReason) {
       << msg;
 }
 
-// Browsers' WGSL has no i64 or f64: with RLX_WEBGPU_PORTABLE the target refuses them by node and
-// dtype even where wgpu-native's extensions would run them.
+// Browsers' WGSL has no i64 or f64: with RLX_WEBGPU_PORTABLE the target's kernels hold neither,
+// even where wgpu-native's extensions would run them. i64 nodes then run on i32 words
+// (split-i64, exact) and what has no word form is refused naming the node; f64 is refused by
+// node and dtype, never narrowed.
 TEST(WebGpuTarget, PortableRefusesI64AndF64NamingTheNode) {
   ScopedEnv portable("RLX_WEBGPU_PORTABLE", "1");
   std::string msg = test::compile_error(
-      "graph @t(%x: i64[4], %y: i64[4]) {\n  %sum = add(%x, %y) : i64[4]\n  return %sum\n}\n", webgpu());
+      "graph @t(%x: i64[4], %y: i64[4]) {\n  %q = div(%x, %y) : i64[4]\n  return %q\n}\n", webgpu());
   EXPECT_NE(msg.find("WGSL has no 64-bit integers without wgpu-native's shader-int64 feature (RLX_WEBGPU_PORTABLE "
-                     "asks for what browsers run), so webgpu cannot hold the i64 values of add"),
+                     "asks for what browsers run), so webgpu cannot hold the i64 values of div"),
             std::string::npos)
       << msg;
-  EXPECT_NE(msg.find("%sum"), std::string::npos) << "the node is named: " << msg;
+  EXPECT_NE(msg.find("split-i64 has no i32-pair form of div"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("%q"), std::string::npos) << "the node is named: " << msg;
+  EXPECT_EQ(test::compile_error(
+                "graph @t(%x: i64[4], %y: i64[4]) {\n  %sum = add(%x, %y) : i64[4]\n  return %sum\n}\n", webgpu()),
+            "");
   msg = test::compile_error("graph @t(%x: f64[4]) {\n  %twice = add(%x, %x) : f64[4]\n  return %twice\n}\n", webgpu());
   EXPECT_NE(msg.find("so webgpu cannot hold the f64 values of add"), std::string::npos) << msg;
   EXPECT_NE(msg.find("%twice"), std::string::npos) << msg;
@@ -201,6 +211,39 @@ open(root + '/port.txt', 'w').write(str(server.server_address[1]))
 server.serve_forever()
 )";
 
+// Serves `dir` (its index.html posts a report to /result) to headless Chromium on SwiftShader's
+// WebGPU and returns the report; fails the test when nothing comes within 120 s.
+std::string run_page_in_chromium(const std::string& chromium, const std::string& python,
+                                 const std::filesystem::path& dir) {
+  std::ofstream(dir / "server.py") << kServer;
+  const auto result = dir / "result.json";
+  pid_t server = spawn({python, (dir / "server.py").string(), dir.string(), result.string()}, dir / "server.log");
+  std::string port;
+  for (int i = 0; i < 200 && port.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    port = test::read_file(dir / "port.txt");
+  }
+  if (port.empty()) {
+    stop(server);
+    ADD_FAILURE() << "the http server did not start: " << test::read_file(dir / "server.log");
+    return "";
+  }
+  pid_t browser = spawn({chromium, "--headless=new", "--no-sandbox", "--enable-unsafe-webgpu",
+                         "--use-webgpu-adapter=swiftshader", "--user-data-dir=" + (dir / "profile").string(),
+                         fmt::format("http://127.0.0.1:{}/index.html", port)},
+                        dir / "chromium.log");
+  std::string report;
+  for (int i = 0; i < 1200 && report.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    report = test::read_file(result);
+  }
+  stop(browser);
+  stop(server);
+  if (report.empty())
+    ADD_FAILURE() << "Chromium reported nothing within 120 s; its log:\n" << test::read_file(dir / "chromium.log");
+  return report;
+}
+
 // Runs model.mjs on the inputs in inputs.json and posts the outputs (as plain arrays) or the error.
 constexpr const char* kPage = R"(<!doctype html>
 <script type="module">
@@ -268,31 +311,8 @@ TEST(WebGpuTarget, EsModuleRunsInHeadlessChromiumLikeTheCpu) {
   }
   std::ofstream(dir / "inputs.json") << inputs << "}";
   std::ofstream(dir / "index.html") << kPage;
-  std::ofstream(dir / "server.py") << kServer;
-  const auto result = dir / "result.json";
-  pid_t server = spawn({python, (dir / "server.py").string(), dir.string(), result.string()}, dir / "server.log");
-  std::string port;
-  for (int i = 0; i < 200 && port.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    port = test::read_file(dir / "port.txt");
-  }
-  if (port.empty()) {
-    stop(server);
-    FAIL() << "the http server did not start: " << test::read_file(dir / "server.log");
-  }
-  pid_t browser = spawn({chromium, "--headless=new", "--no-sandbox", "--enable-unsafe-webgpu",
-                         "--use-webgpu-adapter=swiftshader", "--user-data-dir=" + (dir / "profile").string(),
-                         fmt::format("http://127.0.0.1:{}/index.html", port)},
-                        dir / "chromium.log");
-  std::string report;
-  for (int i = 0; i < 1200 && report.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    report = test::read_file(result);
-  }
-  stop(browser);
-  stop(server);
-  ASSERT_FALSE(report.empty()) << "Chromium reported nothing within 120 s; its log:\n"
-                               << test::read_file(dir / "chromium.log");
+  const std::string report = run_page_in_chromium(chromium, python, dir);
+  if (report.empty()) return;
   json::Value r = json::parse(report);
   if (const json::Value* err = r.find("error")) FAIL() << "model.mjs failed in Chromium: " << *err->as_string();
   NamedTensors want = run_text(kBrowserProgram, in, test::cpu_target());
@@ -313,6 +333,143 @@ TEST(WebGpuTarget, EsModuleRunsInHeadlessChromiumLikeTheCpu) {
   }
   std::printf("model.mjs ran in headless Chromium (WebGPU adapter: %s)\n",
               r.find("adapter") && r.find("adapter")->as_string() ? r.find("adapter")->as_string()->c_str() : "?");
+}
+
+// Runs each model.mjs under a folder named in models.json on its inputs.json (i64 values as
+// BigInt64Array) and posts every model's outputs, or the first error.
+constexpr const char* kFixturePage = R"(<!doctype html>
+<script type="module">
+const types = { f32: Float32Array, i32: Int32Array, bool: Uint8Array,
+                i64: (v) => BigInt64Array.from(v, (x) => BigInt(x)) };
+let report = { models: {} };
+try {
+  for (const name of await (await fetch('models.json')).json()) {
+    const { run, signature } = await import(`./${name}/model.mjs`);
+    const raw = await (await fetch(`${name}/inputs.json`)).json();
+    const inputs = {};
+    for (const [input, values] of Object.entries(raw)) {
+      const T = types[signature.inputs[input].dtype];
+      inputs[input] = T.from ? T.from(values) : T(values);
+    }
+    const outputs = await run(inputs);
+    report.models[name] = {};
+    for (const [output, a] of Object.entries(outputs)) report.models[name][output] = Array.from(a, Number);
+  }
+} catch (e) {
+  report = { error: String(e && e.stack || e) };
+}
+await fetch('/result', { method: 'POST', body: JSON.stringify(report) });
+</script>
+)";
+
+// The three model fixtures in headless Chromium, compiled for what browsers run (no 64-bit
+// integers: their token ids, positions and shape arithmetic on i32 words), against the
+// references: bert-tiny-onnx against ONNX Runtime, qwen3-tiny and llama-tiny prompt logits against
+// transformers in float64.
+TEST(WebGpuTarget, FixturesRunInHeadlessChromiumOnI32Words) {
+  std::string chromium = find_on_path({"chromium", "chromium-browser", "google-chrome"});
+  if (const char* c = std::getenv("RLX_CHROMIUM")) chromium = c;
+  std::string python = find_on_path({"python3"});
+  if (chromium.empty()) GTEST_SKIP() << "no chromium on PATH (Debian's `chromium` package; or set RLX_CHROMIUM)";
+  if (python.empty()) GTEST_SKIP() << "no python3 on PATH to serve the ES module";
+  if (Verdict v = webgpu()->can_execute(); !v.ok) GTEST_SKIP() << "webgpu cannot run here: " << v.reason;
+  ScopedEnv portable("RLX_WEBGPU_PORTABLE", "1");
+  struct Fixture {
+    const char* name;
+    std::filesystem::path model;
+    const char* graph;
+    std::vector<std::pair<std::string, std::string>> inputs;  // model input <- reference tensor
+    const char* output;
+    const char* reference;
+    double bound;
+  };
+  RLX_FIXTURE(bert, "bert-tiny-onnx");
+  RLX_FIXTURE(qwen, "qwen3-tiny");
+  RLX_FIXTURE(llama, "llama-tiny");
+  const std::vector<Fixture> fixtures = {
+      {"bert", bert / "model.onnx", "", {{"input_ids", "input_ids"}, {"attention_mask", "attention_mask"},
+                                         {"token_type_ids", "token_type_ids"}},
+       "last_hidden_state", "last_hidden_state_ort", 3e-5},
+      // SwiftShader's WGSL exp and inverseSqrt are as accurate as WGSL requires (a few ulp), not
+      // correctly rounded: 1.5e-3 and 1.1e-3 measured on logits of size 4 (wgpu-native on
+      // lavapipe: 5e-6).
+      {"qwen3", qwen, "main", {{"input_ids", "prompts"}}, "logits", "prompt_logits_f64", 1e-2},
+      {"llama", llama, "main", {{"input_ids", "prompts"}}, "logits", "prompt_logits_f64", 1e-2}};
+  test::TempDir dir;
+  std::vector<std::string> names;
+  std::map<std::string, Tensor> want;
+  for (const Fixture& f : fixtures) {
+    const auto folder = f.model.extension() == ".onnx" ? f.model.parent_path() : f.model;
+    TensorMap ref = read_safetensors(folder / "reference.safetensors");
+    Model model = test::load_model(f.model);
+    const Graph& g = *f.graph ? model.graph(f.graph) : model.graph();
+    // The ES module runs static shapes: bind each symbol from the reference's input shapes.
+    Bindings bind;
+    std::string inputs = "{";
+    for (auto& [input, key] : f.inputs) {
+      const Tensor& t = ref.at(key);
+      for (ValueId v : g.inputs) {
+        if (g.values[v].name != input) continue;
+        const Shape& s = g.type(v).shape;
+        for (size_t d = 0; d < s.size(); ++d)
+          if (!s[d].is_static()) bind[s[d].sym] = t.shape()[d];
+      }
+      std::vector<std::string> v;
+      for (int64_t i = 0; i < t.numel(); ++i) v.push_back(std::to_string(t.as<int64_t>()[i]));
+      inputs += fmt::format("{}\"{}\": [{}]", inputs.size() > 1 ? ", " : "", input, fmt::join(v, ", "));
+    }
+    const auto sub = dir.path() / f.name;
+    std::filesystem::create_directories(sub);
+    Session session(webgpu());
+    webgpu()->emit(session.compile(g).lir_for(bind), sub);
+    ASSERT_NE(test::read_file(sub / "model.mjs").find("unsupported: \"\""), std::string::npos)
+        << f.name << ": model.mjs refuses the program";
+    std::ofstream(sub / "inputs.json") << inputs << "}";
+    names.push_back(fmt::format("\"{}\"", f.name));
+    want[f.name] = ref.at(f.reference);
+  }
+  std::ofstream(dir.path() / "models.json") << "[" << fmt::format("{}", fmt::join(names, ", ")) << "]";
+  std::ofstream(dir.path() / "index.html") << kFixturePage;
+  const std::string report = run_page_in_chromium(chromium, python, dir.path());
+  if (report.empty()) return;
+  json::Value r = json::parse(report);
+  if (const json::Value* err = r.find("error")) FAIL() << "the fixtures failed in Chromium: " << *err->as_string();
+  for (const Fixture& f : fixtures) {
+    const json::Value* m = r.find("models")->find(f.name);
+    ASSERT_NE(m, nullptr) << f.name;
+    const json::Value* got = m->find(f.output);
+    ASSERT_NE(got, nullptr) << f.name << " " << f.output;
+    const json::Array& a = *got->as_array();
+    const std::vector<double> ref = values(want.at(f.name));
+    ASSERT_EQ(a.size(), ref.size()) << f.name;
+    double err = 0;
+    std::vector<double> v(a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      v[i] = a[i].as_number()->value;
+      err = std::max(err, std::fabs(v[i] - ref[i]));
+    }
+    // Decoders: every position's most likely next token is the reference's, wherever the
+    // reference's top two logits are further apart than the error allows.
+    int64_t rows = 0, agree = 0;
+    if (std::string(f.output) == "logits") {
+      const int64_t vocab = want.at(f.name).shape().back();
+      for (size_t row = 0; row < ref.size() / vocab; ++row) {
+        auto top = [&](const std::vector<double>& x) {
+          return std::max_element(x.begin() + row * vocab, x.begin() + (row + 1) * vocab) - x.begin();
+        };
+        std::vector<double> r(ref.begin() + row * vocab, ref.begin() + (row + 1) * vocab);
+        std::nth_element(r.begin(), r.begin() + 1, r.end(), std::greater<double>());
+        if (r[0] - r[1] <= 2 * f.bound) continue;
+        ++rows;
+        agree += top(v) == top(ref);
+      }
+      EXPECT_EQ(agree, rows) << f.name << ": the most likely tokens differ";
+    }
+    std::printf("%s in headless Chromium: %s max abs error %.3g (limit %g); top token equal at %lld of "
+                "%lld positions\n", f.name, f.output, err, f.bound, static_cast<long long>(agree),
+                static_cast<long long>(rows));
+    EXPECT_LE(err, f.bound) << f.name;
+  }
 }
 
 }  // namespace

@@ -35,7 +35,9 @@ namespace {
 bool lowers_to_loops(const std::string& op) {
   const rlx::OpDef* def = rlx::OpRegistry::instance().find(op);
   if (!def || def->level != rlx::OpLevel::kMir) return false;
-  return def->cls != rlx::OpClass::kOpaque || op == "pad" || op == "concat";
+  // bitcast is a view of a buffer (an alias in LIR, no kernel): how c64 and i64 values reach
+  // the loop kernels as 32-bit pairs.
+  return def->cls != rlx::OpClass::kOpaque || op == "pad" || op == "concat" || op == "bitcast";
 }
 
 class HelloTarget final : public rlx::sdk::TargetPlugin {

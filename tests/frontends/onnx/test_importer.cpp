@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <onnx/onnx_pb.h>
 
+#include <complex>
 #include <fstream>
 
 #include "rlx/core/error.h"
@@ -436,6 +437,39 @@ TEST(OnnxImporter, OutputThatIsAnInputKeepsItsOwnName) {
   Session s(test::cpu_target());
   auto out = s.compile(g).run({{"x", Tensor::from<float>(DType::kF32, {2}, {1, 2})}});
   EXPECT_EQ(test::values(out.at("y")), (std::vector<double>{1, 2}));
+}
+
+// complex64 in and out: an input and an initializer (float pairs in raw_data) moved by ops whose
+// ONNX type constraints include complex types.
+TEST(OnnxImporter, Complex64TensorsComeInAndGoOut) {
+  ModelMaker mm;
+  mm.input("x", TensorProto::COMPLEX64, {"2", "2"});
+  auto* w = mm.g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(TensorProto::COMPLEX64);
+  w->add_dims(2), w->add_dims(1);
+  const std::vector<float> wv = {5, -1, 0.5f, 2};  // 5-1i, 0.5+2i
+  w->set_raw_data(std::string(reinterpret_cast<const char*>(wv.data()), wv.size() * sizeof(float)));
+  auto* t = mm.node("Transpose", {"x"}, {"xt"});
+  auto* perm = t->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(::onnx::AttributeProto::INTS);
+  perm->add_ints(1), perm->add_ints(0);
+  auto* c = mm.node("Concat", {"xt", "w"}, {"y"});
+  ModelMaker::attr_i(c, "axis", 1);
+  mm.output("y");
+  Graph g = mm.import().graph();
+  Session s(test::cpu_target());
+  Tensor x(DType::kC64, {2, 2});
+  const std::vector<std::complex<float>> xv = {{1, 2}, {3, 4}, {5, 6}, {7, 8}};
+  std::copy(xv.begin(), xv.end(), x.as<std::complex<float>>());
+  auto out = s.compile(g).run({{"x", x}});
+  const Tensor& y = out.at("y");
+  ASSERT_EQ(y.dtype(), DType::kC64);
+  ASSERT_EQ(y.shape(), (std::vector<int64_t>{2, 3}));
+  const std::vector<std::complex<float>> want = {{1, 2}, {5, 6}, {5, -1}, {3, 4}, {7, 8}, {0.5f, 2}};
+  EXPECT_EQ(std::vector<std::complex<float>>(y.as<std::complex<float>>(), y.as<std::complex<float>>() + 6),
+            want);
 }
 
 // 5000 Relu nodes in a row fuse into one chain; cut into kernels of a bounded size, the cpu target

@@ -1,0 +1,149 @@
+// split-i64 on the cpu target with its 64-bit integers taken away (what WebGPU in browsers is):
+// sums that carry between the words, comparisons, conversions, token ids through a gather and
+// i64 outputs, exactly as cpu computes them in i64; an index that does not fit 32 bits is an
+// error, never a wrap.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "rlx/core/dispatch.h"
+#include "rlx/core/error.h"
+#include "rlx/core/ir_text.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+bool uses_i64(const NodeSignature& s) {
+  for (const auto* l : {&s.inputs, &s.outputs})
+    for (const TensorType& t : *l)
+      if (t.dtype == DType::kI64) return true;
+  return false;
+}
+
+class CpuWithoutInt64 final : public Target {
+ public:
+  std::string name() const override { return cpu_->name(); }
+  Verdict claim_native(const NodeSignature& s) const override {
+    if (uses_i64(s)) return Verdict::no("the test target has no i64");
+    return cpu_->claim_native(s);
+  }
+  Verdict accepts_primitive(const NodeSignature& s) const override {
+    if (uses_i64(s) && s.op != "bitcast") return Verdict::no("the test target has no i64");
+    return cpu_->accepts_primitive(s);
+  }
+  Verdict can_execute() const override { return cpu_->can_execute(); }
+  std::unique_ptr<Executable> compile(const lir::Program& p) override { return cpu_->compile(p); }
+  std::vector<Artifact> emit(const lir::Program& p, const std::filesystem::path& d) override {
+    return cpu_->emit(p, d);
+  }
+  std::shared_ptr<Device> device() override { return cpu_->device(); }
+
+ private:
+  std::shared_ptr<Target> cpu_ = test::cpu_target();
+};
+
+Tensor i64(std::vector<int64_t> shape, std::vector<int64_t> v) {
+  return Tensor::from<int64_t>(DType::kI64, std::move(shape), v);
+}
+
+std::vector<int64_t> ints(const Tensor& t) {
+  EXPECT_EQ(t.dtype(), DType::kI64);
+  return std::vector<int64_t>(t.as<int64_t>(), t.as<int64_t>() + t.numel());
+}
+
+constexpr int64_t kBig = int64_t{1} << 40;
+
+TEST(Int64Words, ArithmeticAndComparisonsMatchTheCpusI64) {
+  const char* ir = R"(graph @t(%a: i64[6], %b: i64[6]) {
+  %s = add(%a, %b) : i64[6]
+  %d = sub(%a, %b) : i64[6]
+  %n = neg(%a) : i64[6]
+  %m = max(%a, %b) : i64[6]
+  %lt = lt(%a, %b) : bool[6]
+  %ge = ge(%a, %b) : bool[6]
+  %eq = eq(%a, %b) : bool[6]
+  %f = convert(%a) {dtype = f32} : f32[6]
+  %w = convert(%a) {dtype = i32} : i32[6]
+  %k = add(%a, %b) : i64[6]
+  %c = iota() {shape = [6], dim = 0, dtype = i64} : i64[6]
+  %kc = add(%k, %c) : i64[6]
+  %p = mul(%a, %b) : i64[6]
+  %q = mul(%p, %b) : i64[6]
+  %rs = reduce_sum(%a) {axes = [0]} : i64[]
+  %rx = reduce_max(%a) {axes = [0]} : i64[]
+  %rn = reduce_min(%b) {axes = [0]} : i64[]
+  return %s, %d, %n, %m, %lt, %ge, %eq, %f, %w, %kc, %p, %q, %rs, %rx, %rn
+}
+)";
+  // Carries and borrows across the words, signs on both sides of zero, values past 2^32.
+  NamedTensors in = {{"a", i64({6}, {4294967295, -1, kBig + 7, -kBig, 5, INT64_MIN + 3})},
+                     {"b", i64({6}, {1, 1, -8, kBig, 5, -2})}};
+  NamedTensors want = test::run_text(ir, in, test::cpu_target());
+  auto words = std::make_shared<CpuWithoutInt64>();
+  NamedTensors got = test::run_text(ir, in, words);
+  for (const char* name : {"s", "d", "n", "m", "kc", "p", "q", "rs", "rx", "rn"})
+    EXPECT_EQ(ints(got.at(name)), ints(want.at(name))) << name;
+  for (const char* name : {"lt", "ge", "eq", "w"})
+    EXPECT_EQ(test::values(got.at(name)), test::values(want.at(name))) << name;
+  // hi * 2^32 + lo rounds twice where cpu rounds once: within one f32 ulp.
+  auto f = test::values(got.at("f")), fw = test::values(want.at("f"));
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_NEAR(f[i], fw[i], std::abs(fw[i]) * 1.2e-7) << i;
+  DispatchResult r = dispatch(parse_graph(ir), *words);
+  for (const DispatchEntry& e : r.report.entries) {
+    EXPECT_EQ(e.path, LoweringPath::kRewritten) << e.op;
+    EXPECT_EQ(e.detail, "split-i64") << e.op;
+  }
+}
+
+TEST(Int64Words, TokenIdsReachAGatherAndAnIndexPast32BitsIsAnError) {
+  const char* fixed = R"(graph @t(%table: f32[5,2], %ids: i64[3]) {
+  %rows = gather(%table, %ids) {axis = 0} : f32[3,2]
+  return %rows
+}
+)";
+  auto words = std::make_shared<CpuWithoutInt64>();
+  Tensor table = test::f32({5, 2}, {0, 1, 10, 11, 20, 21, 30, 31, 40, 41});
+  NamedTensors out =
+      test::run_text(fixed, {{"table", table}, {"ids", i64({3}, {4, 0, -1})}}, words);
+  EXPECT_EQ(test::values(out.at("rows")), (std::vector<double>{40, 41, 0, 1, 40, 41}));
+  // 2^32 + 1 would be row 1 if the high word were dropped.
+  try {
+    test::run_text(fixed, {{"table", table}, {"ids", i64({3}, {0, (int64_t{1} << 32) + 1, 2})}},
+                   words);
+    FAIL() << "an index of 2^32 + 1 was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range for an axis of size 5"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("position 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Int64Words, ConstantsAndMovesKeepBothWords) {
+  const char* ir = R"(graph @t(%a: i64[2,2]) {
+  %t = transpose(%a) {perm = [1, 0]} : i64[2,2]
+  %c = constant() {value = dense<i64[2,2]: [4294967296, -4294967297, 3, -1]>} : i64[2,2]
+  %j = concat(%t, %c) {axis = 0} : i64[4,2]
+  %b = convert(%j) {dtype = bool} : bool[4,2]
+  return %j, %a, %b
+}
+)";
+  NamedTensors in = {{"a", i64({2, 2}, {kBig, -kBig, 1, 0})}};
+  NamedTensors got = test::run_text(ir, in, std::make_shared<CpuWithoutInt64>());
+  EXPECT_EQ(ints(got.at("j")),
+            (std::vector<int64_t>{kBig, 1, -kBig, 0, 4294967296, -4294967297, 3, -1}));
+  EXPECT_EQ(ints(got.at("a")), ints(in.at("a")));
+  EXPECT_EQ(test::values(got.at("b")), (std::vector<double>{1, 1, 1, 0, 1, 1, 1, 1}));
+}
+
+TEST(Int64Words, QuotientsAreRefusedByName) {
+  std::string msg = test::compile_error(R"(graph @t(%a: i64[4]) {
+  %y = div(%a, %a) : i64[4]
+  return %y
+}
+)",
+                                        std::make_shared<CpuWithoutInt64>());
+  EXPECT_NE(msg.find("split-i64 has no i32-pair form of div"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace rlx
