@@ -27,9 +27,14 @@ namespace fs = std::filesystem;
 
 void declare_train_options(CLI::App& app, TrainOptions& o) {
   add_value(app, "--model", "SPEC|FILE", o.model,
-            "the model: mlp:IN,HIDDEN...,OUT (e.g. mlp:784,128,10), or a model file (IR text with "
-            "its params' .safetensors, ONNX, ...) whose graph's first output is the loss",
+            "the model: mlp:IN,HIDDEN...,OUT (e.g. mlp:784,128,10), a model file (IR text with "
+            "its params' .safetensors, ONNX, ...) whose graph's first output is the loss, or with "
+            "--task a Hugging Face model folder",
             Presence::kRequired);
+  add_value(app, "--task", "TASK", o.task,
+            "causal-lm: --model is a Hugging Face decoder folder whose own weights are trained on "
+            "next-token prediction (the mean cross-entropy of each position's logits against the "
+            "token after it); --data holds input_ids (i64 [N, S]); --save writes a model folder");
   add_value(app, "--data", "DIR|synthetic:N|FILE", o.data,
             "for mlp: a folder of MNIST IDX files (gzip or plain), or synthetic:N images from a "
             "fixed seed; for a model file: a .safetensors or .npz file with one tensor per graph "
@@ -44,8 +49,9 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
   add_integer(app, "--epochs", "N", 1, o.epochs, "passes over the training images (default 1)");
   add_integer(app, "--seed", "N", 0, o.seed, "seed of the initial weights (default 0)");
   add_target_option(app, o.target, "train on");
-  add_value(app, "--save", "OUT.safetensors", o.save,
-            "write the trained parameters, optimizer state and step count there");
+  add_value(app, "--save", "OUT.safetensors|DIR", o.save,
+            "write the trained parameters, optimizer state and step count there (with --task: a "
+            "model folder, the original's files with the trained weights)");
   add_value(app, "--plot", "LOSS.png", o.plot,
             "draw the loss of every step into a PNG (log scale, a grid line per decade)");
   add_flag(app, "--json", o.json,
@@ -74,6 +80,7 @@ double accuracy(std::shared_ptr<Target> target, const std::vector<int64_t>& size
 }
 
 int train_main(const TrainOptions& o, const GlobalOptions& global) {
+  if (o.task) return train_task_main(o, global);
   if (!is_mlp_spec(o.model)) return train_file_main(o, global);
   StderrStatus status(global.quiet);
   const std::vector<int64_t> sizes = parse_mlp_spec(o.model);
@@ -146,7 +153,8 @@ Command train_command() {
       {"train", "train a model: one compiled step of forward, loss, backward and update per batch",
        "--model mlp:784,128,10 --data DIR|synthetic:N [--optimizer OPT] [--batch N] [--epochs N]\n"
        "       [--target T] [--save OUT.safetensors] [--plot LOSS.png] [--json]\n"
-       "       rlx train --model MODEL_FILE --data DATA.safetensors|DATA.npz [options as above]",
+       "       rlx train --model MODEL_FILE --data DATA.safetensors|DATA.npz [options as above]\n"
+       "       rlx train --model HF_FOLDER --task causal-lm --data TOKENS.safetensors|.npz [--save DIR] [...]",
        "Trains an MLP classifier (ReLU between Linear layers, softmax cross-entropy) on MNIST's "
        "IDX\n"
        "files in DIR (train-images-idx3-ubyte and train-labels-idx1-ubyte, gzip or plain; with\n"

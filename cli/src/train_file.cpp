@@ -92,9 +92,7 @@ std::string train_text_tail(const Trainer& trainer, int64_t arena_bytes,
   return text;
 }
 
-namespace {
-
-TensorMap read_data(const std::string& path) {
+TensorMap read_training_data(const std::string& path) {
   const fs::path p(path);
   if (p.extension() != ".safetensors" && p.extension() != ".npz")
     throw CliError(fmt::format("--data {}: not a .safetensors or .npz file", path),
@@ -107,8 +105,6 @@ TensorMap read_data(const std::string& path) {
   return p.extension() == ".npz" ? read_npz(path) : read_safetensors(p);
 }
 
-// The batches of `data` for graph `g`'s inputs: every input present with its dtype and trailing
-// dims, one sample count N along the first dims, a first dim that takes `batch` rows.
 std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int64_t batch,
                                       const std::string& model, const std::string& data_path,
                                       const std::shared_ptr<Target>& target) {
@@ -160,8 +156,6 @@ std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int
   return batches;
 }
 
-}  // namespace
-
 int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
   StderrStatus status(global.quiet);
   const OptimizerConfig optimizer = parse_optimizer(o.optimizer);
@@ -186,7 +180,7 @@ int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   require_can_execute(*target, target->name(), o.model);
   const std::vector<NamedTensors> batches =
-      cut_batches(g, read_data(o.data), o.batch, o.model, o.data, target);
+      cut_batches(g, read_training_data(o.data), o.batch, o.model, o.data, target);
   Trainer trainer(target, g, optimizer);
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "samples");
   if (save_path) trainer.save(*save_path);

@@ -10,6 +10,7 @@
 
 #include "json_out.h"
 #include "options.h"
+#include "rlx/core/safetensors.h"
 #include "rlx/core/tensor.h"
 #include "rlx/core/trainer.h"
 
@@ -18,7 +19,7 @@ namespace rlx::cli {
 struct TrainOptions {
   std::string model, data, optimizer = "sgd:lr=0.02,momentum=0.9", target = "cpu";
   int64_t batch = 128, epochs = 1, seed = 0;
-  std::optional<std::string> save, plot;
+  std::optional<std::string> save, plot, task;
   bool json = false;
 };
 
@@ -55,9 +56,22 @@ std::string train_text_tail(const Trainer& trainer, int64_t arena_bytes,
                             const std::optional<std::filesystem::path>& save,
                             const std::optional<std::filesystem::path>& plot);
 
+// The tensors of --data (.safetensors or .npz); a CLI error naming the file otherwise.
+TensorMap read_training_data(const std::string& path);
+
+// The batches of `data` for graph `g`'s inputs: every input present with its dtype and trailing
+// dims, one sample count N along the first dims, a first dim that takes `batch` rows.
+std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int64_t batch,
+                                      const std::string& model, const std::string& data_path,
+                                      const std::shared_ptr<Target>& target);
+
 // `rlx train --model FILE --data DATA`: the graph's first output is the loss, its params are
 // trained, and DATA (.safetensors or .npz) holds one tensor per graph input, samples along the
 // first dim.
 int train_file_main(const TrainOptions& o, const GlobalOptions& global);
+
+// `rlx train --model FOLDER --task causal-lm --data TOKENS` (train_task.cpp): a Hugging Face
+// decoder's weights trained on next-token prediction; --save writes a loadable model folder.
+int train_task_main(const TrainOptions& o, const GlobalOptions& global);
 
 }  // namespace rlx::cli

@@ -73,15 +73,19 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, scheme: str = 
 def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike = "synthetic:60000",
           optimizer: str | None = None, batch: int | None = None, epochs: int | None = None,
           target: str | None = None, save: str | os.PathLike | None = None,
-          seed: int | None = None) -> dict:
+          seed: int | None = None, task: str | None = None) -> dict:
     """Trains as ``rlx train`` does (one compiled step per batch: forward, loss, backward, update)
     and returns its ``--json`` record: images per second, each epoch's loss and the accuracy.
     ``data`` is a folder of MNIST IDX files or ``synthetic:N``; ``optimizer`` is the CLI's form,
     e.g. ``"sgd:lr=0.02,momentum=0.9"``; ``save`` a safetensors file for the parameters.
     ``model`` may also be a model file whose graph's first output is its loss (its params are
     trained); ``data`` is then a .safetensors or .npz file with one array per graph input, samples
-    along the first axis, and the record counts samples (``samples_per_s``)."""
-    args = ["train", "--model", os.fspath(model), "--data", os.fspath(data)]
+    along the first axis, and the record counts samples (``samples_per_s``). With
+    ``task="causal-lm"``, ``model`` is a Hugging Face decoder folder trained on next-token
+    prediction of ``data``'s ``input_ids`` (int64 [N, S]); ``save`` is then a folder that
+    ``rlx.load`` and ``rlx.generate`` take like the original, and the record has ``first_loss``
+    and ``last_loss``."""
+    args = ["train", "--model", os.fspath(model), "--data", os.fspath(data)] + _flag("task", task)
     args += _flag("optimizer", optimizer) + _flag("batch", batch) + _flag("epochs", epochs)
     args += _flag("target", target) + _flag("seed", seed)
     args += _flag("save", os.fspath(save) if save is not None else None)

@@ -2,6 +2,9 @@
 // errors a user meets first.
 #include <zlib.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "cli_fixture.h"
 #include "rlx/core/png.h"
 #include "rlx/core/safetensors.h"
@@ -192,6 +195,57 @@ TEST_F(TrainFileTest, DataAndModelErrorsNameTheProblem) {
   ProcessResult r = rlx({"train", "--model", not_loss.string(), "--data", data_.string()});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("is not a loss"));
+}
+
+// --task causal-lm on the qwen3-tiny fixture. The first step's loss is the mean next-token
+// cross-entropy of the reference's own logits (transformers, float64) for the same prompts; then
+// a sequence repeated in every batch is learnt, and the saved folder reloads and continues it.
+TEST_F(TrainCliTest, CausalLmFineTuningLearnsASequenceAndTheFolderReloads) {
+  const fs::path model = fs::path(RLX_FIXTURES_DIR) / "qwen3-tiny";
+  TensorMap ref = read_safetensors(model / "reference.safetensors");
+  const Tensor& prompts = ref.at("prompts");  // i64 [4, 12]
+  const Tensor& logits = ref.at("prompt_logits_f64");  // f64 [4, 12, V]
+  const int64_t rows = prompts.shape()[0], seq = prompts.shape()[1], vocab = logits.shape()[2];
+  double want = 0;
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t t = 0; t + 1 < seq; ++t) {
+      const double* z = logits.as<double>() + (b * seq + t) * vocab;
+      const double top = *std::max_element(z, z + vocab);
+      double sum = 0;
+      for (int64_t v = 0; v < vocab; ++v) sum += std::exp(z[v] - top);
+      want += top + std::log(sum) - z[prompts.as<int64_t>()[b * seq + t + 1]];
+    }
+  want /= static_cast<double>(rows * (seq - 1));
+  const fs::path data = dir_ / "prompts.safetensors";
+  write_safetensors(data, {{"input_ids", prompts}}, {});
+  ProcessResult r = rlx({"train", "--model", model.string(), "--task", "causal-lm", "--data", data.string(),
+                         "--batch", std::to_string(rows), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_NEAR(parse_json(r).find("first_loss")->as_number()->value, want, 1e-4 * want);
+
+  const std::vector<int64_t> sequence = {1742, 1304, 1046, 552, 630, 83, 154, 33,
+                                         358, 1665, 1330, 1869, 1031, 1242, 1988, 1494};
+  Tensor repeated(DType::kI64, {8, 16});
+  for (int64_t i = 0; i < 8; ++i) std::copy(sequence.begin(), sequence.end(), repeated.as<int64_t>() + i * 16);
+  const fs::path tokens = dir_ / "tokens.safetensors", out = dir_ / "tuned";
+  write_safetensors(tokens, {{"input_ids", repeated}}, {});
+  r = rlx({"train", "--model", model.string(), "--task", "causal-lm", "--data", tokens.string(), "--batch", "4",
+           "--epochs", "20", "--optimizer", "adamw:lr=0.01", "--save", out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  EXPECT_LT(doc.find("last_loss")->as_number()->value, 0.01 * doc.find("first_loss")->as_number()->value) << r.out;
+  r = rlx({"generate", out.string(), "--prompt-ids", "1742,1304,1046,552", "--max-new-tokens", "12",
+           "--ignore-eos", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  std::vector<int64_t> got;
+  const json::Value generated = parse_json(r);
+  for (const json::Value& t : *generated.find("tokens")->as_array()) got.push_back(*t.as_number()->as_i64());
+  EXPECT_EQ(got, std::vector<int64_t>(sequence.begin() + 4, sequence.end()));
+  // The original folder is untouched, and refused as the place to save.
+  r = rlx({"train", "--model", model.string(), "--task", "causal-lm", "--data", tokens.string(), "--batch", "4",
+           "--save", model.string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("is the model's own folder"));
 }
 
 TEST_F(TrainCliTest, ErrorsSayWhatIsWrong) {

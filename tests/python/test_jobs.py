@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from reference_files import MINILM, read_safetensors, write_safetensors
+from reference_files import MINILM, QWEN3, read_safetensors, write_safetensors
 
 
 @pytest.fixture(autouse=True)
@@ -60,6 +60,18 @@ def test_training_a_model_file_that_ends_in_its_loss(rlx, tmp_path):
     trained = read_safetensors(save)
     assert np.allclose(trained["w"], [[1.5, -0.5]], atol=1e-3), trained["w"]
     assert np.allclose(trained["b"], [-0.75], atol=1e-3), trained["b"]
+
+
+def test_causal_lm_fine_tuning_saves_a_folder_that_generates(rlx, tmp_path):
+    # One 16-token sequence in every batch: the loss falls, and the saved folder continues it.
+    sequence = [1742, 1304, 1046, 552, 630, 83, 154, 33, 358, 1665, 1330, 1869, 1031, 1242, 1988, 1494]
+    np.savez(tmp_path / "tokens.npz", input_ids=np.array([sequence] * 8, np.int64))
+    out = tmp_path / "tuned"
+    record = rlx.train(model=QWEN3, data=tmp_path / "tokens.npz", task="causal-lm", batch=4,
+                       epochs=20, optimizer="adamw:lr=0.01", save=out)
+    assert record["last_loss"] < 0.01 * record["first_loss"]
+    generated = list(rlx.generate(str(out), sequence[:4], max_new_tokens=12, ignore_eos=True, tokens=True))
+    assert generated == sequence[4:]
 
 
 def test_a_job_error_raises_the_cli_message(rlx, tmp_path):

@@ -1,0 +1,192 @@
+// `rlx train --model HF_FOLDER --task causal-lm --data TOKENS`: a decoder's own weights trained on
+// next-token prediction. The loss is built onto the model's forward graph (logits of every
+// position but the last against the token after it), and --save writes a model folder that every
+// rlx command loads like the original.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <set>
+
+#include "errors.h"
+#include "model.h"
+#include "rlx/core/builder.h"
+#include "rlx/core/error.h"
+#include "rlx/core/json.h"
+#include "rlx/core/losses.h"
+#include "rlx/core/passes.h"
+#include "rlx/core/plot.h"
+#include "rlx/core/png.h"
+#include "rlx/core/safetensors.h"
+#include "stderr_status.h"
+#include "train_options.h"
+
+namespace rlx::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kTasks = "causal-lm";
+
+// The forward graph `main` (input_ids [B, S] -> logits [B, S, V]) at batch x seq, ending in the
+// mean cross-entropy of logits[:, :-1] against input_ids[:, 1:].
+Graph causal_lm_graph(const Graph& main, int64_t batch, int64_t seq, const std::string& model) {
+  const std::optional<ValueId> ids_in = main.find_value("input_ids");
+  if (!ids_in || main.inputs.size() != 1 || main.outputs.empty() ||
+      main.type(main.outputs[0]).rank() != 3)
+    throw CliError(
+        fmt::format("--task causal-lm: {} has no graph from input_ids to logits [B, S, V]", model),
+        "give a Hugging Face decoder folder (Llama, Qwen3, ...: `rlx info MODEL` lists its "
+        "graphs)");
+  const Shape& s = main.type(*ids_in).shape;
+  Bindings bind;
+  if (s.size() != 2)
+    throw CliError(fmt::format("--task causal-lm: input_ids of {} is not [B, S]", model), "");
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t want = d == 0 ? batch : seq;
+    if (!s[d].is_static())
+      bind[s[d].sym] = want;
+    else if (s[d].value != want)
+      throw_user_error(
+          fmt::format("--task causal-lm: input_ids of {} is {}, the data gives [{}, {}]", model,
+                      main.type(*ids_in).str(), batch, seq));
+  }
+  Graph g = specialize(main, bind);
+  GraphBuilder b(g);
+  b.set_loc("causal-lm loss");
+  const ValueId ids = *g.find_value("input_ids");
+  const ValueId logits = g.outputs[0];
+  const int64_t vocab = g.type(logits).shape[2].value;
+  ValueId predicted = b.slice(logits, {0, 0, 0}, {batch, seq - 1, vocab});
+  predicted = b.reshape(predicted, Shape{batch * (seq - 1), vocab});
+  const ValueId next = b.reshape(b.slice(ids, {0, 1}, {batch, seq}), Shape{batch * (seq - 1)});
+  const ValueId loss = softmax_cross_entropy(b, predicted, next);
+  g.values[loss].name = "loss";
+  g.outputs = {loss};
+  return g;
+}
+
+// The files holding a Hugging Face folder's weights: the shards its index names, or
+// model.safetensors.
+std::set<std::string> weight_files(const fs::path& folder) {
+  const fs::path index = folder / "model.safetensors.index.json";
+  std::error_code ec;
+  if (!fs::exists(index, ec)) return {"model.safetensors"};
+  std::ifstream in(index);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::set<std::string> files;
+  const json::Value doc = json::parse(text);
+  if (const json::Value* map = doc.find("weight_map"); map && map->as_object())
+    for (const auto& member : *map->as_object())
+      if (member.second.as_string()) files.insert(*member.second.as_string());
+  return files;
+}
+
+// The model folder with its weights replaced by `params`: every other file copied, the weights in
+// one model.safetensors under the model's own names.
+void save_model_folder(const fs::path& from, const fs::path& to, const NamedTensors& params) {
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec)
+    throw_user_error(
+        fmt::format("--save {}: cannot create the folder: {}", to.string(), ec.message()));
+  const std::set<std::string> weights = weight_files(from);
+  TensorMap source;
+  for (const auto& entry : fs::directory_iterator(from)) {
+    const fs::path& p = entry.path();
+    const std::string name = p.filename().string();
+    if (weights.count(name)) {
+      for (auto& [k, t] : read_safetensors(p)) source.emplace(k, t);
+      continue;
+    }
+    if (name == "model.safetensors.index.json" || !entry.is_regular_file()) continue;
+    fs::copy_file(p, to / name, fs::copy_options::overwrite_existing, ec);
+    if (ec)
+      throw_user_error(
+          fmt::format("--save {}: cannot copy {}: {}", to.string(), name, ec.message()));
+  }
+  TensorMap out;
+  for (const auto& [name, t] : params) {
+    auto it = source.find(name);
+    if (it == source.end() || it->second.dtype() != t.dtype() || it->second.shape() != t.shape())
+      throw_user_error(
+          fmt::format("--save {}: parameter '{}' ({}{}) is not a tensor of {} with that dtype and "
+                      "shape, so the "
+                      "folder could not be loaded as the model; save a .safetensors file instead",
+                      to.string(), name, dtype_name(t.dtype()), t.shape_str(), from.string()));
+    out.emplace(name, t);
+  }
+  // Tensors the graph does not train (a tied head stored twice, buffers) keep their values.
+  for (auto& [name, t] : source) out.emplace(name, t);
+  write_safetensors(to / "model.safetensors", out, {{"format", "pt"}});
+}
+
+}  // namespace
+
+int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
+  if (*o.task != "causal-lm")
+    throw CliError(fmt::format("--task {}: unknown task", *o.task),
+                   fmt::format("tasks: {}", kTasks));
+  StderrStatus status(global.quiet);
+  const OptimizerConfig optimizer = parse_optimizer(o.optimizer);
+  const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
+  std::error_code ec;
+  if (!fs::is_directory(o.model, ec))
+    throw CliError(fmt::format("--task causal-lm: {} is not a folder", o.model),
+                   "give a Hugging Face decoder folder (config.json and safetensors weights)");
+  const std::optional<fs::path> save_path =
+      o.save ? std::optional<fs::path>(*o.save) : std::nullopt;
+  if (save_path && fs::exists(*save_path, ec) && fs::equivalent(*save_path, o.model, ec))
+    throw CliError(fmt::format("--save {} is the model's own folder", save_path->string()),
+                   "save the trained model into a new folder");
+  const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
+  Model model = load_model(reg, o.model);
+  const TensorMap data = read_training_data(o.data);
+  auto it = data.find("input_ids");
+  if (it == data.end() || it->second.dtype() != DType::kI64 || it->second.shape().size() != 2)
+    throw CliError(fmt::format("--data {}: no input_ids i64 [N, S] tensor", o.data),
+                   "give the token ids of N sequences of S tokens as input_ids (i64) in a "
+                   ".safetensors or .npz file");
+  const int64_t seq = it->second.shape()[1];
+  if (seq < 2)
+    throw_user_error(fmt::format(
+        "--data {}: sequences of {} token(s) have no next token to predict", o.data, seq));
+  const Graph g = causal_lm_graph(model.graph("main"), o.batch, seq, o.model);
+  std::shared_ptr<Target> target = choose_target(reg, o.target);
+  require_can_execute(*target, target->name(), o.model);
+  const std::vector<NamedTensors> batches = cut_batches(g, data, o.batch, o.model, o.data, target);
+  Trainer trainer(target, g, optimizer);
+  EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "sequences");
+  if (save_path) save_model_folder(o.model, *save_path, trainer.parameters());
+  if (plot_path) write_png(*plot_path, loss_plot(log.step_losses));
+  const int64_t arena = trainer.arena_bytes(batches[0]);
+  if (o.json) {
+    json::Object doc{{"task", jstring(*o.task)},
+                     {"sequences_per_s", jnumber(std::round(log.last_rate))},
+                     {"first_loss", jnumber(log.step_losses.front())},
+                     {"last_loss", jnumber(log.step_losses.back())},
+                     {"epoch_losses", json::Value{log.losses}},
+                     {"epoch_sequences_per_s", json::Value{log.rates}}};
+    for (auto& field : train_record(trainer, target->name(), optimizer, arena, plot_path))
+      doc.push_back(std::move(field));
+    std::fputs((to_json_text(json::Value{std::move(doc)}) + "\n").c_str(), stdout);
+    return 0;
+  }
+  std::string text = fmt::format(
+      "trained {} ({} tensors) on next-token prediction for {} steps on {} ({}), {} sequences/s\n"
+      "  loss {:.6g} at the first step, {:.6g} at the last\n",
+      o.model, g.params.size(), trainer.steps(), target->name(), optimizer_text(optimizer),
+      std::lround(log.last_rate), log.step_losses.front(), log.step_losses.back());
+  for (size_t e = 0; e < log.losses.size(); ++e)
+    text += fmt::format("  epoch {}: loss {:.6g}\n", e + 1, log.losses[e].as_number()->value);
+  text += train_text_tail(trainer, arena, save_path, plot_path);
+  if (save_path)
+    text += fmt::format("  `rlx generate {}` runs the trained model\n", save_path->string());
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace rlx::cli
