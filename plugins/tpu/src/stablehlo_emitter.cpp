@@ -44,7 +44,8 @@ const std::map<std::string, std::string> kReduce = {{"reduce_sum", "add"},
 const std::vector<std::string> kOther = {"select",  "convert",   "iota",     "broadcast_in_dim",
                                          "reshape", "transpose", "slice",    "concat",
                                          "pad",     "gather",    "scatter",  "dot_general",
-                                         "while",   "constant",  "dim_size", "erf"};
+                                         "while",   "constant",  "dim_size", "erf",
+                                         "bitcast"};
 
 enum class Scalar { kZero, kOne, kLowest, kHighest };
 
@@ -167,6 +168,38 @@ class Writer {
     return let(
         fmt::format("stablehlo.reshape {} : ({}) -> {}", x, tensor_type(from), tensor_type(to)));
   }
+  // bitcast between c64[s] and f32[s, 2]: StableHLO's bitcast_convert takes no complex type, so
+  // the parts are taken with real/imag and put together with complex.
+  std::string complex_pairs(const std::string& x, const TensorType& from, const TensorType& to) {
+    if (from.dtype == DType::kC64) {
+      TensorType part{DType::kF32, from.shape}, column{DType::kF32, from.shape};
+      column.shape.push_back(Dim(1));
+      std::string parts[2];
+      for (int k = 0; k < 2; ++k) {
+        const std::string p = let(fmt::format("stablehlo.{} {} : ({}) -> {}", k ? "imag" : "real", x,
+                                              tensor_type(from), tensor_type(part)));
+        parts[k] = reshape(p, part, column);
+      }
+      return let(fmt::format("stablehlo.concatenate {}, {}, dim = {} : ({}, {}) -> {}", parts[0],
+                             parts[1], from.rank(), tensor_type(column), tensor_type(column),
+                             tensor_type(to)));
+    }
+    TensorType part{DType::kF32, to.shape}, column{DType::kF32, to.shape};
+    column.shape.push_back(Dim(1));
+    std::string parts[2];
+    std::vector<int64_t> start(from.rank(), 0), limit, strides(from.rank(), 1);
+    for (const Dim& d : from.shape) limit.push_back(d.value);
+    for (int k = 0; k < 2; ++k) {
+      start.back() = k, limit.back() = k + 1;
+      const std::string c = let(fmt::format(
+          "\"stablehlo.slice\"({}) <{{start_indices = array<i64: {}>, limit_indices = array<i64: "
+          "{}>, strides = array<i64: {}>}}> : ({}) -> {}",
+          x, ints(start), ints(limit), ints(strides), tensor_type(from), tensor_type(column)));
+      parts[k] = reshape(c, column, part);
+    }
+    return let(fmt::format("stablehlo.complex {}, {} : ({}, {}) -> {}", parts[0], parts[1],
+                           tensor_type(part), tensor_type(part), tensor_type(to)));
+  }
   // rlx: float max/min propagate NaN; XLA's CPU backend may return the other operand, so the
   // NaN is selected explicitly (XLA fuses the selects into the same loop).
   std::string nan_propagating(const std::string& op, const std::string& a, const std::string& b,
@@ -266,6 +299,7 @@ std::vector<std::string> Writer::node(const Graph& graph, int32_t index) {
     return {let(fmt::format("stablehlo.broadcast_in_dim {}, dims = [{}] : ({}) -> {}", in(0),
                             ints(n.attr_ints("dims")), tensor_type(in_type(0)), ot))};
   if (n.op == "reshape") return {reshape(in(0), in_type(0), out)};
+  if (n.op == "bitcast") return {complex_pairs(in(0), in_type(0), out)};
   if (n.op == "transpose")
     return {let(fmt::format("stablehlo.transpose {}, dims = [{}] : ({}) -> {}", in(0),
                             ints(n.attr_ints("perm")), tensor_type(in_type(0)), ot))};
@@ -509,6 +543,13 @@ Verdict can_emit(const NodeSignature& s) {
   if (!known)
     return Verdict::no(
         fmt::format("the tpu target emits MIR primitives only; {} is not one", s.op));
+  // c64 is held (inputs, outputs, weights) and reached only through bitcast: split-complex
+  // gives every other c64 node f32 parts, which XLA fuses like any f32 graph.
+  if (s.op == "bitcast") {
+    const bool pairs = s.inputs[0].dtype == DType::kC64 || s.outputs[0].dtype == DType::kC64;
+    return pairs ? Verdict::yes()
+                 : Verdict::no("the tpu target bitcasts c64 to f32 pairs only (it has 64-bit integers)");
+  }
   auto complex = [](const TensorType& t) { return is_complex(t.dtype); };
   if (std::any_of(s.inputs.begin(), s.inputs.end(), complex) ||
       std::any_of(s.outputs.begin(), s.outputs.end(), complex))
