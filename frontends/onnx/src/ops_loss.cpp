@@ -1,5 +1,5 @@
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: the class score of each target picked
-// with a take-along-axis gather, weighted, masked by ignore_index and reduced.
+// with a one-hot mask over the class axis, weighted, masked by ignore_index and reduced.
 #include "op_util.h"
 
 namespace rlx::onnx {
@@ -21,9 +21,13 @@ ValueId nll(NodeCtx& n, ValueId input, ValueId target, std::optional<ValueId> we
   }
   // Ignored targets may be out of range: read class 0 for them and zero their weight.
   ValueId safe = b.select(valid, target, full_like(b, target, 0.0));
-  Shape idx_shape = ts;
-  idx_shape.insert(idx_shape.begin() + 1, Dim(1));
-  ValueId picked = b.reshape(gather_along(n, input, b.reshape(safe, idx_shape), 1), ts);
+  // Each target's class picked by a one-hot mask over the class axis (not a gather, so the batch
+  // and spatial dims may be symbolic); a select, so another class's -inf never meets a zero.
+  const Shape xs = b.type(input).shape;
+  IntList along = {0};
+  for (size_t k = 2; k < xs.size(); ++k) along.push_back(static_cast<int64_t>(k));
+  ValueId hot = b.binary("eq", iota(b, xs, 1, DType::kI64), b.broadcast_in_dim(safe, xs, along));
+  ValueId picked = b.reduce(b.select(hot, input, full_like(b, input, 0.0)), {1}, ReduceKind::kSum);
   DType dt = b.type(input).dtype;
   ValueId w =
       weight ? b.op("gather", {*weight, safe}, {{"axis", int64_t{0}}}) : full_like(b, picked, 1.0);

@@ -21,8 +21,8 @@ constexpr int64_t kN = 32, kIn = 4, kClasses = 16;
 // initializer the importer keeps as a param, so it trains; b (16) becomes a constant.
 test::ModelMaker classifier(const std::vector<float>& w, const std::vector<float>& bias) {
   test::ModelMaker mm;
-  mm.input("x", TensorProto::FLOAT, {std::to_string(kN), std::to_string(kIn)});
-  mm.input("labels", TensorProto::INT64, {std::to_string(kN)});
+  mm.input("x", TensorProto::FLOAT, {"N", std::to_string(kIn)});  // a symbolic batch, as exported
+  mm.input("labels", TensorProto::INT64, {"N"});
   mm.init_f32("W", {kIn, kClasses}, w);
   mm.init_f32("b", {kClasses}, bias);
   mm.node("MatMul", {"x", "W"}, {"xw"});
