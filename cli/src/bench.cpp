@@ -45,7 +45,7 @@ struct BenchOptions {
   std::vector<std::string> bind;
   int64_t warmup = 10, runs = 50;
   bool json = false, q8_activations = false;
-  std::string precision;
+  PrecisionOptions precision;
   std::optional<DType> kv_cache;
   RankOptions ranks;
 };

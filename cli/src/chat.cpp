@@ -39,7 +39,7 @@ struct ChatOptions {
   std::optional<std::string> system, format;
   int64_t max_new_tokens = 512;
   bool json = false, q8_activations = false;
-  std::string precision;
+  PrecisionOptions precision;
   std::optional<DType> kv_cache;
   SamplingFlags sampling;
 };

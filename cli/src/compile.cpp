@@ -139,7 +139,7 @@ struct CompileOptions {
   std::vector<std::string> bind;
   InputOptions inputs;
   bool timings = false, json = false;
-  std::string precision;
+  PrecisionOptions precision;
 };
 
 void declare_compile_options(CLI::App& app, CompileOptions& o) {

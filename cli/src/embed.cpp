@@ -84,7 +84,7 @@ struct EmbedOptions {
   std::optional<std::string> inputs, output, text_file;
   std::vector<std::string> text;
   bool json = false;
-  std::string precision;
+  PrecisionOptions precision;
 };
 
 void declare_embed_options(CLI::App& app, EmbedOptions& o) {

@@ -17,7 +17,7 @@ struct ExplainOptions {
   std::string model, target, graph;
   std::vector<std::string> bind;
   bool json = false;
-  std::string precision;
+  PrecisionOptions precision;
 };
 
 void declare_explain_options(CLI::App& app, ExplainOptions& o) {

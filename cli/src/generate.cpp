@@ -51,7 +51,7 @@ struct GenerateOptions {
   std::optional<std::string> prompt_ids, prompt;
   int64_t max_new_tokens = 32;
   bool ignore_eos = false, json = false, q8_activations = false, stream = false;
-  std::string precision;
+  PrecisionOptions precision;
   std::optional<DType> kv_cache;
   SamplingFlags sampling;
   std::vector<std::string> stop;

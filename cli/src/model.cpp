@@ -139,10 +139,24 @@ void use_q8_activations(Model& model, const std::string& model_path) {
                    "...); leave it out");
 }
 
-std::map<std::string, PrecisionReport> use_precision(Model& model, const std::string& mode,
+std::map<std::string, PrecisionReport> use_precision(Model& model, const PrecisionOptions& options,
                                                      const std::string& model_path) {
   std::map<std::string, PrecisionReport> reports;
+  const std::string& mode = options.mode;
   const PrecisionMode m = parse_precision(mode.empty() ? "f32" : mode);
+  if (options.tf32) {
+    size_t marked = 0;
+    for (auto& [name, graph] : model.graphs) {
+      reports[name].tf32 = allow_tf32(graph);
+      marked += reports[name].tf32.size();
+    }
+    if (marked == 0)
+      throw CliError(fmt::format("--allow-tf32: {} has no f32 matrix product", model_path),
+                     "TF32 applies to f32 MatMul, Linear and dot_general; leave the option out");
+    note(fmt::format("--allow-tf32: {} f32 products may round their operands to TF32 on a target "
+                     "with TF32 tensor cores; rlx explain --allow-tf32 lists them",
+                     marked));
+  }
   if (m == PrecisionMode::kAsIs) return reports;
   size_t narrowed = 0, casts = 0, weights = 0;
   for (auto& [name, graph] : model.graphs) {
@@ -150,7 +164,8 @@ std::map<std::string, PrecisionReport> use_precision(Model& model, const std::st
     narrowed += r.narrowed.size();
     casts += r.casts.size();
     weights += r.weights.size();
-    reports.emplace(name, std::move(r));
+    r.tf32 = std::move(reports[name].tf32);
+    reports[name] = std::move(r);
   }
   if (narrowed == 0)
     throw CliError(fmt::format("--precision {}: {} has no f32 computation this mode narrows",

@@ -1,6 +1,7 @@
 // What explain, run and compile share: finding the plugins, choosing the target and loading the
 // model.
 #pragma once
+#include "options.h"
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -59,7 +60,8 @@ void use_q8_activations(Model& model, const std::string& model_path);
 // --precision MODE: every graph of model narrowed as apply_precision does, with a note on stderr
 // saying how much changed; a user error when MODE is not f32 and the model has no f32 computation
 // to narrow. Returns the reports by graph name (empty for f32).
-std::map<std::string, PrecisionReport> use_precision(Model& model, const std::string& mode,
+// --allow-tf32 too: every f32 product of the model is marked (allow_tf32), listed in the reports.
+std::map<std::string, PrecisionReport> use_precision(Model& model, const PrecisionOptions& options,
                                                      const std::string& model_path);
 
 // --kv-cache DTYPE: the KV cache of model's graph `graph` (its past_* inputs and the present_*

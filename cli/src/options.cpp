@@ -176,7 +176,7 @@ void add_q8_activations_flag(CLI::App& app, bool& into) {
            "llama.cpp does: its arithmetic, logits about 1% off the exact product");
 }
 
-void add_precision_option(CLI::App& app, std::string& into) {
+void add_precision_option(CLI::App& app, PrecisionOptions& into) {
   CLI::Validator mode(
       [](std::string& text) -> std::string {
         try {
@@ -187,7 +187,11 @@ void add_precision_option(CLI::App& app, std::string& into) {
         }
       },
       "f32|f16|bf16|amp-f16|amp-bf16");
-  app.add_option("--precision", into,
+  app.add_flag("--allow-tf32", into.tf32,
+               "let f32 products round their operands to TF32 (10-bit mantissa, f32 accumulation) "
+               "where the target has TF32 tensor cores (cuda); `rlx explain --allow-tf32` lists "
+               "them");
+  app.add_option("--precision", into.mode,
                  "compute in f32 (the model's own dtypes; default), f16 or bf16 (every op), or "
                  "amp-f16 / amp-bf16 (products, convolutions and attention narrow, the rest f32); "
                  "inputs and outputs stay f32, and `rlx explain --precision` lists each change")

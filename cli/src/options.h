@@ -69,7 +69,13 @@ void add_q8_activations_flag(CLI::App& app, bool& into);
 
 // --precision f32|f16|bf16|amp-f16|amp-bf16: the precision policy (use_precision); f32, the
 // model's own dtypes, when not given.
-void add_precision_option(CLI::App& app, std::string& into);
+// --precision MODE and --allow-tf32, on every command that compiles a model.
+struct PrecisionOptions {
+  std::string mode;   // --precision; "" is f32
+  bool tf32 = false;  // --allow-tf32
+  bool empty() const { return mode.empty() && !tf32; }
+};
+void add_precision_option(CLI::App& app, PrecisionOptions& into);
 
 // --kv-cache DTYPE (f32, f16 or bf16): the dtype a decoder's KV cache is kept in
 // (use_kv_cache); left empty when not given.

@@ -28,7 +28,7 @@ struct RunOptions {
   InputOptions inputs;
   std::optional<std::string> output;
   bool json = false, q8_activations = false;
-  std::string precision;
+  PrecisionOptions precision;
   RankOptions ranks;
 };
 

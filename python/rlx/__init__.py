@@ -139,7 +139,9 @@ class Model:
         attention narrow and the rest f32 (``rlx run --precision``; inputs and outputs stay f32,
         and ``report()`` lists each change); "q8", products with block-quantized weights (GGUF
         Q4_0, Q4_K, Q8_0, ...) take activations rounded to 8-bit blocks (``rlx run
-        --q8-activations``). Anything else is a UsageError (a ValueError) naming these.
+        --q8-activations``); "tf32", f32 products may round their operands to TF32 where the
+        target has TF32 tensor cores (``rlx run --allow-tf32``; cuda). Anything else is a
+        UsageError (a ValueError) naming these.
         """
         return Compiled(self._native.compile(target, graph, dict(bind or {}), precision))
 

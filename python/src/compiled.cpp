@@ -26,10 +26,12 @@ namespace {
 // The precisions compile(precision=) offers: the model's own dtypes (None or "f32": nothing is
 // changed), the policies of `--precision` (apply_precision), or "q8", products with
 // block-quantized weights taking activations rounded to 8-bit blocks (`rlx run
-// --q8-activations`, set_quantized_activations).
+// --q8-activations`, set_quantized_activations), or "tf32", f32 products allowed TF32 tensor
+// cores (`rlx run --allow-tf32`, allow_tf32).
 constexpr const char* kPrecisions =
     "None, \"f32\" (the model's own dtypes), \"f16\", \"bf16\", \"amp-f16\", \"amp-bf16\" "
-    "(rlx run --precision) or \"q8\" (8-bit activations for block-quantized products)";
+    "(rlx run --precision), \"tf32\" (f32 products allowed TF32 tensor cores: rlx run "
+    "--allow-tf32) or \"q8\" (8-bit activations for block-quantized products)";
 
 bool is_policy(const std::string& precision) {
   return precision == "f16" || precision == "bf16" || precision == "amp-f16" ||
@@ -52,6 +54,11 @@ Graph graph_to_compile(const Model& model, const std::string& name,
           "precision='{}': the '{}' graph has no f32 computation this mode narrows; leave "
           "precision out",
           *precision, name));
+  } else if (precision && *precision == "tf32") {
+    report->tf32 = allow_tf32(g);
+    if (report->tf32.empty())
+      throw_user_error(fmt::format(
+          "precision='tf32': the '{}' graph has no f32 matrix product; leave precision out", name));
   } else if (precision && *precision != "f32") {
     if (*precision != "q8")
       throw cli::UsageError(

@@ -35,6 +35,7 @@ inline constexpr CublasStatus kCublasSuccess = 0;
 inline constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR16BF = 14;
 // cublasComputeType_t: f32 accumulation, operands never narrowed (no TF32).
 inline constexpr int kComputeF32 = 68;
+inline constexpr int kComputeF32FastTF32 = 77;  // CUBLAS_COMPUTE_32F_FAST_TF32
 // cublasOperation_t.
 inline constexpr int32_t kOpN = 0, kOpT = 1;
 // cublasLtMatmulDescAttributes_t, cublasLtMatrixLayoutAttribute_t, cublasLtMatmulPreferenceAttributes_t.

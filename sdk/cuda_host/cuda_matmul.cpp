@@ -59,7 +59,8 @@ class CublasLtMatmul final : public gpu_host::VendorMatmul {
         epilogue_(epilogue) {
     const Operand first = *b_side(s), second = *a_side(s);
     const int compute_io = *data_type(s.a_dtype), out = *data_type(s.c_dtype);
-    check(lt_.desc_create(&desc_, kComputeF32, kCudaR32F), "cublasLtMatmulDescCreate");
+    const int compute = s.tf32 && s.a_dtype == DType::kF32 ? kComputeF32FastTF32 : kComputeF32;
+    check(lt_.desc_create(&desc_, compute, kCudaR32F), "cublasLtMatmulDescCreate");
     check(lt_.desc_set(desc_, kDescTransA, &first.op, sizeof first.op), "set TRANSA");
     check(lt_.desc_set(desc_, kDescTransB, &second.op, sizeof second.op), "set TRANSB");
     if (epilogue_.bias)
@@ -179,7 +180,7 @@ std::string cublaslt_takes(const sdk::MatmulShape& s) {
   if (s.c_dtype != s.a_dtype && s.c_dtype != DType::kF32) return "";
   if (s.batch > (int64_t{1} << 31) - 1) return "";
   if (!a_side(s) || !b_side(s)) return "";
-  return "cuBLASLt";
+  return s.tf32 && s.a_dtype == DType::kF32 ? "cuBLASLt (TF32)" : "cuBLASLt";
 }
 
 std::unique_ptr<gpu_host::VendorMatmul> plan_cublaslt(const CublasLtApi& lt, CublasLtHandle handle,

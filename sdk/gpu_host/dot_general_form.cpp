@@ -96,6 +96,7 @@ std::optional<MatmulCall> matmul_form(const lir::CallKernel& call, const lir::Pr
   s.a_dtype = lhs.dtype;
   s.b_dtype = rhs.dtype;
   s.c_dtype = out.dtype;
+  s.tf32 = call.attrs.count("tf32") && lhs.dtype == DType::kF32 && rhs.dtype == DType::kF32;
   s.a_batch = cb->lhs;
   s.a_m = cm->lhs;
   s.a_k = ck->lhs;

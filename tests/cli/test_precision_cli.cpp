@@ -29,6 +29,28 @@ TEST_F(CliTest, ExplainWithPrecisionListsNarrowedOpsWeightsAndConverts) {
   EXPECT_THAT(text.err, HasSubstr("--precision amp-bf16: ")) << dump(text);
 }
 
+// --allow-tf32 is listed by explain (text and JSON); on the cpu, which has no TF32, run gives
+// exactly the f32 result.
+TEST_F(CliTest, AllowTf32IsListedAndTheCpuComputesInF32) {
+  ProcessResult r = rlx({"explain", kQwen3, "--target", "cpu", "--allow-tf32"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.out, HasSubstr("--allow-tf32: ")) << r.out;
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("tf32 +%[^ ]+ \\(Linear '[^']+'\\)")) << r.out;
+  ProcessResult j = rlx({"explain", kQwen3, "--target", "cpu", "--allow-tf32", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << dump(j);
+  const json::Value doc = parse_json(j);
+  const json::Value* listed = doc.find("allow_tf32");
+  ASSERT_TRUE(listed && listed->as_array()) << j.out;
+  EXPECT_FALSE(listed->as_array()->empty());
+  fs::path in = dir_ / "ids.safetensors", a = dir_ / "a.safetensors", b = dir_ / "b.safetensors";
+  write_safetensors(in, {{"input_ids", Tensor::from<int64_t>(DType::kI64, {1, 4}, {5, 17, 300, 2})}});
+  ASSERT_EQ(rlx({"run", kQwen3, "--inputs", in.string(), "--output", a.string()}).exit_code, 0);
+  ASSERT_EQ(rlx({"run", kQwen3, "--inputs", in.string(), "--output", b.string(), "--allow-tf32"}).exit_code, 0);
+  const Tensor x = read_safetensors(a).at("logits"), y = read_safetensors(b).at("logits");
+  ASSERT_EQ(x.numel(), y.numel());
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.as<float>()[i], y.as<float>()[i]) << i;
+}
+
 TEST_F(CliTest, RunWithBf16KeepsF32InputsAndOutputs) {
   fs::path in = dir_ / "in.safetensors", out = dir_ / "out.safetensors";
   // Every value here (and x + w, (x + w) * x) is exact in bf16, so the result is exact too.

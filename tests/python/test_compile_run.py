@@ -69,10 +69,14 @@ def test_precision_offers_what_rlx_has(rlx, tiny_gpt):
         model.compile(precision="fp16")
     assert isinstance(e.value, rlx.UsageError)
     assert "precision='fp16'" in str(e.value)
-    for offered in ('"q8"', '"f32"', "None", '"amp-bf16"', '"f16"'):
+    for offered in ('"q8"', '"f32"', "None", '"amp-bf16"', '"f16"', '"tf32"'):
         assert offered in str(e.value)
     with pytest.raises(rlx.UserError, match="block-quantized"):
         model.compile(precision="q8")  # f32 weights: nothing to quantize
+    # TF32 is an allowance: the cpu has no TF32 arithmetic and computes in f32, and says so.
+    tf32 = model.compile(precision="tf32")
+    np.testing.assert_allclose(tf32(**inputs)["logits"], reference, rtol=1e-4, atol=1e-4)
+    assert "--allow-tf32" in tf32.report() and "tf32      %" in tf32.report()
 
 
 def test_precision_policies_narrow_and_keep_the_f32_interface(rlx, tiny_gpt):

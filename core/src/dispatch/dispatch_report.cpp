@@ -39,22 +39,32 @@ std::string json_strings(const std::vector<std::string>& items) {
 // The precision policy's changes come first: they explain the f16/bf16 dtypes and the converts
 // in the node list below.
 std::string precision_text(const PrecisionReport& p) {
-  if (p.mode.empty() || p.mode == "f32") return {};
-  std::string out =
-      fmt::format("precision {}: {} ops narrowed, {} weights stored narrow, {} converts\n", p.mode,
-                  p.narrowed.size(), p.weights.size(), p.casts.size());
-  for (const std::string& n : p.narrowed) out += "  narrowed  " + n + "\n";
-  for (const std::string& w : p.weights) out += "  weight    " + w + "\n";
-  for (const std::string& c : p.casts) out += "  convert   " + c + "\n";
+  std::string out;
+  if (!p.mode.empty() && p.mode != "f32") {
+    out = fmt::format("precision {}: {} ops narrowed, {} weights stored narrow, {} converts\n",
+                      p.mode, p.narrowed.size(), p.weights.size(), p.casts.size());
+    for (const std::string& n : p.narrowed) out += "  narrowed  " + n + "\n";
+    for (const std::string& w : p.weights) out += "  weight    " + w + "\n";
+    for (const std::string& c : p.casts) out += "  convert   " + c + "\n";
+  }
+  if (!p.tf32.empty()) {
+    out += fmt::format("--allow-tf32: {} f32 products may round their operands to TF32 where the "
+                       "target has TF32 tensor cores (cuda); elsewhere they compute in f32\n",
+                       p.tf32.size());
+    for (const std::string& n : p.tf32) out += "  tf32      " + n + "\n";
+  }
   return out;
 }
 
 std::string precision_json(const PrecisionReport& p) {
-  if (p.mode.empty() || p.mode == "f32") return {};
-  return fmt::format(
-      ", \"precision\": {{\"mode\": {}, \"narrowed\": {}, \"weights\": {}, \"converts\": {}}}",
-      json::json_quote(p.mode), json_strings(p.narrowed), json_strings(p.weights),
-      json_strings(p.casts));
+  std::string out;
+  if (!p.mode.empty() && p.mode != "f32")
+    out = fmt::format(
+        ", \"precision\": {{\"mode\": {}, \"narrowed\": {}, \"weights\": {}, \"converts\": {}}}",
+        json::json_quote(p.mode), json_strings(p.narrowed), json_strings(p.weights),
+        json_strings(p.casts));
+  if (!p.tf32.empty()) out += fmt::format(", \"allow_tf32\": {}", json_strings(p.tf32));
+  return out;
 }
 
 }  // namespace

@@ -20,13 +20,20 @@ void expect_float(const TensorType& t, const char* op) {
     fail("{} needs a floating-point operand, got {}", op, dtype_name(t.dtype));
 }
 
+// The product `y` (a dot_general) keeps the node's {tf32} allowance (--allow-tf32), which only
+// a target with TF32 arithmetic acts on.
+ValueId keep_tf32(GraphBuilder& b, const Node& n, ValueId y) {
+  if (n.has_attr("tf32")) b.graph().nodes[b.graph().values[y].producer].attrs["tf32"] = int64_t{1};
+  return y;
+}
+
 // numpy.matmul: [..., M, K] x [..., K, N] with broadcast batch dims; a rank-2 rhs is shared.
-Outs matmul(GraphBuilder& b, const Node&, const Ins& in) {
+Outs matmul(GraphBuilder& b, const Node& n, const Ins& in) {
   TensorType ta = b.type(in[0]), tb = b.type(in[1]);
   if (ta.rank() < 2 || tb.rank() < 2)
     fail("MatMul needs operands of rank >= 2, got {} and {}", ta.str(), tb.str());
   int64_t ra = ta.rank(), rb = tb.rank();
-  if (rb == 2) return {b.dot_general(in[0], in[1], {}, {}, {ra - 1}, {0})};
+  if (rb == 2) return {keep_tf32(b, n, b.dot_general(in[0], in[1], {}, {}, {ra - 1}, {0}))};
   Shape batch = broadcast_shapes(Shape(ta.shape.begin(), ta.shape.end() - 2),
                                  Shape(tb.shape.begin(), tb.shape.end() - 2));
   auto full = [&](ValueId v, const TensorType& t) {
@@ -38,14 +45,14 @@ Outs matmul(GraphBuilder& b, const Node&, const Ins& in) {
   auto nb = static_cast<int64_t>(batch.size());
   IntList bd;
   for (int64_t i = 0; i < nb; ++i) bd.push_back(i);
-  return {b.dot_general(a, c, bd, bd, {nb + 1}, {nb})};
+  return {keep_tf32(b, n, b.dot_general(a, c, bd, bd, {nb + 1}, {nb}))};
 }
 
 // Linear: y = x W^T (+ bias), W stored [out, in] as in PyTorch and safetensors checkpoints.
-Outs linear(GraphBuilder& b, const Node&, const Ins& in) {
+Outs linear(GraphBuilder& b, const Node& n, const Ins& in) {
   TensorType tx = b.type(in[0]), tw = b.type(in[1]);
   if (tw.rank() != 2) fail("Linear weight must be rank 2 [out, in], got {}", tw.str());
-  ValueId y = b.dot_general(in[0], in[1], {}, {}, {tx.rank() - 1}, {1});
+  ValueId y = keep_tf32(b, n, b.dot_general(in[0], in[1], {}, {}, {tx.rank() - 1}, {1}));
   if (in.size() == 3) y = b.add(y, b.broadcast_to(in[2], b.type(y).shape));
   return {y};
 }

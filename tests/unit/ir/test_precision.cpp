@@ -2,10 +2,12 @@
 // stored, and what is refused. Graphs in as text, checked as text and by hand-computed values.
 #include <gtest/gtest.h>
 
+#include "rlx/core/autodiff.h"
 #include "rlx/core/error.h"
 #include "rlx/core/half.h"
 #include "rlx/core/ir_text.h"
 #include "rlx/core/op_registry.h"
+#include "rlx/core/passes.h"
 #include "rlx/core/precision.h"
 
 namespace rlx {
@@ -27,6 +29,24 @@ Graph mlp_with_weights() {
   g.weights["b"] = Tensor::from<float>(DType::kF32, {3}, {1.0f / 3, -2.0f, 3.0f});
   g.weights["v"] = Tensor(DType::kF16, {3, 3});
   return g;
+}
+
+// --allow-tf32 marks the f32 products (not the softmax, not the f16 cast) and the mark reaches
+// the dot_generals their decompositions make, where a TF32 library can read it.
+TEST(Precision, AllowTf32MarksTheF32ProductsAndTheirDotGenerals) {
+  Graph g = mlp_with_weights();
+  const std::vector<std::string> marked = allow_tf32(g);
+  ASSERT_EQ(marked.size(), 2u);
+  EXPECT_NE(marked[0].find("Linear 'fc1'"), std::string::npos) << marked[0];
+  EXPECT_NE(marked[1].find("MatMul 'fc2'"), std::string::npos) << marked[1];
+  Graph mir = decompose_to_mir(g);
+  int products = 0;
+  for (const Node& n : mir.nodes)
+    if (n.op == "dot_general") {
+      ++products;
+      EXPECT_TRUE(n.has_attr("tf32")) << print_graph(mir);
+    }
+  EXPECT_EQ(products, 2);
 }
 
 TEST(Precision, ParsesTheFiveModesAndRefusesOthersByName) {

@@ -18,6 +18,12 @@ void run_default_passes(Graph& g);  // the four above to a fixed point
 // mode is a user error.
 int set_quantized_activations(Graph& g, const std::string& mode);
 
+// --allow-tf32: marks every f32 product of g and its regions (MatMul, Linear, dot_general) with
+// {tf32 = 1}, allowing a target with TF32 tensor cores (cuda) to round their operands to TF32's
+// 10-bit mantissa and accumulate in f32; every other target computes them in f32 as before.
+// Returns the descriptions of the nodes marked ("%y (MatMul 'fc1')"), for the report.
+std::vector<std::string> allow_tf32(Graph& g);
+
 // Substitutes symbol bindings into every shape and shape attribute.
 Graph specialize(const Graph& g, const Bindings& bindings);
 

@@ -29,6 +29,7 @@ struct PrecisionReport {
   std::vector<std::string> narrowed;  // nodes now computing in the narrow type, described
   std::vector<std::string> casts;     // each convert inserted: "%x f32 -> f16 for %h (Linear 'fc1')"
   std::vector<std::string> weights;   // weights stored narrow: "encoder.w: f32 -> f16"
+  std::vector<std::string> tf32;      // f32 products allowed TF32 (--allow-tf32, allow_tf32())
   bool changed() const { return !narrowed.empty(); }
 };
 

@@ -321,6 +321,9 @@ struct MatmulShape {
   // (what the element is rounded to first), the kernel's parameters are the epilogue's, and
   // c_buffer names the last epilogue kernel's output.
   std::shared_ptr<const MatmulEpilogue> epilogue;
+  // f32 operands may be rounded to TF32 on tensor cores (the user's --allow-tf32, the product's
+  // {tf32} attribute); only a vendor library acts on it, rendered kernels compute in f32.
+  bool tf32 = false;
 };
 
 // A matrix-product kernel and how to launch it.
