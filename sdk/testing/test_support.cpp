@@ -36,6 +36,38 @@ std::shared_ptr<Target> cpu_target() {
   return target_named("cpu");
 }
 
+namespace {
+
+class CpuRefusing final : public Target {
+ public:
+  explicit CpuRefusing(Refusal refuse) : refuse_(std::move(refuse)) {}
+  std::string name() const override { return cpu_->name(); }
+  Verdict claim_native(const NodeSignature& s) const override {
+    if (auto why = refuse_(s, true)) return Verdict::no(*why);
+    return cpu_->claim_native(s);
+  }
+  Verdict accepts_primitive(const NodeSignature& s) const override {
+    if (auto why = refuse_(s, false)) return Verdict::no(*why);
+    return cpu_->accepts_primitive(s);
+  }
+  Verdict can_execute() const override { return cpu_->can_execute(); }
+  std::unique_ptr<Executable> compile(const lir::Program& p) override { return cpu_->compile(p); }
+  std::vector<Artifact> emit(const lir::Program& p, const std::filesystem::path& d) override {
+    return cpu_->emit(p, d);
+  }
+  std::shared_ptr<Device> device() override { return cpu_->device(); }
+
+ private:
+  Refusal refuse_;
+  std::shared_ptr<Target> cpu_ = cpu_target();
+};
+
+}  // namespace
+
+std::shared_ptr<Target> cpu_refusing(Refusal refuse) {
+  return std::make_shared<CpuRefusing>(std::move(refuse));
+}
+
 std::shared_ptr<Target> target_under_test() {
   const char* name = std::getenv("RLX_TEST_TARGET");
   return name && *name ? target_named(name) : cpu_target();

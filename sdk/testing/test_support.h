@@ -1,6 +1,8 @@
 // Shared test helpers.
 #pragma once
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <random>
 #include <string>
@@ -14,6 +16,12 @@ namespace rlx::test {
 
 // The in-tree cpu target, loaded through the registry exactly as the CLI loads it.
 std::shared_ptr<Target> cpu_target();
+// The cpu target with some of its answers refused: where `refuse` returns a reason for a
+// signature, claim_native (native = true) or accepts_primitive (false) says no with it; the cpu
+// answers the rest. Lets a test take the path a target without that kernel takes (CG's
+// decomposition, complex products on real parts, i64 on i32 words), run by the cpu.
+using Refusal = std::function<std::optional<std::string>(const NodeSignature&, bool native)>;
+std::shared_ptr<Target> cpu_refusing(Refusal refuse);
 // Any in-tree target by name, the same way (throws the registry's error when it cannot run).
 std::shared_ptr<Target> target_named(const std::string& name);
 // The target the suites run on: the one RLX_TEST_TARGET names, cpu when unset. Lets one suite

@@ -147,34 +147,15 @@ TEST(Complex, SumsAndProductsAlongAxes) {
 
 // The cpu target without its complex products: dispatch then takes the MatMul apart into real
 // products, the path every target without cgemm takes.
-class CpuWithoutComplexProducts final : public Target {
- public:
-  std::string name() const override { return cpu_->name(); }
-  Verdict claim_native(const NodeSignature& s) const override {
-    if (s.op == "MatMul" && sdk_uses_c64(s)) return Verdict::no("the test takes MatMul apart");
-    return cpu_->claim_native(s);
-  }
-  Verdict accepts_primitive(const NodeSignature& s) const override {
-    if (s.op == "dot_general" && sdk_uses_c64(s))
-      return Verdict::no("the test takes dot_general apart");
-    return cpu_->accepts_primitive(s);
-  }
-  Verdict can_execute() const override { return cpu_->can_execute(); }
-  std::unique_ptr<Executable> compile(const lir::Program& p) override { return cpu_->compile(p); }
-  std::vector<Artifact> emit(const lir::Program& p, const std::filesystem::path& d) override {
-    return cpu_->emit(p, d);
-  }
-  std::shared_ptr<Device> device() override { return cpu_->device(); }
-
- private:
-  static bool sdk_uses_c64(const NodeSignature& s) {
+std::shared_ptr<Target> cpu_without_complex_products() {
+  return test::cpu_refusing([](const NodeSignature& s, bool native) -> std::optional<std::string> {
+    bool c64 = false;
     for (const auto* l : {&s.inputs, &s.outputs})
-      for (const TensorType& t : *l)
-        if (t.dtype == DType::kC64) return true;
-    return false;
-  }
-  std::shared_ptr<Target> cpu_ = test::cpu_target();
-};
+      for (const TensorType& t : *l) c64 |= t.dtype == DType::kC64;
+    if (c64 && s.op == (native ? "MatMul" : "dot_general")) return "the test takes " + s.op + " apart";
+    return std::nullopt;
+  });
+}
 
 TEST(Complex, MatMulRunsOnCgemmAndOnRealProducts) {
   const char* ir = R"(graph @t(%a: c64[2,3,4], %b: c64[4,5]) {
@@ -199,7 +180,7 @@ TEST(Complex, MatMulRunsOnCgemmAndOnRealProducts) {
   EXPECT_EQ(native.report.entries[0].detail, "c64 through OpenBLAS cgemm");
   expect_near(complex_values(test::run_text(ir, in, cpu).at("y")), want, 1e-6, "cgemm");
 
-  auto parts = std::make_shared<CpuWithoutComplexProducts>();
+  auto parts = cpu_without_complex_products();
   DispatchResult split = dispatch(parse_graph(ir), *parts);
   EXPECT_EQ(split.report.entries[0].path, LoweringPath::kRewritten);
   EXPECT_EQ(split.report.entries[0].detail, "split-complex");

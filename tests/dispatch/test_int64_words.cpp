@@ -20,27 +20,13 @@ bool uses_i64(const NodeSignature& s) {
   return false;
 }
 
-class CpuWithoutInt64 final : public Target {
- public:
-  std::string name() const override { return cpu_->name(); }
-  Verdict claim_native(const NodeSignature& s) const override {
-    if (uses_i64(s)) return Verdict::no("the test target has no i64");
-    return cpu_->claim_native(s);
-  }
-  Verdict accepts_primitive(const NodeSignature& s) const override {
-    if (uses_i64(s) && s.op != "bitcast") return Verdict::no("the test target has no i64");
-    return cpu_->accepts_primitive(s);
-  }
-  Verdict can_execute() const override { return cpu_->can_execute(); }
-  std::unique_ptr<Executable> compile(const lir::Program& p) override { return cpu_->compile(p); }
-  std::vector<Artifact> emit(const lir::Program& p, const std::filesystem::path& d) override {
-    return cpu_->emit(p, d);
-  }
-  std::shared_ptr<Device> device() override { return cpu_->device(); }
-
- private:
-  std::shared_ptr<Target> cpu_ = test::cpu_target();
-};
+// The cpu target without 64-bit integers (bitcast aside, the view that reaches the words).
+std::shared_ptr<Target> cpu_without_int64() {
+  return test::cpu_refusing([](const NodeSignature& s, bool native) -> std::optional<std::string> {
+    if (uses_i64(s) && (native || s.op != "bitcast")) return "the test target has no i64";
+    return std::nullopt;
+  });
+}
 
 Tensor i64(std::vector<int64_t> shape, std::vector<int64_t> v) {
   return Tensor::from<int64_t>(DType::kI64, std::move(shape), v);
@@ -79,7 +65,7 @@ TEST(Int64Words, ArithmeticAndComparisonsMatchTheCpusI64) {
   NamedTensors in = {{"a", i64({6}, {4294967295, -1, kBig + 7, -kBig, 5, INT64_MIN + 3})},
                      {"b", i64({6}, {1, 1, -8, kBig, 5, -2})}};
   NamedTensors want = test::run_text(ir, in, test::cpu_target());
-  auto words = std::make_shared<CpuWithoutInt64>();
+  auto words = cpu_without_int64();
   NamedTensors got = test::run_text(ir, in, words);
   for (const char* name : {"s", "d", "n", "m", "kc", "p", "q", "rs", "rx", "rn"})
     EXPECT_EQ(ints(got.at(name)), ints(want.at(name))) << name;
@@ -101,7 +87,7 @@ TEST(Int64Words, TokenIdsReachAGatherAndAnIndexPast32BitsIsAnError) {
   return %rows
 }
 )";
-  auto words = std::make_shared<CpuWithoutInt64>();
+  auto words = cpu_without_int64();
   Tensor table = test::f32({5, 2}, {0, 1, 10, 11, 20, 21, 30, 31, 40, 41});
   NamedTensors out =
       test::run_text(fixed, {{"table", table}, {"ids", i64({3}, {4, 0, -1})}}, words);
@@ -128,7 +114,7 @@ TEST(Int64Words, ConstantsAndMovesKeepBothWords) {
 }
 )";
   NamedTensors in = {{"a", i64({2, 2}, {kBig, -kBig, 1, 0})}};
-  NamedTensors got = test::run_text(ir, in, std::make_shared<CpuWithoutInt64>());
+  NamedTensors got = test::run_text(ir, in, cpu_without_int64());
   EXPECT_EQ(ints(got.at("j")),
             (std::vector<int64_t>{kBig, 1, -kBig, 0, 4294967296, -4294967297, 3, -1}));
   EXPECT_EQ(ints(got.at("a")), ints(in.at("a")));
@@ -141,7 +127,7 @@ TEST(Int64Words, QuotientsAreRefusedByName) {
   return %y
 }
 )",
-                                        std::make_shared<CpuWithoutInt64>());
+                                        cpu_without_int64());
   EXPECT_NE(msg.find("split-i64 has no i32-pair form of div"), std::string::npos) << msg;
 }
 

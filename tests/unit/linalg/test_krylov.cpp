@@ -50,33 +50,19 @@ CsrMatrix scaled_poisson(int64_t g) {
 
 // The cpu target with CG's native claim refused: dispatch then takes CG's decomposition, the
 // path of every other target, which the cpu runs as a while loop of its kernels.
-class CpuWithoutNativeCg final : public Target {
- public:
-  std::string name() const override { return cpu_->name(); }
-  Verdict claim_native(const NodeSignature& s) const override {
-    if (s.op == "CG") return Verdict::no("the test takes CG's decomposition");
-    return cpu_->claim_native(s);
-  }
-  Verdict accepts_primitive(const NodeSignature& s) const override {
-    return cpu_->accepts_primitive(s);
-  }
-  Verdict can_execute() const override { return cpu_->can_execute(); }
-  std::unique_ptr<Executable> compile(const lir::Program& p) override { return cpu_->compile(p); }
-  std::vector<Artifact> emit(const lir::Program& p, const std::filesystem::path& d) override {
-    return cpu_->emit(p, d);
-  }
-  std::shared_ptr<Device> device() override { return cpu_->device(); }
-
- private:
-  std::shared_ptr<Target> cpu_ = cpu_target();
-};
+std::shared_ptr<Target> cpu_without_native_cg() {
+  return cpu_refusing([](const NodeSignature& s, bool native) -> std::optional<std::string> {
+    if (native && s.op == "CG") return "the test takes CG's decomposition";
+    return std::nullopt;
+  });
+}
 
 // Each test runs on both paths.
 class KrylovOnCpu : public ::testing::TestWithParam<bool> {
  protected:
   bool native() const { return GetParam(); }
   std::shared_ptr<Target> target() const {
-    return native() ? cpu_target() : std::make_shared<CpuWithoutNativeCg>();
+    return native() ? cpu_target() : cpu_without_native_cg();
   }
 };
 
@@ -141,7 +127,7 @@ TEST(Krylov, NativeAndSharedIrLoopsAgree) {
                    fmt::format("tol = {}, max_iter = 3000, preconditioner = \"{}\"",
                                d == DType::kF64 ? 1e-10 : 1e-5, pre));
       NamedTensors native = run_text(g, feed(a, d, b), cpu_target());
-      NamedTensors shared = run_text(g, feed(a, d, b), std::make_shared<CpuWithoutNativeCg>());
+      NamedTensors shared = run_text(g, feed(a, d, b), cpu_without_native_cg());
       EXPECT_NEAR(values(native.at("it"))[0], values(shared.at("it"))[0], 2);
       EXPECT_LT(max_abs_diff(values(native.at("x")), values(shared.at("x"))),
                 d == DType::kF64 ? 1e-9 : 2e-3);
