@@ -36,7 +36,7 @@ constexpr const char* kTasks = "causal-lm";
 Graph causal_lm_graph(const Graph& main, int64_t batch, int64_t seq, const std::string& model) {
   const std::optional<ValueId> ids_in = main.find_value("input_ids");
   if (!ids_in || main.inputs.size() != 1 || main.outputs.empty() ||
-      main.type(main.outputs[0]).rank() != 3)
+      main.type(main.outputs[0]).rank() != 3 || main.values[main.outputs[0]].name != "logits")
     throw CliError(
         fmt::format("--task causal-lm: {} has no graph from input_ids to logits [B, S, V]", model),
         "give a Hugging Face decoder folder (Llama, Qwen3, ...: `rlx info MODEL` lists its "
@@ -155,6 +155,15 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
     throw_user_error(fmt::format(
         "--data {}: sequences of {} token(s) have no next token to predict", o.data, seq));
   const Graph g = causal_lm_graph(model.graph("main"), o.batch, seq, o.model);
+  // A token id outside the vocabulary would be a wrong loss, not an error, inside the graph.
+  const Graph& main = model.graph("main");
+  const int64_t vocab = main.type(main.outputs[0]).shape[2].value;
+  const Tensor& ids = it->second;
+  for (int64_t i = 0; i < ids.numel(); ++i)
+    if (ids.as<int64_t>()[i] < 0 || ids.as<int64_t>()[i] >= vocab)
+      throw_user_error(fmt::format(
+          "--data {}: input_ids[{}, {}] = {} is not a token id of {} (vocabulary of {})", o.data,
+          i / seq, i % seq, ids.as<int64_t>()[i], o.model, vocab));
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   require_can_execute(*target, target->name(), o.model);
   const std::vector<NamedTensors> batches = cut_batches(g, data, o.batch, o.model, o.data, target);

@@ -246,6 +246,18 @@ TEST_F(TrainCliTest, CausalLmFineTuningLearnsASequenceAndTheFolderReloads) {
            "--save", model.string()});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("is the model's own folder"));
+  // A token id beyond the vocabulary, and an encoder (no logits), are refused by name.
+  Tensor bad(DType::kI64, {8, 16});
+  std::copy(repeated.as<int64_t>(), repeated.as<int64_t>() + 128, bad.as<int64_t>());
+  bad.as<int64_t>()[3 * 16 + 5] = 5000;
+  write_safetensors(tokens, {{"input_ids", bad}}, {});
+  r = rlx({"train", "--model", model.string(), "--task", "causal-lm", "--data", tokens.string(), "--batch", "4"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("input_ids[3, 5] = 5000 is not a token id"));
+  r = rlx({"train", "--model", (fs::path(RLX_FIXTURES_DIR) / "minilm-l2-f16").string(), "--task", "causal-lm",
+           "--data", data.string(), "--batch", "4"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("has no graph from input_ids to logits"));
 }
 
 TEST_F(TrainCliTest, ErrorsSayWhatIsWrong) {
