@@ -18,9 +18,10 @@ const kernelsUrl = new URL('webgpu_kernels.wgsl', import.meta.url);
 const weightsUrl = new URL('weights.bin', import.meta.url);
 const GROUP = 64;
 const round4 = (n) => (n + 3) & ~3;
+// c64 travels as interleaved (real, imaginary) f32 pairs.
 const arrayTypes = {
   f32: Float32Array, i32: Int32Array, f16: Uint16Array, bf16: Uint16Array, bool: Uint8Array,
-  i64: BigInt64Array, f64: Float64Array,
+  i64: BigInt64Array, f64: Float64Array, u32: Uint32Array, c64: Float32Array,
 };
 
 let ready = null;

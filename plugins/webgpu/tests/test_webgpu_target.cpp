@@ -248,7 +248,7 @@ std::string run_page_in_chromium(const std::string& chromium, const std::string&
 constexpr const char* kPage = R"(<!doctype html>
 <script type="module">
 import { run, signature } from './model.mjs';
-const types = { f32: Float32Array, i32: Int32Array, f16: Uint16Array, bool: Uint8Array };
+const types = { f32: Float32Array, i32: Int32Array, f16: Uint16Array, bool: Uint8Array, c64: Float32Array };
 let report;
 try {
   const raw = await (await fetch('inputs.json')).json();
@@ -266,8 +266,8 @@ await fetch('/result', { method: 'POST', body: JSON.stringify(report) });
 )";
 
 // The causal Attention of 20 queries takes the tiled kernel, whose barriers Chromium's shader
-// compiler (Tint) must prove uniform.
-constexpr const char* kBrowserProgram = R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i32[3], %h: f16[2,3], %x: f32[1,2,20,8]) {
+// compiler (Tint) must prove uniform; c64 values travel as f32 pairs (split-complex).
+constexpr const char* kBrowserProgram = R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i32[3], %h: f16[2,3], %x: f32[1,2,20,8], %z: c64[3]) {
   %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
   %m = reduce_max(%d) {axes = [2]} : f32[2,3]
   %t = tanh(%m) : f32[2,3]
@@ -280,7 +280,9 @@ constexpr const char* kBrowserProgram = R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,
   %hs = mul(%hc, %h) : f16[2,3]
   %p = lt(%m, %t) : bool[2,3]
   %o = Attention(%x, %x, %x) {mask = "causal"} : f32[1,2,20,8]
-  return %s, %t, %gw, %hs, %p, %o
+  %zz = mul(%z, %z) : c64[3]
+  %za = abs(%z) : f32[3]
+  return %s, %t, %gw, %hs, %p, %o, %zz, %za
 }
 )";
 
@@ -295,6 +297,12 @@ TEST(WebGpuTarget, EsModuleRunsInHeadlessChromiumLikeTheCpu) {
   std::vector<float> x(320);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37 % 101) / 50.0 - 1.0);
   in["x"] = Tensor::from<float>(DType::kF32, {1, 2, 20, 8}, x);
+  Tensor z(DType::kC64, {3});
+  const float zv[] = {0.5f, -1.5f, 2.0f, 0.25f, -3.0f, 4.0f};
+  std::copy(zv, zv + 6, z.as<float>());
+  in["z"] = z;
+  // c64 elements as their (real, imaginary) floats.
+  auto count = [](const Tensor& t) { return t.dtype() == DType::kC64 ? 2 * t.numel() : t.numel(); };
   test::Emitted e(kBrowserProgram, webgpu());
   ASSERT_NE(e.text("model.mjs").find("unsupported: \"\""), std::string::npos) << "model.mjs refuses the program";
   const auto& dir = e.dir();
@@ -302,7 +310,7 @@ TEST(WebGpuTarget, EsModuleRunsInHeadlessChromiumLikeTheCpu) {
   std::string inputs = "{";
   for (auto& [name, t] : in) {
     std::vector<std::string> v;
-    for (int64_t i = 0; i < t.numel(); ++i) {
+    for (int64_t i = 0; i < count(t); ++i) {
       if (t.dtype() == DType::kF16) v.push_back(std::to_string(t.as<uint16_t>()[i]));
       else if (t.dtype() == DType::kI32) v.push_back(std::to_string(t.as<int32_t>()[i]));
       else v.push_back(fmt::format("{}", t.as<float>()[i]));
@@ -322,8 +330,9 @@ TEST(WebGpuTarget, EsModuleRunsInHeadlessChromiumLikeTheCpu) {
     const json::Value* got = outputs->find(name);
     ASSERT_NE(got, nullptr) << name;
     const json::Array& a = *got->as_array();
-    ASSERT_EQ(static_cast<int64_t>(a.size()), t.numel()) << name;
+    ASSERT_EQ(static_cast<int64_t>(a.size()), count(t)) << name;
     std::vector<double> ref = values(t);
+    if (t.dtype() == DType::kC64) ref.assign(t.as<float>(), t.as<float>() + count(t));
     for (size_t i = 0; i < a.size(); ++i) {
       double v = a[i].as_number()->value;
       if (t.dtype() == DType::kF16) v = f16_to_f32(static_cast<uint16_t>(v));
