@@ -11,27 +11,15 @@ any element moves them. Needs torch and numpy only (run on the GPU machine, whic
 """
 import json
 import math
-import struct
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
-DTYPES = {"F16": np.float16, "F32": np.float32, "F64": np.float64, "I64": np.int64}
-
-
-def read_safetensors(path):
-    raw = Path(path).read_bytes()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = meta["data_offsets"]
-        out[name] = np.frombuffer(raw[8 + n + a:8 + n + b], dtype=DTYPES[meta["dtype"]]).reshape(meta["shape"])
-    return out
+# The tests' safetensors reader (NumPy only), from tests/python.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+from reference_files import read_safetensors  # noqa: E402
 
 
 def main(fixture, out_path):
