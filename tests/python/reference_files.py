@@ -15,7 +15,8 @@ BERT_ONNX = os.path.join(FIXTURES, "bert-tiny-onnx")
 MINILM = os.path.join(FIXTURES, "minilm-l2-f16")
 QWEN3 = os.path.join(FIXTURES, "qwen3-tiny")
 
-_NAMES = {np.dtype(np.float32): "F32", np.dtype(np.int64): "I64", np.dtype(np.int32): "I32"}
+_NAMES = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64",
+          np.dtype(np.int32): "I32"}
 _NUMPY_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64,
                  "I32": np.int32, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 
@@ -37,7 +38,7 @@ def read_safetensors(path):
 
 
 def write_safetensors(path, tensors):
-    """Writes {name: numpy array} (f32, i64, i32) as a .safetensors file."""
+    """Writes {name: numpy array} (f32, f16, i64, i32) as a .safetensors file."""
     header, blobs, offset = {}, [], 0
     for name, a in tensors.items():
         a = np.ascontiguousarray(a)

@@ -53,7 +53,12 @@ class WordBuilder {
     return b_.binary(or_equal ? "le" : "lt", b_.add(a, bias), b_.add(c, bias));
   }
   ValueId bit(ValueId p) { return b_.convert(p, DType::kI32); }
-  ValueId low16(ValueId x) { return b_.binary("and", x, k(x, 65535)); }
+  // x mod 2^16 from truncating remainders, not a bitwise and: MIL (ane) has no bitwise
+  // integer ops, and every target with i32 has rem.
+  ValueId low16(ValueId x) {
+    const ValueId r = b_.binary("rem", x, k(x, 65536));
+    return b_.binary("rem", b_.add(r, k(x, 65536)), k(x, 65536));
+  }
   // x >> 16 as unsigned: x minus its low half is a multiple of 2^16, so the division is exact.
   ValueId high16(ValueId x) { return low16(b_.div(b_.sub(x, low16(x)), k(x, 65536))); }
 

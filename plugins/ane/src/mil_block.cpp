@@ -1,0 +1,209 @@
+#include "mil_block.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "rlx/core/error.h"
+#include "rlx/core/half.h"
+
+namespace rlx::ane {
+
+const char* cast_name(mil::DataType t) {
+  switch (t) {
+    case mil::FLOAT32:
+      return "fp32";
+    case mil::FLOAT16:
+      return "fp16";
+    case mil::INT32:
+      return "int32";
+    case mil::BOOL:
+      return "bool";
+    default:
+      throw_internal_error(fmt::format("ane: no cast name for MIL type {}", static_cast<int>(t)));
+  }
+}
+
+mil::ValueType value_type(const MilType& t) {
+  mil::ValueType v;
+  mil::TensorType* tt = v.mutable_tensortype();
+  tt->set_datatype(t.dtype);
+  tt->set_rank(static_cast<int64_t>(t.shape.size()));
+  for (int64_t d : t.shape)
+    tt->add_dimensions()->mutable_constant()->set_size(static_cast<uint64_t>(d));
+  return v;
+}
+
+namespace {
+
+mil::Value string_value(const std::string& s) {
+  mil::Value v;
+  v.mutable_type()->mutable_tensortype()->set_datatype(mil::STRING);
+  v.mutable_immediatevalue()->mutable_tensor()->mutable_strings()->add_values(s);
+  return v;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+const MilType& MilBlock::type_of(const std::string& name) const {
+  auto it = types_.find(name);
+  if (it == types_.end()) throw_internal_error("ane: no MIL value named " + name);
+  return it->second;
+}
+
+std::string MilBlock::fresh(const std::string& hint) {
+  std::string name;
+  do name = fmt::format("{}_{}", hint, counter_++);
+  while (types_.count(name));
+  return name;
+}
+
+void MilBlock::declare(const std::string& name, const MilType& t) {
+  if (!types_.emplace(name, t).second)
+    throw_internal_error("ane: MIL value declared twice: " + name);
+}
+
+std::string MilBlock::op(const std::string& type, const std::vector<MilArg>& args,
+                         const MilType& out, std::string name) {
+  if (name.empty()) name = fresh(type);
+  mil::Operation* o = block_->add_operations();
+  o->set_type(type);
+  for (const MilArg& a : args) {
+    mil::Argument& arg = (*o->mutable_inputs())[a.key];
+    for (const std::string& n : a.names) {
+      (void)type_of(n);  // an argument must name a value made before
+      arg.add_arguments()->set_name(n);
+    }
+  }
+  mil::NamedValueType* result = o->add_outputs();
+  result->set_name(name);
+  *result->mutable_type() = value_type(out);
+  (*o->mutable_attributes())["name"] = string_value(name);
+  declare(name, out);
+  return name;
+}
+
+std::string MilBlock::const_op(mil::Value value, const MilType& t) {
+  const std::string name = fresh("const");
+  *value.mutable_type() = value_type(t);
+  mil::Operation* o = block_->add_operations();
+  o->set_type("const");
+  mil::NamedValueType* result = o->add_outputs();
+  result->set_name(name);
+  *result->mutable_type() = value_type(t);
+  (*o->mutable_attributes())["val"] = std::move(value);
+  (*o->mutable_attributes())["name"] = string_value(name);
+  declare(name, t);
+  consts_.insert(name);
+  return name;
+}
+
+std::string MilBlock::constant(const Tensor& t) {
+  const int64_t n = t.numel();
+  MilType type{mil::FLOAT32, t.shape()};
+  mil::Value v;
+  auto blob = [&](BlobType bt) {
+    mil::Value::BlobFileValue* b = v.mutable_blobfilevalue();
+    b->set_filename(weights_file_);
+    b->set_offset(blobs_->add(bt, t.data(), t.nbytes()));
+  };
+  mil::TensorValue* tv = v.mutable_immediatevalue()->mutable_tensor();
+  switch (t.dtype()) {
+    case DType::kF32:
+      if (n > kInlineLimit) {
+        blob(BlobType::kF32);
+      } else {
+        for (int64_t i = 0; i < n; ++i) tv->mutable_floats()->add_values(t.as<float>()[i]);
+      }
+      break;
+    case DType::kF16:
+      type.dtype = mil::FLOAT16;
+      if (n > kInlineLimit)
+        blob(BlobType::kF16);
+      else
+        tv->mutable_bytes()->set_values(
+            std::string(static_cast<const char*>(t.data()), t.nbytes()));
+      break;
+    case DType::kI32:
+      type.dtype = mil::INT32;
+      if (n > kInlineLimit) {
+        blob(BlobType::kI32);
+      } else {
+        for (int64_t i = 0; i < n; ++i) tv->mutable_ints()->add_values(t.as<int32_t>()[i]);
+      }
+      break;
+    case DType::kBool:
+      type.dtype = mil::BOOL;
+      for (int64_t i = 0; i < n; ++i) tv->mutable_bools()->add_values(t.as<uint8_t>()[i] != 0);
+      break;
+    default:
+      throw_internal_error(fmt::format("ane: no MIL constant of {}", dtype_name(t.dtype())));
+  }
+  return const_op(std::move(v), type);
+}
+
+std::string MilBlock::f32(double x) {
+  mil::Value v;
+  v.mutable_immediatevalue()->mutable_tensor()->mutable_floats()->add_values(static_cast<float>(x));
+  return const_op(std::move(v), {mil::FLOAT32, {}});
+}
+
+std::string MilBlock::i32(int64_t x) {
+  mil::Value v;
+  v.mutable_immediatevalue()->mutable_tensor()->mutable_ints()->add_values(static_cast<int32_t>(x));
+  return const_op(std::move(v), {mil::INT32, {}});
+}
+
+std::string MilBlock::boolean(bool x) {
+  mil::Value v;
+  v.mutable_immediatevalue()->mutable_tensor()->mutable_bools()->add_values(x);
+  return const_op(std::move(v), {mil::BOOL, {}});
+}
+
+std::string MilBlock::ints(const std::vector<int64_t>& xs) {
+  mil::Value v;
+  mil::TensorValue::RepeatedInts* r = v.mutable_immediatevalue()->mutable_tensor()->mutable_ints();
+  for (int64_t x : xs) r->add_values(static_cast<int32_t>(x));
+  return const_op(std::move(v), {mil::INT32, {static_cast<int64_t>(xs.size())}});
+}
+
+std::string MilBlock::string(const std::string& s) {
+  return const_op(string_value(s), {mil::STRING, {}});
+}
+
+std::string MilBlock::filled(const MilType& type, double value) {
+  const int64_t n = numel(type.shape);
+  switch (type.dtype) {
+    case mil::FLOAT32: {
+      Tensor t(DType::kF32, type.shape);
+      for (int64_t i = 0; i < n; ++i) t.as<float>()[i] = static_cast<float>(value);
+      return constant(t);
+    }
+    case mil::FLOAT16: {
+      Tensor t(DType::kF16, type.shape);
+      const uint16_t h = f32_to_f16(static_cast<float>(value));
+      for (int64_t i = 0; i < n; ++i) t.as<uint16_t>()[i] = h;
+      return constant(t);
+    }
+    case mil::INT32: {
+      Tensor t(DType::kI32, type.shape);
+      for (int64_t i = 0; i < n; ++i) t.as<int32_t>()[i] = static_cast<int32_t>(value);
+      return constant(t);
+    }
+    case mil::BOOL: {
+      Tensor t(DType::kBool, type.shape);
+      for (int64_t i = 0; i < n; ++i) t.as<uint8_t>()[i] = value != 0;
+      return constant(t);
+    }
+    default:
+      throw_internal_error("ane: filled() of an unsupported MIL type");
+  }
+}
+
+}  // namespace rlx::ane

@@ -1,0 +1,229 @@
+// The ane target's packages evaluated by coremltools (coremltools_runner.h says what that
+// proves): programs mixing every kind of op against the cpu target, the index check, the HIR ops
+// it writes as one MIL op each, and the model fixtures against their independent references.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "coremltools_runner.h"
+#include "model_support.h"
+#include "rlx/core/error.h"
+#include "rlx/core/ir_text.h"
+#include "rlx/core/runtime.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+namespace fs = std::filesystem;
+using ane::test::ane_on_coremltools;
+using test::cpu_target;
+using test::expect_all_close;
+using test::run_text;
+using test::uniform_f32;
+
+#define RLX_NEEDS_COREMLTOOLS()                                          \
+  do {                                                                   \
+    static const std::string missing = ane::test::coremltools_missing(); \
+    if (!missing.empty()) GTEST_SKIP() << missing;                       \
+  } while (0)
+
+Tensor ids(std::vector<int64_t> shape, std::vector<int64_t> v) {
+  return Tensor::from(DType::kI64, std::move(shape), v);
+}
+
+// Elementwise ops (the float remainder's sign, neg of zero, log and rsqrt without MIL's
+// epsilon), f16 sums accumulated in f32, broadcasts, strided slices, concat, padding, a batched
+// dot_general with transposed operands, gathers with negative indices, i64 values crossing as their
+// words, bool outputs.
+TEST(AneOnCoreMlTools, MixedProgramAgreesWithCpu) {
+  RLX_NEEDS_COREMLTOOLS();
+  const char* ir =
+      R"(graph @t(%x: f32[2, 3, 4], %y: f32[2, 3, 4], %w: f32[2, 4, 5], %ids: i64[3], %h: f16[2, 64]) {
+  %r = rem(%x, %y) : f32[2, 3, 4]
+  %n = neg(%x) : f32[2, 3, 4]
+  %a = abs(%y) : f32[2, 3, 4]
+  %l = log(%a) : f32[2, 3, 4]
+  %q = rsqrt(%a) : f32[2, 3, 4]
+  %e = erf(%x) : f32[2, 3, 4]
+  %mx = max(%x, %y) : f32[2, 3, 4]
+  %c = lt(%x, %y) : bool[2, 3, 4]
+  %s = select(%c, %x, %y) : f32[2, 3, 4]
+  %d = dot_general(%x, %w) {lhs_batch = [0], rhs_batch = [0], lhs_contract = [2], rhs_contract = [1]} : f32[2, 3, 5]
+  %t = transpose(%d) {perm = [0, 2, 1]} : f32[2, 5, 3]
+  %b = broadcast_in_dim(%t) {dims = [0, 1, 3], shape = [2, 5, 4, 3]} : f32[2, 5, 4, 3]
+  %sl = slice(%b) {start = [0, 1, 1, 0], limit = [2, 4, 4, 3], strides = [1, 2, 2, 1]} : f32[2, 2, 2, 3]
+  %cc = concat(%sl, %sl) {axis = 3} : f32[2, 2, 2, 6]
+  %z = constant() {value = dense<f32[]: [0.5]>} : f32[]
+  %p = pad(%cc, %z) {low = [0, 0, 1, 0], high = [1, 0, 0, 2]} : f32[3, 2, 3, 8]
+  %sum = reduce_sum(%h) {axes = [1]} : f16[2]
+  %hmax = reduce_max(%h) {axes = [0]} : f16[64]
+  %i = bitcast(%ids) {dtype = i32} : i32[3, 2]
+  %lo = slice(%i) {start = [0, 0], limit = [3, 1]} : i32[3, 1]
+  %lo1 = reshape(%lo) {shape = [3]} : i32[3]
+  %g = gather(%x, %lo1) {axis = 2} : f32[2, 3, 3]
+  return %r, %n, %l, %q, %e, %mx, %c, %s, %p, %sum, %hmax, %g, %ids
+}
+)";
+  std::mt19937 rng(11);
+  Tensor x = uniform_f32(rng, {2, 3, 4}, 3.0f), y = uniform_f32(rng, {2, 3, 4}, 2.0f);
+  x.as<float>()[0] = 0.0f;  // neg(0) is -0
+  Tensor h(DType::kF16, {2, 64});
+  for (int64_t i = 0; i < h.numel(); ++i)
+    h.as<uint16_t>()[i] = 0x3C00 + static_cast<uint16_t>(i % 7);  // 1 + i/1024
+  NamedTensors in = {{"x", x},
+                     {"y", y},
+                     {"w", uniform_f32(rng, {2, 4, 5}, 1.0f)},
+                     {"ids", ids({3}, {3, -1, -4})},
+                     {"h", h}};
+  NamedTensors want = run_text(ir, in, cpu_target()), got = run_text(ir, in, ane_on_coremltools());
+  EXPECT_TRUE(std::signbit(got.at("n").as<float>()[0]));
+  NamedTensors want_f16 = {{"sum", want.at("sum")}, {"hmax", want.at("hmax")}};
+  want.erase("sum");
+  want.erase("hmax");
+  expect_all_close(want, got, 2e-6);
+  expect_all_close(want_f16, got, 1e-3);
+}
+
+// rlx's integer division truncates and gives 0 for a zero divisor; i64 products on word pairs
+// (split-i64).
+TEST(AneOnCoreMlTools, IntegerDivisionTruncatesAndI64ProductsAreExact) {
+  RLX_NEEDS_COREMLTOOLS();
+  const char* ir = R"(graph @t(%a: i32[5], %b: i32[5], %x: i64[3], %y: i64[3]) {
+  %q = div(%a, %b) : i32[5]
+  %r = rem(%a, %b) : i32[5]
+  %p = mul(%x, %y) : i64[3]
+  return %q, %r, %p
+}
+)";
+  NamedTensors out =
+      run_text(ir,
+               {{"a", Tensor::from(DType::kI32, {5}, std::vector<int32_t>{-7, 7, 7, 5, -9})},
+                {"b", Tensor::from(DType::kI32, {5}, std::vector<int32_t>{2, -2, 0, 5, -4})},
+                {"x", ids({3}, {4294967297LL, -3, 123456789012LL})},
+                {"y", ids({3}, {3, 5000000000LL, -7})}},
+               ane_on_coremltools());
+  EXPECT_EQ(test::values(out.at("q")), (std::vector<double>{-3, -3, 0, 1, 2}));
+  EXPECT_EQ(test::values(out.at("r")), (std::vector<double>{-1, 1, 0, 0, -1}));
+  const int64_t* p = out.at("p").as<int64_t>();
+  EXPECT_EQ(p[0], 12884901891LL);
+  EXPECT_EQ(p[1], -15000000000LL);
+  EXPECT_EQ(p[2], -864197523084LL);
+}
+
+TEST(AneOnCoreMlTools, OutOfRangeGatherIndexIsAnError) {
+  RLX_NEEDS_COREMLTOOLS();
+  const char* ir = R"(graph @t(%x: f32[4, 2], %i: i32[3]) {
+  %g = gather(%x, %i) {axis = 0} : f32[3, 2]
+  return %g
+}
+)";
+  NamedTensors in = {{"x", test::f32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7})},
+                     {"i", Tensor::from(DType::kI32, {3}, std::vector<int32_t>{0, 4, 1})}};
+  try {
+    run_text(ir, in, ane_on_coremltools());
+    FAIL() << "an index outside the axis must be an error";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "gather: index 4 (at position 1 of the indices) is out of range for an axis of size 4"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
+// Linear, LayerNorm, GELU and Softmax are one MIL op each, as coremltools' own converter writes
+// them, and compute what the cpu's decompositions do.
+TEST(AneOnCoreMlTools, NativeOpsAreOneMilOpEach) {
+  RLX_NEEDS_COREMLTOOLS();
+  // Weights held by the program (MIL's linear and layer_norm take them as consts) and computed
+  // ones (a matmul, then the scale and shift), against the cpu's decompositions.
+  const char* ir = R"(graph @t(%x: f32[2, 3], %g2: f32[4]) {
+  %w = constant() {value = dense<f32[4,3]: [0.5, -1, 0.25, 1, 0.75, -0.5, -0.25, 0.5, 1, 0.1, 0.2, 0.3]>} : f32[4,3]
+  %b = constant() {value = dense<f32[4]: [0.1, -0.2, 0.3, 0]>} : f32[4]
+  %g = constant() {value = dense<f32[4]: [1, 0.5, 2, 1.5]>} : f32[4]
+  %be = constant() {value = dense<f32[4]: [0, 0.1, -0.1, 0.2]>} : f32[4]
+  %h = Linear(%x, %w, %b) : f32[2, 4]
+  %n = LayerNorm(%h, %g, %be) {epsilon = 1e-5} : f32[2, 4]
+  %a = GELU(%n) : f32[2, 4]
+  %s = Softmax(%a) {axis = -1} : f32[2, 4]
+  %m = LayerNorm(%s, %g2) {epsilon = 1e-5} : f32[2, 4]
+  return %s, %m
+}
+)";
+  std::mt19937 rng(3);
+  NamedTensors in = {{"x", uniform_f32(rng, {2, 3}, 1.0f)}, {"g2", uniform_f32(rng, {4}, 1.0f)}};
+  expect_all_close(run_text(ir, in, cpu_target()), run_text(ir, in, ane_on_coremltools()), 2e-6);
+
+  const fs::path dir = fs::temp_directory_path() / "rlx_ane_native";
+  fs::remove_all(dir);
+  CompiledModel model = Session(ane_on_coremltools()).compile(parse_graph(ir));
+  ane_on_coremltools()->emit_mir(model.mir_for({}), dir);
+  const std::string summary = ane::test::check_package(dir / ane::kPackageName);
+  fs::remove_all(dir);
+  EXPECT_NE(
+      summary.find(
+          R"("op_types": ["linear", "layer_norm", "gelu", "softmax", "layer_norm", "mul", "identity", "identity"])"),
+      std::string::npos)
+      << summary;
+}
+
+// all-MiniLM's layout in f16 storage against the float64 reference (transformers).
+TEST(AneOnCoreMlTools, MiniLmMatchesFloat64Reference) {
+  RLX_NEEDS_COREMLTOOLS();
+  RLX_FIXTURE(dir, "minilm-l2-f16");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  Model model = test::load_model(dir);
+  NamedTensors out = Session(ane_on_coremltools())
+                         .compile(model.graph("main"))
+                         .run({{"input_ids", ref.at("input_ids")},
+                               {"attention_mask", ref.at("attention_mask")},
+                               {"token_type_ids", ref.at("token_type_ids")}});
+  const double err =
+      test::max_abs_diff(out.at("last_hidden_state"), ref.at("last_hidden_state_f64"));
+  std::printf("ane minilm-l2-f16: hidden max abs error vs float64 %.3g\n", err);
+  EXPECT_LE(err, 1e-4);
+}
+
+TEST(AneOnCoreMlTools, BertTinyOnnxMatchesOnnxRuntime) {
+  RLX_NEEDS_COREMLTOOLS();
+  RLX_FIXTURE(dir, "bert-tiny-onnx");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  Model model = test::load_model(dir / "model.onnx");
+  NamedTensors out = Session(ane_on_coremltools())
+                         .compile(model.graph())
+                         .run({{"input_ids", ref.at("input_ids")},
+                               {"attention_mask", ref.at("attention_mask")},
+                               {"token_type_ids", ref.at("token_type_ids")}});
+  const double err =
+      test::max_abs_diff(out.at("last_hidden_state"), ref.at("last_hidden_state_ort"));
+  std::printf("ane bert-tiny-onnx: max abs error vs ONNX Runtime %.3g\n", err);
+  EXPECT_LE(err, 1e-4);
+}
+
+// The decoders' prompt logits (causal attention, RoPE, RMSNorm, grouped kv heads) against
+// float64 references.
+void prompt_logits(const char* fixture, double bound) {
+  RLX_FIXTURE(dir, fixture);
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  Model model = test::load_model(dir);
+  NamedTensors out = Session(ane_on_coremltools())
+                         .compile(model.graph("main"))
+                         .run({{"input_ids", ref.at("prompts")}});
+  const double err = test::max_abs_diff(out.at("logits"), ref.at("prompt_logits_f64"));
+  std::printf("ane %s: prompt logits max abs error vs float64 %.3g\n", fixture, err);
+  EXPECT_LE(err, bound);
+}
+
+TEST(AneOnCoreMlTools, Qwen3TinyPromptLogitsMatchFloat64Reference) {
+  RLX_NEEDS_COREMLTOOLS();
+  prompt_logits("qwen3-tiny", 1e-4);
+}
+
+TEST(AneOnCoreMlTools, LlamaTinyPromptLogitsMatchFloat64Reference) {
+  RLX_NEEDS_COREMLTOOLS();
+  prompt_logits("llama-tiny", 1e-4);
+}
+
+}  // namespace
+}  // namespace rlx
