@@ -24,7 +24,7 @@ from . import _rlx
 from .errors import (CompileError, DeviceError, Error, InternalError, OutOfMemoryError,
                      PluginError, UnsupportedError, UsageError, UserError)
 
-__all__ = ["load", "list_targets", "embed", "generate", "quantize", "train", "Model", "Compiled",
+__all__ = ["load", "list_targets", "embed", "generate", "quantize", "train", "compile_to", "Model", "Compiled",
            "TensorInfo", "Error", "UsageError", "UserError", "CompileError", "UnsupportedError", "DeviceError",
            "PluginError", "InternalError", "OutOfMemoryError", "errors"]
 
@@ -156,7 +156,7 @@ class Model:
 
 from ._embed import embed  # noqa: E402  (they use Model and load above)
 from ._generate import generate  # noqa: E402
-from ._jobs import quantize, train  # noqa: E402  (the CLI's batch jobs)
+from ._jobs import compile_to, quantize, train  # noqa: E402  (the CLI's batch jobs)
 
 
 def load(path: str | _os.PathLike, bind: Mapping[str, int] | None = None,

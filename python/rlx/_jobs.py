@@ -1,4 +1,4 @@
-"""The CLI's long batch jobs, ``rlx.quantize`` and ``rlx.train``, from Python.
+"""The CLI's batch jobs, ``rlx.quantize``, ``rlx.train`` and ``rlx.compile_to``, from Python.
 
 They run the ``rlx`` program this package carries (the wheel's ``bin/rlx``; ``RLX_BINARY`` or
 ``rlx`` on PATH in a build tree) with ``--json`` and return its result record, so a job does in
@@ -89,4 +89,24 @@ def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike =
     args += _flag("optimizer", optimizer) + _flag("batch", batch) + _flag("epochs", epochs)
     args += _flag("target", target) + _flag("seed", seed)
     args += _flag("save", os.fspath(save) if save is not None else None)
+    return run_job(args)
+
+
+def compile_to(model: str | os.PathLike, output_dir: str | os.PathLike, target: str = "cpu",
+               bind: dict[str, int] | None = None, precision: str | None = None,
+               cpu: str | None = None, cuda_arch: str | None = None,
+               deployment_target: str | None = None, compute_units: str | None = None) -> dict:
+    """Writes what a target generates for the model, as ``rlx compile MODEL --target T -o DIR``
+    (the MIR and LIR, the dispatch report, and the target's own files: C for cortexm, a .cu and
+    cubin for cuda, ``model.mlpackage`` and ``io.json`` for ane, ...), and returns the command's
+    ``--json`` record (``files``: each path, kind and size). ``bind`` fixes symbolic dims
+    ({"B": 1, "S": 128}); ``cpu`` is cortexm's core, ``cuda_arch`` cuda's architecture,
+    ``deployment_target`` (``"ios17"``, ``"macos14"``, ...) and ``compute_units``
+    (``"CPU_AND_NE"``, ...) ane's package options."""
+    args = ["compile", os.fspath(model), "--target", target, "-o", os.fspath(output_dir)]
+    for symbol, size in (bind or {}).items():
+        args += ["--bind", f"{symbol}={int(size)}"]
+    args += _flag("precision", precision) + _flag("cpu", cpu) + _flag("cuda-arch", cuda_arch)
+    args += _flag("deployment-target", deployment_target)
+    args += _flag("compute-units", compute_units)
     return run_job(args)

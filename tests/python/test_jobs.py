@@ -1,6 +1,7 @@
 # rlx.quantize and rlx.train: the CLI's batch jobs from Python, checked against references rlx did
 # not compute (the MiniLM fixture's float64 embeddings; ln(10), the cross-entropy of a guess among
 # ten classes) and against the CLI's own error messages.
+import json
 import math
 import os
 
@@ -80,3 +81,27 @@ def test_a_job_error_raises_the_cli_message(rlx, tmp_path):
     with pytest.raises(rlx.Error) as e:
         rlx.quantize(tmp_path / "missing", tmp_path / "out")
     assert "missing" in str(e.value)
+
+
+def test_compile_to_writes_the_ane_package_and_its_io_layout(rlx, tmp_path):
+    record = rlx.compile_to(MINILM, tmp_path, target="ane", bind={"B": 1, "S": 8},
+                            deployment_target="macos15", compute_units="CPU_AND_NE")
+    kinds = {f["kind"] for f in record["files"]}
+    assert {"mlmodel", "weights", "mlpackage-manifest", "io-layout"} <= kinds, kinds
+    package = tmp_path / "model.mlpackage" / "Data" / "com.apple.CoreML"
+    assert (package / "model.mlmodel").stat().st_size > 0
+    # Every weight of the f16 MiniLM is in the blob file: at least its bytes.
+    weights = read_safetensors(f"{MINILM}/model.safetensors")
+    assert (package / "weights" / "weight.bin").stat().st_size >= sum(
+        w.nbytes for w in weights.values())
+    io = json.loads((tmp_path / "io.json").read_text())
+    assert io["deployment_target"] == "macOS15" and io["compute_units"] == "CPU_AND_NE"
+    assert [i["name"] for i in io["inputs"]] == ["input_ids", "attention_mask", "token_type_ids"]
+    assert io["inputs"][0]["package_shape"] == [1, 8, 2]  # i64 as int32 words
+
+
+def test_compile_to_names_a_bad_option(rlx, tmp_path):
+    with pytest.raises(rlx.errors.Error) as e:
+        rlx.compile_to(MINILM, tmp_path, target="ane", bind={"B": 1, "S": 8},
+                       deployment_target="ios9")
+    assert "ios15" in str(e.value)
