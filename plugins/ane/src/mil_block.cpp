@@ -86,7 +86,27 @@ std::string MilBlock::op(const std::string& type, const std::vector<MilArg>& arg
   *result->mutable_type() = value_type(out);
   (*o->mutable_attributes())["name"] = string_value(name);
   declare(name, out);
+  made_.insert(name);
   return name;
+}
+
+bool MilBlock::rename(const std::string& from, const std::string& to) {
+  if (!made_.count(from) || types_.count(to)) return false;
+  for (mil::Operation& o : *block_->mutable_operations()) {
+    for (auto& [key, arg] : *o.mutable_inputs())
+      for (mil::Argument::Binding& b : *arg.mutable_arguments())
+        if (b.has_name() && b.name() == from) b.set_name(to);
+    for (mil::NamedValueType& out : *o.mutable_outputs())
+      if (out.name() == from) {
+        out.set_name(to);
+        (*o.mutable_attributes())["name"] = string_value(to);
+      }
+  }
+  types_.emplace(to, types_.at(from));
+  types_.erase(from);
+  made_.erase(from);
+  made_.insert(to);
+  return true;
 }
 
 std::string MilBlock::const_op(mil::Value value, const MilType& t) {

@@ -57,6 +57,9 @@ class MilBlock {
   std::string filled(const MilType& type, double value);
 
   const MilType& type_of(const std::string& name) const;
+  // Gives the value an op made the name `to` everywhere in the block (a program output's name
+  // without an identity op); false, changing nothing, for a const, an input or a name in use.
+  bool rename(const std::string& from, const std::string& to);
   // Whether `name` is a const op's value (MIL requires some arguments to be: linear's weight).
   bool is_const(const std::string& name) const { return consts_.count(name) != 0; }
   std::string fresh(const std::string& hint);
@@ -71,7 +74,7 @@ class MilBlock {
   BlobStorage* blobs_;
   std::string weights_file_;
   std::unordered_map<std::string, MilType> types_;
-  std::unordered_set<std::string> consts_;
+  std::unordered_set<std::string> consts_, made_;  // const ops' values; other ops' values
   int64_t counter_ = 0;
 };
 

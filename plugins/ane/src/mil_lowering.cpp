@@ -330,9 +330,13 @@ class Lowering {
       io.mil.shape = {1};
       io.layout += io.layout.empty() ? "a scalar as shape [1]" : "; a scalar as shape [1]";
       b_.op("reshape", {{"x", from}, {"shape", b_.ints({1})}}, io.mil, name);
+    } else if (!renamed_.count(from) && b_.rename(from, name)) {
+      names_[v] = name;  // an op's value takes the output's name: no identity op
     } else {
+      // An input, a const, or a value that is another output already.
       b_.op("identity", {{"x", from}}, io.mil, name);
     }
+    renamed_.insert(name);
     block->add_outputs(name);
     out_.outputs.push_back(io);
   }
@@ -356,9 +360,9 @@ class Lowering {
   MilProgram& out_;
   MilBlock b_;
   std::vector<std::optional<std::string>> names_;
-  std::map<ValueId, Tensor> deferred_;
-  int32_t node_ =
-      -1;  // the node being lowered  // f64 constants, folded into the convert that reads them
+  std::map<ValueId, Tensor> deferred_;  // f64 constants, folded into the convert reading them
+  int32_t node_ = -1;                   // the node being lowered
+  std::set<std::string> renamed_;       // the program outputs' names so far
 };
 
 std::string Lowering::reshape(const std::string& x, const std::vector<int64_t>& shape) {

@@ -22,14 +22,18 @@ std::string last_line(const std::string& s) {
   return s.substr(start, end - start + 1);
 }
 
-// Runs the checker; returns its JSON line (coremltools may print notices before it).
-std::string run_checker(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {RLX_ANE_PYTHON, RLX_ANE_CHECKER};
+// Runs a script of this folder; returns its JSON line (coremltools may print notices before it).
+std::string run_script(const char* script, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {RLX_ANE_PYTHON, script};
   argv.insert(argv.end(), args.begin(), args.end());
   std::string output;
   const int rc = sdk::run_command(argv, &output, kTimeoutS);
-  if (rc != 0) throw_device_error(fmt::format("coremltools_check.py failed ({}): {}", rc, output));
+  if (rc != 0) throw_device_error(fmt::format("{} failed ({}): {}", script, rc, output));
   return last_line(output);
+}
+
+std::string run_checker(const std::vector<std::string>& args) {
+  return run_script(RLX_ANE_CHECKER, args);
 }
 
 class CoreMlToolsRunner final : public PackageRunner {
@@ -71,6 +75,10 @@ std::string coremltools_missing() {
 
 std::string check_package(const fs::path& package) {
   return run_checker({package.string()});
+}
+
+std::string builder_reference_ops() {
+  return run_script(RLX_ANE_BUILDER, {});
 }
 
 std::shared_ptr<PackageRunner> AneOnCoreMlTools::open_runner() {

@@ -18,6 +18,10 @@ std::string coremltools_missing();
 // The checker's JSON line for a written package (op types, typed values); throws on failure.
 std::string check_package(const std::filesystem::path& package);
 
+// The op types coremltools' own MIL builder writes for the dense block of the native-ops test
+// (mil_builder_reference.py), as a JSON list.
+std::string builder_reference_ops();
+
 class AneOnCoreMlTools final : public AneTarget {
  protected:
   std::shared_ptr<PackageRunner> open_runner() override;
