@@ -9,6 +9,7 @@
 #include "model_support.h"
 #include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
+#include "rlx/core/precision.h"
 #include "rlx/core/runtime.h"
 #include "test_support.h"
 
@@ -182,6 +183,30 @@ TEST(AneOnCoreMlTools, MiniLmMatchesFloat64Reference) {
       test::max_abs_diff(out.at("last_hidden_state"), ref.at("last_hidden_state_f64"));
   std::printf("ane minilm-l2-f16: hidden max abs error vs float64 %.3g\n", err);
   EXPECT_LE(err, 1e-4);
+}
+
+// The Neural Engine computes in fp16: asked for with --precision f16 (amp-f16 keeps norms and
+// softmax in f32), the package computes in fp16 with fp32 accumulation and stays near float64.
+TEST(AneOnCoreMlTools, MiniLmInF16StaysNearFloat64Reference) {
+  RLX_NEEDS_COREMLTOOLS();
+  RLX_FIXTURE(dir, "minilm-l2-f16");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  const Model model = test::load_model(dir);
+  for (const char* mode : {"f16", "amp-f16"}) {
+    Graph g = model.graph("main");
+    ASSERT_TRUE(apply_precision(g, parse_precision(mode)).changed()) << mode;
+    NamedTensors out = Session(ane_on_coremltools())
+                           .compile(g)
+                           .run({{"input_ids", ref.at("input_ids")},
+                                 {"attention_mask", ref.at("attention_mask")},
+                                 {"token_type_ids", ref.at("token_type_ids")}});
+    const Tensor& emb = out.at("sentence_embedding");
+    double worst = 1;
+    for (int64_t r = 0; r < emb.shape()[0]; ++r)
+      worst = std::min(worst, test::cosine(emb, ref.at("sentence_embedding_f64"), r, emb.shape()[1]));
+    std::printf("ane minilm-l2-f16 --precision %s: 1 - min cosine vs float64 %.3g\n", mode, 1 - worst);
+    EXPECT_LE(1 - worst, 1e-4) << mode;  // the bound the other targets keep for f16 modes
+  }
 }
 
 TEST(AneOnCoreMlTools, BertTinyOnnxMatchesOnnxRuntime) {
