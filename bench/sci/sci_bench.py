@@ -135,7 +135,7 @@ def sparse_rows(name, a, rounds, tmp, tol, max_iter, with_lu=True):
     return rows, checks
 
 
-def dense_rows(n, rounds, tmp):
+def dense_rows(n, rounds, tmp, ops):
     rng = np.random.default_rng(n)
     g = rng.standard_normal((n, n))
     spd = g @ g.T + n * np.eye(n)
@@ -155,12 +155,18 @@ def dense_rows(n, rounds, tmp):
         "numpy_svd": lambda: np.linalg.svd(g, full_matrices=False),
         "rlx_eigh": lambda: eigh(a=spd), "numpy_eigh": lambda: np.linalg.eigh(spd),
     }
+    pairs = {"lu": ("rlx_lu", "scipy_lu_factor"), "cholesky": ("rlx_chol", "scipy_cholesky"),
+             "svd": ("rlx_svd", "numpy_svd"), "eigh": ("rlx_eigh", "numpy_eigh")}
+    cases = {k: v for k, v in cases.items()
+             if any(k in pairs[op] for op in ops)}
     med = interleave(cases, rounds)
     name = f"dense {n}"
-    return [(name, "LU", med["rlx_lu"], "scipy lu_factor", med["scipy_lu_factor"]),
-            (name, "Cholesky", med["rlx_chol"], "scipy cholesky", med["scipy_cholesky"]),
-            (name, "SVD", med["rlx_svd"], "numpy svd", med["numpy_svd"]),
-            (name, "Eigh", med["rlx_eigh"], "numpy eigh", med["numpy_eigh"])]
+    rows = {"lu": (name, "LU", med.get("rlx_lu"), "scipy lu_factor", med.get("scipy_lu_factor")),
+            "cholesky": (name, "Cholesky", med.get("rlx_chol"), "scipy cholesky",
+                         med.get("scipy_cholesky")),
+            "svd": (name, "SVD", med.get("rlx_svd"), "numpy svd", med.get("numpy_svd")),
+            "eigh": (name, "Eigh", med.get("rlx_eigh"), "numpy eigh", med.get("numpy_eigh"))}
+    return [rows[op] for op in ops]
 
 
 def main():
@@ -171,6 +177,8 @@ def main():
     ap.add_argument("--sizes", help="dense sizes, e.g. 512,1024")
     ap.add_argument("--no-lu", action="store_true", help="sparse: cg and pcg only")
     ap.add_argument("--problems", help="sparse problems by size, e.g. 256^2,64^3,1024^2")
+    ap.add_argument("--dense-ops", default="lu,cholesky,svd,eigh",
+                    help="dense ops to race, e.g. lu or lu,svd")
     ap.add_argument("--big-rounds", type=int, default=1,
                     help="rounds for problems above 300k unknowns and dense 2048")
     args = ap.parse_args()
@@ -204,7 +212,7 @@ def main():
         for name, shape in small:
             sparse(name, shape)
         for n in sizes:
-            show(dense_rows(n, args.rounds if n <= 1024 else args.big_rounds, tmp))
+            show(dense_rows(n, args.rounds if n <= 1024 else args.big_rounds, tmp, args.dense_ops.split(",")))
         for name, shape in big:
             sparse(name, shape)
     for name, c in checks.items():

@@ -4,7 +4,7 @@
 // its time at 512-1024 against SciPy; so where a routine has a column-major form that answers
 // the same question of the transposed matrix, the row-major buffer is handed over as it is:
 // Cholesky's lower factor is the upper factor of a^T = a, a^-1 = ((a^T)^-1)^T and det a =
-// det a^T. LU alone needs its transposes, done here in cache-sized blocks. info < 0 is a bug in
+// det a^T. LU factors the row-major buffer itself (row_major_lu.h). info < 0 is a bug in
 // these calls; info > 0 is a property of the input, reported as a user error that says which matrix
 // and what to do.
 #include <fmt/format.h>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "linalg_kernels.h"
+#include "row_major_lu.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cpu {
@@ -201,16 +202,9 @@ class Dense {
   void lu(int64_t b) {
     const int64_t k = std::min(m_, n_);
     T* a = out(0) + b * m_ * n_;
-    std::unique_ptr<T[]> col(new T[static_cast<size_t>(m_ * n_)]);  // no zeroing: overwritten
-    transpose(in(0) + b * m_ * n_, col.get(), m_, n_);
-    std::vector<lapack_int> piv(static_cast<size_t>(k));
-    // info > 0 (an exactly zero pivot) still leaves a valid factorization, as in lu_factor.
-    check(getrf_col_major(col.get(), static_cast<lapack_int>(m_), static_cast<lapack_int>(n_),
-                          piv.data()),
-          "getrf");
-    transpose(col.get(), a, n_, m_);
-    int32_t* p = out<int32_t>(1) + b * k;
-    for (int64_t i = 0; i < k; ++i) p[i] = static_cast<int32_t>(piv[i] - 1);
+    std::memcpy(a, in(0) + b * m_ * n_, sizeof(T) * m_ * n_);
+    // An exactly zero pivot still leaves a valid factorization, as in lu_factor.
+    lu_row_major(a, m_, n_, out<int32_t>(1) + b * k);
   }
 
   void solve(int64_t b) {
