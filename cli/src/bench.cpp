@@ -232,6 +232,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     refuse_compile_option(o.q8_activations, "--q8-activations", model_path);
     refuse_compile_option(!o.precision.empty(), "--precision", model_path);
     refuse_compile_option(o.kv_cache.has_value(), "--kv-cache", model_path);
+    refuse_compile_option(o.ranks.tp.has_value(), "--tp", model_path);
     loaded = load_compiled_folder(global, model_path, o.target);
     target_name = loaded->target_name();
     folder_graph = folder_inputs_graph(*loaded);
@@ -240,8 +241,8 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     target_name = target->name();  // --target auto names one
     require_can_execute(*target, target_name, model_path);
     channel = join_ranks(*target, o.ranks);
-    model = load_model(reg, model_path,
-                       o.inputs.given() ? import_options_for(given) : import_options_for(binds));
+    model = load_model_shard(reg, model_path, o.ranks,
+                             o.inputs.given() ? import_options_for(given) : import_options_for(binds));
     frozen = take_frozen_inputs(model, given);
     if (o.q8_activations) use_q8_activations(model, model_path);
     use_precision(model, o.precision, model_path);

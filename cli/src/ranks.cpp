@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "model.h"
 #include "options.h"
 
 extern char** environ;
@@ -116,9 +117,52 @@ void add_rank_options(CLI::App& app, RankOptions& o) {
       "collective (default 60)");
   add_value(app, "--transport", "tcp|ibverbs", o.transport,
             "how ranks exchange data: tcp (default) or ibverbs (RDMA; needs an RDMA device)");
+  add_integer(app, "--tp", "N", 1, o.tp,
+              "tensor parallelism: split the model's attention heads and MLP over N ranks, each "
+              "holding its share of the weights (--nproc defaults to N; Hugging Face decoder "
+              "folders)");
 }
 
-std::optional<int> launch_ranks(const RankOptions& o) {
+TensorParallel tensor_parallel_of(const RankOptions& o) {
+  if (!o.tp) return {};
+  std::optional<int64_t> rank = env_int(kRankEnv), world = env_int(kWorldEnv);
+  if (!rank || !world) {
+    rank = env_int("OMPI_COMM_WORLD_RANK");
+    world = env_int("OMPI_COMM_WORLD_SIZE");
+  }
+  if (!rank || !world) {
+    if (*o.tp == 1) return {};
+    throw UsageError(fmt::format("--tp {} splits the model over {} ranks, and this is no job of "
+                                 "several ranks",
+                                 *o.tp, *o.tp),
+                     "give --nproc, or run under mpirun -n");
+  }
+  if (*world != *o.tp)
+    throw UsageError(fmt::format("--tp {} needs {} ranks and the job has {}", *o.tp, *o.tp, *world),
+                     fmt::format("give --nproc {} (or mpirun -n {}), or --tp {}", *o.tp, *o.tp,
+                                 *world));
+  return {static_cast<int32_t>(*rank), static_cast<int32_t>(*o.tp)};
+}
+
+Model load_model_shard(const registry::Registry& reg, const fs::path& path, const RankOptions& o,
+                       ImportOptions options) {
+  options.tensor_parallel = tensor_parallel_of(o);
+  std::string read_by;
+  Model m = load_model(reg, path, options, &read_by);
+  if (options.tensor_parallel.size > 1 && !m.metadata.count(kTensorParallelKey))
+    throw CliError(fmt::format("--tp {}: {} cannot be split over ranks: the {} cannot shard "
+                               "models",
+                               options.tensor_parallel.size, path.string(),
+                               read_by.empty() ? std::string("IR text reader")
+                                               : "importer " + read_by),
+                   "run it without --tp (--nproc N runs whole copies), or use a Hugging Face "
+                   "decoder folder");
+  return m;
+}
+
+std::optional<int> launch_ranks(const RankOptions& given) {
+  RankOptions o = given;
+  if (o.tp && !o.nproc && !std::getenv("OMPI_COMM_WORLD_SIZE")) o.nproc = o.tp;
   if (!o.nproc || std::getenv(kRankEnv)) return std::nullopt;
   if (std::getenv("OMPI_COMM_WORLD_SIZE"))
     throw UsageError("--nproc starts ranks itself; under mpirun, mpirun's -n gives the ranks",

@@ -6,11 +6,14 @@
 // the launcher reports the first rank that failed and how.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "rlx/core/device.h"
+#include "rlx/core/model.h"
+#include "rlx/registry/registry.h"
 #include "rlx/core/target.h"
 
 namespace CLI {
@@ -21,12 +24,22 @@ namespace rlx::cli {
 
 struct RankOptions {
   std::optional<int64_t> nproc;
+  std::optional<int64_t> tp;  // tensor-parallel ranks (--tp); --nproc defaults to it
   std::optional<double> collective_timeout;  // seconds; 60 when not given
   std::string transport = "tcp";
 };
 
-// --nproc N, --collective-timeout SECONDS, --transport tcp|ibverbs.
+// --nproc N, --tp N, --collective-timeout SECONDS, --transport tcp|ibverbs.
 void add_rank_options(CLI::App& app, RankOptions& into);
+
+// The shard this rank builds under --tp (rank and world from the job: --nproc's ranks or
+// mpirun's); {0, 1} without --tp. A usage error when the job's ranks are not --tp's.
+TensorParallel tensor_parallel_of(const RankOptions& options);
+
+// Loads the model as load_model does, as this rank's tensor-parallel shard under --tp: a user
+// error when the importer did not build one (it cannot shard this format).
+Model load_model_shard(const registry::Registry& reg, const std::filesystem::path& path,
+                       const RankOptions& ranks, ImportOptions options = {});
 
 // With --nproc N in a process that is not a rank yet: runs the N ranks of this command line,
 // waits for them and returns the exit code (0 when every rank succeeded, else the first failed

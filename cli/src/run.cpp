@@ -113,7 +113,7 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks);
   GivenInputs given = read_inputs(
       o.inputs, [&](const fs::path& folder) { return read_input_folder(reg, model_path, folder); });
-  Model model_file = load_model(reg, model_path, import_options_for(given));
+  Model model_file = load_model_shard(reg, model_path, o.ranks, import_options_for(given));
   const std::vector<std::string> frozen = take_frozen_inputs(model_file, given);
   if (o.q8_activations) use_q8_activations(model_file, model_path.string());
   use_precision(model_file, o.precision, model_path.string());

@@ -82,6 +82,34 @@ TEST_F(GenerateCliTest, StreamedIdsAreTheJsonTokensInOrder) {
   }
 }
 
+// Tensor parallelism: two ranks, each with half of qwen3-tiny's heads (2 of 4 query, 1 of 2
+// key/value) and MLP columns, adding their partial products with AllReduce, continue the prompt
+// exactly as transformers does in float64 (and as one process does).
+TEST_F(GenerateCliTest, TwoTensorParallelRanksGiveTheReferenceTokens) {
+  Generate g(kFixtures / "qwen3-tiny");
+  ProcessResult r = rlx(g.args({"--tp", "2", "--json", "--collective-timeout", "60"}));
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_EQ(json_tokens(r), g.ref().greedy);
+}
+
+// What cannot be split is refused before any rank computes, saying why.
+TEST_F(GenerateCliTest, TensorParallelismRefusesWhatItCannotSplit) {
+  // llama-tiny has 3 key/value heads.
+  ProcessResult heads = rlx(Generate(kFixtures / "llama-tiny").args({"--tp", "2"}));
+  EXPECT_NE(heads.exit_code, 0) << dump(heads);
+  EXPECT_THAT(heads.err, HasSubstr("6 query and 3 key/value heads; both must divide by the number "
+                                   "of ranks"))
+      << dump(heads);
+  ProcessResult ranks = rlx(Generate(kFixtures / "qwen3-tiny").args({"--tp", "2", "--nproc", "3"}));
+  EXPECT_NE(ranks.exit_code, 0) << dump(ranks);
+  EXPECT_THAT(ranks.err, HasSubstr("--tp 2 needs 2 ranks and the job has 3")) << dump(ranks);
+  const fs::path ir = write("tiny.rlx",
+                            "graph @g(%input_ids: i64[1,2]) {\n  return %input_ids\n}\n");
+  ProcessResult text = rlx({"run", ir.string(), "--input", "input_ids=1,2", "--tp", "2"});
+  EXPECT_NE(text.exit_code, 0) << dump(text);
+  EXPECT_THAT(text.err, HasSubstr("cannot be split over ranks")) << dump(text);
+}
+
 TEST_F(GenerateCliTest, TemperatureZeroIsGreedy) {
   Generate g(kFixtures / "qwen3-tiny");
   ProcessResult r = rlx(g.args({"--temperature", "0", "--json"}));

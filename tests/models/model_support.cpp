@@ -19,7 +19,7 @@ std::optional<std::filesystem::path> fixture(const std::string& name) {
   return p;
 }
 
-Model load_model(const std::filesystem::path& path) {
+Model load_model(const std::filesystem::path& path, const ImportOptions& options) {
   // Kept for the life of the process: imported graphs and targets live in its libraries.
   static const registry::Registry* reg = [] {
     registry::Options o;
@@ -29,7 +29,7 @@ Model load_model(const std::filesystem::path& path) {
   }();
   std::shared_ptr<registry::Importer> importer = reg->importer_for(path);
   if (!importer) throw std::runtime_error("no importer claims " + path.string());
-  return importer->load(path);
+  return importer->load(path, options);
 }
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {

@@ -19,7 +19,7 @@ std::optional<std::filesystem::path> fixture(const std::string& name);
   ASSERT_TRUE(var##_opt) << "fixture " << name << " not found under " RLX_FIXTURES_DIR; \
   const std::filesystem::path var = *var##_opt
 
-Model load_model(const std::filesystem::path& path);
+Model load_model(const std::filesystem::path& path, const ImportOptions& options = {});
 
 // max |a - b| over all elements (a and b of equal element count).
 double max_abs_diff(const Tensor& a, const Tensor& b);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "builders_internal.h"
+#include "shard.h"
 #include "rlx/core/error.h"
 #include "rlx/core/input_limits.h"
 
@@ -107,15 +108,24 @@ void record_input_limits(Model& m, const TransformerConfig& c) {
 
 }  // namespace
 
-Model build_model(const TransformerConfig& c, const WeightSource& source) {
-  detail::UsedWeights weights(source);
+Model build_model(const TransformerConfig& whole, const WeightSource& whole_source,
+                  const TensorParallel& tp) {
+  const TransformerConfig& c0 = whole;
   Model m;
-  m.architecture = c.arch;
-  if (c.arch != "bert" && c.arch != "qwen3" && c.arch != "llama" && c.arch != "gemma3")
-    bad_config(c,
+  m.architecture = c0.arch;
+  if (c0.arch != "bert" && c0.arch != "qwen3" && c0.arch != "llama" && c0.arch != "gemma3")
+    bad_config(c0,
                "no model builder for this architecture (rlx builds bert, qwen3, llama and "
                "gemma3)");
-  check(c);
+  check(c0);
+  // A tensor-parallel rank builds its shard: a config with its share of the heads and MLP, and
+  // the weights sliced to match (shard.h).
+  const bool sharded = tp.size > 1;
+  const TransformerConfig c = sharded ? detail::shard_config(c0, tp) : c0;
+  std::unique_ptr<WeightSource> slices;
+  if (sharded) slices = detail::shard_weights(whole_source, c0, tp);
+  const WeightSource& source = sharded ? *slices : whole_source;
+  detail::UsedWeights weights(source);
   if (c.arch == "bert") {
     m.graphs["main"] = detail::build_bert_main(c, weights);
   } else {
@@ -126,6 +136,7 @@ Model build_model(const TransformerConfig& c, const WeightSource& source) {
     m.metadata[kMetaEosIds] = eos_list(c);
     if (c.bos >= 0) m.metadata[kMetaBosId] = std::to_string(c.bos);
   }
+  if (sharded) m.metadata[kTensorParallelKey] = fmt::format("{}/{}", tp.rank, tp.size);
   weights.check_all_used(c);
   record_input_limits(m, c);
   m.metadata[kMetaVocab] = std::to_string(c.vocab);

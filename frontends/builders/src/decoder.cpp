@@ -150,6 +150,13 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
     presents.emplace_back(fmt::format("present_key.{}", i), k);
     presents.emplace_back(fmt::format("present_value.{}", i), v);
     a = proj("self_attn.o_proj", H, NQ * D, merge_heads(b, a));
+    // A tensor-parallel shard's o_proj and down_proj give partial sums over its heads and
+    // columns (shard.h): every rank adds them up.
+    auto all_reduce = [&](ValueId partial) {
+      return c.tensor_parallel > 1 ? b.op("AllReduce", {partial}, {{"reduce", std::string("sum")}})
+                                   : partial;
+    };
+    a = all_reduce(a);
     if (style.sandwich_norm) a = norm(a, l + "post_attention_layernorm.weight", H);
     h = b.op("Add", {h, a});
 
@@ -159,7 +166,7 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
              H);
     ValueId gate = activation(b, proj("mlp.gate_proj", c.intermediate, H, x), c.hidden_act);
     ValueId up = proj("mlp.up_proj", c.intermediate, H, x);
-    ValueId f = proj("mlp.down_proj", H, c.intermediate, b.op("Mul", {gate, up}));
+    ValueId f = all_reduce(proj("mlp.down_proj", H, c.intermediate, b.op("Mul", {gate, up})));
     if (style.sandwich_norm) f = norm(f, l + "post_feedforward_layernorm.weight", H);
     h = b.op("Add", {h, f});
   }

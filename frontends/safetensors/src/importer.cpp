@@ -28,14 +28,15 @@ class SafetensorsImporter final : public sdk::ImporterPlugin {
  public:
   std::string name() const override { return "safetensors"; }
 
-  // Its dims stay symbolic and no input decides a shape, so the options need nothing here.
-  Model load(const std::filesystem::path& path, const ImportOptions&) override {
+  // Its dims stay symbolic and no input decides a shape, so of the options only the
+  // tensor-parallel shard matters here.
+  Model load(const std::filesystem::path& path, const ImportOptions& options) override {
     std::error_code ec;
     if (!std::filesystem::is_directory(path, ec)) return load_tensor_file(path);
     TransformerConfig config = read_hf_config(path);
     Checkpoint weights = Checkpoint::open(path);
     config.source = path.string() + "/" + weights.description();
-    Model m = build_model(config, weights);
+    Model m = build_model(config, weights, options.tensor_parallel);
     m.metadata["source"] = path.string();
     record_config_names(path, m);
     TokenizerFiles tokenizer = read_tokenizer_files(path, config);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "hf_folder.h"
 #include "model_support.h"
@@ -198,6 +199,45 @@ TEST(HfDecoder, ShardedCheckpointGivesTheSameLogitsAsOneFile) {
 }
 
 // 16-bit weights are cast to f32 in the graph: the same values stored as f32 give the same logits.
+// A tensor-parallel rank's shard (shard.h): half of qwen3-tiny's heads and MLP columns, sliced
+// from the checkpoint, with an AllReduce after each row-parallel product (2 per layer).
+TEST(HfDecoder, TensorParallelShardHoldsItsShareOfTheWeights) {
+  RLX_FIXTURE(dir, "qwen3-tiny");
+  ImportOptions o;
+  o.tensor_parallel = {1, 2};
+  Model shard = load_model(dir, o);
+  EXPECT_EQ(shard.metadata.at(kTensorParallelKey), "1/2");
+  const Graph& main = shard.graph("main");
+  auto param = [&](const std::string& name) {
+    for (ValueId p : main.params)
+      if (main.values[p].name == name) return main.type(p).str();
+    return std::string("missing");
+  };
+  // 4 query heads and 2 key/value heads of 32, an MLP of 384, hidden 128: a half each.
+  EXPECT_EQ(param("model.layers.0.self_attn.q_proj.weight"), "f32[64,128]");
+  EXPECT_EQ(param("model.layers.0.self_attn.k_proj.weight"), "f32[32,128]");
+  EXPECT_EQ(param("model.layers.0.self_attn.o_proj.weight"), "f32[128,64]");
+  EXPECT_EQ(param("model.layers.0.mlp.up_proj.weight"), "f32[192,128]");
+  EXPECT_EQ(param("model.layers.0.mlp.down_proj.weight"), "f32[128,192]");
+  int64_t reduces = 0;
+  for (const Node& n : main.nodes) reduces += n.op == "AllReduce";
+  Model whole = load_model(dir);
+  int64_t layers = 0;
+  for (const auto& [name, w] : whole.graph("main").weights)
+    layers += name.find("input_layernorm") != std::string::npos;
+  EXPECT_EQ(reduces, 2 * layers);
+  // Rank 1 holds rows 64..127 of q_proj: the second half of the whole model's.
+  const Tensor& part = main.weights.at("model.layers.0.self_attn.q_proj.weight");
+  const Tensor& all = whole.graph("main").weights.at("model.layers.0.self_attn.q_proj.weight");
+  ASSERT_EQ(part.nbytes() * 2, all.nbytes());
+  EXPECT_EQ(std::memcmp(part.data(), static_cast<const char*>(all.data()) + part.nbytes(),
+                        part.nbytes()),
+            0);
+  const Graph& decode = shard.graph("decode");
+  EXPECT_NE(sig(decode, decode.inputs).find("past_key.0:f32[B,1,T,32]"), std::string::npos)
+      << sig(decode, decode.inputs);
+}
+
 TEST(HfDecoder, SixteenBitWeightsComputeInF32) {
   for (DType dt : {DType::kF16, DType::kBF16}) {
     TinyDecoder d;

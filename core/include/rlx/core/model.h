@@ -43,6 +43,13 @@ struct Model {
 // What a caller may tell an importer besides the path. It crosses the plugin boundary (ABI 1.1);
 // an importer takes what its format needs and ignores the rest, so one set of options serves
 // every format (the model builders keep their dims symbolic and bind sizes at compile time).
+// Tensor parallelism (`--tp N`): the importer builds rank `rank`'s shard of the model, Megatron
+// style (attention heads and MLP columns split over `size` ranks, an AllReduce after each
+// row-parallel product), and says so under kTensorParallelKey. size 1: the whole model.
+struct TensorParallel {
+  int32_t rank = 0, size = 1;
+};
+
 struct ImportOptions {
   // Values of graph inputs the caller will run with, offered for the ones an op needs at compile
   // time (a Reshape's shape, a Slice's starts, a TopK's k...): rlx compiles per shape, so an
@@ -57,9 +64,18 @@ struct ImportOptions {
   // Shapes of the tensors the caller will run with, by graph input name (`rlx run --inputs`):
   // an importer that cannot keep a dim symbolic takes its size from here.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // ABI 2.2: the shard to build; an importer that cannot shard leaves kTensorParallelKey unset.
+  TensorParallel tensor_parallel;
 
-  bool empty() const { return input_values.empty() && dim_values.empty() && input_shapes.empty(); }
+  bool empty() const {
+    return input_values.empty() && dim_values.empty() && input_shapes.empty() &&
+           tensor_parallel.size == 1;
+  }
 };
+
+// Model::metadata key under which an importer that built a tensor-parallel shard says which
+// ("1/2": rank 1 of 2), so the caller knows the request was honoured.
+inline constexpr const char* kTensorParallelKey = "tensor_parallel";
 
 // Model::metadata key under which an importer lists the symbolic dims it fixed from
 // ImportOptions ("sequence=512,batch=1"), so a caller can tell a fixed dim from an unknown name.

@@ -13,12 +13,14 @@
 //        importer entry point, load(path, options). A 1.x plugin is refused.
 //   2.1  ImporterBoundary::read_inputs: input tensors stored in the format's own files (ONNX
 //        test data's input_N.pb), so the host needs no reader of that format
+//   2.2  ImportOptions::tensor_parallel: the shard an importer builds for `--tp`; one that
+//        cannot shard leaves Model::metadata["tensor_parallel"] unset and the host refuses
 #pragma once
 #include <cstdint>
 
 // CMake reads these two lines (cmake/RlxCommon.cmake): keep each a plain number.
 #define RLX_ABI_MAJOR 2
-#define RLX_ABI_MINOR 1
+#define RLX_ABI_MINOR 2
 
 #define RLX_STR2(x) #x
 #define RLX_STR(x) RLX_STR2(x)

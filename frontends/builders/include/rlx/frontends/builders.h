@@ -40,6 +40,10 @@ struct TransformerConfig {
   bool norm_adds_one = true;
   // Where the weights came from, for error messages ("qwen3 folder /x/y").
   std::string source;
+  // Ranks the heads and MLP columns are split over: > 1 when this config describes one rank's
+  // shard (heads, kv_heads and intermediate already divided), whose row-parallel products end
+  // in an AllReduce.
+  int64_t tensor_parallel = 1;
 };
 
 // A weight as stored. Either `dense` is set, or `qtype` names a block format (GGUF "q4_k", ...)
@@ -71,7 +75,10 @@ class WeightSource {
 // weights no graph reads (a config that describes less than the checkpoint holds, such as fewer
 // layers) other than the ones checkpoints carry for other uses (rotary inv_freq buffers,
 // position_ids, a tied lm_head, BERT's pooler and pre-training heads).
-Model build_model(const TransformerConfig& config, const WeightSource& weights);
+// With tp.size > 1, rank tp.rank's shard of a decoder (docs/parallel.md, "Tensor parallelism"),
+// recorded under kTensorParallelKey; a model that cannot be split so is a user error saying why.
+Model build_model(const TransformerConfig& config, const WeightSource& weights,
+                  const TensorParallel& tp = {});
 
 // Metadata keys build_model writes into Model::metadata, read by `rlx generate` and tests.
 inline constexpr const char* kMetaEosIds = "eos_token_ids";  // "2" or "151645,151643"; "" none
