@@ -4,6 +4,8 @@
 // tokens/s line goes to stderr unless --json carries the rates.
 #include <sstream>
 
+#include <cmath>
+
 #include "cli_fixture.h"
 #include "rlx/core/safetensors.h"
 
@@ -108,6 +110,33 @@ TEST_F(GenerateCliTest, TensorParallelismRefusesWhatItCannotSplit) {
   ProcessResult text = rlx({"run", ir.string(), "--input", "input_ids=1,2", "--tp", "2"});
   EXPECT_NE(text.exit_code, 0) << dump(text);
   EXPECT_THAT(text.err, HasSubstr("cannot be split over ranks")) << dump(text);
+}
+
+// bert under --tp 2: MiniLM's 12 heads and 1536 MLP columns split over two ranks (the biases
+// after the split products added once), the sentence embeddings equal to transformers' float64
+// ones as one process's are.
+TEST_F(GenerateCliTest, TwoTensorParallelRanksEmbedAsOneProcessDoes) {
+  const fs::path dir = kFixtures / "minilm-l2-f16";
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  const fs::path inputs = dir_ / "inputs.safetensors";
+  write_safetensors(inputs, {{"input_ids", ref.at("input_ids")},
+                             {"attention_mask", ref.at("attention_mask")},
+                             {"token_type_ids", ref.at("token_type_ids")}});
+  const fs::path out = dir_ / "out.safetensors";
+  ProcessResult r = rlx({"run", dir.string(), "--inputs", inputs.string(), "--tp", "2", "-o",
+                         out.string(), "--collective-timeout", "60"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  const Tensor got = read_safetensors(out).at("sentence_embedding");
+  const Tensor& want = ref.at("sentence_embedding_f64");
+  const int64_t rows = got.shape()[0], width = got.shape()[1];
+  for (int64_t i = 0; i < rows; ++i) {
+    double dot = 0, a = 0, b = 0;
+    for (int64_t j = 0; j < width; ++j) {
+      const double x = got.as<float>()[i * width + j], y = want.as<double>()[i * width + j];
+      dot += x * y, a += x * x, b += y * y;
+    }
+    EXPECT_GE(dot / std::sqrt(a * b), 0.99999) << "sentence " << i;
+  }
 }
 
 TEST_F(GenerateCliTest, TemperatureZeroIsGreedy) {

@@ -74,16 +74,22 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
                     w.f32(l + name + ".bias", {out}));
     };
     auto norm = [&](const std::string& name, ValueId x) { return layer_norm_at(l + name, x); };
+    // A tensor-parallel shard (shard.h) has c.heads of the model's heads and adds up its
+    // partial output products with the other ranks.
+    auto all_reduce = [&](ValueId partial) {
+      return c.tensor_parallel > 1 ? b.op("AllReduce", {partial}, {{"reduce", std::string("sum")}})
+                                   : partial;
+    };
     auto heads = [&](const std::string& name) {
-      return swap_seq_heads(b, split_heads(b, dense(name, H, H, h), c.heads, D));
+      return swap_seq_heads(b, split_heads(b, dense(name, c.heads * D, H, h), c.heads, D));
     };
     ValueId q = heads("attention.self.query"), k = heads("attention.self.key"),
             v = heads("attention.self.value");
     ValueId a = b.op("Attention", {q, k, v, mask}, {{"mask", std::string("padding")}});
-    a = dense("attention.output.dense", H, H, merge_heads(b, a));
+    a = all_reduce(dense("attention.output.dense", H, c.heads * D, merge_heads(b, a)));
     h = norm("attention.output.LayerNorm", b.op("Add", {a, h}));
     ValueId f = activation(b, dense("intermediate.dense", c.intermediate, H, h), c.hidden_act);
-    f = dense("output.dense", H, c.intermediate, f);
+    f = all_reduce(dense("output.dense", H, c.intermediate, f));
     h = norm("output.LayerNorm", b.op("Add", {f, h}));
   }
 

@@ -12,7 +12,9 @@ namespace rlx::frontends::detail {
 namespace {
 
 // Which part of a weight a rank keeps.
-enum class Split { kNone, kRows, kColumns };
+// Which part of a weight a rank keeps; kOnce: a bias added after a product whose outputs are
+// partial sums, kept by rank 0 and zero elsewhere, so the AllReduce adds it once.
+enum class Split { kNone, kRows, kColumns, kOnce };
 
 struct Rule {
   Split split;
@@ -35,6 +37,10 @@ class ShardedWeights final : public WeightSource {
           "tensor parallelism splits dense checkpoints only, and {} of {} is stored {}; "
           "run the unquantized model with --tp, or run this one without it",
           name, c_.source, w.qtype.empty() ? "as int8" : "in the block format " + w.qtype));
+    if (rule.split == Split::kOnce) {
+      if (tp_.rank != 0) w.dense = Tensor(w.dense.dtype(), w.dense.shape());  // zeros
+      return w;
+    }
     w.dense = slice(w.dense, rule, name);
     w.shape = w.dense.shape();
     return w;
@@ -42,22 +48,26 @@ class ShardedWeights final : public WeightSource {
 
  private:
   Rule rule_for(const std::string& name) const {
-    static const std::regex kHeads(R"(\.self_attn\.(q|k|v)_proj\.(weight|bias)$)");
-    static const std::regex kMlpIn(R"(\.mlp\.(gate|up)_proj\.(weight|bias)$)");
-    static const std::regex kAttnOut(R"(\.self_attn\.o_proj\.weight$)");
-    static const std::regex kMlpOut(R"(\.mlp\.down_proj\.weight$)");
-    static const std::regex kOutBias(R"(\.(self_attn\.o_proj|mlp\.down_proj)\.bias$)");
+    // Decoders (Hugging Face names) and bert: what is split by heads, by MLP columns, and the
+    // products whose inputs are split (their outputs are partial sums).
+    static const std::regex kHeads(
+        R"(\.self_attn\.(q|k|v)_proj\.(weight|bias)$|\.attention\.self\.(query|key|value)\.(weight|bias)$)");
+    static const std::regex kMlpIn(
+        R"(\.mlp\.(gate|up)_proj\.(weight|bias)$|\.intermediate\.dense\.(weight|bias)$)");
+    static const std::regex kAttnOut(R"(\.self_attn\.o_proj\.weight$|\.attention\.output\.dense\.weight$)");
+    static const std::regex kMlpOut(R"(\.mlp\.down_proj\.weight$|\.layer\.[0-9]+\.output\.dense\.weight$)");
+    static const std::regex kOutBias(
+        R"(\.self_attn\.o_proj\.bias$|\.mlp\.down_proj\.bias$|\.attention\.output\.dense\.bias$|\.layer\.[0-9]+\.output\.dense\.bias$)");
     std::smatch m;
-    if (std::regex_search(name, m, kHeads))
-      return {Split::kRows, (m[1] == "q" ? c_.heads : c_.kv_heads) * c_.head_dim};
+    if (std::regex_search(name, m, kHeads)) {
+      const bool kv = m[1] == "k" || m[1] == "v" || m[3] == "key" || m[3] == "value";
+      const int64_t heads = kv && c_.arch != "bert" ? c_.kv_heads : c_.heads;
+      return {Split::kRows, heads * c_.head_dim};
+    }
     if (std::regex_search(name, kMlpIn)) return {Split::kRows, c_.intermediate};
     if (std::regex_search(name, kAttnOut)) return {Split::kColumns, c_.heads * c_.head_dim};
     if (std::regex_search(name, kMlpOut)) return {Split::kColumns, c_.intermediate};
-    if (std::regex_search(name, kOutBias))
-      throw_user_error(fmt::format(
-          "{} of {} is a bias after a row-parallel product, which tensor parallelism would add "
-          "once per rank; this model cannot run with --tp yet",
-          name, c_.source));
+    if (std::regex_search(name, kOutBias)) return {Split::kOnce, 0};
     return {Split::kNone, 0};
   }
 
@@ -99,9 +109,7 @@ TransformerConfig shard_config(const TransformerConfig& c, const TensorParallel&
   };
   if (tp.size < 1 || tp.rank < 0 || tp.rank >= tp.size)
     refuse(fmt::format("rank {} is not one of {} ranks", tp.rank, tp.size));
-  if (c.arch == "bert")
-    refuse("tensor parallelism is built for the decoders (qwen3, llama, gemma3), not bert yet");
-  if (c.heads % tp.size || c.kv_heads % tp.size)
+  if (c.heads % tp.size || (c.arch != "bert" && c.kv_heads % tp.size))
     refuse(fmt::format("the model has {} query and {} key/value heads; both must divide by the "
                        "number of ranks",
                        c.heads, c.kv_heads));
@@ -109,7 +117,7 @@ TransformerConfig shard_config(const TransformerConfig& c, const TensorParallel&
     refuse(fmt::format("the MLP's {} columns do not divide by the number of ranks", c.intermediate));
   TransformerConfig s = c;
   s.heads /= tp.size;
-  s.kv_heads /= tp.size;
+  if (c.arch != "bert") s.kv_heads /= tp.size;
   s.intermediate /= tp.size;
   s.tensor_parallel = tp.size;
   return s;

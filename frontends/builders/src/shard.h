@@ -1,8 +1,9 @@
-// Tensor-parallel shards of a decoder (Megatron style): rank r of N keeps heads
-// [r H/N, (r+1) H/N) of q, k and v (rows of their projections), the matching columns of o_proj,
-// and rows r I/N.. of gate_proj and up_proj with the matching columns of down_proj; the
-// embedding, norms and lm_head stay whole. Each rank's o_proj and down_proj products are partial
-// sums that the decoder adds up with an AllReduce, so every rank holds the whole hidden state.
+// Tensor-parallel shards (Megatron style) of a decoder or bert: rank r of N keeps heads
+// [r H/N, (r+1) H/N) of q, k and v (rows of their projections), the matching columns of the
+// attention's output product, and rows r I/N.. of the MLP's input products with the matching
+// columns of its output product; embeddings, norms and lm_head stay whole. The output products
+// give partial sums that the builders add up with an AllReduce (their biases kept by rank 0
+// alone), so every rank holds the whole hidden state.
 #pragma once
 #include <memory>
 
