@@ -663,8 +663,8 @@ std::string Lowering::wrapped_indices(const Node& n, int64_t len) {
   return b_.op("minimum", {{"x", low}, {"y", b_.i32(std::max<int64_t>(len - 1, 0))}}, it);
 }
 
-// gather {axis} is numpy's take; scatter writes updates shaped like that gather's result, which
-// MIL's scatter wants with the indices flattened to one axis.
+// gather {axis} is numpy's take; scatter writes updates shaped like that gather's result: the
+// indices flattened to one axis, each update given its index (MIL's scatter_along_axis).
 void Lowering::gather_or_scatter(const Node& n) {
   const TensorType& operand = type(n.inputs[0]);
   const int64_t axis = norm_axis(n.attr_int("axis"), operand.rank());
@@ -694,14 +694,18 @@ void Lowering::gather_or_scatter(const Node& n) {
   ushape.insert(ushape.end(), ut.shape.begin() + axis + static_cast<int64_t>(it.shape.size()),
                 ut.shape.end());
   const std::string updates = reshape(in(n, 2), ushape);
+  // scatter_along_axis takes one index per update: the flat indices along the axis, repeated
+  // over the other dims.
+  std::vector<int64_t> along(ushape.size(), 1), reps = ushape;
+  along[axis] = count;
+  reps[axis] = 1;
+  std::string index = reshape(flat, along);
+  if (std::any_of(reps.begin(), reps.end(), [](int64_t r) { return r != 1; }))
+    index = b_.op("tile", {{"x", index}, {"reps", b_.ints(reps)}}, {mil::INT32, ushape});
   const std::string mode = n.attr_string("reduce", "none") == "add" ? "add" : "update";
-  set(n, b_.op("scatter",
-               {{"data", in(n, 0)},
-                {"indices", flat},
-                {"updates", updates},
-                {"axis", b_.i32(axis)},
-                {"mode", b_.string(mode)},
-                {"validate_indices", b_.boolean(false)}},
+  set(n, b_.op("scatter_along_axis", {{"data", in(n, 0)}, {"indices", index}, {"updates", updates},
+                                      {"axis", b_.i32(axis)}, {"mode", b_.string(mode)},
+                                      {"validate_indices", b_.boolean(false)}},
                out_type(n)));
 }
 

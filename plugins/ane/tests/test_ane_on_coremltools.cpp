@@ -11,6 +11,7 @@
 #include "rlx/core/ir_text.h"
 #include "rlx/core/precision.h"
 #include "rlx/core/runtime.h"
+#include "rlx/llm/decoding.h"
 #include "test_support.h"
 
 namespace rlx {
@@ -110,6 +111,23 @@ TEST(AneOnCoreMlTools, IntegerDivisionTruncatesAndI64ProductsAreExact) {
   EXPECT_EQ(p[0], 12884901891LL);
   EXPECT_EQ(p[1], -15000000000LL);
   EXPECT_EQ(p[2], -864197523084LL);
+}
+
+// scatter with 2-D indices (flattened to one axis) writing rows of a middle axis, negative
+// indices counting from the end. (reduce = "add" is emitted as MIL's mode "add", which
+// coremltools' evaluator runs as "update": it cannot be checked here.)
+TEST(AneOnCoreMlTools, ScatterUpdatesAsOnCpu) {
+  RLX_NEEDS_COREMLTOOLS();
+  const char* ir = R"(graph @t(%x: f32[2, 5, 3], %i: i32[2, 2], %u: f32[2, 2, 2, 3]) {
+  %w = scatter(%x, %i, %u) {axis = 1, reduce = "none"} : f32[2, 5, 3]
+  return %w
+}
+)";
+  std::mt19937 rng(7);
+  NamedTensors in = {{"x", uniform_f32(rng, {2, 5, 3}, 1.0f)},
+                     {"i", Tensor::from(DType::kI32, {2, 2}, std::vector<int32_t>{0, 3, -1, 1})},
+                     {"u", uniform_f32(rng, {2, 2, 2, 3}, 1.0f)}};
+  expect_all_close(run_text(ir, in, cpu_target()), run_text(ir, in, ane_on_coremltools()), 1e-6);
 }
 
 TEST(AneOnCoreMlTools, OutOfRangeGatherIndexIsAnError) {
@@ -242,6 +260,25 @@ void prompt_logits(const char* fixture, double bound) {
 TEST(AneOnCoreMlTools, Qwen3TinyPromptLogitsMatchFloat64Reference) {
   RLX_NEEDS_COREMLTOOLS();
   prompt_logits("qwen3-tiny", 1e-4);
+}
+
+// Generation through packages: prefill, then decode steps whose KV cache is an input and an
+// output of the package (CoreML's state type is not used yet), greedy tokens as transformers'.
+TEST(AneOnCoreMlTools, Qwen3TinyDecodesTheReferenceTokens) {
+  RLX_NEEDS_COREMLTOOLS();
+  RLX_FIXTURE(dir, "qwen3-tiny");
+  TensorMap ref = read_safetensors(dir / "reference.safetensors");
+  const Tensor& prompts = ref.at("prompts");
+  const Tensor& greedy = ref.at("greedy_tokens");
+  const int64_t len = prompts.shape()[1], steps = 4;
+  Tensor first = Tensor::from(DType::kI64, {1, len},
+                              std::vector<int64_t>(prompts.as<int64_t>(), prompts.as<int64_t>() + len));
+  llm::Decoder decoder(test::load_model(dir), ane_on_coremltools());
+  llm::DecodeOptions options;
+  options.max_new_tokens = steps;
+  llm::DecodeResult r = decoder.run(first, options);
+  ASSERT_EQ(r.tokens.size(), 1u);
+  EXPECT_EQ(r.tokens[0], std::vector<int64_t>(greedy.as<int64_t>(), greedy.as<int64_t>() + steps));
 }
 
 TEST(AneOnCoreMlTools, LlamaTinyPromptLogitsMatchFloat64Reference) {
