@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "cli_fixture.h"
 #include "rlx/core/safetensors.h"
@@ -92,6 +93,22 @@ TEST_F(GenerateCliTest, TwoTensorParallelRanksGiveTheReferenceTokens) {
   ProcessResult r = rlx(g.args({"--tp", "2", "--json", "--collective-timeout", "60"}));
   ASSERT_EQ(r.exit_code, 0) << dump(r);
   EXPECT_EQ(json_tokens(r), g.ref().greedy);
+}
+
+// The same under OpenMPI's launcher: each process reads its rank from mpirun and builds its shard.
+TEST_F(GenerateCliTest, TensorParallelRanksUnderMpirunGiveTheReferenceTokens) {
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun here";
+  Generate g(kFixtures / "qwen3-tiny");
+  std::vector<std::string> args = {"--oversubscribe", "-n", "2", RLX_BINARY};
+  for (const std::string& a : g.args({"--tp", "2", "--json", "--collective-timeout", "60"}))
+    args.push_back(a);
+  // Root may run mpirun in CI containers only when it says so.
+  ProcessResult r = test::run_process("/usr/bin/mpirun", args,
+                                      rlx_environment({{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                                                       {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                                                       {"OMPI_MCA_plm_rsh_agent", ""}}));
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_EQ(json_tokens(r), g.ref().greedy);  // rank 1's stdout is silenced: one document
 }
 
 // What cannot be split is refused before any rank computes, saying why.
