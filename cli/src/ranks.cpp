@@ -120,7 +120,7 @@ void add_rank_options(CLI::App& app, RankOptions& o) {
   add_integer(app, "--tp", "N", 1, o.tp,
               "tensor parallelism: split the model's attention heads and MLP over N ranks, each "
               "holding its share of the weights (--nproc defaults to N; Hugging Face decoder "
-              "folders)");
+              "and bert folders)");
 }
 
 TensorParallel tensor_parallel_of(const RankOptions& o) {
@@ -156,7 +156,7 @@ Model load_model_shard(const registry::Registry& reg, const fs::path& path, cons
                                read_by.empty() ? std::string("IR text reader")
                                                : "importer " + read_by),
                    "run it without --tp (--nproc N runs whole copies), or use a Hugging Face "
-                   "decoder folder");
+                   "decoder or bert folder");
   return m;
 }
 
