@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 namespace rlx::cpu {
 
@@ -41,6 +42,7 @@ struct Lu {
   int64_t m, n;
   int32_t* pivots;
   int64_t info = 0;
+  std::vector<T> panel;  // the leaf's columns, column-major
 
   T* at(int64_t i, int64_t j) const { return a + i * n + j; }
 
@@ -56,35 +58,48 @@ struct Lu {
     columns(c1, w2);
   }
 
+  // Columns [c0, c0 + w) by rank-1 updates, in a column-major copy of the panel: the pivot
+  // search, the scaling and each update run down contiguous columns (in place they would stride
+  // a whole row apart). The rows' swaps reach the columns outside the panel afterwards, in order.
   void leaf(int64_t c0, int64_t w) {
-    const int64_t end = c0 + w;
-    for (int64_t j = c0; j < end; ++j) {
-      // The pivot: the first largest magnitude in column j at or below the diagonal (idamax's
-      // rule).
-      int64_t p = j;
-      T best = std::abs(*at(j, j));
-      for (int64_t i = j + 1; i < m; ++i) {
-        const T v = std::abs(*at(i, j));
-        if (v > best) {
-          best = v;
+    const int64_t rows = m - c0;
+    panel.resize(static_cast<size_t>(rows * w));
+    T* s = panel.data();
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t c = 0; c < w; ++c) s[c * rows + i] = *at(c0 + i, c0 + c);
+    for (int64_t jj = 0; jj < w; ++jj) {
+      T* col = s + jj * rows;
+      // The pivot: the first largest magnitude at or below the diagonal (idamax's rule).
+      int64_t p = jj;
+      T best = std::abs(col[jj]);
+      for (int64_t i = jj + 1; i < rows; ++i)
+        if (std::abs(col[i]) > best) {
+          best = std::abs(col[i]);
           p = i;
         }
-      }
-      pivots[j] = static_cast<int32_t>(p);
-      if (p != j) std::swap_ranges(at(j, 0), at(j + 1, 0), at(p, 0));
-      const T d = *at(j, j);
+      pivots[c0 + jj] = static_cast<int32_t>(c0 + p);
+      if (p != jj)
+        for (int64_t c = 0; c < w; ++c) std::swap(s[c * rows + jj], s[c * rows + p]);
+      const T d = col[jj];
       if (d == T(0)) {
-        if (info == 0) info = j + 1;
+        if (info == 0) info = c0 + jj + 1;
         continue;
       }
       const T inv = T(1) / d;
-      const T* urow = at(j, 0);
-      for (int64_t i = j + 1; i < m; ++i) {
-        T* row = at(i, 0);
-        const T l = row[j] * inv;
-        row[j] = l;
-        for (int64_t c = j + 1; c < end; ++c) row[c] -= l * urow[c];
+      for (int64_t i = jj + 1; i < rows; ++i) col[i] *= inv;
+      for (int64_t c = jj + 1; c < w; ++c) {
+        T* other = s + c * rows;
+        const T u = other[jj];
+        for (int64_t i = jj + 1; i < rows; ++i) other[i] -= col[i] * u;
       }
+    }
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t c = 0; c < w; ++c) *at(c0 + i, c0 + c) = s[c * rows + i];
+    for (int64_t jj = 0; jj < w; ++jj) {
+      const int64_t j = c0 + jj, p = pivots[j];
+      if (p == j) continue;
+      std::swap_ranges(at(j, 0), at(j, c0), at(p, 0));
+      std::swap_ranges(at(j, c0 + w), at(j + 1, 0), at(p, c0 + w));
     }
   }
 };
