@@ -123,25 +123,31 @@ void add_rank_options(CLI::App& app, RankOptions& o) {
               "and bert folders)");
 }
 
-TensorParallel tensor_parallel_of(const RankOptions& o) {
-  if (!o.tp) return {};
+JobRank job_rank() {
   std::optional<int64_t> rank = env_int(kRankEnv), world = env_int(kWorldEnv);
   if (!rank || !world) {
     rank = env_int("OMPI_COMM_WORLD_RANK");
     world = env_int("OMPI_COMM_WORLD_SIZE");
   }
-  if (!rank || !world) {
+  if (!rank || !world) return {};
+  return {static_cast<int32_t>(*rank), static_cast<int32_t>(*world)};
+}
+
+TensorParallel tensor_parallel_of(const RankOptions& o) {
+  if (!o.tp) return {};
+  const JobRank job = job_rank();
+  if (job.world == 1) {
     if (*o.tp == 1) return {};
     throw UsageError(fmt::format("--tp {} splits the model over {} ranks, and this is no job of "
                                  "several ranks",
                                  *o.tp, *o.tp),
                      "give --nproc, or run under mpirun -n");
   }
-  if (*world != *o.tp)
-    throw UsageError(fmt::format("--tp {} needs {} ranks and the job has {}", *o.tp, *o.tp, *world),
+  if (job.world != *o.tp)
+    throw UsageError(fmt::format("--tp {} needs {} ranks and the job has {}", *o.tp, *o.tp, job.world),
                      fmt::format("give --nproc {} (or mpirun -n {}), or --tp {}", *o.tp, *o.tp,
-                                 *world));
-  return {static_cast<int32_t>(*rank), static_cast<int32_t>(*o.tp)};
+                                 job.world));
+  return {job.rank, static_cast<int32_t>(*o.tp)};
 }
 
 Model load_model_shard(const registry::Registry& reg, const fs::path& path, const RankOptions& o,

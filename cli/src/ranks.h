@@ -32,6 +32,12 @@ struct RankOptions {
 // --nproc N, --tp N, --collective-timeout SECONDS, --transport tcp|ibverbs.
 void add_rank_options(CLI::App& app, RankOptions& into);
 
+// This process's rank and the job's size: {0, 1} outside a job of several ranks.
+struct JobRank {
+  int32_t rank = 0, world = 1;
+};
+JobRank job_rank();
+
 // The shard this rank builds under --tp (rank and world from the job: --nproc's ranks or
 // mpirun's); {0, 1} without --tp. A usage error when the job's ranks are not --tp's.
 TensorParallel tensor_parallel_of(const RankOptions& options);

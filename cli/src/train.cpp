@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "commands.h"
+#include "errors.h"
 #include "image_data.h"
 #include "json_out.h"
 #include "model.h"
@@ -56,6 +57,7 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
             "draw the loss of every step into a PNG (log scale, a grid line per decade)");
   add_flag(app, "--json", o.json,
            "print {\"images_per_s\", \"epoch_losses\": [...], \"accuracy\", ...} on stdout");
+  add_rank_options(app, o.ranks);
 }
 
 // Accuracy of the current parameters on a labelled set, in batches of the training batch size.
@@ -80,11 +82,27 @@ double accuracy(std::shared_ptr<Target> target, const std::vector<int64_t>& size
 }
 
 int train_main(const TrainOptions& o, const GlobalOptions& global) {
+  if (o.ranks.tp)
+    throw UsageError("rlx train splits batches over ranks (--nproc), not models (--tp)",
+                     "drop --tp; --nproc N trains data-parallel");
+  if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
+  const JobRank job = job_rank();
+  if (job.world > 1 && (o.task || !is_mlp_spec(o.model)))
+    throw UsageError("data-parallel training (--nproc, mpirun) takes --model mlp:... so far",
+                     "train this model in one process");
   if (o.task) return train_task_main(o, global);
   if (!is_mlp_spec(o.model)) return train_file_main(o, global);
   StderrStatus status(global.quiet);
   const std::vector<int64_t> sizes = parse_mlp_spec(o.model);
-  const OptimizerConfig optimizer = parse_optimizer(o.optimizer);
+  OptimizerConfig optimizer = parse_optimizer(o.optimizer);
+  // Data parallelism: each rank takes an equal share of every batch, and the step averages the
+  // gradients over the ranks (OptimizerConfig::data_parallel).
+  if (job.world > 1 && o.batch % job.world)
+    throw UsageError(fmt::format("--batch {} does not split into {} equal shares, one a rank",
+                                 o.batch, job.world),
+                     fmt::format("give a --batch that divides by {}", job.world));
+  const int64_t share = o.batch / job.world;
+  optimizer.data_parallel = job.world;
   const std::optional<fs::path> save_path = writable_path(o.save, "--save");
   const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
   ImageData data = read_image_data(o.data);
@@ -107,21 +125,24 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   require_can_execute(*target, target->name(), o.model);
+  const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks);
   Trainer trainer(target, mlp_classifier(sizes, static_cast<uint64_t>(o.seed), true), optimizer);
   // The batches are cut once: a step then only passes references.
   Tensor x = scaled_inputs(data.train.images);
   std::vector<NamedTensors> batches;
   for (int64_t s = 0; s < steps_per_epoch; ++s)
-    batches.push_back({{"x", rows(x, s * o.batch, o.batch, target)},
-                       {"labels", rows(data.train.labels, s * o.batch, o.batch, target)}});
+    batches.push_back(
+        {{"x", rows(x, s * o.batch + job.rank * share, share, target)},
+         {"labels", rows(data.train.labels, s * o.batch + job.rank * share, share, target)}});
 
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "images");
   const json::Array& epoch_losses = log.losses;
   const double last_rate = log.last_rate;
   std::optional<double> acc;
   if (data.test) acc = accuracy(target, sizes, trainer, *data.test, o.batch);
-  if (save_path) trainer.save(*save_path);
-  if (plot_path) write_png(*plot_path, loss_plot(log.step_losses));
+  // Every rank holds the same parameters: rank 0 writes the files.
+  if (save_path && job.rank == 0) trainer.save(*save_path);
+  if (plot_path && job.rank == 0) write_png(*plot_path, loss_plot(log.step_losses));
   const int64_t arena = trainer.arena_bytes(batches[0]);
   if (o.json) {
     json::Object doc{{"images_per_s", jnumber(std::round(last_rate))},

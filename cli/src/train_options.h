@@ -10,6 +10,7 @@
 
 #include "json_out.h"
 #include "options.h"
+#include "ranks.h"
 #include "rlx/core/safetensors.h"
 #include "rlx/core/tensor.h"
 #include "rlx/core/trainer.h"
@@ -21,6 +22,7 @@ struct TrainOptions {
   int64_t batch = 128, epochs = 1, seed = 0;
   std::optional<std::string> save, plot, task;
   bool json = false;
+  RankOptions ranks;  // --nproc: data-parallel ranks (the built-in MLP so far)
 };
 
 // Whether --model names the built-in MLP ("mlp:IN,HIDDEN...,OUT") rather than a file.

@@ -62,6 +62,41 @@ TEST_F(TrainCliTest, SyntheticDataTrainsAndReportsJson) {
   EXPECT_THAT(r.err, HasSubstr("epoch 2/2: loss"));
 }
 
+// Data parallelism: 2 and 3 ranks, each with its share of every batch, averaging gradients with
+// AllReduce, follow the single process's loss curve (the same steps on the same batches).
+TEST_F(TrainCliTest, DataParallelRanksFollowTheSingleRankLossCurve) {
+  auto losses = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {"train", "--model", "mlp:784,16,10", "--data", "synthetic:540",
+                                      "--batch", "90", "--epochs", "3", "--json",
+                                      "--collective-timeout", "60"};
+    args.insert(args.end(), more.begin(), more.end());
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 0) << dump(r);
+    std::vector<double> out;
+    if (r.exit_code != 0) return out;
+    json::Value doc = parse_json(r);
+    for (const json::Value& v : *doc.find("epoch_losses")->as_array())
+      out.push_back(v.as_number()->value);
+    return out;
+  };
+  const std::vector<double> one = losses({});
+  ASSERT_EQ(one.size(), 3u);
+  EXPECT_LT(one[2], one[0]);
+  for (const char* nproc : {"2", "3"}) {
+    const std::vector<double> many = losses({"--nproc", nproc});
+    ASSERT_EQ(many.size(), one.size()) << nproc;
+    for (size_t e = 0; e < one.size(); ++e)
+      EXPECT_NEAR(many[e], one[e], 1e-5 * std::abs(one[e])) << nproc << " ranks, epoch " << e + 1;
+  }
+  ProcessResult uneven = rlx({"train", "--model", "mlp:784,16,10", "--data", "synthetic:540",
+                              "--batch", "90", "--nproc", "4"});
+  EXPECT_NE(uneven.exit_code, 0) << dump(uneven);
+  EXPECT_THAT(uneven.err, HasSubstr("--batch 90 does not split into 4 equal shares")) << dump(uneven);
+  ProcessResult tp = rlx({"train", "--model", "mlp:784,16,10", "--data", "synthetic:540", "--tp", "2"});
+  EXPECT_NE(tp.exit_code, 0) << dump(tp);
+  EXPECT_THAT(tp.err, HasSubstr("not models (--tp)")) << dump(tp);
+}
+
 // --plot draws every step's loss: the curve (blue, 31,90,200) starts higher on the left than it
 // ends on the right, since the loss falls; the path is in the JSON.
 TEST_F(TrainCliTest, PlotDrawsTheFallingLossOfEveryStep) {

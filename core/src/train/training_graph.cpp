@@ -46,6 +46,16 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
 
   GraphBuilder b(g);
   b.set_loc("optimizer");
+  // Data parallelism: each rank's gradients are its share of the batch's; their mean over the
+  // ranks is the whole batch's (equal shares of a mean loss), taken before any update.
+  ValueId reported = loss;
+  if (optimizer.data_parallel > 1) {
+    const Attrs mean{{"reduce", std::string("mean")}};
+    for (ValueId& grad : grads) grad = b.op("AllReduce", {grad}, mean);
+    reported = b.op("AllReduce", {loss}, mean);
+    // The rank's own loss gives its name to the mean the step reports.
+    if (g.values[loss].name == TrainingGraph::kLoss) g.values[loss].name = g.fresh_name("rank_loss");
+  }
   OptimizerValues v;
   v.params = params;
   v.grads = grads;
@@ -70,8 +80,8 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
     throw_user_error(fmt::format("training: the loss %{} is a graph input; it must be computed by the model",
                                  g.values[loss].name));
   g.outputs.clear();
-  name_value(g, loss, TrainingGraph::kLoss);
-  g.outputs.push_back(loss);
+  name_value(g, reported, TrainingGraph::kLoss);
+  g.outputs.push_back(reported);
   size_t s = 0;
   for (size_t i = 0; i < params.size(); ++i) {
     name_value(g, up.params[i], TrainingGraph::next(t.params[i]));

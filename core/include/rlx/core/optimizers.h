@@ -29,6 +29,10 @@ struct OptimizerConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
   double clip_norm = 0.0;  // > 0: gradients scaled so their global L2 norm is at most this
   LrSchedule schedule;
+  // > 1: data-parallel training over this many ranks (each with its share of every batch):
+  // the step averages the gradients over the ranks (AllReduce mean) before the update, and the
+  // loss it reports, so every rank keeps the same parameters.
+  int32_t data_parallel = 1;
 };
 
 // "sgd:lr=0.02,momentum=0.9", "adamw:lr=1e-3,weight_decay=0.01,clip=1.0",
