@@ -73,7 +73,7 @@ def quantize(model: str | os.PathLike, output: str | os.PathLike, scheme: str = 
 def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike = "synthetic:60000",
           optimizer: str | None = None, batch: int | None = None, epochs: int | None = None,
           target: str | None = None, save: str | os.PathLike | None = None,
-          seed: int | None = None, task: str | None = None) -> dict:
+          seed: int | None = None, task: str | None = None, nproc: int | None = None) -> dict:
     """Trains as ``rlx train`` does (one compiled step per batch: forward, loss, backward, update)
     and returns its ``--json`` record: images per second, each epoch's loss and the accuracy.
     ``data`` is a folder of MNIST IDX files or ``synthetic:N``; ``optimizer`` is the CLI's form,
@@ -84,10 +84,11 @@ def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike =
     ``task="causal-lm"``, ``model`` is a Hugging Face decoder folder trained on next-token
     prediction of ``data``'s ``input_ids`` (int64 [N, S]); ``save`` is then a folder that
     ``rlx.load`` and ``rlx.generate`` take like the original, and the record has ``first_loss``
-    and ``last_loss``."""
+    and ``last_loss``. ``nproc`` trains the built-in MLP data-parallel on that many ranks (each an
+    equal share of every batch, gradients averaged), with the single process's loss curve."""
     args = ["train", "--model", os.fspath(model), "--data", os.fspath(data)] + _flag("task", task)
     args += _flag("optimizer", optimizer) + _flag("batch", batch) + _flag("epochs", epochs)
-    args += _flag("target", target) + _flag("seed", seed)
+    args += _flag("target", target) + _flag("seed", seed) + _flag("nproc", nproc)
     args += _flag("save", os.fspath(save) if save is not None else None)
     return run_job(args)
 

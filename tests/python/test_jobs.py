@@ -83,6 +83,12 @@ def test_a_job_error_raises_the_cli_message(rlx, tmp_path):
     assert "missing" in str(e.value)
 
 
+def test_data_parallel_training_follows_one_process(rlx):
+    one = rlx.train(model="mlp:784,16,10", data="synthetic:256", batch=64, epochs=2)
+    two = rlx.train(model="mlp:784,16,10", data="synthetic:256", batch=64, epochs=2, nproc=2)
+    assert np.allclose(two["epoch_losses"], one["epoch_losses"], rtol=1e-5, atol=0)
+
+
 def test_compile_to_writes_the_ane_package_and_its_io_layout(rlx, tmp_path):
     record = rlx.compile_to(MINILM, tmp_path, target="ane", bind={"B": 1, "S": 8},
                             deployment_target="macos15", compute_units="CPU_AND_NE")
