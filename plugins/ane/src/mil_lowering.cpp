@@ -1,7 +1,8 @@
-// Each MIR primitive as MIL ops, with rlx's semantics where MIL's differ: a float remainder has
-// the dividend's sign (MIL's mod floors), indices may count from the end, f16 sums and products
-// accumulate in fp32 as rlx's do. What MIL cannot say with rlx's meaning
-// (bitwise integer ops, integer division, float -> integer casts, loops) is refused by name.
+// Each MIR primitive as MIL ops, with rlx's semantics where MIL's differ: integer division
+// truncates and gives 0 for a zero divisor (MIL's floor_div floors), a float remainder has the
+// dividend's sign (MIL's mod floors), indices may count from the end, f16 sums and products
+// accumulate in fp32 as rlx's do. What MIL cannot say with rlx's meaning (bitwise integer ops,
+// float -> integer casts, loops) is refused by name before this runs (mil_legality.cpp).
 #include "mil_lowering.h"
 #include "mil_ops.h"
 
