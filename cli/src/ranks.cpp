@@ -106,7 +106,7 @@ pid_t spawn_rank(const std::string& exe, std::vector<std::string> args, int rank
 
 }  // namespace
 
-void add_rank_options(CLI::App& app, RankOptions& o) {
+void add_rank_options(CLI::App& app, RankOptions& o, bool tensor_parallel) {
   add_integer(app, "--nproc", "N", 1, o.nproc,
               "run N ranks of this command on this machine (collectives through the target's "
               "engine: Gloo on cpu); rank 0 prints the results");
@@ -117,6 +117,7 @@ void add_rank_options(CLI::App& app, RankOptions& o) {
       "collective (default 60)");
   add_value(app, "--transport", "tcp|ibverbs", o.transport,
             "how ranks exchange data: tcp (default) or ibverbs (RDMA; needs an RDMA device)");
+  if (!tensor_parallel) return;
   add_integer(app, "--tp", "N", 1, o.tp,
               "tensor parallelism: split the model's attention heads and MLP over N ranks, each "
               "holding its share of the weights (--nproc defaults to N; Hugging Face decoder "

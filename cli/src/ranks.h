@@ -29,8 +29,9 @@ struct RankOptions {
   std::string transport = "tcp";
 };
 
-// --nproc N, --tp N, --collective-timeout SECONDS, --transport tcp|ibverbs.
-void add_rank_options(CLI::App& app, RankOptions& into);
+// --nproc N, --collective-timeout SECONDS, --transport tcp|ibverbs, and --tp N unless the
+// command has no model to split (`rlx train` splits batches).
+void add_rank_options(CLI::App& app, RankOptions& into, bool tensor_parallel = true);
 
 // This process's rank and the job's size: {0, 1} outside a job of several ranks.
 struct JobRank {

@@ -57,7 +57,7 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
             "draw the loss of every step into a PNG (log scale, a grid line per decade)");
   add_flag(app, "--json", o.json,
            "print {\"images_per_s\", \"epoch_losses\": [...], \"accuracy\", ...} on stdout");
-  add_rank_options(app, o.ranks);
+  add_rank_options(app, o.ranks, /*tensor_parallel=*/false);  // data-parallel: --nproc
 }
 
 // Accuracy of the current parameters on a labelled set, in batches of the training batch size.
@@ -82,9 +82,6 @@ double accuracy(std::shared_ptr<Target> target, const std::vector<int64_t>& size
 }
 
 int train_main(const TrainOptions& o, const GlobalOptions& global) {
-  if (o.ranks.tp)
-    throw UsageError("rlx train splits batches over ranks (--nproc), not models (--tp)",
-                     "drop --tp; --nproc N trains data-parallel");
   if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
   const JobRank job = job_rank();
   if (job.world > 1 && (o.task || !is_mlp_spec(o.model)))
