@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include "rlx/core/error.h"
 #include "rlx/core/half.h"
@@ -128,35 +130,29 @@ std::string MilBlock::constant(const Tensor& t) {
   const int64_t n = t.numel();
   MilType type{mil::FLOAT32, t.shape()};
   mil::Value v;
-  auto blob = [&](BlobType bt) {
+  // Numbers past the inline limit go to the weights file (the format stores no bool blobs).
+  static const std::map<DType, std::pair<mil::DataType, BlobType>> kStored = {
+      {DType::kF32, {mil::FLOAT32, BlobType::kF32}},
+      {DType::kF16, {mil::FLOAT16, BlobType::kF16}},
+      {DType::kI32, {mil::INT32, BlobType::kI32}}};
+  auto stored = kStored.find(t.dtype());
+  if (stored != kStored.end()) type.dtype = stored->second.first;
+  if (stored != kStored.end() && n > kInlineLimit) {
     mil::Value::BlobFileValue* b = v.mutable_blobfilevalue();
     b->set_filename(weights_file_);
-    b->set_offset(blobs_->add(bt, t.data(), t.nbytes()));
-  };
+    b->set_offset(blobs_->add(stored->second.second, t.data(), t.nbytes()));
+    return const_op(std::move(v), type);
+  }
   mil::TensorValue* tv = v.mutable_immediatevalue()->mutable_tensor();
   switch (t.dtype()) {
     case DType::kF32:
-      if (n > kInlineLimit) {
-        blob(BlobType::kF32);
-      } else {
-        for (int64_t i = 0; i < n; ++i) tv->mutable_floats()->add_values(t.as<float>()[i]);
-      }
+      for (int64_t i = 0; i < n; ++i) tv->mutable_floats()->add_values(t.as<float>()[i]);
       break;
     case DType::kF16:
-      type.dtype = mil::FLOAT16;
-      if (n > kInlineLimit)
-        blob(BlobType::kF16);
-      else
-        tv->mutable_bytes()->set_values(
-            std::string(static_cast<const char*>(t.data()), t.nbytes()));
+      tv->mutable_bytes()->set_values(std::string(static_cast<const char*>(t.data()), t.nbytes()));
       break;
     case DType::kI32:
-      type.dtype = mil::INT32;
-      if (n > kInlineLimit) {
-        blob(BlobType::kI32);
-      } else {
-        for (int64_t i = 0; i < n; ++i) tv->mutable_ints()->add_values(t.as<int32_t>()[i]);
-      }
+      for (int64_t i = 0; i < n; ++i) tv->mutable_ints()->add_values(t.as<int32_t>()[i]);
       break;
     case DType::kBool:
       type.dtype = mil::BOOL;
