@@ -6,6 +6,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 export CCACHE_BASEDIR="$root"
 export CCACHE_DIR="${CCACHE_DIR:-${HOME:-/root}/.cache/ccache}"
 export CCACHE_COMPRESS=1
+# Bounded below ccache's default 5 GB: one configuration's entries take about 2 GB, and a flag
+# change would otherwise keep the old set beside the new one on a shared disk.
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-3G}"
 # Debug builds hash the working directory unless told not to, which makes every clone (and git
 # worktree) miss the cache; the debug info's build folder is the price.
 export CCACHE_NOHASHDIR=1

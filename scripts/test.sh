@@ -3,6 +3,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv="${RLX_VENV:-$root/.venv}"
+# No pip cache: every wheel below is installed once into the venv, and a second copy of each in
+# ~/.cache/pip (about 1 GB) is what once filled a shared CI disk.
+export PIP_NO_CACHE_DIR=1
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 # The Python package's build and test tools (python/, tests/python), before the build so that
 # its first configure finds nanobind; scikit-build-core for the wheel test; ml-dtypes for NumPy
