@@ -17,8 +17,7 @@ std::string refusal(const NodeSignature& s, const TargetWords& w) {
         "{} computes in floating point, and {}; quantize the model with `rlx quantize --scheme "
         "int8` first",
         s.op, w.int8_only);
-  return fmt::format("{} lowers int8 dense chains ({}); {} is not one of them", w.name, w.lowers,
-                     s.op);
+  return fmt::format("{} lowers int8 chains ({}); {} is not one of them", w.name, w.lowers, s.op);
 }
 
 }  // namespace
@@ -32,8 +31,12 @@ Verdict claim_native(const NodeSignature& s, const TargetWords& w) {
           w.int8_only));
     return Verdict::yes();
   }
+  // Add: a residual, fused into the requantization of the layer before it (checked when
+  // lowered: one operand is that layer's result, the other a value kept from earlier).
+  if (s.op == "QConv" || s.op == "MaxPool" || s.op == "AveragePool" || s.op == "Add")
+    return w.conv_refusal.empty() ? Verdict::yes() : Verdict::no(w.conv_refusal);
   // Fused into the requantization of the dense layer before it (checked when lowered).
-  if (s.op == "Relu") return Verdict::yes();
+  if (s.op == "Relu" || s.op == "Clip") return Verdict::yes();
   // Computed from the last layer's accumulators in integers (checked when lowered: it must end
   // the chain).
   if (s.op == "Softmax")
@@ -42,7 +45,7 @@ Verdict claim_native(const NodeSignature& s, const TargetWords& w) {
 }
 
 Verdict accepts_primitive(const NodeSignature& s, const TargetWords& w) {
-  if (s.op == "constant") return Verdict::yes();
+  if (s.op == "constant" || s.op == "reshape") return Verdict::yes();
   return Verdict::no(refusal(s, w));
 }
 

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -54,18 +55,39 @@ Tensor need_constant(const Graph& g, int32_t node, int input, const char* what,
   return *t;
 }
 
-// A QMatMul waiting for what consumes its output (which decides its output format).
+// A quantized layer waiting for the layer that consumes its output, whose activation
+// parameters decide its requantization; the pools between them work in that quantization.
 struct Pending {
-  DenseLayer layer;
+  Layer layer;
   std::vector<float> acc_scale;  // real value of one accumulator unit, per channel
+  std::vector<Layer> pools;
+  double clip_lo = -INFINITY, clip_hi = INFINITY;  // a fused Clip's bounds (real values)
+  float skip_scale = 0;  // a fused residual Add: the skip's activation scale
+};
+
+// A value that feeds a quantized layer and, later, a residual Add: it stays in its buffer in
+// the quantization of that layer's input until the Add.
+struct Skip {
+  ValueId value = -1;
+  int32_t from = -1;  // the step that writes it; -1: the model's input
+  float scale = 1;
+  int32_t zero8 = 0;
 };
 
 void finish_int8(Pending& p, float next_scale, int32_t next_zero8, const std::string& target) {
-  DenseLayer& l = p.layer;
+  Layer& l = p.layer;
   l.int8_out = true;
   l.zero_out = next_zero8;
   l.lo = l.relu ? std::max(next_zero8, -128) : -128;
   l.hi = 127;
+  // Rounding is monotone, so quantizing the clipped value is clamping the quantized one.
+  auto quantized = [&](double real) {
+    return static_cast<int32_t>(
+        std::clamp(std::nearbyint(real / next_scale) + next_zero8, -128.0, 127.0));
+  };
+  if (std::isfinite(p.clip_lo)) l.lo = std::max(l.lo, quantized(p.clip_lo));
+  if (std::isfinite(p.clip_hi)) l.hi = std::min(l.hi, quantized(p.clip_hi));
+  l.hi = std::max(l.hi, l.lo);
   for (int32_t n = 0; n < l.n; ++n) {
     FixedPoint f = to_fixed_point(
         static_cast<double>(p.acc_scale[n]) / next_scale,
@@ -73,6 +95,83 @@ void finish_int8(Pending& p, float next_scale, int32_t next_zero8, const std::st
     l.m.push_back(f.m);
     l.r.push_back(static_cast<int8_t>(f.r));
   }
+  for (Layer& pool : p.pools) pool.zero_in = next_zero8;
+  if (l.residual) {
+    FixedPoint f = to_fixed_point(
+        static_cast<double>(p.skip_scale) / next_scale,
+        fmt::format("{}: the rescaling of the residual added to {}", target, l.name));
+    l.residual_m = f.m;
+    l.residual_r = f.r;
+  }
+}
+
+// Gives every step the arena slots it reads and writes: a step never writes the slot it reads
+// nor one that holds a skip still to be added. Returns the number of slots.
+int32_t assign_slots(std::vector<Layer>& layers) {
+  const int32_t steps = static_cast<int32_t>(layers.size());
+  std::vector<int32_t> kept_until(steps, -1);
+  for (int32_t k = 0; k < steps; ++k)
+    if (layers[k].residual && layers[k].residual_from >= 0) kept_until[layers[k].residual_from] = k;
+  int32_t slots = 0;
+  for (int32_t i = 0; i < steps; ++i) {
+    Layer& l = layers[i];
+    l.in_slot = i == 0 ? -1 : layers[i - 1].out_slot;
+    if (l.residual) l.residual_slot = l.residual_from < 0 ? -1 : layers[l.residual_from].out_slot;
+    if (i + 1 == steps) break;  // writes the caller's output
+    std::vector<bool> busy(4, false);
+    if (l.in_slot >= 0) busy[l.in_slot] = true;
+    for (int32_t j = 0; j < i; ++j)
+      if (kept_until[j] >= i && layers[j].out_slot >= 0) busy[layers[j].out_slot] = true;
+    int32_t slot = 0;
+    while (busy[slot]) ++slot;
+    l.out_slot = slot;
+    slots = std::max(slots, slot + 1);
+  }
+  return slots;
+}
+
+// The one-sample dims of a value ([1, C, H, W] -> {C, H, W}); the batch must be 1.
+std::vector<int64_t> sample_dims(const Graph& g, ValueId v, const std::string& target) {
+  const TensorType& t = g.type(v);
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < t.shape.size(); ++i) {
+    if (!t.shape[i].is_static() || (i == 0 && t.rank() > 1 && t.shape[0].value != 1))
+      throw_user_error(
+          fmt::format("{}: {} is {}; the generated entry point takes one sample with static "
+                      "dims (bind the batch to 1)",
+                      target, g.values[v].name.empty() ? "a value" : g.values[v].name, t.str()));
+    if (i > 0 || t.rank() == 1) dims.push_back(t.shape[i].value);
+  }
+  return dims;
+}
+
+int32_t numel(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return static_cast<int32_t>(n);
+}
+
+IntList ints_or(const Node& n, const char* key, IntList fallback) {
+  return n.has_attr(key) ? n.attr_ints(key) : fallback;
+}
+
+// The window of a QConv or pool node over its input dims {C, H, W}.
+Window window_of(const Node& n, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                 int64_t kh, int64_t kw) {
+  const IntList st = ints_or(n, "strides", {1, 1}), pads = ints_or(n, "pads", {0, 0, 0, 0});
+  Window w;
+  w.c = static_cast<int32_t>(in[0]);
+  w.h = static_cast<int32_t>(in[1]);
+  w.w = static_cast<int32_t>(in[2]);
+  w.kh = static_cast<int32_t>(kh);
+  w.kw = static_cast<int32_t>(kw);
+  w.sh = static_cast<int32_t>(st[0]);
+  w.sw = static_cast<int32_t>(st[1]);
+  w.pt = static_cast<int32_t>(pads[0]);
+  w.pl = static_cast<int32_t>(pads[1]);
+  w.oh = static_cast<int32_t>(out[1]);
+  w.ow = static_cast<int32_t>(out[2]);
+  return w;
 }
 
 }  // namespace
@@ -107,7 +206,6 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
                     "entry point takes one input and one output",
                     target, g.inputs.size(), g.outputs.size()));
   Int8Program p;
-  const TensorType& in = g.type(g.inputs[0]);
   p.input_name = g.values[g.inputs[0]].name;
   p.output_name = g.values[g.outputs[0]].name;
   std::map<ValueId, int> uses;
@@ -117,22 +215,41 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
 
   ValueId cur = g.inputs[0];
   std::optional<Pending> pending;
-  auto after_softmax = [&](int32_t i) {
-    if (p.softmax)
-      throw_user_error(
-          fmt::format("{}: {} follows the Softmax; the target lowers a Softmax "
-                      "only as the end of the chain",
-                      target, node_name(g, i)));
-  };
   int32_t widest = 0;
+  // Every node but constants must take the chain's current value, and only it may use it.
+  std::optional<Skip> skip;
+  auto chained = [&](int32_t i, const char* what, bool may_keep = false) {
+    const Node& n = g.nodes[i];
+    const bool kept = may_keep && !skip && uses[cur] == 2;  // becomes a residual's skip
+    if (n.inputs.empty() || n.inputs[0] != cur || (uses[cur] != 1 && !kept))
+      throw_user_error(
+          fmt::format("{}: {} is not fed by the chain's previous result alone; the target "
+                      "lowers a chain of {} (one input, one output, no branches)",
+                      target, node_name(g, i), what));
+    if (p.softmax)
+      throw_user_error(fmt::format(
+          "{}: {} follows the Softmax; the target lowers a Softmax only as the end of the chain",
+          target, node_name(g, i)));
+  };
+  auto need_pending = [&](int32_t i, const char* why) {
+    if (!pending)
+      throw_user_error(fmt::format("{}: {} comes before the first quantized layer; {}", target,
+                                   node_name(g, i), why));
+  };
   for (int32_t i = 0; i < static_cast<int32_t>(g.nodes.size()); ++i) {
     const Node& n = g.nodes[i];
     if (n.op == "constant") continue;
+    if (n.op == "reshape") {  // NCHW order is kept: a reshape moves no element
+      chained(i, "layers");
+      cur = n.outputs[0];
+      continue;
+    }
     if (n.op == "Softmax") {
-      after_softmax(i);
+      chained(i, "layers");
       const int64_t rank = g.type(n.inputs[0]).rank();
       const int64_t axis = n.attr_int("axis", -1);
-      if (!pending || n.inputs[0] != cur || (axis != -1 && axis != rank - 1))
+      if (!pending || pending->layer.kind != LayerKind::kDense || !pending->pools.empty() ||
+          (axis != -1 && axis != rank - 1))
         throw_user_error(
             fmt::format("{}: {} is not a Softmax over the last axis of the last "
                         "quantized dense layer, the one form the target lowers",
@@ -142,34 +259,81 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
       continue;
     }
     if (n.op == "Relu") {
-      after_softmax(i);
-      if (!pending || n.inputs[0] != cur || pending->layer.relu)
+      chained(i, "layers");
+      if (!pending || !pending->pools.empty() || pending->layer.relu)
         throw_user_error(
-            fmt::format("{}: {} does not follow a quantized dense layer; the "
-                        "target fuses ReLU into the requantization of one",
+            fmt::format("{}: {} does not follow a quantized layer; the target fuses ReLU into "
+                        "the requantization of the QMatMul or QConv before it",
                         target, node_name(g, i)));
       pending->layer.relu = true;
       cur = n.outputs[0];
       continue;
     }
-    if (n.op != "QMatMul")
+    if (n.op == "Clip") {
+      chained(i, "layers");
+      if (!pending || !pending->pools.empty())
+        throw_user_error(
+            fmt::format("{}: {} does not follow a quantized layer; the target fuses Clip (ReLU6) "
+                        "into the requantization of the QMatMul or QConv before it",
+                        target, node_name(g, i)));
+      if (n.has_attr("min")) pending->clip_lo = std::max(pending->clip_lo, n.attr_float("min", 0));
+      if (n.has_attr("max")) pending->clip_hi = std::min(pending->clip_hi, n.attr_float("max", 0));
+      cur = n.outputs[0];
+      continue;
+    }
+    if (n.op == "Add") {
+      const bool first = n.inputs.size() == 2 && n.inputs[0] == cur;
+      const ValueId other = n.inputs.size() == 2 ? n.inputs[first ? 1 : 0] : -1;
+      if (!skip || other != skip->value || (!first && n.inputs[1] != cur) || uses[cur] != 1 ||
+          !pending || !pending->pools.empty() || pending->layer.residual ||
+          std::isfinite(pending->clip_lo) || std::isfinite(pending->clip_hi) ||
+          !(g.type(n.inputs[0]) == g.type(n.inputs[1])))
+        throw_user_error(fmt::format(
+            "{}: {} is not a residual Add the target lowers: the result of a quantized layer "
+            "(ReLU allowed, no pool or clip between) plus a value of the same shape that also "
+            "feeds a quantized layer earlier in the chain",
+            target, node_name(g, i)));
+      Layer& l = pending->layer;
+      l.residual = true;
+      l.residual_from = skip->from;
+      l.residual_zero = skip->zero8;
+      pending->skip_scale = skip->scale;
+      l.pre_relu = l.relu;  // a ReLU seen so far acts on the accumulators, before the add
+      l.relu = false;
+      skip.reset();
+      cur = n.outputs[0];
+      continue;
+    }
+    if (n.op == "MaxPool" || n.op == "AveragePool") {
+      chained(i, "layers");
+      need_pending(i, "pools work on the int8 activations of a quantized layer");
+      const std::vector<int64_t> in = sample_dims(g, n.inputs[0], target),
+                                 out = sample_dims(g, n.outputs[0], target);
+      const IntList k = n.attr_ints("kernel_shape");
+      Layer pool;
+      pool.kind = n.op == "MaxPool" ? LayerKind::kMaxPool : LayerKind::kAvgPool;
+      pool.name = n.loc.empty() ? g.values[n.outputs[0]].name : n.loc;
+      pool.win = window_of(n, in, out, k[0], k[1]);
+      pool.in_size = numel(in);
+      pool.out_size = numel(out);
+      pending->pools.push_back(std::move(pool));
+      cur = n.outputs[0];
+      continue;
+    }
+    const bool conv = n.op == "QConv";
+    if (n.op != "QMatMul" && !conv)
       throw_user_error(
-          fmt::format("{}: {} is not part of an int8 dense chain (QMatMul with "
-                      "calibrated activations, Relu); the target lowers only those "
+          fmt::format("{}: {} is not part of an int8 chain (QMatMul and QConv with calibrated "
+                      "activations, Relu, MaxPool, AveragePool); the target lowers only those "
                       "so far. {}",
                       target, node_name(g, i), how_to_quantize(target)));
-    after_softmax(i);
+    const bool keeps = uses[cur] == 2;
+    chained(i, "quantized layers", true);
     if (n.inputs.size() < 5)
       throw_user_error(
           fmt::format("{}: {} quantizes its activations per row at run time "
                       "(int8-dynamic), which needs float on the device. {}",
                       target, node_name(g, i), how_to_quantize(target)));
-    if (n.inputs[0] != cur || uses[cur] != 1)
-      throw_user_error(
-          fmt::format("{}: {} is not fed by the chain's previous result alone; "
-                      "the target lowers a chain of dense layers (one input, one "
-                      "output, no branches)",
-                      target, node_name(g, i)));
     Tensor w = need_constant(g, i, 1, "the weight", target);
     Tensor ws = need_constant(g, i, 2, "the weight scale", target);
     const float xs =
@@ -178,39 +342,52 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
         static_cast<int32_t>(
             need_constant(g, i, 4, "the activation zero point", target).scalar_at(0)) -
         128;
-    const int32_t nn = static_cast<int32_t>(w.shape()[0]), k = static_cast<int32_t>(w.shape()[1]);
     std::optional<Tensor> bias;
     if (n.inputs.size() == 6) bias = need_constant(g, i, 5, "the bias", target);
+    const std::vector<int64_t> in = sample_dims(g, n.inputs[0], target),
+                               out = sample_dims(g, n.outputs[0], target);
 
     if (pending) {
       finish_int8(*pending, xs, xz8, target);
-      widest = std::max(widest, pending->layer.n);
+      widest = std::max(widest, pending->layer.out_size);
       p.layers.push_back(std::move(pending->layer));
+      for (Layer& pool : pending->pools) {
+        widest = std::max(widest, pool.out_size);
+        p.layers.push_back(std::move(pool));
+      }
     } else {
-      int64_t numel = 1;
-      for (const Dim& d : in.shape) numel = d.is_static() ? numel * d.value : -1;
-      if (in.rank() < 1 || numel != k)
-        throw_user_error(
-            fmt::format("{}: the input {} is {}; the generated entry point "
-                        "takes one sample of {} values (bind the batch to 1)",
-                        target, p.input_name, in.str(), k));
-      p.input_size = k;
+      p.input_size = numel(sample_dims(g, g.inputs[0], target));
       p.input_scale = xs;
       p.input_zero = xz8;
     }
+    // The input is kept for a residual Add, in this layer's input quantization.
+    if (keeps) skip = Skip{cur, static_cast<int32_t>(p.layers.size()) - 1, xs, xz8};
     Pending next;
-    DenseLayer& l = next.layer;
+    Layer& l = next.layer;
+    l.kind = conv ? LayerKind::kConv : LayerKind::kDense;
     l.name = n.loc.empty() ? g.values[n.outputs[0]].name : n.loc;
-    l.n = nn;
-    l.k = k;
+    l.n = static_cast<int32_t>(w.shape()[0]);
+    l.k = static_cast<int32_t>(w.numel() / w.shape()[0]);
+    l.in_size = numel(in);
+    l.out_size = numel(out);
+    if (conv) {
+      l.win = window_of(n, in, out, w.shape()[2], w.shape()[3]);
+      l.win.group = static_cast<int32_t>(n.attr_int("group", 1));
+      l.zero_in = xz8;
+    } else if (l.in_size != l.k) {
+      throw_user_error(fmt::format("{}: {} takes {} values per sample, its input holds {}",
+                                   target, node_name(g, i), l.k, l.in_size));
+    }
     const int8_t* wq = w.as<int8_t>();
-    l.w.assign(wq, wq + static_cast<size_t>(nn) * k);
-    for (int32_t o = 0; o < nn; ++o) {
-      const float s = xs * ws.as<float>()[o];
-      next.acc_scale.push_back(s);
+    l.w.assign(wq, wq + static_cast<size_t>(l.n) * l.k);
+    for (int32_t o = 0; o < l.n; ++o) {
+      const float sc = xs * ws.as<float>()[o];
+      next.acc_scale.push_back(sc);
+      // Padding reads the input's zero point, so the zero point's share covers the whole
+      // kernel of a convolution as it does a dense row.
       int64_t row_sum = 0;
-      for (int32_t j = 0; j < k; ++j) row_sum += wq[static_cast<size_t>(o) * k + j];
-      const double b = bias ? std::nearbyint(static_cast<double>(bias->as<float>()[o]) / s) : 0.0;
+      for (int32_t j = 0; j < l.k; ++j) row_sum += wq[static_cast<size_t>(o) * l.k + j];
+      const double b = bias ? std::nearbyint(static_cast<double>(bias->as<float>()[o]) / sc) : 0.0;
       const double folded = b - static_cast<double>(xz8) * static_cast<double>(row_sum);
       if (!(std::fabs(folded) < 2147483647.0))
         throw_user_error(
@@ -224,11 +401,31 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
     cur = n.outputs[0];
   }
   if (!pending)
-    throw_user_error(fmt::format("{}: the graph has no quantized dense layer. {}", target,
+    throw_user_error(fmt::format("{}: the graph has no quantized layer. {}", target,
                                  how_to_quantize(target)));
+  if (pending->layer.kind != LayerKind::kDense || !pending->pools.empty())
+    throw_user_error(fmt::format(
+        "{}: the chain ends with {}; the target's output is the int32 accumulators of a final "
+        "quantized dense layer (QMatMul), so end the model with one",
+        target, pending->pools.empty() ? pending->layer.name : pending->pools.back().name));
   if (g.outputs[0] != cur)
     throw_user_error(
-        fmt::format("{}: the output {} is not the end of the dense chain", target, p.output_name));
+        fmt::format("{}: the output {} is not the end of the chain", target, p.output_name));
+  if (skip)
+    throw_user_error(fmt::format(
+        "{}: {} is read twice but never added back by a residual Add; the target lowers a chain "
+        "whose only branch is a residual",
+        target, g.values[skip->value].name));
+  if (pending->layer.residual)
+    throw_user_error(fmt::format(
+        "{}: the last layer {} ends in a residual Add; its output is int32 accumulators, so end "
+        "the model with a quantized dense layer after it",
+        target, pending->layer.name));
+  if (std::isfinite(pending->clip_lo) || std::isfinite(pending->clip_hi))
+    throw_user_error(fmt::format(
+        "{}: the last layer {} is clipped; its output is int32 accumulators, which the target "
+        "does not clip: take the clip on the real outputs (acc * scale) instead",
+        target, pending->layer.name));
   Pending& last = *pending;
   last.layer.int8_out = false;
   last.layer.out_scale = last.acc_scale;
@@ -242,8 +439,8 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
       p.softmax_r.push_back(static_cast<int8_t>(f.r));
     }
   p.layers.push_back(std::move(last.layer));
-  const int32_t aligned = (widest + 3) / 4 * 4;
-  p.arena_bytes = p.layers.size() > 1 ? (p.layers.size() > 2 ? 2 : 1) * aligned : 0;
+  p.slot_bytes = (widest + 3) / 4 * 4;
+  p.arena_bytes = assign_slots(p.layers) * p.slot_bytes;
   if (p.softmax) {  // the accumulators and the exponentials, 4 bytes each
     p.softmax_offset = p.arena_bytes;
     p.arena_bytes += 8 * p.output_size;
@@ -251,12 +448,32 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
   return p;
 }
 
+const char* layer_kind_name(LayerKind k) {
+  switch (k) {
+    case LayerKind::kDense: return "dense";
+    case LayerKind::kConv: return "conv";
+    case LayerKind::kMaxPool: return "max pool";
+    case LayerKind::kAvgPool: return "average pool";
+  }
+  return "?";
+}
+
+bool Int8Program::has(LayerKind k) const {
+  for (const Layer& l : layers)
+    if (l.kind == k) return true;
+  return false;
+}
+
 std::vector<int32_t> run_reference(const Int8Program& p, const int8_t* input) {
-  std::vector<int8_t> a(input, input + p.input_size), b;
+  std::vector<int8_t> arena(static_cast<size_t>(std::max(p.arena_bytes, 1)));
+  auto at = [&](int32_t slot) {
+    return slot < 0 ? const_cast<int8_t*>(input) : arena.data() + slot * p.slot_bytes;
+  };
   std::vector<int32_t> out(p.output_size);
-  for (const DenseLayer& l : p.layers) {
+  for (const Layer& l : p.layers) {
+    const int8_t* a = at(l.in_slot);
     if (!l.int8_out) {
-      rlx_cm_dense_s32(a.data(), l.w.data(), l.bias.data(), l.n, l.k, l.relu ? 1 : 0, out.data());
+      rlx_cm_dense_s32(a, l.w.data(), l.bias.data(), l.n, l.k, l.relu ? 1 : 0, out.data());
       if (p.softmax) {
         std::vector<uint32_t> e(p.output_size);
         std::vector<int8_t> probabilities(p.output_size);
@@ -266,10 +483,24 @@ std::vector<int32_t> run_reference(const Int8Program& p, const int8_t* input) {
       }
       break;
     }
-    b.assign(l.n, 0);
-    rlx_cm_dense_s8(a.data(), l.w.data(), l.bias.data(), l.m.data(), l.r.data(), l.n, l.k,
-                    l.zero_out, l.lo, l.hi, b.data());
-    a.swap(b);
+    int8_t* b = at(l.out_slot);
+    const rlx_cm_window win{l.win.c,  l.win.h,  l.win.w,  l.win.kh, l.win.kw, l.win.sh,
+                            l.win.sw, l.win.pt, l.win.pl, l.win.oh, l.win.ow, l.win.group};
+    const rlx_cm_residual res{at(l.residual_slot), l.residual_zero, l.residual_m, l.residual_r,
+                              l.pre_relu ? 1 : 0};
+    const rlx_cm_residual* r = l.residual ? &res : nullptr;
+    switch (l.kind) {
+      case LayerKind::kDense:
+        rlx_cm_dense_s8(a, l.w.data(), l.bias.data(), l.m.data(), l.r.data(), l.n, l.k, r,
+                        l.zero_out, l.lo, l.hi, b);
+        break;
+      case LayerKind::kConv:
+        rlx_cm_conv_s8(a, &win, l.w.data(), l.bias.data(), l.m.data(), l.r.data(), l.n, r,
+                       l.zero_in, l.zero_out, l.lo, l.hi, b);
+        break;
+      case LayerKind::kMaxPool: rlx_cm_maxpool_s8(a, &win, b); break;
+      case LayerKind::kAvgPool: rlx_cm_avgpool_s8(a, &win, l.zero_in, b); break;
+    }
   }
   return out;
 }

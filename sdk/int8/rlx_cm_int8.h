@@ -14,6 +14,9 @@
  *                rounding, half toward +infinity (>> is arithmetic on every compiler we target).
  *                ReLU is lo = zero_y; no ReLU is lo = -128; hi = 127.
  *   saturation   every int8 result is clamped; int32 results are exact (no overflow for K < 2^17).
+ *   residual     a skip added to a layer's result, both rescaled to the output's scale:
+ *                y = clamp(zero_y + scale_q(acc, m, r) + scale_q(skip - zero_s, m_s, r_s), lo, hi),
+ *                two roundings as above (acc first clamped at 0 when a ReLU precedes the add).
  *
  * Nothing here allocates; the caller owns every buffer. */
 #ifndef RLX_CM_INT8_H
@@ -38,6 +41,14 @@
 #define RLX_CM_USE_SMLAD 1
 #else
 #define RLX_CM_USE_SMLAD 0
+#endif
+
+/* The convolution's helpers are inlined into each call, where the layer's window is a
+ * constant: the compiler then specializes the loops to its kernel size and strides. */
+#if defined(__GNUC__)
+#define RLX_CM_SPECIALIZED static inline __attribute__((always_inline))
+#else
+#define RLX_CM_SPECIALIZED static inline
 #endif
 
 #if RLX_CM_USE_SMLAD
@@ -85,12 +96,36 @@ static inline int8_t rlx_cm_requantize(int32_t acc, int32_t m, int32_t r, int32_
   return (int8_t)q;
 }
 
-/* A dense layer with int8 output: y[n] = requantize(bias[n] + x . w[n]). */
+/* A residual added in the requantization: the skip (laid out as the output), its zero point,
+ * the fixed-point ratio of its scale to the output's, and whether a ReLU acts on the
+ * accumulators before the add. */
+typedef struct {
+  const int8_t* x;
+  int32_t zero, m, r;
+  int32_t pre_relu;
+} rlx_cm_residual;
+
+/* Output element i's requantization, with the residual when res is not NULL. */
+static inline int8_t rlx_cm_requantize_at(int32_t acc, int32_t m, int32_t r,
+                                          const rlx_cm_residual* res, int32_t i, int32_t zero,
+                                          int32_t lo, int32_t hi) {
+  if (!res) return rlx_cm_requantize(acc, m, r, zero, lo, hi);
+  if (res->pre_relu && acc < 0) acc = 0;
+  int64_t q = rlx_cm_scale_q(acc, m, r) + rlx_cm_scale_q(res->x[i] - res->zero, res->m, res->r) +
+              zero;
+  if (q < lo) q = lo;
+  if (q > hi) q = hi;
+  return (int8_t)q;
+}
+
+/* A dense layer with int8 output: y[n] = requantize(bias[n] + x . w[n]) (+ the residual). */
 static inline void rlx_cm_dense_s8(const int8_t* x, const int8_t* w, const int32_t* bias,
                                    const int32_t* m, const int8_t* r, int32_t n_out, int32_t k,
-                                   int32_t zero, int32_t lo, int32_t hi, int8_t* y) {
+                                   const rlx_cm_residual* res, int32_t zero, int32_t lo,
+                                   int32_t hi, int8_t* y) {
   for (int32_t n = 0; n < n_out; ++n)
-    y[n] = rlx_cm_requantize(bias[n] + rlx_cm_dot_s8(x, w + n * k, k), m[n], r[n], zero, lo, hi);
+    y[n] = rlx_cm_requantize_at(bias[n] + rlx_cm_dot_s8(x, w + n * k, k), m[n], r[n], res, n,
+                                zero, lo, hi);
 }
 
 /* A dense layer whose int32 accumulators are the output (the last layer: real = acc * scale[n],
@@ -101,6 +136,115 @@ static inline void rlx_cm_dense_s32(const int8_t* x, const int8_t* w, const int3
     int32_t acc = bias[n] + rlx_cm_dot_s8(x, w + n * k, k);
     y[n] = relu && acc < 0 ? 0 : acc;
   }
+}
+
+/* The geometry of a convolution or pool over one NCHW sample: input channels, height and
+ * width; kernel; strides; top and left pads (the output size implies the others); output
+ * height and width; groups (a convolution reads c / group channels per output channel). */
+typedef struct {
+  int32_t c, h, w, kh, kw, sh, sw, pt, pl, oh, ow, group;
+} rlx_cm_window;
+
+static inline int32_t rlx_cm_clamp_i32(int32_t v, int32_t lo, int32_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* sum over the window at (oy, ox) of x * w for cg channels; positions in the padding read the
+ * input's zero point, which the folded bias expects (see the accumulator rule). The inside of
+ * the window is walked row by row (a 1x1 window channel by channel); the padding's share is a
+ * second pass over the weights, only at the borders. */
+RLX_CM_SPECIALIZED int32_t rlx_cm_window_dot(const int8_t* x, const rlx_cm_window* g, int32_t cg,
+                                        const int8_t* w, int32_t oy, int32_t ox, int32_t zero_in) {
+  const int32_t kh = g->kh, kw = g->kw, plane = g->h * g->w;
+  const int32_t y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl;
+  const int32_t ky_lo = rlx_cm_clamp_i32(-y0, 0, kh), ky_hi = rlx_cm_clamp_i32(g->h - y0, ky_lo, kh);
+  const int32_t kx_lo = rlx_cm_clamp_i32(-x0, 0, kw), kx_hi = rlx_cm_clamp_i32(g->w - x0, kx_lo, kw);
+  int32_t acc = 0;
+  if (kh == 1 && kw == 1) {
+    if (ky_hi > ky_lo && kx_hi > kx_lo) {
+      const int8_t* xp = x + y0 * g->w + x0;
+      for (int32_t ci = 0; ci < cg; ++ci) acc += (int32_t)xp[ci * plane] * (int32_t)w[ci];
+    }
+  } else {
+    for (int32_t ci = 0; ci < cg; ++ci)
+      for (int32_t ky = ky_lo; ky < ky_hi; ++ky) {
+        const int8_t* xr = x + ci * plane + (y0 + ky) * g->w + x0 + kx_lo;
+        const int8_t* wr = w + (ci * kh + ky) * kw + kx_lo;
+        acc += rlx_cm_dot_s8(xr, wr, kx_hi - kx_lo);
+      }
+  }
+  if (zero_in != 0 && (ky_lo > 0 || ky_hi < kh || kx_lo > 0 || kx_hi < kw)) {
+    int32_t padded = 0; /* the weights that meet padding */
+    for (int32_t ci = 0; ci < cg; ++ci)
+      for (int32_t ky = 0; ky < kh; ++ky)
+        for (int32_t kx = 0; kx < kw; ++kx)
+          if (ky < ky_lo || ky >= ky_hi || kx < kx_lo || kx >= kx_hi)
+            padded += w[(ci * kh + ky) * kw + kx];
+    acc += zero_in * padded;
+  }
+  return acc;
+}
+
+/* A convolution with int8 output, NCHW, weights [n_out][c / group][kh][kw]: y[o][oy][ox] =
+ * requantize(bias[o] + the window's products) (+ the residual), per output channel o. */
+RLX_CM_SPECIALIZED void rlx_cm_conv_s8(const int8_t* x, const rlx_cm_window* g, const int8_t* w,
+                                  const int32_t* bias, const int32_t* m, const int8_t* r,
+                                  int32_t n_out, const rlx_cm_residual* res, int32_t zero_in,
+                                  int32_t zero, int32_t lo, int32_t hi, int8_t* y) {
+  const int32_t cg = g->c / g->group, og = n_out / g->group, k = cg * g->kh * g->kw;
+  for (int32_t o = 0; o < n_out; ++o) {
+    const int8_t* xg = x + (o / og) * cg * g->h * g->w;
+    for (int32_t oy = 0; oy < g->oh; ++oy)
+      for (int32_t ox = 0; ox < g->ow; ++ox) {
+        const int32_t i = (o * g->oh + oy) * g->ow + ox;
+        y[i] = rlx_cm_requantize_at(
+            bias[o] + rlx_cm_window_dot(xg, g, cg, w + o * k, oy, ox, zero_in), m[o], r[o], res,
+            i, zero, lo, hi);
+      }
+  }
+}
+
+/* Max pooling of int8 values: the quantization is monotone, so the int8 maximum is the
+ * maximum's quantization. Padding never wins (every window holds an input element). */
+static inline void rlx_cm_maxpool_s8(const int8_t* x, const rlx_cm_window* g, int8_t* y) {
+  for (int32_t c = 0; c < g->c; ++c)
+    for (int32_t oy = 0; oy < g->oh; ++oy)
+      for (int32_t ox = 0; ox < g->ow; ++ox) {
+        int32_t best = -128;
+        for (int32_t ky = 0; ky < g->kh; ++ky) {
+          const int32_t iy = oy * g->sh - g->pt + ky;
+          if (iy < 0 || iy >= g->h) continue;
+          for (int32_t kx = 0; kx < g->kw; ++kx) {
+            const int32_t ix = ox * g->sw - g->pl + kx;
+            if (ix >= 0 && ix < g->w && x[(c * g->h + iy) * g->w + ix] > best)
+              best = x[(c * g->h + iy) * g->w + ix];
+          }
+        }
+        y[(c * g->oh + oy) * g->ow + ox] = (int8_t)best;
+      }
+}
+
+/* Average pooling of int8 values in one quantization: q = zero + the window's sum of
+ * (x - zero) divided by kh * kw (padding adds 0), rounded half away from zero, saturated. */
+static inline void rlx_cm_avgpool_s8(const int8_t* x, const rlx_cm_window* g, int32_t zero,
+                                     int8_t* y) {
+  const int32_t count = g->kh * g->kw;
+  for (int32_t c = 0; c < g->c; ++c)
+    for (int32_t oy = 0; oy < g->oh; ++oy)
+      for (int32_t ox = 0; ox < g->ow; ++ox) {
+        int32_t sum = 0;
+        for (int32_t ky = 0; ky < g->kh; ++ky) {
+          const int32_t iy = oy * g->sh - g->pt + ky;
+          if (iy < 0 || iy >= g->h) continue;
+          for (int32_t kx = 0; kx < g->kw; ++kx) {
+            const int32_t ix = ox * g->sw - g->pl + kx;
+            if (ix >= 0 && ix < g->w) sum += x[(c * g->h + iy) * g->w + ix] - zero;
+          }
+        }
+        int32_t q = sum >= 0 ? (2 * sum + count) / (2 * count) : -((count - 2 * sum) / (2 * count));
+        q += zero;
+        y[(c * g->oh + oy) * g->ow + ox] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+      }
 }
 
 /* Softmax over the last layer's int32 accumulators, to int8 probabilities (real = (q + 128) /

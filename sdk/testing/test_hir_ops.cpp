@@ -378,5 +378,49 @@ TEST(CpuHirOps, ConvThroughTheIm2colRewrite) {
   expect_all_near(values(out.at("y")), want, 1e-5);
 }
 
+// MaxPool and AveragePool through their decomposition (pad, window gather, reduction), with
+// asymmetric pads and strides, against windows walked here; negative inputs show that MaxPool's
+// padding never wins and that AveragePool's counts as zeros.
+TEST(CpuHirOps, PoolsOverPaddedStridedWindows) {
+  const int N = 2, C = 3, H = 5, W = 6, KH = 3, KW = 2, SH = 2, SW = 2, PT = 1, PL = 0, PB = 1,
+            PR = 1;
+  const int OH = (H + PT + PB - KH) / SH + 1, OW = (W + PL + PR - KW) / SW + 1;
+  auto x = random_values(N * C * H * W, 21, 2);
+  for (float& v : x) v -= 2.5f;  // mostly negative
+  const std::string ir = fmt::format(R"(graph @t(%x: f32[2,3,5,6]) {{
+  %m = MaxPool(%x) {{kernel_shape = [3, 2], pads = [1, 0, 1, 1], strides = [2, 2]}} : f32[2,3,{0},{1}]
+  %a = AveragePool(%x) {{kernel_shape = [3, 2], pads = [1, 0, 1, 1], strides = [2, 2]}} : f32[2,3,{0},{1}]
+  return %m, %a
+}}
+)",
+                                     OH, OW);
+  auto out = run_text(ir, {{"x", f32({N, C, H, W}, x)}});
+  std::vector<double> want_max, want_avg;
+  for (int n = 0; n < N * C; ++n)
+    for (int i = 0; i < OH; ++i)
+      for (int j = 0; j < OW; ++j) {
+        double top = -INFINITY, sum = 0;
+        for (int a = 0; a < KH; ++a)
+          for (int b = 0; b < KW; ++b) {
+            const int y = i * SH + a - PT, xx = j * SW + b - PL;
+            if (y < 0 || y >= H || xx < 0 || xx >= W) continue;
+            top = std::max(top, static_cast<double>(x[(n * H + y) * W + xx]));
+            sum += x[(n * H + y) * W + xx];
+          }
+        want_max.push_back(top);
+        want_avg.push_back(sum / (KH * KW));
+      }
+  expect_all_near(values(out.at("m")), want_max, 1e-6);
+  expect_all_near(values(out.at("a")), want_avg, 1e-5);
+  EXPECT_NE(test::compile_error(R"(graph @t(%x: f32[1,1,4,4]) {
+  %m = MaxPool(%x) {kernel_shape = [2, 2], pads = [2, 0, 0, 0]} : f32[1,1,5,3]
+  return %m
+}
+)",
+                                test::target_under_test())
+                .find("padding only"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace rlx

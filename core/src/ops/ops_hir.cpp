@@ -70,6 +70,18 @@ void hir_ops(OpFamily& r) {
         return std::vector<ValueId>{b.binary("max", in[0], b.full_like(in[0], 0.0))};
       },
       numeric_sample(1), "max(x, 0)");
+  add("Clip", 1, 1,
+      [](GraphBuilder& b, const Node& n, const std::vector<ValueId>& in) {
+        ValueId x = in[0];
+        if (n.has_attr("min")) x = b.binary("max", x, b.full_like(x, n.attr_float("min", 0)));
+        if (n.has_attr("max")) x = b.binary("min", x, b.full_like(x, n.attr_float("max", 0)));
+        return std::vector<ValueId>{x};
+      },
+      [](DType d) -> std::optional<OpSample> {
+        if (!is_float(d)) return std::nullopt;
+        return sample_of({tt(d, {2, 3})}, {{"min", 0.0}, {"max", 6.0}});
+      },
+      "clamp(x, min, max) {min, max}, either bound optional (ReLU6: min = 0, max = 6)");
   add("Cast", 1, 1,
       [](GraphBuilder& b, const Node& n, const std::vector<ValueId>& in) {
         return std::vector<ValueId>{b.convert(in[0], n.attr_dtype("dtype"))};

@@ -13,6 +13,12 @@
 //     x_scale and x_zero are fixed (int8 static, from calibration); rlx/core/quantize.h has the
 //     arithmetic. The integer products are exact (i32); the result is f32, plus bias when given
 //     (a fourth input after the dynamic form's three, a sixth after the static form's five).
+//   QConv(x f32[N, C, H, W], w i8[O, C / group, KH, KW], w_scale f32[O], x_scale f32[],
+//         x_zero u8[] [, bias f32[O]]) {strides = [SH, SW], pads = [top, left, bottom, right],
+//         group} -> f32[N, O, OH, OW]
+//     the 2-D convolution (NCHW, as Conv) of x rounded to u8 with the calibrated scale and zero
+//     by W = w_scale[o] * w, grouped (group = C: depthwise); the padding is x's zero point, so
+//     it adds nothing. Static form only: the int8 targets bake every parameter into their code.
 // There is no MIR decomposition yet (MIR has no block-format primitives), so only a target
 // that claims them natively lowers them; other targets refuse them with that reason.
 #include "ops/op_family.h"
@@ -106,6 +112,42 @@ std::vector<TensorType> infer_qmatmul(const std::vector<TensorType>& in, const N
   return one(tt(DType::kF32, out));
 }
 
+std::vector<TensorType> infer_qconv(const std::vector<TensorType>& in, const Node& n) {
+  const TensorType &x = in[0], &w = in[1], &ws = in[2];
+  if (x.dtype != DType::kF32 || x.rank() != 4)
+    fail("QConv takes f32 activations [N, C, H, W], got {}", x.str());
+  if (w.dtype != DType::kI8 || w.rank() != 4)
+    fail("QConv: w must be i8[O, C / group, KH, KW], got {}", w.str());
+  for (int i = 0; i < 4; ++i)
+    if (!w.shape[i].is_static() || (i > 0 && !x.shape[i].is_static()))
+      fail("QConv: the weight's shape and x's channel and spatial dims must be static");
+  const int64_t group = n.attr_int("group", 1), o = w.shape[0].value;
+  if (group < 1 || o % group != 0 || x.shape[1].value != w.shape[1].value * group)
+    fail("QConv: x has {} channels and w {} per group in {} groups of {} outputs", x.shape[1].value,
+         w.shape[1].value, group, o);
+  if (ws.dtype != DType::kF32 || ws.rank() != 1 || !(ws.shape[0] == w.shape[0]))
+    fail("QConv: w_scale must be f32[{}] (one scale per output channel), got {}", o, ws.str());
+  if (in[3].dtype != DType::kF32 || !single(in[3]))
+    fail("QConv: x_scale must be one f32, got {}", in[3].str());
+  if (in[4].dtype != DType::kU8 || !single(in[4]))
+    fail("QConv: x_zero must be one u8, got {}", in[4].str());
+  if (in.size() == 6 &&
+      (in[5].dtype != DType::kF32 || in[5].rank() != 1 || !(in[5].shape[0] == w.shape[0])))
+    fail("QConv: bias must be f32[{}], got {}", o, in[5].str());
+  IntList st = n.has_attr("strides") ? n.attr_ints("strides") : IntList{1, 1};
+  IntList pads = n.has_attr("pads") ? n.attr_ints("pads") : IntList{0, 0, 0, 0};
+  if (st.size() != 2 || pads.size() != 4)
+    fail("QConv: strides needs 2 entries and pads 4 (top, left, bottom, right)");
+  Shape out{x.shape[0], w.shape[0]};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t span = x.shape[2 + i].value + pads[i] + pads[2 + i] - w.shape[2 + i].value;
+    if (span < 0 || st[i] < 1 || pads[i] < 0 || pads[2 + i] < 0)
+      fail("QConv: the kernel is larger than the padded input, or a stride or pad is invalid");
+    out.push_back(span / st[i] + 1);
+  }
+  return one(tt(DType::kF32, out));
+}
+
 }  // namespace
 
 void quant_ops(OpFamily& f) {
@@ -136,9 +178,21 @@ void quant_ops(OpFamily& f) {
       "x W^T, W int8 per output channel, x rounded to u8 per row at run time (3 inputs) or with "
       "a calibrated scale and zero (5), plus an optional bias; native only (no MIR "
       "decomposition)";
+  OpDef c{"QConv", OpLevel::kHir, OpClass::kOpaque, 5, 6, 1};
+  c.infer = infer_qconv;
+  c.sample = [](DType dt) -> std::optional<OpSample> {
+    if (dt != DType::kF32) return std::nullopt;
+    return sample_of({tt(DType::kF32, {1, 2, 5, 5}), tt(DType::kI8, {3, 2, 3, 3}),
+                      tt(DType::kF32, {3}), tt(DType::kF32, {}), tt(DType::kU8, {})},
+                     {{"pads", IntList{1, 1, 1, 1}}});
+  };
+  c.summary =
+      "2-D convolution (NCHW) of x rounded to u8 with a calibrated scale and zero by int8 "
+      "weights per output channel {strides, pads, group}, plus an optional bias; native only";
   f.add(std::move(d));
   f.add(std::move(r));
   f.add(std::move(q));
+  f.add(std::move(c));
 }
 
 }  // namespace rlx

@@ -11,8 +11,10 @@
 namespace rlx::cortexm {
 
 // The int8 program is the SDK's (sdk/int8), shared with the fpga target.
-using int8::DenseLayer;
 using int8::Int8Program;
+using int8::Layer;
+using int8::LayerKind;
+using int8::Window;
 
 // The CPUs the build fragments know, with their gcc flags.
 struct CpuFlags {

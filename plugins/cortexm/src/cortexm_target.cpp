@@ -23,7 +23,10 @@ constexpr const char* kReportFile = "cortexm_report.json";
 constexpr const char* kSummaryFile = "cortexm_sizes.txt";
 const int8::TargetWords kWords = {
     "cortexm", "cortexm runs int8 graphs only (Cortex-M firmware without float kernels)",
-    "QMatMul with calibrated activations, Relu, a final Softmax", ""};
+    "QMatMul and QConv with calibrated activations, Relu, Clip, MaxPool, AveragePool, "
+    "residual Add, a final "
+    "Softmax",
+    "", ""};
 
 class CortexmTarget final : public sdk::TargetPlugin {
  public:

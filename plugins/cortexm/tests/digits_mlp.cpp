@@ -116,7 +116,7 @@ ValueId qlinear(GraphBuilder& b, ValueId x, const std::vector<float>& w,
 
 }  // namespace
 
-Graph quantized_graph(const Mlp& m, const Digits& d, int train_rows, bool softmax) {
+Graph quantized_graph(const Mlp& m, const Digits& d, int train_rows, bool softmax, float clip) {
   float hidden_max = 0;
   std::vector<float> h;
   for (int r = 0; r < train_rows; ++r) {
@@ -128,6 +128,7 @@ Graph quantized_graph(const Mlp& m, const Digits& d, int train_rows, bool softma
   ValueId x = b.input("x", type_of(DType::kF32, {1, m.in}));
   ValueId y = qlinear(b, x, m.w1, m.b1, m.hidden, m.in, 0.0f, 1.0f);
   y = b.op("Relu", {y});
+  if (clip > 0) y = b.op("Clip", {y}, {{"min", 0.0}, {"max", static_cast<double>(clip)}});
   y = qlinear(b, y, m.w2, m.b2, m.out, m.hidden, 0.0f, hidden_max);
   if (softmax) y = b.op("Softmax", {y});
   b.output(y);

@@ -24,9 +24,10 @@ struct Mlp {
 };
 Mlp train_mlp(const Digits& d, int train_rows);
 
-// The quantized graph: x f32[1, 64] -> QMatMul -> Relu -> QMatMul [-> Softmax] -> f32[1, 10],
-// activation ranges calibrated on the training rows.
-Graph quantized_graph(const Mlp& m, const Digits& d, int train_rows, bool softmax = false);
+// The quantized graph: x f32[1, 64] -> QMatMul -> Relu [-> Clip {max = clip}] -> QMatMul
+// [-> Softmax] -> f32[1, 10], activation ranges calibrated on the training rows.
+Graph quantized_graph(const Mlp& m, const Digits& d, int train_rows, bool softmax = false,
+                      float clip = 0);
 // The same network in f32 (MatMul), which cortexm must refuse.
 Graph float_graph(const Mlp& m);
 

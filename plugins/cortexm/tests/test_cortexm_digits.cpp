@@ -5,8 +5,6 @@
 // (mps2-an500) and M55 (mps3-an547). Without the toolchain or qemu the firmware tests skip.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +15,7 @@
 
 #include "c_emitter.h"
 #include "digits_mlp.h"
+#include "firmware_runner.h"
 #include "int8_program.h"
 #include "rlx/core/ir_text.h"
 #include "size_report.h"
@@ -30,41 +29,6 @@ using namespace rlx::int8;
 using namespace rlx::cortexm::testing;
 
 constexpr int kTrainRows = 1437;  // the rest (360) is the test set
-
-std::string shell(const std::string& cmd, int* rc = nullptr) {
-  std::string out;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe) {
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-    const int status = pclose(pipe);
-    if (rc) *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  return out;
-}
-
-std::string rlx_cli(const std::string& args, int* rc) {
-  return shell(
-      fmt::format("'{}' --plugin-path '{}' {} 2>&1", RLX_BINARY, RLX_TEST_PLUGIN_DIR, args), rc);
-}
-
-int argmax(const std::vector<float>& v) {
-  return static_cast<int>(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
-fs::path scratch_root() {
-  return fs::temp_directory_path() / fmt::format("rlx_cortexm_{}", getpid());
-}
-
-// Removes the scratch folder when the test program ends.
-class ScratchCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(scratch_root(), ec);
-  }
-};
-const auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
 // Everything the firmware tests share: trained once per test program.
 struct Compiled {
@@ -81,18 +45,6 @@ struct Compiled {
   std::vector<std::vector<int32_t>> softmax_outputs;
   double softmax_accuracy = 0;
 };
-
-// rlx compile of `graph` into root/name; returns the folder.
-fs::path compile_graph(const Graph& graph, const fs::path& root, const std::string& name) {
-  std::ofstream(root / (name + ".rlx")) << print_graph(graph);
-  const fs::path dir = root / name;
-  int rc = -1;
-  std::string log = rlx_cli(fmt::format("compile '{}' --target cortexm -o '{}'",
-                                        (root / (name + ".rlx")).string(), dir.string()),
-                            &rc);
-  if (rc != 0) throw std::runtime_error("rlx compile failed: " + log);
-  return dir;
-}
 
 const Compiled& compiled() {
   static const Compiled c = [] {
@@ -155,48 +107,82 @@ TEST(CortexmDigits, HostInt8KeepsTheFloatAccuracy) {
 // The documented rule, element by element from the quantized parameters as the graph holds
 // them (u8 activations with their zero point, bias rounded once), in long double: 64 mantissa
 // bits hold acc * m exactly.
-TEST(CortexmDigits, ReferenceFollowsTheDocumentedRule) {
-  const Compiled& c = compiled();
-  const Graph mir = load_graph_file(c.dir / "model.mir");
+// The outputs of the quantized MLP in `mir` for one u8-shifted input by that rule; `clip` > 0
+// is the upper bound of a Clip after the hidden ReLU (a clamp of the quantized value, since
+// rounding is monotone).
+std::vector<long long> rule_outputs(const Graph& mir, const std::vector<int8_t>& input,
+                                    float clip = 0) {
   std::vector<const Node*> qm;
   for (const Node& n : mir.nodes)
     if (n.op == "QMatMul") qm.push_back(&n);
-  ASSERT_EQ(qm.size(), 2u);
+  EXPECT_EQ(qm.size(), 2u);
   auto constant = [&](const Node& n, int i) {
     const Value& v = mir.values[n.inputs[i]];
     return v.producer >= 0 ? mir.nodes[v.producer].attr_tensor("value") : mir.weights.at(v.name);
   };
-  for (size_t s = 0; s < c.inputs.size(); s += 7) {
-    std::vector<int> x(c.inputs[s].begin(), c.inputs[s].end());
-    for (int& v : x) v += 128;  // back to u8
-    std::vector<long long> out;
-    for (size_t l = 0; l < qm.size(); ++l) {
-      Tensor w = constant(*qm[l], 1), ws = constant(*qm[l], 2), b = constant(*qm[l], 5);
-      const float xs = constant(*qm[l], 3).as<float>()[0];
-      const int xz = constant(*qm[l], 4).as<uint8_t>()[0];
-      const int n_out = static_cast<int>(w.shape()[0]), k = static_cast<int>(w.shape()[1]);
-      std::vector<int> next;
-      out.clear();
-      for (int n = 0; n < n_out; ++n) {
-        const float acc_scale = xs * ws.as<float>()[n];
-        long long acc = std::llrint(static_cast<double>(b.as<float>()[n]) / acc_scale);
-        for (int i = 0; i < k; ++i) acc += (x[i] - xz) * w.as<int8_t>()[n * k + i];
-        if (l == 0) acc = std::max(acc, 0LL);  // the hidden layer's ReLU
-        if (l + 1 == qm.size()) {
-          out.push_back(acc);
-          continue;
-        }
-        const float ys = constant(*qm[l + 1], 3).as<float>()[0];
-        const int yz = constant(*qm[l + 1], 4).as<uint8_t>()[0];
-        auto f = to_fixed_point(static_cast<double>(acc_scale) / ys, "rule");
-        long double real = static_cast<long double>(acc) * f.m / std::ldexp(1.0L, f.r);
-        next.push_back(std::clamp(static_cast<int>(std::floor(real + 0.5L)) + yz, 0, 255));
+  std::vector<int> x(input.begin(), input.end());
+  for (int& v : x) v += 128;  // back to u8
+  std::vector<long long> out;
+  for (size_t l = 0; l < qm.size(); ++l) {
+    Tensor w = constant(*qm[l], 1), ws = constant(*qm[l], 2), b = constant(*qm[l], 5);
+    const float xs = constant(*qm[l], 3).as<float>()[0];
+    const int xz = constant(*qm[l], 4).as<uint8_t>()[0];
+    const int n_out = static_cast<int>(w.shape()[0]), k = static_cast<int>(w.shape()[1]);
+    std::vector<int> next;
+    out.clear();
+    for (int n = 0; n < n_out; ++n) {
+      const float acc_scale = xs * ws.as<float>()[n];
+      long long acc = std::llrint(static_cast<double>(b.as<float>()[n]) / acc_scale);
+      for (int i = 0; i < k; ++i) acc += (x[i] - xz) * w.as<int8_t>()[n * k + i];
+      if (l == 0) acc = std::max(acc, 0LL);  // the hidden layer's ReLU
+      if (l + 1 == qm.size()) {
+        out.push_back(acc);
+        continue;
       }
-      x = next;
+      const float ys = constant(*qm[l + 1], 3).as<float>()[0];
+      const int yz = constant(*qm[l + 1], 4).as<uint8_t>()[0];
+      auto f = to_fixed_point(static_cast<double>(acc_scale) / ys, "rule");
+      long double real = static_cast<long double>(acc) * f.m / std::ldexp(1.0L, f.r);
+      int q = std::clamp(static_cast<int>(std::floor(real + 0.5L)) + yz, 0, 255);
+      if (clip > 0) q = std::min(q, std::clamp(static_cast<int>(std::nearbyint(clip / ys)) + yz, 0, 255));
+      next.push_back(q);
     }
+    x = next;
+  }
+  return out;
+}
+
+TEST(CortexmDigits, ReferenceFollowsTheDocumentedRule) {
+  const Compiled& c = compiled();
+  const Graph mir = load_graph_file(c.dir / "model.mir");
+  for (size_t s = 0; s < c.inputs.size(); s += 7) {
+    const std::vector<long long> out = rule_outputs(mir, c.inputs[s]);
     for (int n = 0; n < c.program.output_size; ++n)
       EXPECT_EQ(out[n], c.outputs[s][n]) << "sample " << s << " class " << n;
   }
+}
+
+// A Clip after the hidden ReLU (ReLU6's form, here at a bound the activations cross) becomes the
+// upper clamp of that layer's requantization.
+TEST(CortexmDigits, ClipIsTheRequantizationClamp) {
+  const Compiled& c = compiled();
+  const float bound = 1.0f;
+  const fs::path dir = compile_graph(quantized_graph(c.mlp, c.digits, kTrainRows, false, bound),
+                                     scratch_root(), "digits_clip");
+  const Graph mir = load_graph_file(dir / "model.mir");
+  const Int8Program p = lower_int8(mir, "cortexm");
+  ASSERT_EQ(p.layers.size(), 2u);
+  EXPECT_EQ(p.layers[0].lo, p.layers[0].zero_out);
+  EXPECT_LT(p.layers[0].hi, 127);
+  int changed = 0;
+  for (size_t s = 0; s < c.inputs.size(); ++s) {
+    const std::vector<int32_t> got = run_reference(p, c.inputs[s].data());
+    changed += got != c.outputs[s];
+    if (s % 7) continue;
+    const std::vector<long long> want = rule_outputs(mir, c.inputs[s], bound);
+    for (int n = 0; n < p.output_size; ++n) EXPECT_EQ(got[n], want[n]) << "sample " << s;
+  }
+  EXPECT_GT(changed, 0);  // the bound bites
 }
 
 // The int8 Softmax against a double-precision softmax of the same accumulators' real logits:
@@ -275,88 +261,11 @@ TEST(CortexmDigits, ListedAsCodegenOnly) {
   EXPECT_TRUE(std::regex_search(list, std::regex("cortexm[^\n]*codegen-only"))) << list;
 }
 
-struct Board {
-  const char* cpu;
-  const char* machine;
-};
-
-void PrintTo(const Board& b, std::ostream* os) {
-  *os << b.cpu << " on " << b.machine;
-}
-
 class CortexmFirmware : public ::testing::TestWithParam<Board> {};
-
-// Builds a firmware of the model in `dir` with the test inputs, runs it on the board and checks
-// every output row against `want`; returns the instructions per inference.
-long long run_firmware(const Board& board, const fs::path& dir,
-                       const std::vector<std::vector<int8_t>>& inputs,
-                       const std::vector<std::vector<int32_t>>& want) {
-  const fs::path fw = dir / "firmware";
-  fs::create_directories(fw);
-  {
-    std::ofstream h(fw / "inputs.h");
-    h << "#include <stdint.h>\n#include \"model.h\"\n#define RLX_FW_SAMPLES " << inputs.size()
-      << "\nextern const int8_t rlx_fw_inputs[RLX_FW_SAMPLES][RLX_MODEL_INPUT_SIZE];\n";
-    std::ofstream s(fw / "inputs.c");
-    s << "#include \"inputs.h\"\nconst int8_t rlx_fw_inputs[RLX_FW_SAMPLES][RLX_MODEL_INPUT_SIZE] "
-         "= {\n";
-    for (const auto& in : inputs) {
-      s << " {";
-      for (int8_t v : in) s << static_cast<int>(v) << ",";
-      s << "},\n";
-    }
-    s << "};\n";
-  }
-  std::string flags;
-  for (const CpuFlags& f : known_cpus())
-    if (f.cpu == board.cpu) flags = f.flags;
-  const std::string src = std::string(RLX_CORTEXM_DIR) + "/tests/firmware";
-  const fs::path elf = fw / (std::string(board.cpu) + ".elf");
-  int rc = -1;
-  std::string log = shell(
-      fmt::format(
-          "'{}' {} -O2 -std=c99 -nostartfiles --specs=rdimon.specs -T '{}/mps.ld' -I '{}' -I '{}' "
-          "'{}/startup.c' '{}/harness.c' '{}/model.c' '{}/inputs.c' -o '{}' 2>&1",
-          arm_gcc(), flags, src, dir.string(), fw.string(), src, src, dir.string(), fw.string(),
-          elf.string()),
-      &rc);
-  EXPECT_EQ(rc, 0) << log;
-  if (rc != 0) return -1;
-  const std::string run = shell(
-      fmt::format("timeout 120 qemu-system-arm -machine {} -nographic -monitor none -serial none "
-                  "-semihosting-config enable=on,target=native -icount shift=0 -kernel '{}' 2>&1",
-                  board.machine, elf.string()),
-      &rc);
-  EXPECT_EQ(rc, 0) << run.substr(0, 2000);
-  std::stringstream lines(run);
-  size_t row = 0;
-  long long insn = -1;
-  for (std::string line; std::getline(lines, line);) {
-    std::stringstream l(line);
-    std::string tag;
-    l >> tag;
-    if (tag == "insn_per_inference") l >> insn;
-    if (tag != "o") continue;
-    if (row >= want.size()) break;
-    std::vector<int32_t> got;
-    for (long long v; l >> v;) got.push_back(static_cast<int32_t>(v));
-    EXPECT_EQ(got, want[row]) << board.cpu << " sample " << row;
-    if (got != want[row]) return -1;
-    ++row;
-  }
-  EXPECT_EQ(row, want.size()) << run.substr(0, 2000);
-  return insn;
-}
 
 TEST_P(CortexmFirmware, QemuOutputsEqualTheHostReference) {
   const Board board = GetParam();
-  if (arm_gcc().empty())
-    GTEST_SKIP() << "arm-none-eabi-gcc is not on PATH (apt install gcc-arm-none-eabi "
-                    "libnewlib-arm-none-eabi)";
-  if (shell("command -v qemu-system-arm").empty())
-    GTEST_SKIP() << "qemu-system-arm is not on PATH (apt install qemu-system-arm)";
-  if (shell(fmt::format("qemu-system-arm -machine help | grep -w {}", board.machine)).empty())
-    GTEST_SKIP() << "this qemu-system-arm has no machine " << board.machine;
+  if (std::string why = firmware_skip_reason(board); !why.empty()) GTEST_SKIP() << why;
   const Compiled& c = compiled();
   const long long insn = run_firmware(board, c.dir, c.inputs, c.outputs);
   EXPECT_GT(insn, 0);
@@ -372,14 +281,7 @@ TEST_P(CortexmFirmware, QemuOutputsEqualTheHostReference) {
   RecordProperty("instructions_per_inference", std::to_string(insn));
 }
 
-INSTANTIATE_TEST_SUITE_P(Boards, CortexmFirmware,
-                         ::testing::Values(Board{"cortex-m4", "mps2-an386"},
-                                           Board{"cortex-m7", "mps2-an500"},
-                                           Board{"cortex-m55", "mps3-an547"}),
-                         [](const auto& info) {
-                           std::string n = info.param.cpu;
-                           n.erase(std::remove(n.begin(), n.end(), '-'), n.end());
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Boards, CortexmFirmware, ::testing::ValuesIn(boards()),
+                         [](const auto& info) { return board_test_name(info.param); });
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "gemm_call.h"
 #include "linalg_kernels.h"
 #include "nn_kernels.h"
+#include "qconv.h"
 #include "qmatmul.h"
 #include "rlx/core/error.h"
 #include "rlx/core/tensor.h"
@@ -155,7 +156,8 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
                                  "native:Linear",
                                  "native:DequantMatMul",
                                  "native:DequantizeRows",
-                                 "native:QMatMul"};
+                                 "native:QMatMul",
+                                 "native:QConv"};
   if (std::find_if(std::begin(kKnown), std::end(kKnown),
                    [&](const char* s) { return k.callee == s; }) == std::end(kKnown) &&
       !is_nn_callee(k.callee) && !is_splat_callee(k.callee) && !is_linalg_callee(k.callee) &&
@@ -191,6 +193,7 @@ void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
   if (c == "native:Linear") return linear(ptrs);
   if (c == "native:DequantMatMul") return run_dequant_matmul(k_, in_, out_, ptrs);
   if (c == "native:DequantizeRows") return run_dequantize_rows(k_, in_, ptrs);
+  if (c == "native:QConv") return run_qconv(k_, in_, out_, ptrs);
   if (is_nn_callee(c)) return run_nn_kernel(k_, in_, out_, ptrs);          // nn_kernels.h
   if (is_splat_callee(c)) return run_splat_kernel(k_, in_, ptrs);           // splat_kernels.h
   if (is_linalg_callee(c)) return run_linalg_kernel(k_, in_, out_, ptrs);  // linalg_kernels.h

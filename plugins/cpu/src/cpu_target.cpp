@@ -12,6 +12,7 @@
 #include "linalg_kernels.h"
 #include "nn_kernels.h"
 #include "prebuilt_kernels.h"
+#include "qconv.h"
 #include "qmatmul.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
@@ -47,6 +48,7 @@ class CpuTarget final : public sdk::TargetPlugin {
     }
     if (s.op == "DequantMatMul" || s.op == "DequantizeRows") return claim_block_op(s);
     if (s.op == "QMatMul") return claim_qmatmul(s);
+    if (s.op == "QConv") return claim_qconv(s);
     if (auto v = claim_nn_op(s)) return *v;  // Attention, LayerNorm, RMSNorm, Softmax
     if (auto v = claim_splat_op(s)) return *v;    // Gaussian splatting, forward and backward
     if (auto v = claim_linalg_op(s)) return *v;   // LAPACK, CSR and KLU (linalg_kernels.h)

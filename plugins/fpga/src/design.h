@@ -12,7 +12,7 @@
 
 namespace rlx::fpga {
 
-using int8::DenseLayer;
+using int8::Layer;
 using int8::Int8Program;
 
 // The module names the design uses; the top is what a simulator or synthesis tool is given.
@@ -28,7 +28,7 @@ inline constexpr int32_t kMaxParallelism = 64;
 int32_t parallelism_from_environment();
 
 // Weight words of one layer: ceil(k / p) words of p int8 lanes per output.
-int32_t chunks_per_output(const DenseLayer& l, int32_t p);
+int32_t chunks_per_output(const Layer& l, int32_t p);
 
 // The file names of layer i's module and ROMs.
 std::string layer_module_name(size_t i);
@@ -36,7 +36,7 @@ std::string layer_file(size_t i);
 std::string rom_file(size_t i, const char* what);  // what: "weights", "bias", "mult", "shift"
 
 // The SystemVerilog of layer i (its ROM files named by rom_file).
-std::string layer_module(const DenseLayer& l, size_t i, int32_t p);
+std::string layer_module(const Layer& l, size_t i, int32_t p);
 // The top module: the layers chained, the input and output streams at its ports.
 std::string top_module(const Int8Program& prog);
 
@@ -45,7 +45,7 @@ std::string top_module(const Int8Program& prog);
 int64_t cycles_per_inference(const Int8Program& prog, int32_t p);
 
 // Writes the $readmemh files of layer i into dir; returns their names.
-std::vector<std::string> write_roms(const DenseLayer& l, size_t i, int32_t p,
+std::vector<std::string> write_roms(const Layer& l, size_t i, int32_t p,
                                     const std::filesystem::path& dir);
 
 // README.md (how to simulate and synthesize, the I/O layout) and fpga_design.json (the same

@@ -82,7 +82,7 @@ std::string design_readme(const Int8Program& prog, int32_t p) {
       fmt::arg("xs", prog.input_scale), fmt::arg("xz", prog.input_zero),
       fmt::arg("n", prog.output_size), fmt::arg("p", p));
   for (size_t i = 0; i < prog.layers.size(); ++i) {
-    const DenseLayer& l = prog.layers[i];
+    const Layer& l = prog.layers[i];
     s += fmt::format("| {} | {} | {} | {} | {}{} | {} |\n", i, l.name, l.k, l.n,
                      l.int8_out ? "int8" : "int32", l.relu ? ", ReLU" : "",
                      chunks_per_output(l, p) + (l.int8_out ? 4 : 3));
@@ -111,7 +111,7 @@ std::string design_json(const Int8Program& prog, int32_t p) {
     scales += fmt::format("{}{}", scales.empty() ? "" : ", ", v);
   std::string layers;
   for (size_t i = 0; i < prog.layers.size(); ++i) {
-    const DenseLayer& l = prog.layers[i];
+    const Layer& l = prog.layers[i];
     layers += fmt::format(
         "{}    {{\"module\": \"{}\", \"name\": {}, \"in\": {}, \"out\": {}, \"output\": \"{}\", "
         "\"relu\": {}, \"cycles_per_output\": {}}}",

@@ -16,10 +16,12 @@ namespace {
 
 const int8::TargetWords kWords = {
     "fpga", "fpga generates int8 datapaths only (MAC arrays without float units)",
-    "QMatMul with calibrated activations, Relu",
+    "QMatMul with calibrated activations, Relu, Clip",
     "fpga does not generate Softmax yet: end the graph at the last quantized dense layer, whose "
     "int32 accumulators are the design's output (real = acc * scale, the scales in "
-    "fpga_design.json), and take the softmax on the host"};
+    "fpga_design.json), and take the softmax on the host",
+    "fpga generates dense layers only so far (no convolution, pooling or residual datapath); "
+    "cortexm lowers int8 convolution networks"};
 
 class FpgaTarget final : public sdk::TargetPlugin {
  public:
@@ -55,6 +57,11 @@ class FpgaTarget final : public sdk::TargetPlugin {
           "fpga: the graph ends in a Softmax, which the target does not generate yet; end it "
           "at the last quantized dense layer (int32 accumulators) and take the softmax on the "
           "host");
+    for (const int8::Layer& l : prog.layers)  // claim_native refuses them first
+      if (l.kind != int8::LayerKind::kDense || l.residual)
+        throw_unsupported(fmt::format(
+            "fpga: {} is a {} layer{}; the target generates plain dense layers only so far",
+            l.name, int8::layer_kind_name(l.kind), l.residual ? " with a residual add" : ""));
     return write_design(prog, p, dir);
   }
 

@@ -30,7 +30,7 @@ std::string sv_int64(int64_t v) {
 
 }  // namespace
 
-int32_t chunks_per_output(const DenseLayer& l, int32_t p) {
+int32_t chunks_per_output(const Layer& l, int32_t p) {
   return (l.k + p - 1) / p;
 }
 
@@ -45,7 +45,7 @@ std::string rom_file(size_t i, const char* what) {
   return fmt::format("dense{}_{}.hex", i, what);
 }
 
-std::string layer_module(const DenseLayer& l, size_t i, int32_t p) {
+std::string layer_module(const Layer& l, size_t i, int32_t p) {
   const int32_t c = chunks_per_output(l, p);
   const int32_t padded = c * p;             // register file entries, the padding reads as 0
   const int32_t iw = bits_for(padded - 1);  // index of an input

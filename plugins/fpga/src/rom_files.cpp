@@ -19,7 +19,7 @@ void write_lines(const std::filesystem::path& file, const std::string& text) {
 
 }  // namespace
 
-std::vector<std::string> write_roms(const DenseLayer& l, size_t i, int32_t p,
+std::vector<std::string> write_roms(const Layer& l, size_t i, int32_t p,
                                     const std::filesystem::path& dir) {
   const int32_t c = chunks_per_output(l, p);
   std::string weights, bias, mult, shift;

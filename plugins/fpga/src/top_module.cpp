@@ -55,7 +55,7 @@ int64_t cycles_per_inference(const Int8Program& prog, int32_t p) {
   // chunks plus DRAIN, SCALE, ROUND (int8 outputs only) and EMIT. The next layer takes each
   // output in its EMIT cycle, so it has loaded everything when the last one is handed over.
   int64_t cycles = prog.input_size;
-  for (const DenseLayer& l : prog.layers)
+  for (const Layer& l : prog.layers)
     cycles += int64_t{l.n} * (chunks_per_output(l, p) + (l.int8_out ? 4 : 3));
   return cycles;
 }
