@@ -103,7 +103,24 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
   };
 
   b.set_loc("embed_tokens");
-  ValueId h = w.embedding("model.embed_tokens.weight", c.vocab, H, ids);
+  // A vocabulary-parallel shard (shard.h) holds rows [first, first + V) of the table and of
+  // the head.
+  const int64_t V = c.vocab_parallel ? c.vocab / c.tensor_parallel : c.vocab;
+  ValueId h;
+  if (c.vocab_parallel) {
+    // Ids outside this rank's rows look up row 0 and are zeroed; the AllReduce adds every
+    // rank's rows, so each token's embedding comes from the rank that holds it.
+    const double first = static_cast<double>(c.tensor_parallel_rank * V);
+    ValueId local = b.sub(ids, b.full_like(ids, first));
+    ValueId mine = b.binary("and", b.binary("ge", local, b.full_like(local, 0.0)),
+                            b.binary("lt", local, b.full_like(local, static_cast<double>(V))));
+    ValueId rows = w.embedding("model.embed_tokens.weight", V, H,
+                               b.select(mine, local, b.full_like(local, 0.0)));
+    ValueId held = b.broadcast_in_dim(b.convert(mine, DType::kF32), b.type(rows).shape, {0, 1});
+    h = b.op("AllReduce", {b.mul(rows, held)}, {{"reduce", std::string("sum")}});
+  } else {
+    h = w.embedding("model.embed_tokens.weight", c.vocab, H, ids);
+  }
   if (style.embed_scale != 1.0) h = b.mul(h, b.full_like(h, style.embed_scale));
 
   std::vector<std::pair<std::string, ValueId>> presents;
@@ -181,8 +198,16 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
   h = norm(h, "model.norm.weight", H);
   const bool tied = c.tie_embeddings && !source.has("lm_head.weight");
   // A tied head is the embedding table's param again: quantized, the same byte rows.
-  LinearWeight head = w.matrix(tied ? "model.embed_tokens.weight" : "lm_head.weight", c.vocab, H);
-  output(b, linear(b, h, head), "logits");
+  LinearWeight head = w.matrix(tied ? "model.embed_tokens.weight" : "lm_head.weight", V, H);
+  ValueId logits = linear(b, h, head);
+  if (c.vocab_parallel) {
+    // Each rank's logits are a block of the vocabulary; AllGather stacks the blocks along its
+    // first dim, so the vocabulary goes first and back.
+    logits = b.transpose(logits, {2, 0, 1});
+    logits = b.op("AllGather", {logits}, {{"world", c.tensor_parallel}});
+    logits = b.transpose(logits, {1, 2, 0});
+  }
+  output(b, logits, "logits");
   if (which != DecoderGraph::kMain)
     for (auto& [name, v] : presents) output(b, v, name);
   return g;

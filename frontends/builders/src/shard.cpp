@@ -11,7 +11,6 @@ namespace rlx::frontends::detail {
 
 namespace {
 
-// Which part of a weight a rank keeps.
 // Which part of a weight a rank keeps; kOnce: a bias added after a product whose outputs are
 // partial sums, kept by rank 0 and zero elsewhere, so the AllReduce adds it once.
 enum class Split { kNone, kRows, kColumns, kOnce };
@@ -68,6 +67,9 @@ class ShardedWeights final : public WeightSource {
     if (std::regex_search(name, kAttnOut)) return {Split::kColumns, c_.heads * c_.head_dim};
     if (std::regex_search(name, kMlpOut)) return {Split::kColumns, c_.intermediate};
     if (std::regex_search(name, kOutBias)) return {Split::kOnce, 0};
+    if ((name == "model.embed_tokens.weight" || name == "lm_head.weight") &&
+        splits_vocab(c_, tp_))
+      return {Split::kRows, c_.vocab};
     return {Split::kNone, 0};
   }
 
@@ -120,7 +122,13 @@ TransformerConfig shard_config(const TransformerConfig& c, const TensorParallel&
   if (c.arch != "bert") s.kv_heads /= tp.size;
   s.intermediate /= tp.size;
   s.tensor_parallel = tp.size;
+  s.tensor_parallel_rank = tp.rank;
+  s.vocab_parallel = splits_vocab(c, tp);
   return s;
+}
+
+bool splits_vocab(const TransformerConfig& c, const TensorParallel& tp) {
+  return c.arch != "bert" && tp.size > 1 && c.vocab % tp.size == 0;
 }
 
 std::unique_ptr<WeightSource> shard_weights(const WeightSource& source, const TransformerConfig& c,

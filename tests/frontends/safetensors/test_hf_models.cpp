@@ -198,9 +198,9 @@ TEST(HfDecoder, ShardedCheckpointGivesTheSameLogitsAsOneFile) {
   EXPECT_EQ(max_abs_diff(l1, l2), 0.0);
 }
 
-// 16-bit weights are cast to f32 in the graph: the same values stored as f32 give the same logits.
-// A tensor-parallel rank's shard (shard.h): half of qwen3-tiny's heads and MLP columns, sliced
-// from the checkpoint, with an AllReduce after each row-parallel product (2 per layer).
+// A tensor-parallel rank's shard (shard.h): half of qwen3-tiny's heads, MLP columns and
+// vocabulary, sliced from the checkpoint, with an AllReduce after each row-parallel product (2 per
+// layer) and the embedding, and an AllGather of the logits.
 TEST(HfDecoder, TensorParallelShardHoldsItsShareOfTheWeights) {
   RLX_FIXTURE(dir, "qwen3-tiny");
   ImportOptions o;
@@ -219,13 +219,17 @@ TEST(HfDecoder, TensorParallelShardHoldsItsShareOfTheWeights) {
   EXPECT_EQ(param("model.layers.0.self_attn.o_proj.weight"), "f32[128,64]");
   EXPECT_EQ(param("model.layers.0.mlp.up_proj.weight"), "f32[192,128]");
   EXPECT_EQ(param("model.layers.0.mlp.down_proj.weight"), "f32[128,192]");
-  int64_t reduces = 0;
-  for (const Node& n : main.nodes) reduces += n.op == "AllReduce";
+  // The vocabulary of 2048 too: rows 1024.. of the embedding table, which is also the head.
+  EXPECT_EQ(param("model.embed_tokens.weight"), "f32[1024,128]");
+  EXPECT_EQ(param("lm_head.weight"), "missing");
+  int64_t reduces = 0, gathers = 0;
+  for (const Node& n : main.nodes) reduces += n.op == "AllReduce", gathers += n.op == "AllGather";
+  EXPECT_EQ(gathers, 1);  // the logits
   Model whole = load_model(dir);
   int64_t layers = 0;
   for (const auto& [name, w] : whole.graph("main").weights)
     layers += name.find("input_layernorm") != std::string::npos;
-  EXPECT_EQ(reduces, 2 * layers);
+  EXPECT_EQ(reduces, 2 * layers + 1);  // and the embedding's
   // Rank 1 holds rows 64..127 of q_proj: the second half of the whole model's.
   const Tensor& part = main.weights.at("model.layers.0.self_attn.q_proj.weight");
   const Tensor& all = whole.graph("main").weights.at("model.layers.0.self_attn.q_proj.weight");
@@ -238,6 +242,7 @@ TEST(HfDecoder, TensorParallelShardHoldsItsShareOfTheWeights) {
       << sig(decode, decode.inputs);
 }
 
+// 16-bit weights are cast to f32 in the graph: the same values stored as f32 give the same logits.
 TEST(HfDecoder, SixteenBitWeightsComputeInF32) {
   for (DType dt : {DType::kF16, DType::kBF16}) {
     TinyDecoder d;

@@ -44,6 +44,11 @@ struct TransformerConfig {
   // shard (heads, kv_heads and intermediate already divided), whose row-parallel products end
   // in an AllReduce.
   int64_t tensor_parallel = 1;
+  // This shard's rank, and whether the vocabulary is split too (decoders whose vocab divides by
+  // the ranks): the shard then holds rows [rank * vocab / tensor_parallel, ...) of the embedding
+  // table and the lm head (vocab stays the whole model's).
+  int64_t tensor_parallel_rank = 0;
+  bool vocab_parallel = false;
 };
 
 // A weight as stored. Either `dense` is set, or `qtype` names a block format (GGUF "q4_k", ...)
