@@ -84,8 +84,9 @@ double accuracy(std::shared_ptr<Target> target, const std::vector<int64_t>& size
 int train_main(const TrainOptions& o, const GlobalOptions& global) {
   if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
   const JobRank job = job_rank();
-  if (job.world > 1 && (o.task || !is_mlp_spec(o.model)))
-    throw UsageError("data-parallel training (--nproc, mpirun) takes --model mlp:... so far",
+  if (job.world > 1 && o.task)
+    throw UsageError("data-parallel training (--nproc, mpirun) takes --model mlp:... or a model "
+                     "file so far, not --task",
                      "train this model in one process");
   if (o.task) return train_task_main(o, global);
   if (!is_mlp_spec(o.model)) return train_file_main(o, global);

@@ -1,6 +1,7 @@
 // `rlx train --model FILE --data DATA`: a model file whose graph ends in its loss (IR text with
 // its params' .safetensors beside it, ONNX, or what another importer reads), trained on batches
-// cut from DATA; and the epoch loop both `rlx train` paths run.
+// cut from DATA, in one process or data-parallel over ranks; and the epoch loop both `rlx train`
+// paths run.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "errors.h"
 #include "model.h"
 #include "numpy_files.h"
+#include "ranks.h"
 #include "rlx/core/error.h"
 #include "rlx/core/host_memory.h"
 #include "rlx/core/plot.h"
@@ -156,9 +158,65 @@ std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int
   return batches;
 }
 
+namespace {
+
+// Data parallelism over a model file: rank r takes rows [r * share, (r + 1) * share) of every
+// batch, and the step averages the ranks' losses and gradients (OptimizerConfig::data_parallel).
+// That is the whole batch's step only for a loss that is a mean over the samples, which is
+// checked on the first batch with the initial parameters: the whole batch's loss must be the
+// mean of its shares' losses.
+std::vector<NamedTensors> rank_shares(const Graph& g, const std::shared_ptr<Target>& target,
+                                      const std::vector<NamedTensors>& batches,
+                                      const TrainOptions& o, const JobRank& job) {
+  if (o.batch % job.world)
+    throw UsageError(fmt::format("--batch {} does not split into {} equal shares, one a rank",
+                                 o.batch, job.world),
+                     fmt::format("give a --batch that divides by {}", job.world));
+  for (ValueId v : g.inputs)
+    if (g.type(v).shape[0].is_static())
+      throw UsageError(
+          fmt::format("data-parallel training runs {} on shares of {} samples, and its input "
+                      "'{}' is {}, with a fixed first dim",
+                      o.model, o.batch / job.world, g.values[v].name, g.type(v).str()),
+          "give the model's inputs a symbolic first dim (f32[B,...]), or train in one process");
+  const int64_t share = o.batch / job.world;
+  auto share_of = [&](const NamedTensors& batch, int64_t r, const std::shared_ptr<Target>& t) {
+    NamedTensors in;
+    for (const auto& [name, tensor] : batch) in[name] = rows(tensor, r * share, share, t);
+    return in;
+  };
+  Session session(target);
+  CompiledModel forward = session.compile(g);
+  const std::string loss = g.values[g.outputs[0]].name;
+  auto loss_of = [&](const NamedTensors& in) { return forward.run(in).at(loss).scalar_at(0); };
+  const double whole = loss_of(batches[0]);
+  double sum = 0;
+  for (int64_t r = 0; r < job.world; ++r) sum += loss_of(share_of(batches[0], r, nullptr));
+  const double mean = sum / static_cast<double>(job.world);
+  auto near = [&](double v) {
+    return std::fabs(whole - v) <= 1e-4 * std::max(1.0, std::fabs(whole));
+  };
+  if (!near(mean))
+    throw CliError(
+        fmt::format("data-parallel training averages the ranks' losses and gradients, which is "
+                    "the whole batch's step only for a loss that is a mean over the samples; the "
+                    "loss of {} is {:.6g} on the first batch and {:.6g} on average over its {} "
+                    "shares{}",
+                    o.model, whole, mean, job.world,
+                    near(sum) ? " (it sums over the samples)" : ""),
+        "divide the loss by the batch size (dim_size of the first dim gives it), or train in "
+        "one process");
+  std::vector<NamedTensors> mine;
+  for (const NamedTensors& batch : batches) mine.push_back(share_of(batch, job.rank, target));
+  return mine;
+}
+
+}  // namespace
+
 int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
   StderrStatus status(global.quiet);
-  const OptimizerConfig optimizer = parse_optimizer(o.optimizer);
+  const JobRank job = job_rank();
+  OptimizerConfig optimizer = parse_optimizer(o.optimizer);
   const std::optional<fs::path> save_path = writable_path(o.save, "--save");
   const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
@@ -179,12 +237,19 @@ int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
                    "model's .safetensors)");
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   require_can_execute(*target, target->name(), o.model);
-  const std::vector<NamedTensors> batches =
-      cut_batches(g, read_training_data(o.data), o.batch, o.model, o.data, target);
+  std::vector<NamedTensors> batches = cut_batches(g, read_training_data(o.data), o.batch, o.model,
+                                                  o.data, job.world > 1 ? nullptr : target);
+  std::shared_ptr<Channel> channel;
+  if (job.world > 1) {
+    batches = rank_shares(g, target, batches, o, job);
+    optimizer.data_parallel = job.world;
+    channel = join_ranks(*target, o.ranks);
+  }
   Trainer trainer(target, g, optimizer);
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "samples");
-  if (save_path) trainer.save(*save_path);
-  if (plot_path) write_png(*plot_path, loss_plot(log.step_losses));
+  // Every rank holds the same parameters: rank 0 writes the files.
+  if (save_path && job.rank == 0) trainer.save(*save_path);
+  if (plot_path && job.rank == 0) write_png(*plot_path, loss_plot(log.step_losses));
   const int64_t arena = trainer.arena_bytes(batches[0]);
   if (o.json) {
     json::Object doc{{"samples_per_s", jnumber(std::round(log.last_rate))},

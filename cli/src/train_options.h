@@ -22,7 +22,7 @@ struct TrainOptions {
   int64_t batch = 128, epochs = 1, seed = 0;
   std::optional<std::string> save, plot, task;
   bool json = false;
-  RankOptions ranks;  // --nproc: data-parallel ranks (the built-in MLP so far)
+  RankOptions ranks;  // --nproc: data-parallel ranks (the built-in MLP and model files)
 };
 
 // Whether --model names the built-in MLP ("mlp:IN,HIDDEN...,OUT") rather than a file.

@@ -84,8 +84,9 @@ def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike =
     ``task="causal-lm"``, ``model`` is a Hugging Face decoder folder trained on next-token
     prediction of ``data``'s ``input_ids`` (int64 [N, S]); ``save`` is then a folder that
     ``rlx.load`` and ``rlx.generate`` take like the original, and the record has ``first_loss``
-    and ``last_loss``. ``nproc`` trains the built-in MLP data-parallel on that many ranks (each an
-    equal share of every batch, gradients averaged), with the single process's loss curve."""
+    and ``last_loss``. ``nproc`` trains the built-in MLP or a model file data-parallel on that
+    many ranks (each an equal share of every batch, gradients averaged), with the single
+    process's loss curve; a model file's loss must be a mean over the samples (checked)."""
     args = ["train", "--model", os.fspath(model), "--data", os.fspath(data)] + _flag("task", task)
     args += _flag("optimizer", optimizer) + _flag("batch", batch) + _flag("epochs", epochs)
     args += _flag("target", target) + _flag("seed", seed) + _flag("nproc", nproc)

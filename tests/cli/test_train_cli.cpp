@@ -199,6 +199,50 @@ TEST_F(TrainFileTest, TrainsAGraphThatEndsInItsLoss) {
   EXPECT_NEAR(saved.at("b").as<float>()[0], 0.25, 1e-3);
 }
 
+// A model file trained data-parallel: the same linear regression with a mean loss (the sum over
+// dim_size of the batch) follows the single process's loss curve over 2 ranks; the summed loss
+// is refused, since averaging the ranks' gradients would halve its steps.
+TEST_F(TrainFileTest, DataParallelRanksFollowTheSingleProcessWithAMeanLoss) {
+  const fs::path mean = write("linreg_mean.rlx",
+                              "graph @linreg(%x: f32[B,3], %y: f32[B,1]) params(%w: f32[1,3], "
+                              "%b: f32[1]) {\n"
+                              "  %p = Linear(%x, %w, %b) : f32[B,1]\n"
+                              "  %d = Sub(%p, %y) : f32[B,1]\n"
+                              "  %s = Mul(%d, %d) : f32[B,1]\n"
+                              "  %t = reduce_sum(%s) {axes = [0, 1]} : f32[]\n"
+                              "  %n = dim_size(%x) {dim = 0} : i64[]\n"
+                              "  %nf = convert(%n) {dtype = f32} : f32[]\n"
+                              "  %loss = div(%t, %nf) : f32[]\n"
+                              "  return %loss\n}\n");
+  fs::copy_file(dir_ / "linreg.safetensors", dir_ / "linreg_mean.safetensors");
+  auto losses = [&](const fs::path& model, std::vector<std::string> more) {
+    std::vector<std::string> args = {"train",    "--model", model.string(), "--data",
+                                     data_.string(), "--batch", "32", "--epochs", "3", "--json",
+                                     "--collective-timeout", "60"};
+    args.insert(args.end(), more.begin(), more.end());
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 0) << dump(r);
+    std::vector<double> out;
+    if (r.exit_code != 0) return out;
+    const json::Value doc = parse_json(r);
+    for (const json::Value& v : *doc.find("epoch_losses")->as_array())
+      out.push_back(v.as_number()->value);
+    return out;
+  };
+  const std::vector<double> one = losses(mean, {});
+  ASSERT_EQ(one.size(), 3u);
+  EXPECT_LT(one[2], one[0]);
+  const std::vector<double> two = losses(mean, {"--nproc", "2"});
+  ASSERT_EQ(two.size(), one.size());
+  for (size_t e = 0; e < one.size(); ++e)
+    EXPECT_NEAR(two[e], one[e], 1e-5 * std::abs(one[e])) << "epoch " << e + 1;
+  ProcessResult summed = rlx({"train", "--model", model_.string(), "--data", data_.string(),
+                              "--batch", "32", "--nproc", "2", "--collective-timeout", "60"});
+  EXPECT_NE(summed.exit_code, 0) << dump(summed);
+  EXPECT_THAT(summed.err, HasSubstr("it sums over the samples")) << dump(summed);
+  EXPECT_THAT(summed.err, HasSubstr("divide the loss by the batch size")) << dump(summed);
+}
+
 TEST_F(TrainFileTest, DataAndModelErrorsNameTheProblem) {
   auto err = [&](std::vector<std::string> args) {
     std::vector<std::string> all = {"train", "--model", model_.string(), "--batch", "16"};
