@@ -84,10 +84,6 @@ double accuracy(std::shared_ptr<Target> target, const std::vector<int64_t>& size
 int train_main(const TrainOptions& o, const GlobalOptions& global) {
   if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
   const JobRank job = job_rank();
-  if (job.world > 1 && o.task)
-    throw UsageError("data-parallel training (--nproc, mpirun) takes --model mlp:... or a model "
-                     "file so far, not --task",
-                     "train this model in one process");
   if (o.task) return train_task_main(o, global);
   if (!is_mlp_spec(o.model)) return train_file_main(o, global);
   StderrStatus status(global.quiet);
@@ -95,11 +91,7 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   OptimizerConfig optimizer = parse_optimizer(o.optimizer);
   // Data parallelism: each rank takes an equal share of every batch, and the step averages the
   // gradients over the ranks (OptimizerConfig::data_parallel).
-  if (job.world > 1 && o.batch % job.world)
-    throw UsageError(fmt::format("--batch {} does not split into {} equal shares, one a rank",
-                                 o.batch, job.world),
-                     fmt::format("give a --batch that divides by {}", job.world));
-  const int64_t share = o.batch / job.world;
+  const int64_t share = rank_share(o, job);
   optimizer.data_parallel = job.world;
   const std::optional<fs::path> save_path = writable_path(o.save, "--save");
   const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");

@@ -158,6 +158,25 @@ std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int
   return batches;
 }
 
+int64_t rank_share(const TrainOptions& o, const JobRank& job) {
+  if (o.batch % job.world)
+    throw UsageError(fmt::format("--batch {} does not split into {} equal shares, one a rank",
+                                 o.batch, job.world),
+                     fmt::format("give a --batch that divides by {}", job.world));
+  return o.batch / job.world;
+}
+
+std::vector<NamedTensors> rank_rows(const std::vector<NamedTensors>& batches, int64_t share,
+                                    int32_t rank, const std::shared_ptr<Target>& target) {
+  std::vector<NamedTensors> mine;
+  for (const NamedTensors& batch : batches) {
+    NamedTensors in;
+    for (const auto& [name, tensor] : batch) in[name] = rows(tensor, rank * share, share, target);
+    mine.push_back(std::move(in));
+  }
+  return mine;
+}
+
 namespace {
 
 // Data parallelism over a model file: rank r takes rows [r * share, (r + 1) * share) of every
@@ -168,10 +187,7 @@ namespace {
 std::vector<NamedTensors> rank_shares(const Graph& g, const std::shared_ptr<Target>& target,
                                       const std::vector<NamedTensors>& batches,
                                       const TrainOptions& o, const JobRank& job) {
-  if (o.batch % job.world)
-    throw UsageError(fmt::format("--batch {} does not split into {} equal shares, one a rank",
-                                 o.batch, job.world),
-                     fmt::format("give a --batch that divides by {}", job.world));
+  const int64_t share = rank_share(o, job);
   for (ValueId v : g.inputs)
     if (g.type(v).shape[0].is_static())
       throw UsageError(
@@ -179,19 +195,14 @@ std::vector<NamedTensors> rank_shares(const Graph& g, const std::shared_ptr<Targ
                       "'{}' is {}, with a fixed first dim",
                       o.model, o.batch / job.world, g.values[v].name, g.type(v).str()),
           "give the model's inputs a symbolic first dim (f32[B,...]), or train in one process");
-  const int64_t share = o.batch / job.world;
-  auto share_of = [&](const NamedTensors& batch, int64_t r, const std::shared_ptr<Target>& t) {
-    NamedTensors in;
-    for (const auto& [name, tensor] : batch) in[name] = rows(tensor, r * share, share, t);
-    return in;
-  };
   Session session(target);
   CompiledModel forward = session.compile(g);
   const std::string loss = g.values[g.outputs[0]].name;
   auto loss_of = [&](const NamedTensors& in) { return forward.run(in).at(loss).scalar_at(0); };
   const double whole = loss_of(batches[0]);
   double sum = 0;
-  for (int64_t r = 0; r < job.world; ++r) sum += loss_of(share_of(batches[0], r, nullptr));
+  const std::vector<NamedTensors> first(batches.begin(), batches.begin() + 1);
+  for (int32_t r = 0; r < job.world; ++r) sum += loss_of(rank_rows(first, share, r, nullptr)[0]);
   const double mean = sum / static_cast<double>(job.world);
   auto near = [&](double v) {
     return std::fabs(whole - v) <= 1e-4 * std::max(1.0, std::fabs(whole));
@@ -206,9 +217,7 @@ std::vector<NamedTensors> rank_shares(const Graph& g, const std::shared_ptr<Targ
                     near(sum) ? " (it sums over the samples)" : ""),
         "divide the loss by the batch size (dim_size of the first dim gives it), or train in "
         "one process");
-  std::vector<NamedTensors> mine;
-  for (const NamedTensors& batch : batches) mine.push_back(share_of(batch, job.rank, target));
-  return mine;
+  return rank_rows(batches, share, job.rank, target);
 }
 
 }  // namespace

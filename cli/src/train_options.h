@@ -22,7 +22,7 @@ struct TrainOptions {
   int64_t batch = 128, epochs = 1, seed = 0;
   std::optional<std::string> save, plot, task;
   bool json = false;
-  RankOptions ranks;  // --nproc: data-parallel ranks (the built-in MLP and model files)
+  RankOptions ranks;  // --nproc: data-parallel ranks
 };
 
 // Whether --model names the built-in MLP ("mlp:IN,HIDDEN...,OUT") rather than a file.
@@ -66,6 +66,13 @@ TensorMap read_training_data(const std::string& path);
 std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int64_t batch,
                                       const std::string& model, const std::string& data_path,
                                       const std::shared_ptr<Target>& target);
+
+// Data parallelism: the share of every batch each rank takes (--batch divided by the ranks; a
+// usage error when it does not divide), and rank job.rank's rows [rank * share, ...) of each
+// batch (in `target`'s fast host memory when given).
+int64_t rank_share(const TrainOptions& o, const JobRank& job);
+std::vector<NamedTensors> rank_rows(const std::vector<NamedTensors>& batches, int64_t share,
+                                    int32_t rank, const std::shared_ptr<Target>& target);
 
 // `rlx train --model FILE --data DATA`: the graph's first output is the loss, its params are
 // trained, and DATA (.safetensors or .npz) holds one tensor per graph input, samples along the

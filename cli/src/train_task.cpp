@@ -20,6 +20,7 @@
 #include "rlx/core/plot.h"
 #include "rlx/core/png.h"
 #include "rlx/core/safetensors.h"
+#include "ranks.h"
 #include "stderr_status.h"
 #include "train_options.h"
 
@@ -131,7 +132,12 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
     throw CliError(fmt::format("--task {}: unknown task", *o.task),
                    fmt::format("tasks: {}", kTasks));
   StderrStatus status(global.quiet);
-  const OptimizerConfig optimizer = parse_optimizer(o.optimizer);
+  const JobRank job = job_rank();
+  OptimizerConfig optimizer = parse_optimizer(o.optimizer);
+  // Data parallelism: each rank its share of every batch; the loss is the mean cross-entropy
+  // over the batch's tokens, so the ranks' mean is the whole batch's.
+  const int64_t share = rank_share(o, job);
+  optimizer.data_parallel = job.world;
   const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
   std::error_code ec;
   if (!fs::is_directory(o.model, ec))
@@ -154,7 +160,7 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
   if (seq < 2)
     throw_user_error(fmt::format(
         "--data {}: sequences of {} token(s) have no next token to predict", o.data, seq));
-  const Graph g = causal_lm_graph(model.graph("main"), o.batch, seq, o.model);
+  const Graph g = causal_lm_graph(model.graph("main"), share, seq, o.model);
   // A token id outside the vocabulary would be a wrong loss, not an error, inside the graph.
   const Graph& main = model.graph("main");
   const int64_t vocab = main.type(main.outputs[0]).shape[2].value;
@@ -166,11 +172,21 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
           i / seq, i % seq, ids.as<int64_t>()[i], o.model, vocab));
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   require_can_execute(*target, target->name(), o.model);
-  const std::vector<NamedTensors> batches = cut_batches(g, data, o.batch, o.model, o.data, target);
+  std::vector<NamedTensors> batches;
+  std::shared_ptr<Channel> channel;
+  if (job.world > 1) {
+    const Graph whole = causal_lm_graph(model.graph("main"), o.batch, seq, o.model);
+    batches = rank_rows(cut_batches(whole, data, o.batch, o.model, o.data, nullptr), share,
+                        job.rank, target);
+    channel = join_ranks(*target, o.ranks);
+  } else {
+    batches = cut_batches(g, data, o.batch, o.model, o.data, target);
+  }
   Trainer trainer(target, g, optimizer);
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "sequences");
-  if (save_path) save_model_folder(o.model, *save_path, trainer.parameters());
-  if (plot_path) write_png(*plot_path, loss_plot(log.step_losses));
+  // Every rank holds the same parameters: rank 0 writes the files.
+  if (save_path && job.rank == 0) save_model_folder(o.model, *save_path, trainer.parameters());
+  if (plot_path && job.rank == 0) write_png(*plot_path, loss_plot(log.step_losses));
   const int64_t arena = trainer.arena_bytes(batches[0]);
   if (o.json) {
     json::Object doc{{"task", jstring(*o.task)},

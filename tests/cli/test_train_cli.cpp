@@ -301,6 +301,26 @@ TEST_F(TrainCliTest, CausalLmFineTuningLearnsASequenceAndTheFolderReloads) {
                          "--batch", std::to_string(rows), "--json"});
   ASSERT_EQ(r.exit_code, 0) << dump(r);
   EXPECT_NEAR(parse_json(r).find("first_loss")->as_number()->value, want, 1e-4 * want);
+  // Two data-parallel ranks with two prompts each follow one process over three steps: the loss
+  // is a mean over equal shares of tokens, so the ranks' mean is the whole batch's.
+  auto epoch_losses = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {"train", "--model", model.string(), "--task", "causal-lm",
+                                     "--data", data.string(), "--batch", std::to_string(rows),
+                                     "--epochs", "3", "--json", "--collective-timeout", "60"};
+    args.insert(args.end(), more.begin(), more.end());
+    ProcessResult run = rlx(args);
+    EXPECT_EQ(run.exit_code, 0) << dump(run);
+    std::vector<double> out;
+    if (run.exit_code != 0) return out;
+    const json::Value doc = parse_json(run);
+    for (const json::Value& v : *doc.find("epoch_losses")->as_array())
+      out.push_back(v.as_number()->value);
+    return out;
+  };
+  const std::vector<double> one = epoch_losses({}), two = epoch_losses({"--nproc", "2"});
+  ASSERT_EQ(one.size(), 3u);
+  ASSERT_EQ(two.size(), 3u);
+  for (size_t e = 0; e < 3; ++e) EXPECT_NEAR(two[e], one[e], 1e-4 * one[e]) << "step " << e + 1;
 
   const std::vector<int64_t> sequence = {1742, 1304, 1046, 552, 630, 83, 154, 33,
                                          358, 1665, 1330, 1869, 1031, 1242, 1988, 1494};
