@@ -2,6 +2,7 @@
 #include "int8_program.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -214,6 +215,12 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
   for (ValueId v : g.outputs) ++uses[v];
 
   ValueId cur = g.inputs[0];
+  // The device keeps [C, H, W] activations as NHWC (rlx_cm_int8.h). `layout` is the [C, H, W] of
+  // the current value's NHWC order; after a reshape that flattens it, `flattened` holds it until
+  // a dense layer takes the value with its weight columns permuted to match.
+  std::vector<int64_t> layout, flattened;
+  if (std::vector<int64_t> d = sample_dims(g, cur, target); d.size() == 3) layout = d;
+  auto multi_channel = [](const std::vector<int64_t>& d) { return d.size() == 3 && d[0] > 1; };
   std::optional<Pending> pending;
   int32_t widest = 0;
   // Every node but constants must take the chain's current value, and only it may use it.
@@ -239,8 +246,20 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
   for (int32_t i = 0; i < static_cast<int32_t>(g.nodes.size()); ++i) {
     const Node& n = g.nodes[i];
     if (n.op == "constant") continue;
-    if (n.op == "reshape") {  // NCHW order is kept: a reshape moves no element
+    if (n.op == "reshape") {
       chained(i, "layers");
+      const std::vector<int64_t> out = sample_dims(g, n.outputs[0], target);
+      if (out.size() == 3) {
+        if (multi_channel(layout) && out != layout)
+          throw_user_error(fmt::format(
+              "{}: {} reshapes a [{}] activation into [{}]; the target keeps activations "
+              "channels-last, and lowers only reshapes that flatten one for a dense layer",
+              target, node_name(g, i), fmt::join(layout, ", "), fmt::join(out, ", ")));
+        layout = out;
+      } else if (!layout.empty()) {
+        flattened = layout;  // NCHW order in the graph, NHWC on the device
+        layout.clear();
+      }
       cur = n.outputs[0];
       continue;
     }
@@ -317,6 +336,7 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
       pool.in_size = numel(in);
       pool.out_size = numel(out);
       pending->pools.push_back(std::move(pool));
+      layout = out;
       cur = n.outputs[0];
       continue;
     }
@@ -356,7 +376,9 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
         p.layers.push_back(std::move(pool));
       }
     } else {
-      p.input_size = numel(sample_dims(g, g.inputs[0], target));
+      const std::vector<int64_t> dims = sample_dims(g, g.inputs[0], target);
+      p.input_size = numel(dims);
+      if (dims.size() == 3) p.input_chw.assign(dims.begin(), dims.end());
       p.input_scale = xs;
       p.input_zero = xz8;
     }
@@ -370,16 +392,54 @@ Int8Program lower_int8(const Graph& g, const std::string& target) {
     l.k = static_cast<int32_t>(w.numel() / w.shape()[0]);
     l.in_size = numel(in);
     l.out_size = numel(out);
+    const int8_t* wq = w.as<int8_t>();
+    l.w.assign(wq, wq + static_cast<size_t>(l.n) * l.k);
     if (conv) {
+      if (in.size() != 3 || !flattened.empty())
+        throw_user_error(fmt::format("{}: {} convolves a value that is not a [C, H, W] image "
+                                     "(or was flattened before it)",
+                                     target, node_name(g, i)));
       l.win = window_of(n, in, out, w.shape()[2], w.shape()[3]);
       l.win.group = static_cast<int32_t>(n.attr_int("group", 1));
       l.zero_in = xz8;
-    } else if (l.in_size != l.k) {
-      throw_user_error(fmt::format("{}: {} takes {} values per sample, its input holds {}",
-                                   target, node_name(g, i), l.k, l.in_size));
+      // [n][c / group][kh][kw] -> [n][kh][kw][c / group], the order of an NHWC window.
+      const int64_t cg = w.shape()[1], taps = w.shape()[2] * w.shape()[3];
+      for (int32_t o = 0; o < l.n; ++o)
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t t = 0; t < taps; ++t)
+            l.w[static_cast<size_t>(o) * l.k + t * cg + ci] =
+                wq[static_cast<size_t>(o) * l.k + ci * taps + t];
+      // Windows that meet padding add the input's zero point times the weights there: their sum
+      // per kernel position, so a border window adds kh * kw sums, not every weight.
+      const Window& v = l.win;
+      const bool padded = v.pt > 0 || v.pl > 0 || (v.oh - 1) * v.sh + v.kh > v.h + v.pt ||
+                          (v.ow - 1) * v.sw + v.kw > v.w + v.pl;
+      if (padded && xz8 != 0)
+        for (int32_t o = 0; o < l.n; ++o)
+          for (int64_t t = 0; t < taps; ++t) {
+            int32_t sum = 0;
+            for (int64_t ci = 0; ci < cg; ++ci) sum += l.w[static_cast<size_t>(o) * l.k + t * cg + ci];
+            l.taps.push_back(sum);
+          }
+      layout = out;
+    } else {
+      if (l.in_size != l.k)
+        throw_user_error(fmt::format("{}: {} takes {} values per sample, its input holds {}",
+                                     target, node_name(g, i), l.k, l.in_size));
+      // A flattened [C, H, W] reaches the device as NHWC: column (c H + h) W + w of the graph's
+      // weight multiplies element (h W + w) C + c.
+      const std::vector<int64_t> from = !flattened.empty() ? flattened : layout;
+      if (multi_channel(from)) {
+        const int64_t ch = from[0], hw = from[1] * from[2];
+        for (int32_t o = 0; o < l.n; ++o)
+          for (int64_t c = 0; c < ch; ++c)
+            for (int64_t q = 0; q < hw; ++q)
+              l.w[static_cast<size_t>(o) * l.k + q * ch + c] =
+                  wq[static_cast<size_t>(o) * l.k + c * hw + q];
+      }
+      flattened.clear();
+      layout.clear();
     }
-    const int8_t* wq = w.as<int8_t>();
-    l.w.assign(wq, wq + static_cast<size_t>(l.n) * l.k);
     for (int32_t o = 0; o < l.n; ++o) {
       const float sc = xs * ws.as<float>()[o];
       next.acc_scale.push_back(sc);
@@ -495,8 +555,9 @@ std::vector<int32_t> run_reference(const Int8Program& p, const int8_t* input) {
                         l.zero_out, l.lo, l.hi, b);
         break;
       case LayerKind::kConv:
-        rlx_cm_conv_s8(a, &win, l.w.data(), l.bias.data(), l.m.data(), l.r.data(), l.n, r,
-                       l.zero_in, l.zero_out, l.lo, l.hi, b);
+        rlx_cm_conv_s8(a, &win, l.w.data(), l.taps.empty() ? nullptr : l.taps.data(),
+                       l.bias.data(), l.m.data(), l.r.data(), l.n, r, l.zero_in, l.zero_out, l.lo,
+                       l.hi, b);
         break;
       case LayerKind::kMaxPool: rlx_cm_maxpool_s8(a, &win, b); break;
       case LayerKind::kAvgPool: rlx_cm_avgpool_s8(a, &win, l.zero_in, b); break;
@@ -510,7 +571,10 @@ std::vector<int8_t> quantize_input(const Int8Program& p, const float* x) {
   std::vector<uint8_t> q(p.input_size);
   quant::quantize_u8(x, p.input_size, u8, q.data());
   std::vector<int8_t> out(p.input_size);
-  for (int32_t i = 0; i < p.input_size; ++i) out[i] = static_cast<int8_t>(q[i] - 128);
+  const int32_t c = p.input_chw.empty() ? 1 : p.input_chw[0];
+  const int32_t hw = c > 1 ? p.input_size / c : p.input_size;
+  for (int32_t ch = 0; ch < c; ++ch)
+    for (int32_t i = 0; i < hw; ++i) out[i * c + ch] = static_cast<int8_t>(q[ch * hw + i] - 128);
   return out;
 }
 

@@ -43,8 +43,10 @@ struct Layer {
   int32_t n = 0, k = 0;       // dense: out and in features; conv: out channels and the
                               // weights per output channel (c / group * kh * kw); pools: 0
   Window win;                 // conv and pools
-  std::vector<int8_t> w;      // dense [n, k]; conv [n, c / group, kh, kw]
+  std::vector<int8_t> w;      // dense [n, k] (columns in the device's order); conv
+                              // [n, kh, kw, c / group] (NHWC windows)
   std::vector<int32_t> bias;  // [n]: the real bias, the input zero point's share folded in
+  std::vector<int32_t> taps;  // conv with padding: [n, kh, kw] weight sums (empty otherwise)
   bool relu = false;
   // int8 output (not the last layer): the next layer's input parameters.
   bool int8_out = true;
@@ -71,6 +73,9 @@ struct Layer {
 struct Int8Program {
   std::string input_name, output_name;
   int32_t input_size = 0;  // int8 elements of the input
+  // An image input's [C, H, W] (empty otherwise): the device takes it channels-last (NHWC), as
+  // every image activation; quantize_input puts it in that order.
+  std::vector<int32_t> input_chw;
   float input_scale = 1;   // real = input_scale * (q - input_zero)
   int32_t input_zero = 0;
   std::vector<Layer> layers;  // the last one is dense, with int32 accumulators out
@@ -104,7 +109,7 @@ Int8Program lower_int8(const Graph& mir, const std::string& target);
 std::vector<int32_t> run_reference(const Int8Program& p, const int8_t* input);
 
 // The int8 input the device takes for a real-valued one (the first layer's quantization; u8
-// rounding of rlx/core/quantize.h, shifted by 128).
+// rounding of rlx/core/quantize.h, shifted by 128; an image channels-last).
 std::vector<int8_t> quantize_input(const Int8Program& p, const float* x);
 
 }  // namespace rlx::int8

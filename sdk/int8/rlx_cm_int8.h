@@ -138,9 +138,11 @@ static inline void rlx_cm_dense_s32(const int8_t* x, const int8_t* w, const int3
   }
 }
 
-/* The geometry of a convolution or pool over one NCHW sample: input channels, height and
- * width; kernel; strides; top and left pads (the output size implies the others); output
- * height and width; groups (a convolution reads c / group channels per output channel). */
+/* The geometry of a convolution or pool over one sample: input channels, height and width;
+ * kernel; strides; top and left pads (the output size implies the others); output height and
+ * width; groups (a convolution reads c / group channels per output channel). Activations are
+ * NHWC, x[(y * w + x) * c + channel], so a pixel's channels are contiguous; convolution weights
+ * are [n_out][kh][kw][c / group]. */
 typedef struct {
   int32_t c, h, w, kh, kw, sh, sw, pt, pl, oh, ow, group;
 } rlx_cm_window;
@@ -149,78 +151,77 @@ static inline int32_t rlx_cm_clamp_i32(int32_t v, int32_t lo, int32_t hi) {
   return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* sum over the window at (oy, ox) of x * w for cg channels; positions in the padding read the
- * input's zero point, which the folded bias expects (see the accumulator rule). The inside of
- * the window is walked row by row (a 1x1 window channel by channel); the padding's share is a
- * second pass over the weights, only at the borders. */
+/* sum over the window at (oy, ox) of x * w for channels [c0, c0 + cg); positions in the padding
+ * read the input's zero point, which the folded bias expects (see the accumulator rule). Without
+ * groups a kernel row's inside is one contiguous run of (columns x channels) in both x and w, a
+ * single dot product; with groups each pixel's cg channels are one. The padding's share is
+ * zero_in times the weights it meets, from taps (the sum of the output channel's weights at each
+ * kernel position, [kh][kw]), only at the borders. */
 RLX_CM_SPECIALIZED int32_t rlx_cm_window_dot(const int8_t* x, const rlx_cm_window* g, int32_t cg,
-                                        const int8_t* w, int32_t oy, int32_t ox, int32_t zero_in) {
-  const int32_t kh = g->kh, kw = g->kw, plane = g->h * g->w;
+                                             int32_t c0, const int8_t* w, const int32_t* taps,
+                                             int32_t oy, int32_t ox, int32_t zero_in) {
+  const int32_t kh = g->kh, kw = g->kw, c = g->c;
   const int32_t y0 = oy * g->sh - g->pt, x0 = ox * g->sw - g->pl;
   const int32_t ky_lo = rlx_cm_clamp_i32(-y0, 0, kh), ky_hi = rlx_cm_clamp_i32(g->h - y0, ky_lo, kh);
   const int32_t kx_lo = rlx_cm_clamp_i32(-x0, 0, kw), kx_hi = rlx_cm_clamp_i32(g->w - x0, kx_lo, kw);
   int32_t acc = 0;
-  if (kh == 1 && kw == 1) {
-    if (ky_hi > ky_lo && kx_hi > kx_lo) {
-      const int8_t* xp = x + y0 * g->w + x0;
-      for (int32_t ci = 0; ci < cg; ++ci) acc += (int32_t)xp[ci * plane] * (int32_t)w[ci];
+  for (int32_t ky = ky_lo; ky < ky_hi; ++ky) {
+    const int8_t* xr = x + ((y0 + ky) * g->w + x0) * c + c0;
+    const int8_t* wr = w + ky * kw * cg;
+    if (cg == c) {
+      acc += rlx_cm_dot_s8(xr + kx_lo * c, wr + kx_lo * c, (kx_hi - kx_lo) * c);
+    } else {
+      for (int32_t kx = kx_lo; kx < kx_hi; ++kx)
+        acc += rlx_cm_dot_s8(xr + kx * c, wr + kx * cg, cg);
     }
-  } else {
-    for (int32_t ci = 0; ci < cg; ++ci)
-      for (int32_t ky = ky_lo; ky < ky_hi; ++ky) {
-        const int8_t* xr = x + ci * plane + (y0 + ky) * g->w + x0 + kx_lo;
-        const int8_t* wr = w + (ci * kh + ky) * kw + kx_lo;
-        acc += rlx_cm_dot_s8(xr, wr, kx_hi - kx_lo);
-      }
   }
-  if (zero_in != 0 && (ky_lo > 0 || ky_hi < kh || kx_lo > 0 || kx_hi < kw)) {
+  if (taps && zero_in != 0 && (ky_lo > 0 || ky_hi < kh || kx_lo > 0 || kx_hi < kw)) {
     int32_t padded = 0; /* the weights that meet padding */
-    for (int32_t ci = 0; ci < cg; ++ci)
-      for (int32_t ky = 0; ky < kh; ++ky)
-        for (int32_t kx = 0; kx < kw; ++kx)
-          if (ky < ky_lo || ky >= ky_hi || kx < kx_lo || kx >= kx_hi)
-            padded += w[(ci * kh + ky) * kw + kx];
+    for (int32_t ky = 0; ky < kh; ++ky)
+      for (int32_t kx = 0; kx < kw; ++kx)
+        if (ky < ky_lo || ky >= ky_hi || kx < kx_lo || kx >= kx_hi) padded += taps[ky * kw + kx];
     acc += zero_in * padded;
   }
   return acc;
 }
 
-/* A convolution with int8 output, NCHW, weights [n_out][c / group][kh][kw]: y[o][oy][ox] =
- * requantize(bias[o] + the window's products) (+ the residual), per output channel o. */
+/* A convolution with int8 output: y[oy][ox][o] = requantize(bias[o] + the window's products)
+ * (+ the residual), per output channel o. taps: [n_out][kh][kw] weight sums for the padding's
+ * share (NULL when no window meets padding, or the input's zero point is 0). */
 RLX_CM_SPECIALIZED void rlx_cm_conv_s8(const int8_t* x, const rlx_cm_window* g, const int8_t* w,
-                                  const int32_t* bias, const int32_t* m, const int8_t* r,
-                                  int32_t n_out, const rlx_cm_residual* res, int32_t zero_in,
-                                  int32_t zero, int32_t lo, int32_t hi, int8_t* y) {
+                                       const int32_t* taps, const int32_t* bias, const int32_t* m,
+                                       const int8_t* r, int32_t n_out, const rlx_cm_residual* res,
+                                       int32_t zero_in, int32_t zero, int32_t lo, int32_t hi,
+                                       int8_t* y) {
   const int32_t cg = g->c / g->group, og = n_out / g->group, k = cg * g->kh * g->kw;
-  for (int32_t o = 0; o < n_out; ++o) {
-    const int8_t* xg = x + (o / og) * cg * g->h * g->w;
-    for (int32_t oy = 0; oy < g->oh; ++oy)
-      for (int32_t ox = 0; ox < g->ow; ++ox) {
-        const int32_t i = (o * g->oh + oy) * g->ow + ox;
+  for (int32_t oy = 0; oy < g->oh; ++oy)
+    for (int32_t ox = 0; ox < g->ow; ++ox)
+      for (int32_t o = 0; o < n_out; ++o) {
+        const int32_t i = (oy * g->ow + ox) * n_out + o;
         y[i] = rlx_cm_requantize_at(
-            bias[o] + rlx_cm_window_dot(xg, g, cg, w + o * k, oy, ox, zero_in), m[o], r[o], res,
-            i, zero, lo, hi);
+            bias[o] + rlx_cm_window_dot(x, g, cg, (o / og) * cg, w + o * k,
+                                        taps ? taps + o * g->kh * g->kw : 0, oy, ox, zero_in),
+            m[o], r[o], res, i, zero, lo, hi);
       }
-  }
 }
 
 /* Max pooling of int8 values: the quantization is monotone, so the int8 maximum is the
  * maximum's quantization. Padding never wins (every window holds an input element). */
 static inline void rlx_cm_maxpool_s8(const int8_t* x, const rlx_cm_window* g, int8_t* y) {
-  for (int32_t c = 0; c < g->c; ++c)
-    for (int32_t oy = 0; oy < g->oh; ++oy)
-      for (int32_t ox = 0; ox < g->ow; ++ox) {
+  for (int32_t oy = 0; oy < g->oh; ++oy)
+    for (int32_t ox = 0; ox < g->ow; ++ox)
+      for (int32_t c = 0; c < g->c; ++c) {
         int32_t best = -128;
         for (int32_t ky = 0; ky < g->kh; ++ky) {
           const int32_t iy = oy * g->sh - g->pt + ky;
           if (iy < 0 || iy >= g->h) continue;
           for (int32_t kx = 0; kx < g->kw; ++kx) {
             const int32_t ix = ox * g->sw - g->pl + kx;
-            if (ix >= 0 && ix < g->w && x[(c * g->h + iy) * g->w + ix] > best)
-              best = x[(c * g->h + iy) * g->w + ix];
+            if (ix >= 0 && ix < g->w && x[(iy * g->w + ix) * g->c + c] > best)
+              best = x[(iy * g->w + ix) * g->c + c];
           }
         }
-        y[(c * g->oh + oy) * g->ow + ox] = (int8_t)best;
+        y[(oy * g->ow + ox) * g->c + c] = (int8_t)best;
       }
 }
 
@@ -229,21 +230,21 @@ static inline void rlx_cm_maxpool_s8(const int8_t* x, const rlx_cm_window* g, in
 static inline void rlx_cm_avgpool_s8(const int8_t* x, const rlx_cm_window* g, int32_t zero,
                                      int8_t* y) {
   const int32_t count = g->kh * g->kw;
-  for (int32_t c = 0; c < g->c; ++c)
-    for (int32_t oy = 0; oy < g->oh; ++oy)
-      for (int32_t ox = 0; ox < g->ow; ++ox) {
+  for (int32_t oy = 0; oy < g->oh; ++oy)
+    for (int32_t ox = 0; ox < g->ow; ++ox)
+      for (int32_t c = 0; c < g->c; ++c) {
         int32_t sum = 0;
         for (int32_t ky = 0; ky < g->kh; ++ky) {
           const int32_t iy = oy * g->sh - g->pt + ky;
           if (iy < 0 || iy >= g->h) continue;
           for (int32_t kx = 0; kx < g->kw; ++kx) {
             const int32_t ix = ox * g->sw - g->pl + kx;
-            if (ix >= 0 && ix < g->w) sum += x[(c * g->h + iy) * g->w + ix] - zero;
+            if (ix >= 0 && ix < g->w) sum += x[(iy * g->w + ix) * g->c + c] - zero;
           }
         }
         int32_t q = sum >= 0 ? (2 * sum + count) / (2 * count) : -((count - 2 * sum) / (2 * count));
         q += zero;
-        y[(c * g->oh + oy) * g->ow + ox] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
+        y[(oy * g->ow + ox) * g->c + c] = (int8_t)(q < -128 ? -128 : q > 127 ? 127 : q);
       }
 }
 

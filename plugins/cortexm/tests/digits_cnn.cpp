@@ -15,7 +15,7 @@ namespace rlx::cortexm::testing {
 
 namespace {
 
-constexpr int64_t kSide = 8, kC1 = 16, kPw = 16, kClasses = 10, kFlat = kPw * 2 * 2;
+constexpr int64_t kSide = 8, kC1 = 16, kC2 = 16, kClasses = 10, kFlat = kC2 * 2 * 2;
 constexpr int kBatch = 32;
 
 // The windows of a k x k, stride-1 convolution with `pad` over [B, C, H, W]:
@@ -73,7 +73,7 @@ Graph float_cnn(const NamedTensors& params, int64_t batch, bool with_loss) {
       b.op("Relu", {conv(b, p1, param("dw.w"), param("dw.b"), n, kC1, 4, 4, kC1, 3, true)});
   ValueId a3 = b.op(
       "Relu",
-      {b.op("Add", {conv(b, a2, param("pw.w"), param("pw.b"), n, kC1, 4, 4, kPw, 1, false), p1})});
+      {b.op("Add", {conv(b, a2, param("c2.w"), param("c2.b"), n, kC1, 4, 4, kC2, 3, false), p1})});
   ValueId f = b.reshape(b.op("AveragePool", {a3}, pool2()), Shape{n, kFlat});
   ValueId logits = b.op("Linear", {f, param("fc.w"), param("fc.b")});
   if (with_loss) {
@@ -84,7 +84,7 @@ Graph float_cnn(const NamedTensors& params, int64_t batch, bool with_loss) {
   }
   g.values[logits].name = "logits";
   g.values[p1].name = "dw_in";
-  g.values[a2].name = "pw_in";
+  g.values[a2].name = "c2_in";
   g.values[f].name = "fc_in";
   for (ValueId v : {logits, p1, a2, f}) b.output(v);
   return g;
@@ -138,10 +138,10 @@ Cnn train_cnn(const Digits& d, int train_rows) {
   };
   init("c1.w", {kC1, 1, 3, 3}, 9);
   init("dw.w", {kC1, 1, 3, 3}, 9);
-  init("pw.w", {kPw, kC1, 1, 1}, kC1);
+  init("c2.w", {kC2, kC1, 3, 3}, kC1 * 9);
   init("fc.w", {kClasses, kFlat}, kFlat);
   for (auto [name, size] :
-       {std::pair{"c1.b", kC1}, {"dw.b", kC1}, {"pw.b", kPw}, {"fc.b", kClasses}})
+       {std::pair{"c1.b", kC1}, {"dw.b", kC1}, {"c2.b", kC2}, {"fc.b", kClasses}})
     m.params[name] = Tensor(DType::kF32, {size});
 
   Trainer trainer(test::cpu_target(), float_cnn(m.params, kBatch, true),
@@ -183,7 +183,7 @@ Graph cnn_quantized_graph(const Cnn& m, const Digits& d, int train_rows) {
   y = b.op("QConv", quantized(b, skip, p.at("dw.w"), p.at("dw.b"), max_of(act.at("dw_in"))),
            depthwise);
   y = b.op("Relu", {y});
-  y = b.op("QConv", quantized(b, y, p.at("pw.w"), p.at("pw.b"), max_of(act.at("pw_in"))));
+  y = b.op("QConv", quantized(b, y, p.at("c2.w"), p.at("c2.b"), max_of(act.at("c2_in"))), same);
   y = b.op("Relu", {b.op("Add", {y, skip})});
   y = b.op("AveragePool", {y}, pool2());
   y = b.reshape(y, Shape{1, kFlat});

@@ -1,6 +1,6 @@
 // The digits CNN of the cortexm tests: scikit-learn's 8x8 digits through
 //   conv 3x3 (1 -> 16, pad 1) + ReLU, max pool 2x2 (kept as a skip), depthwise conv 3x3
-//   (16 groups, pad 1) + ReLU, pointwise conv 1x1 (16 -> 16), + the skip, ReLU, average pool
+//   (16 groups, pad 1) + ReLU, conv 3x3 (16 -> 16, pad 1), + the skip, ReLU, average pool
 //   2x2, dense 64 -> 10 (a residual block of the MobileNet kind),
 // trained by rlx's Trainer on the cpu target (each convolution written as im2col in MIR
 // primitives, which autodiff differentiates), then calibrated on the training rows and
@@ -16,7 +16,7 @@ namespace rlx::cortexm::testing {
 
 struct Cnn {
   NamedTensors params;  // "c1.w" [16, 1, 3, 3], "c1.b", "dw.w" [16, 1, 3, 3], "dw.b",
-                        // "pw.w" [16, 16, 1, 1], "pw.b", "fc.w" [10, 64], "fc.b"
+                        // "c2.w" [16, 16, 3, 3], "c2.b", "fc.w" [10, 64], "fc.b"
   double final_loss = 0;
 };
 Cnn train_cnn(const Digits& d, int train_rows);

@@ -87,7 +87,7 @@ TEST(CortexmCnn, EveryLayerKindReachesTheProgram) {
   ASSERT_EQ(c.program.layers.size(), 6u);
   EXPECT_EQ(c.program.layers[2].win.group, 16);  // depthwise
   EXPECT_TRUE(c.program.layers[0].relu && c.program.layers[2].relu && c.program.layers[3].relu);
-  // The pointwise conv adds the max pool's output back, then the ReLU after the add.
+  // The second dense conv adds the max pool's output back, then the ReLU after the add.
   EXPECT_TRUE(c.program.layers[3].residual);
   EXPECT_FALSE(c.program.layers[3].pre_relu);
   EXPECT_EQ(c.program.layers[3].residual_from, 1);
