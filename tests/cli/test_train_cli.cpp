@@ -14,6 +14,18 @@ namespace {
 
 class TrainCliTest : public CliTest {
  protected:
+  // `rlx train ARGS --json`'s epoch losses (empty, after a failure, when it does not succeed).
+  std::vector<double> epoch_losses(std::vector<std::string> args) {
+    args.push_back("--json");
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 0) << dump(r);
+    std::vector<double> out;
+    if (r.exit_code != 0) return out;
+    const json::Value doc = parse_json(r);
+    for (const json::Value& v : *doc.find("epoch_losses")->as_array())
+      out.push_back(v.as_number()->value);
+    return out;
+  }
   // An IDX file of unsigned bytes: magic, big-endian dims, data; gzip-compressed when `gz`.
   void write_idx(const std::string& name, const std::vector<uint32_t>& dims,
                  const std::vector<uint8_t>& data, bool gz) {
@@ -67,17 +79,9 @@ TEST_F(TrainCliTest, SyntheticDataTrainsAndReportsJson) {
 TEST_F(TrainCliTest, DataParallelRanksFollowTheSingleRankLossCurve) {
   auto losses = [&](std::vector<std::string> more) {
     std::vector<std::string> args = {"train", "--model", "mlp:784,16,10", "--data", "synthetic:540",
-                                      "--batch", "90", "--epochs", "3", "--json",
-                                      "--collective-timeout", "60"};
+                                      "--batch", "90", "--epochs", "3", "--collective-timeout", "60"};
     args.insert(args.end(), more.begin(), more.end());
-    ProcessResult r = rlx(args);
-    EXPECT_EQ(r.exit_code, 0) << dump(r);
-    std::vector<double> out;
-    if (r.exit_code != 0) return out;
-    json::Value doc = parse_json(r);
-    for (const json::Value& v : *doc.find("epoch_losses")->as_array())
-      out.push_back(v.as_number()->value);
-    return out;
+    return epoch_losses(args);
   };
   const std::vector<double> one = losses({});
   ASSERT_EQ(one.size(), 3u);
@@ -216,18 +220,11 @@ TEST_F(TrainFileTest, DataParallelRanksFollowTheSingleProcessWithAMeanLoss) {
                               "  return %loss\n}\n");
   fs::copy_file(dir_ / "linreg.safetensors", dir_ / "linreg_mean.safetensors");
   auto losses = [&](const fs::path& model, std::vector<std::string> more) {
-    std::vector<std::string> args = {"train",    "--model", model.string(), "--data",
-                                     data_.string(), "--batch", "32", "--epochs", "3", "--json",
-                                     "--collective-timeout", "60"};
+    std::vector<std::string> args = {"train",        "--model", model.string(), "--data",
+                                     data_.string(), "--batch", "32",           "--epochs",
+                                     "3",            "--collective-timeout",    "60"};
     args.insert(args.end(), more.begin(), more.end());
-    ProcessResult r = rlx(args);
-    EXPECT_EQ(r.exit_code, 0) << dump(r);
-    std::vector<double> out;
-    if (r.exit_code != 0) return out;
-    const json::Value doc = parse_json(r);
-    for (const json::Value& v : *doc.find("epoch_losses")->as_array())
-      out.push_back(v.as_number()->value);
-    return out;
+    return epoch_losses(args);
   };
   const std::vector<double> one = losses(mean, {});
   ASSERT_EQ(one.size(), 3u);
@@ -303,21 +300,14 @@ TEST_F(TrainCliTest, CausalLmFineTuningLearnsASequenceAndTheFolderReloads) {
   EXPECT_NEAR(parse_json(r).find("first_loss")->as_number()->value, want, 1e-4 * want);
   // Two data-parallel ranks with two prompts each follow one process over three steps: the loss
   // is a mean over equal shares of tokens, so the ranks' mean is the whole batch's.
-  auto epoch_losses = [&](std::vector<std::string> more) {
+  auto fine_tune = [&](std::vector<std::string> more) {
     std::vector<std::string> args = {"train", "--model", model.string(), "--task", "causal-lm",
                                      "--data", data.string(), "--batch", std::to_string(rows),
-                                     "--epochs", "3", "--json", "--collective-timeout", "60"};
+                                     "--epochs", "3", "--collective-timeout", "60"};
     args.insert(args.end(), more.begin(), more.end());
-    ProcessResult run = rlx(args);
-    EXPECT_EQ(run.exit_code, 0) << dump(run);
-    std::vector<double> out;
-    if (run.exit_code != 0) return out;
-    const json::Value doc = parse_json(run);
-    for (const json::Value& v : *doc.find("epoch_losses")->as_array())
-      out.push_back(v.as_number()->value);
-    return out;
+    return epoch_losses(args);
   };
-  const std::vector<double> one = epoch_losses({}), two = epoch_losses({"--nproc", "2"});
+  const std::vector<double> one = fine_tune({}), two = fine_tune({"--nproc", "2"});
   ASSERT_EQ(one.size(), 3u);
   ASSERT_EQ(two.size(), 3u);
   for (size_t e = 0; e < 3; ++e) EXPECT_NEAR(two[e], one[e], 1e-4 * one[e]) << "step " << e + 1;
