@@ -248,6 +248,22 @@ TEST(CortexmCnn, CpuRunsTheQuantizedGraph) {
   EXPECT_GE(agree, static_cast<int>(c.inputs.size()) * 97 / 100);
 }
 
+// fpga shares the int8 program but generates dense datapaths only: the CNN is refused by name,
+// at dispatch, with the target that lowers it.
+TEST(CortexmCnn, FpgaRefusesTheConvolutionsByName) {
+  const CompiledCnn& c = compiled();
+  int rc = 0;
+  const std::string log =
+      rlx_cli(fmt::format("compile '{}' --target fpga -o '{}'",
+                          (c.dir.parent_path() / "digits_cnn.rlx").string(),
+                          (c.dir.parent_path() / "fpga").string()),
+              &rc);
+  EXPECT_NE(rc, 0) << log;
+  EXPECT_NE(log.find("QConv"), std::string::npos) << log;
+  EXPECT_NE(log.find("fpga generates dense layers only so far"), std::string::npos) << log;
+  EXPECT_NE(log.find("cortexm lowers int8 convolution networks"), std::string::npos) << log;
+}
+
 class CortexmCnnFirmware : public ::testing::TestWithParam<Board> {};
 
 TEST_P(CortexmCnnFirmware, QemuOutputsEqualTheHostReference) {
