@@ -47,13 +47,17 @@ Found find_clang() {
 }
 
 // The compiler's arguments after its path. -ffp-contract=off: no fused multiply-add, so float
-// results round as the renderer says.
+// results round as the renderer says. -hexagon-autohvx lets LLVM's loop vectorizer use HVX for
+// the loop kernels (elementwise integer ops, reductions: their loops are plain strided loops);
+// v67 has no float lanes, so float kernels stay scalar.
 std::vector<std::string> build_arguments(const std::string& folder) {
   const std::string at = folder.empty() ? "" : folder + "/";
   return {"--target=hexagon",
           "-mv67",
           "-mhvx",
           "-mhvx-length=128b",
+          "-mllvm",
+          "-hexagon-autohvx",
           "-O2",
           "-std=gnu11",
           "-ffreestanding",
