@@ -369,6 +369,13 @@ void CudaDevice::zero(const gpu_host::DeviceBuffer& buffer, size_t bytes) {
   check(cu_.cuMemsetD8Async(ptr(buffer), 0, bytes, context_.stream), "cuMemsetD8Async");
 }
 
+std::unique_ptr<gpu_host::VendorCall> CudaDevice::prepare_call(const lir::CallKernel& call,
+                                                               const lir::Program& program) {
+  if (!language_.plan_call) return gpu_host::DeviceApi::prepare_call(call, program);
+  make_current();
+  return language_.plan_call(*this, call, program);
+}
+
 std::unique_ptr<gpu_host::VendorMatmul> CudaDevice::prepare_matmul(
     const sdk::MatmulShape& shape, const gpu_host::VendorEpilogue& epilogue) {
   make_current();

@@ -54,6 +54,12 @@ const CudaContext* cuda_context(std::string* why);
 
 // What a target runs on the device: its name (prefixes messages), its kernel library, and how
 // NVRTC sees its source (the name in diagnostics, the in-memory headers it includes) and caches it.
+class CudaDevice;
+// Plans a library call the target's KernelLibrary::vendor_call took (DeviceApi::prepare_call):
+// the target's own routines on the device, which reach the stream through CudaDevice::context().
+using CudaCallPlanner = std::function<std::unique_ptr<gpu_host::VendorCall>(
+    CudaDevice& device, const lir::CallKernel& call, const lir::Program& program)>;
+
 struct CudaKernelLanguage {
   std::string target;  // "cuda"
   const gpu_host::KernelLibrary* library = nullptr;
@@ -61,6 +67,7 @@ struct CudaKernelLanguage {
   std::string source_name;  // "rlx_kernels.cu"
   std::vector<NvrtcHeader> headers;
   ModuleCacheLayout cache = kCubins;
+  CudaCallPlanner plan_call;  // empty: the device runs no vendor library calls
 };
 
 // How many blocks of `block` threads cover `work_items`: the grid is rounded up, as kernels
@@ -76,6 +83,12 @@ class CudaDevice final : public gpu_host::DeviceApi {
   static std::shared_ptr<CudaDevice> open(CudaKernelLanguage language, std::string* why);
 
   const CudaDeviceInfo& info() const { return context_.info; }
+  // The driver, context and stream, for vendor routines enqueued beside the launches.
+  const CudaContext& context() const { return context_; }
+  // Makes the context current on the calling thread (every method here does it first).
+  void make_current() const;
+  // Throws rlx::Error (kDevice) naming `call` when rc is not CUDA_SUCCESS.
+  void check(CuResult rc, const char* call) const;
 
   std::string target_name() const override { return language_.target; }
   const gpu_host::KernelLibrary& library() const override { return *language_.library; }
@@ -93,6 +106,8 @@ class CudaDevice final : public gpu_host::DeviceApi {
   void zero(const gpu_host::DeviceBuffer& buffer, size_t bytes) override;
   std::unique_ptr<gpu_host::VendorMatmul> prepare_matmul(
       const sdk::MatmulShape& shape, const gpu_host::VendorEpilogue& epilogue) override;
+  std::unique_ptr<gpu_host::VendorCall> prepare_call(const lir::CallKernel& call,
+                                                     const lir::Program& program) override;
   // Recording is CUDA stream capture into a graph, on unless RLX_CUDA_GRAPHS=0.
   bool can_record() const override;
   void begin_recording() override;
@@ -129,8 +144,6 @@ class CudaDevice final : public gpu_host::DeviceApi {
   int time_candidates(int count, const MatmulBytes& bytes,
                       const std::function<void(int, const MatmulOperands&)>& run);
 
-  void check(CuResult rc, const char* call) const;
-  void make_current() const;
 };
 
 }  // namespace rlx::cuda

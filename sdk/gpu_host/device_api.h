@@ -73,6 +73,12 @@ class KernelLibrary {
   // Whether the vendor product also adds a bias row (a vector along n) and a residual (a tensor
   // of C's shape and dtype) before storing C, so the kernel that adds them is not launched.
   virtual bool vendor_adds_bias_and_residual() const { return false; }
+  // The vendor routines (cuSOLVER, ...) that run library call `call` through the device API
+  // (DeviceApi::prepare_call) instead of a kernel of the module, or "" when the library has none.
+  virtual std::string vendor_call(const lir::CallKernel& call) const {
+    (void)call;
+    return "";
+  }
   // The library's own attention kernel for `shape` (tensor cores, ...), or nullopt for the SDK's
   // render_attention. Its `groups` count 64 work-items each, as render_attention's do.
   virtual std::optional<sdk::AttentionKernel> own_attention(const sdk::AttentionShape& shape) const {
@@ -99,6 +105,20 @@ class VendorMatmul {
   virtual ~VendorMatmul() = default;
   virtual void run(const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c,
                    const VendorOperands& add) = 0;
+};
+
+// A library call the device API runs itself (KernelLibrary::vendor_call): vendor routines and the
+// small kernels around them, planned once (workspaces, helper modules) and enqueued on every run
+// with the call's inputs then its outputs.
+class VendorCall {
+ public:
+  virtual ~VendorCall() = default;
+  virtual void run(const std::vector<const DeviceBuffer*>& operands) = 0;
+  // After the run's work has finished: throws rlx::Error (kUser) when a routine reported a
+  // property of the input (a singular matrix, no convergence), as the cpu's LAPACK calls do.
+  virtual void check() {}
+  // Whether run() may be recorded (DeviceApi::begin_recording): no host synchronisation inside.
+  virtual bool recordable() const { return false; }
 };
 
 // Work recorded once and replayed (a CUDA graph): the same launches on the same buffers.
@@ -154,6 +174,14 @@ class DeviceApi {
     (void)epilogue;
     throw Error(ErrorKind::kCompile,
                 target_name() + ": this device runs no vendor matrix products (" + shape.name + ")");
+  }
+  // The call KernelLibrary::vendor_call took, planned; throws rlx::Error (kCompile) saying why
+  // when its vendor library cannot run it here.
+  virtual std::unique_ptr<VendorCall> prepare_call(const lir::CallKernel& call,
+                                                   const lir::Program& program) {
+    (void)program;
+    throw Error(ErrorKind::kCompile,
+                target_name() + ": this device runs no vendor library calls (" + call.callee + ")");
   }
   // Recording: launches, copies within the device, zero() and vendor products between
   // begin_recording() and end_recording() are not run but recorded, and replay() runs them

@@ -69,6 +69,8 @@ class ProgramOnDevice {
         loops_.push_back(std::make_unique<Loop>(api_, *this, *w));
       if (auto* m = std::get_if<LibraryMatmul>(&s))
         vendor_.push_back(api_.prepare_matmul(m->shape, {m->bias >= 0, m->residual >= 0}));
+      if (auto* c = std::get_if<LibraryCall>(&s))
+        calls_.push_back(api_.prepare_call(std::get<lir::CallKernel>(p_.kernels.at(c->kernel)), p_));
     }
     if (scratch > 0) {
       scratch_ = std::make_unique<OwnedBuffer>(api_, scratch);
@@ -78,7 +80,10 @@ class ProgramOnDevice {
 
   // Whether a run is only device work (no host control flow, no per-launch timing), so the device
   // may record it once and replay it (DeviceApi::begin_recording).
-  bool recordable() const { return loops_.empty() && !profile_; }
+  bool recordable() const {
+    return loops_.empty() && !profile_ &&
+           std::all_of(calls_.begin(), calls_.end(), [](const auto& c) { return c->recordable(); });
+  }
 
   const lir::Program& program() const { return p_; }
 
@@ -91,6 +96,9 @@ class ProgramOnDevice {
   // Reports the first bad index a kernel of the last run found.
   void check_status() {
     if (status_) check_indices();
+    if (calls_.empty()) return;
+    api_.finish();
+    for (auto& c : calls_) c->check();
   }
 
   // The device work of execute() without the index check that reads the status back: what a
@@ -104,7 +112,7 @@ class ProgramOnDevice {
         at[b.id] = bound.at(b.id);
     }
     if (status_) api_.zero(status_->get(), zeros_.size() * sizeof(int32_t));
-    size_t loop = 0, vendor = 0;
+    size_t loop = 0, vendor = 0, call = 0;
     for (const Step& s : plan_.steps) {
       if (std::holds_alternative<HostWhile>(s)) {
         loops_[loop++]->run(at);
@@ -127,6 +135,17 @@ class ProgramOnDevice {
                                *operand(m->shape.c_buffer), add);
         });
         ++vendor;
+        continue;
+      }
+      if (const auto* c = std::get_if<LibraryCall>(&s)) {
+        std::vector<const DeviceBuffer*> operands;
+        for (int32_t b : c->buffers) operands.push_back(need(at, b));
+        const auto& kernel = std::get<lir::CallKernel>(p_.kernels[c->kernel]);
+        timed(profile_ ? fmt::format("{} {}", kernel.callee.substr(kernel.callee.find(':') + 1),
+                                     c->vendor)
+                       : std::string(),
+              [&] { calls_[call]->run(operands); });
+        ++call;
         continue;
       }
       const Launch& l = std::get<Launch>(s);
@@ -229,6 +248,7 @@ class ProgramOnDevice {
   std::vector<int32_t> zeros_;
   std::vector<std::unique_ptr<Loop>> loops_;
   std::vector<std::unique_ptr<VendorMatmul>> vendor_;  // one per LibraryMatmul step, in order
+  std::vector<std::unique_ptr<VendorCall>> calls_;     // one per LibraryCall step, in order
 
   const DeviceBuffer* need(const std::vector<const DeviceBuffer*>& at, int32_t id) const {
     const DeviceBuffer* b = at.at(p_.storage_of(id));

@@ -487,6 +487,12 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     } else if (c.callee == "while") {
       Step loop = HostWhile{static_cast<int32_t>(i)};
       plan.steps.push_back(std::move(loop));
+    } else if (std::string vendor = library.vendor_call(c); !vendor.empty()) {
+      LibraryCall call{static_cast<int32_t>(i), {}, vendor};
+      for (const auto* list : {&c.inputs, &c.outputs})
+        for (int32_t b : *list) call.buffers.push_back(p.storage_of(b));
+      plan.source += fmt::format("// k{}: {} through {}\n", i, where(c), vendor);
+      plan.steps.emplace_back(std::move(call));
     } else if (library.has_call(c.callee)) {
       int32_t slot = static_cast<int32_t>(plan.checks.size());
       NativeKernel n = library.call_kernel(c, p, static_cast<int32_t>(i), slot);

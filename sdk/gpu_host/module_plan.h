@@ -41,7 +41,15 @@ struct LibraryMatmul {
   int32_t bias = -1, residual = -1;
 };
 
-using Step = std::variant<Launch, HostWhile, LibraryMatmul>;
+// A library call the device API runs through vendor routines (KernelLibrary::vendor_call):
+// kernel `kernel` of the program, its inputs then outputs as storage ids.
+struct LibraryCall {
+  int32_t kernel = -1;
+  std::vector<int32_t> buffers;
+  std::string vendor;  // "cuSOLVER"
+};
+
+using Step = std::variant<Launch, HostWhile, LibraryMatmul, LibraryCall>;
 
 struct IndexCheck {
   std::string where;

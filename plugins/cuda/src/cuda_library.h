@@ -1,11 +1,12 @@
 // The cuda target's kernel library: the CUDA-family one (sdk/lang/cuda_hip: the CUDA dialect,
 // gather and scatter) with the matrix products cuBLASLt takes (sdk/cuda_host/cuda_matmul.h) as
-// vendor calls, a Linear's bias row and residual included, and f16/bf16 attention on tensor
-// cores. The rocm target's HIP library has no
+// vendor calls, a Linear's bias row and residual included, dense linear algebra through
+// cuSOLVER, and f16/bf16 attention on tensor cores. The rocm target's HIP library has no
 // vendor products: its HIP-on-CUDA mode proves HIP kernels, so it runs them all.
 #pragma once
 #include "cuda_hip_library.h"
 #include "cuda_matmul.h"
+#include "library_calls.h"
 #include "rlx/sdk/render.h"
 #include "decode_attention.h"
 #include "tensor_core_attention.h"
@@ -19,6 +20,10 @@ class CudaTargetLibrary final : public cuda_hip::CudaHipKernelLibrary {
     return cublaslt_takes(shape);
   }
   bool vendor_adds_bias_and_residual() const override { return true; }
+  // Dense linear algebra through cuSOLVER and cuBLAS, ... (library_calls.h).
+  std::string vendor_call(const lir::CallKernel& call) const override {
+    return library_call_vendor(call);
+  }
   // f16 and bf16 attention on tensor cores (tensor_core_attention.h), decode steps a block per
   // query row (decode_attention.h); the rest the SDK renders.
   std::optional<sdk::AttentionKernel> own_attention(const sdk::AttentionShape& shape) const override {

@@ -1,9 +1,9 @@
-// The cuda target, first step (the generic path): LIR programs as CUDA C++ (the SDK renderer's
-// CUDA dialect), compiled by NVRTC to a cubin for the device's architecture and run through the
-// shared GPU host executor on the CUDA driver API. Like the other GPU-like targets it lowers only
-// Attention and LayerNorm/RMSNorm natively; every other HIR op takes its MIR decomposition, and
-// dot_general is the SDK's tiled matrix product. cuBLASLt, flash attention and CUDA graphs are
-// later steps (docs/targets.md).
+// The cuda target: LIR programs as CUDA C++ (the SDK renderer's CUDA dialect), compiled by NVRTC
+// to a cubin for the device's architecture and run through the shared GPU host executor on the
+// CUDA driver API, with cuBLASLt products, tensor-core attention and CUDA graphs
+// (cuda_library.h). Its native HIR ops are those of every GPU-like target (Attention,
+// LayerNorm/RMSNorm) plus dense linear algebra through cuSOLVER (dense_linalg_call.h); every
+// other HIR op takes its MIR decomposition.
 #include <fmt/format.h>
 
 #include <optional>
@@ -29,7 +29,8 @@ CudaKernelLanguage cuda_language() {
   return {.target = "cuda",
           .library = &cuda_target_library(),
           .language = "CUDA C++",
-          .source_name = "rlx_kernels.cu"};
+          .source_name = "rlx_kernels.cu",
+          .plan_call = plan_library_call};
 }
 
 class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
@@ -48,6 +49,13 @@ class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
   const void* extension(const std::string& name, uint32_t version) const override {
     if (name == kTargetCpuExtension && version == kTargetCpuVersion) return &arch_ext_;
     return GpuLikeTargetPlugin::extension(name, version);
+  }
+
+  // The library calls (library_calls.h: dense linear algebra through cuSOLVER, ...); the rest
+  // as every GPU-like target claims it.
+  Verdict claim_native(const NodeSignature& s) const override {
+    if (std::optional<Verdict> v = claim_library_op(s)) return *v;
+    return GpuLikeTargetPlugin::claim_native(s);
   }
 
   // CUDA C++ has every real dtype of the cpu target, f64 on every device, so the only refusals

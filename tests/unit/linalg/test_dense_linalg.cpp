@@ -1,4 +1,6 @@
-// Dense linear-algebra ops on the cpu target (LAPACKE), f32 and f64, odd shapes and batches.
+// Dense linear-algebra ops, f32 and f64, odd shapes and batches, on the target under test: the
+// cpu (LAPACKE) in rlx_linalg_tests, cuda (cuSOLVER) in its conformance program, which compiles
+// this file too.
 // Each result is checked against its defining equation computed here in double (L L^T = A,
 // P A = L U, Q R = A with Q^T Q = I, U S V^T = A, A V = V diag(w), A X = B) and against
 // hand-computed values; bad inputs must fail with the op's message, never return numbers.
@@ -41,7 +43,7 @@ NamedTensors run_op(const std::string& op, const std::vector<Tensor>& ins,
   std::string ir =
       fmt::format("graph @t({}) {{\n  {} = {}({}){} : {}\n  return {}\n}}\n", params, results, op,
                   args, attrs.empty() ? "" : " {" + attrs + "}", rets, results);
-  return run_text(ir, feed, cpu_target());
+  return run_text(ir, feed, target_under_test());
 }
 
 std::string type(DType d, std::vector<int64_t> s) {
