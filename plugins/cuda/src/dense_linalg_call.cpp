@@ -1,8 +1,8 @@
 // Row-major rlx matrices meet column-major libraries as the cpu's LAPACK calls meet them
 // (plugins/cpu/src/dense_linalg.cpp): where a routine answers the same question of the
-// transposed matrix, the buffer is handed over as it is (Cholesky of a symmetric a, Solve and
-// Inverse through the LU of a^T, Det, Eigh, TriangularSolve as x^T op(a)^T = b^T, a wide SVD);
-// otherwise a helper kernel transposes in and out (LU, QR, a tall SVD, Solve's matrix b).
+// transposed matrix, the buffer is handed over as it is (Cholesky of a symmetric a, Inverse and
+// Det through the LU of a^T, Eigh, TriangularSolve as x^T op(a)^T = b^T, a wide SVD);
+// otherwise a helper kernel transposes in and out (LU, QR, a tall SVD, Solve).
 // Every routine writes its LAPACK info into a status buffer that check() reads after the run, so
 // a singular or indefinite input is the same user error as on the cpu; NaN and infinity in an
 // input are refused the same way, found by a kernel before the factorization.
@@ -247,8 +247,7 @@ class DenseCall final : public gpu_host::VendorCall {
     launch("pivots", {ipiv_, &pivots}, batch_ * k_);
   }
 
-  // The buffer read column-major is a^T; getrf factors it and getrs with a transpose solves
-  // (a^T)^T x = b.
+  // The buffer read column-major is a^T, which getrf factors: enough for a^-1 and det a.
   void factor_transposed(const gpu_host::DeviceBuffer& a) {
     copy(a, *mat_, batch_ * n_ * n_);
     for (int64_t b = 0; b < batch_; ++b)
@@ -257,9 +256,16 @@ class DenseCall final : public gpu_host::VendorCall {
            "getrf");
   }
 
+  // a itself is factored (transposed to column-major first), as LAPACK's gesv factors it on
+  // the cpu: the LU of a^T would find other (inexact) pivots, and an exactly singular a could
+  // pass as a nearly singular one.
   void solve(const gpu_host::DeviceBuffer& a, const gpu_host::DeviceBuffer& rhs,
              const gpu_host::DeviceBuffer& x) {
-    factor_transposed(a);
+    launch("to_columns", {&a, mat_}, batch_ * n_ * n_);
+    for (int64_t b = 0; b < batch_; ++b)
+      need(r_.getrf(solver_, ni(n_), ni(n_), at<T>(*mat_, b * n_ * n_), ni(n_), at<T>(*work_),
+                    at<int>(*ipiv_, b * n_), info(b)),
+           "getrf");
     const gpu_host::DeviceBuffer* cols = &x;
     if (c_ > 1) {
       launch("rhs_to_columns", {&rhs, rhs_}, b_numel_);
@@ -268,7 +274,7 @@ class DenseCall final : public gpu_host::VendorCall {
       copy(rhs, x, b_numel_);
     }
     for (int64_t b = 0; b < batch_; ++b)
-      need(r_.getrs(solver_, kTranspose, ni(n_), ni(c_), at<T>(*mat_, b * n_ * n_), ni(n_),
+      need(r_.getrs(solver_, kNoTranspose, ni(n_), ni(c_), at<T>(*mat_, b * n_ * n_), ni(n_),
                     at<int>(*ipiv_, b * n_), at<T>(*cols, b * n_ * c_), ni(n_), later_info(b)),
            "getrs");
     if (c_ > 1) launch("rhs_to_rows", {rhs_, &x}, b_numel_);

@@ -105,6 +105,7 @@ std::string linalg_helper_source(const LinalgCallShape& s) {
     k.add_transpose("to_rows", n, m);
     k.add_pivots(kk);
   }
+  if (s.op == "Solve") k.add_transpose("to_columns", n, n);
   if (s.op == "Solve" && s.rhs_cols > 1) {
     k.add_transpose("rhs_to_columns", n, s.rhs_cols);
     k.add_transpose("rhs_to_rows", s.rhs_cols, n);
