@@ -101,7 +101,9 @@ TEST(Complex, TranscendentalsMatchStdComplex) {
   %sin = sin(%a) : c64[7]
   %cos = cos(%a) : c64[7]
   %pow = Pow(%a, %b) : c64[7]
-  return %exp, %log, %sqrt, %sin, %cos, %pow
+  %tanh = Tanh(%a) : c64[7]
+  %sigmoid = Sigmoid(%b) : c64[7]
+  return %exp, %log, %sqrt, %sin, %cos, %pow, %tanh, %sigmoid
 }
 )";
   // Every quadrant, the negative real axis (sqrt's and log's cut, approached from above).
@@ -110,11 +112,12 @@ TEST(Complex, TranscendentalsMatchStdComplex) {
   const std::vector<C> b = {{1.0f, 0.5f}, {-0.5f, 0.25f}, {0.25f, -1.0f}, {2.0f, 0.0f},
                             {0.5f, 0.0f}, {0.0f, 0.0f},   {1.5f, -0.5f}};
   NamedTensors out = test::run_text(ir, {{"a", c64({7}, a)}, {"b", c64({7}, b)}});
-  std::vector<Cd> exp, log, sqrt, sin, cos, pow;
+  std::vector<Cd> exp, log, sqrt, sin, cos, pow, tanh, sigmoid;
   for (size_t i = 0; i < a.size(); ++i) {
     const Cd x(a[i]), y(b[i]);
     exp.push_back(std::exp(x)), log.push_back(std::log(x)), sqrt.push_back(std::sqrt(x));
     sin.push_back(std::sin(x)), cos.push_back(std::cos(x)), pow.push_back(std::pow(x, y));
+    tanh.push_back(std::tanh(x)), sigmoid.push_back(1.0 / (1.0 + std::exp(-y)));
   }
   expect_near(complex_values(out.at("exp")), exp, 2e-6, "exp");
   expect_near(complex_values(out.at("log")), log, 1e-6, "log");
@@ -122,6 +125,28 @@ TEST(Complex, TranscendentalsMatchStdComplex) {
   expect_near(complex_values(out.at("sin")), sin, 2e-6, "sin");
   expect_near(complex_values(out.at("cos")), cos, 2e-6, "cos");
   expect_near(complex_values(out.at("pow")), pow, 1e-5, "pow");
+  expect_near(complex_values(out.at("tanh")), tanh, 2e-6, "tanh");
+  expect_near(complex_values(out.at("sigmoid")), sigmoid, 2e-6, "sigmoid");
+}
+
+// tanh and the logistic function far out on the real axis, where cosh 2a and exp(-z) overflow
+// f32, and at a pole of tanh's imaginary part (b = pi/2 at a = 0 is infinite; next to it, large).
+TEST(Complex, TanhAndSigmoidStayFiniteFarOut) {
+  const std::vector<C> a = {{60.0f, 1.0f}, {-60.0f, -2.5f}, {-100.0f, 0.5f}, {0.0f, 1.5f}};
+  NamedTensors out = test::run_text(R"(graph @t(%a: c64[4]) {
+  %tanh = Tanh(%a) : c64[4]
+  %sigmoid = Sigmoid(%a) : c64[4]
+  return %tanh, %sigmoid
+}
+)",
+                                    {{"a", c64({4}, a)}});
+  std::vector<Cd> tanh, sigmoid;
+  for (const C& v : a) {
+    const Cd x(v);
+    tanh.push_back(std::tanh(x)), sigmoid.push_back(1.0 / (1.0 + std::exp(-x)));
+  }
+  expect_near(complex_values(out.at("tanh")), tanh, 2e-6, "tanh");
+  expect_near(complex_values(out.at("sigmoid")), sigmoid, 2e-6, "sigmoid");
 }
 
 TEST(Complex, SumsAndProductsAlongAxes) {
@@ -228,12 +253,12 @@ TEST(Complex, AChainOfOpsKeepsOnlyTheBoundaryViews) {
 
 TEST(Complex, OpsWithoutAComplexFormAreRefusedByName) {
   std::string msg = test::compile_error(R"(graph @t(%a: c64[4]) {
-  %y = tanh(%a) : c64[4]
+  %y = erf(%a) : c64[4]
   return %y
 }
 )",
                                         test::cpu_target());
-  EXPECT_NE(msg.find("split-complex has no complex form of tanh"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("split-complex has no complex form of erf"), std::string::npos) << msg;
   try {
     parse_graph(R"(graph @t(%a: c64[4]) {
   %y = reduce_max(%a) {axes = [0]} : c64[]

@@ -115,6 +115,27 @@ class ComplexBuilder {
     return {b_.mul(c, ch), neg(b_.mul(s, sh))};
   }
 
+  // tanh(a + ib) = (tanh a + i tan b) / (1 + i tanh a tan b), multiplied through by cos^2 b so
+  // no tangent is taken: re = t / d, im = sin b cos b (1 - t^2) / d, d = cos^2 b + t^2 sin^2 b,
+  // t = tanh a. 1 - t^2 is 4u / (1 + u)^2 with u = exp(-2|a|): no cancellation, and nothing
+  // overflows for large |a| (where cosh 2a would).
+  Parts tanh(Parts x) {
+    const ValueId t = b_.unary("tanh", x.re);
+    const ValueId s = b_.unary("sin", x.im), c = b_.unary("cos", x.im);
+    const ValueId u = b_.unary("exp", b_.mul(abs(x.re), k(x.re, -2.0)));
+    const ValueId one_u = b_.add(k(u, 1.0), u);
+    const ValueId sech2 = b_.div(b_.mul(u, k(u, 4.0)), b_.mul(one_u, one_u));
+    const ValueId ts = b_.mul(t, s);
+    const ValueId d = b_.add(b_.mul(c, c), b_.mul(ts, ts));
+    return {b_.div(t, d), b_.div(b_.mul(b_.mul(s, c), sech2), d)};
+  }
+
+  // logistic z = (1 + tanh(z / 2)) / 2: exp(-z) would overflow for a large negative real part.
+  Parts logistic(Parts x) {
+    Parts t = tanh({b_.mul(x.re, k(x.re, 0.5)), b_.mul(x.im, k(x.im, 0.5))});
+    return {b_.mul(b_.add(k(t.re, 1.0), t.re), k(t.re, 0.5)), b_.mul(t.im, k(t.im, 0.5))};
+  }
+
   Parts pow(Parts x, Parts y) {
     Parts p = exp(mul(y, log(x)));
     // x^0 is 1 for every x, 0 included (exp(0 * log 0) would be NaN).
@@ -215,6 +236,8 @@ std::vector<ValueId> build_split(GraphBuilder& b, const Node& n, const std::vect
     return out(c.div({c.k(r.re, 1.0), c.k(r.re, 0.0)}, r));
   }
   if (op == "sin" || op == "cos") return out(c.sin_cos(parts(0), op == "sin"));
+  if (op == "tanh") return out(c.tanh(parts(0)));
+  if (op == "logistic") return out(c.logistic(parts(0)));
   if (op == "sign") {
     Parts x = parts(0);
     const ValueId m = c.magnitude(x);
