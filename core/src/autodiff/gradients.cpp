@@ -31,6 +31,12 @@ Rules mir_gradient_rules() {
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "iota",
                          "constant", "dim_size"})
     r[op] = no_flow_rule();
+  // c64 viewed as f32 pairs and back (how Real, Imag, Complex and Conj reach the parts): the
+  // cotangent takes the opposite view. i64 and u64 words carry no cotangent.
+  r["bitcast"] = [](GraphBuilder& b, const Node&, const std::vector<ValueId>& in,
+                    const std::vector<ValueId>& ct) {
+    return std::vector<ValueId>{b.op("bitcast", {ct[0]}, {{"dtype", b.type(in[0]).dtype}})};
+  };
   return r;
 }
 
@@ -59,7 +65,7 @@ class PrimitivesOnly final : public Target {
   std::vector<Artifact> emit(const lir::Program&, const std::filesystem::path&) override { return {}; }
 };
 
-bool carries_cotangent(const TensorType& t) { return is_float(t.dtype); }
+bool carries_cotangent(const TensorType& t) { return is_float(t.dtype) || is_complex(t.dtype); }
 
 }  // namespace
 

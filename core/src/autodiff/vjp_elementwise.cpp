@@ -10,10 +10,11 @@ namespace {
 
 using Ins = std::vector<ValueId>;
 
-// A rule of one input whose derivative is built from (x, y): returns g * dy/dx.
+// A rule of one input whose derivative is built from (x, y): returns g * dy/dx (its conjugate
+// for c64: vjp_util.h).
 GradientFn unary_rule(ValueId (*derivative)(GraphBuilder&, ValueId x, ValueId y)) {
   return [derivative](GraphBuilder& b, const Node& n, const Ins& in, const Ins& ct) -> Ins {
-    return {b.mul(ct[0], derivative(b, in[0], n.outputs[0]))};
+    return {b.mul(ct[0], conj_if_complex(b, derivative(b, in[0], n.outputs[0])))};
   };
 }
 
@@ -28,13 +29,17 @@ void unary_rules(Rules& r) {
   r["neg"] = [](GraphBuilder& b, const Node&, const Ins&, const Ins& ct) -> Ins {
     return {b.unary("neg", ct[0])};
   };
-  r["abs"] = unary_rule([](GraphBuilder& b, ValueId x, ValueId) { return b.unary("sign", x); });
+  // |z| of a c64 z is real: its cotangent g (f32) becomes g z / |z| (sign of a c64 is z / |z|).
+  r["abs"] = [](GraphBuilder& b, const Node&, const Ins& in, const Ins& ct) -> Ins {
+    const DType d = b.type(in[0]).dtype;
+    return {b.mul(b.convert(ct[0], d), b.unary("sign", in[0]))};
+  };
   r["exp"] = unary_rule([](GraphBuilder&, ValueId, ValueId y) { return y; });
   r["log"] = [](GraphBuilder& b, const Node&, const Ins& in, const Ins& ct) -> Ins {
-    return {b.div(ct[0], in[0])};
+    return {b.div(ct[0], conj_if_complex(b, in[0]))};
   };
   r["sqrt"] = [](GraphBuilder& b, const Node& n, const Ins&, const Ins& ct) -> Ins {
-    return {b.div(b.mul(ct[0], fill(b, ct[0], 0.5)), n.outputs[0])};
+    return {b.div(b.mul(ct[0], fill(b, ct[0], 0.5)), conj_if_complex(b, n.outputs[0]))};
   };
   // d x^-1/2 = -1/2 x^-3/2 = -1/2 y / x
   r["rsqrt"] = unary_rule([](GraphBuilder& b, ValueId x, ValueId y) {
@@ -78,11 +83,11 @@ void binary_rules(Rules& r) {
     return {ct[0], b.unary("neg", ct[0])};
   };
   r["mul"] = [](GraphBuilder& b, const Node&, const Ins& in, const Ins& ct) -> Ins {
-    return {b.mul(ct[0], in[1]), b.mul(ct[0], in[0])};
+    return {b.mul(ct[0], conj_if_complex(b, in[1])), b.mul(ct[0], conj_if_complex(b, in[0]))};
   };
   r["div"] = [](GraphBuilder& b, const Node& n, const Ins& in, const Ins& ct) -> Ins {
-    ValueId ga = b.div(ct[0], in[1]);
-    return {ga, b.unary("neg", b.mul(ga, n.outputs[0]))};
+    ValueId ga = b.div(ct[0], conj_if_complex(b, in[1]));
+    return {ga, b.unary("neg", b.mul(ga, conj_if_complex(b, n.outputs[0])))};
   };
   r["max"] = extremum_rule("gt");
   r["min"] = extremum_rule("lt");
@@ -90,6 +95,11 @@ void binary_rules(Rules& r) {
   // 0, as for integer powers of negative bases).
   r["pow"] = [](GraphBuilder& b, const Node& n, const Ins& in, const Ins& ct) -> Ins {
     ValueId a = in[0], e = in[1], y = n.outputs[0];
+    if (is_complex(b.type(a).dtype)) {  // the principal branch: log a is defined off zero
+      ValueId da = b.mul(e, b.binary("pow", a, b.sub(e, fill(b, e, 1.0))));
+      return {b.mul(ct[0], conj_if_complex(b, da)),
+              b.mul(ct[0], conj_if_complex(b, b.mul(y, b.unary("log", a))))};
+    }
     ValueId ga = b.mul(ct[0], b.mul(e, b.binary("pow", a, b.sub(e, fill(b, e, 1.0)))));
     ValueId positive = b.binary("gt", a, fill(b, a, 0.0));
     ValueId safe_a = b.select(positive, a, fill(b, a, 1.0));
@@ -109,10 +119,11 @@ void other_rules(Rules& r) {
     ValueId zero = fill(b, ct[0], 0.0);
     return {kNoValue, b.select(in[0], ct[0], zero), b.select(in[0], zero, ct[0])};
   };
-  // Between float dtypes the cotangent converts back; from an integer there is none.
+  // Between float dtypes the cotangent converts back; from an integer there is none. c64 -> real
+  // keeps the real part, so its cotangent is g + 0i; real -> c64 takes the real part of g.
   r["convert"] = [](GraphBuilder& b, const Node&, const Ins& in, const Ins& ct) -> Ins {
     DType from = b.type(in[0]).dtype;
-    if (!is_float(from)) return {kNoValue};
+    if (!is_float(from) && !is_complex(from)) return {kNoValue};
     return {b.convert(ct[0], from)};
   };
 }

@@ -202,7 +202,8 @@ void reduction_rules(Rules& r) {
   r["reduce_min"] = extremum;
   // prod / x: exact away from zeros (a zero element makes the others' cotangent 0/0).
   r["reduce_prod"] = [](GraphBuilder& b, const Node& n, const Ins& in, const Ins& ct) -> Ins {
-    return {b.div(unreduce(b, n, in[0], b.mul(ct[0], n.outputs[0])), in[0])};
+    return {b.div(unreduce(b, n, in[0], b.mul(ct[0], conj_if_complex(b, n.outputs[0]))),
+                  conj_if_complex(b, in[0]))};
   };
   r["dot_general"] = [](GraphBuilder& b, const Node& n, const Ins& in, const Ins& ct) -> Ins {
     const IntList &lb = n.attr_ints("lhs_batch"), &rb = n.attr_ints("rhs_batch");
@@ -211,9 +212,9 @@ void reduction_rules(Rules& r) {
     int64_t nb = static_cast<int64_t>(lb.size());
     int64_t lhs_free = lr - nb - static_cast<int64_t>(lc.size());
     // d lhs: contract g's rhs-free dims (after batch and lhs free) with rhs's free dims.
-    ValueId ga = dot_side(b, ct[0], in[1], lb, lc, lr, rb, rc, rr, nb + lhs_free);
+    ValueId ga = dot_side(b, ct[0], conj_if_complex(b, in[1]), lb, lc, lr, rb, rc, rr, nb + lhs_free);
     // d rhs: contract g's lhs-free dims (right after batch) with lhs's free dims.
-    ValueId gb = dot_side(b, ct[0], in[0], rb, rc, rr, lb, lc, lr, nb);
+    ValueId gb = dot_side(b, ct[0], conj_if_complex(b, in[0]), rb, rc, rr, lb, lc, lr, nb);
     return {ga, gb};
   };
 }

@@ -23,6 +23,13 @@ inline ValueId fill(GraphBuilder& b, ValueId like, double v) { return b.full_lik
 inline ValueId mask(GraphBuilder& b, ValueId pred, ValueId like) {
   return b.select(pred, fill(b, like, 1.0), fill(b, like, 0.0));
 }
+// conj(x) for a c64 value, x itself otherwise. Complex cotangents follow PyTorch's convention:
+// the cotangent of z = x + iy is dL/dx + i dL/dy (L real), so for a holomorphic y = f(z) the
+// input's cotangent is g * conj(f'(z)), and a rule multiplies by the conjugate of every factor
+// it takes from the forward values.
+inline ValueId conj_if_complex(GraphBuilder& b, ValueId x) {
+  return is_complex(b.type(x).dtype) ? b.op("Conj", {x}) : x;
+}
 // A transpose that is left out when it is the identity.
 ValueId transpose_if_needed(GraphBuilder& b, ValueId x, const IntList& perm);
 

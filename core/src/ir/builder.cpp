@@ -53,6 +53,11 @@ ValueId GraphBuilder::scalar(DType dtype, double value) {
   // removes one at the top level, but a while loop's regions are checked as built).
   if (dtype == DType::kF32)
     return constant(Tensor::from<float>(dtype, {}, {static_cast<float>(value)}));
+  if (dtype == DType::kC64) {  // value + 0i, in its own dtype (no f64 constant to convert)
+    Tensor t(DType::kC64, {});
+    t.as<float>()[0] = static_cast<float>(value), t.as<float>()[1] = 0.0f;
+    return constant(std::move(t));
+  }
   if (is_integer(dtype) && value == std::nearbyint(value) && value >= -2147483648.0 && value < 2147483648.0) {
     Tensor t(dtype, {});
     const auto v = static_cast<int64_t>(value);

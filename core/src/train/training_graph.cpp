@@ -33,6 +33,14 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
     throw_user_error("training: the model has no output; its first output must be the loss");
   if (model.params.empty())
     throw_user_error("training: the model has no parameters (Graph::params) to train");
+  // Autodiff gives complex cotangents (docs/training.md), but Adam's second moment and weight
+  // decay are written for real values: a c64 parameter would be updated wrongly, not refused.
+  for (ValueId p : model.params)
+    if (is_complex(model.type(p).dtype))
+      throw_user_error(fmt::format(
+          "training: parameter %{} is {}; the optimizers update real parameters only: keep its "
+          "real and imaginary parts as two f32 parameters and join them with Complex(re, im)",
+          model.values[p].name, model.type(p).str()));
   TrainingGraph t;
   // Parameters become inputs: they change every step, so they cannot be constants.
   Graph mir = params_as_inputs(decompose_to_mir(model));
