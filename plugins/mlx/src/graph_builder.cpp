@@ -23,39 +23,71 @@ namespace mx = mlx::core;
 
 namespace {
 
-using Unary = mx::array (*)(const mx::array&, mx::StreamOrDevice);
-using Binary = mx::array (*)(const mx::array&, const mx::array&, mx::StreamOrDevice);
-
-const std::map<std::string, Unary> kUnary = {
-    {"exp", mx::exp},          {"log", mx::log},  {"sqrt", mx::sqrt}, {"rsqrt", mx::rsqrt},
-    {"tanh", mx::tanh},        {"sin", mx::sin},  {"cos", mx::cos},   {"erf", mx::erf},
-    {"logistic", mx::sigmoid}, {"sign", mx::sign}};
-const std::map<std::string, Binary> kBinary = {
-    {"add", mx::add},     {"sub", mx::subtract},  {"mul", mx::multiply}, {"max", mx::maximum},
-    {"min", mx::minimum}, {"pow", mx::power},     {"eq", mx::equal},     {"ne", mx::not_equal},
-    {"lt", mx::less},     {"le", mx::less_equal}, {"gt", mx::greater},   {"ge", mx::greater_equal}};
+// The elementwise ops that are one MLX call each, with the call's text for the program writer.
+struct UnaryCall {
+  const char* callee;
+  mx::array (*fn)(const mx::array&);
+};
+struct BinaryCall {
+  const char* callee;
+  mx::array (*fn)(const mx::array&, const mx::array&);
+};
+#define RLX_UNARY(fn)                                        \
+  UnaryCall {                                                \
+    "mx::" #fn, [](const mx::array& a) { return mx::fn(a); } \
+  }
+#define RLX_BINARY(fn)                                                              \
+  BinaryCall {                                                                      \
+    "mx::" #fn, [](const mx::array& a, const mx::array& b) { return mx::fn(a, b); } \
+  }
+const std::map<std::string, UnaryCall> kUnary = {
+    {"exp", RLX_UNARY(exp)},     {"log", RLX_UNARY(log)},   {"sqrt", RLX_UNARY(sqrt)},
+    {"rsqrt", RLX_UNARY(rsqrt)}, {"tanh", RLX_UNARY(tanh)}, {"sin", RLX_UNARY(sin)},
+    {"cos", RLX_UNARY(cos)},     {"erf", RLX_UNARY(erf)},   {"logistic", RLX_UNARY(sigmoid)},
+    {"sign", RLX_UNARY(sign)}};
+const std::map<std::string, BinaryCall> kBinary = {
+    {"add", RLX_BINARY(add)},      {"sub", RLX_BINARY(subtract)},
+    {"mul", RLX_BINARY(multiply)}, {"max", RLX_BINARY(maximum)},
+    {"min", RLX_BINARY(minimum)},  {"pow", RLX_BINARY(power)},
+    {"eq", RLX_BINARY(equal)},     {"ne", RLX_BINARY(not_equal)},
+    {"lt", RLX_BINARY(less)},      {"le", RLX_BINARY(less_equal)},
+    {"gt", RLX_BINARY(greater)},   {"ge", RLX_BINARY(greater_equal)}};
+#undef RLX_UNARY
+#undef RLX_BINARY
 const std::vector<std::string> kOther = {
     "neg",      "abs",        "floor",       "ceil",       "round",
     "not",      "div",        "rem",         "and",        "or",
     "xor",      "select",     "convert",     "iota",       "broadcast_in_dim",
     "reshape",  "transpose",  "slice",       "concat",     "pad",
     "gather",   "scatter",    "dot_general", "while",      "constant",
-    "dim_size", "reduce_sum", "reduce_max",  "reduce_min", "reduce_prod", "bitcast"};
+    "dim_size", "reduce_sum", "reduce_max",  "reduce_min", "reduce_prod",
+    "bitcast"};
 
-mx::array scalar(double v, mx::Dtype t) {
-  return mx::astype(mx::array(v), t);
-}
-mx::array scalar_i64(int64_t v) {
-  return mx::array(v, mx::int64);
+// "%y = add(%x, %b) : f32[2, 3] (fc1)": what the program's next calls compute.
+std::string node_text(const Graph& g, const Node& n) {
+  std::string outs, ins, types;
+  for (ValueId v : n.outputs) {
+    outs += (outs.empty() ? "%" : ", %") + g.values[v].name;
+    std::string dims;
+    for (const Dim& d : g.type(v).shape) dims += (dims.empty() ? "" : ", ") + d.str();
+    types += fmt::format("{}{}[{}]", types.empty() ? "" : ", ", dtype_name(g.type(v).dtype), dims);
+  }
+  for (ValueId v : n.inputs) ins += (ins.empty() ? "%" : ", %") + g.values[v].name;
+  std::string text = fmt::format("{} = {}({}) : {}", outs, n.op, ins, types);
+  return n.loc.empty() ? text : fmt::format("{} ({})", text, n.loc);
 }
 
 std::vector<int> ints(const IntList& v) {
   return std::vector<int>(v.begin(), v.end());
 }
 
+// Every MLX call below is RLX_MX's (mlx_calls.h): run, and written when writing the program.
+#define MX(fn, ...) RLX_MX(calls_, fn, __VA_ARGS__)
+
 class Builder {
  public:
-  Builder(const Graph& g, bool top) : g_(g), top_(top), values_(g.values.size()) {}
+  Builder(const Graph& g, bool top, MlxCalls calls)
+      : g_(g), top_(top), calls_(calls), values_(g.values.size()) {}
 
   std::vector<mx::array> run(const std::vector<mx::array>& args, size_t* next_constant,
                              const std::vector<mx::array>* constants) {
@@ -64,17 +96,27 @@ class Builder {
     for (ValueId v : g_.params) values_[v] = args.at(a++);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
+      const std::string where = g_.describe_node(static_cast<int32_t>(i));
       std::vector<mx::array> r;
       if (n.op == "constant" && constants) {
         r = {constants->at((*next_constant)++)};
       } else {
+        // A loop's trip count is read on the host as it runs, which a recorded sequence of
+        // calls cannot say.
+        if (n.op == "while" && calls_.recording())
+          throw_unsupported(fmt::format(
+              "mlx: the standalone MLX program cannot express {}: the mlx target runs a loop "
+              "on the host, reading its condition each trip, and the program writer has no "
+              "form for that; run the model with `rlx run --target mlx` instead, or unroll the "
+              "loop before compiling",
+              where));
+        if (calls_.recording()) calls_.comment(node_text(g_, n));
         try {
           r = node(n);
         } catch (const Error&) {
           throw;
         } catch (const std::exception& e) {
-          throw_unsupported(fmt::format("mlx: MLX refused {} ({}): {}",
-                                        g_.describe_node(static_cast<int32_t>(i)), n.op, e.what()));
+          throw_unsupported(fmt::format("mlx: MLX refused {} ({}): {}", where, n.op, e.what()));
         }
       }
       for (size_t k = 0; k < n.outputs.size(); ++k)
@@ -90,20 +132,25 @@ class Builder {
   const mx::array& in(const Node& n, size_t k) const { return *values_.at(n.inputs.at(k)); }
   const TensorType& type(ValueId v) const { return g_.type(v); }
 
+  mx::array scalar(double v, mx::Dtype t) const { return MX(astype, MX(array, v), t); }
+  mx::array scalar_i64(int64_t v) const { return MX(array, v, mx::int64); }
+
   // Every result takes exactly the dtype and shape the graph gives it (MLX promotes small
   // integer sums and keeps reduced dims on request only).
   mx::array conform(mx::array a, ValueId v) const {
     const TensorType& t = type(v);
     mx::Dtype d = to_mlx(t.dtype);
-    if (a.dtype() != d) a = mx::astype(a, d);
+    if (a.dtype() != d) a = MX(astype, a, d);
     mx::Shape s = mlx_shape(t);
-    if (a.shape() != s) a = mx::reshape(a, s);
+    if (a.shape() != s) a = MX(reshape, a, s);
     return a;
   }
 
   std::vector<mx::array> node(const Node& n);
   mx::array integer_division(const mx::array& a, const mx::array& b, bool remainder) const;
+  mx::array float_remainder(const mx::array& a, const mx::array& b) const;
   mx::array convert(const mx::array& x, DType from, DType to) const;
+  mx::array iota(const Node& n) const;
   mx::array broadcast_in_dim(const Node& n) const;
   mx::array slice(const Node& n) const;
   mx::array pad(const Node& n) const;
@@ -115,6 +162,7 @@ class Builder {
 
   const Graph& g_;
   bool top_;
+  MlxCalls calls_;
   std::vector<std::optional<mx::array>> values_;
   std::vector<mx::array> checks_;
 };
@@ -122,44 +170,41 @@ class Builder {
 std::vector<mx::array> Builder::node(const Node& n) {
   const TensorType& out = type(n.outputs.at(0));
   const DType od = out.dtype;
-  if (auto u = kUnary.find(n.op); u != kUnary.end()) return {u->second(in(n, 0), {})};
-  if (auto b = kBinary.find(n.op); b != kBinary.end()) return {b->second(in(n, 0), in(n, 1), {})};
-  if (is_native_op(n.op)) return {build_native(n, g_, [&](size_t k) { return in(n, k); })};
+  if (auto u = kUnary.find(n.op); u != kUnary.end())
+    return {calls_(u->second.callee, u->second.fn, in(n, 0))};
+  if (auto b = kBinary.find(n.op); b != kBinary.end())
+    return {calls_(b->second.callee, b->second.fn, in(n, 0), in(n, 1))};
+  if (is_native_op(n.op)) return {build_native(n, g_, calls_, [&](size_t k) { return in(n, k); })};
   const std::string& op = n.op;
   if (op == "neg")  // unsigned wraps (0 - x); floats keep neg(0) = -0
-    return {is_unsigned(od) ? mx::subtract(scalar(0, to_mlx(od)), in(n, 0))
-                            : mx::negative(in(n, 0))};
-  if (op == "abs") return {is_unsigned(od) ? in(n, 0) : mx::abs(in(n, 0))};
+    return {is_unsigned(od) ? MX(subtract, scalar(0, to_mlx(od)), in(n, 0))
+                            : MX(negative, in(n, 0))};
+  if (op == "abs") return {is_unsigned(od) ? in(n, 0) : MX(abs, in(n, 0))};
   if (op == "floor" || op == "ceil" || op == "round") {
     if (!is_float(od)) return {in(n, 0)};
-    return {op == "floor"  ? mx::floor(in(n, 0))
-            : op == "ceil" ? mx::ceil(in(n, 0))
-                           : mx::round(in(n, 0))};
+    return {op == "floor"  ? MX(floor, in(n, 0))
+            : op == "ceil" ? MX(ceil, in(n, 0))
+                           : MX(round, in(n, 0))};
   }
   if (op == "not")
-    return {od == DType::kBool ? mx::logical_not(in(n, 0)) : mx::bitwise_invert(in(n, 0))};
+    return {od == DType::kBool ? MX(logical_not, in(n, 0)) : MX(bitwise_invert, in(n, 0))};
   if (op == "and" || op == "or" || op == "xor") {
     if (od == DType::kBool)
-      return {op == "and"  ? mx::logical_and(in(n, 0), in(n, 1))
-              : op == "or" ? mx::logical_or(in(n, 0), in(n, 1))
-                           : mx::not_equal(in(n, 0), in(n, 1))};
-    return {op == "and"  ? mx::bitwise_and(in(n, 0), in(n, 1))
-            : op == "or" ? mx::bitwise_or(in(n, 0), in(n, 1))
-                         : mx::bitwise_xor(in(n, 0), in(n, 1))};
+      return {op == "and"  ? MX(logical_and, in(n, 0), in(n, 1))
+              : op == "or" ? MX(logical_or, in(n, 0), in(n, 1))
+                           : MX(not_equal, in(n, 0), in(n, 1))};
+    return {op == "and"  ? MX(bitwise_and, in(n, 0), in(n, 1))
+            : op == "or" ? MX(bitwise_or, in(n, 0), in(n, 1))
+                         : MX(bitwise_xor, in(n, 0), in(n, 1))};
   }
   if (op == "div" || op == "rem") {
     if (!is_float(od)) return {integer_division(in(n, 0), in(n, 1), op == "rem")};
-    if (op == "div") return {mx::divide(in(n, 0), in(n, 1))};
-    // rlx's float remainder has the dividend's sign (C fmod); MLX's has the divisor's.
-    mx::array r = mx::remainder(in(n, 0), in(n, 1));
-    mx::array zero = scalar(0, r.dtype());
-    mx::array fix = mx::logical_and(mx::not_equal(r, zero),
-                                    mx::not_equal(mx::less(r, zero), mx::less(in(n, 0), zero)));
-    return {mx::where(fix, mx::subtract(r, in(n, 1)), r)};
+    if (op == "div") return {MX(divide, in(n, 0), in(n, 1))};
+    return {float_remainder(in(n, 0), in(n, 1))};
   }
-  if (op == "select") return {mx::where(in(n, 0), in(n, 1), in(n, 2))};
+  if (op == "select") return {MX(where, in(n, 0), in(n, 1), in(n, 2))};
   if (op == "convert") return {convert(in(n, 0), type(n.inputs[0]).dtype, n.attr_dtype("dtype"))};
-  if (op == "constant") {
+  if (op == "constant") {  // inside a loop's body: made on each trip (never written: see run)
     const Tensor& v = n.attr_tensor("value");
     return {copy_in(v.data(), v.nbytes(), v.dtype(), mlx_shape(v.shape()))};
   }
@@ -168,29 +213,21 @@ std::vector<mx::array> Builder::node(const Node& n) {
     if (d < 0) d += type(n.inputs[0]).rank();
     return {scalar_i64(type(n.inputs[0]).shape.at(d).value)};
   }
-  if (op == "iota") {
-    int64_t d = n.attr_int("dim");
-    if (d < 0) d += out.rank();
-    const int len = static_cast<int>(out.shape.at(d).value);
-    mx::Shape along(out.rank(), 1);
-    along[d] = len;
-    mx::array r = mx::reshape(mx::arange(0, len, mx::int64), along);
-    return {mx::broadcast_to(mx::astype(r, to_mlx(od)), mlx_shape(out))};
-  }
+  if (op == "iota") return {iota(n)};
   if (op == "broadcast_in_dim") return {broadcast_in_dim(n)};
-  if (op == "reshape") return {mx::reshape(in(n, 0), mlx_shape(out))};
+  if (op == "reshape") return {MX(reshape, in(n, 0), mlx_shape(out))};
   if (op == "bitcast") {  // c64[s] <-> f32[s, 2]: mx::view rescales a flat last axis
-    const mx::array flat = mx::reshape(in(n, 0), {-1});
-    return {mx::reshape(mx::view(flat, to_mlx(od)), mlx_shape(out))};
+    const mx::array flat = MX(reshape, in(n, 0), mx::Shape{-1});
+    return {MX(reshape, MX(view, flat, to_mlx(od)), mlx_shape(out))};
   }
-  if (op == "transpose") return {mx::transpose(in(n, 0), ints(n.attr_ints("perm")))};
+  if (op == "transpose") return {MX(transpose, in(n, 0), ints(n.attr_ints("perm")))};
   if (op == "slice") return {slice(n)};
   if (op == "concat") {
     std::vector<mx::array> parts;
     for (size_t k = 0; k < n.inputs.size(); ++k) parts.push_back(in(n, k));
     int64_t axis = n.attr_int("axis");
     if (axis < 0) axis += out.rank();
-    return {mx::concatenate(parts, static_cast<int>(axis))};
+    return {MX(concatenate, parts, static_cast<int>(axis))};
   }
   if (op == "pad") return {pad(n)};
   if (op == "gather" || op == "scatter") return {gather_or_scatter(n)};
@@ -204,18 +241,27 @@ std::vector<mx::array> Builder::node(const Node& n) {
 mx::array Builder::integer_division(const mx::array& a, const mx::array& b, bool rem) const {
   const mx::Dtype t = a.dtype();
   mx::array zero = scalar(0, t), one = scalar(1, t);
-  mx::array by_zero = mx::equal(b, zero);
-  mx::array safe = mx::where(by_zero, one, b);
+  mx::array by_zero = MX(equal, b, zero);
+  mx::array safe = MX(where, by_zero, one, b);
   // MLX floors; truncation differs when the signs differ and the division is inexact.
-  mx::array q = mx::floor_divide(a, safe);
-  mx::array r = mx::subtract(a, mx::multiply(q, safe));
-  mx::array adjust = mx::logical_and(mx::not_equal(r, zero),
-                                     mx::not_equal(mx::less(a, zero), mx::less(safe, zero)));
+  mx::array q = MX(floor_divide, a, safe);
+  mx::array r = MX(subtract, a, MX(multiply, q, safe));
+  mx::array adjust = MX(logical_and, MX(not_equal, r, zero),
+                        MX(not_equal, MX(less, a, zero), MX(less, safe, zero)));
   if (t == mx::uint8 || t == mx::uint16 || t == mx::uint32 || t == mx::uint64)
-    adjust = mx::zeros_like(by_zero);
-  q = mx::where(adjust, mx::add(q, one), q);
-  mx::array result = rem ? mx::subtract(a, mx::multiply(q, safe)) : q;
-  return mx::where(by_zero, mx::zeros_like(result), result);
+    adjust = MX(zeros_like, by_zero);
+  q = MX(where, adjust, MX(add, q, one), q);
+  mx::array result = rem ? MX(subtract, a, MX(multiply, q, safe)) : q;
+  return MX(where, by_zero, MX(zeros_like, result), result);
+}
+
+// rlx's float remainder has the dividend's sign (C fmod); MLX's has the divisor's.
+mx::array Builder::float_remainder(const mx::array& a, const mx::array& b) const {
+  mx::array r = MX(remainder, a, b);
+  mx::array zero = scalar(0, r.dtype());
+  mx::array fix =
+      MX(logical_and, MX(not_equal, r, zero), MX(not_equal, MX(less, r, zero), MX(less, a, zero)));
+  return MX(where, fix, MX(subtract, r, b), r);
 }
 
 // Float -> integer goes through i64, saturating there (NaN -> 0), then wraps to the width; to
@@ -223,16 +269,27 @@ mx::array Builder::integer_division(const mx::array& a, const mx::array& b, bool
 mx::array Builder::convert(const mx::array& x, DType from, DType to) const {
   const mx::Dtype t = to_mlx(to);
   if (from == to) return x;
-  if (to == DType::kBool) return mx::not_equal(x, scalar(0, x.dtype()));
+  if (to == DType::kBool) return MX(not_equal, x, scalar(0, x.dtype()));
   if (is_float(from) && is_integer(to)) {
-    mx::array wide = mx::astype(x, from == DType::kF64 ? mx::float64 : mx::float32);
+    mx::array wide = MX(astype, x, from == DType::kF64 ? mx::float64 : mx::float32);
     const double two63 = 9223372036854775808.0;
-    mx::array i = mx::astype(mx::clip(wide, scalar(-two63, wide.dtype()), std::nullopt), mx::int64);
-    i = mx::where(mx::greater_equal(wide, scalar(two63, wide.dtype())), scalar_i64(INT64_MAX), i);
-    i = mx::where(mx::isnan(wide), scalar_i64(0), i);
-    return mx::astype(i, t);
+    mx::array i = MX(astype, MX(clip, wide, scalar(-two63, wide.dtype()), std::nullopt), mx::int64);
+    i = MX(where, MX(greater_equal, wide, scalar(two63, wide.dtype())), scalar_i64(INT64_MAX), i);
+    i = MX(where, MX(isnan, wide), scalar_i64(0), i);
+    return MX(astype, i, t);
   }
-  return mx::astype(x, t);
+  return MX(astype, x, t);
+}
+
+mx::array Builder::iota(const Node& n) const {
+  const TensorType& out = type(n.outputs[0]);
+  int64_t d = n.attr_int("dim");
+  if (d < 0) d += out.rank();
+  const int len = static_cast<int>(out.shape.at(d).value);
+  mx::Shape along(out.rank(), 1);
+  along[d] = len;
+  mx::array r = MX(reshape, MX(arange, 0, len, mx::int64), along);
+  return MX(broadcast_to, MX(astype, r, to_mlx(out.dtype)), mlx_shape(out));
 }
 
 mx::array Builder::broadcast_in_dim(const Node& n) const {
@@ -243,10 +300,10 @@ mx::array Builder::broadcast_in_dim(const Node& n) const {
   std::vector<int> order(dims.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return dims[a] < dims[b]; });
-  if (!std::is_sorted(dims.begin(), dims.end())) x = mx::transpose(x, order);
+  if (!std::is_sorted(dims.begin(), dims.end())) x = MX(transpose, x, order);
   mx::Shape shape(out.rank(), 1);
   for (size_t i = 0; i < order.size(); ++i) shape[dims[order[i]]] = x.shape(static_cast<int>(i));
-  return mx::broadcast_to(mx::reshape(x, shape), mlx_shape(out));
+  return MX(broadcast_to, MX(reshape, x, shape), mlx_shape(out));
 }
 
 mx::array Builder::slice(const Node& n) const {
@@ -255,7 +312,7 @@ mx::array Builder::slice(const Node& n) const {
   IntList strides = n.has_attr("strides") ? n.attr_ints("strides") : IntList(start.size(), 1);
   for (size_t i = 0; i < limit.size(); ++i)
     if (limit[i] == -1 && start[i] == 0 && strides[i] == 1) limit[i] = t.shape[i].value;
-  return mx::slice(in(n, 0), mlx_shape(start), mlx_shape(limit), mlx_shape(strides));
+  return MX(slice, in(n, 0), mlx_shape(start), mlx_shape(limit), mlx_shape(strides));
 }
 
 // Negative padding removes elements: pad by the positive part, then slice the negative off.
@@ -268,27 +325,27 @@ mx::array Builder::pad(const Node& n) const {
                         static_cast<int>(std::max<int64_t>(high[i], 0)));
     crop = crop || low[i] < 0 || high[i] < 0;
   }
-  mx::array p = mx::pad(in(n, 0), widths, in(n, 1));
+  mx::array p = MX(pad, in(n, 0), widths, in(n, 1));
   if (!crop) return p;
   mx::Shape start, stop;
   for (size_t i = 0; i < low.size(); ++i) {
     start.push_back(static_cast<int>(std::max<int64_t>(-low[i], 0)));
     stop.push_back(p.shape(static_cast<int>(i)) - static_cast<int>(std::max<int64_t>(-high[i], 0)));
   }
-  return mx::slice(p, start, stop);
+  return MX(slice, p, start, stop);
 }
 
 // Indices in [-len, len) counting from the end when negative. At the top level the check is a
 // result of the program; inside a loop it is evaluated at once.
 mx::array Builder::wrapped_indices(const Node& n, int64_t len) {
-  mx::array idx = mx::astype(in(n, 1), mx::int64);
-  mx::array flat = mx::flatten(idx);
+  mx::array idx = MX(astype, in(n, 1), mx::int64);
+  mx::array flat = MX(flatten, idx);
   const int64_t count = static_cast<int64_t>(flat.size());
   mx::array bad =
-      mx::logical_or(mx::less(flat, scalar_i64(-len)), mx::greater_equal(flat, scalar_i64(len)));
-  mx::array pos = mx::arange(0, static_cast<int>(count), mx::int64);
-  mx::array first = mx::min(mx::where(bad, pos, scalar_i64(count)));
-  mx::array value = mx::sum(mx::where(mx::equal(pos, first), flat, scalar_i64(0)));
+      MX(logical_or, MX(less, flat, scalar_i64(-len)), MX(greater_equal, flat, scalar_i64(len)));
+  mx::array pos = MX(arange, 0, static_cast<int>(count), mx::int64);
+  mx::array first = MX(min, MX(where, bad, pos, scalar_i64(count)));
+  mx::array value = MX(sum, MX(where, MX(equal, pos, first), flat, scalar_i64(0)));
   if (top_) {
     checks_.push_back(first);
     checks_.push_back(value);
@@ -301,8 +358,8 @@ mx::array Builder::wrapped_indices(const Node& n, int64_t len) {
   }
   // MLX reads and writes out-of-range indices unchecked: clamped, the program stays in bounds
   // while the host raises the error from the check.
-  mx::array wrapped = mx::where(mx::less(idx, scalar_i64(0)), mx::add(idx, scalar_i64(len)), idx);
-  return mx::clip(wrapped, scalar_i64(0), scalar_i64(std::max<int64_t>(len - 1, 0)));
+  mx::array wrapped = MX(where, MX(less, idx, scalar_i64(0)), MX(add, idx, scalar_i64(len)), idx);
+  return MX(clip, wrapped, scalar_i64(0), scalar_i64(std::max<int64_t>(len - 1, 0)));
 }
 
 // gather {axis} is numpy's take; scatter {axis, reduce} writes updates shaped like that gather's
@@ -312,20 +369,21 @@ mx::array Builder::gather_or_scatter(const Node& n) {
   int64_t axis = n.attr_int("axis");
   if (axis < 0) axis += operand.rank();
   mx::array idx = wrapped_indices(n, operand.shape[axis].value);
-  if (n.op == "gather") return mx::take(in(n, 0), idx, static_cast<int>(axis));
+  if (n.op == "gather") return MX(take, in(n, 0), idx, static_cast<int>(axis));
   const int q = idx.ndim(), r = static_cast<int>(operand.rank());
   std::vector<int> perm;
   for (int d = 0; d < q; ++d) perm.push_back(static_cast<int>(axis) + d);
   for (int d = 0; d < r + q - 1; ++d)
     if (d < axis || d >= axis + q) perm.push_back(d);
-  mx::array u = mx::transpose(in(n, 2), perm);
+  mx::array u = MX(transpose, in(n, 2), perm);
   mx::Shape shape = idx.shape();
   for (int d = 0; d < r; ++d)
     shape.push_back(d == axis ? 1 : static_cast<int>(operand.shape[d].value));
-  u = mx::reshape(u, shape);
-  if (n.attr_string("reduce", "none") == "add")
-    return mx::scatter_add(in(n, 0), {idx}, u, {static_cast<int>(axis)});
-  return mx::scatter(in(n, 0), {idx}, u, {static_cast<int>(axis)});
+  u = MX(reshape, u, shape);
+  const std::vector<mx::array> indices = {idx};
+  const std::vector<int> axes = {static_cast<int>(axis)};
+  if (n.attr_string("reduce", "none") == "add") return MX(scatter_add, in(n, 0), indices, u, axes);
+  return MX(scatter, in(n, 0), indices, u, axes);
 }
 
 // [batch, free, contract] x [batch, contract, free] as one batched matmul. f16/bf16 products
@@ -335,8 +393,8 @@ mx::array Builder::dot_general(const Node& n) const {
   const TensorType& out = type(n.outputs[0]);
   IntList lb = n.attr_ints("lhs_batch"), rb = n.attr_ints("rhs_batch");
   IntList lc = n.attr_ints("lhs_contract"), rc = n.attr_ints("rhs_contract");
-  auto arrange = [](const mx::array& x, const IntList& batch, const IntList& contract,
-                    bool contract_last) {
+  auto arrange = [&](const mx::array& x, const IntList& batch, const IntList& contract,
+                     bool contract_last) {
     std::vector<int> free;
     for (int d = 0; d < static_cast<int>(x.ndim()); ++d)
       if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
@@ -354,22 +412,21 @@ mx::array Builder::dot_general(const Node& n) const {
       perm.insert(perm.end(), contract.begin(), contract.end());
       perm.insert(perm.end(), free.begin(), free.end());
     }
-    mx::array t = mx::transpose(x, perm);
-    return mx::reshape(t, contract_last ? mx::Shape{b, f, k} : mx::Shape{b, k, f});
+    mx::array t = MX(transpose, x, perm);
+    return MX(reshape, t, contract_last ? mx::Shape{b, f, k} : mx::Shape{b, k, f});
   };
   mx::array a = arrange(in(n, 0), lb, lc, true);
   mx::array b = arrange(in(n, 1), rb, rc, false);
   mx::array product = [&] {
     if (is_float(out.dtype)) {
       const bool narrow = out.dtype == DType::kF16 || out.dtype == DType::kBF16;
-      if (narrow) return mx::matmul(mx::astype(a, mx::float32), mx::astype(b, mx::float32));
-      return mx::matmul(a, b);
+      if (narrow) return MX(matmul, MX(astype, a, mx::float32), MX(astype, b, mx::float32));
+      return MX(matmul, a, b);
     }
-    mx::array wide_a = mx::expand_dims(a, 3),
-              wide_b = mx::expand_dims(b, 1);  // [B,M,K,1] [B,1,K,N]
-    return mx::sum(mx::multiply(wide_a, wide_b), 2);
+    // [B,M,K,1] x [B,1,K,N] summed over K
+    return MX(sum, MX(multiply, MX(expand_dims, a, 3), MX(expand_dims, b, 1)), 2);
   }();
-  return mx::reshape(product, mlx_shape(out));
+  return MX(reshape, product, mlx_shape(out));
 }
 
 mx::array Builder::reduce(const Node& n) const {
@@ -377,10 +434,10 @@ mx::array Builder::reduce(const Node& n) const {
   const int64_t rank = type(n.inputs[0]).rank();
   for (int64_t a : n.attr_ints("axes")) axes.push_back(static_cast<int>(a < 0 ? a + rank : a));
   const mx::array& x = in(n, 0);
-  if (n.op == "reduce_sum") return mx::sum(x, axes);
-  if (n.op == "reduce_max") return mx::max(x, axes);
-  if (n.op == "reduce_min") return mx::min(x, axes);
-  return mx::prod(x, axes);
+  if (n.op == "reduce_sum") return MX(sum, x, axes);
+  if (n.op == "reduce_max") return MX(max, x, axes);
+  if (n.op == "reduce_min") return MX(min, x, axes);
+  return MX(prod, x, axes);
 }
 
 // The loop runs on the host: each trip builds and evaluates the condition, then the body.
@@ -391,14 +448,16 @@ std::vector<mx::array> Builder::while_loop(const Node& n) const {
   const Graph& body = *n.regions.at(1);
   for (;;) {
     size_t unused = 0;
-    mx::array go = Builder(cond, false).run(state, &unused, nullptr).at(0);
+    mx::array go = Builder(cond, false, calls_).run(state, &unused, nullptr).at(0);
     mx::eval(go);
     if (!go.item<bool>()) break;
-    state = Builder(body, false).run(state, &unused, nullptr);
+    state = Builder(body, false, calls_).run(state, &unused, nullptr);
     mx::eval(state);
   }
   return state;
 }
+
+#undef MX
 
 }  // namespace
 
@@ -430,11 +489,12 @@ bool has_loops(const Graph& g) {
   return std::any_of(g.nodes.begin(), g.nodes.end(), [](const Node& n) { return n.op == "while"; });
 }
 
-std::vector<mx::array> build(const Graph& g, const std::vector<mx::array>& args) {
+std::vector<mx::array> build(const Graph& g, const std::vector<mx::array>& args,
+                             CallRecorder* recorder) {
   const size_t fixed = g.inputs.size() + g.params.size();
   std::vector<mx::array> consts(args.begin() + static_cast<std::ptrdiff_t>(fixed), args.end());
   size_t next = 0;
-  return Builder(g, true).run(args, &next, &consts);
+  return Builder(g, true, MlxCalls(recorder)).run(args, &next, &consts);
 }
 
 Verdict can_build(const NodeSignature& s) {

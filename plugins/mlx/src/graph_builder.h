@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mlx_calls.h"
 #include "rlx/core/graph.h"
 #include "rlx/core/target.h"
 
@@ -27,7 +28,10 @@ std::vector<IndexCheck> index_checks(const Graph& g);
 std::vector<mlx::core::array> constants(const Graph& g);
 bool has_loops(const Graph& g);
 
-std::vector<mlx::core::array> build(const Graph& g, const std::vector<mlx::core::array>& args);
+// With a recorder, every MLX call is also written to it (mlx_calls.h): the standalone program
+// (program_writer.h). A graph with a loop is then refused, naming the loop.
+std::vector<mlx::core::array> build(const Graph& g, const std::vector<mlx::core::array>& args,
+                                    CallRecorder* recorder = nullptr);
 
 // Whether build() maps this MIR primitive at these dtypes, with the reason when not.
 Verdict can_build(const NodeSignature& sig);

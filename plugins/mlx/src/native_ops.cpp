@@ -52,39 +52,47 @@ double lowest(DType d) {
   }
 }
 
+// Every MLX call below is RLX_MX's (mlx_calls.h): run, and written when writing the program.
+#define MX(fn, ...) RLX_MX(calls, fn, __VA_ARGS__)
+
 // rlx's Attention (ops_hir_nn.cpp): k and v read as q's dtype; causal aligns the last query with
 // the last key (MLX's causal mode does too); a padding mask [B, Sk] makes masked scores the
 // dtype's lowest finite value, so a row with every key masked averages V instead of giving NaN.
-mx::array attention(const Node& n, const Graph& g, const std::function<mx::array(size_t)>& in) {
+mx::array attention(const Node& n, const Graph& g, const MlxCalls& calls,
+                    const std::function<mx::array(size_t)>& in) {
   const TensorType& tq = g.type(n.inputs[0]);
   const mx::Dtype qd = to_mlx(tq.dtype);
-  mx::array q = in(0), k = mx::astype(in(1), qd), v = mx::astype(in(2), qd);
+  mx::array q = in(0), k = MX(astype, in(1), qd), v = MX(astype, in(2), qd);
   const int64_t d = tq.shape[3].value;
-  const double scale = n.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(d)));
+  const float scale =
+      static_cast<float>(n.attr_float("scale", 1.0 / std::sqrt(static_cast<double>(d))));
   const std::string mask = n.attr_string("mask", "none");
   if (mask == "causal")
-    return mx::fast::scaled_dot_product_attention(q, k, v, static_cast<float>(scale), "causal");
+    return MX(fast::scaled_dot_product_attention, q, k, v, scale, std::string("causal"));
   if (mask == "padding") {
     mx::array m = in(3);
-    mx::array keep = m.dtype() == mx::bool_ ? m : mx::not_equal(m, mx::zeros_like(m));
-    mx::array add = mx::where(keep, mx::astype(mx::array(0.0), qd),
-                              mx::astype(mx::array(lowest(tq.dtype)), qd));
-    add = mx::expand_dims(add, {1, 2});  // [B, 1, 1, Sk]
-    return mx::fast::scaled_dot_product_attention(q, k, v, static_cast<float>(scale), "array", add);
+    mx::array keep = m.dtype() == mx::bool_ ? m : MX(not_equal, m, MX(zeros_like, m));
+    mx::array add = MX(where, keep, MX(astype, MX(array, 0.0), qd),
+                       MX(astype, MX(array, lowest(tq.dtype)), qd));
+    add = MX(expand_dims, add, std::vector<int>{1, 2});  // [B, 1, 1, Sk]
+    return MX(fast::scaled_dot_product_attention, q, k, v, scale, std::string("array"), add);
   }
-  return mx::fast::scaled_dot_product_attention(q, k, v, static_cast<float>(scale));
+  return MX(fast::scaled_dot_product_attention, q, k, v, scale);
 }
 
 }  // namespace
 
-mx::array build_native(const Node& n, const Graph& g, const std::function<mx::array(size_t)>& in) {
-  if (n.op == "Attention") return attention(n, g, in);
+mx::array build_native(const Node& n, const Graph& g, const MlxCalls& calls,
+                       const std::function<mx::array(size_t)>& in) {
+  if (n.op == "Attention") return attention(n, g, calls, in);
   std::optional<mx::array> w, b;
   if (n.inputs.size() > 1) w = in(1);
   if (n.inputs.size() > 2) b = in(2);
   if (n.op == "LayerNorm")
-    return mx::fast::layer_norm(in(0), w, b, static_cast<float>(n.attr_float("epsilon", 1e-5)));
-  return mx::fast::rms_norm(in(0), w, static_cast<float>(n.attr_float("epsilon", 1e-6)));
+    return MX(fast::layer_norm, in(0), w, b, static_cast<float>(n.attr_float("epsilon", 1e-5)));
+  return MX(fast::rms_norm, in(0), w, static_cast<float>(n.attr_float("epsilon", 1e-6)));
 }
+
+#undef MX
 
 }  // namespace rlx::mlx_target

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "mlx_calls.h"
 #include "rlx/core/graph.h"
 #include "rlx/core/target.h"
 
@@ -15,8 +16,8 @@ namespace rlx::mlx_target {
 bool is_native_op(const std::string& op);
 // The claim: yes with the note the dispatch report shows, or no with the reason.
 Verdict claim(const NodeSignature& sig);
-// The node as fast:: ops; `in(k)` is its k-th input.
-mlx::core::array build_native(const Node& n, const Graph& g,
+// The node as fast:: ops made through `calls` (mlx_calls.h); `in(k)` is its k-th input.
+mlx::core::array build_native(const Node& n, const Graph& g, const MlxCalls& calls,
                               const std::function<mlx::core::array(size_t)>& in);
 
 }  // namespace rlx::mlx_target
