@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "rlx/core/dispatch.h"
 #include "rlx/core/error.h"
 #include "rlx/core/ir_text.h"
@@ -121,14 +123,48 @@ TEST(Int64Words, ConstantsAndMovesKeepBothWords) {
   EXPECT_EQ(test::values(got.at("b")), (std::vector<double>{1, 1, 1, 0, 1, 1, 1, 1}));
 }
 
-TEST(Int64Words, QuotientsAreRefusedByName) {
-  std::string msg = test::compile_error(R"(graph @t(%a: i64[4]) {
-  %y = div(%a, %a) : i64[4]
-  return %y
-}
+// Quotients and remainders on words against C's i64 ones, over every pair of dividends and
+// divisors of all sizes and signs: the extremes, powers of two and their neighbours, values
+// whose f32 estimates round, division by 0 (0) and INT64_MIN / -1 (wraps).
+TEST(Int64Words, QuotientsAndRemaindersMatchCsI64) {
+  const int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  const std::vector<int64_t> values = {kMin,          kMin + 1,      kMax,        kMax - 1,
+                                       0,             1,             -1,          2,
+                                       3,             -7,            4294967295,  4294967296,
+                                       -4294967297,   kBig + 12345,  -kBig - 3,   1000000007,
+                                       (int64_t{1} << 62) + 1,       -(int64_t{1} << 53) - 1,
+                                       123456789012345678,           -987654321987654321};
+  std::vector<int64_t> a, b, want_q, want_r;
+  for (int64_t n : values)
+    for (int64_t d : values) {
+      a.push_back(n), b.push_back(d);
+      if (d == 0) {
+        want_q.push_back(0), want_r.push_back(0);
+      } else if (d == -1) {  // the cpu's kernel: negation with wrap, remainder 0
+        want_q.push_back(static_cast<int64_t>(0 - static_cast<uint64_t>(n))), want_r.push_back(0);
+      } else {
+        want_q.push_back(n / d), want_r.push_back(n % d);
+      }
+    }
+  const int64_t count = static_cast<int64_t>(a.size());
+  const std::string ir = fmt::format(R"(graph @t(%a: i64[{0}], %b: i64[{0}]) {{
+  %q = div(%a, %b) : i64[{0}]
+  %r = rem(%a, %b) : i64[{0}]
+  return %q, %r
+}}
 )",
-                                        cpu_without_int64());
-  EXPECT_NE(msg.find("split-i64 has no i32-pair form of div"), std::string::npos) << msg;
+                                     count);
+  NamedTensors in = {{"a", i64({count}, a)}, {"b", i64({count}, b)}};
+  NamedTensors got = test::run_text(ir, in, cpu_without_int64());
+  const std::vector<int64_t> q = ints(got.at("q")), r = ints(got.at("r"));
+  for (int64_t i = 0; i < count; ++i) {
+    EXPECT_EQ(q[i], want_q[i]) << a[i] << " / " << b[i];
+    EXPECT_EQ(r[i], want_r[i]) << a[i] << " % " << b[i];
+  }
+  // The same program on the cpu's own i64 kernels.
+  NamedTensors native = test::run_text(ir, in, test::cpu_target());
+  EXPECT_EQ(ints(native.at("q")), want_q);
+  EXPECT_EQ(ints(native.at("r")), want_r);
 }
 
 }  // namespace

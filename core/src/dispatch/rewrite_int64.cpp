@@ -10,8 +10,9 @@
 // reaches gather and scatter as INT32_MIN, whose range check reports it. Products are the low 64
 // bits of the full product, as i64's; a maximum or minimum is two i32 reductions (high words,
 // then the low words that go with the extreme high word); sums and products halve the reduced
-// length log2(n) times, so they need static sizes;
-// quotients and remainders of i64 values have no pair form here and are refused by name.
+// length log2(n) times, so they need static sizes. Quotients and remainders (C's truncating
+// ones) are exact too: an f32 estimate of the quotient refined four times on the exact
+// remainder, then moved by one where the remainder is on the wrong side or too large.
 #include "dispatch/rewrite_int64.h"
 
 #include <fmt/format.h>
@@ -129,6 +130,71 @@ class WordBuilder {
     const Words w = split(v);
     const ValueId fits = b_.binary("eq", w.hi, sign_word(w.lo));
     return b_.select(fits, w.lo, k(w.lo, std::numeric_limits<int32_t>::min()));
+  }
+
+  // An integer-valued f32 as words (its value modulo 2^64): below 2^31 in size through i32;
+  // larger values are multiples of 2^8, so the high word floor(x / 2^32) and the low word
+  // x - high * 2^32 are exact in f32, each taken modulo 2^32 into i32 bits.
+  Words from_float(ValueId x) {
+    const ValueId small = b_.binary("lt", b_.unary("abs", x), k(x, 2147483648.0));
+    const Words narrow = widen(b_.convert(b_.select(small, x, k(x, 0.0)), DType::kI32));
+    const ValueId hi = b_.unary("floor", b_.mul(x, k(x, 1.0 / 4294967296.0)));
+    const ValueId lo = b_.sub(x, b_.mul(hi, k(x, 4294967296.0)));
+    auto bits = [&](ValueId f) {
+      const ValueId wraps = b_.binary("ge", f, k(f, 2147483648.0));
+      return b_.convert(b_.select(wraps, b_.sub(f, k(f, 4294967296.0)), f), DType::kI32);
+    };
+    return pick(small, narrow, {bits(lo), bits(hi)});
+  }
+
+  // |a| < |c| read as unsigned 64-bit magnitudes (|INT64_MIN| is 2^63).
+  ValueId smaller_magnitude(Words a, Words c) {
+    const Words ma = magnitude(a), mc = magnitude(c);
+    return b_.binary("or", unsigned_less(ma.hi, mc.hi),
+                     b_.binary("and", b_.binary("eq", ma.hi, mc.hi), unsigned_less(ma.lo, mc.lo)));
+  }
+  Words magnitude(Words a) { return pick(negative(a), neg(a), a); }
+  ValueId negative(Words a) { return b_.binary("lt", a.hi, k(a.hi, 0)); }
+
+  // n / d and n % d as C computes them (truncated quotient, remainder with n's sign), and 0
+  // for both where d is 0 (rlx's integer division by zero); INT64_MIN / -1 wraps. Each round
+  // takes q' = trunc(f32(r) / f32(d)) (relative error below 2^-22) and r -= q' d exactly on
+  // the words (the true r fits i64, so the wrapping products give it), so |r| falls from 2^63
+  // below 2^41 + |d|, 2^19 + |d|, then about |d|; two passes of one-step moves leave
+  // 0 <= r sign(n) < |d|.
+  std::pair<Words, Words> divide(Words n, Words d) {
+    const ValueId zero = k(n.lo, 0);
+    const ValueId df = to_float(d, DType::kF32);
+    const ValueId safe = b_.select(b_.binary("eq", df, k(df, 0.0)), k(df, 1.0), df);
+    Words q{zero, zero}, r = n;
+    for (int round = 0; round < 4; ++round) {
+      const ValueId ratio = b_.div(to_float(r, DType::kF32), safe);
+      const ValueId t = b_.select(b_.binary("lt", ratio, k(ratio, 0.0)), b_.unary("ceil", ratio),
+                                  b_.unary("floor", ratio));
+      const Words step = from_float(t);
+      q = add(q, step);
+      r = sub(r, mul(step, d));
+    }
+    const ValueId n_neg = negative(n), same_sign = b_.binary("eq", n_neg, negative(d));
+    const Words one{k(n.lo, 1), zero};
+    for (int pass = 0; pass < 2; ++pass) {
+      const ValueId nonzero = b_.unary("not", equal(r, {zero, zero}));
+      const ValueId r_on_n_side = b_.binary("eq", negative(r), n_neg);
+      const ValueId wrong_side = b_.binary("and", nonzero, b_.unary("not", r_on_n_side));
+      const ValueId too_far = b_.binary(
+          "and", b_.binary("and", nonzero, r_on_n_side), b_.unary("not", smaller_magnitude(r, d)));
+      // r + d with q - 1 moves r up by |d| when d > 0: toward n's side from below, or back from
+      // too far below; r - d with q + 1 the other way.
+      const ValueId up = b_.binary("or", b_.binary("and", wrong_side, same_sign),
+                                   b_.binary("and", too_far, b_.unary("not", same_sign)));
+      const ValueId down = b_.binary("or", b_.binary("and", wrong_side, b_.unary("not", same_sign)),
+                                     b_.binary("and", too_far, same_sign));
+      r = pick(up, add(r, d), pick(down, sub(r, d), r));
+      q = pick(up, sub(q, one), pick(down, add(q, one), q));
+    }
+    const ValueId by_zero = equal(d, {zero, zero});
+    const Words none{zero, zero};
+    return {pick(by_zero, none, q), pick(by_zero, none, r)};
   }
 
   // A value that fits 32 bits converts from its low word (one rounding, as i64 would); a larger
@@ -268,6 +334,10 @@ std::vector<ValueId> build_words(GraphBuilder& b, const Node& n, const std::vect
   if (op == "sub") return out(w.sub(words(0), words(1)));
   if (op == "neg") return out(w.neg(words(0)));
   if (op == "mul") return out(w.mul(words(0), words(1)));
+  if (op == "div" || op == "rem") {
+    auto [q, r] = w.divide(words(0), words(1));
+    return out(op == "div" ? q : r);
+  }
   if (op == "abs") {
     const Words x = words(0);
     return out(w.pick(b.binary("lt", x.hi, w.k(x.hi, 0)), w.neg(x), x));
@@ -315,7 +385,7 @@ std::vector<ValueId> build_words(GraphBuilder& b, const Node& n, const std::vect
     return out({b.op(op, lo, n.attrs), b.op(op, hi, n.attrs)});
   }
   return refuse(
-      "only moves, sums, products, comparisons, reductions and conversions of i64 values are "
+      "only moves, arithmetic, comparisons, reductions and conversions of i64 values are "
       "emulated");
 }
 
