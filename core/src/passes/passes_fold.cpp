@@ -95,8 +95,12 @@ std::optional<Tensor> fold(const Graph& g, const Node& n) {
   bool ints = in_dtype == DType::kBool || is_integer(in_dtype);
   for (int64_t i = 0; i < result.numel(); ++i) {
     if (n.op == "convert") {
-      if (ints) set_element(result, i, 0, int_element(*ins[0], i), true);
-      else set_element(result, i, ins[0]->scalar_at(i), 0, false);
+      if (ints)
+        set_element(result, i, 0, int_element(*ins[0], i), true);
+      else if (is_integer(out.dtype))
+        set_element(result, i, 0, scalar::float_to_int(out.dtype, ins[0]->scalar_at(i)), true);
+      else
+        set_element(result, i, ins[0]->scalar_at(i), 0, false);
       continue;
     }
     if (n.op == "select") {

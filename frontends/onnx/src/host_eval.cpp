@@ -154,13 +154,6 @@ std::optional<bool> cmp(const std::string& op, T a, T b) {
   return scalar::compare(op, a, b);
 }
 
-int64_t float_to_int(double x) {
-  if (x != x) return 0;
-  if (x >= 9.2233720368547758e18) return INT64_MAX;
-  if (x <= -9.2233720368547758e18) return INT64_MIN;
-  return static_cast<int64_t>(x);
-}
-
 std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in,
                          const TensorType& out_t) {
   const std::string& op = n.op;
@@ -179,7 +172,7 @@ std::optional<HVal> eval(const Node& n, const std::vector<const HVal*>& in,
       else if (dt == DType::kBool)
         r.i.push_back(x.is_f() ? x.f[k] != 0 : x.i[k] != 0);
       else
-        r.i.push_back(wrap(dt, x.is_f() ? float_to_int(x.f[k]) : x.i[k]));
+        r.i.push_back(x.is_f() ? scalar::float_to_int(dt, x.f[k]) : wrap(dt, x.i[k]));
     }
     return r;
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rlx/core/error.h"
+#include "rlx/core/scalar_eval.h"
 
 namespace rlx::cpu {
 
@@ -222,7 +223,9 @@ void LoopKernelRunner::eval_run(const std::vector<void*>& ptrs, std::vector<int6
             case Cls::kF64: slot<double>(slots, id)[j] = from_int ? static_cast<double>(iv) : fv; break;
             case Cls::kI64:
               slot<int64_t>(slots, id)[j] =
-                  e.dtype == DType::kBool ? (from_int ? iv != 0 : fv != 0) : wrap_to(e.dtype, from_int ? iv : float_to_int(fv));
+                  e.dtype == DType::kBool ? (from_int ? iv != 0 : fv != 0)
+                  : from_int               ? wrap_to(e.dtype, iv)
+                                           : scalar::float_to_int(e.dtype, fv);
               break;
           }
         }

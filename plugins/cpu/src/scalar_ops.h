@@ -147,14 +147,6 @@ inline int64_t wrap_to(DType d, int64_t x) {
   }
 }
 
-// Float -> integer conversion: truncation toward zero, NaN -> 0, saturating at the i64 range,
-// then wrapped to the destination width.
-inline int64_t float_to_int(double x) {
-  if (x != x) return 0;
-  if (x >= 9.2233720368547758e18) return INT64_MAX;
-  if (x <= -9.2233720368547758e18) return INT64_MIN;
-  return static_cast<int64_t>(x);
-}
 
 // Storage <-> compute class.
 inline float load_f(DType d, const void* p, int64_t i) {

@@ -1,6 +1,7 @@
 // Each MIR primitive as mlx::core ops, with rlx's numeric semantics where MLX's differ (integer
 // division and remainder truncate and give 0 for a zero divisor, float -> narrow integer
-// conversion saturates then wraps, indices may be negative): docs/ir.md lists them.
+// conversion saturates at the destination's range, indices may be negative): docs/ir.md lists
+// them.
 #include "graph_builder.h"
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <map>
 #include <numeric>
 
@@ -264,18 +266,57 @@ mx::array Builder::float_remainder(const mx::array& a, const mx::array& b) const
   return MX(where, fix, MX(subtract, r, b), r);
 }
 
-// Float -> integer goes through i64, saturating there (NaN -> 0), then wraps to the width; to
-// bool is x != 0.
+namespace {
+
+// The range of an integer dtype narrower than 64 bits.
+int64_t lowest(DType t) {
+  switch (t) {
+    case DType::kI8: return INT8_MIN;
+    case DType::kI16: return INT16_MIN;
+    case DType::kI32: return INT32_MIN;
+    default: return 0;  // unsigned
+  }
+}
+int64_t highest(DType t) {
+  switch (t) {
+    case DType::kI8: return INT8_MAX;
+    case DType::kU8: return UINT8_MAX;
+    case DType::kI16: return INT16_MAX;
+    case DType::kU16: return UINT16_MAX;
+    case DType::kI32: return INT32_MAX;
+    default: return UINT32_MAX;
+  }
+}
+
+}  // namespace
+
+// Float -> integer truncates, saturates at the destination's range and maps NaN to 0 (docs/ir.md,
+// as the C-family targets convert); to bool is x != 0. Through i64, whose range every narrower
+// limit fits: the float is clipped there first (so the conversion is defined), then the i64 at
+// the destination's limits. u64 reaches past i64, so it is clipped as a float below 2^64.
 mx::array Builder::convert(const mx::array& x, DType from, DType to) const {
   const mx::Dtype t = to_mlx(to);
   if (from == to) return x;
   if (to == DType::kBool) return MX(not_equal, x, scalar(0, x.dtype()));
   if (is_float(from) && is_integer(to)) {
     mx::array wide = MX(astype, x, from == DType::kF64 ? mx::float64 : mx::float32);
+    const mx::array nan = MX(isnan, wide);
+    if (to == DType::kU64) {
+      const double below = std::nextafter(18446744073709551616.0, 0.0);
+      const float below_f = std::nextafter(18446744073709551616.0f, 0.0f);
+      mx::array c = MX(clip, wide, scalar(0, wide.dtype()),
+                       scalar(from == DType::kF64 ? below : below_f, wide.dtype()));
+      mx::array u = MX(astype, c, mx::uint64);
+      // All ones and zero as u64, from i64 (a modular cast).
+      u = MX(where, MX(greater_equal, wide, scalar(18446744073709551616.0, wide.dtype())),
+             MX(astype, scalar_i64(-1), mx::uint64), u);
+      return MX(where, nan, MX(astype, scalar_i64(0), mx::uint64), u);
+    }
     const double two63 = 9223372036854775808.0;
     mx::array i = MX(astype, MX(clip, wide, scalar(-two63, wide.dtype()), std::nullopt), mx::int64);
     i = MX(where, MX(greater_equal, wide, scalar(two63, wide.dtype())), scalar_i64(INT64_MAX), i);
-    i = MX(where, MX(isnan, wide), scalar_i64(0), i);
+    i = MX(where, nan, scalar_i64(0), i);
+    if (to != DType::kI64) i = MX(clip, i, scalar_i64(lowest(to)), scalar_i64(highest(to)));
     return MX(astype, i, t);
   }
   return MX(astype, x, t);

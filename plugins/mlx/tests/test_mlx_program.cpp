@@ -101,8 +101,7 @@ TEST(MlxProgram, BuilderMlpAgreesWithCpu) {
 
 // Every kind of mapping graph_builder.cpp has: elementwise ops with rlx's semantics where MLX's
 // differ (float remainder's sign, truncating integer division by zero, float -> integer
-// conversion; to u8 from non-negative values only: the cpu target saturates negative ones at 0
-// where docs/ir.md and the mlx target wrap),
+// conversion),
 // a batched and an integer dot_general, broadcast with moved dims, strided slice, concat,
 // padding, iota, gather and scatter-add with negative indices, reductions, and the HIR
 // ops MLX's fast kernels run (LayerNorm, RMSNorm, causal and padding Attention).

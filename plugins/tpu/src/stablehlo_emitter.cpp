@@ -367,15 +367,21 @@ std::string Writer::integer_division(const Node& n, const std::string& op) {
   return select(by_zero, zero, q, t);
 }
 
-// Float -> integer goes through i64 (XLA saturates there and maps NaN to 0), then wraps to the
-// destination width, as rlx converts; anything -> bool is x != 0, which convert is.
+// Float -> integer truncates, saturates at the destination's range and maps NaN to 0, as rlx
+// converts (docs/ir.md): XLA's own conversion saturates and maps NaN to 0 at i64 and u64, so a
+// narrower destination is reached through i64 clamped at its limits. Anything -> bool is
+// x != 0, which convert is.
 std::string Writer::convert_node(const Node& n) {
   const TensorType& from = g().type(n.inputs[0]);
   DType to = n.attr_dtype("dtype");
   std::string x = name(n.inputs[0]);
-  if (is_float(from.dtype) && is_integer(to) && to != DType::kI64) {
-    x = convert(x, from, DType::kI64);
-    return convert(x, with_dtype(from, DType::kI64), to);
+  if (is_float(from.dtype) && is_integer(to) && to != DType::kI64 && to != DType::kU64) {
+    const TensorType wide = with_dtype(from, DType::kI64);
+    const std::string i = convert(x, from, DType::kI64);
+    const std::string lo = convert(splat(to, Scalar::kLowest, from), with_dtype(from, to), DType::kI64);
+    const std::string hi = convert(splat(to, Scalar::kHighest, from), with_dtype(from, to), DType::kI64);
+    const std::string clamped = binary("minimum", binary("maximum", i, lo, wide), hi, wide);
+    return convert(clamped, wide, to);
   }
   return convert(x, from, to);
 }

@@ -1,13 +1,41 @@
 // The scalar semantics of MIR elementwise ops in f64/i64, for evaluating on the host (constant
-// folding, importers' shape computations). They match the targets: float max/min propagate
-// NaN, integers wrap, integer division or remainder by zero gives 0.
+// folding, importers' shape computations, the cpu's interpreter). They match the targets: float
+// max/min propagate NaN, integers wrap (INT64_MIN / -1 too), integer division or remainder by
+// zero gives 0, float -> integer truncates and saturates at the destination's range.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "rlx/core/dtype.h"
+
 namespace rlx::scalar {
+
+// Float -> integer conversion (docs/ir.md): truncation toward zero, NaN -> 0, saturation at the
+// range of `to` (an integer dtype); u64's value is returned as its bits.
+inline int64_t float_to_int(DType to, double x) {
+  if (x != x) return 0;
+  if (to == DType::kU64) {
+    if (x <= 0) return 0;
+    if (x >= 18446744073709551616.0) return -1;  // all ones
+    return static_cast<int64_t>(static_cast<uint64_t>(x));
+  }
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  switch (to) {
+    case DType::kI8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case DType::kU8: lo = 0, hi = UINT8_MAX; break;
+    case DType::kI16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case DType::kU16: lo = 0, hi = UINT16_MAX; break;
+    case DType::kI32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case DType::kU32: lo = 0, hi = UINT32_MAX; break;
+    case DType::kBool: return x != 0;
+    default: break;  // i64: its limits are exact doubles (-2^63) or just below one (2^63)
+  }
+  if (x <= static_cast<double>(lo)) return lo;
+  if (x >= static_cast<double>(hi)) return hi;
+  return static_cast<int64_t>(x);
+}
 
 inline std::optional<double> float_unary(const std::string& op, double x) {
   if (op == "neg") return -x;
@@ -54,7 +82,7 @@ inline std::optional<int64_t> int_binary(const std::string& op, int64_t a, int64
   if (op == "add") return static_cast<int64_t>(ua + ub);
   if (op == "sub") return static_cast<int64_t>(ua - ub);
   if (op == "mul") return static_cast<int64_t>(ua * ub);
-  if (op == "div") return (b == 0 || (a == INT64_MIN && b == -1)) ? 0 : a / b;
+  if (op == "div") return b == 0 ? 0 : (a == INT64_MIN && b == -1) ? INT64_MIN : a / b;
   if (op == "rem") return (b == 0 || (a == INT64_MIN && b == -1)) ? 0 : a % b;
   if (op == "max") return a > b ? a : b;
   if (op == "min") return a < b ? a : b;
