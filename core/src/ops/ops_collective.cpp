@@ -1,6 +1,7 @@
 // Collectives over the ranks of one job (docs/parallel.md). Every rank runs the same graph; a
 // collective node exchanges its operand with the other ranks of the communicator named by its
-// `comm` attribute ("world": every rank of the job, the only one opened today):
+// `comm` attribute (rlx/core/communicator.h: "world", the default, every rank of the job;
+// "block:G" and "stride:S", groups of it; Send and Recv name world ranks and take "world" only):
 //   AllReduce(x) {reduce = "sum"|"max"|"min"|"mean"}      -> x's type, the reduction over ranks
 //   AllGather(x) {world = N}                           -> [N*d0, ...], rank r's x at block r
 //   ReduceScatter(x) {reduce, world = N}               -> [d0/N, ...], block r of the reduction
@@ -10,12 +11,13 @@
 //   Send(x) {peer}                                     -> x (sent to peer; the result orders it)
 //   Recv(x) {peer}                                     -> x's type, filled from peer (x's values
 //                                                         are not read: it carries the type)
-// `world` is the communicator's size where it decides a shape; the run checks it against the
-// channel. There is no MIR decomposition: only a target with a native collective engine claims
+// `world` is the communicator's size where it decides a shape (a group's size for a group); the
+// run checks it against the channel. Broadcast's root is an index within the group. There is no MIR decomposition: only a target with a native collective engine claims
 // them (cpu: Gloo), every other target refuses them by name; a collective is never staged
 // through the host silently.
 #include "ops/op_family.h"
 #include "ops/op_helpers.h"
+#include "rlx/core/communicator.h"
 
 namespace rlx {
 using namespace ops;
@@ -42,8 +44,13 @@ void check_operand(const Node& n, const TensorType& x) {
   if (!collective_dtype(x.dtype))
     fail("{}: {} is not a collective dtype (i8, u8, i32, i64, f16, bf16, f32, f64)", n.op, x.str());
   const std::string comm = n.attr_string("comm", "world");
-  if (comm != "world")
-    fail("{}: communicator \"{}\" is not known; only \"world\" (every rank) exists", n.op, comm);
+  if (!parse_communicator(comm))
+    fail("{}: communicator \"{}\" is not known: \"world\" (every rank), \"block:G\" (consecutive "
+         "groups of G ranks) or \"stride:S\" (the ranks equal modulo S)",
+         n.op, comm);
+  if ((n.op == "Send" || n.op == "Recv") && comm != "world")
+    fail("{}: peer is a rank of the job, so the communicator must be \"world\", got \"{}\"", n.op,
+         comm);
 }
 
 void check_reduce(const Node& n, const TensorType& x) {

@@ -40,7 +40,7 @@ Reduce reduce_attr(const lir::CallKernel& k) {
 std::optional<Verdict> claim_collective(const NodeSignature& s) {
   if (!is_collective(s.op)) return std::nullopt;
   // The op's verifier has already refused dtypes and attributes Gloo cannot take.
-  return Verdict{true, "Gloo (TCP) on the process's communicator \"world\""};
+  return Verdict{true, "Gloo (TCP) on the communicator the node names (\"world\" by default)"};
 }
 
 bool is_collective_callee(const std::string& callee) {
@@ -51,6 +51,8 @@ void run_collective(const lir::CallKernel& k, const std::vector<lir::Buffer>& in
                     const std::vector<void*>& ptrs) {
   const std::string op = k.callee.substr(7);
   std::shared_ptr<GlooComm> comm = world_comm(op);
+  if (auto it = k.attrs.find("comm"); it != k.attrs.end())
+    comm = comm->group(*parse_communicator(std::get<std::string>(it->second)));
   const lir::Buffer& x = in[0];
   const void* src = ptrs[k.inputs[0]];
   void* dst = ptrs[k.outputs[0]];
@@ -58,9 +60,11 @@ void run_collective(const lir::CallKernel& k, const std::vector<lir::Buffer>& in
   const int64_t world = attr_or<int64_t>(k, "world", comm->size());
   if (world != comm->size())
     throw_user_error(fmt::format(
-        "{}{} was built for a communicator of {} ranks, and this job has {}: rebuild the graph "
-        "for {} ranks or start {} ranks",
-        op, k.loc.empty() ? "" : " ('" + k.loc + "')", world, comm->size(), comm->size(), world));
+        "{}{} was built for a communicator of {} ranks, and this job has {}{}: rebuild the "
+        "graph for {} ranks or start the ranks it was built for",
+        op, k.loc.empty() ? "" : " ('" + k.loc + "')", world, comm->size(),
+        comm->name() == "world" ? "" : fmt::format(" in its group {}", comm->name()),
+        comm->size()));
   if (op == "AllReduce") return comm->all_reduce(src, dst, x.dtype, n, reduce_attr(k));
   if (op == "AllGather") return comm->all_gather(src, dst, x.dtype, n);
   if (op == "ReduceScatter")

@@ -246,6 +246,9 @@ std::shared_ptr<GlooComm> GlooComm::open(const ChannelOptions& options) {
     gloo::rendezvous::PrefixStore prefixed(prefix, store);
     context->connectFullMesh(prefixed, device);
     c->context_ = std::move(context);
+    c->folder_ = e.folder.string();
+    c->prefix_ = prefix;
+    c->device_ = device;
   } catch (const Error&) {
     throw;
   } catch (const std::exception& ex) {
@@ -285,10 +288,10 @@ void GlooComm::guarded(const char* what, F&& f) {
   } catch (const std::exception& e) {
     failed_ = true;
     throw_device_error(fmt::format(
-        "rank {} of {}: collective {} on communicator \"world\" failed: {}. A peer rank exited, "
+        "rank {} of {}: collective {} on communicator \"{}\" failed: {}. A peer rank exited, "
         "was killed or did not reach this collective within the collective timeout ({} s); the "
         "launcher names the rank that ended first",
-        rank_, size_, what, e.what(), static_cast<double>(timeout_ms_) / 1000));
+        rank_, size_, what, name_, e.what(), static_cast<double>(timeout_ms_) / 1000));
   }
 }
 
@@ -413,6 +416,41 @@ void GlooComm::recv(void* buffer, DType dtype, int64_t count, int32_t peer) {
     buf->recv(peer, slot);
     buf->waitRecv(std::chrono::milliseconds(timeout_ms_));
   });
+}
+
+// Groups of a job's ranks (rlx/core/communicator.h) as Gloo contexts of their own: each group
+// connects its members through the world's rendezvous folder under a key prefix naming the
+// communicator and the group's first rank, so groups of one partition (and partitions of one
+// job) never see each other's keys.
+std::shared_ptr<GlooComm> GlooComm::group(const Communicator& c) {
+  if (c.kind == Communicator::Kind::kWorld) return shared_from_this();
+  if (!device_)
+    throw_internal_error(fmt::format("communicator \"{}\" asked of a group, not of the world",
+                                     c.name()));
+  auto it = groups_.find(c.name());
+  if (it != groups_.end()) return it->second;
+  const std::vector<int32_t> ranks = c.group_of(rank_, size_);
+  std::string members;
+  for (int32_t r : ranks) members += (members.empty() ? "" : ", ") + std::to_string(r);
+  std::shared_ptr<GlooComm> g(new GlooComm());
+  g->rank_ = static_cast<int32_t>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
+  g->size_ = static_cast<int32_t>(ranks.size());
+  g->timeout_ms_ = timeout_ms_;
+  g->name_ = fmt::format("{} (world ranks {})", c.name(), members);
+  if (g->size_ > 1) {
+    guarded(fmt::format("opening communicator {}", g->name_).c_str(), [&] {
+      auto context = std::make_shared<gloo::rendezvous::Context>(g->rank_, g->size_);
+      context->setTimeout(std::chrono::milliseconds(timeout_ms_));
+      gloo::rendezvous::FileStore store(folder_);
+      // The group's first rank names it: every member computes the same list.
+      gloo::rendezvous::PrefixStore prefixed(
+          fmt::format("{}.{}.{}", prefix_, c.name(), ranks.front()), store);
+      context->connectFullMesh(prefixed, device_);
+      g->context_ = std::move(context);
+    });
+  }
+  groups_[c.name()] = g;
+  return g;
 }
 
 std::shared_ptr<GlooComm> world_comm(const std::string& op) {

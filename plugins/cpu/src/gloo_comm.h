@@ -14,14 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "rlx/core/communicator.h"
 #include "rlx/core/device.h"
 #include "rlx/core/dtype.h"
 
 namespace gloo {
 class Context;
 namespace transport {
+class Device;
 class UnboundBuffer;
-}
+}  // namespace transport
 }  // namespace gloo
 
 namespace rlx::cpu {
@@ -29,13 +31,19 @@ namespace rlx::cpu {
 // How a reduction combines ranks; kMean is a sum divided by the number of ranks.
 enum class Reduce { kSum, kProduct, kMax, kMin, kMean };
 
-class GlooComm {
+class GlooComm : public std::enable_shared_from_this<GlooComm> {
  public:
   static std::shared_ptr<GlooComm> open(const ChannelOptions& options);
   ~GlooComm();
 
   int32_t rank() const { return rank_; }
   int32_t size() const { return size_; }
+  const std::string& name() const { return name_; }  // "world", "block:2 (world ranks 2, 3)"
+
+  // The group of this job's ranks `c` puts this rank in (gloo_groups.cpp): a context of its own
+  // over the same rendezvous, opened when a collective first names it (every member reaches
+  // that collective) and kept. The world itself for "world". Only the world has groups.
+  std::shared_ptr<GlooComm> group(const Communicator& c);
 
   // Counts are elements of dtype; `in` and `out` may be the same memory.
   void all_reduce(const void* in, void* out, DType dtype, int64_t count, Reduce op);
@@ -64,7 +72,13 @@ class GlooComm {
 
   int32_t rank_ = 0, size_ = 1;
   int64_t timeout_ms_ = 60000;
+  std::string name_ = "world";  // in messages: the communicator
   std::shared_ptr<gloo::Context> context_;
+  // What a group opens its context with: the rendezvous folder, this world's key prefix in it,
+  // the transport's device.
+  std::string folder_, prefix_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::map<std::string, std::shared_ptr<GlooComm>> groups_;
   std::map<int32_t, uint64_t> sent_, received_;  // messages per peer: matched slots
   bool failed_ = false;  // after a failure the context is unusable: refuse further calls
 };

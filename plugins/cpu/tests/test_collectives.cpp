@@ -4,6 +4,7 @@
 // targets refuse the ops by name. Ranks are forked processes joined through a fresh FileStore
 // folder, as `rlx run --nproc N` joins them.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -204,6 +205,74 @@ TEST_P(Collectives, EveryOpAndDTypeMatchesHandComputedValues) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(2, 3, 4));
+
+// Groups of a 4-rank job (rlx/core/communicator.h): "block:2" is {0, 1} and {2, 3} (tensor
+// parallel), "stride:2" is {0, 2} and {1, 3} (data parallel), interleaved with collectives on
+// the world, so each communicator is its own: values computed here from each rank's input.
+TEST(CollectiveGroups, BlockAndStrideGroupsExchangeWithinTheirRanks) {
+  std::vector<RankResult> results = run_ranks(4, [](int r) {
+    Session session(test::cpu_target());
+    CompiledModel model = session.compile(parse_graph(R"(graph @g(%x: f32[4]) {
+  %tp = AllReduce(%x) {comm = "block:2", reduce = "sum"} : f32[4]
+  %w = AllReduce(%x) {reduce = "sum"} : f32[4]
+  %dp = AllReduce(%x) {comm = "stride:2", reduce = "max"} : f32[4]
+  %g = AllGather(%x) {comm = "block:2", world = 2} : f32[8]
+  %b = Broadcast(%x) {comm = "stride:2", root = 1} : f32[4]
+  return %tp, %w, %dp, %g, %b
+}
+)",
+                                                      "groups.rlx"));
+    std::vector<float> x;
+    for (int64_t i = 0; i < 4; ++i) x.push_back(static_cast<float>(input(r, i)));
+    for (int run = 0; run < 2; ++run) {
+      NamedTensors out = model.run({{"x", test::f32({4}, x)}});
+      const int block = r / 2 * 2, stride = r % 2;
+      std::map<std::string, std::vector<double>> want;
+      for (int64_t i = 0; i < 4; ++i) {
+        want["tp"].push_back(input(block, i) + input(block + 1, i));
+        want["w"].push_back(input(0, i) + input(1, i) + input(2, i) + input(3, i));
+        want["dp"].push_back(std::max(input(stride, i), input(stride + 2, i)));
+        want["b"].push_back(input(stride + 2, i));  // index 1 of {stride, stride + 2}
+      }
+      for (int q : {block, block + 1})
+        for (int64_t i = 0; i < 4; ++i) want["g"].push_back(input(q, i));
+      for (const auto& [name, values] : want)
+        if (test::values(out.at(name)) != values)
+          throw std::runtime_error(fmt::format("rank {}: {} = {}, want {}", r, name,
+                                               fmt::join(test::values(out.at(name)), ", "),
+                                               fmt::join(values, ", ")));
+    }
+  });
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
+}
+
+// A partition the job's size does not divide is named at the collective; an unknown communicator
+// and a grouped Send are refused when the graph is read.
+TEST(CollectiveGroups, BadCommunicatorsAreNamed) {
+  std::vector<RankResult> results = run_ranks(4, [](int) {
+    Session session(test::cpu_target());
+    CompiledModel model = session.compile(parse_graph(
+        "graph @g(%x: f32[2]) {\n  %y = AllReduce(%x) {comm = \"block:3\"} : f32[2]\n  return %y\n}\n",
+        "g.rlx"));
+    model.run({{"x", test::f32({2}, {1, 2})}});
+  });
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(results[r].exit_code, 1);
+    EXPECT_NE(results[r].message.find("communicator \"block:3\""), std::string::npos)
+        << results[r].message;
+    EXPECT_NE(results[r].message.find("4 ranks do not divide evenly"), std::string::npos)
+        << results[r].message;
+  }
+  for (const char* bad : {"AllReduce(%x) {comm = \"ring\"}", "Send(%x) {comm = \"block:2\", peer = 1}"}) {
+    try {
+      parse_graph(fmt::format("graph @g(%x: f32[2]) {{\n  %y = {} : f32[2]\n  return %y\n}}\n", bad));
+      FAIL() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("communicator"), std::string::npos) << e.what();
+    }
+  }
+}
 
 TEST(CollectiveFailure, AKilledRankEndsTheOthersFastNamingTheCollective) {
   // Rank 2 dies after a first AllReduce with the others; ranks 0 and 1 reach a second one that
