@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Gaussian splatting on the cpu: rlx against the NumPy implementation in numpy_splat.py, in
-interleaved rounds on the same scene, medians reported.
+interleaved rounds on the same scene, medians reported. `--target cuda` times rlx on the cuda
+target instead (its native kernels; the times include copying the scene to the device and the
+results back), still checked against NumPy.
 
     cmake --build build --target rlx_bench_splat rlx_target_cpu
     /work/main/.venv/bin/python bench/splat/run.py --gaussians 100000 1000000 --rounds 3
@@ -56,11 +58,11 @@ def pair_count(scene, width, height):
     return int(((x1 - x0) * (y1 - y0))[ok].sum())
 
 
-def run_rlx(exe, folder, n, width, height, reps, capacity):
+def run_rlx(exe, folder, n, width, height, reps, capacity, target):
     env = dict(os.environ, RLX_PLUGIN_PATH=str(ROOT / "build/share/rlx/plugins.d"),
                RLX_SPLAT_CAPACITY=str(capacity))
-    out = subprocess.run([str(exe), str(folder), str(n), str(width), str(height), str(reps)],
-                         capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run([str(exe), str(folder), str(n), str(width), str(height), str(reps),
+                          target], capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout)
 
 
@@ -72,6 +74,7 @@ def main():
     ap.add_argument("--height", type=int, default=1080)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3, help="rlx runs per round (median taken)")
+    ap.add_argument("--target", default="cpu", help="the rlx target timed (cpu, cuda)")
     args = ap.parse_args()
     w, h = args.width, args.height
     rows = []
@@ -85,7 +88,7 @@ def main():
                 v.astype(np.float32).tofile(folder / f"{k}.f32")
             rf, rb, nf, nb = [], [], [], []
             for r in range(args.rounds):
-                got = run_rlx(args.rlx_bench, folder, n, w, h, args.reps, capacity)
+                got = run_rlx(args.rlx_bench, folder, n, w, h, args.reps, capacity, args.target)
                 rf.append(statistics.median(got["forward_s"]))
                 rb.append(statistics.median(got["forward_backward_s"]))
                 t0 = time.perf_counter()
@@ -108,12 +111,13 @@ def main():
                           + ", ".join(f"{e:.1e}" for e in errs), flush=True)
                 print(f"N={n} round {r + 1}: rlx fwd {rf[-1]:.3f}s fwd+bwd {rb[-1]:.3f}s | numpy "
                       f"fwd {nf[-1]:.3f}s fwd+bwd {nb[-1]:.3f}s", flush=True)
-        row = {"gaussians": n, "rlx_forward_s": statistics.median(rf),
+        row = {"gaussians": n, "target": args.target, "rlx_forward_s": statistics.median(rf),
                "rlx_forward_backward_s": statistics.median(rb),
                "numpy_forward_s": statistics.median(nf),
                "numpy_forward_backward_s": statistics.median(nb),
                "image_max_abs_error": img_err, "gradient_rel_l2_errors": errs}
         rows.append(row)
+    print(f"\nrlx on {args.target}")
     print("\n| Gaussians | rlx forward | NumPy forward | speed-up | rlx fwd+bwd | NumPy fwd+bwd | speed-up |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:

@@ -1,8 +1,10 @@
-// Times the cpu target's splatting ops on a scene written by bench/splat/run.py: the render
-// (ProjectGaussians, TileBin, Rasterize) and the render plus the gradients of
-// loss = sum(image * weights) for means, scales, quaternions, opacities and colours.
+// Times a target's splatting ops (cpu unless TARGET says otherwise: cuda runs them natively too)
+// on a scene written by bench/splat/run.py: the render (ProjectGaussians, TileBin, Rasterize)
+// and the render plus the gradients of loss = sum(image * weights) for means, scales,
+// quaternions, opacities and colours. On a device target a run's time includes copying the
+// scene to the device and the image (or the gradients) back.
 //
-//   rlx_bench_splat DIR N WIDTH HEIGHT REPS   (DIR holds means.f32 ... weights.f32)
+//   rlx_bench_splat DIR N WIDTH HEIGHT REPS [TARGET]   (DIR holds means.f32 ... weights.f32)
 // Prints {"forward_s": [...], "forward_backward_s": [...]} and writes DIR/rlx_image.f32 and
 // DIR/rlx_grads.f32 (the gradients, in the order above, flattened) for the driver's check.
 #include <fmt/format.h>
@@ -36,14 +38,15 @@ void write_f32(const std::string& file, const rlx::Tensor& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: %s DIR N WIDTH HEIGHT REPS\n", argv[0]);
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: %s DIR N WIDTH HEIGHT REPS [TARGET]\n", argv[0]);
     return 2;
   }
   try {
     const std::string dir = argv[1];
     const int64_t n = std::stoll(argv[2]), w = std::stoll(argv[3]), h = std::stoll(argv[4]);
     const int reps = std::stoi(argv[5]);
+    const std::string target = argc == 7 ? argv[6] : "cpu";
     rlx::NamedTensors in = {{"means", read_f32(dir + "/means.f32", {n, 3})},
                             {"scales", read_f32(dir + "/scales.f32", {n, 3})},
                             {"quats", read_f32(dir + "/quats.f32", {n, 4})},
@@ -80,7 +83,7 @@ int main(int argc, char** argv) {
       b.output(grad);
 
     auto registry = rlx::registry::Registry::discover({});
-    rlx::Session session(registry.target("cpu"));
+    rlx::Session session(registry.target(target));
     rlx::CompiledModel fwd = session.compile(forward);
     rlx::CompiledModel both = session.compile(g);
     rlx::NamedTensors fo, bo;

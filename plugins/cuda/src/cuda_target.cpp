@@ -2,8 +2,9 @@
 // to a cubin for the device's architecture and run through the shared GPU host executor on the
 // CUDA driver API, with cuBLASLt products, tensor-core attention and CUDA graphs
 // (cuda_library.h). Its native HIR ops are those of every GPU-like target (Attention,
-// LayerNorm/RMSNorm) plus dense linear algebra through cuSOLVER (dense_linalg_call.h); every
-// other HIR op takes its MIR decomposition.
+// LayerNorm/RMSNorm) plus dense linear algebra through cuSOLVER (dense_linalg_call.h) and the
+// Gaussian-splatting ops on its own kernels (splat_call.h); every other HIR op takes its MIR
+// decomposition.
 #include <fmt/format.h>
 
 #include <optional>

@@ -2,14 +2,17 @@
 
 #include "dense_linalg_call.h"
 #include "rlx/core/error.h"
+#include "splat_call.h"
 
 namespace rlx::cuda {
 
 std::optional<Verdict> claim_library_op(const NodeSignature& s) {
+  if (auto v = claim_splat(s)) return v;
   return claim_dense_linalg(s);
 }
 
 std::string library_call_vendor(const lir::CallKernel& call) {
+  if (std::string v = splat_vendor(call); !v.empty()) return v;
   return dense_linalg_vendor(call);
 }
 
@@ -17,6 +20,7 @@ std::unique_ptr<gpu_host::VendorCall> plan_library_call(CudaDevice& device,
                                                         const lir::CallKernel& call,
                                                         const lir::Program& program) {
   if (!dense_linalg_vendor(call).empty()) return plan_dense_linalg(device, call, program);
+  if (!splat_vendor(call).empty()) return plan_splat(device, call, program);
   throw_internal_error("cuda: no library plans the call " + call.callee);
 }
 
