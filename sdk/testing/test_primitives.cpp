@@ -258,6 +258,45 @@ TEST(CpuPrimitives, ConvertSaturatesAtTheDestinationsRange) {
   EXPECT_GT(checked, 0);
 }
 
+// Reductions of many elements into few outputs run as partial results over chunks of one
+// reduced dim, then their reduction (core/src/passes/split_reduction.h): every reduction kind,
+// over all dims and over two of three, against sums and extremes taken here in double.
+TEST(CpuPrimitives, LongReductionsIntoFewOutputs) {
+  const int64_t a = 3, b = 1024, c = 70;
+  std::vector<double> x(static_cast<size_t>(a * b * c)), xi(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = std::sin(0.37 * static_cast<double>(i)) * 2 + 0.25;
+    xi[i] = static_cast<double>(i % 7) - 3;
+  }
+  const std::string ir = fmt::format(R"(graph @t(%x: f32[{0},{1},{2}], %i: i32[{0},{1},{2}]) {{
+  %s = reduce_sum(%x) {{axes = [0, 1, 2]}} : f32[]
+  %m = reduce_max(%x) {{axes = [0, 1, 2]}} : f32[]
+  %n = reduce_min(%x) {{axes = [1, 2]}} : f32[{0}]
+  %r = reduce_sum(%x) {{axes = [1, 2]}} : f32[{0}]
+  %k = reduce_sum(%i) {{axes = [0, 1, 2]}} : i32[]
+  return %s, %m, %n, %r, %k
+}}
+)",
+                                     a, b, c);
+  std::vector<float> xf(x.begin(), x.end());
+  Tensor ti(DType::kI32, {a, b, c});
+  for (size_t i = 0; i < xi.size(); ++i) ti.as<int32_t>()[i] = static_cast<int32_t>(xi[i]);
+  auto out = run_text(ir, {{"x", test::f32({a, b, c}, xf)}, {"i", ti}});
+  double sum = 0, top = -1e9, isum = 0;
+  std::vector<double> low(a, 1e9), rows(a, 0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const auto f = static_cast<double>(static_cast<float>(x[i]));
+    sum += f, top = std::max(top, f), isum += xi[i];
+    low[i / (b * c)] = std::min(low[i / (b * c)], f);
+    rows[i / (b * c)] += f;
+  }
+  EXPECT_NEAR(test::values(out.at("s"))[0], sum, 1e-5 * x.size());
+  EXPECT_EQ(test::values(out.at("m"))[0], top);
+  EXPECT_EQ(test::values(out.at("n")), low);
+  for (int64_t j = 0; j < a; ++j) EXPECT_NEAR(test::values(out.at("r"))[j], rows[j], 1e-5 * b * c);
+  EXPECT_EQ(test::values(out.at("k"))[0], isum);
+}
+
 TEST(CpuPrimitives, SelectPicksPerElement) {
   auto out = run_text(
       "graph @t(%p: bool[4], %a: f32[4], %b: f32[4]) {\n  %y = select(%p, %a, %b) : f32[4]\n  return %y\n}\n",

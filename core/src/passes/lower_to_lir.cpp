@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "passes/passes_util.h"
+#include "passes/split_reduction.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/passes.h"
@@ -344,6 +345,21 @@ class Lowering {
         name = n.op;
         int32_t root = build(k, n.inputs[0], m, &name);
         k.stores.push_back({buf_[v], root});
+        k.name = fmt::format("k{}_{}", p_.kernels.size(), name);
+        const auto partial = static_cast<int32_t>(p_.buffers.size());
+        if (auto split = split_reduction(k, t.dtype, partial)) {
+          lir::Buffer b;
+          b.id = partial;
+          b.name = g_.values[v].name + ".partials";
+          b.dtype = t.dtype;
+          b.shape = split->partial_shape;
+          b.kind = BufferKind::kTemp;
+          p_.buffers.push_back(std::move(b));
+          p_.kernels.push_back(std::move(split->partials));
+          split->combine.name = fmt::format("k{}_{}_combine", p_.kernels.size(), name);
+          p_.kernels.push_back(std::move(split->combine));
+          return;
+        }
       } else {
         k.domain = static_dims(t.shape);
         k.num_parallel = static_cast<int32_t>(k.domain.size());

@@ -85,6 +85,29 @@ TEST(Lir, SoftmaxIsTwoReductionsAndTwoElementwiseKernels) {
   EXPECT_EQ(p.kernels.size(), 4u);
 }
 
+// A sum of 1080 x 1920 x 3 floats into one is two kernels: 1920 partial sums (the 1920 dim made
+// parallel), then their sum; a reduction with many outputs, a short one, and a 16-bit result
+// (whose partials would round once more) stay one kernel.
+TEST(Lir, LongReductionsIntoFewOutputsAreSplitIntoPartials) {
+  auto p = lower(R"(graph @g(%x: f32[1080,1920,3], %h: f16[256,300]) {
+  %s = reduce_sum(%x) {axes = [0, 1, 2]} : f32[]
+  %r = reduce_sum(%x) {axes = [2]} : f32[1080,1920]
+  %t = reduce_max(%h) {axes = [1]} : f16[256]
+  %u = reduce_sum(%h) {axes = [0, 1]} : f16[]
+  return %s, %r, %t, %u
+}
+)");
+  ASSERT_EQ(p.kernels.size(), 5u);
+  const auto& partials = std::get<lir::LoopKernel>(p.kernels[0]);
+  const auto& combine = std::get<lir::LoopKernel>(p.kernels[1]);
+  EXPECT_EQ(partials.domain, (std::vector<int64_t>{1920, 1080, 1, 3}));
+  EXPECT_EQ(partials.num_parallel, 1);
+  EXPECT_EQ(partials.exprs[0].load.strides, (std::vector<int64_t>{3, 5760, 3, 1}));
+  EXPECT_EQ(combine.domain, (std::vector<int64_t>{1920}));
+  EXPECT_EQ(combine.num_parallel, 0);
+  EXPECT_EQ(p.buffers[partials.stores[0].buffer].shape, (std::vector<int64_t>{1920}));
+}
+
 // A rotary embedding: both halves of x, read through slices of the transposed heads (each half
 // twice), rotated and concatenated. The concat computes both chains itself, every load guarded by
 // its half's range, so the whole rotation is one kernel reading x, cos and sin.
