@@ -1,7 +1,9 @@
 // all_reduce (f32 sum) bandwidth on the ranks mpirun starts, for 1 KB .. 256 MB, three ways in
 // the same run, interleaved round by round:
-//   rlx    a graph `AllReduce(x) {reduce = "sum"}` compiled for the cpu target and run into the
-//          same output tensor each call (the op's path: the plugin's Gloo channel)
+//   rlx    a graph `AllReduce(x) {reduce = "sum"}` compiled for the cpu target and run with its
+//          output bound to its input's memory (an in-place update, core/src/runtime/in_place.h:
+//          the exchange runs on the caller's buffer, as gloo's in-place call below does), through
+//          the op's path (the plugin's Gloo channel); `rlx-copy` runs it into a separate output
 //   gloo   gloo::allreduce on the buffer in place, with Gloo's own sum, on a context of its own
 //   mpi    MPI_Allreduce(MPI_IN_PLACE, MPI_FLOAT, MPI_SUM)
 // Each figure is the median over 5 rounds of the mean time per call; bandwidth is the tensor's
@@ -83,8 +85,8 @@ int main(int argc, char** argv) {
     rlx::Session session(cpu);
     if (rank == 0)
       fmt::print(
-          "| size | rlx GB/s | gloo GB/s | mpi GB/s | rlx / gloo | rlx / mpi |\n"
-          "|---|---|---|---|---|---|\n");
+          "| size | rlx GB/s | rlx-copy GB/s | gloo GB/s | mpi GB/s | rlx / gloo | rlx-copy / gloo "
+          "| rlx / mpi |\n|---|---|---|---|---|---|---|---|\n");
     for (int64_t bytes = 1024; bytes <= max_mb * 1024 * 1024; bytes *= 4) {
       const int64_t n = bytes / 4;
       rlx::CompiledModel model = session.compile(rlx::parse_graph(
@@ -97,11 +99,18 @@ int main(int argc, char** argv) {
       model.run(inputs, outputs);
       if (outputs.at("y").as<float>()[n - 1] != static_cast<float>(size))
         throw std::runtime_error("rlx's AllReduce gave a wrong sum");
+      rlx::NamedTensors same{
+          {"y", rlx::Tensor::view(rlx::DType::kF32, {n}, inputs["x"].as<float>(), nullptr)}};
+      model.run(inputs, same);
+      if (same.at("y").data() != inputs["x"].data() ||
+          inputs["x"].as<float>()[n - 1] != static_cast<float>(size))
+        throw std::runtime_error("rlx's AllReduce did not run in place");
       std::vector<float> g(n, 1.0f), m(n, 1.0f);
       const int calls = static_cast<int>(std::clamp<int64_t>((int64_t{64} << 20) / bytes, 2, 500));
-      std::vector<double> t_rlx, t_gloo, t_mpi;
+      std::vector<double> t_rlx, t_copy, t_gloo, t_mpi;
       for (int round = 0; round < 5; ++round) {
-        t_rlx.push_back(seconds_per_call(calls, [&] { model.run(inputs, outputs); }));
+        t_rlx.push_back(seconds_per_call(calls, [&] { model.run(inputs, same); }));
+        t_copy.push_back(seconds_per_call(calls, [&] { model.run(inputs, outputs); }));
         t_gloo.push_back(seconds_per_call(calls, [&] {
           gloo::AllreduceOptions opts(context);
           opts.setOutput(g.data(), g.size());
@@ -114,13 +123,13 @@ int main(int argc, char** argv) {
                         MPI_COMM_WORLD);
         }));
       }
-      const double r = median(t_rlx), gl = median(t_gloo), mp = median(t_mpi);
+      const double r = median(t_rlx), rc = median(t_copy), gl = median(t_gloo), mp = median(t_mpi);
       auto gbs = [&](double s) { return static_cast<double>(bytes) / s / 1e9; };
       const std::string label = bytes >= (1 << 20) ? fmt::format("{} MB", bytes >> 20)
                                                    : fmt::format("{} KB", bytes >> 10);
       if (rank == 0)
-        fmt::print("| {} | {:.3f} | {:.3f} | {:.3f} | {:.2f} | {:.2f} |\n", label, gbs(r), gbs(gl),
-                   gbs(mp), gl / r, mp / r);
+        fmt::print("| {} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.2f} | {:.2f} | {:.2f} |\n", label,
+                   gbs(r), gbs(rc), gbs(gl), gbs(mp), gl / r, gl / rc, mp / r);
       std::fflush(stdout);
     }
   } catch (const std::exception& e) {

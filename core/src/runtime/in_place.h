@@ -5,7 +5,9 @@
 // slots, a third of a Gemma 3 270M step on cpu). When the program proves that an output is made
 // by one scatter from a graph input that nothing else reads, the caller may pass the same memory
 // for both: the scatter then writes its rows where they are, and a target's scatter kernel skips
-// the copy of its operand onto itself (docs/plugin-authors.md, "In-place updates").
+// the copy of its operand onto itself (docs/plugin-authors.md, "In-place updates"). An output
+// made by one AllReduce or Broadcast of such an input may share its memory the same way (the
+// exchange then runs on the caller's buffer, as Gloo's own in-place call does).
 #pragma once
 #include <cstdint>
 #include <map>
