@@ -247,6 +247,30 @@ TEST(CollectiveGroups, BlockAndStrideGroupsExchangeWithinTheirRanks) {
     EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
 }
 
+// An output bound to its input's memory (core/src/runtime/in_place.h) makes the all-reduce and the
+// broadcast exchange the caller's buffer itself: the results land there, in the same memory.
+TEST(CollectiveGroups, AllReduceAndBroadcastRunInTheCallersBuffer) {
+  std::vector<RankResult> results = run_ranks(2, [](int r) {
+    Session session(test::cpu_target());
+    for (const char* op : {"AllReduce(%x) {reduce = \"sum\"}", "Broadcast(%x) {root = 1}"}) {
+      CompiledModel model = session.compile(parse_graph(
+          fmt::format("graph @g(%x: f32[3]) {{\n  %y = {} : f32[3]\n  return %y\n}}\n", op), "g.rlx"));
+      NamedTensors in = {{"x", test::f32({3}, {1.0f + r, 2.0f, 3.0f * r})}};
+      NamedTensors out = {{"y", Tensor::view(DType::kF32, {3}, in["x"].as<float>(), nullptr)}};
+      model.run(in, out);
+      const std::vector<double> want =
+          std::string(op).rfind("AllReduce", 0) == 0 ? std::vector<double>{3, 4, 3}
+                                                      : std::vector<double>{2, 2, 3};
+      if (out.at("y").data() != in["x"].data() || test::values(in["x"]) != want)
+        throw std::runtime_error(fmt::format("rank {}: {} gave {} in {} memory", r, op,
+                                             fmt::join(test::values(out.at("y")), ", "),
+                                             out.at("y").data() == in["x"].data() ? "the same" : "other"));
+    }
+  });
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
+}
+
 // A partition the job's size does not divide is named at the collective; an unknown communicator
 // and a grouped Send are refused when the graph is read.
 TEST(CollectiveGroups, BadCommunicatorsAreNamed) {
