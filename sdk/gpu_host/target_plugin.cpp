@@ -22,9 +22,18 @@ bool f32_only_in_shaders(std::string_view op) {
 }
 
 Verdict common_refusals(const NodeSignature& s, const std::string& target,
-                        const std::string& language, bool f64_single_only) {
+                        const std::string& language, bool f64_single_only,
+                        const sdk::Dialect* dialect) {
   if (Verdict v = sdk::primitive_only(s); !v.ok) return v;
   if (Verdict v = sdk::refuse_complex(s, language, target); !v.ok) return v;
+  if (dialect)
+    for (const auto* list : {&s.inputs, &s.outputs})
+      for (const TensorType& t : *list)
+        if (t.dtype != DType::kC64 && dialect->storage_type[static_cast<size_t>(t.dtype)].empty())
+          return Verdict::no(fmt::format(
+              "{} as {} writes it has no {} type, so {} cannot hold the values of {}; convert "
+              "them first (rlx never changes a dtype silently)",
+              language, target, dtype_name(t.dtype), target, s.op));
   if (f64_single_only && uses(s, DType::kF64) && f32_only_in_shaders(s.op))
     return sdk::refuse_f64(fmt::format("{} has {} for 32-bit floats only", language, s.op), target,
                            "it");

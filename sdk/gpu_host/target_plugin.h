@@ -24,10 +24,13 @@ namespace rlx::gpu_host {
 bool f32_only_in_shaders(std::string_view op);
 
 // The refusals every kernel language of these targets shares: not a MIR primitive; complex
-// values (none of them has a complex type); and, with `f64_single_only`, the f32-only ops of the
-// shader languages at f64. Verdict::yes() when none applies.
+// values (none of them has a complex type); with `f64_single_only`, the f32-only ops of the
+// shader languages at f64; and, given the dialect the kernels are written in, a dtype it has no
+// storage type for (OpenCL C and GLSL as rlx writes them keep u16, u32 and u64 off the GPU), so
+// such a node is refused by name when it is dispatched, not when its kernel is written.
+// Verdict::yes() when none applies.
 Verdict common_refusals(const NodeSignature& s, const std::string& target, const std::string& language,
-                        bool f64_single_only);
+                        bool f64_single_only, const sdk::Dialect* dialect = nullptr);
 
 // The longest q or v row the native Attention kernel keeps in registers per query.
 inline constexpr int64_t kMaxAttentionRow = 256;
@@ -61,8 +64,11 @@ class GpuLikeTargetPlugin : public sdk::TargetPlugin {
   // open_device_api()'s answer, or throw_cannot_run(why, writes).
   std::shared_ptr<DeviceApi> device_api(const std::string& writes);
   Verdict common_refusals(const NodeSignature& s, bool f64_single_only = false) const {
-    return gpu_host::common_refusals(s, name_, language_, f64_single_only);
+    return gpu_host::common_refusals(s, name_, language_, f64_single_only, kernel_dialect());
   }
+  // The dialect the target's kernels are written in, for common_refusals' storage check;
+  // nullptr skips it.
+  virtual const sdk::Dialect* kernel_dialect() const { return nullptr; }
   // can_execute() from a device probe: yes (with `detail`, when given, naming the device) or no
   // with the probe's reason.
   static Verdict device_status(bool found, const std::string& why, const std::string& detail = "");

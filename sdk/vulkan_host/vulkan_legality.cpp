@@ -24,9 +24,11 @@ void write_file(const std::filesystem::path& path, const void* data, size_t byte
 }  // namespace
 
 Verdict shader_legality(const std::string& target, const std::string& language, const NodeSignature& s,
-                        const VulkanDeviceInfo* device) {
+                        const VulkanDeviceInfo* device, const sdk::Dialect* dialect) {
   // GLSL and HLSL have exp, log, tanh, erf, sin, cos and pow on 32-bit floats only.
-  if (Verdict v = gpu_host::common_refusals(s, target, language, /*f64_single_only=*/true); !v.ok) return v;
+  if (Verdict v = gpu_host::common_refusals(s, target, language, /*f64_single_only=*/true, dialect);
+      !v.ok)
+    return v;
   if (!device) return Verdict::yes();
   struct Need {
     DType dtype;

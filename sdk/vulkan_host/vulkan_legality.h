@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rlx/core/target.h"
+#include "rlx/sdk/render.h"
 #include "spirv_compiler.h"
 
 namespace rlx::vulkan {
@@ -14,9 +15,10 @@ namespace rlx::vulkan {
 struct VulkanDeviceInfo;
 
 // `device` is null where no Vulkan device exists: then only what the language itself lacks is
-// refused (emit needs no device).
+// refused (emit needs no device). `dialect`, when given, refuses dtypes it has no storage type
+// for (gpu_host::common_refusals).
 Verdict shader_legality(const std::string& target, const std::string& language, const NodeSignature& s,
-                        const VulkanDeviceInfo* device);
+                        const VulkanDeviceInfo* device, const sdk::Dialect* dialect = nullptr);
 
 // Writes `module` as `file` and each kernel's SPIR-V as spirv/<symbol>.spv under `dir`.
 std::vector<Artifact> emit_shader_module(const std::string& module, ShaderLanguage language,

@@ -23,6 +23,8 @@ class GpuTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
   GpuTarget() : GpuLikeTargetPlugin("gpu", "OpenCL C") {}
 
+  const sdk::Dialect* kernel_dialect() const override { return &sdk::opencl_dialect(); }
+
   Verdict accepts_primitive(const NodeSignature& s) const override {
     if (Verdict v = common_refusals(s); !v.ok) return v;
     std::string why;

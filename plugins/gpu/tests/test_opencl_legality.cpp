@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "opencl_legality.h"
+#include "rlx/sdk/render.h"
+#include "target_plugin.h"
 
 namespace rlx {
 namespace {
@@ -37,6 +39,21 @@ TEST(GpuLegality, TheScalarConstantPatternIsAcceptedWithoutClKhrFp64) {
   TensorType f64{DType::kF64, Shape{}}, f32{DType::kF32, Shape{}};
   EXPECT_TRUE(gpu::fp64_verdict({"constant", {}, {f64}, {}}, false, kDevice).ok);
   EXPECT_TRUE(gpu::fp64_verdict({"convert", {f64}, {f32}, {}}, false, kDevice).ok);
+}
+
+// A dtype the kernel language has no storage type for (OpenCL C as rlx writes it keeps u16, u32
+// and u64 off the GPU) is refused when the node is dispatched, naming it, not later when its
+// kernel is written.
+TEST(GpuLegality, ADtypeWithoutStorageIsRefusedAtDispatchByName) {
+  const Verdict v = gpu_host::common_refusals(binary("add", DType::kU32), "gpu", "OpenCL C", false,
+                                              &sdk::opencl_dialect());
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.reason,
+            "OpenCL C as gpu writes it has no u32 type, so gpu cannot hold the values of add; "
+            "convert them first (rlx never changes a dtype silently)");
+  EXPECT_TRUE(gpu_host::common_refusals(binary("add", DType::kI32), "gpu", "OpenCL C", false,
+                                        &sdk::opencl_dialect())
+                  .ok);
 }
 
 }  // namespace

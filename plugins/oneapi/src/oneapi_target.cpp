@@ -25,6 +25,8 @@ class OneApiTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
   OneApiTarget() : GpuLikeTargetPlugin("oneapi", "OpenCL C") {}
 
+  const sdk::Dialect* kernel_dialect() const override { return &sdk::opencl_dialect(); }
+
   Verdict accepts_primitive(const NodeSignature& s) const override {
     if (Verdict v = common_refusals(s); !v.ok) return v;
     // The modules are built for the whole family, and the integrated and Arc GPUs (Xe-LP,

@@ -25,13 +25,15 @@ class OpenGlTarget final : public gpu_host::GpuLikeTargetPlugin {
  public:
   OpenGlTarget() : GpuLikeTargetPlugin("opengl", "GLSL") {}
 
+  const sdk::Dialect* kernel_dialect() const override { return &sdk::glsl_opengl_dialect(); }
+
   Verdict accepts_primitive(const NodeSignature& s) const override {
-    // Not a MIR primitive, complex values, and GLSL's f32-only ops at f64.
-    if (Verdict v = common_refusals(s, /*f64_single_only=*/true); !v.ok) return v;
     // bool, f16 and bf16 are packed in 32-bit words; i8, u8 and i16 would need 8/16-bit
-    // arithmetic types to wrap in, which OpenGL's GLSL lacks.
+    // arithmetic types to wrap in, which OpenGL's GLSL lacks (said first: it names the way out).
     if (Verdict v = sdk::refuse_narrow_integers(s, "OpenGL 4.3", "opengl", "use --target vulkan, or "); !v.ok)
       return v;
+    // Not a MIR primitive, complex values, GLSL's f32-only ops at f64, dtypes without storage.
+    if (Verdict v = common_refusals(s, /*f64_single_only=*/true); !v.ok) return v;
     std::string why;
     auto device = GlDevice::shared(&why);
     bool wide = uses(s, DType::kI64) || (s.op == "pow" && !s.outputs.empty() && is_integer(s.outputs[0].dtype));

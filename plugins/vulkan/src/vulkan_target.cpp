@@ -25,7 +25,7 @@ class VulkanTarget final : public gpu_host::GpuLikeTargetPlugin {
 
   Verdict accepts_primitive(const NodeSignature& s) const override {
     std::string why;
-    return shader_legality("vulkan", "GLSL", s, VulkanDevice::probe(&why));
+    return shader_legality("vulkan", "GLSL", s, VulkanDevice::probe(&why), &sdk::glsl_vulkan_dialect());
   }
 
   Verdict can_execute() const override {
