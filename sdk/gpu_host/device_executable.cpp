@@ -34,6 +34,15 @@ class ProgramOnDevice {
       module_ = api_.build(plan_.source);
     }
     own_.resize(p_.buffers.size());
+    read_.assign(p_.buffers.size(), false);
+    for (const lir::Kernel& k : p_.kernels) {
+      if (const auto* l = std::get_if<lir::LoopKernel>(&k)) {
+        for (const lir::Expr& e : l->exprs)
+          if (e.kind == lir::ExprKind::kLoad) read_[p_.storage_of(e.load.buffer)] = true;
+      } else {
+        for (int32_t b : std::get<lir::CallKernel>(k).inputs) read_[p_.storage_of(b)] = true;
+      }
+    }
     // Temporaries come from the buffer plan's arena: temps the plan put at one arena offset have
     // disjoint lifetimes, so they share one device buffer (as large as the largest of them).
     // (The module plan's offsets where fused kernels changed lifetimes: module_plan.h.)
@@ -86,6 +95,9 @@ class ProgramOnDevice {
   }
 
   const lir::Program& program() const { return p_; }
+  // Whether any kernel reads storage buffer `id` (an input no kernel reads is not uploaded: a
+  // graph may take an input only one of its programs uses).
+  bool reads(int32_t id) const { return read_.at(id); }
 
   // bound[id]: the device buffer of input/output `id`; other entries are ignored.
   void execute(const std::vector<const DeviceBuffer*>& bound) {
@@ -243,6 +255,7 @@ class ProgramOnDevice {
   sdk::RunProfile* profile_;  // RLX_PROFILE's, owned by the executable; nullptr when off
   std::unique_ptr<Module> module_;
   std::vector<std::shared_ptr<OwnedBuffer>> own_;  // temps of one arena slot share theirs
+  std::vector<bool> read_;                         // by storage id: some kernel reads it
   std::unique_ptr<OwnedBuffer> status_;
   std::unique_ptr<OwnedBuffer> scratch_;  // Launch::scratch_bytes: shared by the launches
   std::vector<int32_t> zeros_;
@@ -342,7 +355,7 @@ void DeviceExecutable::run_bound(const std::vector<BufferBinding>& given, QueueI
     }
     if (!io_[b.id]) io_[b.id] = std::make_unique<OwnedBuffer>(*api_, bytes);
     bound[b.id] = &io_[b.id]->get();
-    if (b.kind == lir::BufferKind::kInput && bytes > 0) {
+    if (b.kind == lir::BufferKind::kInput && bytes > 0 && program_->reads(p.storage_of(b.id))) {
       if (!given[b.id].host)
         throw_internal_error(
             fmt::format("{}: input {} has no host memory", api_->target_name(), b.name));
