@@ -29,7 +29,7 @@ TEST(TpuSemantics, ReductionsPropagateNaN) {
 }
 
 // Float -> integer truncates, saturates at the i64 range, maps NaN to 0, then wraps to the width.
-TEST(TpuSemantics, FloatToNarrowIntegerWrapsAfterSaturatingAtI64) {
+TEST(TpuSemantics, FloatToNarrowIntegerSaturatesAtTheDestination) {
   auto out = run_on_tpu(R"(graph @t(%x: f32[5]) {
   %i = convert(%x) {dtype = i32} : i32[5]
   %u = convert(%x) {dtype = u8} : u8[5]
@@ -37,9 +37,9 @@ TEST(TpuSemantics, FloatToNarrowIntegerWrapsAfterSaturatingAtI64) {
 }
 )",
                         {{"x", f32({5}, {3e9f, NAN, -1.5f, 1e30f, 2.9f})}});
-  // 3e9 wraps to 3e9 - 2^32; 1e30 saturates to 2^63 - 1, whose low 32 bits are -1 as i32.
-  EXPECT_EQ(values(out.at("i")), (std::vector<double>{-1294967296.0, 0, -1, -1, 2}));
-  EXPECT_EQ(values(out.at("u")), (std::vector<double>{0, 0, 255, 255, 2}));
+  // Clamped at the destination's range (decision 58), NaN to 0, truncated toward zero.
+  EXPECT_EQ(values(out.at("i")), (std::vector<double>{2147483647.0, 0, -1, 2147483647.0, 2}));
+  EXPECT_EQ(values(out.at("u")), (std::vector<double>{255, 0, 0, 255, 2}));
 }
 
 }  // namespace

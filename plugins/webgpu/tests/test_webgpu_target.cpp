@@ -69,12 +69,14 @@ TEST(WebGpuTarget, RefusesNarrowIntegersWithTheReason) {
 TEST(WebGpuTarget, PortableRefusesI64AndF64NamingTheNode) {
   ScopedEnv portable("RLX_WEBGPU_PORTABLE", "1");
   std::string msg = test::compile_error(
-      "graph @t(%x: i64[4], %y: i64[4]) {\n  %q = div(%x, %y) : i64[4]\n  return %q\n}\n", webgpu());
+      "graph @t(%x: i64[4], %i: i32[2], %u: i64[2]) {\n"
+      "  %q = scatter(%x, %i, %u) {axis = 0, reduce = \"add\"} : i64[4]\n  return %q\n}\n",
+      webgpu());
   EXPECT_NE(msg.find("WGSL has no 64-bit integers without wgpu-native's shader-int64 feature (RLX_WEBGPU_PORTABLE "
-                     "asks for what browsers run), so webgpu cannot hold the i64 values of div"),
+                     "asks for what browsers run), so webgpu cannot hold the i64 values of scatter"),
             std::string::npos)
       << msg;
-  EXPECT_NE(msg.find("split-i64 has no i32-pair form of div"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("split-i64 has no i32-pair form of scatter"), std::string::npos) << msg;
   EXPECT_NE(msg.find("%q"), std::string::npos) << "the node is named: " << msg;
   EXPECT_EQ(test::compile_error(
                 "graph @t(%x: i64[4], %y: i64[4]) {\n  %sum = add(%x, %y) : i64[4]\n  return %sum\n}\n", webgpu()),
