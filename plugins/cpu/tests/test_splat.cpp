@@ -12,6 +12,7 @@
 #include "rlx/core/dispatch.h"
 #include "rlx/core/error.h"
 #include "rlx/core/splat.h"
+#include "splat_graph_inputs.h"
 #include "splat_reference.h"
 #include "test_support.h"
 
@@ -19,34 +20,9 @@ namespace rlx {
 namespace {
 
 using splat_test::Scene;
-
-Tensor tensor(DType dt, std::vector<int64_t> shape, const std::vector<double>& v) {
-  if (dt == DType::kF64) return Tensor::from<double>(dt, std::move(shape), v);
-  return Tensor::from<float>(dt, std::move(shape), std::vector<float>(v.begin(), v.end()));
-}
-
-NamedTensors scene_inputs(const Scene& s, DType dt) {
-  const int64_t n = s.n;
-  return {{"means", tensor(dt, {n, 3}, s.means)},   {"scales", tensor(dt, {n, 3}, s.scales)},
-          {"quats", tensor(dt, {n, 4}, s.quats)},   {"opacities", tensor(dt, {n}, s.opacities)},
-          {"colors", tensor(dt, {n, 3}, s.colors)}, {"background", tensor(dt, {3}, s.background)},
-          {"viewmat", tensor(dt, {4, 4}, s.view)},  {"intrinsics", tensor(dt, {4}, s.intrinsics)}};
-}
-
-// The scene's inputs as graph inputs, in scene_inputs' names.
-SplatValues scene_values(GraphBuilder& b, const Scene& s, DType dt) {
-  const int64_t n = s.n;
-  SplatValues v;
-  v.means = b.input("means", {dt, {n, 3}});
-  v.scales = b.input("scales", {dt, {n, 3}});
-  v.quats = b.input("quats", {dt, {n, 4}});
-  v.opacities = b.input("opacities", {dt, {n}});
-  v.colors = b.input("colors", {dt, {n, 3}});
-  v.background = b.input("background", {dt, {3}});
-  v.viewmat = b.input("viewmat", {dt, {4, 4}});
-  v.intrinsics = b.input("intrinsics", {dt, {4}});
-  return v;
-}
+using splat_test::scene_inputs;
+using splat_test::splat_inputs;
+using splat_test::tensor;
 
 std::vector<double> as_doubles(const Tensor& t) {
   return test::values(t);
@@ -61,7 +37,7 @@ struct Rendered {
 Rendered render(const Scene& s, DType dt) {
   Graph g;
   GraphBuilder b(g);
-  const SplatValues v = scene_values(b, s, dt);
+  const SplatValues v = splat_inputs(b, s.n, dt);
   const Attrs cam = {{"width", int64_t{s.width}}, {"height", int64_t{s.height}}};
   auto p = b.op_n("ProjectGaussians", {v.means, v.scales, v.quats, v.viewmat, v.intrinsics}, cam);
   Attrs bin = cam;
@@ -167,7 +143,7 @@ TEST(CpuSplat, TooSmallCapacityIsAnErrorThatSaysHowMuch) {
   const Scene s = splat_test::random_scene(50, 64, 64, 5);
   Graph g;
   GraphBuilder b(g);
-  const SplatValues v = scene_values(b, s, DType::kF32);
+  const SplatValues v = splat_inputs(b, s.n, DType::kF32);
   SplatCamera cam;
   cam.width = s.width, cam.height = s.height, cam.capacity = 3;
   b.output(append_splat_render(b, v, cam).image);
@@ -189,7 +165,7 @@ TEST(CpuSplat, GradientsOfAllThreeOpsMatchFiniteDifferencesInF64) {
   const DType dt = DType::kF64;
   Graph g;
   GraphBuilder b(g);
-  const SplatValues v = scene_values(b, s, dt);
+  const SplatValues v = splat_inputs(b, s.n, dt);
   SplatCamera cam;
   cam.width = s.width, cam.height = s.height;
   const SplatRender r = append_splat_render(b, v, cam);
@@ -251,7 +227,7 @@ TEST(CpuSplat, ATargetWithoutSplattingKernelsRefusesNamingTheOp) {
   GraphBuilder b(g);
   SplatCamera cam;
   cam.width = 16, cam.height = 16;
-  b.output(append_splat_render(b, scene_values(b, s, DType::kF32), cam).image);
+  b.output(append_splat_render(b, splat_inputs(b, s.n, DType::kF32), cam).image);
   try {
     dispatch(g, *gpu);
     FAIL() << "dispatch accepted splatting ops on gpu";

@@ -19,6 +19,7 @@
 #include "rlx/core/autodiff.h"
 #include "rlx/core/error.h"
 #include "rlx/core/splat.h"
+#include "splat_graph_inputs.h"
 #include "splat_reference.h"
 #include "test_support.h"
 
@@ -26,14 +27,12 @@ namespace rlx {
 namespace {
 
 using splat_test::Scene;
+using splat_test::scene_inputs;
+using splat_test::splat_inputs;
+using splat_test::tensor;
 
 std::shared_ptr<Target> cuda() {
   return test::target_named("cuda");
-}
-
-Tensor tensor(DType dt, std::vector<int64_t> shape, const std::vector<double>& v) {
-  if (dt == DType::kF64) return Tensor::from<double>(dt, std::move(shape), v);
-  return Tensor::from<float>(dt, std::move(shape), std::vector<float>(v.begin(), v.end()));
 }
 
 Tensor uniform(DType dt, std::vector<int64_t> shape, unsigned seed, double lo = -1, double hi = 1) {
@@ -302,28 +301,6 @@ TEST(CudaSplat, RasterizeGradientsAreTheCpus) {
       }
 }
 
-NamedTensors scene_inputs(const Scene& s, DType dt) {
-  const int64_t n = s.n;
-  return {{"means", tensor(dt, {n, 3}, s.means)},   {"scales", tensor(dt, {n, 3}, s.scales)},
-          {"quats", tensor(dt, {n, 4}, s.quats)},   {"opacities", tensor(dt, {n}, s.opacities)},
-          {"colors", tensor(dt, {n, 3}, s.colors)}, {"background", tensor(dt, {3}, s.background)},
-          {"viewmat", tensor(dt, {4, 4}, s.view)},  {"intrinsics", tensor(dt, {4}, s.intrinsics)}};
-}
-
-SplatValues scene_values(GraphBuilder& b, const Scene& s, DType dt) {
-  const int64_t n = s.n;
-  SplatValues v;
-  v.means = b.input("means", {dt, {n, 3}});
-  v.scales = b.input("scales", {dt, {n, 3}});
-  v.quats = b.input("quats", {dt, {n, 4}});
-  v.opacities = b.input("opacities", {dt, {n}});
-  v.colors = b.input("colors", {dt, {n, 3}});
-  v.background = b.input("background", {dt, {3}});
-  v.viewmat = b.input("viewmat", {dt, {4, 4}});
-  v.intrinsics = b.input("intrinsics", {dt, {4}});
-  return v;
-}
-
 // The three forward ops chained on cuda against the reference renderer, as the cpu's test does.
 TEST(CudaSplat, TheRenderMatchesTheReference) {
   Scene opaque = splat_test::random_scene(600, 40, 34, 11);
@@ -335,7 +312,7 @@ TEST(CudaSplat, TheRenderMatchesTheReference) {
     GraphBuilder b(g);
     SplatCamera cam;
     cam.width = s.width, cam.height = s.height;
-    const SplatRender r = append_splat_render(b, scene_values(b, s, dt), cam);
+    const SplatRender r = append_splat_render(b, splat_inputs(b, s.n, dt), cam);
     b.output(r.image);
     b.output(r.final_t);
     Session session(cuda());
@@ -362,7 +339,7 @@ TEST(CudaSplat, AutodiffGradientsOfARenderAreTheCpus) {
   for (DType dt : {DType::kF64, DType::kF32}) {
     Graph g;
     GraphBuilder b(g);
-    const SplatValues v = scene_values(b, s, dt);
+    const SplatValues v = splat_inputs(b, s.n, dt);
     SplatCamera cam;
     cam.width = s.width, cam.height = s.height;
     const SplatRender r = append_splat_render(b, v, cam);

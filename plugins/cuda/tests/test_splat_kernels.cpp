@@ -11,6 +11,7 @@
 #include "rlx/core/autodiff.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/splat.h"
+#include "splat_graph_inputs.h"
 #include "splat_cuda_kernels.h"
 #include "test_support.h"
 
@@ -77,15 +78,7 @@ TEST(CudaSplatKernels, ARenderAndItsGradientsEmitCallsToTheSplatKernels) {
   GraphBuilder b(g);
   const int64_t n = 8;
   const DType dt = DType::kF64;
-  SplatValues v;
-  v.means = b.input("means", {dt, {n, 3}});
-  v.scales = b.input("scales", {dt, {n, 3}});
-  v.quats = b.input("quats", {dt, {n, 4}});
-  v.opacities = b.input("opacities", {dt, {n}});
-  v.colors = b.input("colors", {dt, {n, 3}});
-  v.background = b.input("background", {dt, {3}});
-  v.viewmat = b.input("viewmat", {dt, {4, 4}});
-  v.intrinsics = b.input("intrinsics", {dt, {4}});
+  const SplatValues v = splat_test::splat_inputs(b, n, dt);
   SplatCamera cam;
   cam.width = 40, cam.height = 24;
   const SplatRender r = append_splat_render(b, v, cam);
