@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "splat"))
-from run import make_scene, pair_count, run_rlx  # noqa: E402
+from run import run_rlx, write_scene  # noqa: E402
 
 
 def gsplat_times(scene, weights, w, h, reps):
@@ -73,13 +73,9 @@ def main():
     w, h = 1920, 1080
     rows = []
     for n in args.gaussians:
-        scene = make_scene(n, w, h)
-        capacity = pair_count(scene, w, h) + 1024
-        weights = np.random.default_rng(1).uniform(-1, 1, (h, w, 3)).astype(np.float32)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            for k, v in {**scene, "weights": weights}.items():
-                v.astype(np.float32).tofile(folder / f"{k}.f32")
+            scene, weights, capacity = write_scene(n, w, h, folder)
             rf, rb, gf, gb = [], [], [], []
             for _ in range(args.rounds):
                 r = run_rlx(args.rlx_bench, folder, n, w, h, args.reps, capacity, "cuda")

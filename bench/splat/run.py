@@ -50,6 +50,17 @@ def make_scene(n, width, height, seed=0):
     }
 
 
+def write_scene(n, width, height, folder):
+    """The scene of n Gaussians and the loss weights, written as rlx_bench_splat reads them into
+    `folder`; returns (scene, weights, TileBin's capacity: just above the pairs)."""
+    scene = make_scene(n, width, height)
+    capacity = pair_count(scene, width, height) + 1024
+    weights = np.random.default_rng(1).uniform(-1, 1, (height, width, 3)).astype(np.float32)
+    for k, v in {**scene, "weights": weights}.items():
+        v.astype(np.float32).tofile(Path(folder) / f"{k}.f32")
+    return scene, weights, capacity
+
+
 def pair_count(scene, width, height):
     """(tile, Gaussian) pairs of the scene: TileBin's capacity is set just above it."""
     _, _, _, ok, saved = numpy_splat.project(scene["means"], scene["scales"], scene["quats"],
@@ -79,13 +90,9 @@ def main():
     w, h = args.width, args.height
     rows = []
     for n in args.gaussians:
-        scene = make_scene(n, w, h)
-        capacity = pair_count(scene, w, h) + 1024
-        weights = np.random.default_rng(1).uniform(-1, 1, (h, w, 3)).astype(np.float32)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            for k, v in {**scene, "weights": weights}.items():
-                v.astype(np.float32).tofile(folder / f"{k}.f32")
+            scene, weights, capacity = write_scene(n, w, h, folder)
             rf, rb, nf, nb = [], [], [], []
             for r in range(args.rounds):
                 got = run_rlx(args.rlx_bench, folder, n, w, h, args.reps, capacity, args.target)

@@ -165,25 +165,7 @@ TEST(CpuStructural, IotaAlongEachDim) {
 }
 
 TEST(CpuStructural, WhileLoopSumsOneToTen) {
-  const char* ir = R"(graph @t(%n: i64[]) {
-  %zero = constant() {value = dense<i64[]: [0]>} : i64[]
-  %i, %acc = while(%zero, %zero) : i64[], i64[] [
-    graph @cond(%ci: i64[], %ca: i64[]) {
-      %lim = constant() {value = dense<i64[]: [10]>} : i64[]
-      %go = lt(%ci, %lim) : bool[]
-      return %go
-    },
-    graph @body(%bi: i64[], %ba: i64[]) {
-      %one = constant() {value = dense<i64[]: [1]>} : i64[]
-      %next = add(%bi, %one) : i64[]
-      %sum = add(%ba, %next) : i64[]
-      return %next, %sum
-    }
-  ]
-  %y = add(%acc, %n) : i64[]
-  return %i, %y
-}
-)";
+  const char* ir = test::kWhileSumsOneToTen;
   auto out = run_text(ir, {{"n", Tensor::from<int64_t>(DType::kI64, {}, {1000})}});
   EXPECT_EQ(out.at("i").as<int64_t>()[0], 10);
   EXPECT_EQ(out.at("y").as<int64_t>()[0], 1055);

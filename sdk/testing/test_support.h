@@ -47,6 +47,28 @@ void expect_all_close(const NamedTensors& want, const NamedTensors& got, double 
 // hand-computed values. GoogleTest assertions inside.
 void check_in_place_cache_update(std::shared_ptr<Target> target);
 
+// A while loop that counts i to 10 and sums 1..10 into acc, then returns i and acc + n: the
+// shared suite runs it, and targets whose compiled forms have no loop show they refuse it.
+inline constexpr const char* kWhileSumsOneToTen = R"(graph @t(%n: i64[]) {
+  %zero = constant() {value = dense<i64[]: [0]>} : i64[]
+  %i, %acc = while(%zero, %zero) : i64[], i64[] [
+    graph @cond(%ci: i64[], %ca: i64[]) {
+      %lim = constant() {value = dense<i64[]: [10]>} : i64[]
+      %go = lt(%ci, %lim) : bool[]
+      return %go
+    },
+    graph @body(%bi: i64[], %ba: i64[]) {
+      %one = constant() {value = dense<i64[]: [1]>} : i64[]
+      %next = add(%bi, %one) : i64[]
+      %sum = add(%ba, %next) : i64[]
+      return %next, %sum
+    }
+  ]
+  %y = add(%acc, %n) : i64[]
+  return %i, %y
+}
+)";
+
 // A fresh folder under the system's temporary folder, removed with its contents at scope exit.
 class TempDir {
  public:

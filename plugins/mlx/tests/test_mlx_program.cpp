@@ -215,25 +215,7 @@ TEST(MlxProgram, ReportsBadIndicesAndInputsAsRlxDoes) {
 // A loop runs on the host in the mlx target; the program has no form for it and says so, naming
 // the node, rather than writing something that computes otherwise. Nothing is built.
 TEST(MlxProgram, WhileLoopIsRefusedNamingTheNode) {
-  const Graph g = parse_graph(R"(graph @t(%n: i64[]) {
-  %zero = constant() {value = dense<i64[]: [0]>} : i64[]
-  %i, %acc = while(%zero, %zero) : i64[], i64[] [
-    graph @cond(%ci: i64[], %ca: i64[]) {
-      %lim = constant() {value = dense<i64[]: [10]>} : i64[]
-      %go = lt(%ci, %lim) : bool[]
-      return %go
-    },
-    graph @body(%bi: i64[], %ba: i64[]) {
-      %one = constant() {value = dense<i64[]: [1]>} : i64[]
-      %next = add(%bi, %one) : i64[]
-      %sum = add(%ba, %next) : i64[]
-      return %next, %sum
-    }
-  ]
-  %y = add(%acc, %n) : i64[]
-  return %i, %y
-}
-)");
+  const Graph g = parse_graph(rlx::test::kWhileSumsOneToTen);
   rlx::test::TempDir dir;
   try {
     target_named("mlx")->emit_mir(mlx_mir(g, {}), dir.path());
