@@ -233,6 +233,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     refuse_compile_option(!o.precision.empty(), "--precision", model_path);
     refuse_compile_option(o.kv_cache.has_value(), "--kv-cache", model_path);
     refuse_compile_option(o.ranks.tp.has_value(), "--tp", model_path);
+    refuse_compile_option(o.ranks.pp.has_value(), "--pp", model_path);
     loaded = load_compiled_folder(global, model_path, o.target);
     target_name = loaded->target_name();
     folder_graph = folder_inputs_graph(*loaded);

@@ -216,7 +216,7 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
     if (text && text->stopped())
       out.emplace_back("stop_string", jstring(text->stop_strings().at(*text->stopped())));
     std::fputs((to_json_text(json::Value{std::move(out)}) + "\n").c_str(), stdout);
-  } else {
+  } else if (!global.quiet) {
     auto per_s = [](const json::Value& v) {
       return v.is_null() ? std::string("-") : fmt::format("{:.1f}", v.as_number()->value);
     };

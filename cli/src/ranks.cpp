@@ -122,6 +122,9 @@ void add_rank_options(CLI::App& app, RankOptions& o, bool tensor_parallel) {
               "tensor parallelism: split the model's attention heads and MLP over N ranks, each "
               "holding its share of the weights (--nproc defaults to N; Hugging Face decoder "
               "and bert folders)");
+  add_integer(app, "--pp", "P", 1, o.pp,
+              "pipeline parallelism: split the model's layers into P consecutive stages, one per "
+              "rank (times --tp), each holding its layers' weights (Hugging Face decoder folders)");
 }
 
 JobRank job_rank() {
@@ -134,42 +137,64 @@ JobRank job_rank() {
   return {static_cast<int32_t>(*rank), static_cast<int32_t>(*world)};
 }
 
-TensorParallel tensor_parallel_of(const RankOptions& o) {
-  if (!o.tp) return {};
+ModelSplit model_split_of(const RankOptions& o) {
+  if (!o.tp && !o.pp) return {};
+  const int64_t tp = o.tp.value_or(1), pp = o.pp.value_or(1);
+  int64_t ranks = 0;
+  if (__builtin_mul_overflow(tp, pp, &ranks) || ranks > (int64_t{1} << 20))
+    throw UsageError(fmt::format("--tp {} --pp {} asks for more ranks than rlx starts", tp, pp));
+  const std::string asked = o.tp && o.pp ? fmt::format("--tp {} --pp {}", tp, pp)
+                            : o.tp     ? fmt::format("--tp {}", tp)
+                                       : fmt::format("--pp {}", pp);
   const JobRank job = job_rank();
   if (job.world == 1) {
-    if (*o.tp == 1) return {};
-    throw UsageError(fmt::format("--tp {} splits the model over {} ranks, and this is no job of "
+    if (ranks == 1) return {};
+    throw UsageError(fmt::format("{} splits the model over {} ranks, and this is no job of "
                                  "several ranks",
-                                 *o.tp, *o.tp),
+                                 asked, ranks),
                      "give --nproc, or run under mpirun -n");
   }
-  if (job.world != *o.tp)
-    throw UsageError(fmt::format("--tp {} needs {} ranks and the job has {}", *o.tp, *o.tp, job.world),
-                     fmt::format("give --nproc {} (or mpirun -n {}), or --tp {}", *o.tp, *o.tp,
-                                 job.world));
-  return {job.rank, static_cast<int32_t>(*o.tp)};
+  if (job.world != ranks)
+    throw UsageError(fmt::format("{} needs {} ranks and the job has {}", asked, ranks, job.world),
+                     fmt::format("give --nproc {} (or mpirun -n {}){}", ranks, ranks,
+                                 o.pp ? std::string() : fmt::format(", or --tp {}", job.world)));
+  // Stage-major: a stage's tensor-parallel shards are consecutive ranks (rlx/core/model.h).
+  ModelSplit split;
+  if (tp > 1) split.tp = {static_cast<int32_t>(job.rank % tp), static_cast<int32_t>(tp)};
+  if (pp > 1) split.pp = {static_cast<int32_t>(job.rank / tp), static_cast<int32_t>(pp)};
+  return split;
 }
 
 Model load_model_shard(const registry::Registry& reg, const fs::path& path, const RankOptions& o,
                        ImportOptions options) {
-  options.tensor_parallel = tensor_parallel_of(o);
+  const ModelSplit split = model_split_of(o);
+  options.tensor_parallel = split.tp;
+  options.pipeline_parallel = split.pp;
   std::string read_by;
   Model m = load_model(reg, path, options, &read_by);
-  if (options.tensor_parallel.size > 1 && !m.metadata.count(kTensorParallelKey))
+  const std::string reader =
+      read_by.empty() ? std::string("IR text reader") : "importer " + read_by;
+  if (split.tp.size > 1 && !m.metadata.count(kTensorParallelKey))
     throw CliError(fmt::format("--tp {}: {} cannot be split over ranks: the {} cannot shard "
                                "models",
-                               options.tensor_parallel.size, path.string(),
-                               read_by.empty() ? std::string("IR text reader")
-                                               : "importer " + read_by),
+                               split.tp.size, path.string(), reader),
                    "run it without --tp (--nproc N runs whole copies), or use a Hugging Face "
                    "decoder or bert folder");
+  if (split.pp.stages > 1 && !m.metadata.count(kPipelineParallelKey))
+    throw CliError(fmt::format("--pp {}: {} cannot be split over ranks: the {} cannot split "
+                               "models into pipeline stages",
+                               split.pp.stages, path.string(), reader),
+                   "run it without --pp (--nproc N runs whole copies), or use a Hugging Face "
+                   "decoder folder");
   return m;
 }
 
 std::optional<int> launch_ranks(const RankOptions& given) {
   RankOptions o = given;
-  if (o.tp && !o.nproc && !std::getenv("OMPI_COMM_WORLD_SIZE")) o.nproc = o.tp;
+  if ((o.tp || o.pp) && !o.nproc && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    int64_t ranks = 0;
+    if (!__builtin_mul_overflow(o.tp.value_or(1), o.pp.value_or(1), &ranks)) o.nproc = ranks;
+  }
   if (!o.nproc || std::getenv(kRankEnv)) return std::nullopt;
   if (std::getenv("OMPI_COMM_WORLD_SIZE"))
     throw UsageError("--nproc starts ranks itself; under mpirun, mpirun's -n gives the ranks",

@@ -24,13 +24,14 @@ namespace rlx::cli {
 
 struct RankOptions {
   std::optional<int64_t> nproc;
-  std::optional<int64_t> tp;  // tensor-parallel ranks (--tp); --nproc defaults to it
+  std::optional<int64_t> tp;  // tensor-parallel ranks (--tp); --nproc defaults to tp x pp
+  std::optional<int64_t> pp;  // pipeline stages (--pp)
   std::optional<double> collective_timeout;  // seconds; 60 when not given
   std::string transport = "tcp";
 };
 
-// --nproc N, --collective-timeout SECONDS, --transport tcp|ibverbs, and --tp N unless the
-// command has no model to split (`rlx train` splits batches).
+// --nproc N, --collective-timeout SECONDS, --transport tcp|ibverbs, and --tp N and --pp P unless
+// the command has no model to split (`rlx train` splits batches).
 void add_rank_options(CLI::App& app, RankOptions& into, bool tensor_parallel = true);
 
 // This process's rank and the job's size: {0, 1} outside a job of several ranks.
@@ -39,12 +40,18 @@ struct JobRank {
 };
 JobRank job_rank();
 
-// The shard this rank builds under --tp (rank and world from the job: --nproc's ranks or
-// mpirun's); {0, 1} without --tp. A usage error when the job's ranks are not --tp's.
-TensorParallel tensor_parallel_of(const RankOptions& options);
+// The shard and stage this rank builds under --tp and --pp (rank and world from the job:
+// --nproc's ranks or mpirun's; stage-major, rlx/core/model.h); {0, 1} for what is not asked. A
+// usage error when the job's ranks are not --tp x --pp.
+struct ModelSplit {
+  TensorParallel tp;
+  PipelineParallel pp;
+};
+ModelSplit model_split_of(const RankOptions& options);
 
-// Loads the model as load_model does, as this rank's tensor-parallel shard under --tp: a user
-// error when the importer did not build one (it cannot shard this format).
+// Loads the model as load_model does, as this rank's tensor-parallel shard under --tp and its
+// pipeline stage under --pp: a user error when the importer did not build what was asked (it
+// cannot split this format).
 Model load_model_shard(const registry::Registry& reg, const std::filesystem::path& path,
                        const RankOptions& ranks, ImportOptions options = {});
 

@@ -129,6 +129,44 @@ TEST_F(GenerateCliTest, TensorParallelismRefusesWhatItCannotSplit) {
   EXPECT_THAT(text.err, HasSubstr("cannot be split over ranks")) << dump(text);
 }
 
+// Pipeline parallelism: two stages of one layer each, the hidden state sent from rank 0 to rank 1
+// and the logits broadcast back, continue the prompt exactly as transformers does in float64;
+// llama-tiny (which --tp cannot split) too, and qwen3-tiny over four ranks with --tp 2 inside
+// each stage.
+TEST_F(GenerateCliTest, PipelineStagesGiveTheReferenceTokens) {
+  for (const char* name : {"qwen3-tiny", "llama-tiny"}) {
+    Generate g(kFixtures / name);
+    ProcessResult r = rlx(g.args({"--pp", "2", "--json", "--collective-timeout", "60"}));
+    ASSERT_EQ(r.exit_code, 0) << dump(r);
+    EXPECT_EQ(json_tokens(r), g.ref().greedy) << name;
+  }
+  Generate g(kFixtures / "qwen3-tiny");
+  ProcessResult r = rlx(g.args({"--pp", "2", "--tp", "2", "--json", "--collective-timeout", "60"}));
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_EQ(json_tokens(r), g.ref().greedy);
+}
+
+// What cannot be split into stages is refused before any rank computes, saying why.
+TEST_F(GenerateCliTest, PipelineParallelismRefusesWhatItCannotSplit) {
+  ProcessResult layers = rlx(Generate(kFixtures / "qwen3-tiny").args({"--pp", "3"}));
+  EXPECT_NE(layers.exit_code, 0) << dump(layers);
+  EXPECT_THAT(layers.err, HasSubstr("--pp 3: the model has 2 layers, fewer than the stages"))
+      << dump(layers);
+  ProcessResult ranks =
+      rlx(Generate(kFixtures / "qwen3-tiny").args({"--pp", "2", "--tp", "2", "--nproc", "2"}));
+  EXPECT_NE(ranks.exit_code, 0) << dump(ranks);
+  EXPECT_THAT(ranks.err, HasSubstr("--tp 2 --pp 2 needs 4 ranks and the job has 2")) << dump(ranks);
+  const fs::path bert = kFixtures / "minilm-l2-f16";
+  ProcessResult encoder = rlx({"run", bert.string(), "--input", "input_ids=1,2", "--pp", "2"});
+  EXPECT_NE(encoder.exit_code, 0) << dump(encoder);
+  EXPECT_THAT(encoder.err, HasSubstr("pipeline stages split decoders")) << dump(encoder);
+  const fs::path ir = write("tiny.rlx",
+                            "graph @g(%input_ids: i64[1,2]) {\n  return %input_ids\n}\n");
+  ProcessResult text = rlx({"run", ir.string(), "--input", "input_ids=1,2", "--pp", "2"});
+  EXPECT_NE(text.exit_code, 0) << dump(text);
+  EXPECT_THAT(text.err, HasSubstr("cannot split models into pipeline stages")) << dump(text);
+}
+
 // bert under --tp 2: MiniLM's 12 heads and 1536 MLP columns split over two ranks (the biases
 // after the split products added once), the sentence embeddings equal to transformers' float64
 // ones as one process's are.

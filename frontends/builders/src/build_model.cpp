@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "builders_internal.h"
+#include "pipeline.h"
 #include "shard.h"
 #include "rlx/core/error.h"
 #include "rlx/core/input_limits.h"
@@ -109,7 +110,7 @@ void record_input_limits(Model& m, const TransformerConfig& c) {
 }  // namespace
 
 Model build_model(const TransformerConfig& whole, const WeightSource& whole_source,
-                  const TensorParallel& tp) {
+                  const TensorParallel& tp, const PipelineParallel& pp) {
   const TransformerConfig& c0 = whole;
   Model m;
   m.architecture = c0.arch;
@@ -120,8 +121,10 @@ Model build_model(const TransformerConfig& whole, const WeightSource& whole_sour
   check(c0);
   // A tensor-parallel rank builds its shard: a config with its share of the heads and MLP, and
   // the weights sliced to match (shard.h).
-  const bool sharded = tp.size > 1;
-  const TransformerConfig c = sharded ? detail::shard_config(c0, tp) : c0;
+  // A pipeline stage builds its range of the layers (pipeline.h).
+  const bool sharded = tp.size > 1, staged = pp.stages > 1;
+  TransformerConfig c = sharded ? detail::shard_config(c0, tp) : c0;
+  if (staged) c = detail::stage_config(c, pp);
   std::unique_ptr<WeightSource> slices;
   if (sharded) slices = detail::shard_weights(whole_source, c0, tp);
   const WeightSource& source = sharded ? *slices : whole_source;
@@ -137,7 +140,11 @@ Model build_model(const TransformerConfig& whole, const WeightSource& whole_sour
     if (c.bos >= 0) m.metadata[kMetaBosId] = std::to_string(c.bos);
   }
   if (sharded) m.metadata[kTensorParallelKey] = fmt::format("{}/{}", tp.rank, tp.size);
-  weights.check_all_used(c);
+  if (staged) m.metadata[kPipelineParallelKey] = fmt::format("{}/{}", pp.stage, pp.stages);
+  const bool tied = c.tie_embeddings && !source.has("lm_head.weight");
+  weights.check_all_used(c, [&](const std::string& name) {
+    return detail::held_by_other_stage(c, name, tied);
+  });
   record_input_limits(m, c);
   m.metadata[kMetaVocab] = std::to_string(c.vocab);
   if (c.max_positions > 0) m.metadata[kMetaMaxPositions] = std::to_string(c.max_positions);

@@ -1,5 +1,6 @@
 // What build_model.cpp dispatches to: one function per model family.
 #pragma once
+#include <functional>
 #include <set>
 #include <string>
 
@@ -24,8 +25,10 @@ class UsedWeights final : public WeightSource {
   bool has(const std::string& name) const override { return source_.has(name); }
   Weight get(const std::string& name) const override;
   std::vector<std::string> names() const override { return source_.names(); }
-  // Throws a user error listing the weights never read, except those known_unused (see .cpp).
-  void check_all_used(const TransformerConfig& c) const;
+  // Throws a user error listing the weights never read, except those known_unused (see .cpp)
+  // and those `elsewhere` says another rank reads (a pipeline stage's neighbours' layers).
+  void check_all_used(const TransformerConfig& c,
+                      const std::function<bool(const std::string&)>& elsewhere = {}) const;
 
  private:
   const WeightSource& source_;

@@ -10,6 +10,7 @@
 #include "builders_internal.h"
 #include "layers.h"
 #include "params.h"
+#include "pipeline.h"
 
 namespace rlx::frontends::detail {
 namespace {
@@ -48,6 +49,7 @@ struct LayerCache {
 Graph build_decoder(const TransformerConfig& c, const WeightSource& source, DecoderGraph which) {
   const bool decode = which == DecoderGraph::kDecode;
   const Style style = style_of(c);
+  const Stage stage = stage_of(c);
   Graph g;
   g.name = which == DecoderGraph::kMain ? "main" : decode ? "decode" : "prefill";
   GraphBuilder b(g);
@@ -61,7 +63,7 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
   ValueId pos = decode ? b.input("position", {DType::kI64, {1}}) : positions(b, kSeq);
   std::vector<LayerCache> cache(static_cast<size_t>(c.layers));
   if (decode)
-    for (int64_t i = 0; i < c.layers; ++i) {
+    for (int64_t i = stage.begin; i < stage.end; ++i) {
       TensorType t{DType::kF32, {kBatch, NKV, kCacheLen, D}};
       cache[i].past_key = b.input(fmt::format("past_key.{}", i), t);
       cache[i].past_value = b.input(fmt::format("past_value.{}", i), t);
@@ -107,7 +109,10 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
   // the head.
   const int64_t V = c.vocab_parallel ? c.vocab / c.tensor_parallel : c.vocab;
   ValueId h;
-  if (c.vocab_parallel) {
+  if (!stage.first) {
+    // A later pipeline stage starts from the hidden state its predecessor sends (pipeline.h).
+    h = receive_hidden(b, stage, ids, H);
+  } else if (c.vocab_parallel) {
     // Ids outside this rank's rows look up row 0 and are zeroed; the AllReduce adds every
     // rank's rows, so each token's embedding comes from the rank that holds it.
     const double first = static_cast<double>(c.tensor_parallel_rank * V);
@@ -117,14 +122,15 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
     ValueId rows = w.embedding("model.embed_tokens.weight", V, H,
                                b.select(mine, local, b.full_like(local, 0.0)));
     ValueId held = b.broadcast_in_dim(b.convert(mine, DType::kF32), b.type(rows).shape, {0, 1});
-    h = b.op("AllReduce", {b.mul(rows, held)}, {{"reduce", std::string("sum")}});
+    h = b.op("AllReduce", {b.mul(rows, held)},
+             tensor_parallel_attrs(c, {{"reduce", std::string("sum")}}));
   } else {
     h = w.embedding("model.embed_tokens.weight", c.vocab, H, ids);
   }
-  if (style.embed_scale != 1.0) h = b.mul(h, b.full_like(h, style.embed_scale));
+  if (stage.first && style.embed_scale != 1.0) h = b.mul(h, b.full_like(h, style.embed_scale));
 
   std::vector<std::pair<std::string, ValueId>> presents;
-  for (int64_t i = 0; i < c.layers; ++i) {
+  for (int64_t i = stage.begin; i < stage.end; ++i) {
     const std::string l = fmt::format("model.layers.{}.", i);
     const bool local = sliding(c, i);
     b.set_loc(fmt::format("layer {}", i));
@@ -170,8 +176,10 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
     // A tensor-parallel shard's o_proj and down_proj give partial sums over its heads and
     // columns (shard.h): every rank adds them up.
     auto all_reduce = [&](ValueId partial) {
-      return c.tensor_parallel > 1 ? b.op("AllReduce", {partial}, {{"reduce", std::string("sum")}})
-                                   : partial;
+      return c.tensor_parallel > 1
+                 ? b.op("AllReduce", {partial},
+                        tensor_parallel_attrs(c, {{"reduce", std::string("sum")}}))
+                 : partial;
     };
     a = all_reduce(a);
     if (style.sandwich_norm) a = norm(a, l + "post_attention_layernorm.weight", H);
@@ -189,11 +197,18 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
   }
 
   b.set_loc("lm_head");
+  if (!stage.last) h = send_hidden(b, stage, h);
   // Prefill only starts generation: the last position's logits are all it needs, and the head
   // over the vocabulary is most of a prompt's work when computed for every position.
   if (which == DecoderGraph::kPrefill) {
     ValueId last = b.reshape(b.reduce(pos, {0}, ReduceKind::kMax), Shape{1});
     h = b.op("gather", {h, last}, {{"axis", int64_t{1}}});
+  }
+  if (!stage.last) {
+    output(b, share_logits(b, stage, h, c.vocab), "logits");
+    if (which != DecoderGraph::kMain)
+      for (auto& [name, v] : presents) output(b, v, name);
+    return g;
   }
   h = norm(h, "model.norm.weight", H);
   const bool tied = c.tie_embeddings && !source.has("lm_head.weight");
@@ -204,9 +219,10 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
     // Each rank's logits are a block of the vocabulary; AllGather stacks the blocks along its
     // first dim, so the vocabulary goes first and back.
     logits = b.transpose(logits, {2, 0, 1});
-    logits = b.op("AllGather", {logits}, {{"world", c.tensor_parallel}});
+    logits = b.op("AllGather", {logits}, tensor_parallel_attrs(c, {{"world", c.tensor_parallel}}));
     logits = b.transpose(logits, {1, 2, 0});
   }
+  if (c.pipeline_stages > 1) logits = share_logits(b, stage, logits, c.vocab);
   output(b, logits, "logits");
   if (which != DecoderGraph::kMain)
     for (auto& [name, v] : presents) output(b, v, name);

@@ -35,11 +35,12 @@ Weight UsedWeights::get(const std::string& name) const {
   return source_.get(name);
 }
 
-void UsedWeights::check_all_used(const TransformerConfig& c) const {
+void UsedWeights::check_all_used(const TransformerConfig& c,
+                                 const std::function<bool(const std::string&)>& elsewhere) const {
   std::vector<std::string> unused;
   int64_t deepest = -1;
   for (const std::string& name : source_.names())
-    if (!used_.count(name) && !known_unused(name)) {
+    if (!used_.count(name) && !known_unused(name) && !(elsewhere && elsewhere(name))) {
       unused.push_back(name);
       deepest = std::max(deepest, layer_of(name));
     }

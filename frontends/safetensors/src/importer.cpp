@@ -36,7 +36,7 @@ class SafetensorsImporter final : public sdk::ImporterPlugin {
     TransformerConfig config = read_hf_config(path);
     Checkpoint weights = Checkpoint::open(path);
     config.source = path.string() + "/" + weights.description();
-    Model m = build_model(config, weights, options.tensor_parallel);
+    Model m = build_model(config, weights, options.tensor_parallel, options.pipeline_parallel);
     m.metadata["source"] = path.string();
     record_config_names(path, m);
     TokenizerFiles tokenizer = read_tokenizer_files(path, config);

@@ -2,13 +2,16 @@
 // KV-cache graphs agreeing with a full recompute, sharded == single-file checkpoints, 16-bit
 // storage computed in f32, and BERT's padding mask and pooling.
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "hf_folder.h"
 #include "model_support.h"
+#include "rlx/core/error.h"
 #include "rlx/core/runtime.h"
 #include "test_support.h"
 
@@ -240,6 +243,63 @@ TEST(HfDecoder, TensorParallelShardHoldsItsShareOfTheWeights) {
   const Graph& decode = shard.graph("decode");
   EXPECT_NE(sig(decode, decode.inputs).find("past_key.0:f32[B,1,T,32]"), std::string::npos)
       << sig(decode, decode.inputs);
+}
+
+// Pipeline stages (pipeline.h): qwen3-tiny's two layers split over two stages. Stage 0 embeds and
+// sends its hidden state to rank 1; stage 1 receives it, holds the final norm and the tied head
+// (the embedding table again) and broadcasts the logits; each decode graph takes only its own
+// layer's cache.
+TEST(HfDecoder, PipelineStageHoldsItsLayers) {
+  RLX_FIXTURE(dir, "qwen3-tiny");
+  auto stage = [&](int32_t s) {
+    ImportOptions o;
+    o.pipeline_parallel = {s, 2};
+    return load_model(dir, o);
+  };
+  auto ops = [](const Graph& g, const std::string& op) {
+    std::vector<std::string> found;
+    for (const Node& n : g.nodes)
+      if (n.op == op)
+        found.push_back(fmt::format("{}:{}", n.attr_int("peer", -1), n.attr_int("root", -1)));
+    return found;
+  };
+  auto params = [](const Graph& g) {
+    std::set<std::string> names;
+    for (ValueId p : g.params) names.insert(g.values[p].name);
+    return names;
+  };
+  using ::testing::ElementsAre;
+  using ::testing::HasSubstr;
+  using ::testing::ThrowsMessage;
+  Model first = stage(0), last = stage(1);
+  EXPECT_EQ(first.metadata.at(kPipelineParallelKey), "0/2");
+  EXPECT_EQ(last.metadata.at(kPipelineParallelKey), "1/2");
+  for (const char* name : {"main", "prefill", "decode"}) {
+    const Graph &g0 = first.graph(name), &g1 = last.graph(name);
+    EXPECT_THAT(ops(g0, "Send"), ElementsAre("1:-1")) << name;
+    EXPECT_THAT(ops(g1, "Recv"), ElementsAre("0:-1")) << name;
+    EXPECT_TRUE(ops(g0, "Recv").empty() && ops(g1, "Send").empty()) << name;
+    EXPECT_THAT(ops(g0, "Broadcast"), ElementsAre("-1:1")) << name;
+    EXPECT_THAT(ops(g1, "Broadcast"), ElementsAre("-1:1")) << name;
+    const std::set<std::string> p0 = params(g0), p1 = params(g1);
+    EXPECT_TRUE(p0.count("model.embed_tokens.weight") && p1.count("model.embed_tokens.weight"));
+    EXPECT_TRUE(p0.count("model.layers.0.mlp.up_proj.weight"));
+    EXPECT_FALSE(p0.count("model.layers.1.mlp.up_proj.weight") || p0.count("model.norm.weight"));
+    EXPECT_TRUE(p1.count("model.layers.1.mlp.up_proj.weight") && p1.count("model.norm.weight"));
+    EXPECT_FALSE(p1.count("model.layers.0.mlp.up_proj.weight"));
+  }
+  auto caches = [](const Graph& g) {
+    std::vector<std::string> names;
+    for (ValueId v : g.inputs)
+      if (g.values[v].name.rfind("past_", 0) == 0) names.push_back(g.values[v].name);
+    return names;
+  };
+  EXPECT_THAT(caches(first.graph("decode")), ElementsAre("past_key.0", "past_value.0"));
+  EXPECT_THAT(caches(last.graph("decode")), ElementsAre("past_key.1", "past_value.1"));
+  ImportOptions three;
+  three.pipeline_parallel = {0, 3};
+  EXPECT_THAT([&] { load_model(dir, three); },
+              ThrowsMessage<rlx::Error>(HasSubstr("the model has 2 layers, fewer than the stages")));
 }
 
 // 16-bit weights are cast to f32 in the graph: the same values stored as f32 give the same logits.

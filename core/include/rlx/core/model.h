@@ -50,6 +50,15 @@ struct TensorParallel {
   int32_t rank = 0, size = 1;
 };
 
+// Pipeline parallelism (`--pp P`): the importer builds stage `stage` of `stages`, a consecutive
+// range of the layers; stage 0 embeds the tokens, each stage sends its hidden state to the next
+// (Send/Recv) and the last stage's logits are broadcast to every rank, so every rank of the job
+// returns the same outputs. With tensor parallelism as well, the job's ranks are stage-major:
+// world rank = stage * tp.size + tp.rank, each stage's tp.size ranks one "block" communicator.
+struct PipelineParallel {
+  int32_t stage = 0, stages = 1;
+};
+
 struct ImportOptions {
   // Values of graph inputs the caller will run with, offered for the ones an op needs at compile
   // time (a Reshape's shape, a Slice's starts, a TopK's k...): rlx compiles per shape, so an
@@ -66,16 +75,21 @@ struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> input_shapes;
   // ABI 2.2: the shard to build; an importer that cannot shard leaves kTensorParallelKey unset.
   TensorParallel tensor_parallel;
+  // ABI 2.3: the pipeline stage to build; an importer that cannot split layers leaves
+  // kPipelineParallelKey unset.
+  PipelineParallel pipeline_parallel;
 
   bool empty() const {
     return input_values.empty() && dim_values.empty() && input_shapes.empty() &&
-           tensor_parallel.size == 1;
+           tensor_parallel.size == 1 && pipeline_parallel.stages == 1;
   }
 };
 
 // Model::metadata key under which an importer that built a tensor-parallel shard says which
 // ("1/2": rank 1 of 2), so the caller knows the request was honoured.
 inline constexpr const char* kTensorParallelKey = "tensor_parallel";
+// The same for a pipeline stage ("0/2": stage 0 of 2).
+inline constexpr const char* kPipelineParallelKey = "pipeline_parallel";
 
 // Model::metadata key under which an importer lists the symbolic dims it fixed from
 // ImportOptions ("sequence=512,batch=1"), so a caller can tell a fixed dim from an unknown name.

@@ -15,12 +15,14 @@
 //        test data's input_N.pb), so the host needs no reader of that format
 //   2.2  ImportOptions::tensor_parallel: the shard an importer builds for `--tp`; one that
 //        cannot shard leaves Model::metadata["tensor_parallel"] unset and the host refuses
+//   2.3  ImportOptions::pipeline_parallel: the stage an importer builds for `--pp` (appended, so
+//        a 2.2 importer reads the options it knows; it leaves "pipeline_parallel" unset)
 #pragma once
 #include <cstdint>
 
 // CMake reads these two lines (cmake/RlxCommon.cmake): keep each a plain number.
 #define RLX_ABI_MAJOR 2
-#define RLX_ABI_MINOR 2
+#define RLX_ABI_MINOR 3
 
 #define RLX_STR2(x) #x
 #define RLX_STR(x) RLX_STR2(x)

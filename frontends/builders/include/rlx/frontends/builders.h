@@ -49,6 +49,10 @@ struct TransformerConfig {
   // table and the lm head (vocab stays the whole model's).
   int64_t tensor_parallel_rank = 0;
   bool vocab_parallel = false;
+  // Pipeline stage `pipeline_stage` of `pipeline_stages` (> 1: one stage's layers, rlx/core/
+  // model.h's PipelineParallel); the shard's tensor-parallel ranks are then one block
+  // communicator of the job.
+  int64_t pipeline_stages = 1, pipeline_stage = 0;
 };
 
 // A weight as stored. Either `dense` is set, or `qtype` names a block format (GGUF "q4_k", ...)
@@ -82,8 +86,10 @@ class WeightSource {
 // position_ids, a tied lm_head, BERT's pooler and pre-training heads).
 // With tp.size > 1, rank tp.rank's shard of a decoder (docs/parallel.md, "Tensor parallelism"),
 // recorded under kTensorParallelKey; a model that cannot be split so is a user error saying why.
+// With pp.stages > 1, stage pp.stage's layers of a decoder (docs/parallel.md, "Pipeline
+// parallelism"), recorded under kPipelineParallelKey.
 Model build_model(const TransformerConfig& config, const WeightSource& weights,
-                  const TensorParallel& tp = {});
+                  const TensorParallel& tp = {}, const PipelineParallel& pp = {});
 
 // Metadata keys build_model writes into Model::metadata, read by `rlx generate` and tests.
 inline constexpr const char* kMetaEosIds = "eos_token_ids";  // "2" or "151645,151643"; "" none
