@@ -7,6 +7,7 @@
 #include "builders_internal.h"
 #include "layers.h"
 #include "params.h"
+#include "pipeline.h"
 
 namespace rlx::frontends::detail {
 namespace {
@@ -44,18 +45,13 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
   Params w(b, source, fmt::format("bert model ({})", c.source));
   const std::string p = weight_prefix(source);
   const int64_t H = c.hidden, D = c.head_dim;
+  const Stage stage = stage_of(c);
 
   ValueId ids = b.input("input_ids", {DType::kI64, {kBatch, kSeq}});
   ValueId mask = b.input("attention_mask", {DType::kI64, {kBatch, kSeq}});
   ValueId types = b.input("token_type_ids", {DType::kI64, {kBatch, kSeq}});
 
   b.set_loc("embeddings");
-  auto embed = [&](const std::string& name, int64_t rows, ValueId at) {
-    return w.embedding(p + "embeddings." + name, rows, H, at);
-  };
-  ValueId h = embed("word_embeddings.weight", c.vocab, ids);
-  h = b.op("Add", {h, embed("token_type_embeddings.weight", c.type_vocab, types)});
-  h = b.op("Add", {h, embed("position_embeddings.weight", c.max_positions, positions(b, kSeq))});
   // Checkpoints converted from TensorFlow name LayerNorm's scale and shift gamma and beta.
   auto layer_norm_at = [&](const std::string& prefix, ValueId x) {
     auto named = [&](const char* torch, const char* tf) {
@@ -64,9 +60,21 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
     return layer_norm(b, x, w.f32(named(".weight", ".gamma"), {H}),
                       w.f32(named(".bias", ".beta"), {H}), c.norm_eps);
   };
-  h = layer_norm_at(p + "embeddings.LayerNorm", h);
+  ValueId h;
+  if (stage.first) {
+    auto embed = [&](const std::string& name, int64_t rows, ValueId at) {
+      return w.embedding(p + "embeddings." + name, rows, H, at);
+    };
+    h = embed("word_embeddings.weight", c.vocab, ids);
+    h = b.op("Add", {h, embed("token_type_embeddings.weight", c.type_vocab, types)});
+    h = b.op("Add", {h, embed("position_embeddings.weight", c.max_positions, positions(b, kSeq))});
+    h = layer_norm_at(p + "embeddings.LayerNorm", h);
+  } else {
+    // A later pipeline stage starts from the hidden state its predecessor sends (pipeline.h).
+    h = receive_hidden(b, stage, ids, H);
+  }
 
-  for (int64_t i = 0; i < c.layers; ++i) {
+  for (int64_t i = stage.begin; i < stage.end; ++i) {
     const std::string l = fmt::format("{}encoder.layer.{}.", p, i);
     b.set_loc(fmt::format("layer {}", i));
     auto dense = [&](const std::string& name, int64_t out, int64_t in, ValueId x) {
@@ -77,8 +85,10 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
     // A tensor-parallel shard (shard.h) has c.heads of the model's heads and adds up its
     // partial output products with the other ranks.
     auto all_reduce = [&](ValueId partial) {
-      return c.tensor_parallel > 1 ? b.op("AllReduce", {partial}, {{"reduce", std::string("sum")}})
-                                   : partial;
+      return c.tensor_parallel > 1
+                 ? b.op("AllReduce", {partial},
+                        tensor_parallel_attrs(c, {{"reduce", std::string("sum")}}))
+                 : partial;
     };
     auto heads = [&](const std::string& name) {
       return swap_seq_heads(b, split_heads(b, dense(name, c.heads * D, H, h), c.heads, D));
@@ -93,6 +103,12 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
     h = norm("output.LayerNorm", b.op("Add", {f, h}));
   }
 
+  // Every stage ends with the last stage's hidden state (the others' Send orders the broadcast
+  // after it), so each rank pools and returns what one process does.
+  if (c.pipeline_stages > 1) {
+    if (!stage.last) h = send_hidden(b, stage, h);
+    h = broadcast_from_last(b, stage, h);
+  }
   b.set_loc("pooling");
   ValueId pooled = l2_normalize(b, mean_pool(b, h, mask));
   output(b, h, "last_hidden_state");

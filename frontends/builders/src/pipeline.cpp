@@ -28,9 +28,6 @@ TransformerConfig stage_config(const TransformerConfig& c, const PipelineParalle
   };
   if (pp.stages < 1 || pp.stage < 0 || pp.stage >= pp.stages)
     refuse(fmt::format("stage {} is not one of {} stages", pp.stage, pp.stages));
-  if (c.arch == "bert")
-    refuse("pipeline stages split decoders (qwen3, llama, gemma3); a bert encoder runs whole or "
-           "with --tp");
   if (c.layers < pp.stages)
     refuse(fmt::format("the model has {} layers, fewer than the stages", c.layers));
   TransformerConfig s = c;
@@ -59,6 +56,10 @@ ValueId send_hidden(GraphBuilder& b, const Stage& s, ValueId h) {
   return b.op("Send", {h}, {{"peer", s.next}});
 }
 
+ValueId broadcast_from_last(GraphBuilder& b, const Stage& s, ValueId x) {
+  return b.op("Broadcast", {x}, {{"root", s.root}});
+}
+
 ValueId share_logits(GraphBuilder& b, const Stage& s, ValueId logits_or_sent, int64_t vocab) {
   ValueId x = logits_or_sent;
   if (!s.last) {
@@ -68,18 +69,21 @@ ValueId share_logits(GraphBuilder& b, const Stage& s, ValueId logits_or_sent, in
     ValueId row = b.reduce(x, {2}, ReduceKind::kMax);
     x = b.broadcast_in_dim(row, {shape[0], shape[1], Dim(vocab)}, {0, 1});
   }
-  return b.op("Broadcast", {x}, {{"root", s.root}});
+  return broadcast_from_last(b, s, x);
 }
 
 bool held_by_other_stage(const TransformerConfig& c, const std::string& name, bool tied) {
   if (c.pipeline_stages == 1) return false;
   const Stage s = stage_of(c);
-  static const std::regex kLayer(R"(model\.layers\.(\d+)\..*)");
+  // Decoders' "model.layers.N." and bert's "[bert.]encoder.layer.N.".
+  static const std::regex kLayer(R"((model\.layers|(bert\.)?encoder\.layer)\.(\d+)\..*)");
+  static const std::regex kBertEmbeddings(R"((bert\.)?embeddings\..*)");
   std::smatch m;
   if (std::regex_match(name, m, kLayer)) {
-    const int64_t layer = std::stoll(m[1].str());
+    const int64_t layer = std::stoll(m[3].str());
     return layer < s.begin || layer >= s.end;
   }
+  if (std::regex_match(name, kBertEmbeddings)) return !s.first;
   if (name == "model.embed_tokens.weight") return !s.first && !(s.last && tied);
   if (name == "model.norm.weight" || name == "lm_head.weight") return !s.last;
   return false;

@@ -1,8 +1,9 @@
-// Pipeline stages of a decoder (docs/parallel.md, "Pipeline parallelism"): stage s of P builds
-// layers [s L / P, (s + 1) L / P). Stage 0 embeds the tokens; every other stage receives its
-// predecessor's hidden state (Recv) instead, and every stage but the last sends its own on (Send).
-// The last stage computes the logits and broadcasts them, so each rank's graphs return what one
-// process's would, and `rlx generate` chooses the same tokens on every rank.
+// Pipeline stages of a decoder or bert (docs/parallel.md, "Pipeline parallelism"): stage s of P
+// builds layers [s L / P, (s + 1) L / P). Stage 0 embeds the tokens; every other stage receives
+// its predecessor's hidden state (Recv) instead, and every stage but the last sends its own on
+// (Send). The last stage's results (a decoder's logits, bert's last hidden state) are broadcast,
+// so each rank's graphs return what one process's would, and `rlx generate` chooses the same
+// tokens on every rank.
 //
 // With tensor parallelism as well the job is stage-major: world rank = stage * T + t for the
 // shard t of T, a stage's T ranks are one "block:T" communicator, and Send/Recv connect the
@@ -25,8 +26,8 @@ struct Stage {
 // The stage `c` describes (the whole model when c.pipeline_stages == 1).
 Stage stage_of(const TransformerConfig& c);
 
-// `c` as stage pp.stage of pp.stages; a user error when the model cannot be split so (bert, or
-// fewer layers than stages).
+// `c` as stage pp.stage of pp.stages; a user error when the model cannot be split so (fewer
+// layers than stages).
 TransformerConfig stage_config(const TransformerConfig& c, const PipelineParallel& pp);
 
 // Attributes of a tensor-parallel collective: within the stage's ranks under pipeline
@@ -37,6 +38,9 @@ Attrs tensor_parallel_attrs(const TransformerConfig& c, Attrs attrs);
 ValueId receive_hidden(GraphBuilder& b, const Stage& s, ValueId ids, int64_t hidden);
 // Sends h to the next stage; the result is h, ordered after the send.
 ValueId send_hidden(GraphBuilder& b, const Stage& s, ValueId h);
+// The last stage's `x` on every rank (x's values are not read elsewhere: it gives the type and
+// orders the broadcast after what x depends on).
+ValueId broadcast_from_last(GraphBuilder& b, const Stage& s, ValueId x);
 // The last stage's logits on every rank. The last stage passes its logits; the others pass
 // their sent hidden state [B, S, hidden] (S the positions whose logits the graph returns), which
 // gives the received logits their type and orders the broadcast after the send.
