@@ -28,6 +28,7 @@ Rules mir_gradient_rules() {
   elementwise_rules(r);
   structural_rules(r);
   linalg_rules(r);
+  nn_rules(r);
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "xor", "not", "iota",
                          "constant", "dim_size"})
     r[op] = no_flow_rule();
@@ -49,8 +50,9 @@ namespace {
 class PrimitivesOnly final : public Target {
  public:
   std::string name() const override { return "mir"; }
-  // HIR ops with a gradient rule of their own (Gaussian splatting, the dense solvers, and
-  // FakeQuantize, whose decomposition's rounding would give zero) stay as they are: autodiff
+  // HIR ops with a gradient rule of their own (Gaussian splatting, the dense solvers,
+  // FakeQuantize, whose decomposition's rounding would give zero, and the norms and softmax,
+  // whose rules emit fused backward ops) stay as they are: autodiff
   // differentiates them through that rule, and the target that runs the program lowers them
   // natively, through their decomposition, or refuses them by name.
   Verdict claim_native(const NodeSignature& s) const override {

@@ -14,6 +14,7 @@ using Rules = std::map<std::string, GradientFn>;
 void elementwise_rules(Rules& rules);  // vjp_elementwise.cpp
 void structural_rules(Rules& rules);   // vjp_structural.cpp: shapes, indexing, reductions, dot
 void linalg_rules(Rules& rules);       // vjp_linalg.cpp: the dense solvers (HIR ops)
+void nn_rules(Rules& rules);           // vjp_nn.cpp: LayerNorm, RMSNorm, Softmax (HIR ops)
 // Every rule, keyed by op name; op_registry.cpp attaches them to the OpDefs.
 Rules mir_gradient_rules();
 
