@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "nn_attention.h"
+#include "nn_backward_kernels.h"
 #include "nn_norms.h"
 #include "rlx/core/error.h"
 #include "rlx/sdk/legality.h"
@@ -187,11 +188,12 @@ std::optional<Verdict> claim_nn_op(const NodeSignature& s) {
   if (s.op == "Attention") return claim_attention(s);
   if (s.op == "LayerNorm" || s.op == "RMSNorm") return claim_norm(s);
   if (s.op == "Softmax") return claim_softmax(s);
-  return std::nullopt;
+  return claim_nn_backward_op(s);  // LayerNormBackward, RMSNormBackward, SoftmaxBackward
 }
 
 bool is_nn_callee(const std::string& callee) {
   if (callee.rfind("native:", 0) != 0) return false;
+  if (is_nn_backward_op(callee.substr(7))) return true;
   for (const char* op : kOps)
     if (callee.compare(7, std::string::npos, op) == 0) return true;
   return false;
@@ -204,6 +206,7 @@ void run_nn_kernel(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
   if (op == "LayerNorm") return run_norm(k, in, ptrs, false);
   if (op == "RMSNorm") return run_norm(k, in, ptrs, true);
   if (op == "Softmax") return run_softmax(k, in, ptrs);
+  if (is_nn_backward_op(op)) return run_nn_backward_kernel(k, in, ptrs);
   throw_internal_error("cpu: no native nn kernel for " + k.callee);
 }
 

@@ -1,6 +1,7 @@
 // The cpu's native lowerings of transformer HIR ops (Attention, LayerNorm, RMSNorm, Softmax):
 // which node signatures it claims, and running a claimed node's LIR call kernel
-// ("native:<Op>"). The kernels themselves live in nn_attention.cpp and nn_norms.cpp.
+// ("native:<Op>"). The kernels themselves live in nn_attention.cpp and nn_norms.cpp; the
+// backward ops of the norms and softmax are routed on to nn_backward_kernels.h.
 #pragma once
 #include <optional>
 #include <string>

@@ -1,0 +1,320 @@
+// The gradient rules of LayerNorm, RMSNorm and Softmax and their backward ops
+// (LayerNormBackward, RMSNormBackward, SoftmaxBackward): the rules against central finite
+// differences in f64, both with the cpu's native backward kernels and with the backward ops
+// forced through their MIR decompositions (the path every other target takes); the native
+// kernels against the decompositions on larger shapes in f32 and f64; shape errors.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+#include "rlx/core/autodiff.h"
+#include "rlx/core/builder.h"
+#include "rlx/core/error.h"
+#include "rlx/core/op_registry.h"
+#include "rlx/core/runtime.h"
+#include "test_support.h"
+
+namespace rlx {
+namespace {
+
+using Ins = std::vector<ValueId>;
+using Build = std::function<ValueId(GraphBuilder&, const Ins&)>;
+
+bool is_backward_op(const std::string& op) {
+  return op == "LayerNormBackward" || op == "RMSNormBackward" || op == "SoftmaxBackward";
+}
+
+// The cpu with its backward kernels refused: the backward ops go through their decompositions.
+std::shared_ptr<Target> cpu_decomposing() {
+  return test::cpu_refusing([](const NodeSignature& s, bool native) -> std::optional<std::string> {
+    if (native && is_backward_op(s.op)) return "forced through the decomposition by the test";
+    return std::nullopt;
+  });
+}
+
+Tensor random_tensor(DType d, const std::vector<int64_t>& shape, double lo, double hi,
+                     std::mt19937& rng) {
+  Tensor t(d, shape);
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (d == DType::kF64)
+      t.as<double>()[i] = u(rng);
+    else
+      t.as<float>()[i] = static_cast<float>(u(rng));
+  }
+  return t;
+}
+
+// How each node of `op` was lowered on the target that compiled `model`.
+std::vector<LoweringPath> paths_of(const CompiledModel& model, const std::string& op) {
+  std::vector<LoweringPath> paths;
+  for (const DispatchEntry& e : model.report().entries)
+    if (e.op == op) paths.push_back(e.path);
+  return paths;
+}
+
+struct Case {
+  std::string name;
+  std::vector<std::vector<int64_t>> inputs;  // f64, uniform in [-1, 1)
+  Build build;
+  std::string backward_op;  // the backward op the rule must emit
+};
+
+// loss = sum(op(inputs) * w) for a fixed random w (a constant cotangent would make Softmax's
+// and an unscaled LayerNorm's input gradients vanish), differentiated by the rule and checked
+// element by element against central differences of the loss, on `target`.
+void check_against_finite_differences(const Case& c, std::shared_ptr<Target> target,
+                                      LoweringPath backward_path) {
+  SCOPED_TRACE(c.name);
+  std::mt19937 rng(2024);
+  Graph g;
+  GraphBuilder b(g);
+  Ins ins;
+  NamedTensors feed;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const std::string name = "x" + std::to_string(i);
+    ins.push_back(b.input(name, {DType::kF64, Shape(c.inputs[i].begin(), c.inputs[i].end())}));
+    feed[name] = random_tensor(DType::kF64, c.inputs[i], -1.0, 1.0, rng);
+  }
+  const ValueId y = c.build(b, ins);
+  const ValueId w =
+      b.constant(random_tensor(DType::kF64, static_dims(b.type(y).shape), 0.5, 1.5, rng));
+  IntList axes;
+  for (int64_t a = 0; a < b.type(y).rank(); ++a) axes.push_back(a);
+  const ValueId loss = b.reduce(b.mul(y, w), axes, ReduceKind::kSum);
+  g.values[loss].name = "loss";
+  g.outputs.push_back(loss);
+  // The forward op is kept whole through decompose_to_mir, and its rule emits the backward op.
+  g = decompose_to_mir(g);
+  std::vector<ValueId> wrt;
+  for (size_t i = 0; i < ins.size(); ++i) wrt.push_back(*g.find_value("x" + std::to_string(i)));
+  const std::vector<ValueId> grads = append_gradients(g, *g.find_value("loss"), wrt);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    g.values[grads[i]].name = "grad" + std::to_string(i);
+    g.outputs.push_back(grads[i]);
+  }
+  verify_graph(g);
+
+  Session session(std::move(target));
+  CompiledModel model = session.compile(g);
+  EXPECT_EQ(paths_of(model, c.backward_op), std::vector<LoweringPath>{backward_path});
+  const NamedTensors out = model.run(feed);
+  auto loss_at = [&](const NamedTensors& f) { return model.run(f).at("loss").scalar_at(0); };
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const std::string name = "x" + std::to_string(i);
+    const Tensor& analytic = out.at("grad" + std::to_string(i));
+    const Tensor& x = feed.at(name);
+    ASSERT_EQ(analytic.numel(), x.numel());
+    for (int64_t j = 0; j < x.numel(); ++j) {
+      const double h = 1e-6;
+      NamedTensors plus = feed, minus = feed;
+      plus[name] = x.clone();
+      minus[name] = x.clone();
+      plus[name].as<double>()[j] += h;
+      minus[name].as<double>()[j] -= h;
+      const double fd = (loss_at(plus) - loss_at(minus)) / (2 * h);
+      EXPECT_NEAR(analytic.scalar_at(j), fd, 1e-6 * std::max(1.0, std::fabs(fd)))
+          << name << " element " << j;
+    }
+  }
+}
+
+Build layer_norm(double eps) {
+  return [eps](GraphBuilder& b, const Ins& x) { return b.op("LayerNorm", x, {{"epsilon", eps}}); };
+}
+Build rms_norm(double eps) {
+  return [eps](GraphBuilder& b, const Ins& x) { return b.op("RMSNorm", x, {{"epsilon", eps}}); };
+}
+Build softmax(int64_t axis) {
+  return [axis](GraphBuilder& b, const Ins& x) { return b.op("Softmax", x, {{"axis", axis}}); };
+}
+
+std::vector<Case> cases() {
+  return {
+      {"LayerNorm, scale and bias over two leading dims",
+       {{2, 3, 5}, {5}, {5}},
+       layer_norm(1e-5),
+       "LayerNormBackward"},
+      {"LayerNorm, no scale or bias", {{4, 6}}, layer_norm(1e-5), "LayerNormBackward"},
+      // A large epsilon weighs in the derivative (rstd = (var + eps)^-1/2).
+      {"LayerNorm, scale only, epsilon 0.5", {{3, 4}, {4}}, layer_norm(0.5), "LayerNormBackward"},
+      {"LayerNorm, rank 1", {{7}, {7}, {7}}, layer_norm(1e-5), "LayerNormBackward"},
+      {"LayerNorm, [1] scale and bias broadcast",
+       {{3, 4}, {1}, {1}},
+       layer_norm(1e-5),
+       "LayerNormBackward"},
+      {"RMSNorm, scale over two leading dims", {{2, 3, 5}, {5}}, rms_norm(1e-6), "RMSNormBackward"},
+      {"RMSNorm, no scale, epsilon 0.5", {{4, 6}}, rms_norm(0.5), "RMSNormBackward"},
+      {"RMSNorm, [1] scale", {{3, 4}, {1}}, rms_norm(1e-6), "RMSNormBackward"},
+      {"Softmax, last axis", {{3, 5}}, softmax(-1), "SoftmaxBackward"},
+      {"Softmax, a middle axis", {{2, 3, 4}}, softmax(1), "SoftmaxBackward"},
+      {"Softmax, axis 0", {{4, 3}}, softmax(0), "SoftmaxBackward"},
+  };
+}
+
+// Every case has a native cpu claim except the [1] scale, which the kernels refuse.
+LoweringPath native_path(const Case& c) {
+  for (size_t i = 1; i < c.inputs.size(); ++i)
+    if (c.inputs[i] == std::vector<int64_t>{1}) return LoweringPath::kSharedIr;
+  return LoweringPath::kNative;
+}
+
+TEST(NormGradients, RulesMatchFiniteDifferencesWithNativeKernels) {
+  for (const Case& c : cases())
+    check_against_finite_differences(c, test::cpu_target(), native_path(c));
+}
+
+TEST(NormGradients, RulesMatchFiniteDifferencesThroughDecompositions) {
+  for (const Case& c : cases())
+    check_against_finite_differences(c, cpu_decomposing(), LoweringPath::kSharedIr);
+}
+
+// One backward op alone, its inputs given: the same graph compiled with the cpu's kernel and
+// with the decomposition forced, on shapes whose rows split into several partial-sum blocks.
+struct KernelCase {
+  std::string op;
+  std::vector<int64_t> x;
+  bool scale;
+  Attrs attrs;
+};
+
+Graph backward_graph(const KernelCase& c, DType d) {
+  Graph g;
+  GraphBuilder b(g);
+  const TensorType xt{d, Shape(c.x.begin(), c.x.end())};
+  Ins ins = {b.input("x", xt)};
+  if (c.scale) ins.push_back(b.input("scale", {d, {xt.shape.back()}}));
+  ins.push_back(b.input("dy", xt));
+  const Ins outs = b.op_n(c.op, ins, c.attrs);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    g.values[outs[k]].name = "out" + std::to_string(k);
+    g.outputs.push_back(outs[k]);
+  }
+  return g;
+}
+
+// f64 values; f32 cases take them rounded, so the f64 run on the rounded values is their exact
+// reference.
+NamedTensors backward_inputs(const KernelCase& c) {
+  std::mt19937 rng(99);
+  NamedTensors in;
+  // SoftmaxBackward's y: positive, as a softmax's result is (the formula holds for any y).
+  const bool softmax = c.op == "SoftmaxBackward";
+  in["x"] = random_tensor(DType::kF64, c.x, softmax ? 0.0 : -2.0, softmax ? 1.0 : 3.0, rng);
+  if (c.scale) in["scale"] = random_tensor(DType::kF64, {c.x.back()}, 0.5, 1.5, rng);
+  in["dy"] = random_tensor(DType::kF64, c.x, -1.0, 1.0, rng);
+  return in;
+}
+
+NamedTensors converted(const NamedTensors& in, DType d) {
+  NamedTensors out;
+  for (const auto& [name, t] : in) {
+    Tensor c(d, t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (d == DType::kF64)
+        c.as<double>()[i] = t.scalar_at(i);
+      else
+        c.as<float>()[i] = static_cast<float>(t.scalar_at(i));
+    }
+    out[name] = c;
+  }
+  return out;
+}
+
+std::vector<KernelCase> kernel_cases() {
+  const Attrs eps5{{"epsilon", 1e-5}}, eps6{{"epsilon", 1e-6}};
+  return {
+      {"LayerNormBackward", {64, 384}, true, eps5},
+      {"LayerNormBackward", {4, 1000, 64}, true, eps5},  // 4000 rows: 8 blocks, the last short
+      {"LayerNormBackward", {37, 33}, false, {{"epsilon", 0.1}}},  // tails of every lane loop
+      {"LayerNormBackward", {5}, true, eps5},
+      {"RMSNormBackward", {3, 130, 96}, true, eps6},
+      {"RMSNormBackward", {17, 7}, false, eps6},
+      {"SoftmaxBackward", {40, 200}, false, {{"axis", int64_t{-1}}}},
+      {"SoftmaxBackward", {3, 50, 9}, false, {{"axis", int64_t{1}}}},
+      {"SoftmaxBackward", {6, 5}, false, {{"axis", int64_t{0}}}},
+  };
+}
+
+TEST(NormGradients, NativeKernelsAgreeWithDecompositions) {
+  for (DType d : {DType::kF64, DType::kF32}) {
+    for (const KernelCase& c : kernel_cases()) {
+      SCOPED_TRACE(fmt::format("{} {} x{}", c.op, dtype_name(d), c.x.size()));
+      const Graph g = backward_graph(c, d);
+      const NamedTensors in = converted(converted(backward_inputs(c), d), DType::kF64);
+      Session native_session(test::cpu_target()), shared_session(cpu_decomposing());
+      CompiledModel native = native_session.compile(g), shared = shared_session.compile(g);
+      ASSERT_EQ(paths_of(native, c.op), std::vector<LoweringPath>{LoweringPath::kNative});
+      ASSERT_EQ(paths_of(shared, c.op), std::vector<LoweringPath>{LoweringPath::kSharedIr});
+      const NamedTensors in_d = converted(in, d);
+      const NamedTensors got = native.run(in_d);
+      if (d == DType::kF64) {
+        // Sums in another order: a few ulps apart.
+        test::expect_all_close(shared.run(in), got, 1e-12, c.op);
+      } else {
+        // Both f32 paths against the exact (f64) values of the same inputs: dscale and dbias
+        // add up to 4000 rows whose terms cancel, so f32 rounding reaches ~1e-5 of a result of
+        // magnitude 1; the native kernel must be as close as the decomposition is.
+        const Graph g64 = backward_graph(c, DType::kF64);
+        Session exact_session(cpu_decomposing());
+        const NamedTensors exact = exact_session.compile(g64).run(in);
+        test::expect_all_close(exact, converted(got, DType::kF64), 5e-5, c.op + " native");
+        test::expect_all_close(exact, converted(shared.run(in_d), DType::kF64), 5e-5,
+                               c.op + " decomposition");
+      }
+      // The partial sums are combined in a fixed order: the same bits on every run.
+      const NamedTensors again = native.run(in_d);
+      for (const auto& [name, t] : got)
+        EXPECT_EQ(std::memcmp(t.data(), again.at(name).data(), t.nbytes()), 0) << name;
+    }
+  }
+}
+
+std::string infer_error(const std::string& op, const std::vector<TensorType>& in,
+                        Attrs attrs = {}) {
+  Graph g;
+  GraphBuilder b(g);
+  Ins ins;
+  for (const TensorType& t : in) ins.push_back(b.input("in" + std::to_string(ins.size()), t));
+  try {
+    b.op_n(op, ins, attrs);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(NormGradients, BackwardOpsReportShapeErrorsByName) {
+  const TensorType x{DType::kF32, {2, 3}};
+  auto has = [](const std::string& msg, const std::string& part) {
+    return msg.find(part) != std::string::npos;
+  };
+  std::string e = infer_error("LayerNormBackward", {x, {DType::kF32, {4}}, x});
+  EXPECT_TRUE(has(e, "LayerNormBackward: scale must be f32[3] (or [1], broadcast)")) << e;
+  e = infer_error("RMSNormBackward", {x, {DType::kF32, {3, 2}}});
+  EXPECT_TRUE(has(e, "RMSNormBackward: dy must be f32[2,3] (x's type), got f32[3,2]")) << e;
+  e = infer_error("LayerNormBackward", {{DType::kI32, {2, 3}}, {DType::kI32, {2, 3}}});
+  EXPECT_TRUE(has(e, "LayerNormBackward needs a floating-point x")) << e;
+  e = infer_error("LayerNormBackward", {{DType::kF32, {Dim::symbol("B"), Dim::symbol("D")}},
+                                        {DType::kF32, {Dim::symbol("B"), Dim::symbol("D")}}});
+  EXPECT_TRUE(has(e, "the normalised (last) dim of x must be static")) << e;
+  e = infer_error("RMSNormBackward", {x, x}, {{"epsilon", -1.0}});
+  EXPECT_TRUE(has(e, "epsilon must be a number >= 0")) << e;
+  e = infer_error("SoftmaxBackward", {x, x}, {{"axis", int64_t{2}}});
+  EXPECT_TRUE(has(e, "axis 2 is out of range for rank 2")) << e;
+  e = infer_error("SoftmaxBackward", {x, {DType::kF64, {2, 3}}});
+  EXPECT_TRUE(has(e, "SoftmaxBackward: dy must be f32[2,3]")) << e;
+  // Symbolic leading dims are fine: dscale and dbias are [D] whatever they are.
+  EXPECT_EQ(infer_error("LayerNormBackward", {{DType::kF32, {Dim::symbol("B"), 3}},
+                                              {DType::kF32, {3}},
+                                              {DType::kF32, {Dim::symbol("B"), 3}}}),
+            "");
+}
+
+}  // namespace
+}  // namespace rlx
