@@ -11,12 +11,15 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <set>
 
 #include "rlx/core/autodiff.h"
 #include "rlx/core/builder.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
+#include "rlx/core/optimizers.h"
 #include "rlx/core/runtime.h"
+#include "rlx/core/trainer.h"
 #include "test_support.h"
 
 namespace rlx {
@@ -271,6 +274,58 @@ TEST(NormGradients, NativeKernelsAgreeWithDecompositions) {
       const NamedTensors again = native.run(in_d);
       for (const auto& [name, t] : got)
         EXPECT_EQ(std::memcmp(t.data(), again.at(name).data(), t.nbytes()), 0) << name;
+    }
+  }
+}
+
+// A model with all three ops between its parameters and the loss, trained one SGD step: the
+// training graph keeps them whole with their backward ops, and the step moves each parameter by
+// lr times the loss's central difference (f64; the backward ops native on the cpu).
+TEST(NormGradients, ATrainingStepMovesParametersByTheGradient) {
+  std::mt19937 rng(31);
+  Graph model;
+  GraphBuilder b(model);
+  const ValueId x = b.input("x", {DType::kF64, {5, 6}});
+  const ValueId t = b.input("t", {DType::kF64, {5, 4}});
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> params = {
+      {"w", {4, 6}}, {"ln_scale", {4}}, {"ln_bias", {4}}, {"rms_scale", {4}}};
+  Ins p;
+  for (const auto& [name, shape] : params)
+    p.push_back(b.param(name, random_tensor(DType::kF64, shape, 0.5, 1.5, rng)));
+  const ValueId h = b.op("LayerNorm", {b.op("Linear", {x, p[0]}), p[1], p[2]});
+  const ValueId y = b.op("Softmax", {b.op("RMSNorm", {h, p[3]})}, {{"axis", int64_t{0}}});
+  const ValueId loss = b.reduce(b.mul(y, t), {0, 1}, ReduceKind::kSum);
+  model.values[loss].name = "loss";
+  model.outputs.push_back(loss);
+
+  const NamedTensors batch = {{"x", random_tensor(DType::kF64, {5, 6}, -1, 1, rng)},
+                              {"t", random_tensor(DType::kF64, {5, 4}, -1, 1, rng)}};
+  const double lr = 0.1;
+  Trainer trainer(test::cpu_target(), model, parse_optimizer("sgd:lr=0.1"));
+  std::set<std::string> ops;
+  for (const Node& n : trainer.graph().graph.nodes) ops.insert(n.op);
+  for (const char* op : {"LayerNorm", "RMSNorm", "Softmax", "LayerNormBackward", "RMSNormBackward",
+                         "SoftmaxBackward"})
+    EXPECT_TRUE(ops.count(op)) << op << " is not in the training graph";
+  trainer.step(batch);
+
+  Session session(test::cpu_target());
+  CompiledModel forward = session.compile(params_as_inputs(model));
+  NamedTensors feed = batch;
+  for (const auto& [name, shape] : params) feed[name] = model.weights.at(name);
+  auto loss_at = [&](const NamedTensors& f) { return forward.run(f).at("loss").scalar_at(0); };
+  for (const auto& [name, shape] : params) {
+    const Tensor& before = model.weights.at(name);
+    const Tensor& after = trainer.parameters().at(name);
+    for (int64_t j = 0; j < before.numel(); ++j) {
+      NamedTensors plus = feed, minus = feed;
+      plus[name] = before.clone();
+      minus[name] = before.clone();
+      plus[name].as<double>()[j] += 1e-6;
+      minus[name].as<double>()[j] -= 1e-6;
+      const double fd = (loss_at(plus) - loss_at(minus)) / 2e-6;
+      EXPECT_NEAR(after.scalar_at(j), before.scalar_at(j) - lr * fd, 1e-7)
+          << name << "[" << j << "]";
     }
   }
 }
