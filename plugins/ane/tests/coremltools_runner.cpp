@@ -77,6 +77,14 @@ std::string check_package(const fs::path& package) {
   return run_checker({package.string()});
 }
 
+TensorMap evaluate_package(const fs::path& package, const TensorMap& inputs,
+                           const fs::path& scratch) {
+  const fs::path in = scratch / "inputs.safetensors", out = scratch / "outputs.safetensors";
+  write_safetensors(in, inputs);
+  run_checker({package.string(), "--inputs", in.string(), "--outputs", out.string()});
+  return read_safetensors(out);
+}
+
 std::string builder_reference_ops() {
   return run_script(RLX_ANE_BUILDER, {});
 }

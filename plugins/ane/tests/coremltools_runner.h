@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ane_target.h"
+#include "rlx/core/safetensors.h"
 
 namespace rlx::ane::test {
 
@@ -17,6 +18,11 @@ std::string coremltools_missing();
 
 // The checker's JSON line for a written package (op types, typed values); throws on failure.
 std::string check_package(const std::filesystem::path& package);
+
+// The package's outputs as coremltools' value inference computes them from `inputs` (by feature
+// name, in the package's layout: io.json); the files go to `scratch`.
+TensorMap evaluate_package(const std::filesystem::path& package, const TensorMap& inputs,
+                           const std::filesystem::path& scratch);
 
 // The op types coremltools' own MIL builder writes for the dense block of the native-ops test
 // (mil_builder_reference.py), as a JSON list.
