@@ -10,6 +10,7 @@
 
 #include "errors.h"
 #include "rlx/core/error.h"
+#include "rlx/core/fused_weights.h"
 #include "rlx/core/progress.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
@@ -80,7 +81,11 @@ std::map<std::string, ValueId> linear_weights(const Graph& g) {
   for (const Node& n : g.nodes) {
     if (n.op != "Linear" || n.inputs.size() < 2) continue;
     auto p = param_behind(g, n.inputs[1]);
-    if (p && !other_use.count(*p)) out.emplace(g.values[*p].name, n.inputs[0]);
+    // A fused product's weight is its parts' rows (rlx/core/fused_weights.h): each part is a
+    // checkpoint tensor of its own, and they share the activations.
+    if (p && !other_use.count(*p))
+      for (const std::string& part : fused_weight_parts(g.values[*p].name))
+        out.emplace(part, n.inputs[0]);
   }
   return out;
 }

@@ -4,8 +4,10 @@
 // rlx command loads like the original.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -14,6 +16,7 @@
 #include "model.h"
 #include "rlx/core/builder.h"
 #include "rlx/core/error.h"
+#include "rlx/core/fused_weights.h"
 #include "rlx/core/json.h"
 #include "rlx/core/losses.h"
 #include "rlx/core/passes.h"
@@ -111,14 +114,36 @@ void save_model_folder(const fs::path& from, const fs::path& to, const NamedTens
   }
   TensorMap out;
   for (const auto& [name, t] : params) {
-    auto it = source.find(name);
-    if (it == source.end() || it->second.dtype() != t.dtype() || it->second.shape() != t.shape())
+    auto refuse = [&] {
       throw_user_error(
           fmt::format("--save {}: parameter '{}' ({}{}) is not a tensor of {} with that dtype and "
                       "shape, so the "
                       "folder could not be loaded as the model; save a .safetensors file instead",
                       to.string(), name, dtype_name(t.dtype()), t.shape_str(), from.string()));
-    out.emplace(name, t);
+    };
+    // A fused product's param (rlx/core/fused_weights.h) is its parts' rows in order: each goes
+    // back under its own name.
+    const std::vector<std::string> parts = fused_weight_parts(name);
+    size_t at = 0;
+    for (const std::string& part : parts) {
+      auto it = source.find(part);
+      if (it == source.end() || it->second.dtype() != t.dtype()) refuse();
+      const Tensor& like = it->second;
+      if (parts.size() == 1) {
+        if (like.shape() != t.shape()) refuse();
+        out.emplace(name, t);
+        break;
+      }
+      if (like.rank() != t.rank() || like.rank() < 1 ||
+          !std::equal(like.shape().begin() + 1, like.shape().end(), t.shape().begin() + 1) ||
+          at + like.nbytes() > t.nbytes())
+        refuse();
+      Tensor rows(t.dtype(), like.shape());
+      std::memcpy(rows.data(), static_cast<const char*>(t.data()) + at, like.nbytes());
+      out.emplace(part, std::move(rows));
+      at += like.nbytes();
+    }
+    if (parts.size() > 1 && at != t.nbytes()) refuse();
   }
   // Tensors the graph does not train (a tied head stored twice, buffers) keep their values.
   for (auto& [name, t] : source) out.emplace(name, t);

@@ -138,10 +138,46 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
       return linear(b, x, w.matrix(l + name + ".weight", out, in),
                     w.optional_f32(l + name + ".bias", {out}));
     };
+    // Products of one input x: q, k and v read the same normalised state, and so do gate and
+    // up. Where their weights are plain float rows of one dtype, one product over the rows put
+    // together, sliced after, replaces two or three: a decode step on a GPU is bound by how many
+    // products it launches (bench/RESULTS.md), and a CPU reads x once.
+    auto projections = [&](const std::vector<std::pair<std::string, int64_t>>& parts, ValueId x) {
+      std::vector<std::pair<std::string, int64_t>> weights;
+      int64_t biased = 0;
+      for (const auto& [name, out] : parts) {
+        weights.emplace_back(l + name + ".weight", out);
+        biased += w.has(l + name + ".bias");
+      }
+      std::vector<ValueId> ys;
+      std::optional<ValueId> fused;
+      if (biased == 0 || biased == static_cast<int64_t>(parts.size()))
+        fused = w.fused_f32(weights, H);
+      if (!fused) {
+        for (const auto& [name, out] : parts) ys.push_back(proj(name, out, H, x));
+        return ys;
+      }
+      std::optional<ValueId> bias;
+      if (biased) {
+        std::vector<ValueId> biases;
+        for (const auto& [name, out] : parts) biases.push_back(w.f32(l + name + ".bias", {out}));
+        bias = b.concat(biases, 0);
+      }
+      ValueId y = linear(b, x, LinearWeight{*fused, ""}, bias);
+      int64_t at = 0;
+      for (const auto& [name, out] : parts) {
+        ys.push_back(b.slice(y, {0, 0, at}, {-1, -1, at + out}));
+        at += out;
+      }
+      return ys;
+    };
     ValueId x = norm(h, l + "input_layernorm.weight", H);
+    const std::vector<ValueId> qkv = projections(
+        {{"self_attn.q_proj", NQ * D}, {"self_attn.k_proj", NKV * D}, {"self_attn.v_proj", NKV * D}},
+        x);
     // [B,S,n*D] -> [B,n,S,D]; qwen3 and gemma3 normalise each head before RoPE.
-    auto heads = [&](const std::string& name, int64_t n, const char* head_norm) {
-      ValueId t = split_heads(b, proj("self_attn." + name, n * D, H, x), n, D);
+    auto heads = [&](ValueId product, int64_t n, const char* head_norm) {
+      ValueId t = split_heads(b, product, n, D);
       if (style.qk_norm && head_norm) t = norm(t, l + "self_attn." + head_norm + ".weight", D);
       return swap_seq_heads(b, t);
     };
@@ -149,9 +185,9 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
     auto rope = [&](ValueId t) {
       return b.op("RoPE", {t, pos}, {{"base", base}, {"seq_axis", int64_t{2}}});
     };
-    ValueId q = rope(heads("q_proj", NQ, "q_norm"));
-    ValueId k = rope(heads("k_proj", NKV, "k_norm"));
-    ValueId v = heads("v_proj", NKV, nullptr);
+    ValueId q = rope(heads(qkv[0], NQ, "q_norm"));
+    ValueId k = rope(heads(qkv[1], NKV, "k_norm"));
+    ValueId v = heads(qkv[2], NKV, nullptr);
     if (decode) {
       Attrs at{{"axis", int64_t{2}}, {"reduce", std::string("none")}};
       k = b.op("scatter", {cache[i].past_key, pos, k}, at);
@@ -189,8 +225,10 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
              l + (style.sandwich_norm ? "pre_feedforward_layernorm.weight"
                                       : "post_attention_layernorm.weight"),
              H);
-    ValueId gate = activation(b, proj("mlp.gate_proj", c.intermediate, H, x), c.hidden_act);
-    ValueId up = proj("mlp.up_proj", c.intermediate, H, x);
+    const std::vector<ValueId> gate_up =
+        projections({{"mlp.gate_proj", c.intermediate}, {"mlp.up_proj", c.intermediate}}, x);
+    ValueId gate = activation(b, gate_up[0], c.hidden_act);
+    ValueId up = gate_up[1];
     ValueId f = all_reduce(proj("mlp.down_proj", H, c.intermediate, b.op("Mul", {gate, up})));
     if (style.sandwich_norm) f = norm(f, l + "post_feedforward_layernorm.weight", H);
     h = b.op("Add", {h, f});

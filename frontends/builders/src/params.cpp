@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "rlx/core/error.h"
+#include "rlx/core/fused_weights.h"
 #include "rlx/core/quant.h"
 
 namespace rlx::frontends::detail {
@@ -152,6 +153,33 @@ LinearWeight Params::matrix(const std::string& name, int64_t out, int64_t in) {
   if (s.scale != kNoValue) return LinearWeight{s.v, "", s.scale, s.x_scale, s.x_zero};
   if (s.qtype.empty()) return LinearWeight{f32(name, {out, in}), ""};
   return LinearWeight{s.v, s.qtype};
+}
+
+std::optional<ValueId> Params::fused_f32(const std::vector<std::pair<std::string, int64_t>>& parts,
+                                        int64_t in) {
+  std::vector<Tensor> rows;
+  std::vector<std::string> names;
+  int64_t total = 0;
+  for (const auto& [name, out] : parts) {
+    if (stored_.count(name) || cast_.count(name) || !source_.has(name)) return std::nullopt;
+    Weight w = fetch(name);
+    const Tensor& t = w.dense;
+    if (!w.qtype.empty() || w.scale.defined() || !t.defined() ||
+        t.shape() != std::vector<int64_t>{out, in} || !is_float(t.dtype()) ||
+        t.dtype() == DType::kC64 || t.dtype() == DType::kF64 ||
+        (!rows.empty() && t.dtype() != rows[0].dtype()))
+      return std::nullopt;
+    rows.push_back(t);
+    names.push_back(name);
+    total += out;
+  }
+  Tensor all(rows[0].dtype(), {total, in});
+  auto* dst = static_cast<char*>(all.data());
+  for (const Tensor& t : rows) {
+    std::memcpy(dst, t.data(), t.nbytes());
+    dst += t.nbytes();
+  }
+  return to_f32(b_, b_.param(fused_weight_name(names), all));
 }
 
 ValueId Params::embedding(const std::string& name, int64_t rows, int64_t width, ValueId ids) {

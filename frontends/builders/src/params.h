@@ -30,6 +30,12 @@ class Params {
   std::optional<ValueId> optional_f32(const std::string& name, const std::vector<int64_t>& shape);
   // A Linear layer's weight [out, in]: f32 as above, or block rows for DequantMatMul.
   LinearWeight matrix(const std::string& name, int64_t out, int64_t in);
+  // The rows of several weights [out_i, in] as one f32 matrix, one param named by
+  // rlx/core/fused_weights.h, for products of one input fused into one; nullopt unless every
+  // part is a plain float tensor of one dtype with the implied shape, not used before (block
+  // formats and int8 keep a product each).
+  std::optional<ValueId> fused_f32(const std::vector<std::pair<std::string, int64_t>>& parts,
+                                   int64_t in);
   // Rows `ids` of the table [rows, width] as f32 [..., width]. The table is gathered in its
   // stored form, so only the rows used are converted or decoded.
   ValueId embedding(const std::string& name, int64_t rows, int64_t width, ValueId ids);

@@ -12,6 +12,8 @@
 #include "hf_folder.h"
 #include "model_support.h"
 #include "rlx/core/error.h"
+#include "rlx/core/fused_weights.h"
+#include "rlx/core/safetensors.h"
 #include "rlx/core/runtime.h"
 #include "test_support.h"
 
@@ -201,6 +203,53 @@ TEST(HfDecoder, ShardedCheckpointGivesTheSameLogitsAsOneFile) {
   EXPECT_EQ(max_abs_diff(l1, l2), 0.0);
 }
 
+// The fused params of layer i (rlx/core/fused_weights.h): q, k and v; gate and up.
+std::string qkv_name(int64_t i) {
+  const std::string l = fmt::format("model.layers.{}.self_attn.", i);
+  return fused_weight_name({l + "q_proj.weight", l + "k_proj.weight", l + "v_proj.weight"});
+}
+std::string gate_up_name(int64_t i) {
+  const std::string l = fmt::format("model.layers.{}.mlp.", i);
+  return fused_weight_name({l + "gate_proj.weight", l + "up_proj.weight"});
+}
+
+// Products of one input are one product over their weights' rows: qwen3-tiny's q, k and v (128 +
+// 64 + 64 rows) and gate and up (384 + 384), the checkpoint's rows in that order, so a layer has
+// four Linear products instead of seven (its logits against transformers' are checked by the
+// fixture tests). A 16-bit checkpoint fuses its rows as stored, converted once.
+TEST(HfDecoder, ProductsOfOneInputAreFused) {
+  RLX_FIXTURE(dir, "qwen3-tiny");
+  Model m = load_model(dir);
+  const Graph& main = m.graph("main");
+  const Tensor& qkv = main.weights.at(qkv_name(1));
+  ASSERT_EQ(qkv.shape(), (std::vector<int64_t>{256, 128}));
+  EXPECT_EQ(main.weights.at(gate_up_name(1)).shape(), (std::vector<int64_t>{768, 128}));
+  TensorMap file = read_safetensors(dir / "model.safetensors");
+  const char* rows = static_cast<const char*>(qkv.data());
+  for (const char* part : {"q_proj", "k_proj", "v_proj"}) {
+    const Tensor& t = file.at(fmt::format("model.layers.1.self_attn.{}.weight", part));
+    EXPECT_EQ(std::memcmp(rows, t.data(), t.nbytes()), 0) << part;
+    rows += t.nbytes();
+  }
+  int64_t products = 0;
+  for (const Node& n : main.nodes) products += n.op == "Linear";
+  EXPECT_EQ(products, 2 * 4 + 1);  // two layers and the head
+  EXPECT_EQ(fused_weight_parts(qkv_name(1)),
+            (std::vector<std::string>{"model.layers.1.self_attn.q_proj.weight",
+                                      "model.layers.1.self_attn.k_proj.weight",
+                                      "model.layers.1.self_attn.v_proj.weight"}));
+
+  TinyDecoder d;
+  d.dtype = DType::kF16;
+  Model narrow = load_model(write_decoder(d, "f16-fused"));
+  const Graph& g = narrow.graph("main");
+  EXPECT_EQ(g.weights.at(qkv_name(0)).dtype(), DType::kF16);
+  int64_t casts_of_qkv = 0;
+  for (const Node& n : g.nodes)
+    casts_of_qkv += n.op == "Cast" && g.values[n.inputs[0]].name == qkv_name(0);
+  EXPECT_EQ(casts_of_qkv, 1);
+}
+
 // A tensor-parallel rank's shard (shard.h): half of qwen3-tiny's heads, MLP columns and
 // vocabulary, sliced from the checkpoint, with an AllReduce after each row-parallel product (2 per
 // layer) and the embedding, and an AllGather of the logits.
@@ -216,11 +265,12 @@ TEST(HfDecoder, TensorParallelShardHoldsItsShareOfTheWeights) {
       if (main.values[p].name == name) return main.type(p).str();
     return std::string("missing");
   };
-  // 4 query heads and 2 key/value heads of 32, an MLP of 384, hidden 128: a half each.
-  EXPECT_EQ(param("model.layers.0.self_attn.q_proj.weight"), "f32[64,128]");
-  EXPECT_EQ(param("model.layers.0.self_attn.k_proj.weight"), "f32[32,128]");
+  // 4 query heads and 2 key/value heads of 32, an MLP of 384, hidden 128: a half each (q, k and
+  // v in one fused product, gate and up in another).
+  const std::string qkv = qkv_name(0);
+  EXPECT_EQ(param(qkv), "f32[128,128]");  // 64 + 32 + 32 rows
   EXPECT_EQ(param("model.layers.0.self_attn.o_proj.weight"), "f32[128,64]");
-  EXPECT_EQ(param("model.layers.0.mlp.up_proj.weight"), "f32[192,128]");
+  EXPECT_EQ(param(gate_up_name(0)), "f32[384,128]");  // 192 + 192
   EXPECT_EQ(param("model.layers.0.mlp.down_proj.weight"), "f32[128,192]");
   // The vocabulary of 2048 too: rows 1024.. of the embedding table, which is also the head.
   EXPECT_EQ(param("model.embed_tokens.weight"), "f32[1024,128]");
@@ -233,13 +283,13 @@ TEST(HfDecoder, TensorParallelShardHoldsItsShareOfTheWeights) {
   for (const auto& [name, w] : whole.graph("main").weights)
     layers += name.find("input_layernorm") != std::string::npos;
   EXPECT_EQ(reduces, 2 * layers + 1);  // and the embedding's
-  // Rank 1 holds rows 64..127 of q_proj: the second half of the whole model's.
-  const Tensor& part = main.weights.at("model.layers.0.self_attn.q_proj.weight");
-  const Tensor& all = whole.graph("main").weights.at("model.layers.0.self_attn.q_proj.weight");
+  // Rank 1 holds rows 64..127 of q_proj: the second half of the whole model's, whose fused
+  // product starts with q_proj's 128 rows.
+  const Tensor& part = main.weights.at(qkv);
+  const Tensor& all = whole.graph("main").weights.at(qkv);
   ASSERT_EQ(part.nbytes() * 2, all.nbytes());
-  EXPECT_EQ(std::memcmp(part.data(), static_cast<const char*>(all.data()) + part.nbytes(),
-                        part.nbytes()),
-            0);
+  const size_t q_rows = 64 * 128 * sizeof(float);
+  EXPECT_EQ(std::memcmp(part.data(), static_cast<const char*>(all.data()) + q_rows, q_rows), 0);
   const Graph& decode = shard.graph("decode");
   EXPECT_NE(sig(decode, decode.inputs).find("past_key.0:f32[B,1,T,32]"), std::string::npos)
       << sig(decode, decode.inputs);
@@ -283,10 +333,10 @@ TEST(HfDecoder, PipelineStageHoldsItsLayers) {
     EXPECT_THAT(ops(g1, "Broadcast"), ElementsAre("-1:1")) << name;
     const std::set<std::string> p0 = params(g0), p1 = params(g1);
     EXPECT_TRUE(p0.count("model.embed_tokens.weight") && p1.count("model.embed_tokens.weight"));
-    EXPECT_TRUE(p0.count("model.layers.0.mlp.up_proj.weight"));
-    EXPECT_FALSE(p0.count("model.layers.1.mlp.up_proj.weight") || p0.count("model.norm.weight"));
-    EXPECT_TRUE(p1.count("model.layers.1.mlp.up_proj.weight") && p1.count("model.norm.weight"));
-    EXPECT_FALSE(p1.count("model.layers.0.mlp.up_proj.weight"));
+    EXPECT_TRUE(p0.count("model.layers.0.mlp.down_proj.weight"));
+    EXPECT_FALSE(p0.count("model.layers.1.mlp.down_proj.weight") || p0.count("model.norm.weight"));
+    EXPECT_TRUE(p1.count("model.layers.1.mlp.down_proj.weight") && p1.count("model.norm.weight"));
+    EXPECT_FALSE(p1.count("model.layers.0.mlp.down_proj.weight"));
   }
   auto caches = [](const Graph& g) {
     std::vector<std::string> names;
