@@ -114,6 +114,16 @@ const void* AneTarget::extension(const std::string& name, uint32_t version) cons
   return nullptr;
 }
 
+Verdict AneTarget::claim_native(const NodeSignature& s) const {
+  // constexpr_affine_dequantize, which holds QMatMul's int8 weights, came with iOS16.
+  if (s.op == "QMatMul" && options_.deployment.spec_version < 7)
+    return Verdict::no(fmt::format(
+        "ane holds int8 weights with constexpr_affine_dequantize, which {} lacks: "
+        "--deployment-target ios16 (or macos13) or later",
+        options_.deployment.name));
+  return claim(s);
+}
+
 Verdict AneTarget::can_execute() const {
   return Verdict::no(kNoCoreMl);
 }

@@ -34,7 +34,7 @@ class AneTarget : public sdk::TargetPlugin {
  public:
   AneTarget();
   std::string name() const override { return "ane"; }
-  Verdict claim_native(const NodeSignature& s) const override { return claim(s); }
+  Verdict claim_native(const NodeSignature& s) const override;
   Verdict accepts_primitive(const NodeSignature& s) const override { return can_lower(s); }
   Verdict can_execute() const override;
   ProgramLevel program_level() const override { return ProgramLevel::kMir; }

@@ -11,7 +11,7 @@
 namespace rlx::ane {
 
 // The blob element types rlx writes (the format's own numbering).
-enum class BlobType : uint32_t { kF16 = 1, kF32 = 2, kI32 = 14 };
+enum class BlobType : uint32_t { kF16 = 1, kF32 = 2, kI8 = 4, kI32 = 14 };
 
 class BlobStorage {
  public:

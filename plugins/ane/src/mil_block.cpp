@@ -164,6 +164,46 @@ std::string MilBlock::constant(const Tensor& t) {
   return const_op(std::move(v), type);
 }
 
+std::string MilBlock::int8_weight(const Tensor& q) {
+  if (q.dtype() != DType::kI8) throw_internal_error("ane: int8_weight of a non-i8 tensor");
+  auto typed = [](mil::Value v, const MilType& t) {
+    *v.mutable_type() = value_type(t);
+    return v;
+  };
+  const MilType data{mil::INT8, q.shape()};
+  mil::Value quantized;
+  if (q.numel() > kInlineLimit) {
+    mil::Value::BlobFileValue* b = quantized.mutable_blobfilevalue();
+    b->set_filename(weights_file_);
+    b->set_offset(blobs_->add(BlobType::kI8, q.data(), q.nbytes()));
+  } else {
+    quantized.mutable_immediatevalue()->mutable_tensor()->mutable_bytes()->set_values(
+        std::string(static_cast<const char*>(q.data()), q.nbytes()));
+  }
+  mil::Value zero, scale, axis;
+  zero.mutable_immediatevalue()->mutable_tensor()->mutable_bytes()->set_values(std::string(1, '\0'));
+  scale.mutable_immediatevalue()->mutable_tensor()->mutable_floats()->add_values(1.0f);
+  axis.mutable_immediatevalue()->mutable_tensor()->mutable_ints()->add_values(0);
+  const std::string name = fresh("int8_weight");
+  const MilType out{mil::FLOAT32, q.shape()};
+  mil::Operation* o = block_->add_operations();
+  o->set_type("constexpr_affine_dequantize");
+  // The iOS16 op's parameters are attributes, as coremltools writes them in every opset (iOS18's
+  // own constexpr ops take inputs).
+  auto& attrs = *o->mutable_attributes();
+  attrs["quantized_data"] = typed(std::move(quantized), data);
+  attrs["zero_point"] = typed(std::move(zero), {mil::INT8, {}});
+  attrs["scale"] = typed(std::move(scale), {mil::FLOAT32, {}});
+  attrs["axis"] = typed(std::move(axis), {mil::INT32, {}});
+  attrs["name"] = string_value(name);
+  mil::NamedValueType* result = o->add_outputs();
+  result->set_name(name);
+  *result->mutable_type() = value_type(out);
+  declare(name, out);
+  consts_.insert(name);
+  return name;
+}
+
 std::string MilBlock::f32(double x) {
   mil::Value v;
   v.mutable_immediatevalue()->mutable_tensor()->mutable_floats()->add_values(static_cast<float>(x));

@@ -55,6 +55,11 @@ class MilBlock {
   std::string string(const std::string& v);
   // A const of `type` with every element `value`.
   std::string filled(const MilType& type, double value);
+  // An i8 tensor kept as int8 bytes in the weights file: MIL's constexpr_affine_dequantize
+  // (iOS16+) with scale 1 and zero point 0, so its fp32 values are the integers themselves and
+  // whatever scales them stays in rlx's order of operations. A const for is_const (MIL's linear
+  // takes it as its weight).
+  std::string int8_weight(const Tensor& q);
 
   const MilType& type_of(const std::string& name) const;
   // Gives the value an op made the name `to` everywhere in the block (a program output's name

@@ -42,6 +42,9 @@ Verdict dtype_refusal(const NodeSignature& s) {
       if (s.op == "constant" || s.op == "convert") continue;
       return sdk::refuse_f64("CoreML's ML Program has no f64", "ane", s.op);
     }
+    // QMatMul's int8 weights and u8 zero points, read by its lowering (mil_native.cpp); any
+    // other reader of them is refused by its own check.
+    if ((t.dtype == DType::kI8 || t.dtype == DType::kU8) && s.op == "constant") continue;
     if (t.dtype == DType::kI64) {
       if (s.op == "bitcast" || s.op == "constant" || s.op == "dim_size") continue;
       return Verdict::no(fmt::format(
@@ -107,8 +110,27 @@ Verdict can_lower(const NodeSignature& s) {
 bool is_native_op(const std::string& op) {
   // SiLU stays x * sigmoid(x): coremltools cannot evaluate MIL's silu, so nothing here could
   // check it.
-  return op == "Linear" || op == "LayerNorm" || op == "Softmax" || op == "GELU" || op == "MatMul";
+  return op == "Linear" || op == "LayerNorm" || op == "Softmax" || op == "GELU" || op == "MatMul" ||
+         op == "QMatMul";
 }
+
+namespace {
+
+// QMatMul (docs/ir.md) with int8 weights held compressed; mil_native.cpp has the arithmetic.
+Verdict claim_qmatmul(const NodeSignature& s) {
+  const size_t n = s.inputs.size();
+  const bool fixed = n >= 5;
+  if (n < 3 || s.inputs[0].dtype != DType::kF32 || s.inputs[1].dtype != DType::kI8 ||
+      s.inputs[2].dtype != DType::kF32 || s.inputs[0].rank() < 1 ||
+      (fixed && (s.inputs[3].dtype != DType::kF32 || s.inputs[4].dtype != DType::kU8)))
+    return Verdict::no("ane's QMatMul takes f32 activations, i8 weights and f32 scales");
+  return Verdict{true,
+                 fmt::format("MIL linear on int8 weights (constexpr_affine_dequantize), activations "
+                             "rounded to u8 {} as rlx does, integer sums exact in fp32",
+                             fixed ? "with the calibrated scale" : "per row at run time")};
+}
+
+}  // namespace
 
 Verdict claim(const NodeSignature& s) {
   if (!is_native_op(s.op))
@@ -116,6 +138,7 @@ Verdict claim(const NodeSignature& s) {
         fmt::format("MIL has no single operation for {}; its MIR decomposition "
                     "is emitted",
                     s.op));
+  if (s.op == "QMatMul") return claim_qmatmul(s);
   for (const TensorType& t : s.inputs)
     if (t.dtype != DType::kF32)
       return Verdict::no(fmt::format(

@@ -4,6 +4,7 @@
 // accumulate in fp32 as rlx's do. What MIL cannot say with rlx's meaning (bitwise integer ops,
 // float -> integer casts, loops) is refused by name before this runs (mil_legality.cpp).
 #include "mil_lowering.h"
+#include "mil_native.h"
 #include "mil_ops.h"
 
 #include <fmt/format.h>
@@ -79,7 +80,7 @@ class Lowering {
 
   void run(mil::Function* fn, mil::Block* block) {
     for (ValueId v : g_.inputs) input(fn, v);
-    for (ValueId v : g_.params) names_[v] = param(v);
+    for (ValueId v : g_.params) param(v);
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
       const Node& n = g_.nodes[i];
       node_ = static_cast<int32_t>(i);
@@ -92,7 +93,7 @@ class Lowering {
                                       g_.describe_node(static_cast<int32_t>(i)), n.op, e.what()));
       }
       for (ValueId v : n.outputs)
-        if (!names_[v] && !deferred_.count(v))
+        if (!names_[v] && !deferred_.count(v) && !int8_.count(v))
           throw_unsupported(fmt::format("ane: {} ({}) made no value",
                                         g_.describe_node(static_cast<int32_t>(i)), n.op));
     }
@@ -124,6 +125,12 @@ class Lowering {
 
   void input(mil::Function* fn, ValueId v) {
     const TensorType& t = type(v);
+    if (is_held_int(t.dtype))
+      throw_unsupported(fmt::format(
+          "ane: the input %{} is {}: a CoreML input holds fp32, fp16 or int32, and QMatMul's "
+          "int8 weights go into the package as constexpr_affine_dequantize, which takes "
+          "constants only",
+          g_.values[v].name, dtype_name(t.dtype)));
     IoValue io{identifier(g_.values[v].name), g_.values[v].name, t.dtype, held(t), ""};
     if (t.dtype == DType::kI64) io.layout = "i64 as int32 word pairs [..., 2], low word first";
     if (t.dtype == DType::kBool) {
@@ -145,14 +152,23 @@ class Lowering {
     out_.inputs.push_back(io);
   }
 
-  std::string param(ValueId v) {
+  void param(ValueId v) {
     const std::string& name = g_.values[v].name;
     auto it = g_.weights.find(name);
     if (it == g_.weights.end())
       throw_user_error(
           fmt::format("ane: the weight %{} has no value to write into the package", name));
-    return constant_of(it->second);
+    if (is_held_int(it->second.dtype())) {
+      int8_[v] = it->second;
+      return;
+    }
+    names_[v] = constant_of(it->second);
   }
+
+  // i8 and u8 weights and constants (MIL computes on neither): QMatMul reads them, as
+  // constexpr_affine_dequantize (its weight) or a value known here (its zero point).
+  static bool is_held_int(DType d) { return d == DType::kI8 || d == DType::kU8; }
+
 
   // A tensor as the program holds it (i64 as word pairs).
   std::string constant_of(const Tensor& t) {
@@ -214,6 +230,7 @@ class Lowering {
   MilBlock b_;
   std::vector<std::optional<std::string>> names_;
   std::map<ValueId, Tensor> deferred_;  // f64 constants, folded into the convert reading them
+  std::map<ValueId, Tensor> int8_;      // i8 and u8 weights and constants (is_held_int)
   int32_t node_ = -1;                   // the node being lowered
   std::set<std::string> renamed_;       // the program outputs' names so far
 };
@@ -266,6 +283,10 @@ void Lowering::node(const Node& n) {
     const Tensor& v = n.attr_tensor("value");
     if (v.dtype() == DType::kF64) {
       deferred_[n.outputs[0]] = v;
+      return;
+    }
+    if (is_held_int(v.dtype())) {
+      int8_[n.outputs[0]] = v;
       return;
     }
     return set(n, constant_of(v));
@@ -624,59 +645,13 @@ void Lowering::reduce(const Node& n) {
 }
 
 void Lowering::native(const Node& n) {
-  const MilType out = out_type(n);
-  const std::string& op = n.op;
-  if (op == "Linear") {
-    // MIL's linear takes its weight and bias as consts; computed ones go through matmul.
-    const bool consts = b_.is_const(in(n, 1)) && (n.inputs.size() < 3 || b_.is_const(in(n, 2)));
-    if (consts) {
-      std::vector<MilArg> args = {{"x", in(n, 0)}, {"weight", in(n, 1)}};
-      if (n.inputs.size() > 2) args.emplace_back("bias", in(n, 2));
-      return set(n, b_.op("linear", args, out));
-    }
-    std::string y = b_.op("matmul",
-                          {{"x", in(n, 0)},
-                           {"y", in(n, 1)},
-                           {"transpose_x", b_.boolean(false)},
-                           {"transpose_y", b_.boolean(true)}},
-                          out);
-    if (n.inputs.size() > 2) y = b_.op("add", {{"x", y}, {"y", in(n, 2)}}, out);
-    return set(n, y);
+  NativeOperands op{n, g_.describe_node(node_), {}, {}, out_type(n)};
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    auto held = int8_.find(n.inputs[k]);
+    op.held.push_back(held == int8_.end() ? nullptr : &held->second);
+    op.inputs.push_back(held == int8_.end() ? in(n, k) : std::string());
   }
-  if (op == "MatMul")
-    return set(n, b_.op("matmul",
-                        {{"x", in(n, 0)},
-                         {"y", in(n, 1)},
-                         {"transpose_x", b_.boolean(false)},
-                         {"transpose_y", b_.boolean(false)}},
-                        out));
-  if (op == "Softmax") {
-    const int64_t axis = norm_axis(n.attr_int("axis", -1), type(n.inputs[0]).rank());
-    return set(n, b_.op("softmax", {{"x", in(n, 0)}, {"axis", b_.i32(axis)}}, out));
-  }
-  if (op == "GELU") {
-    const bool tanh = n.attr_string("approximate", "none") == "tanh";
-    return set(
-        n,
-        b_.op("gelu", {{"x", in(n, 0)}, {"mode", b_.string(tanh ? "TANH_APPROXIMATION" : "EXACT")}},
-              out));
-  }
-  // LayerNorm over the last axis; MIL's gamma and beta are consts, computed ones are applied
-  // after it.
-  std::vector<MilArg> args = {{"x", in(n, 0)},
-                              {"axes", b_.ints({type(n.inputs[0]).rank() - 1})},
-                              {"epsilon", b_.f32(n.attr_float("epsilon", 1e-5))}};
-  bool consts = true;
-  for (size_t k = 1; k < n.inputs.size(); ++k) consts = consts && b_.is_const(in(n, k));
-  if (consts) {
-    if (n.inputs.size() > 1) args.emplace_back("gamma", in(n, 1));
-    if (n.inputs.size() > 2) args.emplace_back("beta", in(n, 2));
-    return set(n, b_.op("layer_norm", args, out));
-  }
-  std::string y = b_.op("layer_norm", args, out);
-  if (n.inputs.size() > 1) y = b_.op("mul", {{"x", y}, {"y", in(n, 1)}}, out);
-  if (n.inputs.size() > 2) y = b_.op("add", {{"x", y}, {"y", in(n, 2)}}, out);
-  set(n, y);
+  set(n, emit_native(b_, op));
 }
 
 }  // namespace

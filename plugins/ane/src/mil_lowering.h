@@ -64,7 +64,8 @@ MilProgram lower_to_mil(const Graph& g, const Deployment& deployment);
 // Whether lower_to_mil takes this MIR primitive at these dtypes, with the reason when not.
 Verdict can_lower(const NodeSignature& s);
 // The HIR ops emitted as one MIL op (Linear -> linear, LayerNorm -> layer_norm, Softmax ->
-// softmax, GELU -> gelu, MatMul -> matmul), for f32 nodes.
+// softmax, GELU -> gelu, MatMul -> matmul), for f32 nodes, and QMatMul (int8 weights held as
+// constexpr_affine_dequantize; mil_native.h).
 bool is_native_op(const std::string& op);
 Verdict claim(const NodeSignature& s);
 

@@ -6,7 +6,9 @@ Apple's own Python tooling for CoreML (PyPI), on a machine without CoreML:
    on every op; each op's inferred output type must equal the type rlx declared for it;
 3. with --inputs, the program's inputs are made const ops holding the given values and the
    program is rebuilt again: coremltools' value inference (its NumPy implementation of each MIL
-   op) then computes every value, and the outputs are written to --outputs.
+   op) then computes every value, and the outputs are written to --outputs. Value inference
+   skips constexpr ops (compressed weights), so each is made a const of the value coremltools'
+   own decompression (materialized_val_inference) gives first.
 
 Inputs and outputs are safetensors files in the package's layout (io.json). Prints one JSON
 line: {"ops": N, "op_types": [...]} on success; exits 1 with the reason otherwise.
@@ -124,6 +126,15 @@ def main():
     op_types = [op.type for op in block.operations if op.type != "const"]
 
     if args.inputs:
+        # coremltools' value inference leaves constexpr ops (compressed weights) unevaluated, so
+        # each becomes a const of the value coremltools' own decompression gives.
+        decompressed = {op.outputs[0].name: op.materialized_val_inference()
+                        for op in program.functions["main"].operations
+                        if op.op_type.startswith("constexpr_")}
+        for i, op in enumerate(block.operations):
+            if op.type.startswith("constexpr_"):
+                name = op.outputs[0].name
+                block.operations[i].CopyFrom(const_op(name, np.asarray(decompressed[name])))
         given = read_safetensors(args.inputs)
         consts = [const_op(i.name, given[i.name]) for i in function.inputs]
         del function.inputs[:]

@@ -1,6 +1,7 @@
 // The ane target's packages evaluated by coremltools (coremltools_runner.h says what that
 // proves): programs mixing every kind of op against the cpu target, the index check, the HIR ops
 // it writes as one MIL op each, and the model fixtures against their independent references.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -184,6 +185,83 @@ TEST(AneOnCoreMlTools, NativeOpsAreOneMilOpEach) {
   const std::string want = ane::test::builder_reference_ops();
   EXPECT_EQ(want, R"(["linear", "layer_norm", "gelu", "softmax", "layer_norm", "mul"])");
   EXPECT_NE(summary.find("\"op_types\": " + want), std::string::npos) << summary << " vs " << want;
+}
+
+// The weights of `n` rows of `k` int8 values in [-127, 127] as IR text.
+std::string int8_literal(int64_t n, int64_t k, std::mt19937& rng) {
+  std::uniform_int_distribution<int> d(-127, 127);
+  std::string s;
+  for (int64_t i = 0; i < n * k; ++i) s += (i ? ", " : "") + std::to_string(d(rng));
+  return fmt::format("dense<i8[{},{}]: [{}]>", n, k, s);
+}
+
+// QMatMul, dynamic (3 inputs, a bias as a 4th) and static (x_scale, x_zero): the weights stay
+// int8 in the package (constexpr_affine_dequantize) and the activations are rounded to u8 as
+// the cpu's int8 GEMM rounds them. K = 600 takes two fp32 products added in int32 (each of at
+// most 512 terms is exact); a row of zeros (an empty range, scale 1) and a row of one positive
+// value (its range widened to hold 0) are edge cases of the per-row parameters.
+TEST(AneOnCoreMlTools, QMatMulAgreesWithCpu) {
+  RLX_NEEDS_COREMLTOOLS();
+  std::mt19937 rng(5);
+  const std::string ir = fmt::format(
+      R"(graph @t(%x: f32[2, 3, 600], %y: f32[4, 40], %ws: f32[6]) {{
+  %w = constant() {{value = {}}} : i8[6, 600]
+  %b = constant() {{value = dense<f32[6]: [0.5, -1, 0.25, 0, 2, -0.125]>}} : f32[6]
+  %q = QMatMul(%x, %w, %ws, %b) : f32[2, 3, 6]
+  %v = constant() {{value = {}}} : i8[3, 40]
+  %vs = constant() {{value = dense<f32[3]: [0.01, 0.02, 0.005]>}} : f32[3]
+  %s = constant() {{value = dense<f32[]: [0.0125]>}} : f32[]
+  %z = constant() {{value = dense<u8[]: [131]>}} : u8[]
+  %d = QMatMul(%y, %v, %vs) : f32[4, 3]
+  %f = QMatMul(%y, %v, %vs, %s, %z) : f32[4, 3]
+  return %q, %d, %f
+}}
+)",
+      int8_literal(6, 600, rng), int8_literal(3, 40, rng));
+  Tensor x = uniform_f32(rng, {2, 3, 600}, 3.0f), y = uniform_f32(rng, {4, 40}, 1.5f);
+  for (int64_t i = 0; i < 600; ++i) x.as<float>()[600 + i] = 0.0f;  // an empty range
+  for (int64_t i = 0; i < 40; ++i) y.as<float>()[40 + i] = 0.75f;   // a range widened to 0
+  NamedTensors in = {{"x", x}, {"y", y}, {"ws", uniform_f32(rng, {6}, 0.02f)}};
+  NamedTensors want = run_text(ir, in, cpu_target()), got = run_text(ir, in, ane_on_coremltools());
+  // The same f32 operations in the same order: equal but for the last bit of a product.
+  expect_all_close(want, got, 1e-6);
+  std::printf("ane QMatMul vs cpu: max abs %.3g %.3g %.3g\n",
+              test::max_abs_diff(want.at("q"), got.at("q")),
+              test::max_abs_diff(want.at("d"), got.at("d")),
+              test::max_abs_diff(want.at("f"), got.at("f")));
+}
+
+// The int8 weights must be constants (constexpr_affine_dequantize holds them), and the op came
+// with iOS16: anything else is refused by name.
+TEST(AneOnCoreMlTools, QMatMulRefusesComputedWeightsAndOldDeployments) {
+  const char* ir = R"(graph @t(%x: f32[2, 4], %w: i8[3, 4], %ws: f32[3]) {
+  %y = QMatMul(%x, %w, %ws) : f32[2, 3]
+  return %y
+}
+)";
+  std::string computed;
+  try {
+    run_text(ir,
+             {{"x", test::f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})},
+              {"w", Tensor::from(DType::kI8, {3, 4}, std::vector<int8_t>(12, 1))},
+              {"ws", test::f32({3}, {1, 1, 1})}},
+             ane_on_coremltools());
+  } catch (const Error& e) {
+    computed = e.what();
+  }
+  EXPECT_NE(computed.find("constexpr_affine_dequantize, which takes constants only"),
+            std::string::npos)
+      << computed;
+  auto ios15 = std::make_shared<ane::test::AneOnCoreMlTools>();
+  ASSERT_EQ(ios15->select("ios15"), nullptr);
+  const char* constant = R"(graph @t(%x: f32[2, 4], %ws: f32[3]) {
+  %w = constant() {value = dense<i8[3,4]: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]>} : i8[3, 4]
+  %y = QMatMul(%x, %w, %ws) : f32[2, 3]
+  return %y
+}
+)";
+  const std::string old = test::compile_error(constant, ios15);
+  EXPECT_NE(old.find("constexpr_affine_dequantize, which iOS15 lacks"), std::string::npos) << old;
 }
 
 // all-MiniLM's layout in f16 storage against the float64 reference (transformers).
