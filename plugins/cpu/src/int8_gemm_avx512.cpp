@@ -15,11 +15,14 @@ namespace rlx::cpu::detail {
 
 namespace {
 
-// acc += dot4(a u8, b s8) per i32 lane, as vpdpbusd in place: through the intrinsic GCC 12 copies
-// each accumulator into a fresh register and back on every step of the loop, which halves the
-// rate; the tied asm operand keeps it where it is.
-inline void dpbusd(__m512i& acc, __m512i a, __m512i b) {
+// acc + dot4(a u8, b s8) per i32 lane, as vpdpbusd in place. Through the intrinsic GCC 12 copies
+// each accumulator into a fresh register and back on every step of the loop; with the tied asm
+// operand taken by reference it kept the accumulators on the stack (a load and a store around
+// every vpdpbusd: 30-35% of the VNNI peak on a Zen 4). By value in and out, all sixteen stay in
+// registers and the loop is the loads, broadcasts and vpdpbusd alone.
+inline __m512i dpbusd(__m512i acc, __m512i a, __m512i b) {
   asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
 }
 
 // Rows [m, m + MR) x panels [p, p + NP) into yt (the tile's row m, column 16 p), row stride ldy.
@@ -42,7 +45,7 @@ void tile(const PackedInt8W& w, const Int8Rows& x, int64_t m, int64_t p, float* 
       std::memcpy(&four, a + r * x.ld + g * 4, 4);
       const __m512i av = _mm512_set1_epi32(four);
 #pragma GCC unroll 2
-      for (int j = 0; j < NP; ++j) dpbusd(acc[r][j], av, bv[j]);
+      for (int j = 0; j < NP; ++j) acc[r][j] = dpbusd(acc[r][j], av, bv[j]);
     }
   }
   for (int j = 0; j < NP; ++j) {
