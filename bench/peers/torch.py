@@ -59,8 +59,13 @@ class BertEncoder(torch.nn.Module):
             k = self.lin(x, p + "attention.self.key").view(b, s, heads, d).permute(0, 2, 1, 3)
             v = self.lin(x, p + "attention.self.value").view(b, s, heads, d).permute(0, 2, 1, 3)
             # PyTorch's fused attention (flash / memory-efficient kernels where they apply), the
-            # same softmax(q k^T / sqrt(d) + bias) v.
-            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+            # same softmax(q k^T / sqrt(d) + bias) v; PyTorch 1.13 (Debian's, which the ONNX
+            # export runs under) has no fused op, so it gets the plain product.
+            if hasattr(F, "scaled_dot_product_attention"):
+                ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+            else:
+                scores = q @ k.transpose(-1, -2) / math.sqrt(d) + bias
+                ctx = torch.softmax(scores, dim=-1) @ v
             ctx = ctx.permute(0, 2, 1, 3).reshape(b, s, cfg["hidden_size"])
             x = self.ln(self.lin(ctx, p + "attention.output.dense") + x,
                         p + "attention.output.LayerNorm")
