@@ -124,7 +124,8 @@ void add_rank_options(CLI::App& app, RankOptions& o, bool tensor_parallel) {
               "and bert folders)");
   add_integer(app, "--pp", "P", 1, o.pp,
               "pipeline parallelism: split the model's layers into P consecutive stages, one per "
-              "rank (times --tp), each holding its layers' weights (Hugging Face decoder folders)");
+              "rank (times --tp), each holding its layers' weights (Hugging Face decoder and bert "
+              "folders)");
 }
 
 JobRank job_rank() {
