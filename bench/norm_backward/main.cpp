@@ -1,5 +1,6 @@
-// A norm's or softmax's forward and backward pass at MiniLM's sizes (32 sequences of 128 tokens,
-// hidden 384, 12 heads) on the cpu, three ways, in interleaved rounds (the median of each):
+// A norm's, softmax's or attention's forward and backward pass at MiniLM's sizes (32 sequences of
+// 128 tokens, hidden 384, 12 heads; attention at batch 8, head dim 32) on the cpu, three ways, in
+// interleaved rounds (the median of each):
 //   native      the rule's backward op on the cpu's fused kernel (what training runs now)
 //   backward-ir the same graph with the backward op through its MIR decomposition (the path of
 //               a target without the kernel)
@@ -68,21 +69,32 @@ class DecomposeAll final : public Target {
 struct Case {
   std::string name;
   std::string op;
-  std::vector<int64_t> x;
-  int params;  // scale (and bias) of the last dim
+  // The op's inputs in order, by name and shape; the loss weight r takes the result's shape.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> inputs;
+  std::vector<int64_t> result;
   Attrs attrs;
 };
 
-// The forward graph ending in the loss, over inputs x, [scale, bias,] r.
+// A norm's or softmax's inputs: x [, scale [, bias]] of x's last dim.
+std::vector<std::pair<std::string, std::vector<int64_t>>> norm_inputs(std::vector<int64_t> x,
+                                                                      int params) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> in = {{"x", x}};
+  if (params > 0) in.push_back({"scale", {x.back()}});
+  if (params > 1) in.push_back({"bias", {x.back()}});
+  return in;
+}
+
+// The forward graph ending in the loss, over the op's inputs and r.
 Graph forward(const Case& c) {
   Graph g;
   GraphBuilder b(g);
-  const TensorType xt{DType::kF32, Shape(c.x.begin(), c.x.end())};
-  std::vector<ValueId> ins = {b.input("x", xt)};
-  for (int p = 0; p < c.params; ++p)
-    ins.push_back(b.input(p == 0 ? "scale" : "bias", {DType::kF32, {xt.shape.back()}}));
-  const ValueId r = b.input("r", xt);
-  const ValueId loss = b.reduce(b.mul(b.op(c.op, ins, c.attrs), r), {0, 1}, ReduceKind::kSum);
+  std::vector<ValueId> ins;
+  for (const auto& [name, shape] : c.inputs)
+    ins.push_back(b.input(name, {DType::kF32, Shape(shape.begin(), shape.end())}));
+  const ValueId r = b.input("r", {DType::kF32, Shape(c.result.begin(), c.result.end())});
+  IntList axes;
+  for (size_t a = 0; a < c.result.size(); ++a) axes.push_back(static_cast<int64_t>(a));
+  const ValueId loss = b.reduce(b.mul(b.op(c.op, ins, c.attrs), r), axes, ReduceKind::kSum);
   g.values[loss].name = "loss";
   g.outputs.push_back(loss);
   return g;
@@ -104,9 +116,8 @@ NamedTensors inputs_of(const Case& c) {
     for (int64_t i = 0; i < t.numel(); ++i) t.as<float>()[i] = u(rng);
     return t;
   };
-  NamedTensors in = {{"x", fill(c.x)}, {"r", fill(c.x)}};
-  if (c.params > 0) in["scale"] = fill({c.x.back()});
-  if (c.params > 1) in["bias"] = fill({c.x.back()});
+  NamedTensors in = {{"r", fill(c.result)}};
+  for (const auto& [name, shape] : c.inputs) in[name] = fill(shape);
   return in;
 }
 
@@ -132,10 +143,18 @@ int main() {
     static auto* reg = new registry::Registry(registry::Registry::discover(o));
     const std::shared_ptr<Target> cpu = reg->target("cpu");
     const auto refused = std::make_shared<BackwardRefused>(cpu);
+    const std::vector<std::pair<std::string, std::vector<int64_t>>> qkv = {
+        {"q", {8, 12, 128, 32}}, {"k", {8, 12, 128, 32}}, {"v", {8, 12, 128, 32}}};
     const std::vector<Case> cases = {
-        {"LayerNorm [4096, 384]", "LayerNorm", {32 * 128, 384}, 2, {{"epsilon", 1e-12}}},
-        {"RMSNorm [4096, 384]", "RMSNorm", {32 * 128, 384}, 1, {{"epsilon", 1e-6}}},
-        {"Softmax [49152, 128]", "Softmax", {32 * 12 * 128, 128}, 0, {{"axis", int64_t{-1}}}},
+        {"LayerNorm [4096, 384]", "LayerNorm", norm_inputs({32 * 128, 384}, 2), {32 * 128, 384},
+         {{"epsilon", 1e-12}}},
+        {"RMSNorm [4096, 384]", "RMSNorm", norm_inputs({32 * 128, 384}, 1), {32 * 128, 384},
+         {{"epsilon", 1e-6}}},
+        {"Softmax [49152, 128]", "Softmax", norm_inputs({32 * 12 * 128, 128}, 0),
+         {32 * 12 * 128, 128}, {{"axis", int64_t{-1}}}},
+        // MiniLM's attention at batch 8: q, k, v [8, 12, 128, 32], unmasked and causal.
+        {"Attention [8,12,128,32]", "Attention", qkv, {8, 12, 128, 32}, {{"mask", "none"}}},
+        {"Attention causal", "Attention", qkv, {8, 12, 128, 32}, {{"mask", "causal"}}},
     };
     fmt::print("cpu: {}; {} rounds of {} runs, interleaved; median ms per forward + backward\n\n",
                cpu->can_execute().reason, kRounds, kRunsPerRound);

@@ -1,4 +1,4 @@
-// Vector-Jacobian rules of LayerNorm, RMSNorm and Softmax. Each emits its backward HIR op
+// Vector-Jacobian rules of LayerNorm, RMSNorm, Softmax and Attention. Each emits its backward op
 // (core/src/ops/ops_hir_nn_backward.cpp) instead of differentiating the forward decomposition
 // node by node, so autodiff keeps the forward op whole (autodiff/gradients.cpp) and the target
 // that runs the step lowers both: natively where it has kernels (cpu: one pass per row), through
@@ -32,6 +32,23 @@ Ins norm_rule(GraphBuilder& b, const Node& n, const Ins& in, const Ins& ct, cons
   return out;
 }
 
+// Attention reads k and v converted to q's dtype (a KV cache kept in f16 read by f32 queries), so
+// the backward op takes them converted and its dk, dv go back to k's and v's dtypes. The mask is
+// not differentiable: it gets no cotangent. The rule covers every form the forward accepts.
+Ins attention_rule(GraphBuilder& b, const Node& n, const Ins& in, const Ins& ct) {
+  const DType d = b.type(in[0]).dtype;
+  auto as = [&](ValueId x, DType to) { return b.type(x).dtype == to ? x : b.convert(x, to); };
+  Ins args = {in[0], as(in[1], d), as(in[2], d)};
+  if (in.size() == 4) args.push_back(in[3]);
+  args.push_back(ct[0]);
+  Attrs attrs{{"mask", n.attr_string("mask", "none")}};
+  if (n.has_attr("scale")) attrs["scale"] = n.attr_float("scale", 1.0);
+  const Ins g = b.op_n("AttentionBackward", args, attrs);
+  Ins out = {g[0], as(g[1], b.type(in[1]).dtype), as(g[2], b.type(in[2]).dtype)};
+  if (in.size() == 4) out.push_back(kNoValue);
+  return out;
+}
+
 }  // namespace
 
 void nn_rules(Rules& r) {
@@ -45,6 +62,7 @@ void nn_rules(Rules& r) {
   r["Softmax"] = [](GraphBuilder& b, const Node& n, const Ins&, const Ins& ct) {
     return Ins{b.op("SoftmaxBackward", {n.outputs[0], ct[0]}, {{"axis", n.attr_int("axis", -1)}})};
   };
+  r["Attention"] = attention_rule;
 }
 
 }  // namespace rlx::autodiff

@@ -20,4 +20,9 @@ bool is_nn_backward_op(const std::string& op);
 void run_nn_backward_kernel(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                             const std::vector<void*>& ptrs);
 
+// AttentionBackward (attention_backward_kernel.cpp): f32 and f64, parallel over (batch, kv head).
+Verdict claim_attention_backward(const NodeSignature& s);
+void run_attention_backward(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+                            const std::vector<void*>& ptrs);
+
 }  // namespace rlx::cpu

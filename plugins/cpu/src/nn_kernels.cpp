@@ -188,12 +188,13 @@ std::optional<Verdict> claim_nn_op(const NodeSignature& s) {
   if (s.op == "Attention") return claim_attention(s);
   if (s.op == "LayerNorm" || s.op == "RMSNorm") return claim_norm(s);
   if (s.op == "Softmax") return claim_softmax(s);
+  if (s.op == "AttentionBackward") return claim_attention_backward(s);
   return claim_nn_backward_op(s);  // LayerNormBackward, RMSNormBackward, SoftmaxBackward
 }
 
 bool is_nn_callee(const std::string& callee) {
   if (callee.rfind("native:", 0) != 0) return false;
-  if (is_nn_backward_op(callee.substr(7))) return true;
+  if (is_nn_backward_op(callee.substr(7)) || callee == "native:AttentionBackward") return true;
   for (const char* op : kOps)
     if (callee.compare(7, std::string::npos, op) == 0) return true;
   return false;
@@ -207,6 +208,7 @@ void run_nn_kernel(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
   if (op == "RMSNorm") return run_norm(k, in, ptrs, true);
   if (op == "Softmax") return run_softmax(k, in, ptrs);
   if (is_nn_backward_op(op)) return run_nn_backward_kernel(k, in, ptrs);
+  if (op == "AttentionBackward") return run_attention_backward(k, in, ptrs);
   throw_internal_error("cpu: no native nn kernel for " + k.callee);
 }
 
