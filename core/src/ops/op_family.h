@@ -21,7 +21,7 @@ class OpFamily {
 void mir_ops(OpFamily& f);     // ops_mir.cpp: the primitives
 void hir_ops(OpFamily& f);     // ops_hir.cpp: elementwise, shape and linear-algebra graph ops
 void hir_nn_ops(OpFamily& f);  // ops_hir_nn.cpp: attention, norms, activations
-// ops_hir_nn_backward.cpp: LayerNormBackward, RMSNormBackward, SoftmaxBackward
+// ops_hir_nn_backward.cpp: LayerNormBackward, RMSNormBackward, SoftmaxBackward, AttentionBackward
 void hir_nn_backward_ops(OpFamily& f);
 void quant_ops(OpFamily& f);   // ops_quant.cpp: block-format and int8 products
 void pool_ops(OpFamily& f);    // ops_pool.cpp: MaxPool, AveragePool
