@@ -29,15 +29,6 @@ namespace rlx::cpu {
 
 namespace {
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define RLX_ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define RLX_ROW_CLONES
-#endif
-
-template <typename T>
-constexpr int kLanes = 64 / static_cast<int>(sizeof(T));  // one 512-bit register
-
 // x . y in explicit lanes combined in a fixed order, so -O3 vectorises it without reassociating
 // and every clone gives the same bits.
 template <typename T>

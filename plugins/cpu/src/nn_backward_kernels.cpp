@@ -22,18 +22,6 @@ namespace rlx::cpu {
 
 namespace {
 
-// The row loops get an AVX-512 and an AVX2 clone picked at load time, as the generated loop
-// kernels they replace are built for the host's ISA. Sums run in explicit lanes combined in a
-// fixed order, so every clone computes the same bits (no fp contraction: see CMakeLists.txt).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define RLX_ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define RLX_ROW_CLONES
-#endif
-
-template <typename T>
-constexpr int kLanes = 64 / static_cast<int>(sizeof(T));  // one 512-bit register
-
 // Two sums over i < n at once, of f(i) into s0 and s1.
 template <typename T, typename F>
 [[gnu::always_inline]] inline void lane_sums(int64_t n, F f, T& s0, T& s1) {

@@ -10,7 +10,20 @@
 #include "rlx/core/lir.h"
 #include "rlx/core/target.h"
 
+// The row loops of both files get an AVX-512 and an AVX2 clone picked at load time, as the
+// generated loop kernels they replace are built for the host's ISA. Sums run in explicit lanes
+// (kLanes: one 512-bit register) combined in a fixed order, so every clone computes the same bits
+// (no fp contraction: see CMakeLists.txt).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RLX_ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RLX_ROW_CLONES
+#endif
+
 namespace rlx::cpu {
+
+template <typename T>
+constexpr int kLanes = 64 / static_cast<int>(sizeof(T));
 
 // The verdict for one of these ops, nullopt for any other op. What the kernels do not implement
 // (other dtypes, a [1] scale) is refused with the reason, so dispatch takes the decomposition.

@@ -21,40 +21,16 @@
 #include "rlx/core/optimizers.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/trainer.h"
+#include "backward_test_support.h"
 #include "test_support.h"
 
 namespace rlx {
 namespace {
 
 using Ins = std::vector<ValueId>;
-
-std::shared_ptr<Target> cpu_decomposing() {
-  return test::cpu_refusing([](const NodeSignature& s, bool native) -> std::optional<std::string> {
-    if (native && s.op == "AttentionBackward")
-      return "forced through the decomposition by the test";
-    return std::nullopt;
-  });
-}
-
-Tensor random_tensor(DType d, const std::vector<int64_t>& shape, double lo, double hi,
-                     std::mt19937& rng) {
-  Tensor t(d, shape);
-  std::uniform_real_distribution<double> u(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (d == DType::kF64)
-      t.as<double>()[i] = u(rng);
-    else
-      t.as<float>()[i] = static_cast<float>(u(rng));
-  }
-  return t;
-}
-
-std::vector<LoweringPath> paths_of(const CompiledModel& model, const std::string& op) {
-  std::vector<LoweringPath> paths;
-  for (const DispatchEntry& e : model.report().entries)
-    if (e.op == op) paths.push_back(e.path);
-  return paths;
-}
+using test::cpu_decomposing;
+using test::paths_of;
+using test::random_tensor;
 
 struct Case {
   std::string name;
