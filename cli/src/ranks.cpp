@@ -75,7 +75,10 @@ pid_t spawn_rank(const std::string& exe, std::vector<std::string> args, int rank
   // Ranks other than 0 print nothing on stdout and no progress; their errors still reach stderr.
   if (rank > 0) {
     auto sep = std::find(args.begin() + 1, args.end(), std::string("--"));
-    args.insert(sep, "--quiet");
+    // A flag given twice is a usage error: the rank would stop before its rendezvous.
+    if (std::find(args.begin() + 1, sep, std::string("-q")) == sep &&
+        std::find(args.begin() + 1, sep, std::string("--quiet")) == sep)
+      args.insert(sep, "--quiet");
   }
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {

@@ -58,6 +58,12 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
   add_flag(app, "--json", o.json,
            "print {\"images_per_s\", \"epoch_losses\": [...], \"accuracy\", ...} on stdout");
   add_rank_options(app, o.ranks, /*tensor_parallel=*/false);  // data-parallel: --nproc
+  add_integer(app, "--pp", "P", 1, o.ranks.pp,
+              "pipeline parallelism: cut the model into P stages, one a rank (--nproc defaults to "
+              "P), each batch into --micro-batches that flow through them on the 1F1B schedule");
+  add_integer(app, "--micro-batches", "M", 1, o.micro_batches,
+              "cut each batch into M equal micro-batches whose gradients add up before one update "
+              "(default 2 x --pp; without --pp: gradient accumulation in one process)");
 }
 
 // Accuracy of the current parameters on a labelled set, in batches of the training batch size.
@@ -90,9 +96,11 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   const std::vector<int64_t> sizes = parse_mlp_spec(o.model);
   OptimizerConfig optimizer = parse_optimizer(o.optimizer);
   // Data parallelism: each rank takes an equal share of every batch, and the step averages the
-  // gradients over the ranks (OptimizerConfig::data_parallel).
-  const int64_t share = rank_share(o, job);
-  optimizer.data_parallel = job.world;
+  // gradients over the ranks (OptimizerConfig::data_parallel). Pipeline stages each see it all.
+  const std::optional<PipelineTraining> pp = pipeline_training(o, job);
+  const JobRank dp = data_parallel_ranks(o, job);
+  const int64_t share = rank_share(o, dp);
+  optimizer.data_parallel = dp.world;
   const std::optional<fs::path> save_path = writable_path(o.save, "--save");
   const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
   ImageData data = read_image_data(o.data);
@@ -116,21 +124,23 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   require_can_execute(*target, target->name(), o.model);
   const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks);
-  Trainer trainer(target, mlp_classifier(sizes, static_cast<uint64_t>(o.seed), true), optimizer);
   // The batches are cut once: a step then only passes references.
   Tensor x = scaled_inputs(data.train.images);
   std::vector<NamedTensors> batches;
   for (int64_t s = 0; s < steps_per_epoch; ++s)
     batches.push_back(
-        {{"x", rows(x, s * o.batch + job.rank * share, share, target)},
-         {"labels", rows(data.train.labels, s * o.batch + job.rank * share, share, target)}});
+        {{"x", rows(x, s * o.batch + dp.rank * share, share, target)},
+         {"labels", rows(data.train.labels, s * o.batch + dp.rank * share, share, target)}});
+  Trainer trainer = make_trainer(
+      target, mlp_classifier(sizes, static_cast<uint64_t>(o.seed), true), optimizer, pp, batches[0]);
 
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "images");
+  trainer.gather_stages();  // pipeline stages: every parameter to rank 0
   const json::Array& epoch_losses = log.losses;
   const double last_rate = log.last_rate;
   std::optional<double> acc;
-  if (data.test) acc = accuracy(target, sizes, trainer, *data.test, o.batch);
-  // Every rank holds the same parameters: rank 0 writes the files.
+  if (data.test && job.rank == 0) acc = accuracy(target, sizes, trainer, *data.test, o.batch);
+  // Rank 0 holds every parameter: it writes the files.
   if (save_path && job.rank == 0) trainer.save(*save_path);
   if (plot_path && job.rank == 0) write_png(*plot_path, loss_plot(log.step_losses));
   const int64_t arena = trainer.arena_bytes(batches[0]);
@@ -183,7 +193,10 @@ Command train_command() {
        "importer reads), the graph's first output is the loss (a float scalar) and its params are\n"
        "what is trained; DATA holds one tensor per graph input under the input's name, samples\n"
        "along the first dim, cut into batches of --batch in order. --save writes the params under\n"
-       "their names."},
+       "their names.\n"
+       "--nproc N trains data-parallel (each rank a share of every batch); --pp P cuts the model\n"
+       "into P stages on P ranks instead, each batch into --micro-batches on the 1F1B schedule\n"
+       "(docs/training.md)."},
       &declare_train_options, &train_main);
 }
 

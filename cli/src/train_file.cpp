@@ -246,17 +246,20 @@ int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
                    "model's .safetensors)");
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   require_can_execute(*target, target->name(), o.model);
+  const std::optional<PipelineTraining> pp = pipeline_training(o, job);
+  const JobRank dp = data_parallel_ranks(o, job);
   std::vector<NamedTensors> batches = cut_batches(g, read_training_data(o.data), o.batch, o.model,
-                                                  o.data, job.world > 1 ? nullptr : target);
+                                                  o.data, dp.world > 1 ? nullptr : target);
   std::shared_ptr<Channel> channel;
-  if (job.world > 1) {
-    batches = rank_shares(g, target, batches, o, job);
-    optimizer.data_parallel = job.world;
-    channel = join_ranks(*target, o.ranks);
+  if (dp.world > 1) {
+    batches = rank_shares(g, target, batches, o, dp);
+    optimizer.data_parallel = dp.world;
   }
-  Trainer trainer(target, g, optimizer);
+  if (job.world > 1) channel = join_ranks(*target, o.ranks);
+  Trainer trainer = make_trainer(target, g, optimizer, pp, batches[0]);
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "samples");
-  // Every rank holds the same parameters: rank 0 writes the files.
+  trainer.gather_stages();  // pipeline stages: every parameter to rank 0
+  // Rank 0 holds every parameter: it writes the files.
   if (save_path && job.rank == 0) trainer.save(*save_path);
   if (plot_path && job.rank == 0) write_png(*plot_path, loss_plot(log.step_losses));
   const int64_t arena = trainer.arena_bytes(batches[0]);

@@ -22,7 +22,8 @@ struct TrainOptions {
   int64_t batch = 128, epochs = 1, seed = 0;
   std::optional<std::string> save, plot, task;
   bool json = false;
-  RankOptions ranks;  // --nproc: data-parallel ranks
+  RankOptions ranks;  // --nproc: data-parallel ranks; --pp: pipeline stages
+  std::optional<int64_t> micro_batches;
 };
 
 // Whether --model names the built-in MLP ("mlp:IN,HIDDEN...,OUT") rather than a file.
@@ -66,6 +67,18 @@ TensorMap read_training_data(const std::string& path);
 std::vector<NamedTensors> cut_batches(const Graph& g, const TensorMap& data, int64_t batch,
                                       const std::string& model, const std::string& data_path,
                                       const std::shared_ptr<Target>& target);
+
+// --pp P and --micro-batches M (train_pipeline.cpp): this rank's stage and the micro-batches;
+// nullopt when neither is given. A usage error when the job is not P ranks or M does not divide
+// --batch.
+std::optional<PipelineTraining> pipeline_training(const TrainOptions& o, const JobRank& job);
+// The job as data parallelism sees it: every rank under --pp holds the whole batch.
+JobRank data_parallel_ranks(const TrainOptions& o, const JobRank& job);
+// The trainer of `model`: pipelined (its programs at one micro-batch of `first_batch`'s shapes)
+// when `pp` is given.
+Trainer make_trainer(const std::shared_ptr<Target>& target, const Graph& model,
+                     const OptimizerConfig& optimizer, const std::optional<PipelineTraining>& pp,
+                     const NamedTensors& first_batch);
 
 // Data parallelism: the share of every batch each rank takes (--batch divided by the ranks; a
 // usage error when it does not divide), and rank job.rank's rows [rank * share, ...) of each

@@ -161,8 +161,10 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
   OptimizerConfig optimizer = parse_optimizer(o.optimizer);
   // Data parallelism: each rank its share of every batch; the loss is the mean cross-entropy
   // over the batch's tokens, so the ranks' mean is the whole batch's.
-  const int64_t share = rank_share(o, job);
-  optimizer.data_parallel = job.world;
+  const std::optional<PipelineTraining> pp = pipeline_training(o, job);
+  const JobRank dp = data_parallel_ranks(o, job);
+  const int64_t share = rank_share(o, dp);
+  optimizer.data_parallel = dp.world;
   const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
   std::error_code ec;
   if (!fs::is_directory(o.model, ec))
@@ -185,7 +187,9 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
   if (seq < 2)
     throw_user_error(fmt::format(
         "--data {}: sequences of {} token(s) have no next token to predict", o.data, seq));
-  const Graph g = causal_lm_graph(model.graph("main"), share, seq, o.model);
+  // Under --pp the stages are compiled for one micro-batch.
+  const Graph g =
+      causal_lm_graph(model.graph("main"), pp ? o.batch / pp->micro_batches : share, seq, o.model);
   // A token id outside the vocabulary would be a wrong loss, not an error, inside the graph.
   const Graph& main = model.graph("main");
   const int64_t vocab = main.type(main.outputs[0]).shape[2].value;
@@ -199,17 +203,19 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
   require_can_execute(*target, target->name(), o.model);
   std::vector<NamedTensors> batches;
   std::shared_ptr<Channel> channel;
-  if (job.world > 1) {
+  if (dp.world > 1) {
     const Graph whole = causal_lm_graph(model.graph("main"), o.batch, seq, o.model);
     batches = rank_rows(cut_batches(whole, data, o.batch, o.model, o.data, nullptr), share,
-                        job.rank, target);
-    channel = join_ranks(*target, o.ranks);
+                        dp.rank, target);
   } else {
-    batches = cut_batches(g, data, o.batch, o.model, o.data, target);
+    const Graph whole = causal_lm_graph(model.graph("main"), o.batch, seq, o.model);
+    batches = cut_batches(whole, data, o.batch, o.model, o.data, target);
   }
-  Trainer trainer(target, g, optimizer);
+  if (job.world > 1) channel = join_ranks(*target, o.ranks);
+  Trainer trainer = pp ? Trainer(target, g, optimizer, *pp) : Trainer(target, g, optimizer);
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "sequences");
-  // Every rank holds the same parameters: rank 0 writes the files.
+  trainer.gather_stages();  // pipeline stages: every parameter to rank 0
+  // Rank 0 holds every parameter: it writes the files.
   if (save_path && job.rank == 0) save_model_folder(o.model, *save_path, trainer.parameters());
   if (plot_path && job.rank == 0) write_png(*plot_path, loss_plot(log.step_losses));
   const int64_t arena = trainer.arena_bytes(batches[0]);

@@ -82,6 +82,21 @@ std::vector<ValueId> append_gradients(Graph& g, ValueId loss, const std::vector<
     throw_user_error(fmt::format(
         "autodiff: the loss %{} is {}; it must be a floating-point scalar (reduce it to one first)",
         g.values[loss].name, loss_type.str()));
+  GraphBuilder b(g);
+  b.set_loc("backward");
+  ValueId one = b.scalar(loss_type.dtype, 1.0);
+  return append_vjp(g, {loss}, {one}, wrt);
+}
+
+std::vector<ValueId> append_vjp(Graph& g, const std::vector<ValueId>& outputs,
+                                const std::vector<ValueId>& cotangents,
+                                const std::vector<ValueId>& wrt) {
+  RLX_CHECK(outputs.size() == cotangents.size(), "append_vjp: one cotangent per output");
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!(g.type(cotangents[i]) == g.type(outputs[i])))
+      throw_user_error(fmt::format("autodiff: the cotangent of %{} is {}; it must be {}",
+                                   g.values[outputs[i]].name, g.type(cotangents[i]).str(),
+                                   g.type(outputs[i]).str()));
   const auto forward_nodes = static_cast<int32_t>(g.nodes.size());
   // Values that depend on a requested one: cotangents flow only into those (and only nodes the
   // loss depends on ever receive one).
@@ -95,7 +110,9 @@ std::vector<ValueId> append_gradients(Graph& g, ValueId loss, const std::vector<
   GraphBuilder b(g);
   b.set_loc("backward");
   std::vector<ValueId> ct(g.values.size(), kNoValue);
-  ct[loss] = b.scalar(loss_type.dtype, 1.0);
+  // The same value twice among the outputs (or an output that is itself in `wrt`) adds up.
+  for (size_t i = 0; i < outputs.size(); ++i)
+    ct[outputs[i]] = ct[outputs[i]] == kNoValue ? cotangents[i] : b.add(ct[outputs[i]], cotangents[i]);
   for (int32_t i = forward_nodes - 1; i >= 0; --i) {
     const Node node = g.nodes[i];  // a copy: building appends nodes
     bool has_ct = false;

@@ -112,6 +112,7 @@ OpDef collective(const char* name, InferFn infer, Attrs sample_attrs, const char
     return sample_of({tt(dt, {4, 2})}, a);
   };
   d.summary = summary;
+  d.communicates = true;
   return d;
 }
 

@@ -6,6 +6,7 @@
 #include "rlx/core/error.h"
 #include "rlx/core/passes.h"
 #include "rlx/core/safetensors.h"
+#include "train/pipeline_step.h"
 
 namespace rlx {
 
@@ -45,6 +46,29 @@ Trainer::Trainer(std::shared_ptr<Target> target, const Graph& model, OptimizerCo
   to_device();
 }
 
+Trainer::Trainer(std::shared_ptr<Target> target, const Graph& model, OptimizerConfig optimizer,
+                 const PipelineTraining& pp)
+    : optimizer_(std::move(optimizer)) {
+  if (!pp.pipelined()) {
+    *this = Trainer(std::move(target), model, optimizer_);
+    return;
+  }
+  pipeline_ = std::make_unique<train::PipelineStep>(std::move(target), model, optimizer_, pp);
+  graph_.params = pipeline_->param_names();
+  graph_.state = pipeline_->state_names();
+  host_stale_ = true;
+}
+
+Trainer::~Trainer() = default;
+Trainer::Trainer(Trainer&&) noexcept = default;
+Trainer& Trainer::operator=(Trainer&&) noexcept = default;
+
+void Trainer::gather_stages() {
+  if (!pipeline_) return;
+  pipeline_->gather_to_first_stage();
+  host_stale_ = true;
+}
+
 void Trainer::to_device() {
   if (!device_) return;
   device_params_.clear(), device_state_.clear(), device_outputs_.clear();
@@ -55,6 +79,14 @@ void Trainer::to_device() {
 
 void Trainer::sync_host() const {
   if (!host_stale_) return;
+  if (pipeline_) {
+    // References to the stage's tensors (no copies), and what gather_stages() brought.
+    params_ = pipeline_->params(), state_ = pipeline_->state();
+    for (const auto& [name, t] : pipeline_->gathered())
+      (name.rfind("optimizer.", 0) == 0 ? state_ : params_)[name] = t;
+    host_stale_ = false;
+    return;
+  }
   for (auto& [k, t] : params_) device_params_.at(k).download_into(t);
   for (auto& [k, t] : state_) device_state_.at(k).download_into(t);
   host_stale_ = false;
@@ -66,6 +98,11 @@ const NamedTensors& Trainer::parameters() const {
 }
 
 double Trainer::step(const NamedTensors& batch) {
+  if (pipeline_) {
+    const double loss = pipeline_->step(batch, steps_++);
+    host_stale_ = true;
+    return loss;
+  }
   if (device_) {
     // Parameters and state in, their next values out, all on the device; then the next values
     // become current and the old ones' memory receives the next step's results.
@@ -107,6 +144,9 @@ void Trainer::save(const std::filesystem::path& file) const {
 }
 
 void Trainer::load(const std::filesystem::path& file) {
+  if (pipeline_)
+    throw_user_error(fmt::format(
+        "{}: resuming a pipeline-parallel or micro-batched run is not supported yet", file.string()));
   TensorMap all = read_safetensors(file);
   sync_host();  // a file that fails the checks below leaves the current values as they were
   auto take = [&](NamedTensors& into, const std::string& name, bool required) {
@@ -138,6 +178,7 @@ void Trainer::load(const std::filesystem::path& file) {
 }
 
 int64_t Trainer::arena_bytes(const NamedTensors& batch) const {
+  if (pipeline_) return pipeline_->arena_bytes();
   Bindings bindings;
   const Graph& g = graph_.graph;
   for (ValueId v : g.inputs) {
@@ -151,6 +192,7 @@ int64_t Trainer::arena_bytes(const NamedTensors& batch) const {
 }
 
 int64_t Trainer::kept_bytes() const {
+  sync_host();
   int64_t n = 0;
   for (auto* set : {&params_, &state_})
     for (const auto& [k, t] : *set) n += static_cast<int64_t>(t.nbytes());

@@ -15,6 +15,7 @@
 #include "rlx/core/error.h"
 #include "rlx/core/losses.h"
 #include "rlx/core/mlp.h"
+#include "rlx/core/passes.h"
 #include "rlx/core/safetensors.h"
 #include "rlx/core/trainer.h"
 #include "test_support.h"
@@ -87,6 +88,7 @@ double accuracy(const std::vector<int64_t>& sizes, const NamedTensors& params, c
 struct ReferenceRun {
   std::string optimizer_text;  // for rlx
   std::string config_json;     // for train_reference.py (without sizes, batch, steps)
+  int32_t micro_batches = 1;   // > 1: the batch in micro-batches whose gradients add up
 };
 
 void expect_matches_reference(const ReferenceRun& run) {
@@ -105,7 +107,13 @@ void expect_matches_reference(const ReferenceRun& run) {
   std::vector<double> want = read_numbers(dir.path() / "losses.txt");
   ASSERT_EQ(want.size(), static_cast<size_t>(steps));
 
-  Trainer trainer(test::cpu_target(), model, parse_optimizer(run.optimizer_text));
+  PipelineTraining pp;
+  pp.micro_batches = run.micro_batches;
+  Trainer trainer = pp.pipelined()
+                        ? Trainer(test::cpu_target(),
+                                  specialize(model, {{"batch", batch / run.micro_batches}}),
+                                  parse_optimizer(run.optimizer_text), pp)
+                        : Trainer(test::cpu_target(), model, parse_optimizer(run.optimizer_text));
   double worst = 0;
   for (int64_t s = 0; s < steps; ++s) {
     double loss = trainer.step({{"x", rows(d.x, s * batch, batch)}, {"labels", rows(d.labels, s * batch, batch)}});
@@ -136,6 +144,19 @@ TEST(Trainer, AdamWMatchesNumpyFloat64) {
   expect_matches_reference({"adamw:lr=0.01,weight_decay=0.01,beta1=0.9,beta2=0.999,eps=1e-8",
                             "\"optimizer\": \"adamw\", \"lr\": 0.01, \"weight_decay\": 0.01, \"beta1\": 0.9, "
                             "\"beta2\": 0.999, \"eps\": 1e-8"});
+}
+
+// Gradient accumulation: the batch of 8 as 4 micro-batches of 2 whose gradients add up before
+// each update is the same step, so it follows the same float64 reference.
+TEST(Trainer, MicroBatchedSgdAndAdamWMatchNumpyFloat64) {
+  expect_matches_reference({"sgd:lr=0.05,momentum=0.9,weight_decay=0.001",
+                            "\"optimizer\": \"sgd\", \"lr\": 0.05, \"momentum\": 0.9, \"nesterov\": false, "
+                            "\"weight_decay\": 0.001",
+                            4});
+  expect_matches_reference({"adamw:lr=0.01,weight_decay=0.01,beta1=0.9,beta2=0.999,eps=1e-8",
+                            "\"optimizer\": \"adamw\", \"lr\": 0.01, \"weight_decay\": 0.01, \"beta1\": 0.9, "
+                            "\"beta2\": 0.999, \"eps\": 1e-8",
+                            4});
 }
 
 TEST(Trainer, ResumeGivesTheSameLossCurve) {

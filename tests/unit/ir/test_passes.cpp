@@ -74,6 +74,23 @@ TEST(Passes, CseDceAndIdentityRemoval) {
 )");
 }
 
+// Two Recv nodes alike are two messages (and two AllReduces two calls every rank makes): merged,
+// the second message would be read as the first's.
+TEST(Passes, CseNeverMergesCollectives) {
+  const char* text = R"(graph @g(%x: f32[2,3]) {
+  %a = Recv(%x) {peer = 1} : f32[2,3]
+  %b = Recv(%x) {peer = 1} : f32[2,3]
+  %c = AllReduce(%x) {reduce = "sum"} : f32[2,3]
+  %d = AllReduce(%x) {reduce = "sum"} : f32[2,3]
+  %s = add(%a, %b) : f32[2,3]
+  %t = add(%c, %d) : f32[2,3]
+  %y = add(%s, %t) : f32[2,3]
+  return %y
+}
+)";
+  EXPECT_EQ(run_passes(text), text);
+}
+
 TEST(Passes, SpecializeBindsSymbols) {
   Graph g = parse_graph("graph @g(%x: f32[B,4]) {\n  %y = reshape(%x) {shape = [B, 2, 2]} : f32[B,2,2]\n  return %y\n}\n");
   EXPECT_EQ(print_graph(specialize(g, {{"B", 3}})),

@@ -25,4 +25,12 @@ Graph decompose_to_mir(const Graph& g);
 // are left as they are.
 std::vector<ValueId> append_gradients(Graph& g, ValueId loss, const std::vector<ValueId>& wrt);
 
+// The vector-Jacobian product: appends the nodes computing sum_i <cotangents[i], d outputs[i] /
+// d v> for each v of `wrt`, each cotangent typed like its output (a pipeline stage's backward
+// pass, whose outputs' cotangents come from the next stage). append_gradients is the case of
+// one scalar output and a cotangent of 1.
+std::vector<ValueId> append_vjp(Graph& g, const std::vector<ValueId>& outputs,
+                                const std::vector<ValueId>& cotangents,
+                                const std::vector<ValueId>& wrt);
+
 }  // namespace rlx

@@ -54,6 +54,9 @@ struct OpDef {
   SampleFn sample;
   std::string summary;
   GradientFn gradient;  // empty until the op has a rule (autodiff refuses it, naming the op)
+  // Exchanges data with other ranks (the collectives): two such nodes with the same inputs are
+  // two exchanges, never merged into one by common-subexpression elimination.
+  bool communicates = false;
 };
 
 class OpRegistry {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rlx/core/optimizers.h"
+#include "rlx/core/pipeline_training.h"
 #include "rlx/core/runtime.h"
 
 namespace rlx {
@@ -39,9 +40,25 @@ Graph params_as_inputs(const Graph& g);
 // params become inputs, and the program returns the loss, the updated params and state.
 TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& optimizer);
 
+namespace train {
+class PipelineStep;
+}
+
 class Trainer {
  public:
   Trainer(std::shared_ptr<Target> target, const Graph& model, OptimizerConfig optimizer);
+  // Pipeline-parallel (pp.stages > 1: this rank's stage of the model) or with the batch cut
+  // into pp.micro_batches whose gradients add up before one update (rlx/core/pipeline_training.h;
+  // `model` then needs static shapes: those of one micro-batch). parameters() and save() see
+  // this stage's parameters, and after gather_stages() on stage 0 every stage's.
+  Trainer(std::shared_ptr<Target> target, const Graph& model, OptimizerConfig optimizer,
+          const PipelineTraining& pp);
+  ~Trainer();
+  Trainer(Trainer&&) noexcept;
+  Trainer& operator=(Trainer&&) noexcept;
+  // Copies every stage's parameters and optimizer state to stage 0; a collective every rank
+  // calls (nothing to do without pipeline stages).
+  void gather_stages();
   // One update on `batch` (the model's inputs by name); returns the loss before the update.
   double step(const NamedTensors& batch);
   int64_t steps() const { return steps_; }
@@ -65,6 +82,7 @@ class Trainer {
   OptimizerConfig optimizer_;
   TrainingGraph graph_;
   CompiledModel program_;
+  std::unique_ptr<train::PipelineStep> pipeline_;  // instead of program_ when pipelined
   // On a target with a device (contract 2.0), parameters and optimizer state stay there between
   // steps (device_params_, device_state_; their `.next` outputs in device_outputs_) and only the
   // batch, the step count and the loss cross; params_ and state_ are then host copies refreshed

@@ -1,0 +1,59 @@
+// `rlx train --pp P [--micro-batches M]`: the pipelined step's options
+// (rlx/core/pipeline_training.h) shared by the three model paths.
+#include <fmt/format.h>
+
+#include "errors.h"
+#include "rlx/core/passes.h"
+#include "train_options.h"
+
+namespace rlx::cli {
+
+std::optional<PipelineTraining> pipeline_training(const TrainOptions& o, const JobRank& job) {
+  if (!o.ranks.pp && !o.micro_batches) return std::nullopt;
+  PipelineTraining pp;
+  if (o.ranks.pp) {
+    pp.stages = static_cast<int32_t>(*o.ranks.pp);
+    if (job.world != pp.stages)
+      throw UsageError(
+          fmt::format("--pp {} trains {} stages, one a rank, and the job has {} rank(s)", pp.stages,
+                      pp.stages, job.world),
+          fmt::format("give --nproc {} (or mpirun -n {}); data parallelism inside the stages is "
+                      "not supported yet",
+                      pp.stages, pp.stages));
+    pp.stage = job.rank;
+  } else if (job.world > 1) {
+    throw UsageError("--micro-batches with data-parallel ranks is not supported yet",
+                     "drop --micro-batches, or train in one process (or with --pp)");
+  }
+  const int64_t m = o.micro_batches.value_or(2 * int64_t{pp.stages});
+  if (o.batch % m)
+    throw UsageError(
+        fmt::format("--batch {} does not split into {} equal micro-batches", o.batch, m),
+        o.micro_batches ? std::string("give a --micro-batches that divides --batch")
+                        : fmt::format("give --micro-batches (by default 2 x --pp = {})", m));
+  pp.micro_batches = static_cast<int32_t>(m);
+  return pp;
+}
+
+JobRank data_parallel_ranks(const TrainOptions& o, const JobRank& job) {
+  return o.ranks.pp ? JobRank{} : job;
+}
+
+Trainer make_trainer(const std::shared_ptr<Target>& target, const Graph& model,
+                     const OptimizerConfig& optimizer, const std::optional<PipelineTraining>& pp,
+                     const NamedTensors& first_batch) {
+  if (!pp) return Trainer(target, model, optimizer);
+  // The stages' programs are compiled for one micro-batch's shapes.
+  Bindings bind;
+  for (ValueId in : model.inputs) {
+    auto it = first_batch.find(model.values[in].name);
+    if (it == first_batch.end()) continue;
+    const Shape& shape = model.type(in).shape;
+    for (size_t d = 0; d < shape.size() && d < it->second.shape().size(); ++d)
+      if (!shape[d].is_static())
+        bind[shape[d].sym] = it->second.shape()[d] / (d == 0 ? pp->micro_batches : 1);
+  }
+  return Trainer(target, specialize(model, bind), optimizer, *pp);
+}
+
+}  // namespace rlx::cli
