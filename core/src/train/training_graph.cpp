@@ -5,6 +5,7 @@
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/core/trainer.h"
+#include "train/gradient_buckets.h"
 #include "train/weight_layout.h"
 
 namespace rlx {
@@ -58,9 +59,13 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
   // ranks is the whole batch's (equal shares of a mean loss), taken before any update.
   ValueId reported = loss;
   if (optimizer.data_parallel > 1) {
-    const Attrs mean{{"reduce", std::string("mean")}};
-    for (ValueId& grad : grads) grad = b.op("AllReduce", {grad}, mean);
-    reported = b.op("AllReduce", {loss}, mean);
+    // The loss rides in the gradients' buckets: one AllReduce per bucket, not per value.
+    std::vector<ValueId> exchanged = grads;
+    exchanged.push_back(loss);
+    train::all_reduce_mean_in_buckets(b, exchanged);
+    reported = exchanged.back();
+    exchanged.pop_back();
+    grads = exchanged;
     // The rank's own loss gives its name to the mean the step reports.
     if (g.values[loss].name == TrainingGraph::kLoss) g.values[loss].name = g.fresh_name("rank_loss");
   }

@@ -238,6 +238,26 @@ std::vector<double> applied_rates(const std::string& opt, int steps) {
   return rates;
 }
 
+// Data parallelism averages the gradients and the loss in buckets of at most 25 MB, one
+// AllReduce each: the MLP's four gradients and its loss take one; a 32 MB weight takes a bucket
+// of its own and the rest another.
+TEST(Trainer, DataParallelGradientsTravelInBuckets) {
+  auto all_reduces = [](const std::vector<int64_t>& sizes) {
+    OptimizerConfig c = parse_optimizer("sgd:lr=0.1");
+    c.data_parallel = 2;
+    const Graph g = build_training_graph(mlp_classifier(sizes, 0, true), c).graph;
+    std::vector<std::string> shapes;
+    for (const Node& n : g.nodes)
+      if (n.op == "AllReduce") shapes.push_back(g.type(n.outputs[0]).str());
+    return shapes;
+  };
+  // 784*128 + 128 + 128*10 + 10 + the loss.
+  EXPECT_EQ(all_reduces({784, 128, 10}), std::vector<std::string>{"f32[101771]"});
+  // fc0.weight is 4096*2048*4 bytes = 32 MB; the rest (fc1, fc0.bias, loss) is filled first.
+  EXPECT_EQ(all_reduces({4096, 2048, 10}),
+            (std::vector<std::string>{"f32[22539]", "f32[2048,4096]"}));
+}
+
 TEST(Trainer, LearningRateScheduleAndClipping) {
   OptimizerConfig c = parse_optimizer("sgd:lr=0.1,schedule=cosine,warmup=2,total=4,min_lr=0.02");
   // Hand values: warm-up 0.05, 0.1; then 0.02 + 0.04 (1 + cos(pi k / 4)) for k = 0..4.

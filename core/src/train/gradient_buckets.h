@@ -1,0 +1,21 @@
+// Data parallelism's gradient exchange (training_graph.cpp): the gradients averaged over the
+// ranks in a few large AllReduces rather than one per parameter.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "rlx/core/builder.h"
+
+namespace rlx::train {
+
+// Bytes a bucket holds before the next one starts (PyTorch DDP's default cap is 25 MB too).
+inline constexpr int64_t kBucketBytes = int64_t{25} << 20;
+
+// Replaces each of `values` (gradients, and the loss) by its mean over the ranks. Values of one
+// dtype are flattened into buckets of at most kBucketBytes (a larger value alone), filled from
+// the back of the list: the backward pass computes the last parameters' gradients first, so the
+// first bucket is the first one complete. One AllReduce per bucket, then each value sliced out.
+void all_reduce_mean_in_buckets(GraphBuilder& b, std::vector<ValueId>& values,
+                                int64_t bucket_bytes = kBucketBytes);
+
+}  // namespace rlx::train
