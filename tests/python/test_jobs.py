@@ -89,6 +89,13 @@ def test_data_parallel_training_follows_one_process(rlx):
     assert np.allclose(two["epoch_losses"], one["epoch_losses"], rtol=1e-5, atol=0)
 
 
+def test_pipeline_stages_follow_one_process(rlx):
+    one = rlx.train(model="mlp:784,32,16,10", data="synthetic:256", batch=64, epochs=2)
+    two = rlx.train(model="mlp:784,32,16,10", data="synthetic:256", batch=64, epochs=2, pp=2,
+                    micro_batches=4)
+    assert np.allclose(two["epoch_losses"], one["epoch_losses"], rtol=1e-5, atol=0)
+
+
 def test_compile_to_writes_the_ane_package_and_its_io_layout(rlx, tmp_path):
     record = rlx.compile_to(MINILM, tmp_path, target="ane", bind={"B": 1, "S": 8},
                             deployment_target="macos15", compute_units="CPU_AND_NE")
