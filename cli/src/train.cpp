@@ -100,7 +100,7 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
   const std::optional<PipelineTraining> pp = pipeline_training(o, job);
   const JobRank dp = data_parallel_ranks(o, job);
   const int64_t share = rank_share(o, dp);
-  optimizer.data_parallel = dp.world;
+  optimizer.data_parallel = pp ? 1 : dp.world;  // pipeline stages average in their own step
   const std::optional<fs::path> save_path = writable_path(o.save, "--save");
   const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
   ImageData data = read_image_data(o.data);

@@ -253,7 +253,7 @@ int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
   std::shared_ptr<Channel> channel;
   if (dp.world > 1) {
     batches = rank_shares(g, target, batches, o, dp);
-    optimizer.data_parallel = dp.world;
+    if (!pp) optimizer.data_parallel = dp.world;  // pipeline stages average in their own step
   }
   if (job.world > 1) channel = join_ranks(*target, o.ranks);
   Trainer trainer = make_trainer(target, g, optimizer, pp, batches[0]);

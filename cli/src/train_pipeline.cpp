@@ -13,22 +13,31 @@ std::optional<PipelineTraining> pipeline_training(const TrainOptions& o, const J
   PipelineTraining pp;
   if (o.ranks.pp) {
     pp.stages = static_cast<int32_t>(*o.ranks.pp);
-    if (job.world != pp.stages)
+    if (job.world % pp.stages)
       throw UsageError(
-          fmt::format("--pp {} trains {} stages, one a rank, and the job has {} rank(s)", pp.stages,
-                      pp.stages, job.world),
-          fmt::format("give --nproc {} (or mpirun -n {}); data parallelism inside the stages is "
-                      "not supported yet",
-                      pp.stages, pp.stages));
-    pp.stage = job.rank;
+          fmt::format("--pp {} trains {} stages, each on the same number of ranks, and the job "
+                      "has {} rank(s)",
+                      pp.stages, pp.stages, job.world),
+          fmt::format("give --nproc {} (or a multiple: each stage's ranks then share every "
+                      "batch, data-parallel)",
+                      pp.stages));
+    // Stage-major, as for inference (docs/parallel.md): a stage's replicas are neighbours.
+    pp.data_parallel = job.world / pp.stages;
+    pp.stage = job.rank / pp.data_parallel;
+    pp.replica = job.rank % pp.data_parallel;
   } else if (job.world > 1) {
     throw UsageError("--micro-batches with data-parallel ranks is not supported yet",
                      "drop --micro-batches, or train in one process (or with --pp)");
   }
   const int64_t m = o.micro_batches.value_or(2 * int64_t{pp.stages});
-  if (o.batch % m)
+  const int64_t share = rank_share(o, {pp.replica, pp.data_parallel});
+  if (share % m)
     throw UsageError(
-        fmt::format("--batch {} does not split into {} equal micro-batches", o.batch, m),
+        pp.data_parallel > 1
+            ? fmt::format("--batch {} gives each of a stage's {} ranks {} rows, which do not split "
+                          "into {} equal micro-batches",
+                          o.batch, pp.data_parallel, share, m)
+            : fmt::format("--batch {} does not split into {} equal micro-batches", o.batch, m),
         o.micro_batches ? std::string("give a --micro-batches that divides --batch")
                         : fmt::format("give --micro-batches (by default 2 x --pp = {})", m));
   pp.micro_batches = static_cast<int32_t>(m);
@@ -36,7 +45,9 @@ std::optional<PipelineTraining> pipeline_training(const TrainOptions& o, const J
 }
 
 JobRank data_parallel_ranks(const TrainOptions& o, const JobRank& job) {
-  return o.ranks.pp ? JobRank{} : job;
+  if (!o.ranks.pp || *o.ranks.pp <= 0 || job.world % *o.ranks.pp) return o.ranks.pp ? JobRank{} : job;
+  const auto replicas = static_cast<int32_t>(job.world / *o.ranks.pp);
+  return {job.rank % replicas, replicas};
 }
 
 Trainer make_trainer(const std::shared_ptr<Target>& target, const Graph& model,

@@ -164,7 +164,7 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
   const std::optional<PipelineTraining> pp = pipeline_training(o, job);
   const JobRank dp = data_parallel_ranks(o, job);
   const int64_t share = rank_share(o, dp);
-  optimizer.data_parallel = dp.world;
+  optimizer.data_parallel = pp ? 1 : dp.world;  // pipeline stages average in their own step
   const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
   std::error_code ec;
   if (!fs::is_directory(o.model, ec))
@@ -189,7 +189,7 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
         "--data {}: sequences of {} token(s) have no next token to predict", o.data, seq));
   // Under --pp the stages are compiled for one micro-batch.
   const Graph g =
-      causal_lm_graph(model.graph("main"), pp ? o.batch / pp->micro_batches : share, seq, o.model);
+      causal_lm_graph(model.graph("main"), pp ? share / pp->micro_batches : share, seq, o.model);
   // A token id outside the vocabulary would be a wrong loss, not an error, inside the graph.
   const Graph& main = model.graph("main");
   const int64_t vocab = main.type(main.outputs[0]).shape[2].value;

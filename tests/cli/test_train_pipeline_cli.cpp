@@ -2,6 +2,7 @@
 // parallelism") follow the one-process loss curve of the whole batch, save every stage's
 // parameters from rank 0, and refuse what they cannot do by name.
 #include <cmath>
+#include <tuple>
 
 #include "cli_fixture.h"
 #include "rlx/core/safetensors.h"
@@ -32,9 +33,10 @@ void expect_near_all(const std::vector<double>& got, const std::vector<double>& 
     EXPECT_NEAR(got[i], want[i], rel * std::abs(want[i])) << what << ", epoch " << i + 1;
 }
 
-// 784-64-32-10 on 2 stages (fc0 | fc1, fc2) and on 3 (one Linear each), batch 60 in micro-batches
-// of 10 and 20: the same steps as one process on whole batches, so the same losses and, read
-// back from --save (written by rank 0 with every stage's tensors), the same parameters.
+// 784-64-32-10 on 2 stages (fc0 | fc1, fc2), on 3 (one Linear each) and on 2 stages of 2
+// data-parallel ranks, batch 60 in micro-batches of 10 and 20: the same steps as one process on
+// whole batches, so the same losses and, read back from --save (written by rank 0 with every
+// stage's tensors), the same parameters.
 TEST_F(TrainPipelineCliTest, StagesFollowTheOneProcessLossCurveAndSaveEveryParameter) {
   const std::vector<std::string> base = {"train",
                                          "--model",
@@ -58,11 +60,12 @@ TEST_F(TrainPipelineCliTest, StagesFollowTheOneProcessLossCurveAndSaveEveryParam
   ASSERT_EQ(want.size(), 3u);
   EXPECT_LT(want[2], want[0]);
   const TensorMap ref = read_safetensors(dir_ / "one.safetensors");
-  for (const auto& [pp, mb] :
-       std::vector<std::pair<std::string, std::string>>{{"2", "6"}, {"3", "3"}}) {
-    const fs::path save = dir_ / ("pp" + pp + ".safetensors");
-    const json::Value doc = with({"--pp", pp, "--micro-batches", mb}, save);
-    expect_near_all(losses(doc), want, 1e-5, "--pp " + pp);
+  // {--pp, --micro-batches, --nproc}: the last runs 2 stages of 2 data-parallel ranks each.
+  for (const auto& [pp, mb, nproc] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"2", "6", "2"}, {"3", "3", "3"}, {"2", "3", "4"}}) {
+    const fs::path save = dir_ / ("pp" + pp + "x" + nproc + ".safetensors");
+    const json::Value doc = with({"--pp", pp, "--micro-batches", mb, "--nproc", nproc}, save);
+    expect_near_all(losses(doc), want, 1e-5, "--pp " + pp + " --nproc " + nproc);
     EXPECT_EQ(doc.find("steps")->as_number()->as_i64(), 30);
     EXPECT_EQ(doc.find("accuracy")->as_number()->value, one.find("accuracy")->as_number()->value);
     const TensorMap got = read_safetensors(save);
@@ -114,7 +117,9 @@ TEST_F(TrainPipelineCliTest, WhatStagesCannotDoIsRefusedByName) {
     EXPECT_NE(r.exit_code, 0) << dump(r);
     EXPECT_THAT(r.err, HasSubstr(says)) << dump(r);
   };
-  fails({"--pp", "2", "--nproc", "4"}, "--pp 2 trains 2 stages, one a rank, and the job has 4");
+  fails({"--pp", "2", "--nproc", "3"}, "--pp 2 trains 2 stages, each on the same number of ranks");
+  fails({"--pp", "2", "--nproc", "4", "--micro-batches", "4"},
+        "gives each of a stage's 2 ranks 30 rows, which do not split into 4");
   fails({"--pp", "2", "--micro-batches", "7"},
         "--batch 60 does not split into 7 equal micro-batches");
   fails({"--pp", "3"}, "cannot be cut into 3 stages");

@@ -17,8 +17,9 @@ int64_t numel_of(const TensorType& t) {
 }
 
 void reduce_bucket(GraphBuilder& b, std::vector<ValueId>& values,
-                   const std::vector<size_t>& members) {
-  const Attrs mean{{"reduce", std::string("mean")}};
+                   const std::vector<size_t>& members, const std::string& comm) {
+  Attrs mean{{"reduce", std::string("mean")}};
+  if (comm != "world") mean["comm"] = comm;
   if (members.size() == 1) {
     values[members[0]] = b.op("AllReduce", {values[members[0]]}, mean);
     return;
@@ -38,20 +39,20 @@ void reduce_bucket(GraphBuilder& b, std::vector<ValueId>& values,
 }  // namespace
 
 void all_reduce_mean_in_buckets(GraphBuilder& b, std::vector<ValueId>& values,
-                                int64_t bucket_bytes) {
+                                int64_t bucket_bytes, const std::string& comm) {
   // Symbolic shapes cannot be concatenated at a known offset: those go alone.
   std::map<DType, std::vector<size_t>> open;
   std::map<DType, int64_t> bytes;
   for (size_t k = values.size(); k-- > 0;) {
     const TensorType& t = b.type(values[k]);
     if (!is_static(t.shape)) {
-      reduce_bucket(b, values, {k});
+      reduce_bucket(b, values, {k}, comm);
       continue;
     }
     const int64_t size = numel_of(t) * static_cast<int64_t>(dtype_size(t.dtype));
     std::vector<size_t>& bucket = open[t.dtype];
     if (!bucket.empty() && bytes[t.dtype] + size > bucket_bytes) {
-      reduce_bucket(b, values, bucket);
+      reduce_bucket(b, values, bucket, comm);
       bucket.clear();
       bytes[t.dtype] = 0;
     }
@@ -59,7 +60,7 @@ void all_reduce_mean_in_buckets(GraphBuilder& b, std::vector<ValueId>& values,
     bytes[t.dtype] += size;
   }
   for (auto& [dtype, bucket] : open)
-    if (!bucket.empty()) reduce_bucket(b, values, bucket);
+    if (!bucket.empty()) reduce_bucket(b, values, bucket, comm);
 }
 
 }  // namespace rlx::train

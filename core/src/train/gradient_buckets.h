@@ -2,6 +2,7 @@
 // ranks in a few large AllReduces rather than one per parameter.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "rlx/core/builder.h"
@@ -15,7 +16,9 @@ inline constexpr int64_t kBucketBytes = int64_t{25} << 20;
 // dtype are flattened into buckets of at most kBucketBytes (a larger value alone), filled from
 // the back of the list: the backward pass computes the last parameters' gradients first, so the
 // first bucket is the first one complete. One AllReduce per bucket, then each value sliced out.
+// `comm`: the communicator of the AllReduces (rlx/core/communicator.h), every rank by default.
 void all_reduce_mean_in_buckets(GraphBuilder& b, std::vector<ValueId>& values,
-                                int64_t bucket_bytes = kBucketBytes);
+                                int64_t bucket_bytes = kBucketBytes,
+                                const std::string& comm = "world");
 
 }  // namespace rlx::train

@@ -18,6 +18,7 @@
 #include "rlx/core/autodiff.h"
 #include "rlx/core/error.h"
 #include "rlx/core/trainer.h"
+#include "train/gradient_buckets.h"
 #include "train/weight_layout.h"
 
 namespace rlx::train {
@@ -141,10 +142,18 @@ Graph update_graph(const StageGraph& stage, const OptimizerConfig& optimizer,
       state.push_back(b.input("optimizer." + k + "." + params[i], g.type(v.params[i])));
     v.state.push_back(state);
   }
+  // A stage's replicas average their gradients (and the reported loss) first.
+  if (pp.data_parallel > 1) {
+    const std::string comm = fmt::format("block:{}", pp.data_parallel);
+    all_reduce_mean_in_buckets(b, v.grads, kBucketBytes, comm);
+  }
   OptimizerUpdate up = append_optimizer(b, optimizer, v);
+  // Each replica's last stage holds its loss, every other rank 0: the sum over the job, divided
+  // by the replicas, is the batch's mean loss on every rank.
   ValueId loss = b.input(kLossIn, {DType::kF32, {}});
-  if (pp.stages > 1)
-    loss = b.op("Broadcast", {loss}, {{"root", int64_t{pp.stages - 1}}});
+  if (pp.stages * pp.data_parallel > 1)
+    loss = b.mul(b.op("AllReduce", {loss}, {{"reduce", std::string("sum")}}),
+                 b.scalar(DType::kF32, 1.0 / pp.data_parallel));
   else
     loss = b.add(loss, b.scalar(DType::kF32, 0.0));  // an output must be a node's result
   set_name(g, loss, TrainingGraph::kLoss);
@@ -167,9 +176,11 @@ std::vector<std::string> owned_params(const StageGraph& stage) {
   return names;
 }
 
-// Stage 0 receives every other stage's parameters and state; the others send theirs.
-Graph gather_graph(const std::vector<StageGraph>& stages, int32_t me,
+// Stage 0 receives every other stage's parameters and state; the others send theirs (the first
+// replica of each: the replicas hold the same values).
+Graph gather_graph(const std::vector<StageGraph>& stages, const PipelineTraining& pp,
                    const OptimizerConfig& optimizer) {
+  const int32_t me = pp.stage;
   Graph g;
   g.name = fmt::format("pipeline_gather{}", me);
   GraphBuilder b(g);
@@ -182,7 +193,7 @@ Graph gather_graph(const std::vector<StageGraph>& stages, int32_t me,
       for (const std::string& k : kinds) names.push_back("optimizer." + k + "." + names[0]);
       for (const std::string& name : names) {
         if (me == 0) {
-          ValueId v = b.op("Recv", {zeros(b, sg.type(p))}, {{"peer", int64_t{s}}});
+          ValueId v = b.op("Recv", {zeros(b, sg.type(p))}, {{"peer", int64_t{pp.rank_of(s)}}});
           set_name(g, v, name);
           b.output(v);
         } else {
@@ -205,15 +216,20 @@ PipelineStep::PipelineStep(std::shared_ptr<Target> target, const Graph& model,
         "micro-batches and a stage below the stage count",
         pp.stage, pp.stages, pp.micro_batches));
   if (optimizer.data_parallel > 1)
-    throw_user_error(
-        "pipeline training: data parallelism inside pipeline stages is not supported yet; run "
-        "--pp P with --nproc P");
+    throw_internal_error(
+        "pipeline training: give the replicas of each stage as PipelineTraining::data_parallel");
+  if (pp.data_parallel < 1 || pp.replica < 0 || pp.replica >= pp.data_parallel)
+    throw_user_error(fmt::format("pipeline training: replica {} of {}", pp.replica,
+                                 pp.data_parallel));
   if (optimizer.clip_norm > 0 && pp.stages > 1)
     throw_user_error(
         "pipeline training: clipping by the global gradient norm (clip=...) needs the norm over "
         "every stage, which the pipelined step does not compute yet; leave clip out with --pp");
   all_stages_ = split_for_pipeline(model, pp.stages);
   stage_ = all_stages_[pp.stage];
+  // Stages become the world ranks of this replica's pipeline.
+  for (auto* crossings : {&stage_.received, &stage_.sent})
+    for (StageCrossing& c : *crossings) c.peer = pp.rank_of(c.peer);
   param_names_ = owned_params(stage_);
   for (ValueId in : stage_.graph.inputs) {
     const std::string& name = stage_.graph.values[in].name;
@@ -242,7 +258,7 @@ PipelineStep::PipelineStep(std::shared_ptr<Target> target, const Graph& model,
   if (!stage_.has_loss) compile(forward_, forward_graph(stage_));
   compile(backward_, backward_graph(stage_, param_names_));
   compile(update_, update_graph(stage_, optimizer_, pp_, param_names_));
-  if (pp.stages > 1) compile(gather_, gather_graph(all_stages_, pp.stage, optimizer_));
+  if (pp.stages > 1 && pp.replica == 0) compile(gather_, gather_graph(all_stages_, pp, optimizer_));
 }
 
 NamedTensors PipelineStep::micro_batch(const NamedTensors& batch, int32_t i) const {

@@ -18,11 +18,18 @@
 namespace rlx {
 
 struct PipelineTraining {
-  int32_t stages = 1;         // stage s runs on world rank s
+  int32_t stages = 1;         // pipeline stages
   int32_t micro_batches = 1;  // each batch is cut into this many equal parts along its first dim
   int32_t stage = 0;          // this rank's stage
+  // Data parallelism inside the stages: each stage runs on this many ranks, each with its own
+  // share of every batch, their gradients averaged before the update. Stage-major: world rank
+  // = stage x data_parallel + replica, so a stage's replicas are one "block:data_parallel"
+  // communicator and Send/Recv connect equal replicas of neighbouring stages.
+  int32_t data_parallel = 1;
+  int32_t replica = 0;  // this rank's replica
 
   bool pipelined() const { return stages > 1 || micro_batches > 1; }
+  int32_t rank_of(int32_t s) const { return s * data_parallel + replica; }
 };
 
 // A value crossing between two stages: sent forward by the stage that computes it (or that owns
