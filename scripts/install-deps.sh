@@ -15,6 +15,7 @@ packages=(cmake ninja-build g++ ccache pkg-config python3-venv
           libonnx-testdata  # ONNX's backend node tests (tests/frontends/onnx/test_node_suite.cpp)
           ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo
           llvm-spirv-14 spirv-tools libze-dev intel-opencl-icd
+          spirv-cross  # the metal tests check MSL interfaces against SPIR-V -> MSL of the vulkan kernels
           flatbuffers-compiler libflatbuffers-dev
           libvulkan-dev glslang-dev glslang-tools mesa-vulkan-drivers
           libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri

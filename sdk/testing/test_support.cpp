@@ -16,10 +16,24 @@
 
 namespace rlx::test {
 
-std::shared_ptr<Target> target_named(const std::string& name) {
+namespace {
+
+// The targets by name: those loaded through the registry, and those a test program provides.
+std::map<std::string, std::shared_ptr<Target>>& named_targets() {
   // Never destroyed, like the CLI's registry: unloading the plugin at exit while oneTBB worker
   // threads may still run its code would crash after the tests passed.
   static auto* targets = new std::map<std::string, std::shared_ptr<Target>>;
+  return *targets;
+}
+
+}  // namespace
+
+void provide_target(const std::string& name, std::shared_ptr<Target> target) {
+  named_targets()[name] = std::move(target);
+}
+
+std::shared_ptr<Target> target_named(const std::string& name) {
+  auto* targets = &named_targets();
   auto it = targets->find(name);
   if (it != targets->end()) return it->second;
   registry::Options o;

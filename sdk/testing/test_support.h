@@ -24,6 +24,11 @@ using Refusal = std::function<std::optional<std::string>(const NodeSignature&, b
 std::shared_ptr<Target> cpu_refusing(Refusal refuse);
 // Any in-tree target by name, the same way (throws the registry's error when it cannot run).
 std::shared_ptr<Target> target_named(const std::string& name);
+// Makes target_named(name) (and so RLX_TEST_TARGET and the suites) answer `target` instead of
+// the registry's plugin: a target object only the test program can build, such as a plugin's
+// target class given a stand-in device (plugins/metal/tests runs the suites on MSL compiled as
+// C++). Call it before the first target_named(name).
+void provide_target(const std::string& name, std::shared_ptr<Target> target);
 // The target the suites run on: the one RLX_TEST_TARGET names, cpu when unset. Lets one suite
 // of primitive tests check every target (plugins/gpu/tests runs the cpu suites on gpu).
 std::shared_ptr<Target> target_under_test();

@@ -6,6 +6,10 @@
 #include "signature.h"
 #include "rlx/sdk/legality.h"
 
+#ifdef RLX_METAL_HOST
+#include "metal_host.h"
+#endif
+
 namespace rlx::metal {
 
 namespace {
@@ -24,7 +28,24 @@ Verdict MetalTarget::accepts_primitive(const NodeSignature& s) const {
   return Verdict::yes();
 }
 
-Verdict MetalTarget::can_execute() const { return Verdict::no(kNoMetal); }
+Verdict MetalTarget::can_execute() const {
+#ifdef RLX_METAL_HOST
+  std::string why;
+  const MetalDeviceInfo* device = probe_metal_device(&why);
+  return device_status(device != nullptr, why + "; `rlx compile --target metal -o DIR` writes the MSL",
+                       device ? "Metal device " + device->name : "");
+#else
+  return Verdict::no(kNoMetal);
+#endif
+}
+
+std::optional<DeviceInfo> MetalTarget::describe_device() const {
+#ifdef RLX_METAL_HOST
+  if (const MetalDeviceInfo* device = probe_metal_device(nullptr))
+    return DeviceInfo{device->name, device->kind(), "", false};
+#endif
+  return std::nullopt;
+}
 
 std::unique_ptr<Executable> MetalTarget::compile(const lir::Program& program) {
   sdk::check_no_f64(program, kNoDouble);
@@ -37,9 +58,12 @@ std::vector<Artifact> MetalTarget::emit(const lir::Program& program, const std::
 }
 
 std::shared_ptr<gpu_host::DeviceApi> MetalTarget::open_device_api(std::string* why) {
-  // The Objective-C++ / metal-cpp host is not written yet (docs/targets.md, metal).
+#ifdef RLX_METAL_HOST
+  return open_metal_device(why);  // metal_host.mm
+#else
   *why = "Metal runs only on Apple platforms (macOS, iOS)";
   return nullptr;
+#endif
 }
 
 }  // namespace rlx::metal

@@ -24,16 +24,8 @@ using test::expect_all_close;
 using test::run_text;
 using test::uniform_f32;
 
-// The metal target with the C++ stand-in as its device.
-class MslOnCpuTarget final : public metal::MetalTarget {
- protected:
-  std::shared_ptr<gpu_host::DeviceApi> open_device_api(std::string*) override {
-    return std::make_shared<metal::test::MslOnCpuApi>();
-  }
-};
-
 std::shared_ptr<Target> msl_on_cpu() {
-  static auto target = std::make_shared<MslOnCpuTarget>();
+  static auto target = std::make_shared<metal::test::MslOnCpuTarget>();
   return target;
 }
 
