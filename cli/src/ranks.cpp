@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 #include "errors.h"
 #include "model.h"
 #include "options.h"
+#include "stderr_status.h"
 
 extern char** environ;
 
@@ -253,6 +255,21 @@ std::optional<int> launch_ranks(const RankOptions& given) {
   return exit_code_of(first_status);
 }
 
+// OpenMPI binds each rank to one core by default when there are no more ranks than cores; Gloo's
+// transport thread then shares that core with the rank's work, and a small collective takes
+// ~4 ms instead of well under one (docs/parallel.md, "Bandwidth").
+namespace {
+void warn_if_bound_to_one_core() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1) return;
+  if (std::thread::hardware_concurrency() < 2) return;
+  note("this rank may run on one core only (its CPU affinity, as mpirun binds by default): the "
+       "collectives' transport thread shares it and each small collective then waits ~4 ms; run "
+       "mpirun with --bind-to none (docs/parallel.md)");
+}
+}  // namespace
+
 std::shared_ptr<Channel> join_ranks(Target& target, const RankOptions& o) {
   ChannelOptions c;
   std::optional<int64_t> rank = env_int(kRankEnv), world = env_int(kWorldEnv);
@@ -279,6 +296,7 @@ std::shared_ptr<Channel> join_ranks(Target& target, const RankOptions& o) {
         fmt::format("file://{}?timeout={}&transport={}", folder, timeout_of(o), o.transport);
     if (*rank > 0 && !std::freopen("/dev/null", "w", stdout))
       throw CliError("cannot silence the standard output of rank " + std::to_string(*rank));
+    if (*rank == 0) warn_if_bound_to_one_core();
   } else {
     if (o.transport != "tcp")
       throw UsageError(

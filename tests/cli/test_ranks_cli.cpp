@@ -1,6 +1,7 @@
 // `rlx run MODEL --nproc N` and `mpirun -n N rlx run MODEL`: ranks join through the cpu target's
 // Gloo channel and the graph's collectives see every rank; rank 0 alone prints.
 #include <cstdlib>
+#include <thread>
 
 #include "cli_fixture.h"
 
@@ -71,6 +72,41 @@ TEST_F(RanksCli, MpirunRanksReadTheirRankFromOpenMpi) {
   for (const json::Value& x : *outs[0].find("values")->as_array())
     v.push_back(x.as_number()->value);
   EXPECT_EQ(v, (std::vector<double>{4, 5})) << dump(r);
+}
+
+// mpirun's default binding puts each rank on one core, where Gloo's transport thread slows every
+// small collective: rank 0 says so and how to avoid it, and is silent when the rank is unbound.
+// Ranks other than 0 get --quiet from the launcher; a user's own -q is not given twice (which
+// CLI11 refuses, so the ranks stopped before their rendezvous).
+TEST_F(RanksCli, QuietRanksTakeTheUsersQuietFlagOnce) {
+  for (const char* quiet : {"-q", "--quiet"}) {
+    ProcessResult r = rlx({"run", graph().string(), "--input", "x=1,2,3", "--nproc", "3", quiet,
+                           "--collective-timeout", "20", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << quiet << "\n" << dump(r);
+  }
+}
+
+TEST_F(RanksCli, MpirunBindingToOneCoreIsNoted) {
+  if (std::system("command -v mpirun > /dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun here";
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: nothing to note";
+  const fs::path g = write("coll_bind.rlx",
+                           "graph @coll(%x: f32[2]) {\n"
+                           "  %sum = AllReduce(%x) {reduce = \"sum\"} : f32[2]\n"
+                           "  return %sum\n}\n");
+  auto run = [&](const char* binding) {
+    return test::run_process("/usr/bin/mpirun",
+                             {"--bind-to", binding, "-n", "2", RLX_BINARY, "run", g.string(),
+                              "--input", "x=4,5", "--collective-timeout", "20"},
+                             rlx_environment({{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                                              {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                                              {"OMPI_MCA_plm_rsh_agent", ""}}));
+  };
+  ProcessResult bound = run("core");
+  ASSERT_EQ(bound.exit_code, 0) << dump(bound);
+  EXPECT_THAT(bound.err, HasSubstr("run mpirun with --bind-to none")) << dump(bound);
+  ProcessResult unbound = run("none");
+  ASSERT_EQ(unbound.exit_code, 0) << dump(unbound);
+  EXPECT_THAT(unbound.err, ::testing::Not(HasSubstr("one core"))) << dump(unbound);
 }
 
 }  // namespace
