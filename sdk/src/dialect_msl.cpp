@@ -2,10 +2,11 @@
 // spaces, so this is the OpenCL C table with what differs changed: `kernel void` entry points
 // whose buffers are `device` pointers bound with [[buffer(j)]] in kernel_buffers() order, the
 // grid position and group indices as attributed parameters, `threadgroup` arrays and
-// threadgroup_barrier() for the cooperative kernels, `half` and `bfloat` storage, and the
-// `precise::` math functions (Metal compiles with fast math unless told otherwise; the precise
-// overloads keep their accuracy whatever the host asks for). MSL has no 64-bit float: f64 has no
-// row, so a kernel that needs it fails naming it (and the target refuses it first).
+// threadgroup_barrier() for the cooperative kernels (whose reductions run in SIMD groups first:
+// simd_sum, simd_max), `half` and `bfloat` storage, and the `precise::` math functions (Metal
+// compiles with fast math unless told otherwise; the precise overloads keep their accuracy
+// whatever the host asks for). MSL has no 64-bit float: f64 has no row, so a kernel that needs
+// it fails naming it (and the target refuses it first).
 #include <fmt/format.h>
 
 #include <string>
@@ -134,6 +135,20 @@ Dialect make_msl() {
   // [[max_total_threads_per_threadgroup(64)]] would go before `kernel`, where the renderer puts
   // nothing; the host sets 64 threads a group itself.
   d.fixed_group_size_attribute = "";
+  // SIMD-group functions (32 lanes on Apple GPUs): the cooperative kernels' row sums and maxima
+  // reduce in registers within each SIMD group, and only one value per SIMD group goes through a
+  // threadgroup array. The lane and SIMD-group indices come from the
+  // attributes, not from rlx_lid: the specification does not promise how a threadgroup's threads
+  // are laid out over SIMD groups, and the reductions need the hardware's own grouping.
+  d.simd_sum = "simd_sum({x})";
+  d.simd_max = "simd_max({x})";
+  d.simd_params = {"uint rlx_lane [[thread_index_in_simdgroup]]",
+                   "uint rlx_simd [[simdgroup_index_in_threadgroup]]",
+                   "uint rlx_simds [[simdgroups_per_threadgroup]]"};
+  d.simd_lane = "rlx_lane";
+  d.simd_group = "rlx_simd";
+  d.simd_groups = "rlx_simds";
+  d.simd_width = 32;
   d.render_signature = msl_signature;
   return d;
 }

@@ -79,6 +79,55 @@ class AttentionWriter {
     return {t_.finish(), ceil_div(rows, kGroup), "rows"};
   }
 
+  // A SIMD group per query row (dialects with SIMD-group reductions): lane l folds keys l,
+  // l + W, ... into a running maximum, sum and output row of its own, and the lanes' states merge
+  // in registers: the row maximum m = simd_max(max_l), then simd_sum of each lane's sum and output
+  // row rescaled by exp(max_l - m), as flash decoding merges the splits of a row. A decode step
+  // has few rows (one per head), so this puts W lanes, not one, on each. Rows past the end leave
+  // as a whole SIMD group, so every lane that reduces has its whole group with it.
+  AttentionKernel simd_rows() {
+    const Dialect& d = t_.dialect();
+    const int64_t rows = s_.batch * s_.heads * s_.q_len, width = d.simd_width;
+    const int64_t per_group = kGroup / width, groups = ceil_div(rows, per_group);
+    const std::string variant = fmt::format("rows, a SIMD group of {} per row", width);
+    t_.open(kernel_symbol(s_.name), params(), comment(variant), "", /*cooperative=*/true,
+            /*simd=*/true);
+    t_.let("row", fmt::format("{} * {} + {}", d.group_index, per_group,
+                              t_.cast(d.index_type, d.simd_group)));
+    t_.line(fmt::format("if (row >= {}) {{ return; }}", rows));
+    t_.let("lane", t_.cast(d.index_type, d.simd_lane));
+    t_.let("qi", fmt::format("row % {}", s_.q_len));
+    t_.let("bh", fmt::format("row / {}", s_.q_len));
+    head_bases();
+    row_state("row");
+    t_.loop("t", ceil_div(s_.kv_len, width));
+    t_.let("j", fmt::format("t * {} + lane", width));
+    if (s_.kv_len % width != 0) t_.if_block(fmt::format("j < {}", s_.kv_len));
+    const int64_t k_stride = key_stride(s_.k_split_heads, s_.head_dim);
+    const int64_t v_stride = key_stride(s_.v_split_heads, s_.v_dim);
+    fold_key(
+        [&](const std::string& e) {
+          return t_.load(s_.k_buffer, s_.k_dtype, fmt::format("kbase + j * {} + {}", k_stride, e));
+        },
+        [&](const std::string& e) {
+          return t_.load(s_.v_buffer, s_.v_dtype, fmt::format("vbase + j * {} + {}", v_stride, e));
+        });
+    if (s_.kv_len % width != 0) t_.close();
+    t_.close();
+    // A lane that saw no key holds (lowest, 0, zeros): its factor is exp(lowest - m) = 0, or 1
+    // when every lane's maximum is lowest (a fully masked row), where its sum and row are 0.
+    t_.declare(f32_, "row_max", t_.simd_max("run_max"));
+    t_.declare(f32_, "factor", fmt::format("{}(run_max - row_max)", t_.math("exp")));
+    t_.declare(f32_, "row_sum", t_.simd_sum("run_sum * factor"));
+    t_.loop("d", s_.v_dim);
+    t_.declare(f32_, "o", t_.simd_sum("acc[d] * factor"));
+    t_.if_block(fmt::format("lane == d % {}", width));  // the lanes store the row's elements
+    t_.line(t_.store(s_.out_buffer, s_.out_dtype, out_start("row") + " + d", "o / row_sum"));
+    t_.close();
+    t_.close();
+    return {t_.finish(), groups, variant};
+  }
+
   // 64 queries of one head to a group, keys and values staged in shared memory by tiles.
   AttentionKernel tiled() {
     const int64_t row_bytes = 4 * (s_.head_dim + s_.v_dim);
@@ -252,14 +301,18 @@ class AttentionWriter {
     t_.close();
   }
 
+  // Where query `row`'s output row starts.
+  std::string out_start(const std::string& row) const {
+    return s_.merge_heads ? fmt::format("((bi * {0} + qi) * {1} + bh % {1}) * {2}", s_.q_len,
+                                        s_.heads, s_.v_dim)
+                          : fmt::format("{} * {}", row, s_.v_dim);
+  }
+
   // out[row] = acc / run_sum, where `ok` holds ("" : always).
   void store_row(const std::string& row, const std::string& ok) {
     if (!ok.empty()) t_.if_block(ok);
-    const std::string at = s_.merge_heads ? fmt::format("((bi * {0} + qi) * {1} + bh % {1}) * {2}",
-                                                        s_.q_len, s_.heads, s_.v_dim)
-                                          : fmt::format("{} * {}", row, s_.v_dim);
     t_.loop("d", s_.v_dim);
-    t_.line(t_.store(s_.out_buffer, s_.out_dtype, at + " + d", "acc[d] / run_sum"));
+    t_.line(t_.store(s_.out_buffer, s_.out_dtype, out_start(row) + " + d", "acc[d] / run_sum"));
     t_.close();
     if (!ok.empty()) t_.close();
   }
@@ -313,6 +366,10 @@ AttentionKernel render_attention(const AttentionShape& shape, const Dialect& dia
   // Tiles pay once a head has enough queries to share them; a decode step has one or a few.
   if (shape.q_len >= kTiledQueries && !dialect.shared_array.empty())
     return AttentionWriter(shape, dialect).tiled();
+  // A decode step's few rows get a SIMD group each where the dialect can merge their lanes.
+  if (!dialect.simd_sum.empty() && !dialect.simd_max.empty() && dialect.simd_width > 0 &&
+      64 % dialect.simd_width == 0)
+    return AttentionWriter(shape, dialect).simd_rows();
   return AttentionWriter(shape, dialect).rows();
 }
 

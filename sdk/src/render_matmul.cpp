@@ -21,8 +21,9 @@
 //
 // GEMV (m == 1, B contiguous along k, the decode step of a Linear layer): a group computes
 // kStrip outputs; its invocations split k (consecutive invocations read consecutive elements),
-// then sum their partial results in a shared tree. Nothing is reused at m == 1, so this is about
-// reading B once, coalesced, with all SMs busy.
+// then sum their partial results in a shared tree (in a dialect with SIMD-group reductions, in
+// registers within each SIMD group, then one value per SIMD group: one barrier, not seven).
+// Nothing is reused at m == 1, so this is about reading B once, coalesced, with all SMs busy.
 //
 // Products accumulate with the dialect's fma where it has one (every GPU has the instruction;
 // the cpu's GEMM fuses too), in f32, and round once at the store.
@@ -198,7 +199,7 @@ class MatmulWriter : detail::KernelText {
 
   MatmulKernel gemv() {
     const int64_t strips = ceil_div(s_.n, kStrip), groups = s_.batch * strips;
-    open("gemv", {{"rlx_red", kStrip * kGroup}});
+    open("gemv", {{"rlx_red", kStrip * kGroup}}, has_simd());
     ids(groups);
     let("bt", fmt::format("g / {}", strips));
     let("n0", fmt::format("(g % {}) * {}", strips, kStrip));
@@ -220,6 +221,27 @@ class MatmulWriter : detail::KernelText {
       accumulate(fmt::format("c{}", j), "av", bv);
     }
     close();
+    if (has_simd()) {
+      // Each SIMD group sums its lanes' parts in registers and its lane 0 writes one slot per
+      // output (at most 64 SIMD groups); one barrier, then the strip's invocations add the slots.
+      for (int64_t j = 0; j < kStrip; ++j)
+        declare(f32_, fmt::format("s{}", j), simd_sum(fmt::format("c{}", j)));
+      if_block(fmt::format("{} == 0", d_.simd_lane));
+      for (int64_t j = 0; j < kStrip; ++j)
+        line(fmt::format("rlx_red[{} + {}] = s{};", j * kGroup, d_.simd_group, j));
+      close();
+      line(d_.barrier);
+      declare_mutable(f32_, "total", zero());
+      if_block(fmt::format("li < {}", kStrip));
+      loop_to("s", cast(d_.index_type, d_.simd_groups));
+      line(fmt::format("total = total + rlx_red[li * {} + s];", kGroup));
+      close();
+      close();
+      guarded_store(all_of({fmt::format("gi < {}", groups), fmt::format("li < {}", kStrip),
+                            s_.n % kStrip == 0 ? "" : fmt::format("n0 + li < {}", s_.n)}),
+                    fmt::format("bt * {} + n0 + li", s_.n), "total");
+      return finish(groups, "gemv");
+    }
     for (int64_t j = 0; j < kStrip; ++j)
       line(fmt::format("rlx_red[{} + li] = c{};", j * kGroup, j));
     line(d_.barrier);
@@ -349,7 +371,7 @@ class MatmulWriter : detail::KernelText {
 
   // The comment, shared arrays, signature and opening brace.
   void open(const std::string& variant,
-            std::initializer_list<std::pair<const char*, int64_t>> arrays) {
+            std::initializer_list<std::pair<const char*, int64_t>> arrays, bool simd = false) {
     std::vector<int32_t> positions = {s_.a_buffer, s_.b_buffer, s_.c_buffer};
     int32_t count = *std::max_element(positions.begin(), positions.end()) + 1;
     if (s_.epilogue) count = std::max(count, s_.epilogue->params);
@@ -379,7 +401,7 @@ class MatmulWriter : detail::KernelText {
                     symbol, variant, s_.batch, s_.m, s_.n, s_.batch, s_.m, s_.k, s_.a_batch, s_.a_m,
                     s_.a_k, s_.batch, s_.k, s_.n, s_.b_batch, s_.b_k, s_.b_n) +
             epilogue_names(),
-        shared, /*cooperative=*/true);
+        shared, /*cooperative=*/true, simd);
   }
 
   // ", then <kernel>, <kernel>" for a fused epilogue.

@@ -4,10 +4,12 @@
 // Their decompositions take a reduction kernel per statistic and an elementwise kernel to apply
 // it: three launches and as many reads of each row for LayerNorm (mean, centred variance,
 // normalise), plus the tiny [rows, 1] buffers between them. Here a group of 64 invocations owns
-// one row: each adds the elements li, li + 64, ... and the group sums the 64 parts in a shared
-// tree. The row (a transformer's hidden size: a few KB) stays in the GPU's caches between the
-// passes, so memory sees it read once and written once. The variance is of the centred row, as
-// the decomposition computes it (no sum-of-squares shortcut, which cancels badly).
+// one row: each adds the elements li, li + 64, ... and the group sums the 64 parts through
+// shared memory (in a dialect with SIMD-group reductions, in registers within each SIMD group
+// first, then one value per SIMD group). The row (a transformer's hidden size: a few KB) stays
+// in the GPU's caches between the passes, so memory sees it read once and written once. The
+// variance is of the centred row, as the decomposition computes it (no sum-of-squares shortcut,
+// which cancels badly).
 #include <fmt/format.h>
 
 #include "render_parts.h"
@@ -48,29 +50,33 @@ class NormWriter : detail::KernelText {
     if (s_.bias_buffer >= 0) params[s_.bias_buffer].dtype = s_.bias_dtype;
     params[s_.out_buffer] = {s_.out_buffer, s_.out_dtype, true};
     const std::string symbol = kernel_symbol(s_.name);
-    const std::string shared = shared_array(f32_, "rlx_red", kGroup);
+    // With SIMD-group sums each statistic has slots of its own (one per SIMD group: at most 64),
+    // so the next one's writes need no barrier after the last one's reads.
+    const std::string shared =
+        shared_array(f32_, "rlx_red", has_simd() && !s_.rms ? 2 * kGroup : kGroup);
     open(symbol, params,
-         fmt::format("{}: {} over rows [{}, {}], epsilon {}, one group of {} per row, f32", symbol,
-                     s_.rms ? "RMSNorm" : "LayerNorm", s_.rows, s_.n, s_.epsilon, kGroup),
-         shared, /*cooperative=*/true);
+         fmt::format("{}: {} over rows [{}, {}], epsilon {}, one group of {} per row, f32{}",
+                     symbol, s_.rms ? "RMSNorm" : "LayerNorm", s_.rows, s_.n, s_.epsilon, kGroup,
+                     has_simd() ? ", SIMD-group sums" : ""),
+         shared, /*cooperative=*/true, /*simd=*/has_simd());
     group_ids(s_.rows, int_);
     let("base", fmt::format("g * {}", s_.n));
     const std::string n = f32_literal(static_cast<double>(s_.n));
     const std::string eps = f32_literal(s_.epsilon);
     if (s_.rms) {
       row_sum("part", [&](const std::string& x) { return x + " * " + x; });
-      group_sum("part", "total");
+      group_sum("part", "total", 0);
       declare(f32_, "inv",
               fmt::format("{} / {}", f32_literal(1.0),
                           math_call("sqrt", fmt::format("total / {} + {}", n, eps))));
       write([&](const std::string& x) { return fmt::format("{} * inv", x); });
     } else {
       row_sum("part", [](const std::string& x) { return x; });
-      group_sum("part", "total");
+      group_sum("part", "total", 0);
       declare(f32_, "mean", fmt::format("total / {}", n));
       row_sum("dev",
               [](const std::string& x) { return fmt::format("({0} - mean) * ({0} - mean)", x); });
-      group_sum("dev", "squares");
+      group_sum("dev", "squares", kGroup);
       declare(f32_, "inv",
               fmt::format("{} / {}", f32_literal(1.0),
                           math_call("sqrt", fmt::format("squares / {} + {}", n, eps))));
@@ -113,7 +119,23 @@ class NormWriter : detail::KernelText {
   // conditional shared writes, which NVIDIA's OpenGL compiler got wrong for some groups (rows
   // of LayerNorm off by up to 0.9 at 4096 rows on an H200; Vulkan, OpenCL and WebGPU were
   // right). The last barrier lets rlx_red be written again.
-  void group_sum(const std::string& part, const std::string& total) {
+  //
+  // With SIMD-group sums (MSL), each SIMD group adds its lanes' parts in registers and its lane 0
+  // writes one slot from `slots` on; after one barrier every invocation adds the slots in one
+  // order. Nothing writes those slots again, so no second barrier.
+  void group_sum(const std::string& part, const std::string& total, int64_t slots) {
+    if (has_simd()) {
+      declare(f32_, total + "_simd", simd_sum(part));
+      if_block(fmt::format("{} == 0", d_.simd_lane));
+      line(fmt::format("rlx_red[{} + {}] = {}_simd;", slots, d_.simd_group, total));
+      close();
+      line(d_.barrier);
+      declare_mutable(f32_, total, f32_literal(0.0));
+      loop_to("s", cast(d_.index_type, d_.simd_groups));
+      line(fmt::format("{} = {} + rlx_red[{} + s];", total, total, slots));
+      close();
+      return;
+    }
     line(fmt::format("rlx_red[li] = {};", part));
     line(d_.barrier);
     declare_mutable(f32_, total, f32_literal(0.0));

@@ -94,7 +94,8 @@ const std::string& KernelText::entry(const DTypeTable& table, DType dtype,
 }
 
 void KernelText::open(const std::string& symbol, const std::vector<BufferParam>& params,
-                      const std::string& comment, const std::string& shared, bool cooperative) {
+                      const std::string& comment, const std::string& shared, bool cooperative,
+                      bool simd) {
   if (d_.buffer_params != BufferParams::kOnePerBuffer)
     fail("such kernels take one parameter per buffer");
   line(d_.comment + comment);
@@ -113,6 +114,17 @@ void KernelText::open(const std::string& symbol, const std::vector<BufferParam>&
                                       ? d_.fixed_group_size_attribute + " "
                                       : "";
     signature = fmt::format("{} {}{}({})", d_.kernel_prefix, attribute, symbol, ps);
+  }
+  if (simd) {
+    // After the last parameter: the dialect's signature hook does not know which kernels reduce
+    // in SIMD groups, and those alone take the indices the reductions need.
+    const size_t close = signature.rfind(')');
+    if (close == std::string::npos || d_.simd_params.empty())
+      fail("the dialect has no SIMD-group parameters");
+    std::string ps;
+    for (const std::string& p : d_.simd_params)
+      ps += (ps.empty() && signature[close - 1] == '(' ? "" : ", ") + p;
+    signature.insert(close, ps);
   }
   if (!shared.empty() && d_.shared_at_module_scope) {
     // After a shader section's marker line, so the arrays belong to this kernel's section.
@@ -208,6 +220,14 @@ std::string KernelText::shared_array(const std::string& type, const std::string&
   return fmt::format(fmt::runtime(d_.shared_array), fmt::arg("type", type), fmt::arg("name", name),
                      fmt::arg("size", size)) +
          "\n";
+}
+
+std::string KernelText::simd_sum(const std::string& x) const {
+  return fmt::format(fmt::runtime(d_.simd_sum), fmt::arg("x", x));
+}
+
+std::string KernelText::simd_max(const std::string& x) const {
+  return fmt::format(fmt::runtime(d_.simd_max), fmt::arg("x", x));
 }
 
 std::string KernelText::choose(const std::string& c, const std::string& t,

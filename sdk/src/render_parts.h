@@ -52,9 +52,11 @@ class KernelText {
 
   // `comment` as a comment line, then the signature over buffers b0, b1, ... and the opening
   // brace. A cooperative kernel (render_matmul) also gets `shared`, its shared-array
-  // declarations, where the dialect puts them, and the dialect's fixed group size attribute.
+  // declarations, where the dialect puts them, and the dialect's fixed group size attribute. A
+  // kernel that calls the dialect's SIMD-group reductions (`simd`) takes its simd_params last.
   void open(const std::string& symbol, const std::vector<BufferParam>& params,
-            const std::string& comment, const std::string& shared = "", bool cooperative = false);
+            const std::string& comment, const std::string& shared = "", bool cooperative = false,
+            bool simd = false);
   // The closing brace of the function; the whole text.
   std::string finish();
 
@@ -92,6 +94,11 @@ class KernelText {
                     const std::string& value) const;
 
   const Dialect& dialect() const { return d_; }
+  // Whether the dialect has SIMD-group reductions (Dialect::simd_sum).
+  bool has_simd() const { return !d_.simd_sum.empty() && !d_.simd_max.empty(); }
+  // The dialect's SIMD-group sum / maximum of f32 `x`.
+  std::string simd_sum(const std::string& x) const;
+  std::string simd_max(const std::string& x) const;
 
  protected:
   const Dialect& d_;

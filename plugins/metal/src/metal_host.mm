@@ -39,6 +39,8 @@ namespace {
 // norms, attention) are written for exactly 64 (render.h), as the OpenCL host's
 // reqd_work_group_size enforces, and 64 is a multiple of every Apple GPU's SIMD width.
 constexpr NSUInteger kGroupSize = 64;
+// The SIMD width the MSL dialect's kernels are written for (sdk::Dialect::simd_width).
+constexpr NSUInteger kSimdWidth = 32;
 // Entries of a compute function's buffer argument table (Metal feature set tables).
 constexpr uint32_t kMaxBufferArguments = 31;
 // Launches encoded into one command buffer before it is committed, so the GPU starts on a long
@@ -247,6 +249,13 @@ class MetalDevice final : public gpu_host::DeviceApi {
                   "metal: kernel {} needs threadgroups of {} threads, but {} allows at most {} for "
                   "it; this device cannot run rlx's cooperative kernels",
                   symbol, kGroupSize, info_.name, pipeline.maxTotalThreadsPerThreadgroup));
+        // The decode attention gives each query row one SIMD group of 32 lanes (two to a
+        // threadgroup), as Apple GPUs run them; another width would leave keys unread.
+        if (pipeline.threadExecutionWidth != kSimdWidth)
+          throw Error(ErrorKind::kUnsupported,
+                      fmt::format("metal: {} runs kernel {} in SIMD groups of {} threads, but "
+                                  "rlx's MSL reduces in SIMD groups of {}",
+                                  info_.name, symbol, pipeline.threadExecutionWidth, kSimdWidth));
         module->pipelines.emplace(symbol, pipeline);
       }
     });

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "msl_library.h"
+#include "msl_on_cpu_sync.h"
 #include "rlx/core/error.h"
 #include "rlx/sdk/process.h"
 
@@ -28,14 +29,14 @@ namespace {
 namespace fs = std::filesystem;
 
 // Every dispatch of the target uses groups of 64 threads (render.h).
-constexpr int kGroup = 64;
+constexpr int kGroup = kStandInGroup;
 
 using Entry = void (*)(void* const* buffers, unsigned gid, unsigned lid, unsigned group,
-                       void* barrier);
+                       void* sync);
 
 struct KernelInfo {
   Entry entry = nullptr;
-  bool cooperative = false;  // waits at threadgroup_barrier
+  bool cooperative = false;  // waits at threadgroup_barrier or in a SIMD-group reduction
 };
 
 struct CpuModule final : gpu_host::Module {
@@ -46,7 +47,8 @@ struct CpuModule final : gpu_host::Module {
   }
 };
 
-// The kernels of a module in order, with whether each one's text (up to the next) has a barrier.
+// The kernels of a module in order, with whether each one's text (up to the next) has a barrier
+// or a SIMD-group reduction: those run a group's 64 threads together.
 std::vector<std::pair<std::string, bool>> kernels_of(const std::string& source) {
   static const std::regex kKernel(R"((^|\n)kernel void ([A-Za-z_][A-Za-z0-9_]*)\()");
   std::vector<std::pair<std::string, size_t>> starts;
@@ -57,7 +59,10 @@ std::vector<std::pair<std::string, bool>> kernels_of(const std::string& source) 
   for (size_t i = 0; i < starts.size(); ++i) {
     const size_t end = i + 1 < starts.size() ? starts[i + 1].second : source.size();
     const std::string body = source.substr(starts[i].second, end - starts[i].second);
-    out.emplace_back(starts[i].first, body.find("threadgroup_barrier") != std::string::npos);
+    bool waits = false;
+    for (const char* call : {"threadgroup_barrier(", "simd_sum(", "simd_max("})
+      waits = waits || body.find(call) != std::string::npos;
+    out.emplace_back(starts[i].first, waits);
   }
   return out;
 }
@@ -99,7 +104,7 @@ class ModuleCache {
     flags_ = {"-std=c++20", "-O1", "-fPIC", "-ffp-contract=off", "-Wno-attributes"};
     std::string id = cxx_;
     for (const std::string& f : flags_) id += " " + f;
-    for (const char* h : {"/msl_on_cpu.h", "/metal_stdlib"})
+    for (const char* h : {"/msl_on_cpu.h", "/msl_on_cpu_sync.h", "/metal_stdlib"})
       id += read_text(std::string(RLX_MSL_ON_CPU_DIR) + h);
     id += read_text(std::string(RLX_CORE_INCLUDE_DIR) + "/rlx/core/half.h");
     toolchain_ = hash_of(id);
@@ -212,8 +217,12 @@ std::string msl_as_cpp(const std::string& source) {
   for (const auto& [name, cooperative] : kernels_of(source))
     out += fmt::format(
         "extern \"C\" void rlx_entry_{0}(void* const* buffers, unsigned gid, unsigned lid, "
-        "unsigned group, "
-        "void* barrier) {{\n  metal::rlx_group_barrier = static_cast<std::barrier<>*>(barrier);\n"
+        "unsigned group, void* sync) {{\n"
+        "  auto* s = static_cast<rlx::metal::test::GroupSync*>(sync);\n"
+        "  metal::rlx_group_barrier = s ? &s->barrier : nullptr;\n"
+        "  metal::rlx_simd_sync = s ? &s->simd[lid / rlx::metal::test::kStandInSimdWidth] : "
+        "nullptr;\n"
+        "  metal::rlx_simd_lane = lid % rlx::metal::test::kStandInSimdWidth;\n"
         "  metal::rlx_call({0}, buffers, gid, lid, group);\n}}\n",
         name);
   return out;
@@ -285,10 +294,10 @@ void MslOnCpuApi::launch(gpu_host::Module& module, const std::string& symbol,
   std::lock_guard lock(one_group);
   static GroupThreads* threads = new GroupThreads;  // never joined at exit: workers just wait
   for (int64_t g = 0; g < groups; ++g) {
-    std::barrier<> barrier(kGroup);
+    GroupSync sync;  // fresh barriers for each group
     threads->run([&](int l) {
       k.entry(buffers.data(), static_cast<unsigned>(g * kGroup + l), l, static_cast<unsigned>(g),
-              &barrier);
+              &sync);
     });
   }
 }

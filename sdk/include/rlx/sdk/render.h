@@ -171,6 +171,23 @@ struct Dialect {
   // for another size fail instead of computing garbage).
   std::string fixed_group_size_attribute;
 
+  // SIMD-group reductions (MSL's simd_sum and simd_max; {x}: an f32 value): every lane of the
+  // calling SIMD group gets the sum / maximum over the group's lanes, with no shared memory and
+  // no barrier. Where set, the cooperative kernels that combine one value per invocation
+  // (render_norm's row sums, render_matmul's gemv, render_attention's rows) reduce within each
+  // SIMD group first and pass one value per SIMD group through shared memory: one barrier per
+  // reduction instead of a tree of log2(64). Empty (every other dialect): shared memory alone.
+  // A kernel that uses them takes simd_params after extra_params, which give simd_lane (the
+  // invocation's lane), simd_group (its SIMD group's index in the workgroup) and simd_groups
+  // (how many the workgroup has: 64 / the SIMD width). Every lane of a SIMD group must call a
+  // reduction (uniform control flow within the SIMD group).
+  std::string simd_sum, simd_max;
+  std::vector<std::string> simd_params;
+  std::string simd_lane, simd_group, simd_groups;
+  // The SIMD width a kernel may rely on for its work split (render_attention's rows: one SIMD
+  // group per query row); 0: none. The host must run SIMD groups of exactly this width.
+  int simd_width = 0;
+
   // A per-invocation array ({type} {name} {size}), for kernels that keep a row in registers
   // (render_attention). C's form unless the language differs (WGSL's `var`).
   std::string private_array = "{type} {name}[{size}];";
@@ -227,8 +244,11 @@ const Dialect& hip_dialect();
 // [[thread_position_in_threadgroup]], uint rlx_group [[threadgroup_position_in_grid]])`, one
 // thread per output element, buffers bound at index j in kernel_buffers() order, f16 and bf16
 // stored as half and bfloat, no f64 (MSL has no double: rendering one fails naming it),
-// threadgroup arrays and threadgroup_barrier for the cooperative kernels. Hosts launch groups of
-// 64 threads and compile with fast math off (MTLMathModeSafe), as NaN tests need.
+// threadgroup arrays and threadgroup_barrier for the cooperative kernels, whose reductions run in
+// SIMD groups first (simd_sum, simd_max; those kernels also take [[thread_index_in_simdgroup]],
+// [[simdgroup_index_in_threadgroup]] and [[simdgroups_per_threadgroup]]). Hosts launch groups of
+// 64 threads in SIMD groups of 32 and compile with fast math off (MTLMathModeSafe), as NaN tests
+// need.
 const Dialect& msl_dialect();
 // The eight fixed-width integer typedefs of <stdint.h> for NVRTC, which has no C library headers
 // (what the CUDA prelude declares under __CUDACC_RTC__), for headers that stand in for one that
@@ -369,7 +389,8 @@ struct AttentionShape {
 };
 
 // An attention kernel and how to launch it. A short query (decode) gets one work-item per query
-// row (B * H * Sq of them), each keeping its q row and its output row in private arrays; longer
+// row (B * H * Sq of them), each keeping its q row and its output row in private arrays (in a
+// dialect with SIMD-group reductions, one SIMD group per row, its lanes splitting the keys); longer
 // ones a cooperative kernel (the dialect's shared_array and barrier) where each group owns 64
 // query rows of one head and stages the keys and values in shared memory a tile at a time, so
 // the group reads each key once instead of once per query. Throws rlx::Error (kCompile) when the
@@ -404,7 +425,7 @@ struct NormShape {
 
 // A cooperative kernel (the dialect's shared_array, barrier, group_index and local_index): one
 // group of 64 invocations per row; each sums a strided part of the row and the group adds the
-// parts in a shared tree, so a row is read from memory once per pass over it (two for
+// parts through shared memory (SIMD groups first where the dialect has them), so a row is read from memory once per pass over it (two for
 // RMSNorm, three for LayerNorm) instead of once per kernel of the decomposition.
 struct NormKernel {
   std::string source;

@@ -58,6 +58,7 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus){
 
 @protocol MTLComputePipelineState <NSObject>
 @property(readonly) NSUInteger maxTotalThreadsPerThreadgroup;
+@property(readonly) NSUInteger threadExecutionWidth;
 @end
 
 @protocol MTLCommandEncoder <NSObject>
