@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "metal_checks.h"
 #include "rlx/core/error.h"
 #include "rlx/sdk/process.h"
 #include "target_suite.h"
@@ -118,55 +119,21 @@ std::shared_ptr<Target> metal_device() {
   if (!metal)                                           \
   GTEST_SKIP() << "metal cannot run here: " << test::target_named("metal")->can_execute().reason
 
-// Fused elementwise, reductions, batched dot_general, gather, scatter-add, f16 and i64.
+// The stand-in's checks (metal_checks.h), on the device.
 TEST(MetalHost, RunsTheMixedProgramOnTheDevice) {
   NEED_DEVICE(metal);
-  NamedTensors in = test::mixed_program_inputs();
-  NamedTensors want = test::run_text(test::kMixedProgram, in, test::cpu_target()),
-               got = test::run_text(test::kMixedProgram, in, metal);
-  NamedTensors want_f16 = {{"hs", want.at("hs")}};
-  want.erase("hs");
-  test::expect_all_close(want, got, 1e-5);
-  test::expect_all_close(want_f16, got, 1e-3);
+  metal::test::expect_mixed_program_like_cpu(metal, 1e-5);
 }
 
-// Tiled products (cooperative kernels: threadgroups of exactly 64) with fused epilogues, at sizes
-// no tile divides.
 TEST(MetalHost, RunsTiledProductsOnTheDevice) {
   NEED_DEVICE(metal);
-  std::mt19937 rng(11);
-  auto random = [&](std::vector<int64_t> shape) {
-    return test::uniform_f32(rng, std::move(shape), 0.5f);
-  };
-  NamedTensors in{{"x", random({2, 37, 19})}, {"w", random({70, 19})},  {"b", random({70})},
-                  {"r", random({2, 37, 70})}, {"w2", random({70, 19})}, {"w3", random({70, 19})}};
-  NamedTensors want = test::run_text(test::kEpilogueProgram, in, test::cpu_target()),
-               got = test::run_text(test::kEpilogueProgram, in, metal);
-  NamedTensors want_f16 = {{"h", want.at("h")}};
-  want.erase("h");
-  test::expect_all_close(want, got, 1e-5);
-  test::expect_all_close(want_f16, got, 1e-3);
+  metal::test::expect_product_epilogues_like_cpu(metal);
 }
 
-// A bad gather index: found by the kernel (the status buffer, zeroed by a blit fill) and read
-// back by the executor through download().
+// The status buffer is zeroed by a blit fill and read back by the executor through download().
 TEST(MetalHost, ReportsABadGatherIndexFromTheDevice) {
   NEED_DEVICE(metal);
-  Tensor i(DType::kI64, {3});
-  auto* ip = static_cast<int64_t*>(i.data());
-  ip[0] = 1, ip[1] = -1, ip[2] = 9;
-  NamedTensors in{{"x", test::f32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7})}, {"i", i}};
-  try {
-    test::run_text(
-        "graph @t(%x: f32[4,2], %i: i64[3]) {\n  %g = gather(%x, %i) {axis = 0} : "
-        "f32[3,2]\n  return %g\n}\n",
-        in, metal);
-    FAIL() << "index 9 was not reported";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("index 9 (at position 2 of the indices) is out of range"),
-              std::string::npos)
-        << e.what();
-  }
+  metal::test::expect_bad_gather_reported(metal);
 }
 
 }  // namespace

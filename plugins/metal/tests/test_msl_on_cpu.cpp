@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "metal_checks.h"
 #include "metal_target.h"
 #include "msl_on_cpu_api.h"
 #include "target_suite.h"
@@ -32,13 +33,7 @@ std::shared_ptr<Target> msl_on_cpu() {
 // Fused elementwise kernels, reductions, dot_general with batch dims, gather, scatter-add, f16
 // and i64 arithmetic.
 TEST(MslOnCpu, MixedProgramAgreesWithCpu) {
-  NamedTensors in = test::mixed_program_inputs();
-  NamedTensors want = run_text(test::kMixedProgram, in, cpu_target()),
-               got = run_text(test::kMixedProgram, in, msl_on_cpu());
-  NamedTensors want_f16 = {{"hs", want.at("hs")}};
-  want.erase("hs");
-  expect_all_close(want, got, 1e-6);
-  expect_all_close(want_f16, got, 1e-3);
+  metal::test::expect_mixed_program_like_cpu(msl_on_cpu(), 1e-6);
 }
 
 // Elementwise ops at f32, f16, bf16, i32 and i64: transcendentals (erf is the prelude's), NaN
@@ -92,16 +87,7 @@ TEST(MslOnCpu, ElementwiseOpsAgreeWithCpu) {
 // Tiled products (cooperative: threadgroup arrays and barriers) with fused epilogues, at sizes no
 // tile divides, and an f16 result.
 TEST(MslOnCpu, ProductEpiloguesAgreeWithCpu) {
-  std::mt19937 rng(11);
-  auto random = [&](std::vector<int64_t> shape) { return uniform_f32(rng, std::move(shape), 0.5f); };
-  NamedTensors in{{"x", random({2, 37, 19})}, {"w", random({70, 19})},  {"b", random({70})},
-                  {"r", random({2, 37, 70})}, {"w2", random({70, 19})}, {"w3", random({70, 19})}};
-  NamedTensors want = run_text(test::kEpilogueProgram, in, cpu_target()),
-               got = run_text(test::kEpilogueProgram, in, msl_on_cpu());
-  NamedTensors want_f16 = {{"h", want.at("h")}};
-  want.erase("h");
-  expect_all_close(want, got, 1e-5);
-  expect_all_close(want_f16, got, 1e-3);
+  metal::test::expect_product_epilogues_like_cpu(msl_on_cpu());
 }
 
 // Attention: the tiled kernel (cooperative) and the per-row kernel, storing merged heads.
@@ -132,25 +118,7 @@ TEST(MslOnCpu, NormsAgreeWithCpu) {
 }
 
 // A bad gather index is found by the kernel (the status buffer) and reported by the host.
-TEST(MslOnCpu, BadGatherIndexIsReported) {
-  const char* ir = R"(graph @t(%x: f32[4,2], %i: i64[3]) {
-  %g = gather(%x, %i) {axis = 0} : f32[3,2]
-  return %g
-}
-)";
-  Tensor i(DType::kI64, {3});
-  auto* ip = static_cast<int64_t*>(i.data());
-  ip[0] = 1, ip[1] = -1, ip[2] = 9;
-  NamedTensors in{{"x", test::f32({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7})}, {"i", i}};
-  try {
-    run_text(ir, in, msl_on_cpu());
-    FAIL() << "index 9 was not reported";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("index 9 (at position 2 of the indices) is out of range"),
-              std::string::npos)
-        << e.what();
-  }
-}
+TEST(MslOnCpu, BadGatherIndexIsReported) { metal::test::expect_bad_gather_reported(msl_on_cpu()); }
 
 }  // namespace
 }  // namespace rlx
