@@ -1,13 +1,16 @@
 // A norm's, softmax's or attention's forward and backward pass at MiniLM's sizes (32 sequences of
-// 128 tokens, hidden 384, 12 heads; attention at batch 8, head dim 32) on the cpu, three ways, in
+// 128 tokens, hidden 384, 12 heads; attention at batch 8, head dim 32), and softmax cross-entropy
+// at MNIST's [128, 10] and a language model's [8*128, 32000], on the cpu, three ways, in
 // interleaved rounds (the median of each):
 //   native      the rule's backward op on the cpu's fused kernel (what training runs now)
 //   backward-ir the same graph with the backward op through its MIR decomposition (the path of
 //               a target without the kernel)
 //   mir-autodiff autodiff through the forward op's MIR decomposition (what training ran before
 //               the ops had rules)
-// loss = sum(op(x) * r), gradients for every input; the forward op is the cpu's native kernel in
-// the first two. Threads: all of oneTBB's.
+// loss = sum(op(x) * r), gradients for every float input (not the cross-entropy's labels); the
+// forward op is the cpu's native kernel in the first two. For the cross-entropy, mir-autodiff is
+// what a training step ran before the op existed (softmax_cross_entropy built from primitives).
+// Threads: all of oneTBB's. An argument runs only the cases whose name contains it.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -16,6 +19,7 @@
 #include <filesystem>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "rlx/core/autodiff.h"
@@ -73,6 +77,9 @@ struct Case {
   std::vector<std::pair<std::string, std::vector<int64_t>>> inputs;
   std::vector<int64_t> result;
   Attrs attrs;
+  // SoftmaxCrossEntropy: an i32 "labels" [N] input follows the logits (not differentiated).
+  bool labels = false;
+  int runs = kRunsPerRound;
 };
 
 // A norm's or softmax's inputs: x [, scale [, bias]] of x's last dim.
@@ -91,6 +98,7 @@ Graph forward(const Case& c) {
   std::vector<ValueId> ins;
   for (const auto& [name, shape] : c.inputs)
     ins.push_back(b.input(name, {DType::kF32, Shape(shape.begin(), shape.end())}));
+  if (c.labels) ins.push_back(b.input("labels", {DType::kI32, {c.inputs[0].second[0]}}));
   const ValueId r = b.input("r", {DType::kF32, Shape(c.result.begin(), c.result.end())});
   IntList axes;
   for (size_t a = 0; a < c.result.size(); ++a) axes.push_back(static_cast<int64_t>(a));
@@ -103,7 +111,7 @@ Graph forward(const Case& c) {
 Graph with_gradients(Graph g) {
   std::vector<ValueId> wrt;
   for (ValueId v : g.inputs)
-    if (g.values[v].name != "r") wrt.push_back(v);
+    if (g.values[v].name != "r" && g.values[v].name != "labels") wrt.push_back(v);
   for (ValueId grad : append_gradients(g, *g.find_value("loss"), wrt)) g.outputs.push_back(grad);
   return g;
 }
@@ -118,6 +126,13 @@ NamedTensors inputs_of(const Case& c) {
   };
   NamedTensors in = {{"r", fill(c.result)}};
   for (const auto& [name, shape] : c.inputs) in[name] = fill(shape);
+  if (c.labels) {
+    const auto& logits = c.inputs[0].second;
+    std::uniform_int_distribution<int32_t> u_class(0, static_cast<int32_t>(logits[1]) - 1);
+    Tensor t(DType::kI32, {logits[0]});
+    for (int64_t i = 0; i < t.numel(); ++i) t.as<int32_t>()[i] = u_class(rng);
+    in["labels"] = t;
+  }
   return in;
 }
 
@@ -132,7 +147,8 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
   namespace fs = std::filesystem;
   const fs::path cache = fs::temp_directory_path() / fmt::format("rlx-bench-cache-{}", ::getpid());
   ::setenv("RLX_CACHE_DIR", cache.c_str(), 1);
@@ -155,12 +171,18 @@ int main() {
         // MiniLM's attention at batch 8: q, k, v [8, 12, 128, 32], unmasked and causal.
         {"Attention [8,12,128,32]", "Attention", qkv, {8, 12, 128, 32}, {{"mask", "none"}}},
         {"Attention causal", "Attention", qkv, {8, 12, 128, 32}, {{"mask", "causal"}}},
+        // A training step's loss: MNIST's batch, and 8 sequences of 128 tokens over a 32000-token
+        // vocabulary (131 MB of f32 logits: fewer runs per round).
+        {"SoftmaxCE [128, 10]", "SoftmaxCrossEntropy", {{"logits", {128, 10}}}, {128}, {}, true},
+        {"SoftmaxCE [1024, 32000]", "SoftmaxCrossEntropy", {{"logits", {8 * 128, 32000}}}, {8 * 128},
+         {}, true, 2},
     };
     fmt::print("cpu: {}; {} rounds of {} runs, interleaved; median ms per forward + backward\n\n",
                cpu->can_execute().reason, kRounds, kRunsPerRound);
-    fmt::print("{:<24} {:>9} {:>12} {:>13} {:>16} {:>17}\n", "case", "native", "backward-ir",
+    fmt::print("{:<26} {:>9} {:>12} {:>13} {:>16} {:>17}\n", "case", "native", "backward-ir",
                "mir-autodiff", "backward-ir/nat", "mir-autodiff/nat");
     for (const Case& c : cases) {
+      if (!only.empty() && c.name.find(only) == std::string::npos) continue;
       const Graph g = with_gradients(decompose_to_mir(forward(c)));
       DecomposeAll all;
       const Graph old = with_gradients(dispatch(forward(c), all).graph);
@@ -176,11 +198,11 @@ int main() {
       for (int round = 0; round < kRounds; ++round)
         for (size_t m = 0; m < models.size(); ++m) {
           const double t0 = now();
-          for (int i = 0; i < kRunsPerRound; ++i) models[m].run(in, outs[m]);
-          ms[m].push_back((now() - t0) * 1e3 / kRunsPerRound);
+          for (int i = 0; i < c.runs; ++i) models[m].run(in, outs[m]);
+          ms[m].push_back((now() - t0) * 1e3 / c.runs);
         }
       const double nat = median(ms[0]), ir = median(ms[1]), old_ms = median(ms[2]);
-      fmt::print("{:<24} {:>9.2f} {:>12.2f} {:>13.2f} {:>15.2f}x {:>16.2f}x\n", c.name, nat, ir,
+      fmt::print("{:<26} {:>9.3f} {:>12.3f} {:>13.3f} {:>15.2f}x {:>16.2f}x\n", c.name, nat, ir,
                  old_ms, ir / nat, old_ms / nat);
     }
   } catch (const std::exception& e) {

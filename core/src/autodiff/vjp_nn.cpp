@@ -1,8 +1,8 @@
-// Vector-Jacobian rules of LayerNorm, RMSNorm, Softmax and Attention. Each emits its backward op
-// (core/src/ops/ops_hir_nn_backward.cpp) instead of differentiating the forward decomposition
-// node by node, so autodiff keeps the forward op whole (autodiff/gradients.cpp) and the target
-// that runs the step lowers both: natively where it has kernels (cpu: one pass per row), through
-// the backward op's MIR decomposition elsewhere.
+// Vector-Jacobian rules of LayerNorm, RMSNorm, Softmax, Attention and SoftmaxCrossEntropy. Each
+// emits its backward op (core/src/ops/ops_hir_nn_backward.cpp, ops_hir_loss.cpp) instead of
+// differentiating the forward decomposition node by node, so autodiff keeps the forward op whole
+// (autodiff/gradients.cpp) and the target that runs the step lowers both: natively where it has
+// kernels (cpu: one pass per row), through the backward op's MIR decomposition elsewhere.
 #include "autodiff/vjp_util.h"
 
 namespace rlx::autodiff {
@@ -63,6 +63,10 @@ void nn_rules(Rules& r) {
     return Ins{b.op("SoftmaxBackward", {n.outputs[0], ct[0]}, {{"axis", n.attr_int("axis", -1)}})};
   };
   r["Attention"] = attention_rule;
+  // The gradient wrt the logits only: the labels are integers and carry no cotangent.
+  r["SoftmaxCrossEntropy"] = [](GraphBuilder& b, const Node&, const Ins& in, const Ins& ct) {
+    return Ins{b.op("SoftmaxCrossEntropyBackward", {in[0], in[1], ct[0]}), kNoValue};
+  };
 }
 
 }  // namespace rlx::autodiff

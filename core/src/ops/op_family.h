@@ -23,6 +23,8 @@ void hir_ops(OpFamily& f);     // ops_hir.cpp: elementwise, shape and linear-alg
 void hir_nn_ops(OpFamily& f);  // ops_hir_nn.cpp: attention, norms, activations
 // ops_hir_nn_backward.cpp: LayerNormBackward, RMSNormBackward, SoftmaxBackward, AttentionBackward
 void hir_nn_backward_ops(OpFamily& f);
+// ops_hir_loss.cpp: SoftmaxCrossEntropy, SoftmaxCrossEntropyBackward
+void loss_ops(OpFamily& f);
 void quant_ops(OpFamily& f);   // ops_quant.cpp: block-format and int8 products
 void pool_ops(OpFamily& f);    // ops_pool.cpp: MaxPool, AveragePool
 void fake_quant_ops(OpFamily& f);  // ops_fake_quant.cpp: FakeQuantize (quantization-aware training)

@@ -12,9 +12,9 @@ namespace {
 
 // Every op family, in registration order (primitives first: HIR decompositions refer to them).
 constexpr void (*kFamilies[])(OpFamily&) = {
-    mir_ops,    hir_ops,    hir_nn_ops,     hir_nn_backward_ops, pool_ops,
-    quant_ops,  fake_quant_ops, splat_ops,  linalg_ops,          sparse_ops,
-    krylov_ops, collective_ops, complex_ops};
+    mir_ops,    hir_ops,    hir_nn_ops,     hir_nn_backward_ops, loss_ops,   pool_ops,
+    quant_ops,  fake_quant_ops, splat_ops,  linalg_ops,          sparse_ops, krylov_ops,
+    collective_ops, complex_ops};
 
 }  // namespace
 

@@ -50,15 +50,10 @@ ValueId softmax_cross_entropy(GraphBuilder& b, ValueId logits, ValueId labels) {
   if (yt.rank() != 1 || !(yt.shape[0] == lt.shape[0]) || (yt.dtype != DType::kI32 && yt.dtype != DType::kI64))
     throw_user_error(fmt::format(
         "softmax_cross_entropy: labels must be i32 or i64 [N] with N = {}, got {}", lt.shape[0].str(), yt.str()));
-  // logsumexp with the row maximum taken out, so exp never overflows.
-  ValueId m = b.reduce_keep(logits, {1}, ReduceKind::kMax);
-  ValueId shifted = b.sub(logits, m);
-  ValueId lse = b.unary("log", b.reduce(b.unary("exp", shifted), {1}, ReduceKind::kSum));
-  // The label's logit through a one-hot mask (an elementwise select that fuses, not a gather).
-  ValueId classes = b.op("iota", {}, {{"shape", lt.shape}, {"dim", int64_t{1}}, {"dtype", yt.dtype}});
-  ValueId hot = b.binary("eq", classes, b.broadcast_in_dim(labels, lt.shape, {0}));
-  ValueId picked = b.reduce(b.select(hot, shifted, b.full_like(shifted, 0.0)), {1}, ReduceKind::kSum);
-  return mean_all(b, b.sub(lse, picked));
+  // One op per row (core/src/ops/ops_hir_loss.cpp), so the step's loss and its gradient
+  // (SoftmaxCrossEntropyBackward, from the op's rule) each run as one fused pass where a target
+  // has kernels for them; its decomposition is the stable logsumexp - picked logit.
+  return mean_all(b, b.op("SoftmaxCrossEntropy", {logits, labels}));
 }
 
 ValueId mean_squared_error(GraphBuilder& b, ValueId prediction, ValueId target) {

@@ -302,16 +302,19 @@ void run_typed(const std::string& op, const lir::CallKernel& k, const std::vecto
 std::optional<Verdict> claim_nn_backward_op(const NodeSignature& s) {
   if (s.op == "LayerNormBackward" || s.op == "RMSNormBackward") return claim_norm_backward(s);
   if (s.op == "SoftmaxBackward") return claim_softmax_backward(s);
+  if (is_loss_op(s.op)) return claim_loss_op(s);
   return std::nullopt;
 }
 
 bool is_nn_backward_op(const std::string& op) {
-  return op == "LayerNormBackward" || op == "RMSNormBackward" || op == "SoftmaxBackward";
+  return op == "LayerNormBackward" || op == "RMSNormBackward" || op == "SoftmaxBackward" ||
+         is_loss_op(op);
 }
 
 void run_nn_backward_kernel(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                             const std::vector<void*>& ptrs) {
   const std::string op = k.callee.substr(std::string("native:").size());
+  if (is_loss_op(op)) return run_loss_kernel(k, in, ptrs);
   if (in[0].dtype == DType::kF64) return run_typed<double>(op, k, in, ptrs);
   run_typed<float>(op, k, in, ptrs);
 }

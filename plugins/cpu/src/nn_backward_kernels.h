@@ -1,6 +1,7 @@
 // The cpu's native lowerings of the norms' and softmax's backward ops (LayerNormBackward,
-// RMSNormBackward, SoftmaxBackward; core/src/ops/ops_hir_nn_backward.cpp): f32 and f64, one
-// fused pass per row, parallel over rows. nn_kernels.cpp routes their claims and call kernels
+// RMSNormBackward, SoftmaxBackward; core/src/ops/ops_hir_nn_backward.cpp) and of softmax
+// cross-entropy and its backward op (core/src/ops/ops_hir_loss.cpp): f32 and f64, one fused pass
+// per row, parallel over rows. nn_kernels.cpp routes their claims and call kernels
 // ("native:<Op>") here.
 #pragma once
 #include <optional>
@@ -32,6 +33,14 @@ std::optional<Verdict> claim_nn_backward_op(const NodeSignature& s);
 bool is_nn_backward_op(const std::string& op);
 void run_nn_backward_kernel(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                             const std::vector<void*>& ptrs);
+
+// SoftmaxCrossEntropy and SoftmaxCrossEntropyBackward (loss_kernels.cpp): f32 and f64 logits, i32
+// or i64 labels; a label outside [0, C) is a user error naming the node. claim_nn_backward_op,
+// is_nn_backward_op and run_nn_backward_kernel route them here.
+bool is_loss_op(const std::string& op);
+Verdict claim_loss_op(const NodeSignature& s);
+void run_loss_kernel(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+                     const std::vector<void*>& ptrs);
 
 // AttentionBackward (attention_backward_kernel.cpp): f32 and f64, parallel over (batch, kv head).
 Verdict claim_attention_backward(const NodeSignature& s);

@@ -189,7 +189,8 @@ std::optional<Verdict> claim_nn_op(const NodeSignature& s) {
   if (s.op == "LayerNorm" || s.op == "RMSNorm") return claim_norm(s);
   if (s.op == "Softmax") return claim_softmax(s);
   if (s.op == "AttentionBackward") return claim_attention_backward(s);
-  return claim_nn_backward_op(s);  // LayerNormBackward, RMSNormBackward, SoftmaxBackward
+  // LayerNormBackward, RMSNormBackward, SoftmaxBackward, SoftmaxCrossEntropy[Backward]
+  return claim_nn_backward_op(s);
 }
 
 bool is_nn_callee(const std::string& callee) {

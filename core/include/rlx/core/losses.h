@@ -6,8 +6,9 @@
 namespace rlx {
 
 // logits [N, C] (float), labels [N] (i32 or i64, each in [0, C)): mean of logsumexp(logits_i)
-// - logits_i[label_i]. A label out of range contributes logsumexp alone (no error is raised in
-// the graph; rlx train checks labels when it reads them).
+// - logits_i[label_i], as the HIR op SoftmaxCrossEntropy (its backward SoftmaxCrossEntropyBackward).
+// A label out of range is a run-time error where the op runs natively (cpu); through the
+// decomposition its row matches no class (rlx train checks labels when it reads them).
 ValueId softmax_cross_entropy(GraphBuilder& b, ValueId logits, ValueId labels);
 // mean((prediction - target)^2)
 ValueId mean_squared_error(GraphBuilder& b, ValueId prediction, ValueId target);
