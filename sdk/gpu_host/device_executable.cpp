@@ -185,10 +185,8 @@ class ProgramOnDevice {
       if (!st[s * 4]) continue;
       uint64_t bits = (static_cast<uint64_t>(static_cast<uint32_t>(st[s * 4 + 3])) << 32) |
                       static_cast<uint32_t>(st[s * 4 + 2]);
-      throw_user_error(fmt::format(
-          "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
-          plan_.checks[s].where, static_cast<int64_t>(bits), st[s * 4 + 1],
-          plan_.checks[s].axis_size));
+      throw_index_error(plan_.checks[s].where, static_cast<int64_t>(bits), st[s * 4 + 1],
+                        plan_.checks[s].axis_size);
     }
   }
 

@@ -15,6 +15,15 @@ void throw_user_error(std::string message, SourceLocation where) {
   throw Error(ErrorKind::kUser, std::move(message), where);
 }
 
+void throw_index_error(const std::string& op, int64_t index, int64_t position, int64_t axis_size,
+                       SourceLocation where) {
+  throw Error(ErrorKind::kUser,
+              fmt::format("{}: index {} (at position {} of the indices) is out of range for an "
+                          "axis of size {}",
+                          op, index, position, axis_size),
+              where);
+}
+
 void throw_unsupported(std::string message, SourceLocation where) {
   throw Error(ErrorKind::kUnsupported, std::move(message), where);
 }

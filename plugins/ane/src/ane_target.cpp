@@ -54,10 +54,8 @@ class PackageExecutable final : public Executable {
       const IndexCheck& check = program_.checks[c];
       const int64_t position = static_cast<int64_t>(results[n + 2 * c].scalar_at(0));
       if (position >= check.count) continue;
-      throw_user_error(fmt::format(
-          "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
-          check.op, static_cast<int64_t>(results[n + 2 * c + 1].scalar_at(0)), position,
-          check.axis_size));
+      throw_index_error(check.op, static_cast<int64_t>(results[n + 2 * c + 1].scalar_at(0)),
+                        position, check.axis_size);
     }
     for (size_t j = 0; j < n; ++j) {
       const IoValue& io = program_.outputs[j];

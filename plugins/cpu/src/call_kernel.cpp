@@ -301,9 +301,7 @@ namespace {
 int64_t checked_index(int64_t v, int64_t len, const std::string& where, int64_t pos) {
   int64_t i = v < 0 ? v + len : v;
   if (i < 0 || i >= len)
-    throw_user_error(fmt::format(
-        "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
-        where, v, pos, len));
+    throw_index_error(where, v, pos, len);
   return i;
 }
 

@@ -393,9 +393,7 @@ mx::array Builder::wrapped_indices(const Node& n, int64_t len) {
   } else {
     mx::eval({first, value});
     if (first.item<int64_t>() < count)
-      throw_user_error(fmt::format(
-          "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
-          n.op, value.item<int64_t>(), first.item<int64_t>(), len));
+      throw_index_error(n.op, value.item<int64_t>(), first.item<int64_t>(), len);
   }
   // MLX reads and writes out-of-range indices unchecked: clamped, the program stays in bounds
   // while the host raises the error from the check.

@@ -105,9 +105,7 @@ void MlxExecutable::raise_index_errors(const std::vector<mx::array>& results) co
     const int64_t position = results.at(outputs_.size() + 2 * c).item<int64_t>();
     if (position >= check.count) continue;
     const int64_t value = results.at(outputs_.size() + 2 * c + 1).item<int64_t>();
-    throw_user_error(fmt::format(
-        "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
-        check.op, value, position, check.axis_size));
+    throw_index_error(check.op, value, position, check.axis_size);
   }
 }
 

@@ -74,9 +74,7 @@ void TpuExecutable::raise_index_errors(const std::vector<PjrtBuffer>& results) c
     results.at(module_.num_outputs + 2 * c).download(&position, sizeof position);
     if (position >= check.count) continue;
     results.at(module_.num_outputs + 2 * c + 1).download(&value, sizeof value);
-    throw_user_error(fmt::format(
-        "{}: index {} (at position {} of the indices) is out of range for an axis of size {}",
-        check.op, value, position, check.axis_size));
+    throw_index_error(check.op, value, position, check.axis_size);
   }
 }
 

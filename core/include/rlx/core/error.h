@@ -61,6 +61,12 @@ class CompileError : public Error {
                                      SourceLocation where = SourceLocation::current());
 [[noreturn]] void throw_internal_error(
     std::string message, SourceLocation where = SourceLocation::current());
+// The user error of a gather or scatter index outside its axis, worded alike on every target
+// (the tests of each compare the text): "<op>: index V (at position P of the indices) is out of
+// range for an axis of size N".
+[[noreturn]] void throw_index_error(const std::string& op, int64_t index, int64_t position,
+                                    int64_t axis_size,
+                                    SourceLocation where = SourceLocation::current());
 
 // Invariant check that stays on in release builds: a failed check is an rlx bug.
 #define RLX_CHECK(cond, msg)                                                    \
