@@ -315,7 +315,8 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     Launch l;
     l.symbol = it->second;
     l.buffers = std::move(ids);
-    l.work_items = sdk::work_items(k);
+    // Lanes per output: 1, or a SIMD group's width where the dialect reduces across one.
+    l.work_items = sdk::work_items(k) * sdk::lanes_per_output(k, d);
     plan.steps.emplace_back(std::move(l));
   };
   // A kernel rendered from a shape (render_matmul, render_attention): rendered once under the

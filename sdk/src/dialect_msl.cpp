@@ -3,10 +3,11 @@
 // whose buffers are `device` pointers bound with [[buffer(j)]] in kernel_buffers() order, the
 // grid position and group indices as attributed parameters, `threadgroup` arrays and
 // threadgroup_barrier() for the cooperative kernels (whose reductions run in SIMD groups first:
-// simd_sum, simd_max), `half` and `bfloat` storage, and the `precise::` math functions (Metal
-// compiles with fast math unless told otherwise; the precise overloads keep their accuracy
-// whatever the host asks for). MSL has no 64-bit float: f64 has no row, so a kernel that needs
-// it fails naming it (and the target refuses it first).
+// simd_sum, simd_max), loop-kernel reductions of 32 or more elements across a SIMD group, `half`
+// and `bfloat` storage, and the `precise::` math functions (Metal compiles with fast math unless
+// told otherwise; the precise overloads keep their accuracy whatever the host asks for). MSL
+// has no 64-bit float: f64 has no row, so a kernel that needs it fails naming it (and the target
+// refuses it first).
 #include <fmt/format.h>
 
 #include <string>
@@ -149,6 +150,12 @@ Dialect make_msl() {
   d.simd_group = "rlx_simd";
   d.simd_groups = "rlx_simds";
   d.simd_width = 32;
+  // LIR reduction loops over at least 32 elements (a SIMD group's width; fewer would leave lanes
+  // idle for a loop that is short anyway) run as one SIMD group per output: 32 lanes striding
+  // over the row, combined by these (simd_product is in MSL's set, as MLX's Prod reduction uses).
+  d.simd_min = "simd_min({x})";
+  d.simd_product = "simd_product({x})";
+  d.simd_reduce_min_extent = 32;
   d.render_signature = msl_signature;
   return d;
 }

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -21,6 +20,8 @@ namespace rlx::sdk {
 
 namespace {
 
+using detail::buffer_uses;
+using detail::BufferUse;
 using detail::float_text;
 using detail::int_limits;
 using detail::is_signed_int;
@@ -29,30 +30,6 @@ using detail::row_major_strides;
 using detail::single_float;
 using lir::Expr;
 using lir::ExprKind;
-
-struct BufferUse {
-  DType dtype;
-  bool read = false, written = false;
-};
-
-// Storage buffer -> how the kernel uses it, ordered by id.
-std::map<int32_t, BufferUse> buffer_uses(const lir::LoopKernel& k, const lir::Program& p) {
-  std::map<int32_t, BufferUse> uses;
-  auto touch = [&](int32_t b, bool write) {
-    RLX_CHECK(b >= 0 && b < static_cast<int32_t>(p.buffers.size()),
-              fmt::format("kernel {} uses buffer {}, which the program lacks", k.name, b));
-    int32_t s = p.storage_of(b);
-    auto [it, fresh] = uses.try_emplace(s, BufferUse{p.buffers[b].dtype});
-    // A storage is one pointer, so every view of it in one kernel must agree on the dtype.
-    RLX_CHECK(it->second.dtype == p.buffers[b].dtype,
-              fmt::format("kernel {} views buffer {} as two dtypes", k.name, s));
-    (write ? it->second.written : it->second.read) = true;
-  };
-  for (const Expr& e : k.exprs)
-    if (e.kind == ExprKind::kLoad) touch(e.load.buffer, false);
-  for (const lir::Store& s : k.stores) touch(s.buffer, true);
-  return uses;
-}
 
 class KernelRenderer {
  public:
@@ -74,7 +51,10 @@ class KernelRenderer {
     line(d_.comment + describe(uses));
     std::optional<std::string> sig;
     if (d_.render_signature) sig = d_.render_signature(d_, kernel_symbol(k_), params);
-    line((sig ? *sig : default_signature(params)) + " {");
+    const int64_t lanes = lanes_per_output(k_, d_);  // > 1: a SIMD group per output
+    std::string signature = sig ? *sig : default_signature(params);
+    if (lanes > 1) signature = detail::with_simd_params(d_, signature);
+    line(signature + " {");
     ++indent_;
     if (d_.buffer_params == BufferParams::kPointerTable || positional())
       for (const BufferParam& b : params) {
@@ -95,7 +75,12 @@ class KernelRenderer {
       out_index = affine(0, out_strides);
     } else {
       int64_t n = work_items(k_);
-      line(declare(d_.index_type, "gid", global_id()));
+      // With SIMD lanes, output gid is SIMD group `simd_group` of group `group_index`, counted
+      // by the hardware's own grouping (the host launched lanes * n work-items, 64 a group).
+      line(declare(d_.index_type, "gid",
+                   lanes > 1
+                       ? fmt::format("{} * {} + {}", d_.group_index, d_.simd_groups, d_.simd_group)
+                       : global_id()));
       line(fmt::format("if (gid >= {}) {{ return; }}", n));
       gid_strides_ = out_strides;
       for (int32_t d = 0; d < k_.num_parallel; ++d) {
@@ -115,7 +100,10 @@ class KernelRenderer {
                          fmt::arg("name", fmt::format("acc{}", s)),
                          fmt::arg("x", reduce_init(acc_dtype(s)))));
       int inner = 0;
-      for (int32_t d = k_.num_parallel; d < rank; ++d) inner += open_loop(d);
+      if (lanes > 1)
+        inner += open_lane_loop(lanes);
+      else
+        for (int32_t d = k_.num_parallel; d < rank; ++d) inner += open_loop(d);
       body();
       for (size_t s = 0; s < k_.stores.size(); ++s) {
         std::string acc = fmt::format("acc{}", s);
@@ -124,9 +112,11 @@ class KernelRenderer {
                                 convert(value(k_.stores[s].expr), root(s).dtype, acc_dtype(s)))));
       }
       close_loops(inner);
+      if (lanes > 1) combine_lanes();  // every lane now holds the output; lane 0 stores it
       for (size_t s = 0; s < k_.stores.size(); ++s)
         store(k_.stores[s], out_index,
               convert(fmt::format("acc{}", s), acc_dtype(s), root(s).dtype));
+      if (lanes > 1) close_loops(1);
     }
     close_loops(opened);
     --indent_;
@@ -305,6 +295,48 @@ class KernelRenderer {
     line(fmt::format("for ({0} i{1} = lo; i{1} < hi; ++i{1}) {{", t, last));
     ++indent_;
     return 2;
+  }
+
+  // A SIMD group's lanes split the reduced dims, flattened row-major: lane l takes elements l,
+  // l + lanes, ..., so the group reads `lanes` neighbouring elements at a time. C's for: only
+  // C-family dialects have SIMD-group reductions (MSL).
+  int open_lane_loop(int64_t lanes) {
+    const std::vector<int64_t> red(k_.domain.begin() + k_.num_parallel, k_.domain.end());
+    const std::vector<int64_t> strides = row_major_strides(red);
+    line(fmt::format("for ({0} r = {1}; r < {2}; r += {3}) {{", d_.index_type,
+                     cast_to(d_.index_type, d_.simd_lane), strides[0] * red[0], lanes));
+    ++indent_;
+    for (size_t j = 0; j < red.size(); ++j) {
+      std::string v = strides[j] == 1 ? "r" : fmt::format("r / {}", strides[j]);
+      if (j > 0) v = fmt::format("({}) % {}", v, red[j]);
+      line(declare(d_.index_type, fmt::format("i{}", k_.num_parallel + j), red[j] == 1 ? "0" : v));
+    }
+    return 1;
+  }
+  // Each accumulator becomes the reduction over the lanes' partial ones, then `if (lane == 0) {`
+  // (closed by the caller). A max or min stays NaN when any lane's is (render.h's rule, which
+  // the SIMD-group functions do not promise): a lane holding NaN is counted with simd_max first.
+  void combine_lanes() {
+    const std::string& fn = detail::simd_reduction(d_, k_.reduce);
+    auto reduce = [](const std::string& f, const std::string& x) {
+      return fmt::format(fmt::runtime(f), fmt::arg("x", x));
+    };
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      const std::string acc = fmt::format("acc{}", s), t = type(acc_dtype(s));
+      if (k_.reduce != "max" && k_.reduce != "min") {
+        line(fmt::format("{} = {};", acc, reduce(fn, acc)));
+        continue;
+      }
+      line(declare(t, acc + "_all", reduce(fn, acc)));
+      line(declare(t, acc + "_nan",
+                   reduce(d_.simd_max,
+                          choose(is_nan(acc), literal(1, DType::kF32), literal(0, DType::kF32)))));
+      line(fmt::format("{} = {};", acc,
+                       choose(acc + "_nan > " + literal(0, DType::kF32), literal(NAN, DType::kF32),
+                              acc + "_all")));
+    }
+    line(fmt::format("if ({} == 0) {{", d_.simd_lane));
+    ++indent_;
   }
 
   void close_loops(int n) {
@@ -629,30 +661,6 @@ class KernelRenderer {
 
 }  // namespace
 
-std::string kernel_symbol(const lir::LoopKernel& kernel) {
-  return kernel_symbol(kernel.name);
-}
-
-std::string kernel_symbol(const std::string& name) {
-  std::string s = name;
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;
-  return s;
-}
-
-std::vector<int32_t> kernel_buffers(const lir::LoopKernel& kernel, const lir::Program& program) {
-  std::vector<int32_t> ids;
-  for (auto& [id, use] : buffer_uses(kernel, program)) ids.push_back(id);
-  return ids;
-}
-
-int64_t work_items(const lir::LoopKernel& kernel) {
-  int64_t n = 1;
-  for (int32_t d = 0; d < kernel.num_parallel; ++d) n *= kernel.domain[d];
-  return n;
-}
-
 std::string render_kernel(const lir::LoopKernel& kernel, const lir::Program& program,
                           const Dialect& dialect) {
   return KernelRenderer(kernel, program, dialect).render();
@@ -676,23 +684,6 @@ std::string render_epilogue(const MatmulEpilogue& e, const Dialect& dialect,
     in_dtype = k.exprs.at(k.stores[0].expr).dtype;
   }
   return out + pad + "}\n";
-}
-
-std::string render_program(const lir::Program& program, const Dialect& dialect) {
-  std::string out = dialect.prelude + "\n";
-  for (size_t i = 0; i < program.kernels.size(); ++i) {
-    if (auto* k = std::get_if<lir::LoopKernel>(&program.kernels[i])) {
-      out += render_kernel(*k, program, dialect) + "\n";
-      continue;
-    }
-    const auto& c = std::get<lir::CallKernel>(program.kernels[i]);
-    std::vector<std::string> in, o;
-    for (int32_t b : c.inputs) in.push_back(fmt::format("b{}", b));
-    for (int32_t b : c.outputs) o.push_back(fmt::format("b{}", b));
-    out += fmt::format("{}kernel {}: library call {}({}) -> {}, provided by the target\n\n",
-                       dialect.comment, i, c.callee, join(in, ", "), join(o, ", "));
-  }
-  return out;
 }
 
 }  // namespace rlx::sdk

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -116,15 +117,8 @@ void KernelText::open(const std::string& symbol, const std::vector<BufferParam>&
     signature = fmt::format("{} {}{}({})", d_.kernel_prefix, attribute, symbol, ps);
   }
   if (simd) {
-    // After the last parameter: the dialect's signature hook does not know which kernels reduce
-    // in SIMD groups, and those alone take the indices the reductions need.
-    const size_t close = signature.rfind(')');
-    if (close == std::string::npos || d_.simd_params.empty())
-      fail("the dialect has no SIMD-group parameters");
-    std::string ps;
-    for (const std::string& p : d_.simd_params)
-      ps += (ps.empty() && signature[close - 1] == '(' ? "" : ", ") + p;
-    signature.insert(close, ps);
+    signature = with_simd_params(d_, signature);
+    if (signature.empty()) fail("the dialect has no SIMD-group parameters");
   }
   if (!shared.empty() && d_.shared_at_module_scope) {
     // After a shader section's marker line, so the arrays belong to this kernel's section.
@@ -272,4 +266,110 @@ std::string KernelText::store(int32_t position, DType dtype, const std::string& 
   return write_element(d_, fmt::format("b{}", position), index, dtype, bits);
 }
 
+std::map<int32_t, BufferUse> buffer_uses(const lir::LoopKernel& k, const lir::Program& p) {
+  std::map<int32_t, BufferUse> uses;
+  auto touch = [&](int32_t b, bool write) {
+    RLX_CHECK(b >= 0 && b < static_cast<int32_t>(p.buffers.size()),
+              fmt::format("kernel {} uses buffer {}, which the program lacks", k.name, b));
+    int32_t s = p.storage_of(b);
+    auto [it, fresh] = uses.try_emplace(s, BufferUse{p.buffers[b].dtype});
+    // A storage is one pointer, so every view of it in one kernel must agree on the dtype.
+    RLX_CHECK(it->second.dtype == p.buffers[b].dtype,
+              fmt::format("kernel {} views buffer {} as two dtypes", k.name, s));
+    (write ? it->second.written : it->second.read) = true;
+  };
+  for (const lir::Expr& e : k.exprs)
+    if (e.kind == lir::ExprKind::kLoad) touch(e.load.buffer, false);
+  for (const lir::Store& s : k.stores) touch(s.buffer, true);
+  return uses;
+}
+
+std::string with_simd_params(const Dialect& d, std::string signature) {
+  // After the last parameter: the dialect's signature hook does not know which kernels reduce
+  // in SIMD groups, and those alone take the indices the reductions need.
+  const size_t close = signature.rfind(')');
+  if (close == std::string::npos || close == 0 || d.simd_params.empty()) return "";
+  std::string ps;
+  for (const std::string& p : d.simd_params)
+    ps += (ps.empty() && signature[close - 1] == '(' ? "" : ", ") + p;
+  signature.insert(close, ps);
+  return signature;
+}
+
+const std::string& simd_reduction(const Dialect& d, const std::string& reduce) {
+  static const std::string kNone;
+  if (reduce == "sum") return d.simd_sum;
+  if (reduce == "max") return d.simd_max;
+  if (reduce == "min") return d.simd_min;
+  if (reduce == "prod") return d.simd_product;
+  return kNone;
+}
+
 }  // namespace rlx::sdk::detail
+
+namespace rlx::sdk {
+
+int64_t lanes_per_output(const lir::LoopKernel& k, const Dialect& d) {
+  const auto rank = static_cast<int32_t>(k.domain.size());
+  if (d.mapping != DomainMapping::kWorkItemPerOutput || d.simd_reduce_min_extent <= 0 ||
+      d.simd_width <= 0 || d.simd_params.empty() || d.simd_max.empty() || k.reduce.empty() ||
+      k.num_parallel < 0 || k.num_parallel >= rank || detail::simd_reduction(d, k.reduce).empty())
+    return 1;
+  // A short reduction stays one work-item's loop: with fewer elements than lanes, lanes would
+  // idle and the serial loop is already short, so the SIMD group's exchange costs more than it
+  // saves (and MiniLM's 8-token sums keep their text).
+  int64_t extent = 1;
+  for (int32_t dim = k.num_parallel; dim < rank; ++dim) extent *= k.domain[dim];
+  if (extent < d.simd_reduce_min_extent) return 1;
+  // The SIMD-group functions take 32- and 16-bit scalars, not 64-bit ones, and what an integer
+  // sum does on overflow there is not the renderer's wrap; floats reduced in f32 alone qualify.
+  if (d.float_accumulator) return 1;
+  for (const lir::Store& s : k.stores)
+    if (s.expr < 0 || s.expr >= static_cast<int32_t>(k.exprs.size()) ||
+        !detail::single_float(k.exprs[s.expr].dtype))
+      return 1;
+  return d.simd_width;
+}
+
+std::vector<int32_t> kernel_buffers(const lir::LoopKernel& kernel, const lir::Program& program) {
+  std::vector<int32_t> ids;
+  for (auto& [id, use] : detail::buffer_uses(kernel, program)) ids.push_back(id);
+  return ids;
+}
+
+int64_t work_items(const lir::LoopKernel& kernel) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < kernel.num_parallel; ++d) n *= kernel.domain[d];
+  return n;
+}
+
+std::string kernel_symbol(const lir::LoopKernel& kernel) {
+  return kernel_symbol(kernel.name);
+}
+
+std::string kernel_symbol(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;
+  return s;
+}
+
+std::string render_program(const lir::Program& program, const Dialect& dialect) {
+  std::string out = dialect.prelude + "\n";
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    if (auto* k = std::get_if<lir::LoopKernel>(&program.kernels[i])) {
+      out += render_kernel(*k, program, dialect) + "\n";
+      continue;
+    }
+    const auto& c = std::get<lir::CallKernel>(program.kernels[i]);
+    std::vector<std::string> in, o;
+    for (int32_t b : c.inputs) in.push_back(fmt::format("b{}", b));
+    for (int32_t b : c.outputs) o.push_back(fmt::format("b{}", b));
+    out += fmt::format("{}kernel {}: library call {}({}) -> {}, provided by the target\n\n",
+                       dialect.comment, i, c.callee, detail::join(in, ", "), detail::join(o, ", "));
+  }
+  return out;
+}
+
+}  // namespace rlx::sdk

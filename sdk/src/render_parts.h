@@ -2,6 +2,7 @@
 // (render_matmul.cpp) write the same way. Internal to librlx_sdk.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,15 @@ std::string float_text(float v);
 std::string join(const std::vector<std::string>& parts, const char* sep);
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims);
 
+// How a loop kernel uses one storage buffer.
+struct BufferUse {
+  DType dtype;
+  bool read = false, written = false;
+};
+
+// Storage buffer -> how the kernel uses it, ordered by id (the kOnePerBuffer parameter order).
+std::map<int32_t, BufferUse> buffer_uses(const lir::LoopKernel& k, const lir::Program& p);
+
 // Element `index` of buffer `ptr` as stored: the dialect's load_element where it packs `dtype`
 // in words, else ptr[index]. `load` converts it to the compute type.
 std::string read_element(const Dialect& d, const std::string& ptr, const std::string& index,
@@ -33,6 +43,14 @@ std::string read_element(const Dialect& d, const std::string& ptr, const std::st
 // The statement storing `bits` (what `store` made) at element `index` of buffer `ptr`.
 std::string write_element(const Dialect& d, const std::string& ptr, const std::string& index,
                           DType dtype, const std::string& bits);
+
+// `signature` (up to its closing parenthesis) with the dialect's simd_params after its last
+// parameter, or "" where the dialect has none.
+std::string with_simd_params(const Dialect& d, std::string signature);
+
+// The dialect's SIMD-group function ({x}) for loop-kernel reduction `reduce` ("sum", "max",
+// "min", "prod"); empty where it has none.
+const std::string& simd_reduction(const Dialect& d, const std::string& reduce);
 
 // One kOnePerBuffer parameter: "__global const float* restrict b0".
 std::string buffer_param(const Dialect& d, const std::string& storage_type, bool written,

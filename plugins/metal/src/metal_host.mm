@@ -250,7 +250,8 @@ class MetalDevice final : public gpu_host::DeviceApi {
                   "it; this device cannot run rlx's cooperative kernels",
                   symbol, kGroupSize, info_.name, pipeline.maxTotalThreadsPerThreadgroup));
         // The decode attention gives each query row one SIMD group of 32 lanes (two to a
-        // threadgroup), as Apple GPUs run them; another width would leave keys unread.
+        // threadgroup), as Apple GPUs run them, and a loop reduction each output (its launch
+        // counts 32 work-items an output); another width would leave keys or elements unread.
         if (pipeline.threadExecutionWidth != kSimdWidth)
           throw Error(ErrorKind::kUnsupported,
                       fmt::format("metal: {} runs kernel {} in SIMD groups of {} threads, but "

@@ -7,9 +7,10 @@
 //  * `half` and `bfloat` are 16-bit types converting through rlx/core/half.h (round to nearest
 //    even, as Metal's conversions do);
 //  * `precise::` math is the C library's; threadgroup_barrier is a std::barrier over the group;
-//  * simd_sum and simd_max exchange the 32 lanes' values through slots of their SIMD group
-//    (lanes lid % 32 of SIMD group lid / 32) and a std::barrier over those 32 lanes: every lane
-//    gets the reduction of all 32, as on the GPU, but not in the GPU's order (below);
+//  * simd_sum, simd_max, simd_min and simd_product exchange the 32 lanes' values through slots
+//    of their SIMD group (lanes lid % 32 of SIMD group lid / 32) and a std::barrier over those
+//    32 lanes: every lane gets the reduction of all 32, as on the GPU, but not in the GPU's
+//    order (below);
 //  * [[buffer(i)]] and the thread-position attributes are ignored (unknown attributes; the
 //    module is compiled with -Wno-attributes), the host passes the indices as the parameters.
 // Reached as <metal_stdlib> (the file of that name next to this one).
@@ -112,6 +113,16 @@ T simd_sum(T x) {
 template <typename T>
 T simd_max(T x) {
   return rlx_simd_reduce(x, [](T a, T b) { return std::fmax(a, b); });
+}
+
+// As simd_max; the loop kernels' max and min count NaN lanes themselves (render.h's rule).
+template <typename T>
+T simd_min(T x) {
+  return rlx_simd_reduce(x, [](T a, T b) { return std::fmin(a, b); });
+}
+template <typename T>
+T simd_product(T x) {
+  return rlx_simd_reduce(x, [](T a, T b) { return a * b; });
 }
 
 // Calls kernel `f` with its buffer parameters from `buffers` in order and its index parameters

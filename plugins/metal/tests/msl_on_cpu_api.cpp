@@ -60,7 +60,8 @@ std::vector<std::pair<std::string, bool>> kernels_of(const std::string& source) 
     const size_t end = i + 1 < starts.size() ? starts[i + 1].second : source.size();
     const std::string body = source.substr(starts[i].second, end - starts[i].second);
     bool waits = false;
-    for (const char* call : {"threadgroup_barrier(", "simd_sum(", "simd_max("})
+    for (const char* call :
+         {"threadgroup_barrier(", "simd_sum(", "simd_max(", "simd_min(", "simd_product("})
       waits = waits || body.find(call) != std::string::npos;
     out.emplace_back(starts[i].first, waits);
   }

@@ -2,10 +2,11 @@
 // compiles the module text as C++ with the system compiler against msl_on_cpu.h into a shared
 // library (kept by the hash of its text, beside a precompiled msl_on_cpu.h, in
 // $RLX_MSL_ON_CPU_CACHE or a temporary folder), and launch() calls a kernel for every work-item,
-// as a Metal dispatch of groups of 64 threads would. Kernels that wait at threadgroup_barrier (the
-// cooperative ones) run each group on 64 threads (made once) meeting at a std::barrier, groups one
-// after another; the others run their work-items in turn on the calling thread. Buffers are host
-// memory. For the tests only.
+// as a Metal dispatch of groups of 64 threads would. Kernels that wait at threadgroup_barrier or
+// in a SIMD-group reduction (the cooperative ones, and loop reductions run as SIMD groups) run
+// each group on 64 threads (made once) meeting at a std::barrier, groups one after another; the
+// others run their work-items in turn on the calling thread. Buffers are host memory. For the
+// tests only.
 #pragma once
 #include <memory>
 #include <string>

@@ -187,6 +187,15 @@ struct Dialect {
   // The SIMD width a kernel may rely on for its work split (render_attention's rows: one SIMD
   // group per query row); 0: none. The host must run SIMD groups of exactly this width.
   int simd_width = 0;
+  // Loop kernels (render_kernel) whose reduction spans at least this many elements (the product
+  // of the reduced dims) get one SIMD group of simd_width lanes per output element instead of
+  // one work-item: lane l folds elements l, l + simd_width, ... and the lanes combine with
+  // simd_sum / simd_max / simd_min / simd_product (whichever the reduction needs, and only where
+  // the dialect has it), lane 0 storing. Only f16/bf16/f32 values reduced in f32 qualify. The
+  // host then launches lanes_per_output(kernel, dialect) work-items per output. 0 (every
+  // dialect but MSL): one work-item per output, looping serially.
+  int64_t simd_reduce_min_extent = 0;
+  std::string simd_min, simd_product;  // as simd_max, for those reductions
 
   // A per-invocation array ({type} {name} {size}), for kernels that keep a row in registers
   // (render_attention). C's form unless the language differs (WGSL's `var`).
@@ -444,5 +453,10 @@ std::vector<int32_t> kernel_buffers(const lir::LoopKernel& kernel, const lir::Pr
 
 // How many work-items a kWorkItemPerOutput kernel needs: the product of its parallel dims.
 int64_t work_items(const lir::LoopKernel& kernel);
+
+// How many work-items render_kernel gives each output element of `kernel` in `dialect`: the
+// dialect's simd_width where the kernel's reduction runs across a SIMD group
+// (Dialect::simd_reduce_min_extent), else 1. A host launches work_items(kernel) times this.
+int64_t lanes_per_output(const lir::LoopKernel& kernel, const Dialect& dialect);
 
 }  // namespace rlx::sdk
