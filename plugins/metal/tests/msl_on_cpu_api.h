@@ -45,6 +45,12 @@ class MslOnCpuTarget final : public MetalTarget {
   }
 };
 
+// One such target for a test program (its modules stay built between tests).
+inline std::shared_ptr<Target> msl_on_cpu() {
+  static auto target = std::make_shared<MslOnCpuTarget>();
+  return target;
+}
+
 // The C++ translation unit build() compiles for `source`: the MSL, then one extern "C" entry
 // `rlx_entry_<kernel>` per kernel that calls it with its buffers and indices.
 std::string msl_as_cpp(const std::string& source);

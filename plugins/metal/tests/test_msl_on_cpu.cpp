@@ -25,10 +25,7 @@ using test::expect_all_close;
 using test::run_text;
 using test::uniform_f32;
 
-std::shared_ptr<Target> msl_on_cpu() {
-  static auto target = std::make_shared<metal::test::MslOnCpuTarget>();
-  return target;
-}
+using metal::test::msl_on_cpu;
 
 // Fused elementwise kernels, reductions, dot_general with batch dims, gather, scatter-add, f16
 // and i64 arithmetic.

@@ -32,10 +32,7 @@ using test::expect_all_close;
 using test::run_text;
 using test::uniform_f32;
 
-std::shared_ptr<Target> msl_on_cpu() {
-  static auto target = std::make_shared<metal::test::MslOnCpuTarget>();
-  return target;
-}
+using metal::test::msl_on_cpu;
 
 // How often `what` occurs in `text`.
 int count(const std::string& text, const std::string& what) {
