@@ -112,6 +112,7 @@ struct CompiledModel::State {
     Graph g = specialize(mir, b);
     check_value_sizes(g, b);  // before passes or lowering compute with the sizes
     run_default_passes(g);
+    schedule_collectives_early(g);
     return g;
   }
 

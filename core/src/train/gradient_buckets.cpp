@@ -4,6 +4,7 @@
 // bucket pays it once; the concatenation and the slices are one extra pass over the gradients.
 #include "train/gradient_buckets.h"
 
+#include <algorithm>
 #include <map>
 
 namespace rlx::train {
@@ -39,10 +40,12 @@ void reduce_bucket(GraphBuilder& b, std::vector<ValueId>& values,
 }  // namespace
 
 void all_reduce_mean_in_buckets(GraphBuilder& b, std::vector<ValueId>& values,
-                                int64_t bucket_bytes, const std::string& comm) {
+                                int64_t bucket_bytes, const std::string& comm,
+                                int64_t first_bucket_bytes) {
   // Symbolic shapes cannot be concatenated at a known offset: those go alone.
   std::map<DType, std::vector<size_t>> open;
   std::map<DType, int64_t> bytes;
+  std::map<DType, bool> first_done;
   for (size_t k = values.size(); k-- > 0;) {
     const TensorType& t = b.type(values[k]);
     if (!is_static(t.shape)) {
@@ -51,10 +54,12 @@ void all_reduce_mean_in_buckets(GraphBuilder& b, std::vector<ValueId>& values,
     }
     const int64_t size = numel_of(t) * static_cast<int64_t>(dtype_size(t.dtype));
     std::vector<size_t>& bucket = open[t.dtype];
-    if (!bucket.empty() && bytes[t.dtype] + size > bucket_bytes) {
+    const int64_t cap = first_done[t.dtype] ? bucket_bytes : std::min(first_bucket_bytes, bucket_bytes);
+    if (!bucket.empty() && bytes[t.dtype] + size > cap) {
       reduce_bucket(b, values, bucket, comm);
       bucket.clear();
       bytes[t.dtype] = 0;
+      first_done[t.dtype] = true;
     }
     bucket.push_back(k);
     bytes[t.dtype] += size;

@@ -184,6 +184,12 @@ std::string CallKernelRunner::where() const {
   return k_.loc.empty() ? k_.callee : fmt::format("{} ('{}')", k_.callee, k_.loc);
 }
 
+bool CallKernelRunner::in_background() const { return runs_in_background(k_); }
+
+BackgroundCollective CallKernelRunner::start(const std::vector<void*>& ptrs) const {
+  return start_collective(k_, in_, ptrs);
+}
+
 void CallKernelRunner::run(const std::vector<void*>& ptrs) const {
   if (gemm_) return gemm_->run(ptrs);
   if (qmatmul_) return qmatmul_->run(ptrs);

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "collective_call.h"
 #include "rlx/core/lir.h"
 
 namespace rlx::cpu {
@@ -18,6 +19,9 @@ class CallKernelRunner {
   ~CallKernelRunner();
   CallKernelRunner(CallKernelRunner&&) noexcept;
   void run(const std::vector<void*>& ptrs) const;
+  // A collective that runs in the background (collective_call.h): start() instead of run().
+  bool in_background() const;
+  BackgroundCollective start(const std::vector<void*>& ptrs) const;
   // A GEMM whose B storage buffer is computed once from constants (fixed[storage] true) packs B
   // once (GemmCall::treat_b_as_fixed); forget_packed() when that buffer was recomputed. No-ops
   // for other calls.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 
@@ -35,6 +36,23 @@ Reduce reduce_attr(const lir::CallKernel& k) {
   return Reduce::kSum;
 }
 
+// The communicator `k` names, checked against the size the graph was built for.
+std::shared_ptr<GlooComm> communicator_of(const lir::CallKernel& k) {
+  const std::string op = k.callee.substr(7);
+  std::shared_ptr<GlooComm> comm = world_comm(op);
+  if (auto it = k.attrs.find("comm"); it != k.attrs.end())
+    comm = comm->group(*parse_communicator(std::get<std::string>(it->second)));
+  const int64_t world = attr_or<int64_t>(k, "world", comm->size());
+  if (world != comm->size())
+    throw_user_error(fmt::format(
+        "{}{} was built for a communicator of {} ranks, and this job has {}{}: rebuild the "
+        "graph for {} ranks or start the ranks it was built for",
+        op, k.loc.empty() ? "" : " ('" + k.loc + "')", world, comm->size(),
+        comm->name() == "world" ? "" : fmt::format(" in its group {}", comm->name()),
+        comm->size()));
+  return comm;
+}
+
 }  // namespace
 
 std::optional<Verdict> claim_collective(const NodeSignature& s) {
@@ -47,24 +65,38 @@ bool is_collective_callee(const std::string& callee) {
   return callee.rfind("native:", 0) == 0 && is_collective(callee.substr(7));
 }
 
+void BackgroundCollective::wait() {
+  if (!comm) return;
+  std::shared_ptr<GlooComm> c = std::move(comm);
+  comm = nullptr;
+  c->wait(ticket);
+}
+
+bool runs_in_background(const lir::CallKernel& k) {
+  static const bool sync = [] {
+    const char* v = std::getenv("RLX_CPU_COLLECTIVES");
+    return v && std::string(v) == "sync";
+  }();
+  return !sync && k.callee == "native:AllReduce";
+}
+
+BackgroundCollective start_collective(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
+                                      const std::vector<void*>& ptrs) {
+  std::shared_ptr<GlooComm> comm = communicator_of(k);
+  const uint64_t ticket = comm->start_all_reduce(ptrs[k.inputs[0]], ptrs[k.outputs[0]],
+                                                 in[0].dtype, in[0].numel(), reduce_attr(k));
+  return {std::move(comm), ticket};
+}
+
 void run_collective(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                     const std::vector<void*>& ptrs) {
   const std::string op = k.callee.substr(7);
-  std::shared_ptr<GlooComm> comm = world_comm(op);
-  if (auto it = k.attrs.find("comm"); it != k.attrs.end())
-    comm = comm->group(*parse_communicator(std::get<std::string>(it->second)));
+  std::shared_ptr<GlooComm> comm = communicator_of(k);
   const lir::Buffer& x = in[0];
   const void* src = ptrs[k.inputs[0]];
   void* dst = ptrs[k.outputs[0]];
   const int64_t n = x.numel();
-  const int64_t world = attr_or<int64_t>(k, "world", comm->size());
-  if (world != comm->size())
-    throw_user_error(fmt::format(
-        "{}{} was built for a communicator of {} ranks, and this job has {}{}: rebuild the "
-        "graph for {} ranks or start the ranks it was built for",
-        op, k.loc.empty() ? "" : " ('" + k.loc + "')", world, comm->size(),
-        comm->name() == "world" ? "" : fmt::format(" in its group {}", comm->name()),
-        comm->size()));
+  const int64_t world = comm->size();
   if (op == "AllReduce") return comm->all_reduce(src, dst, x.dtype, n, reduce_attr(k));
   if (op == "AllGather") return comm->all_gather(src, dst, x.dtype, n);
   if (op == "ReduceScatter")

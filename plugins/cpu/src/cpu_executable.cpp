@@ -72,6 +72,7 @@ CpuExecutable::CpuExecutable(const lir::Program& p, const KernelPlan* given) : p
   }
   ptrs_.assign(program_.buffers.size(), nullptr);
   plan_hoisting();
+  plan_background();
   std::vector<bool> fixed(program_.buffers.size(), false);
   for (const auto& [storage, offset] : fixed_storage_) fixed[storage] = true;
   for (auto& k : kernels_)
@@ -150,8 +151,65 @@ void CpuExecutable::execute() const {
   bool stale = false;
   for (const auto& [id, data] : hoisted_from_) stale = stale || ptrs_[id] != data;
   if (stale) run_hoisted();
-  for (size_t i = 0; i < kernels_.size(); ++i)
-    if (!hoisted_[i]) run_kernel(i);
+  try {
+    for (size_t i = 0; i < kernels_.size(); ++i) {
+      if (hoisted_[i]) continue;
+      for (int32_t b : waits_[i]) started_[b].wait();
+      if (background_[i])
+        started_[i] = std::get<CallKernelRunner>(kernels_[i]).start(ptrs_);
+      else
+        run_kernel(i);
+    }
+    finish_background();
+  } catch (...) {
+    // Nothing may still write into the arena or the caller's buffers once run() has returned.
+    for (BackgroundCollective& c : started_) {
+      try {
+        c.wait();
+      } catch (...) {
+      }
+    }
+    throw;
+  }
+}
+
+void CpuExecutable::finish_background() const {
+  for (BackgroundCollective& c : started_) c.wait();
+}
+
+// Which kernels wait for which background collective: the first kernel after it that reads or
+// writes its result's storage (through any alias). The kernels in between run while it travels.
+void CpuExecutable::plan_background() {
+  const size_t n = program_.kernels.size();
+  background_.assign(n, false);
+  waits_.assign(n, {});
+  started_.assign(n, {});
+  std::vector<int32_t> owner(program_.buffers.size(), -1);  // storage -> background kernel
+  std::vector<int32_t> touched;
+  for (size_t i = 0; i < n; ++i) {
+    touched.clear();
+    if (const auto* l = std::get_if<lir::LoopKernel>(&program_.kernels[i])) {
+      for (const auto& e : l->exprs)
+        if (e.kind == lir::ExprKind::kLoad) touched.push_back(program_.storage_of(e.load.buffer));
+      for (const auto& st : l->stores) touched.push_back(program_.storage_of(st.buffer));
+    } else {
+      const auto& c = std::get<lir::CallKernel>(program_.kernels[i]);
+      for (int32_t b : c.inputs) touched.push_back(program_.storage_of(b));
+      for (int32_t b : c.outputs) touched.push_back(program_.storage_of(b));
+    }
+    for (int32_t s : touched) {
+      if (owner[s] < 0) continue;
+      waits_[i].push_back(owner[s]);
+      for (int32_t& o : owner)  // waited for: complete for every later kernel
+        if (o == waits_[i].back()) o = -1;
+    }
+    const auto* runner = std::get_if<CallKernelRunner>(&kernels_[i]);
+    if (runner && runner->in_background()) {
+      background_[i] = true;
+      owner[program_.storage_of(std::get<lir::CallKernel>(program_.kernels[i]).outputs[0])] =
+          static_cast<int32_t>(i);
+    }
+  }
 }
 
 void CpuExecutable::run_kernel(size_t i) const {

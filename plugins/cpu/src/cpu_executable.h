@@ -54,11 +54,19 @@ class CpuExecutable final : public Executable {
   std::shared_ptr<void> fixed_;
   mutable std::vector<std::pair<int32_t, const void*>> hoisted_from_;
 
+  // Collectives running in the background (collective_call.h): whether kernel i is one, the
+  // background kernels whose result kernel i must wait for, and those started in this run.
+  std::vector<bool> background_;
+  std::vector<std::vector<int32_t>> waits_;
+  mutable std::vector<BackgroundCollective> started_;
+
   // RLX_PROFILE's rows (rlx/sdk/run_profile.h), one name per kernel; null when off.
   std::unique_ptr<sdk::RunProfile> profile_;
   std::vector<std::string> profile_names_;
 
   void plan_hoisting();
+  void plan_background();
+  void finish_background() const;
   void run_kernel(size_t i) const;
   void bind() const;
   void run_hoisted() const;

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "gloo_comm_worker.h"
 #include "rlx/core/error.h"
 #include "rlx/core/half.h"
 
@@ -263,6 +264,7 @@ std::shared_ptr<GlooComm> GlooComm::open(const ChannelOptions& options) {
 
 GlooComm::~GlooComm() {
   // A last barrier, so no rank tears its connections down while a peer still reads from them.
+  stop_worker();
   if (!context_ || failed_ || size_ == 1) return;
   try {
     complete_sends();
@@ -312,9 +314,13 @@ void GlooComm::complete_sends() {
 }
 
 void GlooComm::all_reduce(const void* in, void* out, DType dtype, int64_t count, Reduce op) {
-  complete_sends();
+  drain();
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   if (in != out) std::memmove(out, in, bytes);
+  reduce_in_place(out, dtype, count, op);
+}
+
+void GlooComm::reduce_in_place(void* out, DType dtype, int64_t count, Reduce op) {
   if (count == 0) return;
   guarded("AllReduce", [&] {
     if (size_ > 1) {
@@ -343,7 +349,7 @@ void GlooComm::all_reduce(const void* in, void* out, DType dtype, int64_t count,
 }
 
 void GlooComm::all_gather(const void* in, void* out, DType dtype, int64_t count) {
-  complete_sends();
+  drain();
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   if (bytes == 0) return;
   guarded("AllGather", [&] {
@@ -365,7 +371,7 @@ void GlooComm::reduce_scatter(const void* in, void* out, DType dtype, int64_t co
 }
 
 void GlooComm::all_to_all(const void* in, void* out, DType dtype, int64_t count) {
-  complete_sends();
+  drain();
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype) * size_;
   if (bytes == 0) return;
   guarded("AllToAll", [&] {
@@ -378,7 +384,7 @@ void GlooComm::all_to_all(const void* in, void* out, DType dtype, int64_t count)
 }
 
 void GlooComm::broadcast(void* buffer, DType dtype, int64_t count, int32_t root) {
-  complete_sends();
+  drain();
   if (root < 0 || root >= size_)
     throw_user_error(fmt::format("rank {} of {}: Broadcast from rank {}, which does not exist",
                                  rank_, size_, root));
@@ -395,6 +401,7 @@ void GlooComm::broadcast(void* buffer, DType dtype, int64_t count, int32_t root)
 
 void GlooComm::send(const void* buffer, DType dtype, int64_t count, int32_t peer) {
   check_peer("Send", peer);
+  wait_all();
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   const uint64_t slot = kP2PSlotBase + sent_[peer]++;
   guarded("Send", [&] {
@@ -409,6 +416,7 @@ void GlooComm::send(const void* buffer, DType dtype, int64_t count, int32_t peer
 
 void GlooComm::recv(void* buffer, DType dtype, int64_t count, int32_t peer) {
   check_peer("Recv", peer);
+  wait_all();
   const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
   const uint64_t slot = kP2PSlotBase + received_[peer]++;
   guarded("Recv", [&] {

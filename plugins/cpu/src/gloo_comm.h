@@ -8,6 +8,7 @@
 // after SECONDS (default 60). A failure names this rank, the collective and the reason, so a
 // killed peer ends every rank with a message instead of a hang.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -27,6 +28,8 @@ class UnboundBuffer;
 }  // namespace gloo
 
 namespace rlx::cpu {
+
+class CollectiveWorker;  // gloo_comm_worker.h
 
 // How a reduction combines ranks; kMean is a sum divided by the number of ranks.
 enum class Reduce { kSum, kProduct, kMax, kMin, kMean };
@@ -60,15 +63,30 @@ class GlooComm : public std::enable_shared_from_this<GlooComm> {
   void send(const void* buffer, DType dtype, int64_t count, int32_t peer);
   void recv(void* buffer, DType dtype, int64_t count, int32_t peer);
 
+  // all_reduce in the background, on this communicator's worker thread: `in` is copied to `out`
+  // before it returns, `out` belongs to the worker until wait(ticket) returns (which rethrows
+  // the collective's failure). Every other call on this communicator first waits for the
+  // background ones, so each rank still runs its collectives one at a time, in program order.
+  uint64_t start_all_reduce(const void* in, void* out, DType dtype, int64_t count, Reduce op);
+  void wait(uint64_t ticket);
+  void wait_all();
+
  private:
   GlooComm() = default;
   template <typename F>
   void guarded(const char* what, F&& f);
   void check_peer(const char* what, int32_t peer) const;
   void complete_sends();
+  // Before any call that uses the context from the calling thread: the background collectives
+  // and the pending sends complete first.
+  void drain();
+  void stop_worker();
+  // all_reduce's exchange on `data` (what the worker runs).
+  void reduce_in_place(void* data, DType dtype, int64_t count, Reduce op);
 
   struct PendingSend;
   std::vector<std::unique_ptr<PendingSend>> pending_;
+  std::unique_ptr<CollectiveWorker> worker_;  // gloo_comm_worker.h
 
   int32_t rank_ = 0, size_ = 1;
   int64_t timeout_ms_ = 60000;
@@ -80,7 +98,8 @@ class GlooComm : public std::enable_shared_from_this<GlooComm> {
   std::shared_ptr<gloo::transport::Device> device_;
   std::map<std::string, std::shared_ptr<GlooComm>> groups_;
   std::map<int32_t, uint64_t> sent_, received_;  // messages per peer: matched slots
-  bool failed_ = false;  // after a failure the context is unusable: refuse further calls
+  // After a failure the context is unusable: refuse further calls (set by the worker too).
+  std::atomic<bool> failed_{false};
 };
 
 // The communicator "world" of this process: the channel last opened on the cpu target. Throws a

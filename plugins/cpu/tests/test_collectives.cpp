@@ -271,6 +271,58 @@ TEST(CollectiveGroups, AllReduceAndBroadcastRunInTheCallersBuffer) {
     EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
 }
 
+// AllReduces run in the background (the executable waits before the first kernel that reads
+// their result): two in flight at once, kernels between them, a synchronous AllGather after
+// (which drains them first) and a result that is also a program output; three runs.
+TEST(CollectiveGroups, BackgroundAllReducesGiveHandValues) {
+  std::vector<RankResult> results = run_ranks(3, [](int r) {
+    Session session(test::cpu_target());
+    CompiledModel model = session.compile(parse_graph(R"(graph @g(%x: f32[4], %y: f32[4]) {
+  %a = AllReduce(%x) {reduce = "sum"} : f32[4]
+  %e = mul(%y, %y) : f32[4]
+  %b = AllReduce(%e) {reduce = "max"} : f32[4]
+  %f = add(%e, %y) : f32[4]
+  %c = add(%a, %b) : f32[4]
+  %g = AllGather(%f) {world = 3} : f32[12]
+  return %c, %g, %a
+}
+)",
+                                                      "background.rlx"));
+    auto vec = [](int q, double scale) {
+      std::vector<double> v;
+      for (int64_t i = 0; i < 4; ++i) v.push_back(scale * input(q, i));
+      return v;
+    };
+    for (int run = 1; run <= 3; ++run) {
+      std::vector<float> x, y;
+      for (double v : vec(r, run)) x.push_back(static_cast<float>(v));
+      for (double v : vec(r, 1)) y.push_back(static_cast<float>(v));
+      NamedTensors out = model.run({{"x", test::f32({4}, x)}, {"y", test::f32({4}, y)}});
+      std::map<std::string, std::vector<double>> want;
+      for (int64_t i = 0; i < 4; ++i) {
+        double sum = 0, max = -1e30;
+        for (int q = 0; q < 3; ++q) {
+          sum += run * input(q, i);
+          max = std::max(max, input(q, i) * input(q, i));
+        }
+        want["a"].push_back(sum);
+        want["c"].push_back(sum + max);
+      }
+      for (int q = 0; q < 3; ++q)
+        for (int64_t i = 0; i < 4; ++i) want["g"].push_back(input(q, i) * input(q, i) + input(q, i));
+      for (const auto& [name, values] : want) {
+        const std::vector<double> got = test::values(out.at(name));
+        for (size_t i = 0; i < values.size(); ++i)
+          if (std::abs(got[i] - values[i]) > 1e-4 * (1 + std::abs(values[i])))
+            throw std::runtime_error(fmt::format("rank {} run {}: {} = {}, want {}", r, run, name,
+                                                 fmt::join(got, ", "), fmt::join(values, ", ")));
+      }
+    }
+  });
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(results[r].exit_code, 0) << "rank " << r << ": " << results[r].message;
+}
+
 // A partition the job's size does not divide is named at the collective; an unknown communicator
 // and a grouped Send are refused when the graph is read.
 TEST(CollectiveGroups, BadCommunicatorsAreNamed) {

@@ -256,6 +256,10 @@ TEST(Trainer, DataParallelGradientsTravelInBuckets) {
   // fc0.weight is 4096*2048*4 bytes = 32 MB; the rest (fc1, fc0.bias, loss) is filled first.
   EXPECT_EQ(all_reduces({4096, 2048, 10}),
             (std::vector<std::string>{"f32[22539]", "f32[2048,4096]"}));
+  // The first bucket closes at 1 MB: fc1.weight (512*512*4 bytes) would overflow it after the
+  // loss, fc2 and fc1.bias (1 + 5130 + 512 values), so it starts the second.
+  EXPECT_EQ(all_reduces({784, 512, 512, 10}),
+            (std::vector<std::string>{"f32[5643]", "f32[664064]"}));
 }
 
 TEST(Trainer, LearningRateScheduleAndClipping) {

@@ -11,6 +11,12 @@ bool eliminate_common_subexpressions(Graph& g);
 bool eliminate_dead_code(Graph& g);
 void run_default_passes(Graph& g);  // the four above to a fixed point
 
+// Reorders nodes so each AllReduce (with the reshapes and concat that only flatten its operand)
+// comes right after its operand is computed, every other node keeping its order and collectives
+// keeping theirs: a target running AllReduce in the background then overlaps it with the nodes
+// after it (data parallelism's gradient buckets with the rest of the backward pass).
+bool schedule_collectives_early(Graph& g);
+
 // The activations of every DequantMatMul of g (and of its regions) over a block format:
 // "f32" (the default: x as it is, the weights decoded exactly) or "q8" (x rounded to 8-bit
 // blocks as llama.cpp does, so block products are integer sums: faster on CPUs with integer dot
