@@ -19,6 +19,7 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
+#include "pipeline_inference.h"
 #include "ranks.h"
 #include "rlx/core/device_stats.h"
 #include "rlx/core/half.h"
@@ -48,6 +49,7 @@ struct BenchOptions {
   PrecisionOptions precision;
   std::optional<DType> kv_cache;
   RankOptions ranks;
+  std::optional<int64_t> micro_batches;
 };
 
 void declare_bench_options(CLI::App& app, BenchOptions& o) {
@@ -71,6 +73,7 @@ void declare_bench_options(CLI::App& app, BenchOptions& o) {
   add_precision_option(app, o.precision);
   add_kv_cache_option(app, o.kv_cache);
   add_rank_options(app, o.ranks);
+  add_micro_batches_option(app, o.micro_batches);
 }
 
 // q-th percentile (0..100) with linear interpolation between the two nearest ranks: NumPy's
@@ -210,6 +213,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   const Bindings binds = parse_bind_specs(o.bind, 1);
   if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
   std::shared_ptr<Channel> channel;  // the ranks' collectives, while the runs last
+  int32_t root = -1;                 // --micro-batches: the rank whose results all take
 
   // A compiled folder (`rlx compile -o DIR`) is loaded instead of compiled: its load time is
   // measured as a model's compile time is, and reported next to the compile time it recorded.
@@ -234,6 +238,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     refuse_compile_option(o.kv_cache.has_value(), "--kv-cache", model_path);
     refuse_compile_option(o.ranks.tp.has_value(), "--tp", model_path);
     refuse_compile_option(o.ranks.pp.has_value(), "--pp", model_path);
+    refuse_compile_option(o.micro_batches.has_value(), "--micro-batches", model_path);
     loaded = load_compiled_folder(global, model_path, o.target);
     target_name = loaded->target_name();
     folder_graph = folder_inputs_graph(*loaded);
@@ -248,6 +253,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     if (o.q8_activations) use_q8_activations(model, model_path);
     use_precision(model, o.precision, model_path);
     if (o.kv_cache) use_kv_cache(model, o.graph, *o.kv_cache, model_path);
+    root = prepare_micro_batches(model, o.graph, o.micro_batches, o.ranks, channel.get());
     auto t0 = Clock::now();
     Session session(target);
     compiled = session.compile(model, o.graph);
@@ -263,6 +269,8 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   auto run_once = [&](NamedTensors& outputs) {
     if (loaded)
       loaded->run(inputs, outputs);
+    else if (root >= 0)
+      outputs = run_micro_batches(*compiled, graph, inputs, *o.micro_batches, *channel, root);
     else
       compiled->run(inputs, outputs);
   };

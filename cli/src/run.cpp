@@ -12,6 +12,7 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
+#include "pipeline_inference.h"
 #include "ranks.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
@@ -30,6 +31,7 @@ struct RunOptions {
   bool json = false, q8_activations = false;
   PrecisionOptions precision;
   RankOptions ranks;
+  std::optional<int64_t> micro_batches;
 };
 
 void declare_run_options(CLI::App& app, RunOptions& o) {
@@ -45,6 +47,7 @@ void declare_run_options(CLI::App& app, RunOptions& o) {
   add_q8_activations_flag(app, o.q8_activations);
   add_precision_option(app, o.precision);
   add_rank_options(app, o.ranks);
+  add_micro_batches_option(app, o.micro_batches);
 }
 
 // Writes or prints `outputs` in the order of `names`; `extra` joins the --json object.
@@ -117,12 +120,16 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   const std::vector<std::string> frozen = take_frozen_inputs(model_file, given);
   if (o.q8_activations) use_q8_activations(model_file, model_path.string());
   use_precision(model_file, o.precision, model_path.string());
+  const int32_t root =
+      prepare_micro_batches(model_file, o.graph, o.micro_batches, o.ranks, channel.get());
   const Graph& graph = model_file.graph(o.graph);
   NamedTensors inputs = match_inputs(graph, given);
 
   Session session(target);
   CompiledModel model = session.compile(model_file, o.graph);
-  NamedTensors outputs = model.run(inputs);
+  NamedTensors outputs = root >= 0 ? run_micro_batches(model, graph, inputs, *o.micro_batches,
+                                                       *channel, root)
+                                   : model.run(inputs);
   std::vector<std::string> names;
   for (ValueId v : graph.outputs) names.push_back(graph.values[v].name);
   json::Array frozen_json;

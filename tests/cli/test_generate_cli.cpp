@@ -204,6 +204,43 @@ TEST_F(GenerateCliTest, TwoTensorParallelRanksEmbedAsOneProcessDoes) {
 TEST_F(GenerateCliTest, PipelineStagesEmbedAsOneProcessDoes) {
   expect_reference_embeddings({"--pp", "2"});
   expect_reference_embeddings({"--pp", "2", "--tp", "2"});
+  expect_reference_embeddings({"--pp", "2", "--micro-batches", "2"});
+}
+
+// --micro-batches M: the batch flows through the stages in M pieces, the last stage's results
+// joined and broadcast once: the logits are one process's, bit for bit (the same kernels on the
+// same rows), on every one of 4 micro-batches of one sequence and 2 of two.
+TEST_F(GenerateCliTest, MicroBatchedStagesGiveOneProcessLogits) {
+  const std::vector<std::string> ids = {"--input", "input_ids=5,9,2,7,1,3,8,4,6,11,12,10",
+                                        "--input-shape", "input_ids=4x3"};
+  auto logits = [&](const std::vector<std::string>& split, const std::string& file) {
+    std::vector<std::string> args = {"run", (kFixtures / "llama-tiny").string(), "-o",
+                                     (dir_ / file).string(), "--collective-timeout", "60"};
+    args.insert(args.end(), ids.begin(), ids.end());
+    args.insert(args.end(), split.begin(), split.end());
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 0) << dump(r);
+    if (r.exit_code != 0) return std::vector<float>{};
+    const Tensor t = read_safetensors(dir_ / file).at("logits");
+    return std::vector<float>(t.as<float>(), t.as<float>() + t.numel());
+  };
+  const std::vector<float> one = logits({}, "one.safetensors");
+  ASSERT_EQ(one.size(), size_t{4 * 3 * 1500});
+  EXPECT_EQ(logits({"--pp", "2", "--micro-batches", "4"}, "four.safetensors"), one);
+  EXPECT_EQ(logits({"--pp", "2", "--micro-batches", "2"}, "two.safetensors"), one);
+
+  std::vector<std::string> args = {"run", (kFixtures / "llama-tiny").string()};
+  args.insert(args.end(), ids.begin(), ids.end());
+  auto fails = [&](const std::vector<std::string>& extra, const std::string& why) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), extra.begin(), extra.end());
+    ProcessResult r = rlx(a);
+    EXPECT_NE(r.exit_code, 0) << dump(r);
+    EXPECT_THAT(r.err, HasSubstr(why)) << dump(r);
+  };
+  fails({"--micro-batches", "2"}, "--micro-batches cuts the batch for the stages of --pp P");
+  fails({"--pp", "2", "--micro-batches", "3"},
+        "a batch of 4 does not split into 3 equal micro-batches");
 }
 
 TEST_F(GenerateCliTest, TemperatureZeroIsGreedy) {
