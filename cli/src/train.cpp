@@ -53,6 +53,10 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
   add_value(app, "--save", "OUT.safetensors|DIR", o.save,
             "write the trained parameters, optimizer state and step count there (with --task: a "
             "model folder, the original's files with the trained weights)");
+  add_value(app, "--resume", "RUN.safetensors", o.resume,
+            "continue the run --save wrote there: its parameters, optimizer state and step count "
+            "(the learning-rate schedule goes on from that step) replace the initial ones; with "
+            "--pp each stage takes its own");
   add_value(app, "--plot", "LOSS.png", o.plot,
             "draw the loss of every step into a PNG (log scale, a grid line per decade)");
   add_flag(app, "--json", o.json,
@@ -60,10 +64,11 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
   add_rank_options(app, o.ranks, /*tensor_parallel=*/false);  // data-parallel: --nproc
   add_integer(app, "--pp", "P", 1, o.ranks.pp,
               "pipeline parallelism: cut the model into P stages, one a rank (--nproc defaults to "
-              "P), each batch into --micro-batches that flow through them on the 1F1B schedule");
+              "P; --nproc P x D gives each stage D data-parallel ranks), each batch into "
+              "--micro-batches that flow through them on the 1F1B schedule");
   add_integer(app, "--micro-batches", "M", 1, o.micro_batches,
               "cut each batch into M equal micro-batches whose gradients add up before one update "
-              "(default 2 x --pp; without --pp: gradient accumulation in one process)");
+              "(default 2 x --pp; without --pp: gradient accumulation, on each rank with --nproc)");
 }
 
 // Accuracy of the current parameters on a labelled set, in batches of the training batch size.
@@ -133,6 +138,7 @@ int train_main(const TrainOptions& o, const GlobalOptions& global) {
          {"labels", rows(data.train.labels, s * o.batch + dp.rank * share, share, target)}});
   Trainer trainer = make_trainer(
       target, mlp_classifier(sizes, static_cast<uint64_t>(o.seed), true), optimizer, pp, batches[0]);
+  resume_training(trainer, o.resume);
 
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "images");
   trainer.gather_stages();  // pipeline stages: every parameter to rank 0
@@ -173,7 +179,8 @@ Command train_command() {
   return make_command<TrainOptions>(
       {"train", "train a model: one compiled step of forward, loss, backward and update per batch",
        "--model mlp:784,128,10 --data DIR|synthetic:N [--optimizer OPT] [--batch N] [--epochs N]\n"
-       "       [--target T] [--save OUT.safetensors] [--plot LOSS.png] [--json]\n"
+       "       [--target T] [--save OUT.safetensors] [--resume RUN.safetensors] [--plot LOSS.png]\n"
+       "       [--json]\n"
        "       rlx train --model MODEL_FILE --data DATA.safetensors|DATA.npz [options as above]\n"
        "       rlx train --model HF_FOLDER --task causal-lm --data TOKENS.safetensors|.npz [--save DIR] [...]",
        "Trains an MLP classifier (ReLU between Linear layers, softmax cross-entropy) on MNIST's "
@@ -196,7 +203,9 @@ Command train_command() {
        "their names.\n"
        "--nproc N trains data-parallel (each rank a share of every batch); --pp P cuts the model\n"
        "into P stages on P ranks instead, each batch into --micro-batches on the 1F1B schedule\n"
-       "(docs/training.md)."},
+       "(docs/training.md); --pp P --nproc P x D runs each stage on D data-parallel ranks\n"
+       "(stage-major: rank = stage x D + replica), which share every batch and average their\n"
+       "gradients. --resume RUN.safetensors continues a run from what its --save wrote."},
       &declare_train_options, &train_main);
 }
 

@@ -257,6 +257,7 @@ int train_file_main(const TrainOptions& o, const GlobalOptions& global) {
   }
   if (job.world > 1) channel = join_ranks(*target, o.ranks);
   Trainer trainer = make_trainer(target, g, optimizer, pp, batches[0]);
+  resume_training(trainer, o.resume);
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "samples");
   trainer.gather_stages();  // pipeline stages: every parameter to rank 0
   // Rank 0 holds every parameter: it writes the files.

@@ -21,6 +21,7 @@ struct TrainOptions {
   std::string model, data, optimizer = "sgd:lr=0.02,momentum=0.9", target = "cpu";
   int64_t batch = 128, epochs = 1, seed = 0;
   std::optional<std::string> save, plot, task;
+  std::optional<std::string> resume;  // a --save'd training state to continue from
   bool json = false;
   RankOptions ranks;  // --nproc: data-parallel ranks; --pp: pipeline stages
   std::optional<int64_t> micro_batches;
@@ -79,6 +80,11 @@ JobRank data_parallel_ranks(const TrainOptions& o, const JobRank& job);
 Trainer make_trainer(const std::shared_ptr<Target>& target, const Graph& model,
                      const OptimizerConfig& optimizer, const std::optional<PipelineTraining>& pp,
                      const NamedTensors& first_batch);
+
+// --resume FILE: the trainer continues from the parameters, optimizer state and step count that
+// --save wrote (each pipeline stage its own); a usage error naming the file and, when it does
+// not match the model, the tensor and what was expected.
+void resume_training(Trainer& trainer, const std::optional<std::string>& resume);
 
 // Data parallelism: the share of every batch each rank takes (--batch divided by the ranks; a
 // usage error when it does not divide), and rank job.rank's rows [rank * share, ...) of each

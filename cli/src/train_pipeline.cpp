@@ -1,8 +1,11 @@
 // `rlx train --pp P [--micro-batches M]`: the pipelined step's options
-// (rlx/core/pipeline_training.h) shared by the three model paths.
+// (rlx/core/pipeline_training.h) shared by the three model paths, and --resume.
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "errors.h"
+#include "rlx/core/error.h"
 #include "rlx/core/passes.h"
 #include "train_options.h"
 
@@ -25,20 +28,23 @@ std::optional<PipelineTraining> pipeline_training(const TrainOptions& o, const J
     pp.data_parallel = job.world / pp.stages;
     pp.stage = job.rank / pp.data_parallel;
     pp.replica = job.rank % pp.data_parallel;
-  } else if (job.world > 1) {
-    throw UsageError("--micro-batches with data-parallel ranks is not supported yet",
-                     "drop --micro-batches, or train in one process (or with --pp)");
+  } else {
+    // --micro-batches alone on N ranks: one stage of N data-parallel replicas, each
+    // accumulating the micro-batches of its share before their gradients are averaged.
+    pp.data_parallel = job.world;
+    pp.replica = job.rank;
   }
   const int64_t m = o.micro_batches.value_or(2 * int64_t{pp.stages});
   const int64_t share = rank_share(o, {pp.replica, pp.data_parallel});
   if (share % m)
     throw UsageError(
         pp.data_parallel > 1
-            ? fmt::format("--batch {} gives each of a stage's {} ranks {} rows, which do not split "
+            ? fmt::format("--batch {} gives each of {} {} {}ranks {} rows, which do not split "
                           "into {} equal micro-batches",
-                          o.batch, pp.data_parallel, share, m)
+                          o.batch, pp.stages > 1 ? "a stage's" : "the", pp.data_parallel,
+                          pp.stages > 1 ? "" : "data-parallel ", share, m)
             : fmt::format("--batch {} does not split into {} equal micro-batches", o.batch, m),
-        o.micro_batches ? std::string("give a --micro-batches that divides --batch")
+        o.micro_batches ? fmt::format("give a --micro-batches that divides {}", share)
                         : fmt::format("give --micro-batches (by default 2 x --pp = {})", m));
   pp.micro_batches = static_cast<int32_t>(m);
   return pp;
@@ -65,6 +71,25 @@ Trainer make_trainer(const std::shared_ptr<Target>& target, const Graph& model,
         bind[shape[d].sym] = it->second.shape()[d] / (d == 0 ? pp->micro_batches : 1);
   }
   return Trainer(target, specialize(model, bind), optimizer, *pp);
+}
+
+void resume_training(Trainer& trainer, const std::optional<std::string>& resume) {
+  if (!resume) return;
+  const std::filesystem::path file(*resume);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec))
+    throw UsageError(fmt::format("--resume {}: no such file", *resume),
+                     "give the .safetensors file that --save wrote (its parameters, optimizer "
+                     "state and step count)");
+  try {
+    trainer.load(file);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUser) throw;
+    // The message names the file, the tensor, and what the model needs instead.
+    throw UsageError(fmt::format("--resume: {}", e.what()),
+                     "resume with the --model (and --optimizer) of the run that --save wrote it "
+                     "from");
+  }
 }
 
 }  // namespace rlx::cli

@@ -156,6 +156,14 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
   if (*o.task != "causal-lm")
     throw CliError(fmt::format("--task {}: unknown task", *o.task),
                    fmt::format("tasks: {}", kTasks));
+  // Its --save writes a model folder, not the training state --resume continues from.
+  if (o.resume)
+    throw UsageError(
+        fmt::format("--resume {}: --task {} saves a model folder (weights only), not a training "
+                    "state to resume",
+                    *o.resume, *o.task),
+        "continue fine-tuning from the saved folder with --model DIR (the optimizer starts "
+        "afresh), or leave --resume out");
   StderrStatus status(global.quiet);
   const JobRank job = job_rank();
   OptimizerConfig optimizer = parse_optimizer(o.optimizer);

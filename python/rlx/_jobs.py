@@ -74,7 +74,8 @@ def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike =
           optimizer: str | None = None, batch: int | None = None, epochs: int | None = None,
           target: str | None = None, save: str | os.PathLike | None = None,
           seed: int | None = None, task: str | None = None, nproc: int | None = None,
-          pp: int | None = None, micro_batches: int | None = None) -> dict:
+          pp: int | None = None, micro_batches: int | None = None,
+          resume: str | os.PathLike | None = None) -> dict:
     """Trains as ``rlx train`` does (one compiled step per batch: forward, loss, backward, update)
     and returns its ``--json`` record: images per second, each epoch's loss and the accuracy.
     ``data`` is a folder of MNIST IDX files or ``synthetic:N``; ``optimizer`` is the CLI's form,
@@ -90,12 +91,15 @@ def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike =
     process's loss curve; a model file's loss must be a mean over the samples (checked).
     ``pp`` cuts the model into that many pipeline stages, one a rank, and each batch into
     ``micro_batches`` (default 2 x pp) run on the 1F1B schedule, again with the whole batch's
-    loss curve; ``micro_batches`` alone accumulates gradients in one process."""
+    loss curve; ``micro_batches`` alone accumulates gradients in one process. ``resume``
+    continues the run whose ``save`` wrote that safetensors file (its parameters, optimizer
+    state and step count)."""
     args = ["train", "--model", os.fspath(model), "--data", os.fspath(data)] + _flag("task", task)
     args += _flag("optimizer", optimizer) + _flag("batch", batch) + _flag("epochs", epochs)
     args += _flag("target", target) + _flag("seed", seed) + _flag("nproc", nproc)
     args += _flag("pp", pp) + _flag("micro-batches", micro_batches)
     args += _flag("save", os.fspath(save) if save is not None else None)
+    args += _flag("resume", os.fspath(resume) if resume is not None else None)
     return run_job(args)
 
 

@@ -96,6 +96,16 @@ def test_pipeline_stages_follow_one_process(rlx):
     assert np.allclose(two["epoch_losses"], one["epoch_losses"], rtol=1e-5, atol=0)
 
 
+def test_a_resumed_run_continues_the_uninterrupted_one(rlx, tmp_path):
+    opts = dict(model="mlp:784,16,10", data="synthetic:256", batch=64,
+                optimizer="sgd:lr=0.05,momentum=0.9")
+    whole = rlx.train(epochs=2, **opts)
+    rlx.train(epochs=1, save=tmp_path / "run.safetensors", **opts)
+    resumed = rlx.train(epochs=1, resume=tmp_path / "run.safetensors", **opts)
+    assert np.allclose(resumed["epoch_losses"], whole["epoch_losses"][1:], rtol=1e-5, atol=0)
+    assert resumed["steps"] == whole["steps"]
+
+
 def test_compile_to_writes_the_ane_package_and_its_io_layout(rlx, tmp_path):
     record = rlx.compile_to(MINILM, tmp_path, target="ane", bind={"B": 1, "S": 8},
                             deployment_target="macos15", compute_units="CPU_AND_NE")

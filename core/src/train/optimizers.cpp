@@ -41,25 +41,31 @@ ValueId scheduled_lr(GraphBuilder& b, const OptimizerConfig& c, ValueId step) {
   return lr;
 }
 
-// Every gradient times min(1, clip / (norm + 1e-6)), norm the L2 norm of all of them together.
-std::vector<ValueId> clipped(GraphBuilder& b, double clip, const std::vector<ValueId>& grads, ValueId step) {
-  ValueId total = scalar_like(b, step, 0.0);
-  for (ValueId g : grads) {
-    IntList axes;
-    for (int64_t i = 0; i < b.type(g).rank(); ++i) axes.push_back(i);
-    ValueId sq = b.mul(g, g);
-    ValueId sum = axes.empty() ? sq : b.reduce(sq, axes, ReduceKind::kSum);
-    total = b.add(total, b.convert(sum, b.type(step).dtype));
-  }
-  ValueId norm = b.unary("sqrt", total);
-  ValueId scale = b.div(scalar_like(b, step, clip), b.add(norm, scalar_like(b, step, 1e-6)));
-  scale = b.binary("min", scale, scalar_like(b, step, 1.0));
+// Every gradient times min(1, clip / (norm + 1e-6)), norm = sqrt(sum_sq), the L2 norm of all of
+// them together.
+std::vector<ValueId> clipped(GraphBuilder& b, double clip, const std::vector<ValueId>& grads,
+                             ValueId sum_sq) {
+  ValueId norm = b.unary("sqrt", sum_sq);
+  ValueId scale = b.div(scalar_like(b, sum_sq, clip), b.add(norm, scalar_like(b, sum_sq, 1e-6)));
+  scale = b.binary("min", scale, scalar_like(b, sum_sq, 1.0));
   std::vector<ValueId> out;
   for (ValueId g : grads) out.push_back(times(b, g, b.convert(scale, b.type(g).dtype)));
   return out;
 }
 
 }  // namespace
+
+ValueId sum_of_squares(GraphBuilder& b, const std::vector<ValueId>& grads, ValueId like) {
+  ValueId total = scalar_like(b, like, 0.0);
+  for (ValueId g : grads) {
+    IntList axes;
+    for (int64_t i = 0; i < b.type(g).rank(); ++i) axes.push_back(i);
+    ValueId sq = b.mul(g, g);
+    ValueId sum = axes.empty() ? sq : b.reduce(sq, axes, ReduceKind::kSum);
+    total = b.add(total, b.convert(sum, b.type(like).dtype));
+  }
+  return total;
+}
 
 std::vector<std::string> optimizer_state_names(const OptimizerConfig& c) {
   if (c.kind == OptimizerConfig::Kind::kSgd) return c.momentum != 0.0 ? std::vector<std::string>{"m"} : std::vector<std::string>{};
@@ -81,7 +87,12 @@ double learning_rate_at(const OptimizerConfig& c, int64_t step) {
 OptimizerUpdate append_optimizer(GraphBuilder& b, const OptimizerConfig& c, const OptimizerValues& v) {
   RLX_CHECK(v.params.size() == v.grads.size() && v.params.size() == v.state.size(),
             "optimizer: params, grads and state differ in count");
-  std::vector<ValueId> grads = c.clip_norm > 0 ? clipped(b, c.clip_norm, v.grads, v.step) : v.grads;
+  std::vector<ValueId> grads = v.grads;
+  if (c.clip_norm > 0) {
+    const ValueId sum_sq =
+        v.grad_sum_of_squares != kNoValue ? v.grad_sum_of_squares : sum_of_squares(b, v.grads, v.step);
+    grads = clipped(b, c.clip_norm, v.grads, sum_sq);
+  }
   ValueId lr = scheduled_lr(b, c, v.step);
   OptimizerUpdate out;
   // Adam's bias corrections 1 - beta^t, t = step + 1, shared by every parameter.

@@ -147,6 +147,15 @@ Graph update_graph(const StageGraph& stage, const OptimizerConfig& optimizer,
     const std::string comm = fmt::format("block:{}", pp.data_parallel);
     all_reduce_mean_in_buckets(b, v.grads, kBucketBytes, comm);
   }
+  // Clipping by the global norm: each stage's sum of squares over the parameters it owns (a tied
+  // parameter has one owner, which holds its whole gradient: the later stage's part came back
+  // as a cotangent), summed over the stages of this replica's pipeline; its replicas hold the
+  // same mean gradients, so every rank scales by the same factor.
+  if (optimizer.clip_norm > 0 && pp.stages > 1) {
+    Attrs sum{{"reduce", std::string("sum")}};
+    if (pp.data_parallel > 1) sum["comm"] = fmt::format("stride:{}", pp.data_parallel);
+    v.grad_sum_of_squares = b.op("AllReduce", {sum_of_squares(b, v.grads, v.step)}, sum);
+  }
   OptimizerUpdate up = append_optimizer(b, optimizer, v);
   // Each replica's last stage holds its loss, every other rank 0: the sum over the job, divided
   // by the replicas, is the batch's mean loss on every rank.
@@ -221,10 +230,6 @@ PipelineStep::PipelineStep(std::shared_ptr<Target> target, const Graph& model,
   if (pp.data_parallel < 1 || pp.replica < 0 || pp.replica >= pp.data_parallel)
     throw_user_error(fmt::format("pipeline training: replica {} of {}", pp.replica,
                                  pp.data_parallel));
-  if (optimizer.clip_norm > 0 && pp.stages > 1)
-    throw_user_error(
-        "pipeline training: clipping by the global gradient norm (clip=...) needs the norm over "
-        "every stage, which the pipelined step does not compute yet; leave clip out with --pp");
   all_stages_ = split_for_pipeline(model, pp.stages);
   stage_ = all_stages_[pp.stage];
   // Stages become the world ranks of this replica's pipeline.
@@ -332,6 +337,18 @@ double PipelineStep::step(const NamedTensors& batch, int64_t step) {
   for (auto* set : {&params_, &state_})
     for (auto& [k, t] : *set) t = std::move(out.at(TrainingGraph::next(k)));
   return out.at(TrainingGraph::kLoss).scalar_at(0);
+}
+
+std::map<std::string, TensorType> PipelineStep::model_params() const {
+  std::map<std::string, TensorType> out;
+  for (const StageGraph& s : all_stages_)
+    for (ValueId p : s.graph.params) out.emplace(s.graph.values[p].name, s.graph.type(p));
+  return out;
+}
+
+void PipelineStep::restore(NamedTensors params, NamedTensors state) {
+  params_ = std::move(params), state_ = std::move(state);
+  gathered_.clear();
 }
 
 void PipelineStep::gather_to_first_stage() {

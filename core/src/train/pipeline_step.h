@@ -2,6 +2,7 @@
 // programs of its stage and the 1F1B schedule that runs them over the micro-batches.
 #pragma once
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ class PipelineStep {
   NamedTensors& state() { return state_; }
   const std::vector<std::string>& param_names() const { return param_names_; }
   const std::vector<std::string>& state_names() const { return state_names_; }
+  // Every stage's parameters' types by name (the whole model's: checks every rank makes alike).
+  std::map<std::string, TensorType> model_params() const;
+
+  // Replaces this stage's parameters and state (a resumed run's, by the same names and types);
+  // what gather_to_first_stage() brought is dropped, being older.
+  void restore(NamedTensors params, NamedTensors state);
 
   // Brings every other stage's parameters and state to stage 0 (gathered()); a collective: every
   // rank calls it.

@@ -2,6 +2,7 @@
 #include "rlx/core/trainer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "rlx/core/error.h"
 #include "rlx/core/passes.h"
@@ -144,12 +145,15 @@ void Trainer::save(const std::filesystem::path& file) const {
 }
 
 void Trainer::load(const std::filesystem::path& file) {
-  if (pipeline_)
-    throw_user_error(fmt::format(
-        "{}: resuming a pipeline-parallel or micro-batched run is not supported yet", file.string()));
   TensorMap all = read_safetensors(file);
-  sync_host();  // a file that fails the checks below leaves the current values as they were
-  auto take = [&](NamedTensors& into, const std::string& name, bool required) {
+  sync_host();
+  // What this process trains: a pipeline stage takes its own parameters and state out of the file
+  // stage 0 wrote with every stage's. The values are taken into copies of the maps, so a file
+  // that fails the checks below leaves the current values as they were.
+  NamedTensors params = pipeline_ ? pipeline_->params() : params_;
+  NamedTensors state = pipeline_ ? pipeline_->state() : state_;
+  auto check = [&](const std::string& name, DType dtype, const std::vector<int64_t>& shape,
+                   bool required) {
     auto it = all.find(name);
     if (it == all.end()) {
       if (required)
@@ -157,22 +161,37 @@ void Trainer::load(const std::filesystem::path& file) {
             "{}: has no tensor '{}', a parameter of the model being trained", file.string(), name));
       return false;
     }
-    const Tensor& cur = into.at(name);
-    if (it->second.dtype() != cur.dtype() || it->second.shape() != cur.shape())
+    if (it->second.dtype() != dtype || it->second.shape() != shape)
       throw_user_error(fmt::format("{}: tensor '{}' is {}{} but the model needs {}{}",
                                    file.string(), name, dtype_name(it->second.dtype()),
-                                   it->second.shape_str(), dtype_name(cur.dtype()),
-                                   cur.shape_str()));
-    into[name] = it->second.clone();
+                                   it->second.shape_str(), dtype_name(dtype),
+                                   fmt::format("[{}]", fmt::join(shape, ","))));
     return true;
   };
-  for (auto& [k, t] : params_) take(params_, k, true);
+  auto take = [&](NamedTensors& into, const std::string& name, bool required) {
+    const Tensor& cur = into.at(name);
+    if (!check(name, cur.dtype(), cur.shape(), required)) return false;
+    into[name] = all.at(name).clone();
+    return true;
+  };
+  // Every rank checks every stage's parameters, so a file that does not match fails on all of
+  // them alike instead of on one while the others wait for it at their next collective.
+  if (pipeline_)
+    for (const auto& [name, type] : pipeline_->model_params())
+      check(name, type.dtype, static_dims(type.shape), true);
+  for (auto& [k, t] : params) take(params, k, true);
   bool has_state = true;
-  for (auto& [k, t] : state_) has_state = take(state_, k, false) && has_state;
+  for (auto& [k, t] : state) has_state = take(state, k, false) && has_state;
   if (!has_state)
-    for (auto& [k, t] : state_) t = Tensor(t.dtype(), t.shape());
+    for (auto& [k, t] : state) t = Tensor(t.dtype(), t.shape());
   auto it = all.find(TrainingGraph::kStep);
   steps_ = has_state && it != all.end() ? static_cast<int64_t>(it->second.scalar_at(0)) : 0;
+  if (pipeline_) {
+    pipeline_->restore(std::move(params), std::move(state));
+    host_stale_ = true;
+    return;
+  }
+  params_ = std::move(params), state_ = std::move(state);
   outputs_.clear();
   to_device();
 }

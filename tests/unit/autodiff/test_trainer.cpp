@@ -182,6 +182,51 @@ TEST(Trainer, ResumeGivesTheSameLossCurve) {
   }
 }
 
+// A micro-batched trainer (the pipelined step with one stage) resumes like the one-program step:
+// from its own save, and from one written by the one-program step, whose names it shares.
+TEST(Trainer, MicroBatchedRunsResumeFromASave) {
+  const std::vector<int64_t> sizes = {12, 8, 3};
+  Dataset d = clusters(64, 12, 3, 5);
+  auto batch = [&](int64_t s) {
+    return NamedTensors{{"x", rows(d.x, (s % 8) * 8, 8)}, {"labels", rows(d.labels, (s % 8) * 8, 8)}};
+  };
+  PipelineTraining pp;
+  pp.micro_batches = 2;
+  const Graph model = mlp_classifier(sizes, 11, true);
+  const Graph micro = specialize(model, {{"batch", 4}});
+  const std::string opt = "adamw:lr=0.01,schedule=cosine,total=10";
+  auto micro_batched = [&] { return Trainer(test::cpu_target(), micro, parse_optimizer(opt), pp); };
+  Trainer whole = micro_batched();
+  std::vector<double> want;
+  for (int64_t s = 0; s < 10; ++s) want.push_back(whole.step(batch(s)));
+  test::TempDir dir;
+  Trainer first = micro_batched();
+  for (int64_t s = 0; s < 5; ++s) first.step(batch(s));
+  first.save(dir.path() / "micro.safetensors");
+  Trainer one(test::cpu_target(), model, parse_optimizer(opt));
+  for (int64_t s = 0; s < 5; ++s) one.step(batch(s));
+  one.save(dir.path() / "one.safetensors");
+  for (const char* file : {"micro.safetensors", "one.safetensors"}) {
+    SCOPED_TRACE(file);
+    Trainer resumed = micro_batched();
+    resumed.load(dir.path() / file);
+    EXPECT_EQ(resumed.steps(), 5);
+    for (int64_t s = 5; s < 10; ++s)
+      EXPECT_NEAR(resumed.step(batch(s)), want[s], 1e-5 * std::fabs(want[s])) << "step " << s;
+  }
+  // A file of another model leaves the trainer as it was, and says which tensor differs.
+  write_safetensors(dir.path() / "other.safetensors", mlp_classifier({12, 9, 3}, 1, true).weights);
+  Trainer resumed = micro_batched();
+  try {
+    resumed.load(dir.path() / "other.safetensors");
+    ADD_FAILURE() << "a file of another model loaded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("but the model needs f32["), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(resumed.steps(), 0);
+  EXPECT_EQ(resumed.step(batch(0)), want[0]);
+}
+
 // On a target with a device (the gpu target on PoCL here; cuda, vulkan elsewhere) parameters and
 // optimizer state stay on the device between steps: the losses must still follow the cpu's, and
 // parameters(), save and load must see the device's current values.

@@ -50,11 +50,19 @@ struct OptimizerValues {
   std::vector<ValueId> params, grads;
   std::vector<std::vector<ValueId>> state;  // state[i][k]: state k of param i
   ValueId step = kNoValue;                  // f32 scalar: updates done before this one
+  // With clipping: the sum of the squares of every gradient of the model, as sum_of_squares
+  // gives it, when `grads` are only some of them (a pipeline stage's, the sum then taken over
+  // the stages); kNoValue: computed here from `grads`.
+  ValueId grad_sum_of_squares = kNoValue;
 };
 struct OptimizerUpdate {
   std::vector<ValueId> params;
   std::vector<std::vector<ValueId>> state;
 };
+
+// The sum of the squares of every element of `grads`, a scalar of `like`'s dtype (the step's):
+// the square of their global L2 norm, which clipping scales them by.
+ValueId sum_of_squares(GraphBuilder& b, const std::vector<ValueId>& grads, ValueId like);
 
 // Appends clipping (when configured), the schedule and the update rule.
 OptimizerUpdate append_optimizer(GraphBuilder& b, const OptimizerConfig& c, const OptimizerValues& v);

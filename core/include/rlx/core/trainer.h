@@ -69,7 +69,9 @@ class Trainer {
   // step count ("optimizer.step") as safetensors, the optimizer's text in the metadata.
   void save(const std::filesystem::path& file) const;
   // Reads what save wrote: every parameter must be there with its dtype and shape; state and the
-  // step are restored when present (a weights-only file starts the optimizer afresh).
+  // step are restored when present (a weights-only file starts the optimizer afresh). Pipelined,
+  // each stage takes its own parameters and state from the file (save after gather_stages()
+  // writes every stage's), so every rank loads the same file; other tensors are ignored.
   void load(const std::filesystem::path& file);
   // Bytes of the step's working memory (its arena of temporaries) for a batch of these shapes,
   // and of the parameters and state it keeps (two sets of each, see above).
