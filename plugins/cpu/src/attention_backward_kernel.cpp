@@ -266,13 +266,6 @@ bool mask_kept(DType d, const void* data, int64_t at) {
   }
 }
 
-double number(const Attrs& a, const char* key, double fallback) {
-  auto it = a.find(key);
-  if (it == a.end()) return fallback;
-  if (auto* d = std::get_if<double>(&it->second)) return *d;
-  return static_cast<double>(std::get<int64_t>(it->second));
-}
-
 template <typename T>
 void run_typed(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                const std::vector<void*>& ptrs) {
@@ -288,7 +281,8 @@ void run_typed(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
   auto mask = k.attrs.find("mask");
   const std::string kind = mask == k.attrs.end() ? "none" : std::get<std::string>(mask->second);
   a.causal = kind == "causal";
-  a.scale = static_cast<T>(number(k.attrs, "scale", 1.0 / std::sqrt(static_cast<double>(qs[3]))));
+  a.scale =
+      static_cast<T>(number_attr(k.attrs, "scale", 1.0 / std::sqrt(static_cast<double>(qs[3]))));
   std::vector<uint8_t> keep;
   if (in.size() == 5) {
     const lir::Buffer& m = in[3];

@@ -255,13 +255,6 @@ int64_t product(const std::vector<int64_t>& v, size_t from, size_t to) {
   return p;
 }
 
-double number(const Attrs& a, const char* key, double fallback) {
-  auto it = a.find(key);
-  if (it == a.end()) return fallback;
-  if (auto* d = std::get_if<double>(&it->second)) return *d;
-  return static_cast<double>(std::get<int64_t>(it->second));
-}
-
 template <typename T>
 void run_norm(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
               const std::vector<void*>& ptrs, bool rms) {
@@ -272,7 +265,7 @@ void run_norm(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
   a.g = in.size() == 3 ? static_cast<const T*>(ptrs[k.inputs[1]]) : nullptr;
   a.dy = static_cast<const T*>(ptrs[k.inputs.back()]);
   a.dx = static_cast<T*>(ptrs[k.outputs[0]]);
-  a.eps = static_cast<T>(number(k.attrs, "epsilon", rms ? 1e-6 : 1e-5));
+  a.eps = static_cast<T>(number_attr(k.attrs, "epsilon", rms ? 1e-6 : 1e-5));
   a.rms = rms;
   norm_backward(a, product(xs, 0, xs.size() - 1), static_cast<T*>(ptrs[k.outputs[1]]),
                 rms ? nullptr : static_cast<T*>(ptrs[k.outputs[2]]));
@@ -283,7 +276,7 @@ void run_softmax(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                  const std::vector<void*>& ptrs) {
   const auto& ys = in[0].shape;
   const auto rank = static_cast<int64_t>(ys.size());
-  int64_t axis = static_cast<int64_t>(number(k.attrs, "axis", -1));
+  int64_t axis = static_cast<int64_t>(number_attr(k.attrs, "axis", -1));
   if (axis < 0) axis += rank;
   softmax_backward(static_cast<const T*>(ptrs[k.inputs[0]]),
                    static_cast<const T*>(ptrs[k.inputs[1]]), product(ys, 0, axis), ys[axis],

@@ -6,8 +6,10 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "rlx/core/attr.h"
 #include "rlx/core/lir.h"
 #include "rlx/core/target.h"
 
@@ -25,6 +27,15 @@ namespace rlx::cpu {
 
 template <typename T>
 constexpr int kLanes = 64 / static_cast<int>(sizeof(T));
+
+// A numeric attr of these ops (an epsilon, a scale, an axis), `fallback` where the node has none.
+// Shared here so the norm, softmax and attention kernels read attrs the same way.
+inline double number_attr(const Attrs& a, const char* key, double fallback) {
+  auto it = a.find(key);
+  if (it == a.end()) return fallback;
+  if (auto* d = std::get_if<double>(&it->second)) return *d;
+  return static_cast<double>(std::get<int64_t>(it->second));
+}
 
 // The verdict for one of these ops, nullopt for any other op. What the kernels do not implement
 // (other dtypes, a [1] scale) is refused with the reason, so dispatch takes the decomposition.

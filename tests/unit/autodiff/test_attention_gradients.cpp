@@ -8,19 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <optional>
 #include <random>
-#include <set>
 
 #include "rlx/core/autodiff.h"
 #include "rlx/core/builder.h"
 #include "rlx/core/error.h"
-#include "rlx/core/op_registry.h"
-#include "rlx/core/optimizers.h"
 #include "rlx/core/runtime.h"
-#include "rlx/core/trainer.h"
 #include "backward_test_support.h"
 #include "test_support.h"
 
@@ -28,8 +22,8 @@ namespace rlx {
 namespace {
 
 using Ins = std::vector<ValueId>;
+using test::converted;
 using test::cpu_decomposing;
-using test::paths_of;
 using test::random_tensor;
 
 struct Case {
@@ -114,38 +108,8 @@ void check_against_finite_differences(const Case& c, std::shared_ptr<Target> tar
   const ValueId loss = b.reduce(b.mul(y, w), {0, 1, 2, 3}, ReduceKind::kSum);
   g.values[loss].name = "loss";
   g.outputs.push_back(loss);
-  g = decompose_to_mir(g);
-  std::vector<ValueId> wrt;
-  for (size_t i = 0; i < ins.size(); ++i) wrt.push_back(*g.find_value("x" + std::to_string(i)));
-  const std::vector<ValueId> grads = append_gradients(g, *g.find_value("loss"), wrt);
-  for (size_t i = 0; i < grads.size(); ++i) {
-    g.values[grads[i]].name = "grad" + std::to_string(i);
-    g.outputs.push_back(grads[i]);
-  }
-  verify_graph(g);
-
-  Session session(std::move(target));
-  CompiledModel model = session.compile(g);
-  EXPECT_EQ(paths_of(model, "AttentionBackward"), std::vector<LoweringPath>{backward_path});
-  const NamedTensors out = model.run(feed);
-  auto loss_at = [&](const NamedTensors& f) { return model.run(f).at("loss").scalar_at(0); };
-  for (size_t i = 0; i < ins.size(); ++i) {
-    const std::string name = "x" + std::to_string(i);
-    const Tensor& analytic = out.at("grad" + std::to_string(i));
-    const Tensor& x = feed.at(name);
-    ASSERT_EQ(analytic.numel(), x.numel());
-    for (int64_t j = 0; j < x.numel(); ++j) {
-      const double h = 1e-6;
-      NamedTensors plus = feed, minus = feed;
-      plus[name] = x.clone();
-      minus[name] = x.clone();
-      plus[name].as<double>()[j] += h;
-      minus[name].as<double>()[j] -= h;
-      const double fd = (loss_at(plus) - loss_at(minus)) / (2 * h);
-      EXPECT_NEAR(analytic.scalar_at(j), fd, 1e-6 * std::max(1.0, std::fabs(fd)))
-          << name << " element " << j;
-    }
-  }
+  test::expect_rule_matches_finite_differences(std::move(g), feed, std::move(target),
+                                               "AttentionBackward", backward_path);
 }
 
 TEST(AttentionGradients, RuleMatchesFiniteDifferencesWithTheNativeKernel) {
@@ -205,21 +169,6 @@ Graph backward_graph(const Case& c, DType d) {
   return g;
 }
 
-NamedTensors converted(const NamedTensors& in, DType d) {
-  NamedTensors out;
-  for (const auto& [name, t] : in) {
-    Tensor c(d, t.shape());
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (d == DType::kF64)
-        c.as<double>()[i] = t.scalar_at(i);
-      else
-        c.as<float>()[i] = static_cast<float>(t.scalar_at(i));
-    }
-    out[name] = c;
-  }
-  return out;
-}
-
 std::vector<Case> kernel_cases() {
   std::vector<int64_t> keep(3 * 40, 1);
   for (int64_t j = 25; j < 40; ++j) keep[j] = 0;         // batch 0: a padded tail
@@ -233,11 +182,11 @@ std::vector<Case> kernel_cases() {
   };
 }
 
+// dk and dv are summed by one task per kv head in a fixed order: the same bits on every run.
 TEST(AttentionGradients, NativeKernelAgreesWithTheDecomposition) {
   for (DType d : {DType::kF64, DType::kF32}) {
     for (const Case& c : kernel_cases()) {
       SCOPED_TRACE(fmt::format("{} {}", c.name, dtype_name(d)));
-      const Graph g = backward_graph(c, d);
       std::mt19937 rng(99);
       NamedTensors in;
       const auto shapes = qkv_shapes(c);
@@ -245,29 +194,8 @@ TEST(AttentionGradients, NativeKernelAgreesWithTheDecomposition) {
       in["k"] = random_tensor(DType::kF64, shapes[1], -2, 2, rng);
       in["v"] = random_tensor(DType::kF64, shapes[2], -1, 1, rng);
       in["dout"] = random_tensor(DType::kF64, {c.batch, c.heads, c.q_len, c.v_dim}, -1, 1, rng);
-      in = converted(converted(in, d), DType::kF64);  // exactly representable in d
-      Session native_session(test::cpu_target()), shared_session(cpu_decomposing());
-      CompiledModel native = native_session.compile(g), shared = shared_session.compile(g);
-      ASSERT_EQ(paths_of(native, "AttentionBackward"),
-                std::vector<LoweringPath>{LoweringPath::kNative});
-      ASSERT_EQ(paths_of(shared, "AttentionBackward"),
-                std::vector<LoweringPath>{LoweringPath::kSharedIr});
-      const NamedTensors in_d = converted(in, d);
-      const NamedTensors got = native.run(in_d);
-      if (d == DType::kF64) {
-        test::expect_all_close(shared.run(in), got, 1e-12, c.name);
-      } else {
-        // Both f32 paths against the f64 values of the same inputs.
-        Session exact_session(cpu_decomposing());
-        const NamedTensors exact = exact_session.compile(backward_graph(c, DType::kF64)).run(in);
-        test::expect_all_close(exact, converted(got, DType::kF64), 5e-5, c.name + " native");
-        test::expect_all_close(exact, converted(shared.run(in_d), DType::kF64), 5e-5,
-                               c.name + " decomposition");
-      }
-      // dk and dv are summed by one task per kv head in a fixed order: the same bits again.
-      const NamedTensors again = native.run(in_d);
-      for (const auto& [name, t] : got)
-        EXPECT_EQ(std::memcmp(t.data(), again.at(name).data(), t.nbytes()), 0) << name;
+      ASSERT_NO_FATAL_FAILURE(test::expect_native_agrees_with_decomposition(
+          [&c](DType dt) { return backward_graph(c, dt); }, "AttentionBackward", in, d, c.name));
     }
   }
 }
@@ -297,33 +225,7 @@ TEST(AttentionGradients, ATrainingStepMovesParametersByTheGradient) {
 
   const NamedTensors batch = {{"x", random_tensor(DType::kF64, {4, 6}, -1, 1, rng)},
                               {"t", random_tensor(DType::kF64, {1, 2, 4, 3}, -1, 1, rng)}};
-  const double lr = 0.1;
-  Trainer trainer(test::cpu_target(), model, parse_optimizer("sgd:lr=0.1"));
-  std::set<std::string> ops;
-  for (const Node& n : trainer.graph().graph.nodes) ops.insert(n.op);
-  for (const char* op : {"Attention", "AttentionBackward"})
-    EXPECT_TRUE(ops.count(op)) << op << " is not in the training graph";
-  trainer.step(batch);
-
-  Session session(test::cpu_target());
-  CompiledModel forward = session.compile(params_as_inputs(model));
-  NamedTensors feed = batch;
-  for (const auto& [name, shape] : params) feed[name] = model.weights.at(name);
-  auto loss_at = [&](const NamedTensors& f) { return forward.run(f).at("loss").scalar_at(0); };
-  for (const auto& [name, shape] : params) {
-    const Tensor& before = model.weights.at(name);
-    const Tensor& after = trainer.parameters().at(name);
-    for (int64_t j = 0; j < before.numel(); ++j) {
-      NamedTensors plus = feed, minus = feed;
-      plus[name] = before.clone();
-      minus[name] = before.clone();
-      plus[name].as<double>()[j] += 1e-6;
-      minus[name].as<double>()[j] -= 1e-6;
-      const double fd = (loss_at(plus) - loss_at(minus)) / 2e-6;
-      EXPECT_NEAR(after.scalar_at(j), before.scalar_at(j) - lr * fd, 1e-7)
-          << name << "[" << j << "]";
-    }
-  }
+  test::expect_sgd_step_follows_gradient(model, batch, {"Attention", "AttentionBackward"});
 }
 
 // k and v of another dtype than q (an f32 KV cache read by f64 queries): the rule converts them

@@ -6,20 +6,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <functional>
 #include <random>
-#include <set>
 
-#include "rlx/core/autodiff.h"
 #include "rlx/core/builder.h"
 #include "rlx/core/error.h"
-#include "rlx/core/op_registry.h"
-#include "rlx/core/optimizers.h"
 #include "rlx/core/runtime.h"
-#include "rlx/core/trainer.h"
 #include "backward_test_support.h"
 #include "test_support.h"
 
@@ -28,7 +20,6 @@ namespace {
 
 using Ins = std::vector<ValueId>;
 using test::cpu_decomposing;
-using test::paths_of;
 using test::random_tensor;
 using Build = std::function<ValueId(GraphBuilder&, const Ins&)>;
 
@@ -63,39 +54,8 @@ void check_against_finite_differences(const Case& c, std::shared_ptr<Target> tar
   const ValueId loss = b.reduce(b.mul(y, w), axes, ReduceKind::kSum);
   g.values[loss].name = "loss";
   g.outputs.push_back(loss);
-  // The forward op is kept whole through decompose_to_mir, and its rule emits the backward op.
-  g = decompose_to_mir(g);
-  std::vector<ValueId> wrt;
-  for (size_t i = 0; i < ins.size(); ++i) wrt.push_back(*g.find_value("x" + std::to_string(i)));
-  const std::vector<ValueId> grads = append_gradients(g, *g.find_value("loss"), wrt);
-  for (size_t i = 0; i < grads.size(); ++i) {
-    g.values[grads[i]].name = "grad" + std::to_string(i);
-    g.outputs.push_back(grads[i]);
-  }
-  verify_graph(g);
-
-  Session session(std::move(target));
-  CompiledModel model = session.compile(g);
-  EXPECT_EQ(paths_of(model, c.backward_op), std::vector<LoweringPath>{backward_path});
-  const NamedTensors out = model.run(feed);
-  auto loss_at = [&](const NamedTensors& f) { return model.run(f).at("loss").scalar_at(0); };
-  for (size_t i = 0; i < ins.size(); ++i) {
-    const std::string name = "x" + std::to_string(i);
-    const Tensor& analytic = out.at("grad" + std::to_string(i));
-    const Tensor& x = feed.at(name);
-    ASSERT_EQ(analytic.numel(), x.numel());
-    for (int64_t j = 0; j < x.numel(); ++j) {
-      const double h = 1e-6;
-      NamedTensors plus = feed, minus = feed;
-      plus[name] = x.clone();
-      minus[name] = x.clone();
-      plus[name].as<double>()[j] += h;
-      minus[name].as<double>()[j] -= h;
-      const double fd = (loss_at(plus) - loss_at(minus)) / (2 * h);
-      EXPECT_NEAR(analytic.scalar_at(j), fd, 1e-6 * std::max(1.0, std::fabs(fd)))
-          << name << " element " << j;
-    }
-  }
+  test::expect_rule_matches_finite_differences(std::move(g), feed, std::move(target), c.backward_op,
+                                               backward_path);
 }
 
 Build layer_norm(double eps) {
@@ -172,8 +132,7 @@ Graph backward_graph(const KernelCase& c, DType d) {
   return g;
 }
 
-// f64 values; f32 cases take them rounded, so the f64 run on the rounded values is their exact
-// reference.
+// f64 values (the check rounds them to the dtype of each run).
 NamedTensors backward_inputs(const KernelCase& c) {
   std::mt19937 rng(99);
   NamedTensors in;
@@ -183,21 +142,6 @@ NamedTensors backward_inputs(const KernelCase& c) {
   if (c.scale) in["scale"] = random_tensor(DType::kF64, {c.x.back()}, 0.5, 1.5, rng);
   in["dy"] = random_tensor(DType::kF64, c.x, -1.0, 1.0, rng);
   return in;
-}
-
-NamedTensors converted(const NamedTensors& in, DType d) {
-  NamedTensors out;
-  for (const auto& [name, t] : in) {
-    Tensor c(d, t.shape());
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (d == DType::kF64)
-        c.as<double>()[i] = t.scalar_at(i);
-      else
-        c.as<float>()[i] = static_cast<float>(t.scalar_at(i));
-    }
-    out[name] = c;
-  }
-  return out;
 }
 
 std::vector<KernelCase> kernel_cases() {
@@ -215,36 +159,13 @@ std::vector<KernelCase> kernel_cases() {
   };
 }
 
+// dscale and dbias are partial sums combined in a fixed order: the same bits on every run.
 TEST(NormGradients, NativeKernelsAgreeWithDecompositions) {
   for (DType d : {DType::kF64, DType::kF32}) {
     for (const KernelCase& c : kernel_cases()) {
       SCOPED_TRACE(fmt::format("{} {} x{}", c.op, dtype_name(d), c.x.size()));
-      const Graph g = backward_graph(c, d);
-      const NamedTensors in = converted(converted(backward_inputs(c), d), DType::kF64);
-      Session native_session(test::cpu_target()), shared_session(cpu_decomposing());
-      CompiledModel native = native_session.compile(g), shared = shared_session.compile(g);
-      ASSERT_EQ(paths_of(native, c.op), std::vector<LoweringPath>{LoweringPath::kNative});
-      ASSERT_EQ(paths_of(shared, c.op), std::vector<LoweringPath>{LoweringPath::kSharedIr});
-      const NamedTensors in_d = converted(in, d);
-      const NamedTensors got = native.run(in_d);
-      if (d == DType::kF64) {
-        // Sums in another order: a few ulps apart.
-        test::expect_all_close(shared.run(in), got, 1e-12, c.op);
-      } else {
-        // Both f32 paths against the exact (f64) values of the same inputs: dscale and dbias
-        // add up to 4000 rows whose terms cancel, so f32 rounding reaches ~1e-5 of a result of
-        // magnitude 1; the native kernel must be as close as the decomposition is.
-        const Graph g64 = backward_graph(c, DType::kF64);
-        Session exact_session(cpu_decomposing());
-        const NamedTensors exact = exact_session.compile(g64).run(in);
-        test::expect_all_close(exact, converted(got, DType::kF64), 5e-5, c.op + " native");
-        test::expect_all_close(exact, converted(shared.run(in_d), DType::kF64), 5e-5,
-                               c.op + " decomposition");
-      }
-      // The partial sums are combined in a fixed order: the same bits on every run.
-      const NamedTensors again = native.run(in_d);
-      for (const auto& [name, t] : got)
-        EXPECT_EQ(std::memcmp(t.data(), again.at(name).data(), t.nbytes()), 0) << name;
+      ASSERT_NO_FATAL_FAILURE(test::expect_native_agrees_with_decomposition(
+          [&c](DType dt) { return backward_graph(c, dt); }, c.op, backward_inputs(c), d, c.op));
     }
   }
 }
@@ -271,34 +192,9 @@ TEST(NormGradients, ATrainingStepMovesParametersByTheGradient) {
 
   const NamedTensors batch = {{"x", random_tensor(DType::kF64, {5, 6}, -1, 1, rng)},
                               {"t", random_tensor(DType::kF64, {5, 4}, -1, 1, rng)}};
-  const double lr = 0.1;
-  Trainer trainer(test::cpu_target(), model, parse_optimizer("sgd:lr=0.1"));
-  std::set<std::string> ops;
-  for (const Node& n : trainer.graph().graph.nodes) ops.insert(n.op);
-  for (const char* op : {"LayerNorm", "RMSNorm", "Softmax", "LayerNormBackward", "RMSNormBackward",
-                         "SoftmaxBackward"})
-    EXPECT_TRUE(ops.count(op)) << op << " is not in the training graph";
-  trainer.step(batch);
-
-  Session session(test::cpu_target());
-  CompiledModel forward = session.compile(params_as_inputs(model));
-  NamedTensors feed = batch;
-  for (const auto& [name, shape] : params) feed[name] = model.weights.at(name);
-  auto loss_at = [&](const NamedTensors& f) { return forward.run(f).at("loss").scalar_at(0); };
-  for (const auto& [name, shape] : params) {
-    const Tensor& before = model.weights.at(name);
-    const Tensor& after = trainer.parameters().at(name);
-    for (int64_t j = 0; j < before.numel(); ++j) {
-      NamedTensors plus = feed, minus = feed;
-      plus[name] = before.clone();
-      minus[name] = before.clone();
-      plus[name].as<double>()[j] += 1e-6;
-      minus[name].as<double>()[j] -= 1e-6;
-      const double fd = (loss_at(plus) - loss_at(minus)) / 2e-6;
-      EXPECT_NEAR(after.scalar_at(j), before.scalar_at(j) - lr * fd, 1e-7)
-          << name << "[" << j << "]";
-    }
-  }
+  test::expect_sgd_step_follows_gradient(model, batch,
+                                         {"LayerNorm", "RMSNorm", "Softmax", "LayerNormBackward",
+                                          "RMSNormBackward", "SoftmaxBackward"});
 }
 
 std::string infer_error(const std::string& op, const std::vector<TensorType>& in,

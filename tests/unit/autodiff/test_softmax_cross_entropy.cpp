@@ -26,6 +26,7 @@
 namespace rlx {
 namespace {
 
+using test::as_dtype;
 using test::paths_of;
 using test::random_tensor;
 
@@ -71,18 +72,6 @@ std::vector<int64_t> random_labels(int64_t n, int64_t c, std::mt19937& rng) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (auto& x : v) x = u(rng);
   return v;
-}
-
-// The same values in dtype d (f32 rounds them).
-Tensor as_dtype(const Tensor& t, DType d) {
-  Tensor out(d, t.shape());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (d == DType::kF64)
-      out.as<double>()[i] = t.scalar_at(i);
-    else
-      out.as<float>()[i] = static_cast<float>(t.scalar_at(i));
-  }
-  return out;
 }
 
 // The definition with the row maximum taken out, in long double: a confident row's loss log(s)
