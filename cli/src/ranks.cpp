@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -107,6 +108,56 @@ pid_t spawn_rank(const std::string& exe, std::vector<std::string> args, int rank
     throw CliError(
         fmt::format("--nproc: cannot start rank {} ({}): {}", rank, exe, std::strerror(rc)));
   return pid;
+}
+
+void end_ranks(const std::vector<pid_t>& pids, const std::vector<bool>& done, int signal) {
+  for (size_t r = 0; r < pids.size(); ++r)
+    if (!done[r]) ::kill(pids[r], signal);
+}
+
+struct RanksEnd {
+  int first_failed = -1;  // -1: every rank exited with 0
+  int first_status = 0;
+  std::vector<int> ended;  // the ranks still running after the failure, ended by the launcher
+};
+
+// Waits for every rank. Once one fails, the others cannot finish the job: a rank that has not
+// reached the rendezvous leaves the rest waiting there for the whole collective timeout, so they
+// are ended after a short grace. The grace lets ranks that fail on their own (a closed connection
+// ends them at their next collective at once) print their own errors first. A rank that exits
+// with 0 ends nothing: ranks finish at slightly different times.
+RanksEnd wait_for_ranks(const std::vector<pid_t>& pids) {
+  constexpr auto kGrace = std::chrono::milliseconds(500);
+  constexpr auto kTermToKill = std::chrono::seconds(1);  // for a rank that ignores SIGTERM
+  const size_t world = pids.size();
+  std::vector<bool> done(world, false);
+  size_t remaining = world;
+  RanksEnd end;
+  Clock::time_point term_at = Clock::time_point::max(), kill_at = Clock::time_point::max();
+  while (remaining > 0) {
+    for (size_t r = 0; r < world; ++r) {
+      int status = 0;
+      if (done[r] || ::waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
+      done[r] = true;
+      --remaining;
+      if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || end.first_failed >= 0) continue;
+      end.first_failed = static_cast<int>(r), end.first_status = status;
+      term_at = Clock::now() + kGrace;
+    }
+    if (remaining > 0 && Clock::now() > term_at) {
+      for (size_t r = 0; r < world; ++r)
+        if (!done[r]) end.ended.push_back(static_cast<int>(r));
+      end_ranks(pids, done, SIGTERM);
+      term_at = Clock::time_point::max();
+      kill_at = Clock::now() + kTermToKill;
+    }
+    if (remaining > 0 && Clock::now() > kill_at) {
+      end_ranks(pids, done, SIGKILL);
+      kill_at = Clock::time_point::max();
+    }
+    if (remaining > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return end;
 }
 
 }  // namespace
@@ -220,39 +271,32 @@ std::optional<int> launch_ranks(const RankOptions& given) {
       fmt::format("file://{}?timeout={}&transport={}", dir.string(), timeout_of(o), o.transport);
   const std::vector<std::string> args = own_arguments();
   std::vector<pid_t> pids;
-  for (int r = 0; r < world; ++r) pids.push_back(spawn_rank(exe, args, r, world, rendezvous));
-
-  // Wait for every rank. After the first failure the others fail on their own within the
-  // collective timeout (a closed connection ends them at once); past that they are killed.
-  std::vector<bool> done(world, false);
-  int remaining = world, first_failed = -1, first_status = 0;
-  Clock::time_point kill_at = Clock::time_point::max();  // set by the first failure
-  while (remaining > 0) {
-    for (int r = 0; r < world; ++r) {
-      int status = 0;
-      if (done[r] || ::waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
-      done[r] = true;
-      --remaining;
-      if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || first_failed >= 0) continue;
-      first_failed = r, first_status = status;
-      kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(timeout_of(o) + 5));
-    }
-    if (Clock::now() > kill_at) {
-      for (int r = 0; r < world; ++r)
-        if (!done[r]) ::kill(pids[r], SIGKILL);
-      kill_at = Clock::time_point::max();
-    }
-    if (remaining > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  try {
+    for (int r = 0; r < world; ++r) pids.push_back(spawn_rank(exe, args, r, world, rendezvous));
+  } catch (...) {
+    // The ranks already started would wait at the rendezvous for the one that never came.
+    end_ranks(pids, std::vector<bool>(pids.size(), false), SIGKILL);
+    for (pid_t pid : pids) ::waitpid(pid, nullptr, 0);
+    fs::remove_all(dir, ec);
+    throw;
   }
+  const RanksEnd end = wait_for_ranks(pids);
   fs::remove_all(dir, ec);
-  if (first_failed < 0) return 0;
-  std::fputs(fmt::format("rlx: rank {} of {} {}; the other ranks stopped at their next "
-                         "collective\n",
-                         first_failed, world, describe(first_status))
+  if (end.first_failed < 0) return 0;
+  std::string others = "the other ranks stopped at their next collective";
+  if (!end.ended.empty()) {
+    std::vector<std::string> names;
+    for (int r : end.ended) names.push_back(std::to_string(r));
+    others = fmt::format(
+        "the launcher ended rank{} {}, which {} still running (waiting for it at "
+        "the rendezvous or a collective)",
+        names.size() > 1 ? "s" : "", fmt::join(names, ", "), names.size() > 1 ? "were" : "was");
+  }
+  std::fputs(fmt::format("rlx: rank {} of {} {}; {}\n", end.first_failed, world,
+                         describe(end.first_status), others)
                  .c_str(),
              stderr);
-  return exit_code_of(first_status);
+  return exit_code_of(end.first_status);
 }
 
 // OpenMPI binds each rank to one core by default when there are no more ranks than cores; Gloo's

@@ -57,7 +57,8 @@ Model load_model_shard(const registry::Registry& reg, const std::filesystem::pat
 
 // With --nproc N in a process that is not a rank yet: runs the N ranks of this command line,
 // waits for them and returns the exit code (0 when every rank succeeded, else the first failed
-// rank's). nullopt when this process is to do the work itself.
+// rank's). Once a rank fails, the ranks still running are ended half a second later. nullopt
+// when this process is to do the work itself.
 std::optional<int> launch_ranks(const RankOptions& options);
 
 // In a rank (started by launch_ranks or by mpirun), opens `target`'s channel to the other ranks;

@@ -1,8 +1,13 @@
 // `rlx run MODEL --nproc N` and `mpirun -n N rlx run MODEL`: ranks join through the cpu target's
 // Gloo channel and the graph's collectives see every rank; rank 0 alone prints.
 #include <sched.h>
+#include <signal.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <future>
+#include <iterator>
 #include <thread>
 
 #include "cli_fixture.h"
@@ -46,6 +51,50 @@ TEST_F(RanksCli, AGraphForThreeRanksRunOnTwoFailsOnEveryRankNamingTheMismatch) {
   EXPECT_THAT(r.err, HasSubstr("built for a communicator of 3 ranks, and this job has 2"))
       << dump(r);
   EXPECT_THAT(r.err, HasSubstr("rlx: rank ")) << dump(r);
+}
+
+// The pid of the process that is rank `rank` of a launch whose command line holds `marker` (an
+// argument no other process has), or 0 while there is none: found through /proc, as the test
+// only sees the launcher.
+pid_t find_rank(const std::string& marker, int rank) {
+  auto read = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string args = read(e.path() / "cmdline");
+    const std::string env = '\0' + read(e.path() / "environ");
+    if (args.find('\0' + marker + '\0') != std::string::npos &&
+        env.find('\0' + fmt::format("RLX_RANK={}", rank) + '\0') != std::string::npos)
+      return static_cast<pid_t>(std::stoi(name));
+  }
+  return 0;
+}
+
+// A rank that ends before the rendezvous (killed here as soon as it starts: no rank can be made
+// to fail alone before it) would leave the others waiting there for the whole collective
+// timeout; the launcher ends them at once instead, and names the rank that ended first.
+TEST_F(RanksCli, ARankEndingBeforeTheRendezvousEndsTheOthersPromptly) {
+  const std::string g = graph().string();
+  const auto start = std::chrono::steady_clock::now();
+  std::future<ProcessResult> job = std::async(std::launch::async, [&] {
+    return rlx({"run", g, "--input", "x=1,2,3", "--nproc", "3", "--collective-timeout", "60"});
+  });
+  pid_t rank1 = 0;
+  while (!rank1 && std::chrono::steady_clock::now() - start < std::chrono::seconds(20) &&
+         job.wait_for(std::chrono::milliseconds(1)) == std::future_status::timeout)
+    rank1 = find_rank(g, 1);
+  if (!rank1) FAIL() << "rank 1 was not found running\n" << dump(job.get());
+  ASSERT_EQ(::kill(rank1, SIGKILL), 0);
+  ProcessResult r = job.get();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 15) << dump(r);
+  EXPECT_NE(r.exit_code, 0) << dump(r);
+  EXPECT_THAT(r.err, HasSubstr("rlx: rank 1 of 3 was killed by signal 9")) << dump(r);
 }
 
 TEST_F(RanksCli, WithoutRanksTheCollectiveSaysHowToStartThem) {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <mutex>
 #include <vector>
@@ -265,7 +266,10 @@ std::shared_ptr<GlooComm> GlooComm::open(const ChannelOptions& options) {
 GlooComm::~GlooComm() {
   // A last barrier, so no rank tears its connections down while a peer still reads from them.
   stop_worker();
-  if (!context_ || failed_ || size_ == 1) return;
+  // While an error unwinds this rank, the others are not at a barrier (they wait at a collective
+  // this rank will never reach): waiting here would only delay its exit, and the launcher's
+  // report of it, by the barrier's timeout.
+  if (!context_ || failed_ || size_ == 1 || std::uncaught_exceptions() > 0) return;
   try {
     complete_sends();
     gloo::BarrierOptions opts(context_);
