@@ -19,7 +19,7 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
-#include "pipeline_inference.h"
+#include "batch_across_ranks.h"
 #include "ranks.h"
 #include "rlx/core/device_stats.h"
 #include "rlx/core/half.h"
@@ -213,7 +213,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   const Bindings binds = parse_bind_specs(o.bind, 1);
   if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
   std::shared_ptr<Channel> channel;  // the ranks' collectives, while the runs last
-  int32_t root = -1;                 // --micro-batches: the rank whose results all take
+  BatchPlan plan;                    // the batch over replicas and micro-batches
 
   // A compiled folder (`rlx compile -o DIR`) is loaded instead of compiled: its load time is
   // measured as a model's compile time is, and reported next to the compile time it recorded.
@@ -248,12 +248,13 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     require_can_execute(*target, target_name, model_path);
     channel = join_ranks(*target, o.ranks);
     model = load_model_shard(reg, model_path, o.ranks,
-                             o.inputs.given() ? import_options_for(given) : import_options_for(binds));
+                             o.inputs.given() ? import_options_for(given) : import_options_for(binds),
+                             /*copies=*/true);
     frozen = take_frozen_inputs(model, given);
     if (o.q8_activations) use_q8_activations(model, model_path);
     use_precision(model, o.precision, model_path);
     if (o.kv_cache) use_kv_cache(model, o.graph, *o.kv_cache, model_path);
-    root = prepare_micro_batches(model, o.graph, o.micro_batches, o.ranks, channel.get());
+    plan = plan_batch(model, o.graph, o.micro_batches, o.ranks, channel.get());
     auto t0 = Clock::now();
     Session session(target);
     compiled = session.compile(model, o.graph);
@@ -269,8 +270,8 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
   auto run_once = [&](NamedTensors& outputs) {
     if (loaded)
       loaded->run(inputs, outputs);
-    else if (root >= 0)
-      outputs = run_micro_batches(*compiled, graph, inputs, *o.micro_batches, *channel, root);
+    else if (plan.splits())
+      outputs = run_batch(*compiled, graph, inputs, plan, *channel);
     else
       compiled->run(inputs, outputs);
   };

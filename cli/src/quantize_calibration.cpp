@@ -14,6 +14,7 @@
 #include "rlx/core/progress.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
+#include "tensor_rows.h"
 
 namespace rlx::cli {
 
@@ -29,17 +30,6 @@ std::optional<ValueId> param_behind(const Graph& g, ValueId v) {
   const Node& n = g.nodes[val.producer];
   if (n.op == "Cast" && n.inputs.size() == 1) return param_behind(g, n.inputs[0]);
   return std::nullopt;
-}
-
-// Rows [r0, r1) of t along axis 0.
-Tensor rows_of(const Tensor& t, int64_t r0, int64_t r1) {
-  std::vector<int64_t> shape = t.shape();
-  const int64_t row_bytes = shape[0] ? static_cast<int64_t>(t.nbytes()) / shape[0] : 0;
-  shape[0] = r1 - r0;
-  Tensor out(t.dtype(), shape);
-  std::memcpy(out.data(), static_cast<const uint8_t*>(t.data()) + r0 * row_bytes,
-              static_cast<size_t>((r1 - r0) * row_bytes));
-  return out;
 }
 
 // What one Linear's activations showed: the extremes, and for percentile a sample of values.
@@ -129,7 +119,7 @@ std::map<std::string, quant::U8Params> calibrate(const Model& model,
     NamedTensors in;
     for (ValueId v : g.inputs) {
       const std::string& name = g.values[v].name;
-      in.emplace(name, rows_of(file.at(name), r0, r1));
+      in.emplace(name, cli::rows(file.at(name), r0, r1 - r0));
     }
     NamedTensors out = compiled.run(in);
     for (const auto& [weight, value] : watched) observe(out.at(value), percentile, seen[weight]);

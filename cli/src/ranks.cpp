@@ -176,8 +176,9 @@ void add_rank_options(CLI::App& app, RankOptions& o, bool tensor_parallel) {
   if (!tensor_parallel) return;
   add_integer(app, "--tp", "N", 1, o.tp,
               "tensor parallelism: split the model's attention heads and MLP over N ranks, each "
-              "holding its share of the weights (--nproc defaults to N; Hugging Face decoder "
-              "and bert folders)");
+              "holding its share of the weights (--nproc defaults to N; run and bench also take "
+              "a multiple of --tp x --pp ranks: copies of the split model sharing the batch; "
+              "Hugging Face decoder and bert folders)");
   add_integer(app, "--pp", "P", 1, o.pp,
               "pipeline parallelism: split the model's layers into P consecutive stages, one per "
               "rank (times --tp), each holding its layers' weights (Hugging Face decoder and bert "
@@ -194,7 +195,7 @@ JobRank job_rank() {
   return {static_cast<int32_t>(*rank), static_cast<int32_t>(*world)};
 }
 
-ModelSplit model_split_of(const RankOptions& o) {
+ModelSplit model_split_of(const RankOptions& o, bool copies) {
   if (!o.tp && !o.pp) return {};
   const int64_t tp = o.tp.value_or(1), pp = o.pp.value_or(1);
   int64_t ranks = 0;
@@ -211,20 +212,26 @@ ModelSplit model_split_of(const RankOptions& o) {
                                  asked, ranks),
                      "give --nproc, or run under mpirun -n");
   }
-  if (job.world != ranks)
-    throw UsageError(fmt::format("{} needs {} ranks and the job has {}", asked, ranks, job.world),
+  if (copies ? job.world % ranks != 0 : job.world != ranks)
+    throw UsageError(fmt::format("{} needs {} ranks{} and the job has {}", asked, ranks,
+                                 copies ? fmt::format(" (or a multiple: copies of the split model, "
+                                                      "each taking a share of the batch)")
+                                        : "",
+                                 job.world),
                      fmt::format("give --nproc {} (or mpirun -n {}){}", ranks, ranks,
                                  o.pp ? std::string() : fmt::format(", or --tp {}", job.world)));
-  // Stage-major: a stage's tensor-parallel shards are consecutive ranks (rlx/core/model.h).
+  // Copy-major, then stage-major within a copy: a stage's tensor-parallel shards are
+  // consecutive ranks (rlx/core/model.h; replicas.h for the copies).
+  const int64_t local = job.rank % ranks;
   ModelSplit split;
-  if (tp > 1) split.tp = {static_cast<int32_t>(job.rank % tp), static_cast<int32_t>(tp)};
-  if (pp > 1) split.pp = {static_cast<int32_t>(job.rank / tp), static_cast<int32_t>(pp)};
+  if (tp > 1) split.tp = {static_cast<int32_t>(local % tp), static_cast<int32_t>(tp)};
+  if (pp > 1) split.pp = {static_cast<int32_t>(local / tp), static_cast<int32_t>(pp)};
   return split;
 }
 
 Model load_model_shard(const registry::Registry& reg, const fs::path& path, const RankOptions& o,
-                       ImportOptions options) {
-  const ModelSplit split = model_split_of(o);
+                       ImportOptions options, bool copies) {
+  const ModelSplit split = model_split_of(o, copies);
   options.tensor_parallel = split.tp;
   options.pipeline_parallel = split.pp;
   std::string read_by;

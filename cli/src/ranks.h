@@ -47,13 +47,16 @@ struct ModelSplit {
   TensorParallel tp;
   PipelineParallel pp;
 };
-ModelSplit model_split_of(const RankOptions& options);
+// With `copies`, a job of a multiple of those ranks holds copies of the split model (replicas.h):
+// the shard and stage are this rank's within its copy.
+ModelSplit model_split_of(const RankOptions& options, bool copies = false);
 
 // Loads the model as load_model does, as this rank's tensor-parallel shard under --tp and its
 // pipeline stage under --pp: a user error when the importer did not build what was asked (it
 // cannot split this format).
+// `copies`: as for model_split_of (the commands that share a batch between copies: run, bench).
 Model load_model_shard(const registry::Registry& reg, const std::filesystem::path& path,
-                       const RankOptions& ranks, ImportOptions options = {});
+                       const RankOptions& ranks, ImportOptions options = {}, bool copies = false);
 
 // With --nproc N in a process that is not a rank yet: runs the N ranks of this command line,
 // waits for them and returns the exit code (0 when every rank succeeded, else the first failed

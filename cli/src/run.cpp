@@ -12,7 +12,7 @@
 #include "json_out.h"
 #include "model.h"
 #include "options.h"
-#include "pipeline_inference.h"
+#include "batch_across_ranks.h"
 #include "ranks.h"
 #include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
@@ -116,20 +116,20 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks);
   GivenInputs given = read_inputs(
       o.inputs, [&](const fs::path& folder) { return read_input_folder(reg, model_path, folder); });
-  Model model_file = load_model_shard(reg, model_path, o.ranks, import_options_for(given));
+  Model model_file = load_model_shard(reg, model_path, o.ranks, import_options_for(given),
+                                      /*copies=*/true);
   const std::vector<std::string> frozen = take_frozen_inputs(model_file, given);
   if (o.q8_activations) use_q8_activations(model_file, model_path.string());
   use_precision(model_file, o.precision, model_path.string());
-  const int32_t root =
-      prepare_micro_batches(model_file, o.graph, o.micro_batches, o.ranks, channel.get());
+  const BatchPlan plan =
+      plan_batch(model_file, o.graph, o.micro_batches, o.ranks, channel.get());
   const Graph& graph = model_file.graph(o.graph);
   NamedTensors inputs = match_inputs(graph, given);
 
   Session session(target);
   CompiledModel model = session.compile(model_file, o.graph);
-  NamedTensors outputs = root >= 0 ? run_micro_batches(model, graph, inputs, *o.micro_batches,
-                                                       *channel, root)
-                                   : model.run(inputs);
+  NamedTensors outputs =
+      plan.splits() ? run_batch(model, graph, inputs, plan, *channel) : model.run(inputs);
   std::vector<std::string> names;
   for (ValueId v : graph.outputs) names.push_back(graph.values[v].name);
   json::Array frozen_json;

@@ -32,16 +32,6 @@ bool is_mlp_spec(const std::string& model) {
   return model.rfind("mlp:", 0) == 0;
 }
 
-Tensor rows(const Tensor& t, int64_t at, int64_t count, const std::shared_ptr<Target>& target) {
-  std::vector<int64_t> shape = t.shape();
-  size_t width = t.nbytes() / static_cast<size_t>(shape[0]);
-  shape[0] = count;
-  Tensor out = target ? output_tensor(target, t.dtype(), shape) : Tensor(t.dtype(), shape);
-  std::memcpy(out.data(), static_cast<const char*>(t.data()) + static_cast<size_t>(at) * width,
-              static_cast<size_t>(count) * width);
-  return out;
-}
-
 EpochLog run_epochs(Trainer& trainer, const std::vector<NamedTensors>& batches, int64_t epochs,
                     int64_t batch, const char* samples) {
   EpochLog log;

@@ -14,6 +14,7 @@
 #include "rlx/core/safetensors.h"
 #include "rlx/core/tensor.h"
 #include "rlx/core/trainer.h"
+#include "tensor_rows.h"
 
 namespace rlx::cli {
 
@@ -29,12 +30,6 @@ struct TrainOptions {
 
 // Whether --model names the built-in MLP ("mlp:IN,HIDDEN...,OUT") rather than a file.
 bool is_mlp_spec(const std::string& model);
-
-// Rows [at, at + count) of a tensor whose first dim is the batch. With `target`, in the host
-// memory its device copies from at full speed where it has some (rlx/core/host_memory.h): the
-// batches a training loop feeds every step.
-Tensor rows(const Tensor& t, int64_t at, int64_t count,
-            const std::shared_ptr<Target>& target = nullptr);
 
 // What the epochs measured.
 struct EpochLog {

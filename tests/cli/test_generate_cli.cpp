@@ -243,6 +243,48 @@ TEST_F(GenerateCliTest, MicroBatchedStagesGiveOneProcessLogits) {
         "a batch of 4 does not split into 3 equal micro-batches");
 }
 
+// A job of more ranks than --tp x --pp holds copies of the split model, each on its own group of
+// ranks and an equal share of the batch: the logits are one process's (bit for bit with stages;
+// to float rounding with tensor-parallel sums), and what cannot be shared is refused.
+TEST_F(GenerateCliTest, CopiesOfASplitModelShareTheBatch) {
+  const std::vector<std::string> ids = {"--input", "input_ids=5,9,2,7,1,3,8,4,6,11,12,10",
+                                        "--input-shape", "input_ids=4x3"};
+  auto logits = [&](const std::string& model, const std::vector<std::string>& split,
+                    const std::string& file) {
+    std::vector<std::string> args = {"run", (kFixtures / model).string(), "-o",
+                                     (dir_ / file).string(), "--collective-timeout", "60"};
+    args.insert(args.end(), ids.begin(), ids.end());
+    args.insert(args.end(), split.begin(), split.end());
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 0) << dump(r);
+    if (r.exit_code != 0) return std::vector<float>{};
+    const Tensor t = read_safetensors(dir_ / file).at("logits");
+    return std::vector<float>(t.as<float>(), t.as<float>() + t.numel());
+  };
+  const std::vector<float> llama = logits("llama-tiny", {}, "llama.safetensors");
+  EXPECT_EQ(logits("llama-tiny", {"--pp", "2", "--nproc", "4"}, "pp.safetensors"), llama);
+  EXPECT_EQ(logits("llama-tiny", {"--pp", "2", "--nproc", "4", "--micro-batches", "2"},
+                   "ppmb.safetensors"),
+            llama);
+  const std::vector<float> qwen = logits("qwen3-tiny", {}, "qwen.safetensors");
+  const std::vector<float> tp = logits("qwen3-tiny", {"--tp", "2", "--nproc", "4"}, "tp.safetensors");
+  ASSERT_EQ(tp.size(), qwen.size());
+  for (size_t i = 0; i < tp.size(); ++i) ASSERT_NEAR(tp[i], qwen[i], 1e-4) << i;
+
+  std::vector<std::string> odd = {"run", (kFixtures / "qwen3-tiny").string(), "--input",
+                                  "input_ids=1,2,3", "--input-shape", "input_ids=3x1", "--tp",
+                                  "2", "--nproc", "4"};
+  ProcessResult share = rlx(odd);
+  EXPECT_NE(share.exit_code, 0) << dump(share);
+  EXPECT_THAT(share.err, HasSubstr("a batch of 3 does not split into 2 equal shares (2 copies "
+                                   "of the model)"))
+      << dump(share);
+  ProcessResult generate =
+      rlx(Generate(kFixtures / "qwen3-tiny").args({"--tp", "2", "--nproc", "4"}));
+  EXPECT_NE(generate.exit_code, 0) << dump(generate);
+  EXPECT_THAT(generate.err, HasSubstr("--tp 2 needs 2 ranks and the job has 4")) << dump(generate);
+}
+
 TEST_F(GenerateCliTest, TemperatureZeroIsGreedy) {
   Generate g(kFixtures / "qwen3-tiny");
   ProcessResult r = rlx(g.args({"--temperature", "0", "--json"}));
