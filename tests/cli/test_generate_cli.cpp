@@ -20,6 +20,22 @@ using ::testing::Not;
 
 class GenerateCliTest : public CliTest {
  protected:
+  // `rlx run MODEL` (a fixture) on ids [4, 3] with the ranks `split` asks for: its logits.
+  std::vector<float> run_logits(const std::string& model, const std::vector<std::string>& split,
+                                const std::string& file) {
+    std::vector<std::string> args = {"run",          (kFixtures / model).string(),
+                                     "-o",           (dir_ / file).string(),
+                                     "--input",      "input_ids=5,9,2,7,1,3,8,4,6,11,12,10",
+                                     "--input-shape", "input_ids=4x3",
+                                     "--collective-timeout", "60"};
+    args.insert(args.end(), split.begin(), split.end());
+    ProcessResult r = rlx(args);
+    EXPECT_EQ(r.exit_code, 0) << dump(r);
+    if (r.exit_code != 0) return {};
+    const Tensor t = read_safetensors(dir_ / file).at("logits");
+    return std::vector<float>(t.as<float>(), t.as<float>() + t.numel());
+  }
+
   // minilm-l2-f16's sentences run by `rlx run` with the ranks `split` asks for: their embeddings
   // must equal transformers' float64 ones as one process's do (cosine >= 0.99999).
   void expect_reference_embeddings(const std::vector<std::string>& split) {
@@ -211,28 +227,17 @@ TEST_F(GenerateCliTest, PipelineStagesEmbedAsOneProcessDoes) {
 // joined and broadcast once: the logits are one process's, bit for bit (the same kernels on the
 // same rows), on every one of 4 micro-batches of one sequence and 2 of two.
 TEST_F(GenerateCliTest, MicroBatchedStagesGiveOneProcessLogits) {
-  const std::vector<std::string> ids = {"--input", "input_ids=5,9,2,7,1,3,8,4,6,11,12,10",
-                                        "--input-shape", "input_ids=4x3"};
-  auto logits = [&](const std::vector<std::string>& split, const std::string& file) {
-    std::vector<std::string> args = {"run", (kFixtures / "llama-tiny").string(), "-o",
-                                     (dir_ / file).string(), "--collective-timeout", "60"};
-    args.insert(args.end(), ids.begin(), ids.end());
-    args.insert(args.end(), split.begin(), split.end());
-    ProcessResult r = rlx(args);
-    EXPECT_EQ(r.exit_code, 0) << dump(r);
-    if (r.exit_code != 0) return std::vector<float>{};
-    const Tensor t = read_safetensors(dir_ / file).at("logits");
-    return std::vector<float>(t.as<float>(), t.as<float>() + t.numel());
-  };
-  const std::vector<float> one = logits({}, "one.safetensors");
+  const std::vector<float> one = run_logits("llama-tiny", {}, "one.safetensors");
   ASSERT_EQ(one.size(), size_t{4 * 3 * 1500});
-  EXPECT_EQ(logits({"--pp", "2", "--micro-batches", "4"}, "four.safetensors"), one);
-  EXPECT_EQ(logits({"--pp", "2", "--micro-batches", "2"}, "two.safetensors"), one);
+  EXPECT_EQ(run_logits("llama-tiny", {"--pp", "2", "--micro-batches", "4"}, "four.safetensors"),
+            one);
+  EXPECT_EQ(run_logits("llama-tiny", {"--pp", "2", "--micro-batches", "2"}, "two.safetensors"),
+            one);
 
-  std::vector<std::string> args = {"run", (kFixtures / "llama-tiny").string()};
-  args.insert(args.end(), ids.begin(), ids.end());
   auto fails = [&](const std::vector<std::string>& extra, const std::string& why) {
-    std::vector<std::string> a = args;
+    std::vector<std::string> a = {"run", (kFixtures / "llama-tiny").string(), "--input",
+                                  "input_ids=5,9,2,7,1,3,8,4,6,11,12,10", "--input-shape",
+                                  "input_ids=4x3"};
     a.insert(a.end(), extra.begin(), extra.end());
     ProcessResult r = rlx(a);
     EXPECT_NE(r.exit_code, 0) << dump(r);
@@ -247,27 +252,14 @@ TEST_F(GenerateCliTest, MicroBatchedStagesGiveOneProcessLogits) {
 // ranks and an equal share of the batch: the logits are one process's (bit for bit with stages;
 // to float rounding with tensor-parallel sums), and what cannot be shared is refused.
 TEST_F(GenerateCliTest, CopiesOfASplitModelShareTheBatch) {
-  const std::vector<std::string> ids = {"--input", "input_ids=5,9,2,7,1,3,8,4,6,11,12,10",
-                                        "--input-shape", "input_ids=4x3"};
-  auto logits = [&](const std::string& model, const std::vector<std::string>& split,
-                    const std::string& file) {
-    std::vector<std::string> args = {"run", (kFixtures / model).string(), "-o",
-                                     (dir_ / file).string(), "--collective-timeout", "60"};
-    args.insert(args.end(), ids.begin(), ids.end());
-    args.insert(args.end(), split.begin(), split.end());
-    ProcessResult r = rlx(args);
-    EXPECT_EQ(r.exit_code, 0) << dump(r);
-    if (r.exit_code != 0) return std::vector<float>{};
-    const Tensor t = read_safetensors(dir_ / file).at("logits");
-    return std::vector<float>(t.as<float>(), t.as<float>() + t.numel());
-  };
-  const std::vector<float> llama = logits("llama-tiny", {}, "llama.safetensors");
-  EXPECT_EQ(logits("llama-tiny", {"--pp", "2", "--nproc", "4"}, "pp.safetensors"), llama);
-  EXPECT_EQ(logits("llama-tiny", {"--pp", "2", "--nproc", "4", "--micro-batches", "2"},
-                   "ppmb.safetensors"),
+  const std::vector<float> llama = run_logits("llama-tiny", {}, "llama.safetensors");
+  EXPECT_EQ(run_logits("llama-tiny", {"--pp", "2", "--nproc", "4"}, "pp.safetensors"), llama);
+  EXPECT_EQ(run_logits("llama-tiny", {"--pp", "2", "--nproc", "4", "--micro-batches", "2"},
+                       "ppmb.safetensors"),
             llama);
-  const std::vector<float> qwen = logits("qwen3-tiny", {}, "qwen.safetensors");
-  const std::vector<float> tp = logits("qwen3-tiny", {"--tp", "2", "--nproc", "4"}, "tp.safetensors");
+  const std::vector<float> qwen = run_logits("qwen3-tiny", {}, "qwen.safetensors");
+  const std::vector<float> tp =
+      run_logits("qwen3-tiny", {"--tp", "2", "--nproc", "4"}, "tp.safetensors");
   ASSERT_EQ(tp.size(), qwen.size());
   for (size_t i = 0; i < tp.size(); ++i) ASSERT_NEAR(tp[i], qwen[i], 1e-4) << i;
 
