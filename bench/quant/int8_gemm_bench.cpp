@@ -69,19 +69,22 @@ double bench(int64_t M, int64_t N, int64_t K) {
   for (auto& v : x) v = val(rng);
   for (auto& v : w) v = static_cast<int8_t>(q(rng));
   const rlx::cpu::PackedInt8W packed = rlx::cpu::pack_int8_weights(w.data(), scale.data(), nullptr, N, K);
+  // QMatMul's own call: the rounding of each block of rows is done by the task that multiplies
+  // it, in the product's parallel region.
   rlx::cpu::U8RowBuffer rows;
-  rows.ld = packed.kp;
-  rows.q.assign(M * packed.kp, 0);
-  rows.scale.resize(M);
-  rows.zero.resize(M);
   auto once = [&] {
-    rlx::cpu::quantize_rows_u8(x.data(), K, 0, M, K, nullptr, nullptr, rows);
-    rlx::cpu::int8_gemm(packed, rows.rows(), M, y.data(), N);
+    rlx::cpu::int8_matmul_f32(packed, x.data(), K, M, nullptr, nullptr, rows, y.data(), N);
   };
-  for (int i = 0; i < 3; ++i) once();
+  // 50 ms of warm-up, not a few calls: TBB starts its worker at the first shape's first call,
+  // and on the 2-vCPU test machine the next 2-6 ms (30-120 calls at M = 128) still ran at one
+  // thread's speed before the worker ran beside the main thread.
+  const auto warm_until = Clock::now() + std::chrono::milliseconds(50);
+  for (int i = 0; i < 3 || Clock::now() < warm_until; ++i) once();
   std::vector<double> t;
-  const int reps = std::max<int64_t>(5, 2'000'000'000 / (2 * M * N * K));
-  for (int i = 0; i < std::min(reps, 200); ++i) {
+  // About 0.2 s a shape (2e11 ops at ~900 GOP/s), so that a burst of other work on the machine
+  // moves the median less than it did over the few ms timed before.
+  const int64_t reps = std::clamp<int64_t>(200'000'000'000 / (2 * M * N * K), 20, 2000);
+  for (int64_t i = 0; i < reps; ++i) {
     const auto t0 = Clock::now();
     once();
     t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());

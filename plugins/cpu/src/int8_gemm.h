@@ -11,6 +11,7 @@
 // ISA this CPU lacks is an error, never a silent fallback.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,8 @@ struct Int8Rows {
 };
 
 // Quantizes rows [m0, m1) of x [M, k] (row stride ldx) into rows: per row ranges (dynamic) when
-// `fixed` is null, else the given parameters for every row. q, scale, zero point into `dst`.
+// `fixed` is null, else the given parameters for every row. q (its padding bytes past k zeroed,
+// so a reused buffer needs no clearing), scale, zero point into `dst`.
 struct U8RowBuffer {
   std::vector<uint8_t> q;
   std::vector<float> scale;
@@ -65,7 +67,27 @@ void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64
 void int8_gemm_block(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1, int64_t p0,
                      int64_t p1, float* y, int64_t ldy);
 
-// The whole product, split over threads: y [M, N] (row stride ldy).
+// Takes each finished tile of int8_matmul_f32: rows [m0, m0 + rows) x columns [n0, n0 + cols)
+// of the result, at t with row stride ld (a scratch tile, so an epilogue may read operands that
+// share the result's storage before the tile is stored).
+using Int8TileSink =
+    std::function<void(float* t, int64_t ld, int64_t m0, int64_t n0, int64_t rows, int64_t cols)>;
+
+// QMatMul's whole product: x f32 [M, k] (row stride ldx) rounded to u8 into `buf` (sized here)
+// as quantize_rows_u8 does, times w, into y [M, N] (row stride ldy) or, when `sink` is given,
+// through it. One parallel region: each task rounds its own block of rows and multiplies it
+// right away, so the rounding is split over the threads with the product and its bytes are
+// still in L1/L2 when read. (A serial rounding before the product, or a second parallel region
+// for it, let the idle worker fall asleep: waking it cost ~40 us, as long as the whole product
+// of 128 x 384 x 384 on two threads.)
+// x must not share y's storage, as rows are rounded while other blocks' results are written
+// (the arena planner never lets a kernel's result overlap its operands).
+void int8_matmul_f32(const PackedInt8W& w, const float* x, int64_t ldx, int64_t M,
+                     const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& buf,
+                     float* y, int64_t ldy, const Int8TileSink* sink = nullptr);
+
+// The product of rows already rounded, split over threads like int8_matmul_f32: y [M, N] (row
+// stride ldy).
 void int8_gemm(const PackedInt8W& w, const Int8Rows& x, int64_t M, float* y, int64_t ldy);
 
 namespace detail {

@@ -1,9 +1,7 @@
 #include "qmatmul.h"
 
 #include <fmt/format.h>
-#include <tbb/blocked_range.h>
-#include <tbb/blocked_range2d.h>
-#include <tbb/parallel_for.h>
+#include <algorithm>
 
 #include "dequant_matmul.h"
 #include "rlx/core/error.h"
@@ -78,31 +76,17 @@ void QMatMulCall::run(const std::vector<void*>& ptrs) const {
   // A buffer per call, not per thread: while this thread waits for its tasks below, TBB may
   // hand it another kernel's QMatMul, which would overwrite a thread_local in use.
   U8RowBuffer rows;
-  rows.ld = w->kp;
-  rows.q.assign(static_cast<size_t>(M_ * w->kp), 0);
-  rows.scale.resize(static_cast<size_t>(M_));
-  rows.zero.resize(static_cast<size_t>(M_));
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, M_, 16), [&](const tbb::blocked_range<int64_t>& r) {
-    quantize_rows_u8(x, K_, r.begin(), r.end(), K_, xs, xz, rows);
-  });
-  const Int8Rows xq = rows.rows();
   const GemmEpilogue ep = fused_epilogue(k_, ptrs);
-  if (ep.empty()) return int8_gemm(*w, xq, M_, y, N_);
-  // With a fused epilogue each tile is computed into scratch first: the epilogue may read an
+  if (ep.empty()) return int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_);
+  // With a fused epilogue each tile comes in a scratch tile first: the epilogue may read an
   // operand that shares y's storage (a residual the planner let the result overwrite), element
   // by element, which must still hold its value when read.
-  const int64_t tile_rows = M_ >= 64 ? 64 : M_;
-  tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, M_, tile_rows, 0, w->panels, 4),
-                    [&](const tbb::blocked_range2d<int64_t>& r) {
-                      const int64_t m0 = r.rows().begin(), m1 = r.rows().end();
-                      const int64_t p0 = r.cols().begin(), p1 = r.cols().end();
-                      const int64_t n0 = p0 * 16, n1 = std::min(N_, p1 * 16), ld = (p1 - p0) * 16;
-                      std::vector<float> tile(static_cast<size_t>((m1 - m0) * ld));
-                      int8_gemm_block(*w, xq, m0, m1, p0, p1, tile.data(), ld);
-                      apply_epilogue(ep, tile.data(), ld, m0, n0, m1 - m0, n1 - n0);
-                      for (int64_t m = m0; m < m1; ++m)
-                        std::copy_n(tile.data() + (m - m0) * ld, n1 - n0, y + m * N_ + n0);
-                    });
+  const Int8TileSink sink = [&](float* t, int64_t ld, int64_t m0, int64_t n0, int64_t rows_n,
+                                int64_t cols) {
+    apply_epilogue(ep, t, ld, m0, n0, rows_n, cols);
+    for (int64_t r = 0; r < rows_n; ++r) std::copy_n(t + r * ld, cols, y + (m0 + r) * N_ + n0);
+  };
+  int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_, &sink);
 }
 
 }  // namespace rlx::cpu

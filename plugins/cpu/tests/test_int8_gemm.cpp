@@ -3,8 +3,11 @@
 // (rlx/core/quantize.h): u8 activations per row, s8 weights per channel, exact integer sums.
 #include <gtest/gtest.h>
 
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -123,6 +126,66 @@ TEST_P(Int8Gemm, StaticParametersAreUsedForEveryRow) {
       const double want = acc * s * p.scale[n];
       EXPECT_NEAR(y[m * p.N + n], want, 1e-5 * (std::fabs(want) + 1e-3));
     }
+}
+
+// int8_matmul_f32 rounds each block of rows in the task that multiplies it, and splits the
+// panels of a block too when the rows are few for the threads: both splits, at sizes that are
+// not multiples of the blocks, tiles or 4, give the very bytes of the separate steps run on one
+// thread (the integer sums are exact), and the tile sink sees every element once.
+TEST_P(Int8Gemm, FusedRoundingAndSplitsEqualTheSeparateSteps) {
+  const int64_t shapes[][3] = {{1, 1, 1},       {3, 17, 5},    {9, 33, 13},  {31, 50, 7},
+                               {130, 100, 383}, {200, 36, 18}, {65, 161, 6}, {8, 16, 4}};
+  uint32_t seed = 40;
+  for (const auto& s : shapes) {
+    const Problem p = random_problem(s[0], s[1], s[2], seed++);
+    PackedInt8W w = pack_int8_weights(p.w.data(), p.scale.data(), p.scale.data(), p.N, p.K);
+    for (int fixed = 0; fixed < 2; ++fixed) {
+      const float fs = 0.02f;
+      const uint8_t fz = 120;
+      const float* xs = fixed ? &fs : nullptr;
+      const uint8_t* xz = fixed ? &fz : nullptr;
+      // The separate steps on one thread: all rows rounded, then one block of everything.
+      U8RowBuffer want_rows;
+      want_rows.ld = w.kp;
+      want_rows.q.assign(static_cast<size_t>(p.M * w.kp), 0);
+      want_rows.scale.resize(static_cast<size_t>(p.M));
+      want_rows.zero.resize(static_cast<size_t>(p.M));
+      quantize_rows_u8(p.x.data(), p.K, 0, p.M, p.K, xs, xz, want_rows);
+      std::vector<float> want(static_cast<size_t>(p.M * p.N), -7.0f);
+      int8_gemm_block(w, want_rows.rows(), 0, p.M, 0, w.panels, want.data(), p.N);
+      for (int threads : {1, 2, 3, 8}) {
+        tbb::task_arena arena(threads);
+        arena.execute([&] {
+          const std::string where = "M " + std::to_string(p.M) + " N " + std::to_string(p.N) +
+                                    " K " + std::to_string(p.K) + " fixed " +
+                                    std::to_string(fixed) + " threads " + std::to_string(threads) +
+                                    " on " + int8_isa_name(GetParam());
+          // A reused buffer holds stale bytes: the rounding must clear the padding itself.
+          U8RowBuffer rows;
+          rows.q.assign(static_cast<size_t>(p.M * w.kp + 64), 0xFF);
+          std::vector<float> got(static_cast<size_t>(p.M * p.N), -7.0f);
+          int8_matmul_f32(w, p.x.data(), p.K, p.M, xs, xz, rows, got.data(), p.N);
+          EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << where;
+
+          std::vector<float> sunk(static_cast<size_t>(p.M * p.N), -7.0f);
+          std::vector<int> seen(static_cast<size_t>(p.M * p.N), 0);
+          const Int8TileSink sink = [&](float* t, int64_t ld, int64_t m0, int64_t n0,
+                                        int64_t rows_n, int64_t cols) {
+            for (int64_t r = 0; r < rows_n; ++r)
+              for (int64_t c = 0; c < cols; ++c) {
+                sunk[(m0 + r) * p.N + n0 + c] = t[r * ld + c];
+                ++seen[(m0 + r) * p.N + n0 + c];
+              }
+          };
+          int8_matmul_f32(w, p.x.data(), p.K, p.M, xs, xz, rows, nullptr, 0, &sink);
+          EXPECT_EQ(0, std::memcmp(sunk.data(), want.data(), sunk.size() * sizeof(float)))
+              << where << " through the sink";
+          EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }))
+              << where << " through the sink";
+        });
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryIsa, Int8Gemm,
