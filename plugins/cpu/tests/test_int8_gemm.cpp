@@ -55,14 +55,21 @@ std::vector<double> reference(const Problem& p) {
   return y;
 }
 
-std::vector<float> run(const Problem& p) {
-  PackedInt8W w = pack_int8_weights(p.w.data(), p.scale.data(), nullptr, p.N, p.K);
+// Every row of p.x rounded on this thread into a fresh buffer (fixed parameters when given).
+U8RowBuffer rounded_rows(const Problem& p, const PackedInt8W& w, const float* fixed_scale = nullptr,
+                         const uint8_t* fixed_zero = nullptr) {
   U8RowBuffer rows;
   rows.ld = w.kp;
   rows.q.assign(static_cast<size_t>(p.M * w.kp), 0);
   rows.scale.resize(static_cast<size_t>(p.M));
   rows.zero.resize(static_cast<size_t>(p.M));
-  quantize_rows_u8(p.x.data(), p.K, 0, p.M, p.K, nullptr, nullptr, rows);
+  quantize_rows_u8(p.x.data(), p.K, 0, p.M, p.K, fixed_scale, fixed_zero, rows);
+  return rows;
+}
+
+std::vector<float> run(const Problem& p) {
+  PackedInt8W w = pack_int8_weights(p.w.data(), p.scale.data(), nullptr, p.N, p.K);
+  U8RowBuffer rows = rounded_rows(p, w);
   std::vector<float> y(static_cast<size_t>(p.M * p.N), -7.0f);
   int8_gemm(w, rows.rows(), p.M, y.data(), p.N);
   return y;
@@ -145,12 +152,7 @@ TEST_P(Int8Gemm, FusedRoundingAndSplitsEqualTheSeparateSteps) {
       const float* xs = fixed ? &fs : nullptr;
       const uint8_t* xz = fixed ? &fz : nullptr;
       // The separate steps on one thread: all rows rounded, then one block of everything.
-      U8RowBuffer want_rows;
-      want_rows.ld = w.kp;
-      want_rows.q.assign(static_cast<size_t>(p.M * w.kp), 0);
-      want_rows.scale.resize(static_cast<size_t>(p.M));
-      want_rows.zero.resize(static_cast<size_t>(p.M));
-      quantize_rows_u8(p.x.data(), p.K, 0, p.M, p.K, xs, xz, want_rows);
+      U8RowBuffer want_rows = rounded_rows(p, w, xs, xz);
       std::vector<float> want(static_cast<size_t>(p.M * p.N), -7.0f);
       int8_gemm_block(w, want_rows.rows(), 0, p.M, 0, w.panels, want.data(), p.N);
       for (int threads : {1, 2, 3, 8}) {
