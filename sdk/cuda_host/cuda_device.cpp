@@ -68,6 +68,18 @@ std::string CudaDeviceInfo::describe() const {
                      version_text(driver_version));
 }
 
+int local_rank_from_env() {
+  for (const char* name : {"RLX_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    // A malformed value is ignored like an absent one: the launcher's own checks name it.
+    if (*end == '\0' && n >= 0 && n <= std::numeric_limits<int>::max()) return static_cast<int>(n);
+  }
+  return 0;
+}
+
 const CudaContext* cuda_context(std::string* why) {
   struct Found {
     const CudaContext* context = nullptr;
@@ -125,6 +137,8 @@ const CudaContext* cuda_context(std::string* why) {
         return f;
       }
       info.ordinal = static_cast<int>(n);
+    } else {
+      info.ordinal = local_rank_from_env() % count;
     }
     CuDevice device = 0;
     CuContext context = nullptr;

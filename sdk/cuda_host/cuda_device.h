@@ -7,8 +7,10 @@
 // target runs CUDA C++ on it; the rocm target's HIP-on-CUDA mode runs its HIP source on it
 // through a header that maps HIP onto CUDA.
 //
-// The device is ordinal 0, or RLX_CUDA_DEVICE=<ordinal>. Every call makes the context current on
-// the calling thread, so the executor may be driven from any thread (one at a time).
+// The device is RLX_CUDA_DEVICE=<ordinal> when set; otherwise a rank of a job takes its own,
+// local_rank_from_env() modulo the number of devices (ordinal 0 outside a job). Every call makes
+// the context current on the calling thread, so the executor may be driven from any thread (one
+// at a time).
 #pragma once
 #include <functional>
 #include <map>
@@ -45,6 +47,12 @@ struct CudaContext {
   CuStream stream;
   CudaDeviceInfo info;
 };
+
+// The rank's index among the job's ranks on this machine, as its launcher set it:
+// RLX_LOCAL_RANK (`rlx --nproc` sets it for each rank), else OMPI_COMM_WORLD_LOCAL_RANK
+// (mpirun), else 0. Ranks of one machine then open different GPUs, which NCCL requires (two
+// ranks of a communicator on one GPU fail at ncclCommInitRank).
+int local_rank_from_env();
 
 // Created on first call and never destroyed (the driver must not be torn down by static
 // destructors at exit while another library may still call into it); nullptr with `why` set

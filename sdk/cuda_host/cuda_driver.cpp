@@ -63,6 +63,7 @@ Loaded load() {
   resolve(a.cuEventRecord, "cuEventRecord");
   resolve(a.cuEventElapsedTime, "cuEventElapsedTime");
   resolve(a.cuEventSynchronize, "cuEventSynchronize");
+  resolve(a.cuLaunchHostFunc, "cuLaunchHostFunc");
   return l;
 }
 

@@ -86,6 +86,9 @@ struct DriverApi {
   CuResult (*cuEventRecord)(CuEvent event, CuStream stream) = nullptr;
   CuResult (*cuEventElapsedTime)(float* ms, CuEvent start, CuEvent end) = nullptr;
   CuResult (*cuEventSynchronize)(CuEvent event) = nullptr;
+  // A host function run in stream order (the cuda target's NCCL watchdog stamps when a
+  // collective starts and ends on the device's timeline, in CUDA graphs too).
+  CuResult (*cuLaunchHostFunc)(CuStream stream, void (*fn)(void* data), void* data) = nullptr;
 };
 
 // The resolved entry points, or nullptr with `why` set ("libcuda.so.1 not found (...)"). Loaded

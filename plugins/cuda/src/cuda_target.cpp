@@ -2,9 +2,9 @@
 // to a cubin for the device's architecture and run through the shared GPU host executor on the
 // CUDA driver API, with cuBLASLt products, tensor-core attention and CUDA graphs
 // (cuda_library.h). Its native HIR ops are those of every GPU-like target (Attention,
-// LayerNorm/RMSNorm) plus dense linear algebra through cuSOLVER (dense_linalg_call.h) and the
-// Gaussian-splatting ops on its own kernels (splat_call.h); every other HIR op takes its MIR
-// decomposition.
+// LayerNorm/RMSNorm) plus dense linear algebra through cuSOLVER (dense_linalg_call.h), the
+// Gaussian-splatting ops on its own kernels (splat_call.h) and the collectives through NCCL
+// (collective_call.h, nccl_comm.h); every other HIR op takes its MIR decomposition.
 #include <fmt/format.h>
 
 #include <optional>
@@ -14,6 +14,7 @@
 #include "cuda_library.h"
 #include "device_executable.h"
 #include "module_plan.h"
+#include "nccl_comm.h"
 #include "nvrtc.h"
 #include "rlx/core/error.h"
 #include "rlx/core/target_cpu.h"
@@ -78,6 +79,12 @@ class CudaTarget final : public gpu_host::GpuLikeTargetPlugin {
     std::string why;
     const CudaContext* c = cuda_context(&why);
     return device_status(c != nullptr, why, c ? "CUDA device " + c->info.describe() : "");
+  }
+
+  // Collectives through NCCL on this process's GPU; the channel also becomes the communicator
+  // "world" that the graph's collective ops run on (nccl_comm.h).
+  std::unique_ptr<Channel> open_channel(const ChannelOptions& options) override {
+    return open_nccl_channel(options);
   }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {

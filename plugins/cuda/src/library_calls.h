@@ -1,7 +1,7 @@
 // The HIR ops the cuda target runs as library calls (gpu_host::VendorCall) rather than as kernels
 // of its module: each family claims its ops, names the library that runs a call, and plans it.
 // Dense linear algebra goes to cuSOLVER and cuBLAS (dense_linalg_call.h), Gaussian splatting to
-// the target's own kernels (splat_call.h).
+// the target's own kernels (splat_call.h), collectives to NCCL (collective_call.h).
 #pragma once
 #include <memory>
 #include <optional>
