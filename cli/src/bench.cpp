@@ -246,7 +246,7 @@ int bench_main(const BenchOptions& o, const GlobalOptions& global) {
     std::shared_ptr<Target> target = choose_target(reg, target_name);
     target_name = target->name();  // --target auto names one
     require_can_execute(*target, target_name, model_path);
-    channel = join_ranks(*target, o.ranks);
+    channel = join_ranks(*target, o.ranks, &reg);
     model = load_model_shard(reg, model_path, o.ranks,
                              o.inputs.given() ? import_options_for(given) : import_options_for(binds),
                              /*copies=*/true);

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "model.h"
 #include "options.h"
+#include "rlx/core/host_collectives.h"
 #include "rlx/core/runtime.h"
 
 namespace rlx::cli {
@@ -17,6 +18,7 @@ struct ExplainOptions {
   std::string model, target, graph;
   std::vector<std::string> bind;
   bool json = false;
+  bool allow_host_collectives = false;
   PrecisionOptions precision;
 };
 
@@ -27,12 +29,18 @@ void declare_explain_options(CLI::App& app, ExplainOptions& o) {
   add_flag(app, "--json", o.json, "print the dispatch report as JSON");
   add_graph_option(app, o.graph);
   add_precision_option(app, o.precision);
+  add_flag(app, "--allow-host-collectives", o.allow_host_collectives,
+           "let a target without a collective engine stage collectives through the host (the "
+           "rewrite host-staged-collective), as run, generate and bench do with this flag");
 }
 
 int explain_main(const ExplainOptions& o, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   const std::string target_name = target->name();  // --target auto names one
+  if (o.allow_host_collectives)
+    if (const HostCollectivesV1* staging = host_collectives(*target))
+      staging->allow(staging->context);
   Model model_file = load_model(reg, o.model, import_options_for(parse_bind_specs(o.bind, 0)));
   std::map<std::string, PrecisionReport> precision = use_precision(model_file, o.precision, o.model);
   const Graph& graph = model_file.graph(o.graph);

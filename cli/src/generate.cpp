@@ -140,7 +140,7 @@ int generate_main(const GenerateOptions& o, const GlobalOptions& global) {
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   const std::string target_name = target->name();  // --target auto names one
   require_can_execute(*target, target_name, model_path);
-  const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks);
+  const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks, &reg);
   Model model = load_model_shard(reg, model_path, o.ranks);
   if (o.q8_activations) use_q8_activations(model, model_path);
   use_precision(model, o.precision, model_path);

@@ -19,8 +19,11 @@
 #include <vector>
 
 #include "errors.h"
+#include "job_launcher.h"
 #include "model.h"
 #include "options.h"
+#include "rlx/core/error.h"
+#include "rlx/core/host_collectives.h"
 #include "stderr_status.h"
 
 extern char** environ;
@@ -35,18 +38,10 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kRankEnv = "RLX_RANK";
 constexpr const char* kWorldEnv = "RLX_WORLD_SIZE";
 constexpr const char* kRendezvousEnv = "RLX_RENDEZVOUS";
+constexpr const char* kLocalRankEnv = "RLX_LOCAL_RANK";
 
 double timeout_of(const RankOptions& o) {
   return o.collective_timeout.value_or(60.0);
-}
-
-std::optional<int64_t> env_int(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  char* end = nullptr;
-  const long long x = std::strtoll(v, &end, 10);
-  if (*end) throw CliError(fmt::format("{}={} is not an integer", name, v));
-  return x;
 }
 
 // This process's command line as the kernel recorded it.
@@ -83,11 +78,13 @@ pid_t spawn_rank(const std::string& exe, std::vector<std::string> args, int rank
         std::find(args.begin() + 1, sep, std::string("--quiet")) == sep)
       args.insert(sep, "--quiet");
   }
+  // Each rank sets its own RLX_LOCAL_RANK from RLX_RANK (export_local_rank): one inherited from
+  // this process would put every rank on the same device.
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string item = *e;
     if (item.rfind("RLX_RANK=", 0) && item.rfind("RLX_WORLD_SIZE=", 0) &&
-        item.rfind("RLX_RENDEZVOUS=", 0))
+        item.rfind("RLX_RENDEZVOUS=", 0) && item.rfind(std::string(kLocalRankEnv) + "=", 0))
       env.push_back(item);
   }
   env.push_back(fmt::format("{}={}", kRankEnv, rank));
@@ -183,16 +180,16 @@ void add_rank_options(CLI::App& app, RankOptions& o, bool tensor_parallel) {
               "pipeline parallelism: split the model's layers into P consecutive stages, one per "
               "rank (times --tp), each holding its layers' weights (Hugging Face decoder and bert "
               "folders)");
+  add_flag(app, "--allow-host-collectives", o.allow_host_collectives,
+           "on a target without a collective engine (vulkan, opengl, webgpu, gpu, ...), run each "
+           "collective through the host: copy to the host, the cpu target's Gloo, copy back "
+           "(reported by rlx explain as the rewrite host-staged-collective)");
 }
 
 JobRank job_rank() {
-  std::optional<int64_t> rank = env_int(kRankEnv), world = env_int(kWorldEnv);
-  if (!rank || !world) {
-    rank = env_int("OMPI_COMM_WORLD_RANK");
-    world = env_int("OMPI_COMM_WORLD_SIZE");
-  }
-  if (!rank || !world) return {};
-  return {static_cast<int32_t>(*rank), static_cast<int32_t>(*world)};
+  const std::optional<LaunchedRank> l = launched_rank();
+  if (!l) return {};
+  return {static_cast<int32_t>(l->rank), static_cast<int32_t>(l->world)};
 }
 
 ModelSplit model_split_of(const RankOptions& o, bool copies) {
@@ -210,7 +207,7 @@ ModelSplit model_split_of(const RankOptions& o, bool copies) {
     throw UsageError(fmt::format("{} splits the model over {} ranks, and this is no job of "
                                  "several ranks",
                                  asked, ranks),
-                     "give --nproc, or run under mpirun -n");
+                     "give --nproc, or run under mpirun -n or srun -n");
   }
   if (copies ? job.world % ranks != 0 : job.world != ranks)
     throw UsageError(fmt::format("{} needs {} ranks{} and the job has {}", asked, ranks,
@@ -218,7 +215,7 @@ ModelSplit model_split_of(const RankOptions& o, bool copies) {
                                                       "each taking a share of the batch)")
                                         : "",
                                  job.world),
-                     fmt::format("give --nproc {} (or mpirun -n {}){}", ranks, ranks,
+                     fmt::format("give --nproc {0} (or mpirun -n {0}, srun -n {0}){1}", ranks,
                                  o.pp ? std::string() : fmt::format(", or --tp {}", job.world)));
   // Copy-major, then stage-major within a copy: a stage's tensor-parallel shards are
   // consecutive ranks (rlx/core/model.h; replicas.h for the copies).
@@ -254,15 +251,28 @@ Model load_model_shard(const registry::Registry& reg, const fs::path& path, cons
 }
 
 std::optional<int> launch_ranks(const RankOptions& given) {
+  const std::optional<LaunchedRank> launched = launched_rank();
+  // A launcher's job of one rank is no job of several: --nproc (or its default) may start them.
+  const bool job = launched && (launched->launcher == Launcher::kNproc || launched->world > 1);
   RankOptions o = given;
-  if ((o.tp || o.pp) && !o.nproc && !std::getenv("OMPI_COMM_WORLD_SIZE")) {
+  if ((o.tp || o.pp) && !o.nproc && !job) {
     int64_t ranks = 0;
     if (!__builtin_mul_overflow(o.tp.value_or(1), o.pp.value_or(1), &ranks)) o.nproc = ranks;
   }
-  if (!o.nproc || std::getenv(kRankEnv)) return std::nullopt;
-  if (std::getenv("OMPI_COMM_WORLD_SIZE"))
-    throw UsageError("--nproc starts ranks itself; under mpirun, mpirun's -n gives the ranks",
-                     "drop --nproc, or run rlx without mpirun");
+  if (job && o.nproc && launched->launcher != Launcher::kNproc) {
+    const char* name = launcher_name(launched->launcher);
+    throw UsageError(fmt::format("--nproc starts ranks itself; under {}, {}'s -n gives the ranks",
+                                 name, name),
+                     fmt::format("drop --nproc, or run rlx without {}", name));
+  }
+  if (job) {
+    // Before the command opens its target: a device target picks its device from it.
+    export_local_rank(*launched);
+    // Fails here, before any model is read, when the ranks cannot meet.
+    if (launched->launcher != Launcher::kNproc)
+      job_rendezvous(*launched, timeout_of(o), o.transport);
+  }
+  if (!o.nproc || job) return std::nullopt;
   const int world = static_cast<int>(*o.nproc);
   std::error_code ec;
   const std::string exe = fs::read_symlink("/proc/self/exe", ec).string();
@@ -310,55 +320,91 @@ std::optional<int> launch_ranks(const RankOptions& given) {
 // transport thread then shares that core with the rank's work, and a small collective takes
 // ~4 ms instead of well under one (docs/parallel.md, "Bandwidth").
 namespace {
-void warn_if_bound_to_one_core() {
+void warn_if_bound_to_one_core(Launcher launcher) {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (::sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) != 1) return;
   if (std::thread::hardware_concurrency() < 2) return;
-  note("this rank may run on one core only (its CPU affinity, as mpirun binds by default): the "
-       "collectives' transport thread shares it and each small collective then waits ~4 ms; run "
-       "mpirun with --bind-to none (docs/parallel.md)");
+  const bool srun = launcher == Launcher::kSrun;
+  note(fmt::format("this rank may run on one core only (its CPU affinity, as {} by default): "
+                   "the collectives' transport thread shares it and each small collective then "
+                   "waits ~4 ms; run {} (docs/parallel.md)",
+                   srun ? "srun may bind it" : "mpirun binds",
+                   srun ? "srun with --cpu-bind=none or --cpus-per-task=2 or more"
+                        : "mpirun with --bind-to none"));
 }
+
+// The channel of a target allowed to stage collectives: its own where it has a collective engine,
+// else one opened on the cpu target (kept in `host` while the channel lives) and handed to it.
+std::unique_ptr<Channel> open_staging_channel(Target& target, const HostCollectivesV1& staging,
+                                              const registry::Registry& registry,
+                                              const ChannelOptions& c,
+                                              std::shared_ptr<Target>* host) {
+  try {
+    return target.open_channel(c);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnsupported) throw;
+  }
+  *host = registry.target("cpu");
+  std::unique_ptr<Channel> channel = (*host)->open_channel(c);
+  staging.use_channel(staging.context, channel.get());
+  return channel;
+}
+
+// The target's own channel. A target that could stage collectives through the host but was not
+// allowed to says how to allow it: its ranks cannot exchange tensors otherwise.
+std::unique_ptr<Channel> open_target_channel(Target& target, const ChannelOptions& c) {
+  try {
+    return target.open_channel(c);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kUnsupported || !host_collectives(target)) throw;
+    throw CliError(fmt::format("{} has no collective engine, so the ranks of this job cannot "
+                               "exchange tensors on it ({})",
+                               target.name(), e.what()),
+                   fmt::format("pass --allow-host-collectives to stage each collective through "
+                               "the host (`rlx explain MODEL --target {} --allow-host-collectives` "
+                               "lists them), or run the ranks on --target cpu",
+                               target.name()));
+  }
+}
+
 }  // namespace
 
-std::shared_ptr<Channel> join_ranks(Target& target, const RankOptions& o) {
+std::shared_ptr<Channel> join_ranks(Target& target, const RankOptions& o,
+                                    const registry::Registry* registry) {
+  const HostCollectivesV1* staging = o.allow_host_collectives ? host_collectives(target) : nullptr;
+  if (staging) staging->allow(staging->context);
   ChannelOptions c;
-  std::optional<int64_t> rank = env_int(kRankEnv), world = env_int(kWorldEnv);
+  const std::optional<LaunchedRank> l = launched_rank();
   std::optional<fs::path> made;  // a folder this job's rank 0 removes at the end
-  if (rank && world) {
+  if (l && l->launcher == Launcher::kNproc) {
     const char* r = std::getenv(kRendezvousEnv);
     if (!r) throw CliError(std::string(kRankEnv) + " is set but " + kRendezvousEnv + " is not");
     c.rendezvous = r;
-  } else if ((rank = env_int("OMPI_COMM_WORLD_RANK")) &&
-             (world = env_int("OMPI_COMM_WORLD_SIZE"))) {
-    // mpirun: one folder per job, shared by its ranks; RLX_RENDEZVOUS=file:///FOLDER names one
-    // on a file system the machines share when the ranks span machines.
-    const char* shared = std::getenv(kRendezvousEnv);
-    const char* job = std::getenv("OMPI_MCA_ess_base_jobid");
-    std::string folder =
-        (fs::temp_directory_path() / fmt::format("rlx-mpi-{}", job ? job : "job")).string();
-    if (shared) {
-      folder = shared;
-      if (folder.rfind("file://", 0) == 0) folder = folder.substr(7);
-    } else if (*rank == 0) {
-      made = folder;
-    }
-    c.rendezvous =
-        fmt::format("file://{}?timeout={}&transport={}", folder, timeout_of(o), o.transport);
-    if (*rank > 0 && !std::freopen("/dev/null", "w", stdout))
-      throw CliError("cannot silence the standard output of rank " + std::to_string(*rank));
-    if (*rank == 0) warn_if_bound_to_one_core();
+  } else if (l) {
+    // mpirun, srun: one folder per job (and step), shared by its ranks.
+    const JobRendezvous r = job_rendezvous(*l, timeout_of(o), o.transport);
+    c.rendezvous = r.url;
+    if (r.made) made = *r.made;
+    if (l->rank > 0 && !std::freopen("/dev/null", "w", stdout))
+      throw CliError("cannot silence the standard output of rank " + std::to_string(l->rank));
+    if (l->rank == 0) warn_if_bound_to_one_core(l->launcher);
   } else {
     if (o.transport != "tcp")
       throw UsageError(
-          "--transport chooses how ranks exchange data: give --nproc N or run under mpirun");
+          "--transport chooses how ranks exchange data: give --nproc N or run under mpirun or "
+          "srun");
     return nullptr;
   }
-  c.rank = static_cast<int32_t>(*rank);
-  c.world_size = static_cast<int32_t>(*world);
-  std::unique_ptr<Channel> channel = target.open_channel(c);
+  c.rank = static_cast<int32_t>(l->rank);
+  c.world_size = static_cast<int32_t>(l->world);
+  std::shared_ptr<Target> host;  // the cpu target, while its channel stages collectives
+  std::unique_ptr<Channel> channel =
+      staging && registry ? open_staging_channel(target, *staging, *registry, c, &host)
+                          : open_target_channel(target, c);
   // The channel's last barrier has run when it is deleted: no rank reads the folder any more.
-  return std::shared_ptr<Channel>(channel.release(), [made](Channel* ch) {
+  return std::shared_ptr<Channel>(channel.release(), [made, host, staging](Channel* ch) {
+    if (host) staging->use_channel(staging->context, nullptr);
     delete ch;
     std::error_code ec;
     if (made) fs::remove_all(*made, ec);

@@ -113,7 +113,7 @@ int run_main(const RunOptions& o, const GlobalOptions& global) {
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   std::shared_ptr<Target> target = choose_target(reg, o.target.value_or("cpu"));
   require_can_execute(*target, target->name(), model_path.string());
-  const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks);
+  const std::shared_ptr<Channel> channel = join_ranks(*target, o.ranks, &reg);
   GivenInputs given = read_inputs(
       o.inputs, [&](const fs::path& folder) { return read_input_folder(reg, model_path, folder); });
   Model model_file = load_model_shard(reg, model_path, o.ranks, import_options_for(given),

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "host_collective.h"
 #include "rlx/core/error.h"
 #include "rlx/core/progress.h"
 
@@ -78,8 +79,11 @@ class ProgramOnDevice {
         loops_.push_back(std::make_unique<Loop>(api_, *this, *w));
       if (auto* m = std::get_if<LibraryMatmul>(&s))
         vendor_.push_back(api_.prepare_matmul(m->shape, {m->bias >= 0, m->residual >= 0}));
-      if (auto* c = std::get_if<LibraryCall>(&s))
-        calls_.push_back(api_.prepare_call(std::get<lir::CallKernel>(p_.kernels.at(c->kernel)), p_));
+      if (auto* c = std::get_if<LibraryCall>(&s)) {
+        const auto& call = std::get<lir::CallKernel>(p_.kernels.at(c->kernel));
+        calls_.push_back(host_staged(call.attrs) ? plan_host_collective(api_, call, p_)
+                                                 : api_.prepare_call(call, p_));
+      }
     }
     if (scratch > 0) {
       scratch_ = std::make_unique<OwnedBuffer>(api_, scratch);

@@ -10,6 +10,7 @@
 
 #include "dot_general_form.h"
 #include "epilogue_fusion.h"
+#include "host_collective.h"
 #include "rlx/core/error.h"
 
 namespace rlx::gpu_host {
@@ -488,6 +489,13 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     } else if (c.callee == "while") {
       Step loop = HostWhile{static_cast<int32_t>(i)};
       plan.steps.push_back(std::move(loop));
+    } else if (host_staged(c.attrs)) {
+      // A collective the user allowed to stage through the host (host_collective.h).
+      LibraryCall call{static_cast<int32_t>(i), {}, kHostStagingVendor};
+      for (const auto* list : {&c.inputs, &c.outputs})
+        for (int32_t b : *list) call.buffers.push_back(p.storage_of(b));
+      plan.source += fmt::format("// k{}: {} through {}\n", i, where(c), kHostStagingVendor);
+      plan.steps.emplace_back(std::move(call));
     } else if (std::string vendor = library.vendor_call(c); !vendor.empty()) {
       LibraryCall call{static_cast<int32_t>(i), {}, vendor};
       for (const auto* list : {&c.inputs, &c.outputs})

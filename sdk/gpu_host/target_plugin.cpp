@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "api_device.h"
+#include "host_collective.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
 #include "rlx/sdk/legality.h"
@@ -44,6 +45,8 @@ Verdict common_refusals(const NodeSignature& s, const std::string& target,
 // [B, H, Sq, Sk] score tensor and reads it three times, the fused kernel (sdk::render_attention)
 // never stores it. Everything else runs its MIR decomposition.
 Verdict GpuLikeTargetPlugin::claim_native(const NodeSignature& s) const {
+  // A collective dispatch marked for staging through the host (host_collective.h).
+  if (host_staged(s.attrs)) return claim_host_staged(s, name_);
   auto refuse = [&](const std::string& why) {
     return Verdict::no(fmt::format("{}'s native {} kernel {}", name_, s.op, why));
   };
@@ -186,6 +189,8 @@ const HostMemoryV1* GpuLikeTargetPlugin::host_memory_v1() const {
 const void* GpuLikeTargetPlugin::extension(const std::string& name, uint32_t version) const {
   if (name == kDeviceStatsExtension && version == kDeviceStatsVersion) return device_stats_v1();
   if (name == kHostMemoryExtension && version == kHostMemoryVersion) return host_memory_v1();
+  if (name == kHostCollectivesExtension && version == kHostCollectivesVersion)
+    return host_collectives_v1();
   if (name != kDeviceInfoExtension || version != kDeviceInfoVersion) return nullptr;
   std::call_once(described_, [&] {
     info_ = describe_device();

@@ -9,6 +9,7 @@
 #include "dispatch/rewrite_int64.h"
 #include "rlx/core/builder.h"
 #include "rlx/core/dispatch.h"
+#include "rlx/core/host_collectives.h"
 #include "rlx/core/op_registry.h"
 
 namespace rlx {
@@ -93,11 +94,34 @@ Rewrite conv_im2col() {
   return r;
 }
 
+// A collective on a target without a collective engine: the same node marked for staging
+// through the host (rlx/core/host_collectives.h). The target claims the marked node only when the
+// user allowed staging, and otherwise refuses it saying how to allow it, so a collective is never
+// staged silently. Tried first: staging moves the node's own dtype, where computing in f32 would
+// add two conversions and the f32 traffic.
+Rewrite host_staged_collective() {
+  Rewrite r;
+  r.name = "host-staged-collective";
+  r.op = "*";
+  r.summary = "a collective run on the host: device -> host copy, the cpu target's Gloo, copy back";
+  r.applies = [](const Graph&, const Node& n) {
+    if (!OpRegistry::instance().get(n.op).communicates) return Verdict::no("not a collective");
+    if (n.has_attr(kStagingAttr)) return Verdict::no("already marked for host staging");
+    return Verdict::yes();
+  };
+  r.build = [](GraphBuilder& b, const Node& n, const std::vector<ValueId>& in) {
+    Attrs attrs = n.attrs;
+    attrs[kStagingAttr] = std::string(kStagingHost);
+    return b.op_n(n.op, in, attrs);
+  };
+  return r;
+}
+
 }  // namespace
 
 const std::vector<Rewrite>& rewrites() {
-  static const std::vector<Rewrite> kRewrites = {conv_im2col(), compute_in_f32(), split_complex(),
-                                                 split_int64()};
+  static const std::vector<Rewrite> kRewrites = {host_staged_collective(), conv_im2col(),
+                                                 compute_in_f32(), split_complex(), split_int64()};
   return kRewrites;
 }
 

@@ -14,7 +14,7 @@
 // `world` is the communicator's size where it decides a shape (a group's size for a group); the
 // run checks it against the channel. Broadcast's root is an index within the group. There is no MIR decomposition: only a target with a native collective engine claims
 // them (cpu: Gloo), every other target refuses them by name; a collective is never staged
-// through the host silently.
+// through the host silently (only where the user allows it: rlx/core/host_collectives.h).
 #include "ops/op_family.h"
 #include "ops/op_helpers.h"
 #include "rlx/core/communicator.h"
