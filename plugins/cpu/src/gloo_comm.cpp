@@ -22,6 +22,7 @@
 #include "gloo_comm_worker.h"
 #include "rlx/core/error.h"
 #include "rlx/core/half.h"
+#include "rlx/sdk/rendezvous.h"
 
 namespace rlx::cpu {
 
@@ -29,55 +30,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Endpoint {
-  fs::path folder;
-  double timeout_s = 60;
-  std::string host = "127.0.0.1";
-  std::string transport = "tcp";
-};
-
-Endpoint parse_rendezvous(const std::string& text) {
-  const std::string scheme = "file://";
-  if (text.rfind(scheme, 0) != 0)
-    throw_user_error(fmt::format(
-        "cpu collectives: rendezvous \"{}\" is not understood; the cpu target (Gloo) takes "
-        "file:///FOLDER[?timeout=SECONDS&host=ADDR&transport=tcp|ibverbs]",
-        text));
-  Endpoint e;
-  const std::string rest = text.substr(scheme.size());
-  const size_t q = rest.find('?');
-  e.folder = rest.substr(0, q);
-  if (e.folder.empty())
-    throw_user_error("cpu collectives: rendezvous " + text + " names no folder");
-  std::string query = q == std::string::npos ? "" : rest.substr(q + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string item = query.substr(0, amp);
-    query = amp == std::string::npos ? "" : query.substr(amp + 1);
-    const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq),
-                      value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (key == "timeout") {
-      try {
-        e.timeout_s = std::stod(value);
-      } catch (const std::exception&) {
-        e.timeout_s = -1;
-      }
-      if (!(e.timeout_s > 0))
-        throw_user_error(
-            fmt::format("cpu collectives: timeout={} is not a positive number of seconds", value));
-    } else if (key == "host") {
-      e.host = value;
-    } else if (key == "transport") {
-      e.transport = value;
-    } else {
-      throw_user_error(
-          fmt::format("cpu collectives: rendezvous option \"{}\" is not known "
-                      "(timeout, host, transport)",
-                      key));
-    }
-  }
-  return e;
+sdk::Rendezvous parse_gloo_rendezvous(const std::string& text) {
+  return sdk::parse_rendezvous(
+      text, "cpu collectives",
+      "the cpu target (Gloo) takes file:///FOLDER[?timeout=SECONDS&host=ADDR&transport=tcp|ibverbs]");
 }
 
 // Gloo's ibverbs transport is built into this Gloo, but rlx's collectives use unbound buffers,
@@ -226,7 +182,7 @@ std::shared_ptr<GlooComm> GlooComm::open(const ChannelOptions& options) {
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size)
     throw_user_error(fmt::format("cpu collectives: rank {} is not within a world of {} ranks",
                                  options.rank, options.world_size));
-  const Endpoint e = parse_rendezvous(options.rendezvous);
+  const sdk::Rendezvous e = parse_gloo_rendezvous(options.rendezvous);
   if (e.transport == "ibverbs") refuse_ibverbs();
   if (e.transport != "tcp")
     throw_user_error(

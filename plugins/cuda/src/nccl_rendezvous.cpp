@@ -10,48 +10,18 @@
 #include <thread>
 
 #include "rlx/core/error.h"
+#include "rlx/sdk/rendezvous.h"
 
 namespace rlx::cuda {
 
 namespace fs = std::filesystem;
 
 NcclEndpoint parse_nccl_rendezvous(const std::string& text) {
-  const std::string scheme = "file://";
-  if (text.rfind(scheme, 0) != 0)
-    throw_user_error(fmt::format(
-        "cuda collectives: rendezvous \"{}\" is not understood; the cuda target (NCCL) takes "
-        "file:///FOLDER[?timeout=SECONDS], a folder every rank can read",
-        text));
-  NcclEndpoint e;
-  const std::string rest = text.substr(scheme.size());
-  const size_t q = rest.find('?');
-  e.folder = rest.substr(0, q);
-  if (e.folder.empty())
-    throw_user_error("cuda collectives: rendezvous " + text + " names no folder");
-  std::string query = q == std::string::npos ? "" : rest.substr(q + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string item = query.substr(0, amp);
-    query = amp == std::string::npos ? "" : query.substr(amp + 1);
-    const size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (key == "timeout") {
-      try {
-        e.timeout_s = std::stod(value);
-      } catch (const std::exception&) {
-        e.timeout_s = -1;
-      }
-      if (!(e.timeout_s > 0))
-        throw_user_error(
-            fmt::format("cuda collectives: timeout={} is not a positive number of seconds", value));
-    } else if (key != "host" && key != "transport") {
-      throw_user_error(fmt::format(
-          "cuda collectives: rendezvous option \"{}\" is not known (timeout, host, transport)",
-          key));
-    }
-  }
-  return e;
+  const sdk::Rendezvous r = sdk::parse_rendezvous(
+      text, "cuda collectives",
+      "the cuda target (NCCL) takes file:///FOLDER[?timeout=SECONDS], a folder every rank can "
+      "read");
+  return {r.folder, r.timeout_s};
 }
 
 fs::path unique_id_path(const fs::path& folder, const std::string& key) {
