@@ -79,6 +79,13 @@ class KernelLibrary {
     (void)call;
     return "";
   }
+  // The library's own kernel for product `shape` (a GEMV with wide loads, ...), or nullopt for
+  // the SDK's render_matmul; asked after vendor_matmul declined. It honours shape.epilogue, and
+  // its `groups` count 64 work-items each, as render_matmul's do.
+  virtual std::optional<sdk::MatmulKernel> own_matmul(const sdk::MatmulShape& shape) const {
+    (void)shape;
+    return std::nullopt;
+  }
   // The library's own attention kernel for `shape` (tensor cores, ...), or nullopt for the SDK's
   // render_attention. Its `groups` count 64 work-items each, as render_attention's do.
   virtual std::optional<sdk::AttentionKernel> own_attention(const sdk::AttentionShape& shape) const {

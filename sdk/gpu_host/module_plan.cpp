@@ -201,6 +201,59 @@ int32_t converts_norm_input(const lir::Program& p, size_t j, int32_t t,
   return from;
 }
 
+// Where a norm finds its rows of n elements in the buffer a slice copied them from.
+struct SlicedRows {
+  int32_t from = -1;  // -1: not a slice the norm can read through
+  int64_t offset = 0, rows_per_block = 0, block_stride = 0;
+};
+
+// Kernel `j` when it copies (and maybe widens) a slice of another buffer into `t`, nothing else
+// reads `t`, and each n-element row of `t` is contiguous in the source (the slice's last dim is
+// a whole number of rows, read with stride 1; its outer dims walk the source as one strided
+// dim): the source and where row r starts there (NormShape::x_offset...), which the norm then
+// reads itself.
+SlicedRows slices_norm_input(const lir::Program& p, size_t j, int32_t t, int64_t n,
+                             const std::vector<int>& readers) {
+  const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
+  const lir::Buffer& x = p.buffers[t];
+  const size_t exprs = k ? k->exprs.size() : 0;
+  if (!k || !k->reduce.empty() || exprs < 1 || exprs > 2 || k->stores.size() != 1 ||
+      k->stores[0].expr != static_cast<int32_t>(exprs) - 1 ||
+      p.storage_of(k->stores[0].buffer) != t || readers[t] != 1 ||
+      x.kind != lir::BufferKind::kTemp || k->domain != x.shape || k->domain.empty() || n <= 0)
+    return {};
+  // A slice, or a slice that also converts (the norm converts every element it loads anyway).
+  if (exprs == 2 && (k->exprs[1].kind != lir::ExprKind::kConvert ||
+                     k->exprs[1].args != std::vector<int32_t>{0}))
+    return {};
+  const lir::Expr& e = k->exprs[0];
+  const std::vector<int64_t>& dom = k->domain;
+  const std::vector<int64_t>& st = e.load.strides;
+  if (e.kind != lir::ExprKind::kLoad || !e.load.guards.empty() || st.size() != dom.size() ||
+      dom.back() % n != 0 || (dom.back() > 1 && st.back() != 1))
+    return {};
+  // The outer dims of more than one element must nest, from the innermost out: each one's
+  // stride is the next inner one's stride times that one's size. The innermost one's stride is
+  // the step from a block of rows to the next.
+  int64_t block_stride = 0, expected = -1;
+  for (size_t d = dom.size() - 1; d-- > 0;) {
+    if (dom[d] == 1) continue;
+    if (expected < 0)
+      block_stride = st[d];
+    else if (st[d] != expected)
+      return {};
+    expected = st[d] * dom[d];
+  }
+  const int32_t from = p.storage_of(e.load.buffer);
+  const DType d = p.buffers[from].dtype;
+  for (DType t : {d, x.dtype})
+    if (t != DType::kF32 && t != DType::kF16 && t != DType::kBF16) return {};
+  // Only a widening convert is exact: a narrowed slice's rounding would be lost.
+  if (d != x.dtype && x.dtype != DType::kF32) return {};
+  SlicedRows r{from, e.load.offset, dom.back() / n, block_stride};
+  return r;
+}
+
 // Kernel `j` when it is the transpose that splits attention heads ([B, S, H, D] read as
 // [B, H, S, D]) into buffer `t` and nothing but one attention operand reads `t`: the storage it
 // reads, which the attention then reads itself (AttentionShape::*_split_heads); -1 otherwise.
@@ -335,7 +388,11 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     plan.steps.emplace_back(std::move(l));
   };
   auto add_matmul = [&](const MatmulCall& mm) {
-    add_shaped(mm.shape, mm.buffers, sdk::render_matmul,
+    auto render = [&library](const sdk::MatmulShape& s, const sdk::Dialect& dialect) {
+      if (std::optional<sdk::MatmulKernel> own = library.own_matmul(s)) return *own;
+      return sdk::render_matmul(s, dialect);
+    };
+    add_shaped(mm.shape, mm.buffers, render,
                [](const sdk::MatmulKernel& k) { return k.groups * kGroupSize; });
   };
   auto add_attention = [&](const AttentionCall& a) {
@@ -358,6 +415,8 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   // Converts that only change a norm's x dtype, which the norm reads unconverted instead: kernel
   // index -> (norm index, the storage the norm reads).
   std::map<size_t, std::pair<size_t, int32_t>> widen;
+  // Slices a norm reads through instead (slices_norm_input): kernel index -> (norm index, rows).
+  std::map<size_t, std::pair<size_t, SlicedRows>> sliced;
   {
     std::map<int32_t, size_t> writer;  // storage -> the loop kernel storing it
     for (size_t i = 0; i < p.kernels.size(); ++i) {
@@ -370,10 +429,29 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         const int32_t t = p.storage_of(c.inputs.at(0));
         auto w = writer.find(t);
         if (w == writer.end()) continue;
-        const int32_t from = converts_norm_input(p, w->second, t, readers);
-        bool distinct = from >= 0;  // the norm's buffers stay distinct: not its scale or bias
-        for (size_t j = 1; j < c.inputs.size(); ++j) distinct = distinct && p.storage_of(c.inputs[j]) != from;
-        if (distinct) widen[w->second] = {i, from};
+        // x is a slice, a widened slice, or widened: the norm reads the slice's source or the
+        // convert's input itself.
+        const lir::Buffer& x = p.buffers.at(c.inputs[0]);  // the norm's view: rows of n
+        const int64_t n = x.shape.empty() ? 0 : x.shape.back();
+        size_t slice_kernel = w->second;
+        SlicedRows rows;
+        const int32_t widened = converts_norm_input(p, w->second, t, readers);
+        if (widened >= 0) {
+          if (auto v = writer.find(widened); v != writer.end()) {
+            slice_kernel = v->second;
+            rows = slices_norm_input(p, v->second, widened, n, readers);
+          }
+        } else {
+          rows = slices_norm_input(p, w->second, t, n, readers);
+        }
+        auto distinct = [&](int32_t from) {  // not the norm's scale or bias
+          for (size_t j = 1; j < c.inputs.size(); ++j)
+            if (p.storage_of(c.inputs[j]) == from) return false;
+          return from >= 0;
+        };
+        if (widened >= 0 && distinct(widened)) widen[w->second] = {i, widened};
+        if (rows.from >= 0 && distinct(rows.from) && (widened < 0 || widen.count(w->second)))
+          sliced[slice_kernel] = {i, rows};
         continue;
       }
       if (c.callee != "native:Attention") continue;
@@ -391,9 +469,16 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   std::map<size_t, std::vector<std::pair<int, int32_t>>> split_for;
   // Norm -> the storage it reads as x instead of a skipped convert's output (filled likewise).
   std::map<size_t, int32_t> widened_for;
+  std::map<size_t, SlicedRows> sliced_for;
   for (size_t i = 0; i < p.kernels.size(); ++i) {
     if (auto it = split.find(i); it != split.end()) {
       split_for[it->second.first].push_back(it->second.second);  // the attention reads its input
+      continue;
+    }
+    if (auto it = sliced.find(i); it != sliced.end()) {
+      sliced_for[it->second.first] = it->second.second;  // the norm reads the slice's source
+      const int32_t from = it->second.second.from;
+      read_late[from] = std::max(read_late[from], static_cast<int32_t>(it->second.first));
       continue;
     }
     if (auto it = widen.find(i); it != widen.end()) {
@@ -475,6 +560,13 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       if (auto it = widened_for.find(i); it != widened_for.end()) {
         n.buffers[n.shape.x_buffer] = it->second;
         n.shape.x_dtype = p.buffers[it->second].dtype;
+      }
+      if (auto it = sliced_for.find(i); it != sliced_for.end()) {
+        n.buffers[n.shape.x_buffer] = it->second.from;
+        n.shape.x_dtype = p.buffers[it->second.from].dtype;
+        n.shape.x_offset = it->second.offset;
+        n.shape.x_rows_per_block = it->second.rows_per_block;
+        n.shape.x_block_stride = it->second.block_stride;
       }
       if (converts_norm_output(c, p, i + 1, readers)) {
         const auto& convert = std::get<lir::LoopKernel>(p.kernels[i + 1]);

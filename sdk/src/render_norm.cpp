@@ -54,13 +54,21 @@ class NormWriter : detail::KernelText {
     // so the next one's writes need no barrier after the last one's reads.
     const std::string shared =
         shared_array(f32_, "rlx_red", has_simd() && !s_.rms ? 2 * kGroup : kGroup);
+    const std::string rows_from =
+        s_.x_rows_per_block > 0
+            ? fmt::format(", x rows from element {} in blocks of {} every {}", s_.x_offset,
+                          s_.x_rows_per_block, s_.x_block_stride)
+            : "";
     open(symbol, params,
-         fmt::format("{}: {} over rows [{}, {}], epsilon {}, one group of {} per row, f32{}",
+         fmt::format("{}: {} over rows [{}, {}], epsilon {}, one group of {} per row, f32{}{}",
                      symbol, s_.rms ? "RMSNorm" : "LayerNorm", s_.rows, s_.n, s_.epsilon, kGroup,
-                     has_simd() ? ", SIMD-group sums" : ""),
+                     has_simd() ? ", SIMD-group sums" : "", rows_from),
          shared, /*cooperative=*/true, /*simd=*/has_simd());
     group_ids(s_.rows, int_);
     let("base", fmt::format("g * {}", s_.n));
+    if (s_.x_rows_per_block > 0)
+      let("xbase", fmt::format("{} + (g / {}) * {} + (g % {}) * {}", s_.x_offset,
+                               s_.x_rows_per_block, s_.x_block_stride, s_.x_rows_per_block, s_.n));
     const std::string n = f32_literal(static_cast<double>(s_.n));
     const std::string eps = f32_literal(s_.epsilon);
     if (s_.rms) {
@@ -92,6 +100,7 @@ class NormWriter : detail::KernelText {
   std::string math_call(const std::string& op, const std::string& x) const {
     return fmt::format("{}({})", math(op), x);
   }
+  std::string x_base() const { return s_.x_rows_per_block > 0 ? "xbase" : "base"; }
   // The trip count of a strided pass: elements li, li + 64, ... below n.
   int64_t steps() const { return (s_.n + kGroup - 1) / kGroup; }
   void element_index() { let("e", fmt::format("t * {} + li", kGroup)); }
@@ -103,7 +112,7 @@ class NormWriter : detail::KernelText {
     declare_mutable(f32_, part, f32_literal(0.0));
     loop("t", steps());
     element_index();
-    const std::string x = load(s_.x_buffer, s_.x_dtype, "base + e");
+    const std::string x = load(s_.x_buffer, s_.x_dtype, x_base() + " + e");
     if (in_row().empty()) {
       declare(f32_, "x", x);
       line(fmt::format("{} = {} + {};", part, part, term("x")));
@@ -150,7 +159,7 @@ class NormWriter : detail::KernelText {
   void write(Value value) {
     loop("t", steps());
     element_index();
-    std::string y = value(load(s_.x_buffer, s_.x_dtype, "base + e"));
+    std::string y = value(load(s_.x_buffer, s_.x_dtype, x_base() + " + e"));
     if (s_.scale_buffer >= 0)
       y = fmt::format("({}) * {}", y, load(s_.scale_buffer, s_.scale_dtype, "e"));
     if (s_.bias_buffer >= 0) y = fmt::format("{} + {}", y, load(s_.bias_buffer, s_.bias_dtype, "e"));

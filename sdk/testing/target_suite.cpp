@@ -345,6 +345,29 @@ void norms_agree_with_cpu(const SuiteTarget& t) {
   for (const auto& e : m.report().entries)
     EXPECT_EQ(e.path, LoweringPath::kNative) << e.op << " on " << t.name;
   expect_all_close(run_text(ir, in, cpu_target()), m.run(in), 1e-5);
+
+  // Norms of slices of one wider buffer (q and k out of a fused q|k|v product, heads of 64),
+  // directly and through a convert (AMP's f16 product widened for the norm): the GPU-style
+  // targets read the rows out of %y instead of copying the slices.
+  const char* sliced = R"(graph @t(%y: f32[2,3,384], %h: f16[2,3,384], %g: f32[64]) {
+  %q = slice(%y) {limit = [2, 3, 192], start = [0, 0, 64], strides = [1, 1, 1]} : f32[2,3,128]
+  %qr = reshape(%q) {shape = [2, 3, 2, 64]} : f32[2,3,2,64]
+  %qn = RMSNorm(%qr, %g) {epsilon = 1e-06} : f32[2,3,2,64]
+  %k = slice(%h) {limit = [2, 3, 320], start = [0, 0, 256], strides = [1, 1, 1]} : f16[2,3,64]
+  %kf = convert(%k) {dtype = f32} : f32[2,3,64]
+  %kn = LayerNorm(%kf, %g) {epsilon = 1e-05} : f32[2,3,64]
+  return %qn, %kn
+}
+)";
+  NamedTensors sin{{"y", random({2, 3, 384}, 2 * 3 * 384)},
+                   {"g", random({64}, 64)}};
+  const std::vector<double> h = values(random({2, 3, 384}, 2 * 3 * 384));
+  Tensor h16(DType::kF16, {2, 3, 384});
+  for (size_t i = 0; i < h.size(); ++i)
+    static_cast<uint16_t*>(h16.data())[i] = f32_to_f16(static_cast<float>(h[i]));
+  sin["h"] = h16;
+  expect_all_close(run_text(sliced, sin, cpu_target()), run_text(sliced, sin, target_named(t.name)),
+                   1e-5);
 }
 
 // Attentions whose heads a transpose merges back (kMergeHeadsProgram): the tiled and the per-row

@@ -430,6 +430,11 @@ struct NormShape {
   // storage (loads convert to f32, the store converts from it), as the attention kernel does.
   DType x_dtype = DType::kF32, scale_dtype = DType::kF32, bias_dtype = DType::kF32,
         out_dtype = DType::kF32;
+  // Where row r of x starts, in elements: x_offset + (r / x_rows_per_block) * x_block_stride +
+  // (r % x_rows_per_block) * n, so a norm reads its rows out of a wider buffer (the q or k part
+  // of a fused q|k|v product) instead of a copy of them. x_rows_per_block == 0: x is the
+  // row-major [rows, n] (the output always is).
+  int64_t x_offset = 0, x_rows_per_block = 0, x_block_stride = 0;
 };
 
 // A cooperative kernel (the dialect's shared_array, barrier, group_index and local_index): one
