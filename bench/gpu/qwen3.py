@@ -10,6 +10,8 @@ row reports the weight bytes one step reads divided by the step's time, as a sha
 bandwidth measured in the same run (a decode step at batch 1 reads every weight once).
 
   python3 bench/gpu/qwen3.py [--rlx rlx] [--modes f32,amp-f16,amp-bf16] [--torch-compile]
+A mode may name environment variables for rlx after an @ (`amp-f16@RLX_CUDA_GEMV=0`), to race
+two settings of the same build in one run.
 """
 import argparse
 import json
@@ -28,23 +30,35 @@ from lib import st  # noqa: E402
 import run as bench_run  # noqa: E402  (QWEN3_CONFIG and make_qwen3)
 
 
+def split_mode(mode):
+    """("amp-f16", {"RLX_CUDA_GEMV": "0"}) for "amp-f16@RLX_CUDA_GEMV=0"."""
+    precision, *settings = mode.split("@")
+    env = dict(os.environ)
+    for s in settings:
+        key, _, value = s.partition("=")
+        env[key] = value
+    return precision, env
+
+
 def rlx_prefill(rlx, folder, mode, seq, runs):
+    mode, env = split_mode(mode)
     cmd = [rlx, "bench", folder, "--target", "cuda", "--graph", "prefill", "-b", "1", "-s",
            str(seq), "--warmup", "3", "--runs", str(runs), "--json"]
     if mode != "f32":
         cmd += ["--precision", mode]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     if p.returncode != 0:
         return {"error": p.stderr.strip().splitlines()[-1:]}
     return {"p50_ms": json.loads(p.stdout)["p50_ms"]}
 
 
 def rlx_decode(rlx, folder, mode, prompt, steps):
+    mode, env = split_mode(mode)
     cmd = [rlx, "generate", folder, "--target", "cuda", "--prompt-ids",
            ",".join(str(int(t)) for t in prompt), "-n", str(steps), "--ignore-eos", "--json"]
     if mode != "f32":
         cmd += ["--precision", mode, "--kv-cache", mode.split("-")[-1]]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     if p.returncode != 0:
         return {"error": p.stderr.strip().splitlines()[-1:]}
     rate = json.loads(p.stdout)["decode_tokens_per_s"]
@@ -151,7 +165,7 @@ def main():
 
     rows = []
     for mode in [m for m in args.modes.split(",") if m]:
-        bytes_per = 4 if mode == "f32" else 2
+        bytes_per = 4 if mode.split("@")[0] == "f32" else 2
         pre = rlx_prefill(args.rlx, folder, mode, args.seq, args.runs)
         dec = rlx_decode(args.rlx, folder, mode, prompt, args.steps)
         rows.append({"who": f"rlx cuda {mode}", "prefill": pre, "decode": dec, "bytes": params * bytes_per})

@@ -1,7 +1,7 @@
 // The cuda target's kernel library: the CUDA-family one (sdk/lang/cuda_hip: the CUDA dialect,
-// gather and scatter) with the matrix products cuBLASLt takes (sdk/cuda_host/cuda_matmul.h) as
-// vendor calls, a Linear's bias row and residual included, dense linear algebra through
-// cuSOLVER, and f16/bf16 attention on tensor cores. The rocm target's HIP library has no
+// gather and scatter) with products of a few rows as its own warp GEMVs (warp_gemv.h), the other
+// products cuBLASLt takes (sdk/cuda_host/cuda_matmul.h) as vendor calls, a Linear's bias row and
+// residual included, dense linear algebra through cuSOLVER, and f16/bf16 attention on tensor cores. The rocm target's HIP library has no
 // vendor products: its HIP-on-CUDA mode proves HIP kernels, so it runs them all.
 #pragma once
 #include "cuda_hip_library.h"
@@ -10,14 +10,20 @@
 #include "rlx/sdk/render.h"
 #include "decode_attention.h"
 #include "tensor_core_attention.h"
+#include "warp_gemv.h"
 
 namespace rlx::cuda {
 
 class CudaTargetLibrary final : public cuda_hip::CudaHipKernelLibrary {
  public:
   CudaTargetLibrary() : CudaHipKernelLibrary(sdk::cuda_dialect(), "CUDA C++") {}
+  // Products of a few rows are the warp GEMV's (warp_gemv.h), the rest cuBLASLt's where it takes
+  // them.
   std::string vendor_matmul(const sdk::MatmulShape& shape) const override {
-    return cublaslt_takes(shape);
+    return warp_gemv_takes(shape) ? "" : cublaslt_takes(shape);
+  }
+  std::optional<sdk::MatmulKernel> own_matmul(const sdk::MatmulShape& shape) const override {
+    return warp_gemv(shape);
   }
   bool vendor_adds_bias_and_residual() const override { return true; }
   // Dense linear algebra through cuSOLVER and cuBLAS, ... (library_calls.h).

@@ -226,5 +226,47 @@ TEST(CudaCodegen, ANormReadsItsNarrowInputItself) {
       << cu;
 }
 
+// Products of up to eight rows whose weights are [out, in] (a decode step's Linear layers) are
+// the warp GEMV's, its epilogue fused (here a bias row and a residual), at f16, bf16 and f32;
+// NVRTC compiles them for sm_90. RLX_CUDA_GEMV=0 gives them back to cuBLASLt. A weight read
+// along n ([in, out]) is not a GEMV's row and stays a product of its own.
+TEST(CudaCodegen, FewRowProductsAreWarpGemvsWithTheirEpilogues) {
+  REQUIRE_NVRTC();
+  const char* program = R"(graph @t(%x: f16[1,3,64], %w: f16[96,64], %b: f16[96], %r: f16[1,3,96], %x1: bf16[1,64], %w1: bf16[40,64], %x2: f32[2,72], %w2: f32[24,72], %w3: f32[72,24]) {
+  %y = dot_general(%x, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f16[1,3,96]
+  %bb = broadcast_in_dim(%b) {dims = [2], shape = [1, 3, 96]} : f16[1,3,96]
+  %z = add(%y, %bb) : f16[1,3,96]
+  %o = add(%z, %r) : f16[1,3,96]
+  %v = dot_general(%x1, %w1) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [1]} : bf16[1,40]
+  %u = dot_general(%x2, %w2) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [1]} : f32[2,24]
+  %t = dot_general(%x2, %w3) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [0]} : f32[2,24]
+  return %o, %v, %u, %t
+}
+)";
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(program, cuda());
+  const std::string cu = e.text("cuda_kernels.cu");
+  EXPECT_NE(cu.find("warp gemv C[1, 3, 96] = A[1, 3, 64] (strides 0, 64, 1) x B[1, 64, 96] "
+                    "(strides 0, 1, 64), a warp per column, 8 weights a load, f32 accumulation, "
+                    "then 1 fused kernels"),
+            std::string::npos)
+      << cu;
+  EXPECT_NE(cu.find("warp gemv C[1, 1, 40]"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("warp gemv C[1, 2, 24] = A[1, 2, 72] (strides 0, 72, 1) x B[1, 72, 24] "
+                    "(strides 0, 1, 72), a warp per column, 4 weights a load"),
+            std::string::npos)
+      << cu;
+  EXPECT_EQ(cu.find("k4_dot_general: warp gemv"), std::string::npos) << cu;
+  EXPECT_NE(e.text("cuda_kernels.ptx").find("ld.global.nc.v4.u32"), std::string::npos);
+  EXPECT_EQ(e.text("cuda_kernels.sm_90.cubin").substr(0, 4),
+            "\x7f"
+            "ELF");
+  setenv("RLX_CUDA_GEMV", "0", 1);
+  test::Emitted off(program, cuda());
+  unsetenv("RLX_CUDA_GEMV");
+  unsetenv("RLX_CUDA_ARCH");
+  EXPECT_EQ(off.text("cuda_kernels.cu").find("warp gemv"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rlx

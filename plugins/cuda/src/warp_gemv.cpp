@@ -1,0 +1,225 @@
+// The kernel's loop is over whole 16-byte weight vectors (V elements of B), each lane taking every
+// 32nd one, so a warp reads 512 contiguous bytes of its row per step and, unrolled, keeps several
+// such reads in flight. A's rows are converted to f32 into shared memory once per block where
+// they fit (kMaxStaged), else read as the same V elements (one or two vector loads) by every
+// warp; they are small and stay in L1 and L2. Each lane's partial
+// sums are combined with shuffles, lane j < m then holds output row j and stores it (through the
+// epilogue where one is fused). Sums are f32 fmaf in a fixed order; the module is compiled with
+// --fmad=false, so nothing else is contracted.
+#include "warp_gemv.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attention_text.h"
+#include "rlx/core/dtype.h"
+
+namespace rlx::cuda {
+
+namespace {
+
+constexpr int64_t kMaxRows = 8;        // m: accumulators per lane
+constexpr int64_t kVectorBytes = 16;   // one weight load per lane
+constexpr int64_t kWarpsPerBlock = 8;  // 256 threads, the host's widest block
+constexpr int64_t kMaxUnroll = 8;      // vector steps unrolled (loads in flight per lane)
+// A's rows are staged in shared memory as f32 when they fit in this many floats (32 KB), so the
+// block converts each element once instead of each of its eight warps converting all of them
+// (a 16-bit A would otherwise cost a conversion per weight read, as many as B's own).
+constexpr int64_t kMaxStaged = 8192;
+
+const char* const kKernel =
+    R"(// @SYM@: warp gemv C[@B@, @M@, @N@] = A[@B@, @M@, @K@] (strides @AB@, @AM@, 1) x B[@B@, @K@, @N@] (strides @BB@, 1, @BN@), a warp per column, @V@ weights a load, f32 accumulation@EPI@
+extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@) {
+  const int lane = threadIdx.x & 31;
+  const long long task = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+  const long long bt = min(task, @TASKS@LL - 1) / @N@, n = task % @N@;
+  const @AT@* __restrict__ arow = b@AP@ + bt * @AB@;
+@STAGE@  if (task >= @TASKS@) return;
+  const @WT@* __restrict__ wrow = b@BP@ + bt * @BB@ + n * @BN@;
+@ACC@#pragma unroll @UNROLL@
+  for (int step = 0; step < @STEPS@; ++step) {
+    const int k = (step * 32 + lane) * @V@;
+@GUARD@@WEIGHTS@@ROWS@@CLOSE@  }
+@REDUCE@  if (lane < @M@) {
+    const long long rlx_i = (bt * @M@ + lane) * @N@ + n;
+@STORE@  }
+}
+)";
+
+// The 32-bit words of a vector load `var` of `bytes` bytes (uint4, uint2 or one word).
+std::vector<std::string> words(const std::string& var, int64_t bytes) {
+  if (bytes == 4) return {var};
+  std::vector<std::string> w;
+  const char* lanes[] = {".x", ".y", ".z", ".w"};
+  for (int64_t i = 0; i < bytes / 4; ++i) w.push_back(var + lanes[i]);
+  return w;
+}
+
+const char* vector_type(int64_t bytes) {
+  return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned int";
+}
+
+// The f32 values of the elements packed in `word` (little-endian: the low half first).
+std::vector<std::string> unpack(DType t, const std::string& word) {
+  if (t == DType::kF32) return {"__uint_as_float(" + word + ")"};
+  if (t == DType::kBF16)
+    return {"__uint_as_float(" + word + " << 16)", "__uint_as_float(" + word + " & 0xFFFF0000u)"};
+  return {"rlx_f16_to_f32((uint16_t)(" + word + "))",
+          "rlx_f16_to_f32((uint16_t)(" + word + " >> 16))"};
+}
+
+bool single_float(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16;
+}
+
+int64_t vector_of(const sdk::MatmulShape& s) {
+  return kVectorBytes / static_cast<int64_t>(dtype_size(s.b_dtype));
+}
+
+// "const float* __restrict__ b0, uint16_t* __restrict__ b2, ..." by position, as
+// render_matmul's signature has them (an epilogue's buffers included).
+std::string params(const sdk::MatmulShape& s) {
+  int32_t count = std::max({s.a_buffer, s.b_buffer, s.c_buffer}) + 1;
+  if (s.epilogue) count = std::max(count, s.epilogue->params);
+  std::vector<DType> dtypes(static_cast<size_t>(count), DType::kF32);
+  if (s.epilogue)
+    for (int32_t j = 0; j < s.epilogue->params; ++j)
+      dtypes[j] = s.epilogue->program.buffers.at(j).dtype;
+  dtypes[s.a_buffer] = s.a_dtype;
+  dtypes[s.b_buffer] = s.b_dtype;
+  if (!s.epilogue) dtypes[s.c_buffer] = s.c_dtype;
+  std::string list;
+  for (int32_t j = 0; j < count; ++j)
+    list += fmt::format("{}{}{}* __restrict__ b{}", j ? ", " : "", j == s.c_buffer ? "" : "const ",
+                        sdk::cuda_dialect().storage_type[static_cast<size_t>(dtypes[j])], j);
+  return list;
+}
+
+}  // namespace
+
+bool warp_gemv_takes(const sdk::MatmulShape& s) {
+  if (const char* env = std::getenv("RLX_CUDA_GEMV"); env && std::string(env) == "0") return false;
+  if (s.m < 1 || s.m > kMaxRows || s.n < 1 || s.k < 1 || s.batch < 1) return false;
+  if (s.a_k != 1 || s.b_k != 1) return false;
+  if (!single_float(s.a_dtype) || !single_float(s.b_dtype) || !single_float(s.c_dtype))
+    return false;
+  if (s.c_buffer == s.a_buffer || s.c_buffer == s.b_buffer) return false;
+  if (s.a_buffer == s.b_buffer && s.a_dtype != s.b_dtype) return false;
+  const int64_t sb = static_cast<int64_t>(dtype_size(s.b_dtype));
+  const int64_t sa = static_cast<int64_t>(dtype_size(s.a_dtype));
+  const int64_t v = vector_of(s), a_bytes = v * sa;
+  const int64_t a_unit = std::min(kVectorBytes, a_bytes);
+  // Device buffers start on 256 bytes (cuMemAlloc), so these keep every load aligned.
+  return s.k % v == 0 && (s.b_n * sb) % kVectorBytes == 0 && (s.b_batch * sb) % kVectorBytes == 0 &&
+         (s.a_m * sa) % a_unit == 0 && (s.a_batch * sa) % a_unit == 0;
+}
+
+std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
+  if (!warp_gemv_takes(s)) return std::nullopt;
+  const int64_t v = vector_of(s);
+  const int64_t sa = static_cast<int64_t>(dtype_size(s.a_dtype));
+  const int64_t a_bytes = v * sa, a_unit = std::min(kVectorBytes, a_bytes);
+  const int64_t steps = (s.k + 32 * v - 1) / (32 * v);
+  const bool ragged = s.k % (32 * v) != 0;  // the last step leaves some lanes without a vector
+
+  std::string acc, weights, rows, reduce, select;
+  for (int64_t r = 0; r < s.m; ++r) acc += fmt::format("  float acc{} = 0.0f;\n", r);
+  const std::string pad = ragged ? "      " : "    ";
+  std::vector<std::string> w_values;
+  for (const std::string& word : words("w", kVectorBytes))
+    for (std::string& x : unpack(s.b_dtype, word)) w_values.push_back(std::move(x));
+  weights = pad + "const uint4 w = *reinterpret_cast<const uint4*>(wrow + k);\n";
+  for (int64_t e = 0; e < v; ++e)
+    weights += fmt::format("{}const float w{} = {};\n", pad, e, w_values[e]);
+  // Staged: every warp of a block reads the same A (one batch, or A shared by the batches).
+  const bool staged = s.m * s.k <= kMaxStaged && (s.batch == 1 || s.a_batch == 0);
+  std::string stage;
+  if (staged)
+    stage = fmt::format(
+        "  __shared__ __align__(16) float as[{0}];\n"
+        "  for (int i = threadIdx.x; i < {0}; i += 256) as[i] = {1};\n"
+        "  __syncthreads();\n",
+        s.m * s.k,
+        load_f32(s.a_dtype, "arow", fmt::format("(i / {}) * {} + i % {}", s.k, s.a_m, s.k)));
+  for (int64_t r = 0; r < s.m; ++r) {
+    rows += pad + "{\n";
+    std::vector<std::string> a_values;
+    for (int64_t u = 0; staged && u < v / 4; ++u) {
+      const std::string var = fmt::format("a{}", u);
+      rows +=
+          fmt::format("{}  const float4 {} = *reinterpret_cast<const float4*>(as + {} + k + {});\n",
+                      pad, var, r * s.k, 4 * u);
+      for (const char* c : {".x", ".y", ".z", ".w"}) a_values.push_back(var + c);
+    }
+    for (int64_t u = 0; !staged && u < a_bytes / a_unit; ++u) {
+      const std::string var = fmt::format("a{}", u);
+      rows +=
+          fmt::format("{}  const {} {} = *reinterpret_cast<const {}*>(arow + {} + k + {});\n", pad,
+                      vector_type(a_unit), var, vector_type(a_unit), r * s.a_m, u * a_unit / sa);
+      for (const std::string& word : words(var, a_unit))
+        for (std::string& x : unpack(s.a_dtype, word)) a_values.push_back(std::move(x));
+    }
+    for (int64_t e = 0; e < v; ++e)
+      rows += fmt::format("{}  acc{} = fmaf({}, w{}, acc{});\n", pad, r, a_values[e], e, r);
+    rows += pad + "}\n";
+  }
+  for (int64_t r = 0; r < s.m; ++r)
+    reduce += fmt::format(
+        "  for (int off = 16; off > 0; off >>= 1) acc{0} += __shfl_xor_sync(0xffffffffu, acc{0}, "
+        "off);\n",
+        r);
+  reduce += "  float value = acc0;\n";
+  for (int64_t r = 1; r < s.m; ++r)
+    reduce += fmt::format("  if (lane == {0}) value = acc{0};\n", r);
+
+  std::string store;
+  if (s.epilogue)
+    store = sdk::render_epilogue(*s.epilogue, sdk::cuda_dialect(), "rlx_i", "value", 2);
+  else
+    store = fmt::format("    b{}[rlx_i] = {};\n", s.c_buffer, from_f32(s.c_dtype, "value"));
+
+  std::string epilogue_note;
+  if (s.epilogue)
+    epilogue_note = fmt::format(", then {} fused kernels", s.epilogue->program.kernels.size());
+  const int64_t tasks = s.batch * s.n;
+  const std::string symbol = sdk::kernel_symbol(s.name);
+  const std::map<std::string, std::string> tokens = {
+      {"SYM", symbol},
+      {"PARAMS", params(s)},
+      {"B", std::to_string(s.batch)},
+      {"M", std::to_string(s.m)},
+      {"N", std::to_string(s.n)},
+      {"K", std::to_string(s.k)},
+      {"AB", std::to_string(s.a_batch)},
+      {"AM", std::to_string(s.a_m)},
+      {"BB", std::to_string(s.b_batch)},
+      {"BN", std::to_string(s.b_n)},
+      {"V", std::to_string(v)},
+      {"EPI", epilogue_note},
+      {"TASKS", std::to_string(tasks)},
+      {"WT", sdk::cuda_dialect().storage_type[static_cast<size_t>(s.b_dtype)]},
+      {"AT", sdk::cuda_dialect().storage_type[static_cast<size_t>(s.a_dtype)]},
+      {"BP", std::to_string(s.b_buffer)},
+      {"AP", std::to_string(s.a_buffer)},
+      {"ACC", acc},
+      {"STAGE", stage},
+      {"UNROLL", std::to_string(std::min(steps, kMaxUnroll))},
+      {"STEPS", std::to_string(steps)},
+      {"GUARD", ragged ? fmt::format("    if (k < {}) {{\n", s.k) : ""},
+      {"WEIGHTS", weights},
+      {"ROWS", rows},
+      {"CLOSE", ragged ? "    }\n" : ""},
+      {"REDUCE", reduce},
+      {"STORE", store}};
+  const int64_t blocks = (tasks + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  // Blocks of 256 threads; groups count 64 work-items.
+  return sdk::MatmulKernel{fill_tokens(kKernel, tokens), blocks * 4,
+                           fmt::format("warp gemv, {} weights a load", v)};
+}
+
+}  // namespace rlx::cuda
