@@ -288,7 +288,9 @@ std::string with_simd_params(const Dialect& d, std::string signature) {
   // After the last parameter: the dialect's signature hook does not know which kernels reduce
   // in SIMD groups, and those alone take the indices the reductions need.
   const size_t close = signature.rfind(')');
-  if (close == std::string::npos || close == 0 || d.simd_params.empty()) return "";
+  if (close == std::string::npos || close == 0) return "";
+  // CUDA's lane and warp come from built-in variables: no parameters to add.
+  if (d.simd_params.empty()) return d.simd_sum.empty() ? "" : signature;
   std::string ps;
   for (const std::string& p : d.simd_params)
     ps += (ps.empty() && signature[close - 1] == '(' ? "" : ", ") + p;
