@@ -144,10 +144,10 @@ Dialect make_cuda_family(const char* name, const std::string& headers) {
 
 // NVIDIA's warps are 32 lanes that exchange registers with shuffles, so the cooperative kernels'
 // sums (a norm's row statistics) reduce within each warp first and pass one value per warp
-// through shared memory, instead of every invocation adding all 64 shared slots (as MSL's SIMD
-// groups do; on an H100 a decode step's norms did not get measurably faster: one row of 1024 is
-// latency-bound either way). The lane and warp are built-in variables, so these kernels take no extra
-// parameters. HIP keeps shared memory alone: an AMD wavefront has 64 lanes.
+// through shared memory, as MSL's SIMD groups do, instead of every invocation adding all 64
+// shared slots. (On an H100 a decode step's norms did not get measurably faster: one row of 1024
+// is latency-bound either way.) The lane and warp are built-in variables, so these kernels take
+// no extra parameters. HIP keeps shared memory alone: an AMD wavefront has 64 lanes.
 Dialect with_warp_reductions(Dialect d) {
   d.prelude += R"(
 RLX_DEVICE float rlx_warp_sum(float x) {
