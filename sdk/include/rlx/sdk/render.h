@@ -176,11 +176,12 @@ struct Dialect {
   // no barrier. Where set, the cooperative kernels that combine one value per invocation
   // (render_norm's row sums, render_matmul's gemv, render_attention's rows) reduce within each
   // SIMD group first and pass one value per SIMD group through shared memory: one barrier per
-  // reduction instead of a tree of log2(64). Empty (every other dialect): shared memory alone.
-  // A kernel that uses them takes simd_params after extra_params, which give simd_lane (the
-  // invocation's lane), simd_group (its SIMD group's index in the workgroup) and simd_groups
-  // (how many the workgroup has: 64 / the SIMD width). Every lane of a SIMD group must call a
-  // reduction (uniform control flow within the SIMD group).
+  // reduction instead of a tree of log2(64). CUDA has them as warp shuffles (rlx_warp_sum),
+  // with built-in lane and warp indices and no simd_params. Empty (every other dialect): shared
+  // memory alone. A kernel that uses them takes simd_params after extra_params, which give
+  // simd_lane (the invocation's lane), simd_group (its SIMD group's index in the workgroup) and
+  // simd_groups (how many the workgroup has: 64 / the SIMD width). Every lane of a SIMD group
+  // must call a reduction (uniform control flow within the SIMD group).
   std::string simd_sum, simd_max;
   std::vector<std::string> simd_params;
   std::string simd_lane, simd_group, simd_groups;
