@@ -149,6 +149,7 @@ struct CompileOptions {
   InputOptions inputs;
   bool timings = false, json = false;
   PrecisionOptions precision;
+  std::optional<DType> kv_cache;
 };
 
 void declare_compile_options(CLI::App& app, CompileOptions& o) {
@@ -176,6 +177,7 @@ void declare_compile_options(CLI::App& app, CompileOptions& o) {
   add_flag(app, "--json", o.json, "print a JSON summary of the files written (and the timings)");
   add_graph_option(app, o.graph);
   add_precision_option(app, o.precision);
+  add_kv_cache_option(app, o.kv_cache);
 }
 
 int compile_main(const CompileOptions& o, const GlobalOptions& global) {
@@ -217,6 +219,7 @@ int compile_main(const CompileOptions& o, const GlobalOptions& global) {
   Model model_file = load_model(reg, model_path, import_options);
   const std::vector<std::string> frozen = take_frozen_inputs(model_file, given_inputs);
   use_precision(model_file, o.precision, model_path.string());
+  if (o.kv_cache) use_kv_cache(model_file, o.graph, *o.kv_cache, model_path.string());
   json::Array frozen_json;
   for (const std::string& name : frozen) frozen_json.push_back(jstring(name));
   const Graph& graph = model_file.graph(o.graph);
@@ -326,7 +329,8 @@ Command compile_command() {
   return make_command<CompileOptions>(
       {"compile", "compile a model and write the target's artifacts to a folder",
        "MODEL --target T -o DIR [--bind NAME=SIZE]... [--cpu NAME] [--cuda-arch ARCH]\n"
-       "       [--precision MODE] [--inputs IN] [--input NAME=VALUES]... [--timings] [--json]",
+       "       [--precision MODE] [--kv-cache f32|f16|bf16] [--inputs IN] [--input NAME=VALUES]...\n"
+       "       [--timings] [--json]",
        "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
        "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
        "dispatch.json (the path of every node), the target's own artifacts (cpu: the kernels'\n"
@@ -344,7 +348,9 @@ Command compile_command() {
        "Input values given as `rlx run` takes them (--inputs, --input) freeze the ONNX inputs\n"
        "whose values decide shapes (a Reshape's shape, a Slice's starts): those become\n"
        "constants, a note on stderr names them and manifest.json lists them (frozen_inputs);\n"
-       "the other inputs stay inputs."},
+       "the other inputs stay inputs.\n"
+       "A decoder's decode graph keeps its KV cache in --kv-cache's dtype (its past_* inputs and\n"
+       "present_* outputs), as `rlx generate --kv-cache` runs it."},
       &declare_compile_options, &compile_main);
 }
 
