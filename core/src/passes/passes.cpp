@@ -34,13 +34,27 @@ ValueId identity_of(const Graph& g, const Node& n) {
   return kNoValue;
 }
 
-// bitcast(bitcast(x)) back to x's type, and a slice that takes exactly one operand of a concat:
-// what remains between two nodes whose complex values were split into parts (split-complex)
-// once one's recombined result is taken apart again by the next.
+// Whether every value of float type `from` is exactly a value of `to` (so converting there and
+// back is the identity).
+bool float_widens_exactly(DType from, DType to) {
+  if (from == to) return true;
+  if (from == DType::kF16 || from == DType::kBF16) return to == DType::kF32 || to == DType::kF64;
+  return from == DType::kF32 && to == DType::kF64;
+}
+
+// bitcast(bitcast(x)) back to x's type; convert(convert(x)) back to x's float type through a
+// wider one (a 16-bit KV cache widened by its graph and narrowed again by --precision amp-f16 for
+// attention: without this, a copy of the whole cache per layer and step); and a slice that takes
+// exactly one operand of a concat: what remains between two nodes whose complex values were
+// split into parts (split-complex) once one's recombined result is taken apart again by the next.
 ValueId forwarded_operand(const Graph& g, const Node& n) {
   if (n.inputs.empty() || g.values[n.inputs[0]].producer < 0) return kNoValue;
   const Node& p = g.nodes[g.values[n.inputs[0]].producer];
   if (n.op == "bitcast" && p.op == "bitcast" && g.type(p.inputs[0]) == g.type(n.outputs[0]))
+    return p.inputs[0];
+  if (n.op == "convert" && p.op == "convert" && g.type(p.inputs[0]) == g.type(n.outputs[0]) &&
+      is_float(g.type(p.inputs[0]).dtype) &&
+      float_widens_exactly(g.type(p.inputs[0]).dtype, g.type(p.outputs[0]).dtype))
     return p.inputs[0];
   if (n.op != "slice" || p.op != "concat") return kNoValue;
   const TensorType& in = g.type(n.inputs[0]);

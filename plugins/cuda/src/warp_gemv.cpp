@@ -1,6 +1,7 @@
 // The kernel's loop is over whole 16-byte weight vectors (V elements of B), each lane taking every
 // 32nd one, so a warp reads 512 contiguous bytes of its row per step and, unrolled, keeps several
-// such reads in flight. A's rows are converted to f32 into shared memory once per block where
+// such reads in flight; the first sixteen vectors of each lane are loaded before A is staged,
+// so their latency overlaps the staging. A's rows are converted to f32 into shared memory once per block where
 // they fit (kMaxStaged), else read as the same V elements (one or two vector loads) by every
 // warp; they are small and stay in L1 and L2. Each lane's partial
 // sums are combined with shuffles, lane j < m then holds output row j and stores it (through the
@@ -31,21 +32,23 @@ constexpr int64_t kMaxUnroll = 8;      // vector steps unrolled (loads in flight
 // block converts each element once instead of each of its eight warps converting all of them
 // (a 16-bit A would otherwise cost a conversion per weight read, as many as B's own).
 constexpr int64_t kMaxStaged = 8192;
+// Weight vectors each lane loads into registers before the block stages A (64 registers), so
+// the memory's latency for them overlaps the staging and its barrier instead of following it:
+// a decode step's products are a few MB each, short enough that the two latencies in a row
+// were a large part of their time.
+constexpr int64_t kMaxPrefetch = 16;
 
 const char* const kKernel =
-    R"(// @SYM@: warp gemv C[@B@, @M@, @N@] = A[@B@, @M@, @K@] (strides @AB@, @AM@, 1) x B[@B@, @K@, @N@] (strides @BB@, 1, @BN@), a warp per column, @V@ weights a load, f32 accumulation@EPI@
+    R"(// @SYM@: warp gemv C[@B@, @M@, @N@] = A[@B@, @M@, @K@] (strides @AB@, @AM@, 1) x B[@B@, @K@, @N@] (strides @BB@, 1, @BN@), a warp per column, @V@ weights a load, @PREFETCH@ a lane fetched first, f32 accumulation@EPI@
 extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@) {
   const int lane = threadIdx.x & 31;
   const long long task = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
-  const long long bt = min(task, @TASKS@LL - 1) / @N@, n = task % @N@;
+  const long long column = min(task, @TASKS@LL - 1);
+  const long long bt = column / @N@, n = column % @N@;
   const @AT@* __restrict__ arow = b@AP@ + bt * @AB@;
-@STAGE@  if (task >= @TASKS@) return;
   const @WT@* __restrict__ wrow = b@BP@ + bt * @BB@ + n * @BN@;
-@ACC@#pragma unroll @UNROLL@
-  for (int step = 0; step < @STEPS@; ++step) {
-    const int k = (step * 32 + lane) * @V@;
-@GUARD@@WEIGHTS@@ROWS@@CLOSE@  }
-@REDUCE@  if (lane < @M@) {
+@FETCH@@STAGE@  if (task >= @TASKS@) return;
+@ACC@@EARLY@@MAIN@@REDUCE@  if (lane < @M@) {
     const long long rlx_i = (bt * @M@ + lane) * @N@ + n;
 @STORE@  }
 }
@@ -133,7 +136,6 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
   std::vector<std::string> w_values;
   for (const std::string& word : words("w", kVectorBytes))
     for (std::string& x : unpack(s.b_dtype, word)) w_values.push_back(std::move(x));
-  weights = pad + "const uint4 w = *reinterpret_cast<const uint4*>(wrow + k);\n";
   for (int64_t e = 0; e < v; ++e)
     weights += fmt::format("{}const float w{} = {};\n", pad, e, w_values[e]);
   // Staged: every warp of a block reads the same A (one batch, or A shared by the batches).
@@ -183,6 +185,41 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
   else
     store = fmt::format("    b{}[rlx_i] = {};\n", s.c_buffer, from_f32(s.c_dtype, "value"));
 
+  // The first `prefetch` steps' vectors are loaded into registers before A is staged
+  // (RLX_CUDA_GEMV_PREFETCH=0 turns that off, for comparison); their products are summed first,
+  // in the same order as the loop's.
+  int64_t prefetch = std::min(steps, kMaxPrefetch);
+  if (const char* env = std::getenv("RLX_CUDA_GEMV_PREFETCH"); env && std::string(env) == "0")
+    prefetch = 0;
+  std::string fetch, early;
+  if (prefetch > 0) {
+    fetch = fmt::format("  uint4 fetched[{}];\n#pragma unroll\n  for (int step = 0; step < {}; ++step) {{\n"
+                        "    const int k = (step * 32 + lane) * {};\n",
+                        prefetch, prefetch, v);
+    fetch += ragged ? fmt::format(
+                          "    fetched[step] = k < {} ? *reinterpret_cast<const uint4*>(wrow + k) "
+                          ": make_uint4(0u, 0u, 0u, 0u);\n",
+                          s.k)
+                    : "    fetched[step] = *reinterpret_cast<const uint4*>(wrow + k);\n";
+    fetch += "  }\n";
+    early = fmt::format("#pragma unroll\n  for (int step = 0; step < {}; ++step) {{\n"
+                        "    const int k = (step * 32 + lane) * {};\n",
+                        prefetch, v);
+    early += ragged ? fmt::format("    if (k < {}) {{\n", s.k) : "";
+    early += pad + "const uint4 w = fetched[step];\n" + weights + rows;
+    early += ragged ? "    }\n" : "";
+    early += "  }\n";
+  }
+  std::string main;  // the steps not fetched early, loaded as they are summed
+  if (prefetch < steps) {
+    main = fmt::format("#pragma unroll {}\n  for (int step = {}; step < {}; ++step) {{\n"
+                       "    const int k = (step * 32 + lane) * {};\n",
+                       std::min(steps - prefetch, kMaxUnroll), prefetch, steps, v);
+    main += ragged ? fmt::format("    if (k < {}) {{\n", s.k) : "";
+    main += pad + "const uint4 w = *reinterpret_cast<const uint4*>(wrow + k);\n" + weights + rows;
+    main += ragged ? "    }\n" : "";
+    main += "  }\n";
+  }
   std::string epilogue_note;
   if (s.epilogue)
     epilogue_note = fmt::format(", then {} fused kernels", s.epilogue->program.kernels.size());
@@ -208,12 +245,10 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
       {"AP", std::to_string(s.a_buffer)},
       {"ACC", acc},
       {"STAGE", stage},
-      {"UNROLL", std::to_string(std::min(steps, kMaxUnroll))},
-      {"STEPS", std::to_string(steps)},
-      {"GUARD", ragged ? fmt::format("    if (k < {}) {{\n", s.k) : ""},
-      {"WEIGHTS", weights},
-      {"ROWS", rows},
-      {"CLOSE", ragged ? "    }\n" : ""},
+      {"FETCH", fetch},
+      {"EARLY", early},
+      {"MAIN", main},
+      {"PREFETCH", fmt::format("{} load{}", prefetch, prefetch == 1 ? "" : "s")},
       {"REDUCE", reduce},
       {"STORE", store}};
   const int64_t blocks = (tasks + kWarpsPerBlock - 1) / kWarpsPerBlock;

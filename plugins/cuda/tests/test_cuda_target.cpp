@@ -247,8 +247,8 @@ TEST(CudaCodegen, FewRowProductsAreWarpGemvsWithTheirEpilogues) {
   test::Emitted e(program, cuda());
   const std::string cu = e.text("cuda_kernels.cu");
   EXPECT_NE(cu.find("warp gemv C[1, 3, 96] = A[1, 3, 64] (strides 0, 64, 1) x B[1, 64, 96] "
-                    "(strides 0, 1, 64), a warp per column, 8 weights a load, f32 accumulation, "
-                    "then 1 fused kernels"),
+                    "(strides 0, 1, 64), a warp per column, 8 weights a load, 1 load a lane "
+                    "fetched first, f32 accumulation, then 1 fused kernels"),
             std::string::npos)
       << cu;
   EXPECT_NE(cu.find("warp gemv C[1, 1, 40]"), std::string::npos) << cu;
@@ -257,6 +257,9 @@ TEST(CudaCodegen, FewRowProductsAreWarpGemvsWithTheirEpilogues) {
             std::string::npos)
       << cu;
   EXPECT_EQ(cu.find("k4_dot_general: warp gemv"), std::string::npos) << cu;
+  // The weights are loaded before A is staged (and the barrier that staging needs).
+  const size_t gemv40 = cu.find("warp gemv C[1, 1, 40]");
+  EXPECT_LT(cu.find("fetched[step] = ", gemv40), cu.find("__syncthreads();", gemv40)) << cu;
   EXPECT_NE(e.text("cuda_kernels.ptx").find("ld.global.nc.v4.u32"), std::string::npos);
   EXPECT_EQ(e.text("cuda_kernels.sm_90.cubin").substr(0, 4),
             "\x7f"

@@ -83,6 +83,8 @@ TEST(CudaWarpGemv, AgreesWithADoubleLoopAtEveryDtypeAndRowCount) {
   }
   expect_gemv_matches(DType::kF16, 3, 2, 65, 1024, 3e-3);
   expect_gemv_matches(DType::kF32, 2, 1, 33, 4096, 1e-5);
+  // More steps than are fetched early, the last one ragged, and A too large to stage.
+  expect_gemv_matches(DType::kF16, 1, 2, 70, 4360, 3e-3);
 }
 
 }  // namespace

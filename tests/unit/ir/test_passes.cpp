@@ -74,6 +74,31 @@ TEST(Passes, CseDceAndIdentityRemoval) {
 )");
 }
 
+// A float widened and narrowed back is itself (f16 -> f32 -> f16 is exact); narrowed and
+// widened back it is rounded, so that pair stays, as does a round trip through an integer.
+TEST(Passes, ExactConvertRoundTripsAreRemoved) {
+  EXPECT_EQ(run_passes(R"(graph @g(%h: f16[4], %x: f32[4]) {
+  %w = convert(%h) {dtype = f32} : f32[4]
+  %n = convert(%w) {dtype = f16} : f16[4]
+  %d = convert(%x) {dtype = f64} : f64[4]
+  %x2 = convert(%d) {dtype = f32} : f32[4]
+  %r = convert(%x) {dtype = bf16} : bf16[4]
+  %x3 = convert(%r) {dtype = f32} : f32[4]
+  %i = convert(%x) {dtype = i32} : i32[4]
+  %x4 = convert(%i) {dtype = f32} : f32[4]
+  return %n, %x2, %x3, %x4
+}
+)"),
+            R"(graph @g(%h: f16[4], %x: f32[4]) {
+  %r = convert(%x) {dtype = bf16} : bf16[4]
+  %x3 = convert(%r) {dtype = f32} : f32[4]
+  %i = convert(%x) {dtype = i32} : i32[4]
+  %x4 = convert(%i) {dtype = f32} : f32[4]
+  return %h, %x, %x3, %x4
+}
+)");
+}
+
 // Two Recv nodes alike are two messages (and two AllReduces two calls every rank makes): merged,
 // the second message would be read as the first's.
 TEST(Passes, CseNeverMergesCollectives) {
