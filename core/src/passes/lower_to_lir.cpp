@@ -1,8 +1,12 @@
 // MIR -> LIR. Values are either materialised (they own a buffer) or inlined into the loop kernel
 // of their single consumer. Index maps (broadcast_in_dim, transpose, slice) compose into the
 // affine maps of loads, so they never move data unless their result is a graph output or feeds a
-// library call. reshape and bitcast reinterpret a materialised buffer (an alias, no kernel).
+// library call. reshape and bitcast reinterpret a materialised buffer (an alias, no kernel); a
+// reshape that only splits dims composes into loads like the index maps where its operand is not
+// a buffer (a slice of a fused product split into heads: one copy instead of two).
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "passes/passes_util.h"
 #include "passes/split_reduction.h"
@@ -45,6 +49,35 @@ bool fusible(const OpDef* def) {
          def->name != "reshape";
 }
 
+// For a reshape that only splits dims (and adds or drops size-1 ones), the output dims each
+// non-unit input dim becomes, in order: reading the input at an output index is then affine in
+// it (input index = the run's indices weighted by row-major strides), so the reshape composes into
+// loads as a transpose does. A reshape that merges dims (a row index / a width) is not affine.
+std::optional<std::vector<std::vector<size_t>>> split_runs(const Node& n, const Graph& g) {
+  if (n.op != "reshape") return std::nullopt;
+  const Shape &in = g.type(n.inputs[0]).shape, &out = g.type(n.outputs[0]).shape;
+  for (const Shape* s : {&in, &out})
+    for (const Dim& d : *s)
+      if (!d.is_static()) return std::nullopt;
+  std::vector<std::vector<size_t>> runs(in.size());
+  size_t o = 0;
+  for (size_t a = 0; a < in.size(); ++a) {
+    if (in[a].value == 1) continue;
+    int64_t product = 1;
+    while (product < in[a].value && o < out.size()) {
+      if (out[o].value != 1) {
+        product *= out[o].value;
+        runs[a].push_back(o);
+      }
+      ++o;
+    }
+    if (product != in[a].value) return std::nullopt;
+  }
+  for (; o < out.size(); ++o)
+    if (out[o].value != 1) return std::nullopt;
+  return runs;
+}
+
 // A float concat computes its operands' element-wise chains in its own kernel, each under the
 // guard of its range along the axis (a rotary embedding's two halves: one kernel instead of
 // five). Integer chains stay apart: the other operands' arithmetic runs on guarded zeros, and an
@@ -53,6 +86,11 @@ bool fuses_into_concat(const Node& n, const Graph& g) {
   if (n.op != "concat") return false;
   const DType t = g.type(n.outputs[0]).dtype;
   return t == DType::kF32 || t == DType::kF64 || t == DType::kF16 || t == DType::kBF16;
+}
+
+// Whether node n computes into its reader's loop kernel when unmaterialised.
+bool fusible(const Node& n, const Graph& g) {
+  return fusible(OpRegistry::instance().find(n.op)) || split_runs(n, g).has_value();
 }
 
 class Lowering {
@@ -104,8 +142,7 @@ class Lowering {
     std::vector<bool> forced(g_.values.size(), false), fusible_use(g_.values.size(), true);
     for (ValueId v : g_.outputs) forced[v] = true;
     for (const Node& n : g_.nodes) {
-      const OpDef* d = OpRegistry::instance().find(n.op);
-      bool f = fusible(d) || fuses_into_concat(n, g_);
+      bool f = fusible(n, g_) || fuses_into_concat(n, g_);
       for (ValueId v : n.inputs) {
         if (!f) forced[v] = true;
         if (!f) fusible_use[v] = false;
@@ -119,7 +156,7 @@ class Lowering {
     std::vector<bool> view(g_.values.size(), false);
     for (const Node& n : g_.nodes) {
       const OpDef* d = OpRegistry::instance().find(n.op);
-      if (!fusible(d) || d->cls == OpClass::kReduce) continue;  // calls and reductions write buffers
+      if (!fusible(n, g_) || d->cls == OpClass::kReduce) continue;  // calls and reductions write buffers
       ValueId v = n.outputs[0];
       if (forced[v]) continue;
       bool over_buffer = (d->cls == OpClass::kIndexMap || n.op == "convert") && !n.inputs.empty() &&
@@ -153,7 +190,7 @@ class Lowering {
   void cap_kernel_ops(uint32_t cap) {
     std::vector<uint64_t> ops(g_.values.size(), 1);  // of a fused value: its tree; else its load
     for (const Node& n : g_.nodes) {
-      if (!fusible(OpRegistry::instance().find(n.op)) && !fuses_into_concat(n, g_)) continue;
+      if (!fusible(n, g_) && !fuses_into_concat(n, g_)) continue;
       auto tree = [&] {
         uint64_t s = 1;
         for (ValueId in : n.inputs) s += mat_[in] ? 1 : ops[in];
@@ -185,9 +222,8 @@ class Lowering {
       return reads[v];
     };
     for (const Node& n : g_.nodes) {
-      const OpDef* d = OpRegistry::instance().find(n.op);
       // A non-materialised constant is an immediate.
-      if ((!fusible(d) && !fuses_into_concat(n, g_)) || n.op == "constant") continue;
+      if ((!fusible(n, g_) && !fuses_into_concat(n, g_)) || n.op == "constant") continue;
       auto gather = [&] {
         std::vector<ValueId> all;
         for (ValueId in : n.inputs)
@@ -274,6 +310,21 @@ class Lowering {
       for (size_t i = 0; i < perm.size(); ++i) im.coef[perm[i]] = m.coef[i], im.off[perm[i]] = m.off[i];
       return build(k, n.inputs[0], im, name, false, guards);
     }
+    if (n.op == "reshape") {  // splits only (fusible): each input dim is a run of output dims
+      const auto runs = *split_runs(n, g_);
+      IMap im;
+      im.coef.assign(runs.size(), std::vector<int64_t>(k.domain.size(), 0));
+      im.off.assign(runs.size(), 0);
+      for (size_t a = 0; a < runs.size(); ++a) {
+        int64_t stride = 1;
+        for (auto o = runs[a].rbegin(); o != runs[a].rend(); ++o) {
+          for (size_t j = 0; j < k.domain.size(); ++j) im.coef[a][j] += stride * m.coef[*o][j];
+          im.off[a] += stride * m.off[*o];
+          stride *= t.shape[*o].value;
+        }
+      }
+      return build(k, n.inputs[0], im, name, false, guards);
+    }
     if (n.op == "concat") return build_concat(k, n, m, name, guards);
     if (n.op == "slice") {
       const IntList& start = n.attr_ints("start");
@@ -312,14 +363,18 @@ class Lowering {
       p_.buffers[buf_[v]].data = n.attr_tensor("value");
       return;
     }
-    if (n.op == "reshape" || n.op == "bitcast") {
+    // A reshape of a buffer is another name for it; one that only splits dims, of an
+    // unmaterialised value, is computed where it is read (or by a kernel of its own, below).
+    const bool splits = split_runs(n, g_).has_value();
+    if (splits && !mat_[n.outputs[0]] && !mat_[n.inputs[0]]) return;
+    if (n.op == "bitcast" || (n.op == "reshape" && (!splits || mat_[n.inputs[0]]))) {
       ValueId v = n.outputs[0];
       buf_[v] = add_buffer(v, BufferKind::kAlias);
       p_.buffers[buf_[v]].alias_of = buf_[n.inputs[0]];
       return;
     }
     if (n.op == "dim_size") throw_internal_error("dim_size survived specialisation");
-    if (fusible(d)) {
+    if (fusible(n, g_)) {
       ValueId v = n.outputs[0];
       if (!mat_[v]) return;
       buf_[v] = add_buffer(v, BufferKind::kTemp);

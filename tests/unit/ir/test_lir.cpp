@@ -178,16 +178,18 @@ TEST(Lir, AnIntegerConcatKeepsItsOperandsKernels) {
   EXPECT_EQ(p.kernels.size(), 3u);
 }
 
+// A reshape that merges dims reads its operand as a buffer (row r, column c of [8, 8] is
+// element 8r + c: not affine in the merged index).
 TEST(Lir, ReshapeIsAnAliasAndTheArenaReusesDeadBuffers) {
-  auto p = lower(R"(graph @g(%x: f32[64]) {
-  %a = exp(%x) : f32[64]
-  %a2 = mul(%a, %a) : f32[64]
-  %r = reshape(%a2) {shape = [8, 8]} : f32[8,8]
-  %b = log(%r) : f32[8,8]
-  %b2 = mul(%b, %b) : f32[8,8]
-  %c = sqrt(%b2) : f32[8,8]
-  %c2 = mul(%c, %c) : f32[8,8]
-  %y = neg(%c2) : f32[8,8]
+  auto p = lower(R"(graph @g(%x: f32[8,8]) {
+  %a = exp(%x) : f32[8,8]
+  %a2 = mul(%a, %a) : f32[8,8]
+  %r = reshape(%a2) {shape = [64]} : f32[64]
+  %b = log(%r) : f32[64]
+  %b2 = mul(%b, %b) : f32[64]
+  %c = sqrt(%b2) : f32[64]
+  %c2 = mul(%c, %c) : f32[64]
+  %y = neg(%c2) : f32[64]
   return %y
 }
 )");
@@ -196,6 +198,47 @@ TEST(Lir, ReshapeIsAnAliasAndTheArenaReusesDeadBuffers) {
   EXPECT_EQ(aliases, 1);
   // Temporaries: a, a2, b, b2(inlined? no: used twice), c, c2 ... at most two live at once.
   EXPECT_LE(p.arena_bytes, 2 * 256);
+}
+
+// A reshape that only splits dims (and adds size-1 ones) is an index map: the chain before it
+// fuses into the kernel after it, read through the composed strides, with no alias.
+TEST(Lir, SplittingReshapeComposesIntoLoads) {
+  auto p = lower(R"(graph @g(%x: f32[64]) {
+  %a = exp(%x) : f32[64]
+  %r = reshape(%a) {shape = [1, 8, 8]} : f32[1,8,8]
+  %t = transpose(%r) {perm = [0, 2, 1]} : f32[1,8,8]
+  %y = neg(%t) : f32[1,8,8]
+  return %y
+}
+)");
+  ASSERT_EQ(p.kernels.size(), 1u);
+  for (auto& b : p.buffers) EXPECT_NE(b.kind, lir::BufferKind::kAlias);
+  const auto& k = std::get<lir::LoopKernel>(p.kernels[0]);
+  EXPECT_EQ(k.exprs[0].load.strides, (std::vector<int64_t>{0, 1, 8}));
+}
+
+// A slice of a fused product's output split into heads and transposed for a library call: one
+// copy (the slice, reshape and transpose composed), not a copy of the slice and another of the
+// transpose. A reshape of a buffer stays an alias.
+TEST(Lir, SliceReshapeTransposeBeforeACallIsOneCopy) {
+  auto p = lower(R"(graph @g(%x: f32[1,96], %w: f32[3,8]) {
+  %s = slice(%x) {limit = [1, 96], start = [0, 64], strides = [1, 1]} : f32[1,32]
+  %r = reshape(%s) {shape = [1, 4, 8]} : f32[1,4,8]
+  %t = transpose(%r) {perm = [1, 0, 2]} : f32[4,1,8]
+  %y = dot_general(%t, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[4,1,3]
+  %x2 = reshape(%x) {shape = [2, 48]} : f32[2,48]
+  %z = dot_general(%x2, %x2) {lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [1]} : f32[2,2]
+  return %y, %z
+}
+)");
+  ASSERT_EQ(loops(p), 1);
+  const auto& copy = std::get<lir::LoopKernel>(p.kernels[0]);
+  EXPECT_EQ(copy.domain, (std::vector<int64_t>{4, 1, 8}));
+  EXPECT_EQ(copy.exprs[0].load.offset, 64);
+  EXPECT_EQ(copy.exprs[0].load.strides, (std::vector<int64_t>{8, 0, 1}));
+  int aliases = 0;
+  for (auto& b : p.buffers) aliases += b.kind == lir::BufferKind::kAlias;
+  EXPECT_EQ(aliases, 1);
 }
 
 // plan_arena is plan_buffers' plan for other lifetimes: a buffer written early (by a fused
