@@ -80,7 +80,8 @@ class KernelLibrary {
     return "";
   }
   // The library's own kernel for product `shape` (a GEMV with wide loads, ...), or nullopt for
-  // the SDK's render_matmul; asked after vendor_matmul declined. It honours shape.epilogue, and
+  // the SDK's render_matmul; asked after vendor_matmul declined. It honours shape.epilogue and
+  // shape.a_norm or declines (a declined norm prologue keeps the norm's own launch), and
   // its `groups` count 64 work-items each, as render_matmul's do.
   virtual std::optional<sdk::MatmulKernel> own_matmul(const sdk::MatmulShape& shape) const {
     (void)shape;

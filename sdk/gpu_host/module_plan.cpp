@@ -10,6 +10,7 @@
 
 #include "dot_general_form.h"
 #include "epilogue_fusion.h"
+#include "norm_prologue.h"
 #include "host_collective.h"
 #include "rlx/core/error.h"
 
@@ -404,6 +405,27 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
                [](const sdk::AttentionKernel& k) { return k.groups * kGroupSize; });
   };
   const std::vector<int> readers = readers_of(p);
+  // Product `j` as a kernel that computes norm `n` first, when nothing else reads the norm's
+  // output and the kernel the product would get takes the norm: the SDK's GEMV does, and a
+  // library's own kernel where it says so (a library whose own kernel declines keeps it, and
+  // the norm its launch).
+  auto norm_in_product = [&](const NormCall& n, size_t j) -> std::optional<MatmulCall> {
+    if (d.shared_array.empty() || j >= p.kernels.size()) return std::nullopt;
+    const auto* c = std::get_if<lir::CallKernel>(&p.kernels[j]);
+    if (!c || c->callee != "dot_general") return std::nullopt;
+    const int32_t out = n.buffers[n.shape.out_buffer];
+    if (readers[out] != 1) return std::nullopt;
+    for (const auto& [name, id] : p.outputs)
+      if (p.storage_of(id) == out) return std::nullopt;
+    std::optional<MatmulCall> mm = matmul_form(*c, p, fmt::format("k{}_dot_general", j));
+    if (!mm || mm->buffers[mm->shape.a_buffer] != out || !library.vendor_matmul(mm->shape).empty())
+      return std::nullopt;
+    std::optional<MatmulCall> fused = with_norm_prologue(*mm, n.shape, n.buffers, n.shape.out_dtype);
+    if (!fused || fuse_epilogue(*mm, p, j, readers) > 0) return std::nullopt;
+    if (library.own_matmul(fused->shape)) return fused;
+    if (library.own_matmul(mm->shape)) return std::nullopt;
+    return fused;  // render_matmul's GEMV (with_norm_prologue asked for its shape)
+  };
   // Buffers a fused kernel writes before their own first kernel: storage -> the writing kernel.
   std::map<int32_t, int32_t> written_early;
   // Buffers read after their own last kernel (an attention reading what a skipped transpose
@@ -568,12 +590,24 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         n.shape.x_rows_per_block = it->second.rows_per_block;
         n.shape.x_block_stride = it->second.block_stride;
       }
-      if (converts_norm_output(c, p, i + 1, readers)) {
+      const bool converted = converts_norm_output(c, p, i + 1, readers);
+      if (converted) {
         const auto& convert = std::get<lir::LoopKernel>(p.kernels[i + 1]);
         const int32_t to = p.storage_of(convert.stores[0].buffer);
         n.buffers[n.shape.out_buffer] = to;
         n.shape.out_dtype = p.buffers[to].dtype;
-        written_early[to] = static_cast<int32_t>(i);
+      }
+      // The product after it may normalise its A itself (norm_prologue.h): one launch fewer.
+      const size_t j = i + (converted ? 2 : 1);
+      if (std::optional<MatmulCall> fused = norm_in_product(n, j)) {
+        read_late[fused->buffers[fused->shape.a_buffer]] =
+            std::max(read_late[fused->buffers[fused->shape.a_buffer]], static_cast<int32_t>(j));
+        add_matmul(*fused);
+        i = j;
+        continue;
+      }
+      if (converted) {
+        written_early[n.buffers[n.shape.out_buffer]] = static_cast<int32_t>(i);
         ++i;
       }
       add_shaped(n.shape, n.buffers, sdk::render_norm,

@@ -24,6 +24,10 @@
 // then sum their partial results in a shared tree (in a dialect with SIMD-group reductions, in
 // registers within each SIMD group, then one value per SIMD group: one barrier, not seven).
 // Nothing is reused at m == 1, so this is about reading B once, coalesced, with all SMs busy.
+// With a norm prologue (MatmulShape::a_norm: a decode step's input norm feeding q|k|v) the group
+// first sums A's row as render_norm's group does, element for element and in the same order, so
+// each normalised element, rounded to the norm's dtype, has the bits the norm kernel would have
+// stored; the norm's launch and its round trip through memory are gone.
 //
 // Products accumulate with the dialect's fma where it has one (every GPU has the instruction;
 // the cpu's GEMM fuses too), in f32, and round once at the store.
@@ -105,6 +109,13 @@ class MatmulWriter : detail::KernelText {
       if (!detail::single_float(t)) fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(t)));
     f32_ = entry(d_.compute_type, DType::kF32, "compute type");
     int_ = entry(d_.compute_type, DType::kI32, "compute type");
+    if (const auto& nm = s_.a_norm) {
+      if (s_.m != 1 || s_.b_k != 1 || s_.a_k != 1)
+        fail("a norm before the product needs one row of A contiguous along k (the GEMV)");
+      if (nm->rms && nm->bias_buffer >= 0) fail("RMSNorm takes no bias");
+      for (DType t : {nm->scale_dtype, nm->bias_dtype, nm->out_dtype})
+        if (!detail::single_float(t)) fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(t)));
+    }
   }
 
   MatmulKernel tiled() {
@@ -205,12 +216,15 @@ class MatmulWriter : detail::KernelText {
     let("n0", fmt::format("(g % {}) * {}", strips, kStrip));
     let("abase", sum({scaled("bt", s_.a_batch)}));
     let("bbase", sum({scaled("bt", s_.b_batch)}));
+    const std::string k_ok = s_.k % kGroup == 0 ? "" : fmt::format("k < {}", s_.k);
+    if (s_.a_norm) row_statistics(k_ok);
     for (int64_t j = 0; j < kStrip; ++j) accumulator(fmt::format("c{}", j));
     loop("t", ceil_div(s_.k, kGroup));
     let("k", fmt::format("t * {} + li", kGroup));
-    const std::string k_ok = s_.k % kGroup == 0 ? "" : fmt::format("k < {}", s_.k);
     declare(f32_, "av",
             guarded_load(k_ok, s_.a_buffer, s_.a_dtype, sum({"abase", scaled("k", s_.a_k)})));
+    if (s_.a_norm) normalise("av", k_ok);
+    const std::string a_value = s_.a_norm ? "avn" : "av";
     for (int64_t j = 0; j < kStrip; ++j) {
       std::string n = plus("n0", j);
       std::string ok = all_of({k_ok, s_.n % kStrip == 0 ? "" : fmt::format("{} < {}", n, s_.n)});
@@ -218,7 +232,7 @@ class MatmulWriter : detail::KernelText {
       declare(f32_, bv,
               guarded_load(ok, s_.b_buffer, s_.b_dtype,
                            sum({"bbase", scaled("k", s_.b_k), scaled("(" + n + ")", s_.b_n)})));
-      accumulate(fmt::format("c{}", j), "av", bv);
+      accumulate(fmt::format("c{}", j), a_value, bv);
     }
     close();
     if (has_simd()) {
@@ -265,6 +279,54 @@ class MatmulWriter : detail::KernelText {
  private:
   const MatmulShape& s_;
   std::string f32_, int_;
+
+  // The norm's statistics of A's row, as render_norm computes them (each invocation sums the
+  // elements li, li + 64, ... in order, the group adds the parts the same way), so the product
+  // sees the bits the norm would have stored: `mean` (LayerNorm) and `inv`. The reductions take
+  // the start of rlx_red; a barrier after them lets the product's own sums reuse it.
+  void row_statistics(const std::string& k_ok) {
+    const MatmulNormPrologue& nm = *s_.a_norm;
+    const std::string n = f32_literal(static_cast<double>(s_.k));
+    auto pass = [&](const std::string& part, auto term) {
+      declare_mutable(f32_, part, zero());
+      loop("t", ceil_div(s_.k, kGroup));
+      let("k", fmt::format("t * {} + li", kGroup));
+      declare(f32_, "x", guarded_load(k_ok, s_.a_buffer, s_.a_dtype, sum({"abase", "k"})));
+      const std::string add = fmt::format("{} + {}", part, term("x"));
+      line(fmt::format("{} = {};", part, k_ok.empty() ? add : choose(k_ok, add, part)));
+      close();
+    };
+    if (nm.rms) {
+      pass("part", [](const std::string& x) { return x + " * " + x; });
+      group_sum("part", "row_total", 0, "rlx_red", kGroup, int_);
+    } else {
+      pass("part", [](const std::string& x) { return x; });
+      group_sum("part", "row_total", 0, "rlx_red", kGroup, int_);
+      declare(f32_, "mean", fmt::format("row_total / {}", n));
+      pass("dev", [](const std::string& x) { return fmt::format("({0} - mean) * ({0} - mean)", x); });
+      group_sum("dev", "row_squares", kGroup, "rlx_red", kGroup, int_);
+    }
+    declare(f32_, "inv", fmt::format("{} / {}({} / {} + {})", f32_literal(1.0), math("sqrt"),
+                                     nm.rms ? "row_total" : "row_squares", n,
+                                     f32_literal(nm.epsilon)));
+    if (has_simd()) line(d_.barrier);  // the sums' slots are read above; the product rewrites them
+  }
+
+  // `av` normalised as render_norm's store computes it, then rounded to the norm's dtype.
+  void normalise(const std::string& av, const std::string& k_ok) {
+    const MatmulNormPrologue& nm = *s_.a_norm;
+    std::string y = nm.rms ? fmt::format("{} * inv", av) : fmt::format("({} - mean) * inv", av);
+    if (nm.scale_buffer >= 0)
+      y = fmt::format("({}) * {}", y, guarded_load(k_ok, nm.scale_buffer, nm.scale_dtype, "k"));
+    if (nm.bias_buffer >= 0)
+      y = fmt::format("{} + {}", y, guarded_load(k_ok, nm.bias_buffer, nm.bias_dtype, "k"));
+    if (nm.out_dtype != DType::kF32)
+      y = fmt::format(fmt::runtime(entry(d_.load, nm.out_dtype, "load conversion")),
+                      fmt::arg("x", fmt::format(fmt::runtime(entry(d_.store, nm.out_dtype,
+                                                                   "store conversion")),
+                                                fmt::arg("x", y))));
+    declare(f32_, av + "n", y);
+  }
 
   int64_t groups_of(const Tile& t) const {
     return s_.batch * ceil_div(s_.m, t.tm) * ceil_div(s_.n, t.tn);
@@ -375,11 +437,16 @@ class MatmulWriter : detail::KernelText {
     std::vector<int32_t> positions = {s_.a_buffer, s_.b_buffer, s_.c_buffer};
     int32_t count = *std::max_element(positions.begin(), positions.end()) + 1;
     if (s_.epilogue) count = std::max(count, s_.epilogue->params);
+    if (s_.a_norm) count = std::max({count, s_.a_norm->scale_buffer + 1, s_.a_norm->bias_buffer + 1});
     std::vector<BufferParam> params(count);
     for (int32_t j = 0; j < count; ++j) params[j].storage = j;
     if (s_.epilogue)  // its parameters: A, B, what the kernels read, the last one's output
       for (int32_t j = 0; j < s_.epilogue->params; ++j)
         params[j].dtype = s_.epilogue->program.buffers.at(j).dtype;
+    if (const auto& nm = s_.a_norm) {
+      if (nm->scale_buffer >= 0) params[nm->scale_buffer].dtype = nm->scale_dtype;
+      if (nm->bias_buffer >= 0) params[nm->bias_buffer].dtype = nm->bias_dtype;
+    }
     params[s_.a_buffer].dtype = s_.a_dtype;
     params[s_.b_buffer].dtype = s_.b_dtype;
     if (!s_.epilogue) params[s_.c_buffer].dtype = s_.c_dtype;
@@ -400,8 +467,15 @@ class MatmulWriter : detail::KernelText {
                     "(strides {}, {}, {}), f32 accumulation",
                     symbol, variant, s_.batch, s_.m, s_.n, s_.batch, s_.m, s_.k, s_.a_batch, s_.a_m,
                     s_.a_k, s_.batch, s_.k, s_.n, s_.b_batch, s_.b_k, s_.b_n) +
-            epilogue_names(),
+            prologue_note() + epilogue_names(),
         shared, /*cooperative=*/true, simd);
+  }
+
+  // ", A normalised first (RMSNorm, epsilon 1e-06)" for a norm prologue.
+  std::string prologue_note() const {
+    if (!s_.a_norm) return "";
+    return fmt::format(", A normalised first ({}, epsilon {})",
+                       s_.a_norm->rms ? "RMSNorm" : "LayerNorm", s_.a_norm->epsilon);
   }
 
   // ", then <kernel>, <kernel>" for a fused epilogue.

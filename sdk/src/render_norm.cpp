@@ -123,35 +123,8 @@ class NormWriter : detail::KernelText {
     close();
   }
 
-  // `total` = the sum of every invocation's `part`: after one barrier each invocation adds the
-  // 64 parts itself, in one order (the same total everywhere), rather than in a tree of
-  // conditional shared writes, which NVIDIA's OpenGL compiler got wrong for some groups (rows
-  // of LayerNorm off by up to 0.9 at 4096 rows on an H200; Vulkan, OpenCL and WebGPU were
-  // right). The last barrier lets rlx_red be written again.
-  //
-  // With SIMD-group sums (MSL), each SIMD group adds its lanes' parts in registers and its lane 0
-  // writes one slot from `slots` on; after one barrier every invocation adds the slots in one
-  // order. Nothing writes those slots again, so no second barrier.
   void group_sum(const std::string& part, const std::string& total, int64_t slots) {
-    if (has_simd()) {
-      declare(f32_, total + "_simd", simd_sum(part));
-      if_block(fmt::format("{} == 0", d_.simd_lane));
-      line(fmt::format("rlx_red[{} + {}] = {}_simd;", slots, d_.simd_group, total));
-      close();
-      line(d_.barrier);
-      declare_mutable(f32_, total, f32_literal(0.0));
-      loop_to("s", cast(d_.index_type, d_.simd_groups));
-      line(fmt::format("{} = {} + rlx_red[{} + s];", total, total, slots));
-      close();
-      return;
-    }
-    line(fmt::format("rlx_red[li] = {};", part));
-    line(d_.barrier);
-    declare_mutable(f32_, total, f32_literal(0.0));
-    loop("j", kGroup, int_);
-    line(fmt::format("{} = {} + rlx_red[j];", total, total));
-    close();
-    line(d_.barrier);
+    KernelText::group_sum(part, total, slots, "rlx_red", kGroup, int_);
   }
 
   // out = value(x) * scale + bias over the row, stored by the rows that exist.

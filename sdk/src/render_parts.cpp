@@ -216,6 +216,30 @@ std::string KernelText::shared_array(const std::string& type, const std::string&
          "\n";
 }
 
+void KernelText::group_sum(const std::string& part, const std::string& total, int64_t slots,
+                           const std::string& array, int64_t group, const std::string& int_type) {
+  const std::string f32 = entry(d_.compute_type, DType::kF32, "compute type");
+  if (has_simd()) {
+    declare(f32, total + "_simd", simd_sum(part));
+    if_block(fmt::format("{} == 0", d_.simd_lane));
+    line(fmt::format("{}[{} + {}] = {}_simd;", array, slots, d_.simd_group, total));
+    close();
+    line(d_.barrier);
+    declare_mutable(f32, total, f32_literal(0.0));
+    loop_to("s", cast(d_.index_type, d_.simd_groups));
+    line(fmt::format("{} = {} + {}[{} + s];", total, total, array, slots));
+    close();
+    return;
+  }
+  line(fmt::format("{}[li] = {};", array, part));
+  line(d_.barrier);
+  declare_mutable(f32, total, f32_literal(0.0));
+  loop("j", group, int_type);
+  line(fmt::format("{} = {} + {}[j];", total, total, array));
+  close();
+  line(d_.barrier);
+}
+
 std::string KernelText::simd_sum(const std::string& x) const {
   return fmt::format(fmt::runtime(d_.simd_sum), fmt::arg("x", x));
 }

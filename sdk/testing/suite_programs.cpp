@@ -49,6 +49,21 @@ const char* const kMergeHeadsProgram =
 }
 )";
 
+const char* const kNormProductProgram =
+    R"(graph @t(%x: f32[1,1,200], %g: f32[200], %b: f32[200], %w: f16[72,200], %w2: f32[40,200]) {
+  %n = RMSNorm(%x, %g) {epsilon = 1e-06} : f32[1,1,200]
+  %nh = convert(%n) {dtype = f16} : f16[1,1,200]
+  %y = dot_general(%nh, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f16[1,1,72]
+  %l = LayerNorm(%x, %g, %b) {epsilon = 1e-05} : f32[1,1,200]
+  %z = dot_general(%l, %w2) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[1,1,40]
+  %s = RMSNorm(%x, %b) {epsilon = 1e-05} : f32[1,1,200]
+  %v = dot_general(%s, %w2) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[1,1,40]
+  %r = RMSNorm(%x) {epsilon = 1e-06} : f32[1,1,200]
+  %u = dot_general(%r, %w2) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[1,1,40]
+  return %y, %z, %v, %u, %r
+}
+)";
+
 const char* const kSplitHeadsProgram =
     R"(graph @t(%xq: f32[2,20,32], %xk: f32[2,20,16], %xv: f32[2,20,16], %xd: f32[2,2,32], %yk: f32[2,20,16], %yv: f32[2,20,16]) {
   %qs = reshape(%xq) {shape = [2, 20, 4, 8]} : f32[2,20,4,8]

@@ -370,6 +370,31 @@ void norms_agree_with_cpu(const SuiteTarget& t) {
                    1e-5);
 }
 
+// kNormProductProgram: where the products normalise A themselves (the SDK's GEMV), each sums
+// the row as the norm kernel would, so the values are the norm's; all agree with cpu (the f16
+// product within its rounding).
+void norm_products_agree_with_cpu(const SuiteTarget& t) {
+  std::mt19937 rng(29);
+  auto random = [&](std::vector<int64_t> shape, float scale) {
+    return uniform_f32(rng, std::move(shape), scale);
+  };
+  NamedTensors in{{"x", random({1, 1, 200}, 2.0f)},
+                  {"g", random({200}, 1.0f)},
+                  {"b", random({200}, 1.0f)},
+                  {"w2", random({40, 200}, 0.1f)}};
+  const std::vector<double> w = values(random({72, 200}, 0.1f));
+  Tensor w16(DType::kF16, {72, 200});
+  for (size_t i = 0; i < w.size(); ++i)
+    static_cast<uint16_t*>(w16.data())[i] = f32_to_f16(static_cast<float>(w[i]));
+  in["w"] = w16;
+  NamedTensors want = run_text(kNormProductProgram, in, cpu_target());
+  NamedTensors got = run_text(kNormProductProgram, in, target_named(t.name));
+  expect_all_close({{"y", want.at("y")}}, {{"y", got.at("y")}}, 4e-3);
+  want.erase("y");
+  got.erase("y");
+  expect_all_close(want, got, 1e-5);
+}
+
 // Attentions whose heads a transpose merges back (kMergeHeadsProgram): the tiled and the per-row
 // kernel store the merged layout themselves on the GPU-style targets; the results agree with cpu.
 void merged_heads_agree_with_cpu(const SuiteTarget& t) {
@@ -559,6 +584,7 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("MixedProgramsAgreeWithCpu", mixed_programs_agree_with_cpu);
   add("ProductEpiloguesAgreeWithCpu", product_epilogues_agree_with_cpu);
   add("NormsRunNativelyAndAgreeWithCpu", norms_agree_with_cpu);
+  add("NormsBeforeSingleRowProductsAgreeWithCpu", norm_products_agree_with_cpu);
   add("AttentionsStoreMergedHeadsAndAgreeWithCpu", merged_heads_agree_with_cpu);
   add("AttentionsReadSplitHeadsAndAgreeWithCpu", split_heads_agree_with_cpu);
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);

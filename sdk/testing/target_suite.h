@@ -78,6 +78,11 @@ extern const char* const kEpilogueProgram;
 // by the transpose that merges heads: AttentionsStoreMergedHeadsAndAgreeWithCpu, and the
 // targets' emit tests check that no transpose kernel is left.
 extern const char* const kMergeHeadsProgram;
+// Norms of one row each feeding a single-row product: an RMSNorm narrowed to f16 (AMP) before
+// an f16 product, a LayerNorm with a bias, an f32 RMSNorm, and an RMSNorm without scale that is
+// also a graph output (so it keeps its own kernel): NormsBeforeSingleRowProductsAgreeWithCpu, and
+// the targets' emit tests check which products normalise A themselves.
+extern const char* const kNormProductProgram;
 // Attentions whose q, k and v come through the transpose that splits heads ([B, S, H, D] to
 // [B, H, S, D]), with grouped kv heads, tiled (20 queries a head) and per row (2):
 // AttentionsReadSplitHeadsAndAgreeWithCpu.
@@ -115,9 +120,10 @@ bool add_suite_extension(SuiteExtension extension);
 // cannot run, registers the shared tests and runs them all.
 int target_suite_main(int argc, char** argv, const SuiteTarget& target);
 
-// The shared tests of a codegen-only target (compile-time checks): ComplexProgramsCompileOnTheirParts,
-// and RefusesF64TranscendentalsWithTheReason when f64_single_only is set. Call it before
-// RUN_ALL_TESTS (a static initializer in the test file will do).
+// The shared tests of a codegen-only target (compile-time checks):
+// ComplexProgramsCompileOnTheirParts, and RefusesF64TranscendentalsWithTheReason when
+// f64_single_only is set. Call it before RUN_ALL_TESTS (a static initializer in the test file will
+// do).
 void register_codegen_only_tests(const SuiteTarget& target);
 
 }  // namespace rlx::test

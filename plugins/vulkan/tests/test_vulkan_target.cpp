@@ -60,6 +60,22 @@ TEST(VulkanTarget, ProductsFuseTheirElementwiseConsumers) {
   EXPECT_EQ(glsl.find("_transpose:"), std::string::npos) << glsl;
 }
 
+// A norm whose only reader is a single-row product is computed by the product's GEMV (three of
+// them here, one through AMP's f16 convert); the norm that is also a graph output keeps its own
+// kernel and its product reads what it stored.
+TEST(VulkanTarget, SingleRowProductsNormaliseTheirOperandThemselves) {
+  test::Emitted e(test::kNormProductProgram, vulkan());
+  const std::string glsl = e.text("vulkan_kernels.comp");
+  EXPECT_NE(glsl.find("A normalised first (RMSNorm, epsilon 1e-06)"), std::string::npos) << glsl;
+  EXPECT_NE(glsl.find("A normalised first (LayerNorm, epsilon 1e-05)"), std::string::npos) << glsl;
+  EXPECT_EQ(glsl.find("_convert:"), std::string::npos) << glsl;
+  size_t norms = 0;
+  for (size_t at = glsl.find("Norm over rows"); at != std::string::npos;
+       at = glsl.find("Norm over rows", at + 1))
+    ++norms;
+  EXPECT_EQ(norms, 1u) << glsl;
+}
+
 TEST(VulkanTarget, AttentionsStoreTheHeadsTheirTransposeMerges) {
   test::Emitted e(test::kMergeHeadsProgram, vulkan());
   const std::string glsl = e.text("vulkan_kernels.comp");

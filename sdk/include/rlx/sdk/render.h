@@ -336,6 +336,17 @@ std::string render_epilogue(const MatmulEpilogue& epilogue, const Dialect& diale
 // buffers, the operands read through element strides (so a transposed operand, such as the
 // [out, in] weight of a Linear layer, needs no copy) and C written row-major ([batch, m, n]).
 // Every product accumulates in f32 and is rounded once, at the store.
+// A LayerNorm or RMSNorm over each row of A (its k elements), computed by the product kernel
+// itself where the norm's output has no other reader: A's buffer is then the norm's input, and
+// each normalised element is rounded to out_dtype, as the norm's store would round it, before it
+// is multiplied. Positions and dtypes as MatmulShape's (scale and bias: [k]; -1 none).
+struct MatmulNormPrologue {
+  bool rms = false;
+  double epsilon = 1e-5;
+  int32_t scale_buffer = -1, bias_buffer = -1;
+  DType scale_dtype = DType::kF32, bias_dtype = DType::kF32, out_dtype = DType::kF32;
+};
+
 struct MatmulShape {
   std::string name;  // the kernel's name (made a valid identifier by kernel_symbol)
   int64_t batch = 1, m = 1, n = 1, k = 1;
@@ -351,6 +362,9 @@ struct MatmulShape {
   // (what the element is rounded to first), the kernel's parameters are the epilogue's, and
   // c_buffer names the last epilogue kernel's output.
   std::shared_ptr<const MatmulEpilogue> epilogue;
+  // Set: A is normalised row by row first (render_matmul takes it at m == 1 over B contiguous
+  // along k, the GEMV; a_k must be 1). Its buffers are parameters after all of the above.
+  std::optional<MatmulNormPrologue> a_norm;
   // f32 operands may be rounded to TF32 on tensor cores (the user's --allow-tf32, the product's
   // {tf32} attribute); only a vendor library acts on it, rendered kernels compute in f32.
   bool tf32 = false;
