@@ -89,10 +89,13 @@ int64_t vector_of(const sdk::MatmulShape& s) {
 std::string params(const sdk::MatmulShape& s) {
   int32_t count = std::max({s.a_buffer, s.b_buffer, s.c_buffer}) + 1;
   if (s.epilogue) count = std::max(count, s.epilogue->params);
+  if (s.a_norm) count = std::max({count, s.a_norm->scale_buffer + 1, s.a_norm->bias_buffer + 1});
   std::vector<DType> dtypes(static_cast<size_t>(count), DType::kF32);
   if (s.epilogue)
     for (int32_t j = 0; j < s.epilogue->params; ++j)
       dtypes[j] = s.epilogue->program.buffers.at(j).dtype;
+  if (s.a_norm && s.a_norm->scale_buffer >= 0) dtypes[s.a_norm->scale_buffer] = s.a_norm->scale_dtype;
+  if (s.a_norm && s.a_norm->bias_buffer >= 0) dtypes[s.a_norm->bias_buffer] = s.a_norm->bias_dtype;
   dtypes[s.a_buffer] = s.a_dtype;
   dtypes[s.b_buffer] = s.b_dtype;
   if (!s.epilogue) dtypes[s.c_buffer] = s.c_dtype;
@@ -103,12 +106,73 @@ std::string params(const sdk::MatmulShape& s) {
   return list;
 }
 
+// A's row staged as the norm's output (MatmulShape::a_norm): the block loads x into shared
+// memory, sums the row (each thread its elements, then warps by shuffles, then the eight warp
+// sums in order), and replaces each element by its normalised value rounded to the norm's dtype.
+// The sums' order is the block's, not the norm kernel's, so an element may differ from what the
+// norm would have stored by a rounding of the statistics.
+std::string norm_stage(const sdk::MatmulShape& s) {
+  const sdk::MatmulNormPrologue& nm = *s.a_norm;
+  const std::string k = std::to_string(s.k);
+  std::string t = fmt::format(
+      "  __shared__ __align__(16) float as[{0}];\n"
+      "  __shared__ float rlx_norm_red[16];\n"
+      "  float part = 0.0f;\n"
+      "  for (int i = threadIdx.x; i < {0}; i += 256) {{\n"
+      "    const float x = {1};\n"
+      "    as[i] = x;\n"
+      "    part += {2};\n"
+      "  }}\n"
+      "  part = rlx_warp_sum(part);\n"
+      "  if (lane == 0) rlx_norm_red[threadIdx.x >> 5] = part;\n"
+      "  __syncthreads();\n"
+      "  float row_total = 0.0f;\n"
+      "  for (int w = 0; w < 8; ++w) row_total += rlx_norm_red[w];\n",
+      k, load_f32(s.a_dtype, "arow", "i"), nm.rms ? "x * x" : "x");
+  std::string stat = "row_total";
+  if (!nm.rms) {
+    t += fmt::format(
+        "  const float mean = row_total / {0}.0f;\n"
+        "  float dev = 0.0f;\n"
+        "  for (int i = threadIdx.x; i < {0}; i += 256) dev += (as[i] - mean) * (as[i] - mean);\n"
+        "  dev = rlx_warp_sum(dev);\n"
+        "  if (lane == 0) rlx_norm_red[8 + (threadIdx.x >> 5)] = dev;\n"
+        "  __syncthreads();\n"
+        "  float row_squares = 0.0f;\n"
+        "  for (int w = 0; w < 8; ++w) row_squares += rlx_norm_red[8 + w];\n",
+        k);
+    stat = "row_squares";
+  }
+  t += fmt::format("  const float inv = 1.0f / sqrtf({} / {}.0f + {:.9e}f);\n", stat, k,
+                   static_cast<float>(nm.epsilon));
+  std::string y = nm.rms ? "as[i] * inv" : "(as[i] - mean) * inv";
+  if (nm.scale_buffer >= 0)
+    y = fmt::format("({}) * {}", y,
+                    load_f32(nm.scale_dtype, fmt::format("b{}", nm.scale_buffer), "i"));
+  if (nm.bias_buffer >= 0)
+    y = fmt::format("{} + {}", y, load_f32(nm.bias_dtype, fmt::format("b{}", nm.bias_buffer), "i"));
+  if (nm.out_dtype == DType::kF16) y = "rlx_f16_to_f32(rlx_f32_to_f16(" + y + "))";
+  if (nm.out_dtype == DType::kBF16) y = "rlx_bf16_to_f32(rlx_f32_to_bf16(" + y + "))";
+  t += fmt::format("  for (int i = threadIdx.x; i < {}; i += 256) as[i] = {};\n", k, y);
+  t += "  __syncthreads();\n";
+  return t;
+}
+
+// Whether the norm prologue is asked for: RLX_CUDA_GEMV_NORM=1, until the kernel has run on a
+// GPU against a reference (docs/targets.md); otherwise the norm keeps its own launch.
+bool norm_prologue_enabled() {
+  const char* env = std::getenv("RLX_CUDA_GEMV_NORM");
+  return env && std::string(env) == "1";
+}
+
 }  // namespace
 
 bool warp_gemv_takes(const sdk::MatmulShape& s) {
   if (const char* env = std::getenv("RLX_CUDA_GEMV"); env && std::string(env) == "0") return false;
   if (s.m < 1 || s.m > kMaxRows || s.n < 1 || s.k < 1 || s.batch < 1) return false;
-  if (s.a_norm) return false;  // the kernel has no norm prologue (yet): the norm keeps its launch
+  // A norm prologue needs A's single row staged (and is asked for explicitly, for now).
+  if (s.a_norm && (!norm_prologue_enabled() || s.m != 1 || s.batch != 1 || s.k > kMaxStaged))
+    return false;
   if (s.a_k != 1 || s.b_k != 1) return false;
   if (!single_float(s.a_dtype) || !single_float(s.b_dtype) || !single_float(s.c_dtype))
     return false;
@@ -142,7 +206,9 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
   // Staged: every warp of a block reads the same A (one batch, or A shared by the batches).
   const bool staged = s.m * s.k <= kMaxStaged && (s.batch == 1 || s.a_batch == 0);
   std::string stage;
-  if (staged)
+  if (s.a_norm)
+    stage = norm_stage(s);
+  else if (staged)
     stage = fmt::format(
         "  __shared__ __align__(16) float as[{0}];\n"
         "  for (int i = threadIdx.x; i < {0}; i += 256) as[i] = {1};\n"
@@ -224,6 +290,10 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
   std::string epilogue_note;
   if (s.epilogue)
     epilogue_note = fmt::format(", then {} fused kernels", s.epilogue->program.kernels.size());
+  if (s.a_norm)
+    epilogue_note = fmt::format(", A normalised first ({}, epsilon {})",
+                                s.a_norm->rms ? "RMSNorm" : "LayerNorm", s.a_norm->epsilon) +
+                    epilogue_note;
   const int64_t tasks = s.batch * s.n;
   const std::string symbol = sdk::kernel_symbol(s.name);
   const std::map<std::string, std::string> tokens = {

@@ -271,5 +271,33 @@ TEST(CudaCodegen, FewRowProductsAreWarpGemvsWithTheirEpilogues) {
   EXPECT_EQ(off.text("cuda_kernels.cu").find("warp gemv"), std::string::npos);
 }
 
+// A norm whose only reader is a single-row product stays a kernel of its own unless
+// RLX_CUDA_GEMV_NORM=1 asks the warp GEMV to compute it (test_warp_gemv.cpp runs that on the
+// device); asked, the three norms that feed only products go, and the module still compiles.
+TEST(CudaCodegen, WarpGemvsNormaliseTheirOperandOnlyWhenAsked) {
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  auto norm_kernels = [](const std::string& cu) {
+    size_t n = 0;
+    for (size_t at = cu.find("Norm over rows"); at != std::string::npos;
+         at = cu.find("Norm over rows", at + 1))
+      ++n;
+    return n;
+  };
+  test::Emitted plain(test::kNormProductProgram, cuda());
+  EXPECT_EQ(plain.text("cuda_kernels.cu").find("normalised first"), std::string::npos);
+  EXPECT_EQ(norm_kernels(plain.text("cuda_kernels.cu")), 4u);
+  setenv("RLX_CUDA_GEMV_NORM", "1", 1);
+  test::Emitted asked(test::kNormProductProgram, cuda());
+  unsetenv("RLX_CUDA_GEMV_NORM");
+  unsetenv("RLX_CUDA_ARCH");
+  const std::string cu = asked.text("cuda_kernels.cu");
+  EXPECT_NE(cu.find("A normalised first (RMSNorm, epsilon 1e-06)"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("A normalised first (LayerNorm, epsilon 1e-05)"), std::string::npos) << cu;
+  EXPECT_EQ(norm_kernels(cu), 1u) << cu;
+  EXPECT_EQ(asked.text("cuda_kernels.sm_90.cubin").substr(0, 4),
+            "\x7f"
+            "ELF");
+}
+
 }  // namespace
 }  // namespace rlx
