@@ -329,8 +329,8 @@ Command compile_command() {
   return make_command<CompileOptions>(
       {"compile", "compile a model and write the target's artifacts to a folder",
        "MODEL --target T -o DIR [--bind NAME=SIZE]... [--cpu NAME] [--cuda-arch ARCH]\n"
-       "       [--precision MODE] [--kv-cache f32|f16|bf16] [--inputs IN] [--input NAME=VALUES]...\n"
-       "       [--timings] [--json]",
+       "       [--precision MODE] [--kv-cache f32|f16|bf16] [--inputs IN]\n"
+       "       [--input NAME=VALUES]... [--timings] [--json]",
        "Compiles MODEL for target T and writes into DIR: model.mir (the graph after dispatch and\n"
        "passes), model.lir (the kernel program; its large constants in model.lir.safetensors),\n"
        "dispatch.json (the path of every node), the target's own artifacts (cpu: the kernels'\n"

@@ -10,8 +10,8 @@
 
 #include "dot_general_form.h"
 #include "epilogue_fusion.h"
-#include "norm_prologue.h"
 #include "host_collective.h"
+#include "product_prologues.h"
 #include "rlx/core/error.h"
 
 namespace rlx::gpu_host {
@@ -420,12 +420,41 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     std::optional<MatmulCall> mm = matmul_form(*c, p, fmt::format("k{}_dot_general", j));
     if (!mm || mm->buffers[mm->shape.a_buffer] != out || !library.vendor_matmul(mm->shape).empty())
       return std::nullopt;
-    std::optional<MatmulCall> fused = with_norm_prologue(*mm, n.shape, n.buffers, n.shape.out_dtype);
+    std::optional<MatmulCall> fused =
+        with_norm_prologue(*mm, n.shape, n.buffers, n.shape.out_dtype);
     if (!fused || fuse_epilogue(*mm, p, j, readers) > 0) return std::nullopt;
     if (library.own_matmul(fused->shape)) return fused;
     if (library.own_matmul(mm->shape)) return std::nullopt;
     return fused;  // render_matmul's GEMV (with_norm_prologue asked for its shape)
   };
+  // Product `i + 1` with loop kernel `i` computing its A (product_prologues.h), its epilogue
+  // fused as the product would fuse it (how many kernels that took: .second), when nothing else
+  // reads A and the kernel the product gets takes the prologue, as above.
+  auto loop_in_product = [&](size_t i) -> std::optional<std::pair<MatmulCall, size_t>> {
+    if (d.shared_array.empty() || i + 1 >= p.kernels.size()) return std::nullopt;
+    const auto& producer = std::get<lir::LoopKernel>(p.kernels[i]);
+    const auto* c = std::get_if<lir::CallKernel>(&p.kernels[i + 1]);
+    if (!c || c->callee != "dot_general" || producer.stores.size() != 1) return std::nullopt;
+    const int32_t a = p.storage_of(producer.stores[0].buffer);
+    if (readers[a] != 1) return std::nullopt;
+    for (const auto& [name, id] : p.outputs)
+      if (p.storage_of(id) == a) return std::nullopt;
+    std::optional<MatmulCall> mm = matmul_form(*c, p, fmt::format("k{}_dot_general", i + 1));
+    if (!mm || mm->buffers[mm->shape.a_buffer] != a || !library.vendor_matmul(mm->shape).empty())
+      return std::nullopt;
+    const size_t epilogue = fuse_epilogue(*mm, p, i + 1, readers);
+    auto positional = [&](const lir::LoopKernel& k, const std::vector<int32_t>& ids) {
+      lir::Program local = positional_program(k, p, ids, false);
+      for (lir::Buffer& b : local.buffers) b.name.clear();
+      return local;
+    };
+    std::optional<MatmulCall> fused = with_loop_prologue(*mm, producer, p, positional);
+    if (!fused) return std::nullopt;
+    if (!library.own_matmul(fused->shape) && library.own_matmul(mm->shape)) return std::nullopt;
+    return std::pair{std::move(*fused), epilogue};
+  };
+  // Products that compute their A themselves: product kernel index -> (the call, epilogue size).
+  std::map<size_t, std::pair<MatmulCall, size_t>> computes_a;
   // Buffers a fused kernel writes before their own first kernel: storage -> the writing kernel.
   std::map<int32_t, int32_t> written_early;
   // Buffers read after their own last kernel (an attention reading what a skipped transpose
@@ -510,10 +539,26 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       continue;
     }
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
+      if (auto taken = loop_in_product(i)) {  // the next product computes it (no launch)
+        for (const lir::Expr& e : k->exprs)
+          if (e.kind == lir::ExprKind::kLoad) {
+            const int32_t b = p.storage_of(e.load.buffer);
+            read_late[b] = std::max(read_late[b], static_cast<int32_t>(i + 1));
+          }
+        computes_a.emplace(i + 1, std::move(*taken));
+        continue;
+      }
       add_loop(*k);
       continue;
     }
     const auto& c = std::get<lir::CallKernel>(p.kernels[i]);
+    if (auto it = computes_a.find(i); it != computes_a.end()) {
+      const auto& [mm, fused] = it->second;
+      if (fused > 0) written_early[mm.buffers[mm.shape.c_buffer]] = static_cast<int32_t>(i);
+      add_matmul(mm);
+      i += fused;
+      continue;
+    }
     if (c.callee == "dot_general") {
       const std::string name = fmt::format("k{}_dot_general", i);
       // Matrix products get a tiled kernel where the dialect has cooperative groups; f64, integer
@@ -597,7 +642,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         n.buffers[n.shape.out_buffer] = to;
         n.shape.out_dtype = p.buffers[to].dtype;
       }
-      // The product after it may normalise its A itself (norm_prologue.h): one launch fewer.
+      // The product after it may normalise its A itself (product_prologues.h): one launch fewer.
       const size_t j = i + (converted ? 2 : 1);
       if (std::optional<MatmulCall> fused = norm_in_product(n, j)) {
         read_late[fused->buffers[fused->shape.a_buffer]] =

@@ -666,6 +666,34 @@ std::string render_kernel(const lir::LoopKernel& kernel, const lir::Program& pro
   return KernelRenderer(kernel, program, dialect).render();
 }
 
+std::string render_prologue(const MatmulPrologue& prologue, const Dialect& dialect,
+                            const std::string& index, const std::string& name, int indent) {
+  if (prologue.program.kernels.size() != 1) throw_internal_error("a prologue is one kernel");
+  const auto& k = std::get<lir::LoopKernel>(prologue.program.kernels[0]);
+  const std::string pad(2 * static_cast<size_t>(indent), ' ');
+  const std::string index_name = name + "_at";
+  std::string out = pad +
+                    fmt::format(fmt::runtime(dialect.declare), fmt::arg("type", dialect.index_type),
+                                fmt::arg("name", index_name), fmt::arg("x", index)) +
+                    "\n";
+  out += KernelRenderer(k, prologue.program, dialect)
+             .epilogue(name + "_", index_name, -1, "", DType::kF32, false, indent, {});
+  const DType stored = k.exprs.at(k.stores.at(0).expr).dtype;
+  std::string value = name + "_r";
+  if (stored != DType::kF32) {
+    const std::string bits =
+        fmt::format(fmt::runtime(dialect.store[static_cast<size_t>(stored)]), fmt::arg("x", value));
+    value =
+        fmt::format(fmt::runtime(dialect.load[static_cast<size_t>(stored)]), fmt::arg("x", bits));
+  }
+  out += pad +
+         fmt::format(fmt::runtime(dialect.declare),
+                     fmt::arg("type", dialect.compute_type[static_cast<size_t>(DType::kF32)]),
+                     fmt::arg("name", name), fmt::arg("x", value)) +
+         "\n";
+  return out;
+}
+
 std::string render_epilogue(const MatmulEpilogue& e, const Dialect& dialect,
                             const std::string& index, const std::string& value, int indent) {
   const std::string pad(2 * static_cast<size_t>(indent), ' ');

@@ -109,12 +109,17 @@ class MatmulWriter : detail::KernelText {
       if (!detail::single_float(t)) fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(t)));
     f32_ = entry(d_.compute_type, DType::kF32, "compute type");
     int_ = entry(d_.compute_type, DType::kI32, "compute type");
+    if (s_.a_norm && s_.a_loop) fail("A is computed by a kernel or normalised, not both");
+    if (s_.a_loop &&
+        (s_.m != 1 || s_.b_k != 1 || s_.a_k != 1 || (s_.batch > 1 && s_.a_batch != s_.k)))
+      fail("a kernel computing A needs single rows of A contiguous along k (the GEMV)");
     if (const auto& nm = s_.a_norm) {
       if (s_.m != 1 || s_.b_k != 1 || s_.a_k != 1)
         fail("a norm before the product needs one row of A contiguous along k (the GEMV)");
       if (nm->rms && nm->bias_buffer >= 0) fail("RMSNorm takes no bias");
       for (DType t : {nm->scale_dtype, nm->bias_dtype, nm->out_dtype})
-        if (!detail::single_float(t)) fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(t)));
+        if (!detail::single_float(t))
+          fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(t)));
     }
   }
 
@@ -221,8 +226,17 @@ class MatmulWriter : detail::KernelText {
     for (int64_t j = 0; j < kStrip; ++j) accumulator(fmt::format("c{}", j));
     loop("t", ceil_div(s_.k, kGroup));
     let("k", fmt::format("t * {} + li", kGroup));
-    declare(f32_, "av",
-            guarded_load(k_ok, s_.a_buffer, s_.a_dtype, sum({"abase", scaled("k", s_.a_k)})));
+    if (s_.a_loop) {
+      // A's element computed here, only inside the row (its kernel's reads are unguarded).
+      declare_mutable(f32_, "av", zero());
+      if (!k_ok.empty()) if_block(k_ok);
+      out_ += render_prologue(*s_.a_loop, d_, sum({"abase", "k"}), "ap", indent_);
+      line("av = ap;");
+      if (!k_ok.empty()) close();
+    } else {
+      declare(f32_, "av",
+              guarded_load(k_ok, s_.a_buffer, s_.a_dtype, sum({"abase", scaled("k", s_.a_k)})));
+    }
     if (s_.a_norm) normalise("av", k_ok);
     const std::string a_value = s_.a_norm ? "avn" : "av";
     for (int64_t j = 0; j < kStrip; ++j) {
@@ -303,12 +317,13 @@ class MatmulWriter : detail::KernelText {
       pass("part", [](const std::string& x) { return x; });
       group_sum("part", "row_total", 0, "rlx_red", kGroup, int_);
       declare(f32_, "mean", fmt::format("row_total / {}", n));
-      pass("dev", [](const std::string& x) { return fmt::format("({0} - mean) * ({0} - mean)", x); });
+      pass("dev",
+           [](const std::string& x) { return fmt::format("({0} - mean) * ({0} - mean)", x); });
       group_sum("dev", "row_squares", kGroup, "rlx_red", kGroup, int_);
     }
-    declare(f32_, "inv", fmt::format("{} / {}({} / {} + {})", f32_literal(1.0), math("sqrt"),
-                                     nm.rms ? "row_total" : "row_squares", n,
-                                     f32_literal(nm.epsilon)));
+    declare(f32_, "inv",
+            fmt::format("{} / {}({} / {} + {})", f32_literal(1.0), math("sqrt"),
+                        nm.rms ? "row_total" : "row_squares", n, f32_literal(nm.epsilon)));
     if (has_simd()) line(d_.barrier);  // the sums' slots are read above; the product rewrites them
   }
 
@@ -321,10 +336,10 @@ class MatmulWriter : detail::KernelText {
     if (nm.bias_buffer >= 0)
       y = fmt::format("{} + {}", y, guarded_load(k_ok, nm.bias_buffer, nm.bias_dtype, "k"));
     if (nm.out_dtype != DType::kF32)
-      y = fmt::format(fmt::runtime(entry(d_.load, nm.out_dtype, "load conversion")),
-                      fmt::arg("x", fmt::format(fmt::runtime(entry(d_.store, nm.out_dtype,
-                                                                   "store conversion")),
-                                                fmt::arg("x", y))));
+      y = fmt::format(
+          fmt::runtime(entry(d_.load, nm.out_dtype, "load conversion")),
+          fmt::arg("x", fmt::format(fmt::runtime(entry(d_.store, nm.out_dtype, "store conversion")),
+                                    fmt::arg("x", y))));
     declare(f32_, av + "n", y);
   }
 
@@ -437,9 +452,16 @@ class MatmulWriter : detail::KernelText {
     std::vector<int32_t> positions = {s_.a_buffer, s_.b_buffer, s_.c_buffer};
     int32_t count = *std::max_element(positions.begin(), positions.end()) + 1;
     if (s_.epilogue) count = std::max(count, s_.epilogue->params);
-    if (s_.a_norm) count = std::max({count, s_.a_norm->scale_buffer + 1, s_.a_norm->bias_buffer + 1});
+    if (s_.a_norm)
+      count = std::max({count, s_.a_norm->scale_buffer + 1, s_.a_norm->bias_buffer + 1});
+    const int32_t own = count;
+    if (s_.a_loop) count = std::max(count, s_.a_loop->params);
     std::vector<BufferParam> params(count);
     for (int32_t j = 0; j < count; ++j) params[j].storage = j;
+    for (int32_t j = own; j < count; ++j)  // what the kernel computing A reads
+      params[j].dtype = s_.a_loop->program.buffers.at(j).dtype;
+    if (s_.a_loop && s_.a_loop->program.buffers.at(s_.a_buffer).dtype != s_.a_dtype)
+      fail("A's position binds a buffer the kernel computing A reads, at its dtype");
     if (s_.epilogue)  // its parameters: A, B, what the kernels read, the last one's output
       for (int32_t j = 0; j < s_.epilogue->params; ++j)
         params[j].dtype = s_.epilogue->program.buffers.at(j).dtype;
@@ -473,9 +495,20 @@ class MatmulWriter : detail::KernelText {
 
   // ", A normalised first (RMSNorm, epsilon 1e-06)" for a norm prologue.
   std::string prologue_note() const {
+    if (s_.a_loop)
+      return ", A computed by " +
+             op_chain(std::get<lir::LoopKernel>(s_.a_loop->program.kernels.at(0)).name);
     if (!s_.a_norm) return "";
     return fmt::format(", A normalised first ({}, epsilon {})",
                        s_.a_norm->rms ? "RMSNorm" : "LayerNorm", s_.a_norm->epsilon);
+  }
+
+  // A kernel's op chain without its "k<index>_": the layers of a model share one kernel text.
+  static std::string op_chain(std::string_view name) {
+    size_t i = name.size() > 1 && name[0] == 'k' ? 1 : 0;
+    while (i > 0 && i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+    if (i > 1 && i < name.size() && name[i] == '_') name.remove_prefix(i + 1);
+    return std::string(name);
   }
 
   // ", then <kernel>, <kernel>" for a fused epilogue.
@@ -483,13 +516,8 @@ class MatmulWriter : detail::KernelText {
     if (!s_.epilogue) return "";
     std::string names;
     for (const lir::Kernel& k : s_.epilogue->program.kernels) {
-      // The op chain without its "k<index>_": the layers of a model share one kernel text.
-      std::string_view name = std::get<lir::LoopKernel>(k).name;
-      size_t i = name.size() > 1 && name[0] == 'k' ? 1 : 0;
-      while (i > 0 && i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
-      if (i > 1 && i < name.size() && name[i] == '_') name.remove_prefix(i + 1);
       names += names.empty() ? ", then " : ", ";
-      names.append(name.data(), name.size());
+      names += op_chain(std::get<lir::LoopKernel>(k).name);
     }
     return names;
   }

@@ -64,6 +64,25 @@ const char* const kNormProductProgram =
 }
 )";
 
+const char* const kComputedOperandProgram =
+    R"(graph @t(%h: f16[1,1,160], %r: f32[1,1,48], %w: f16[48,80], %x2: f32[2,1,64], %w2: f32[2,24,64]) {
+  %g = slice(%h) {limit = [1, 1, 80], start = [0, 0, 0], strides = [1, 1, 1]} : f16[1,1,80]
+  %u = slice(%h) {limit = [1, 1, 160], start = [0, 0, 80], strides = [1, 1, 1]} : f16[1,1,80]
+  %gf = convert(%g) {dtype = f32} : f32[1,1,80]
+  %uf = convert(%u) {dtype = f32} : f32[1,1,80]
+  %s = logistic(%gf) : f32[1,1,80]
+  %a = mul(%gf, %s) : f32[1,1,80]
+  %m = mul(%a, %uf) : f32[1,1,80]
+  %mh = convert(%m) {dtype = f16} : f16[1,1,80]
+  %y = dot_general(%mh, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f16[1,1,48]
+  %yf = convert(%y) {dtype = f32} : f32[1,1,48]
+  %o = add(%yf, %r) : f32[1,1,48]
+  %e = exp(%x2) : f32[2,1,64]
+  %z = dot_general(%e, %w2) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [2]} : f32[2,1,24]
+  return %o, %z
+}
+)";
+
 const char* const kSplitHeadsProgram =
     R"(graph @t(%xq: f32[2,20,32], %xk: f32[2,20,16], %xv: f32[2,20,16], %xd: f32[2,2,32], %yk: f32[2,20,16], %yv: f32[2,20,16]) {
   %qs = reshape(%xq) {shape = [2, 20, 4, 8]} : f32[2,20,4,8]
@@ -163,6 +182,8 @@ std::vector<NamedProgram> every_kernel_programs() {
   out.push_back({kMixedProgram, "kMixedProgram"});
   out.push_back({kEpilogueProgram, "kEpilogueProgram"});
   out.push_back({kMergeHeadsProgram, "kMergeHeadsProgram"});
+  out.push_back({kNormProductProgram, "kNormProductProgram"});
+  out.push_back({kComputedOperandProgram, "kComputedOperandProgram"});
   out.push_back({"graph @t(%x: f32[4,96], %s: f32[96], %b: f32[96]) {\n"
                  "  %l = LayerNorm(%x, %s, %b) {epsilon = 1e-5} : f32[4,96]\n"
                  "  %r = RMSNorm(%x, %s) {epsilon = 1e-6} : f32[4,96]\n  return %l, %r\n}\n",

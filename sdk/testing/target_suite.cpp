@@ -395,6 +395,27 @@ void norm_products_agree_with_cpu(const SuiteTarget& t) {
   expect_all_close(want, got, 1e-5);
 }
 
+// kComputedOperandProgram: the products that compute their A agree with cpu (the f16 product
+// within its rounding).
+void computed_operands_agree_with_cpu(const SuiteTarget& t) {
+  std::mt19937 rng(31);
+  NamedTensors in{{"r", uniform_f32(rng, {1, 1, 48}, 1.0f)},
+                  {"x2", uniform_f32(rng, {2, 1, 64}, 1.0f)},
+                  {"w2", uniform_f32(rng, {2, 24, 64}, 0.2f)}};
+  for (const auto& [name, shape] :
+       {std::pair<const char*, std::vector<int64_t>>{"h", {1, 1, 160}}, {"w", {48, 80}}}) {
+    const std::vector<double> v = values(uniform_f32(rng, shape, name[0] == 'h' ? 3.0f : 0.2f));
+    Tensor half(DType::kF16, shape);
+    for (size_t i = 0; i < v.size(); ++i)
+      static_cast<uint16_t*>(half.data())[i] = f32_to_f16(static_cast<float>(v[i]));
+    in[name] = half;
+  }
+  const NamedTensors want = run_text(kComputedOperandProgram, in, cpu_target());
+  const NamedTensors got = run_text(kComputedOperandProgram, in, target_named(t.name));
+  expect_all_close({{"o", want.at("o")}}, {{"o", got.at("o")}}, 4e-3);
+  expect_all_close({{"z", want.at("z")}}, {{"z", got.at("z")}}, 1e-5);
+}
+
 // Attentions whose heads a transpose merges back (kMergeHeadsProgram): the tiled and the per-row
 // kernel store the merged layout themselves on the GPU-style targets; the results agree with cpu.
 void merged_heads_agree_with_cpu(const SuiteTarget& t) {
@@ -585,6 +606,7 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("ProductEpiloguesAgreeWithCpu", product_epilogues_agree_with_cpu);
   add("NormsRunNativelyAndAgreeWithCpu", norms_agree_with_cpu);
   add("NormsBeforeSingleRowProductsAgreeWithCpu", norm_products_agree_with_cpu);
+  add("ComputedOperandsOfSingleRowProductsAgreeWithCpu", computed_operands_agree_with_cpu);
   add("AttentionsStoreMergedHeadsAndAgreeWithCpu", merged_heads_agree_with_cpu);
   add("AttentionsReadSplitHeadsAndAgreeWithCpu", split_heads_agree_with_cpu);
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);

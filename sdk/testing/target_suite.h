@@ -83,6 +83,12 @@ extern const char* const kMergeHeadsProgram;
 // also a graph output (so it keeps its own kernel): NormsBeforeSingleRowProductsAgreeWithCpu, and
 // the targets' emit tests check which products normalise A themselves.
 extern const char* const kNormProductProgram;
+// Single-row products whose A only an elementwise kernel computes: SiLU(gate) x up out of one
+// f16 buffer, narrowed (AMP), before an f16 product whose result is widened and added to a
+// residual (an epilogue too), and exp before a batched f32 product:
+// ComputedOperandsOfSingleRowProductsAgreeWithCpu, and the targets' emit tests check which
+// products compute A themselves.
+extern const char* const kComputedOperandProgram;
 // Attentions whose q, k and v come through the transpose that splits heads ([B, S, H, D] to
 // [B, H, S, D]), with grouped kv heads, tiled (20 queries a head) and per row (2):
 // AttentionsReadSplitHeadsAndAgreeWithCpu.

@@ -190,8 +190,8 @@ TEST_F(CliModels, KvCacheOptionIsCheckedAndReported) {
   EXPECT_THAT(r.out, HasSubstr("past_key.0 bf16[1,2,64,32]")) << dump(r);
   // A compiled decode folder keeps the cache it was compiled with: bench runs it in f16.
   const std::string folder = (dir_ / "decode-f16").string();
-  r = rlx({"compile", model.string(), "-t", "cpu", "--graph", "decode", "--bind", "T=64",
-           "--bind", "B=1", "--kv-cache", "f16", "-o", folder});
+  r = rlx({"compile", model.string(), "-t", "cpu", "--graph", "decode", "--bind", "T=64", "--bind",
+           "B=1", "--kv-cache", "f16", "-o", folder});
   ASSERT_EQ(r.exit_code, 0) << dump(r);
   r = rlx({"bench", folder, "--runs", "1", "--warmup", "1", "--json"});
   ASSERT_EQ(r.exit_code, 0) << dump(r);

@@ -156,7 +156,8 @@ class Lowering {
     std::vector<bool> view(g_.values.size(), false);
     for (const Node& n : g_.nodes) {
       const OpDef* d = OpRegistry::instance().find(n.op);
-      if (!fusible(n, g_) || d->cls == OpClass::kReduce) continue;  // calls and reductions write buffers
+      if (!fusible(n, g_) || d->cls == OpClass::kReduce)
+        continue;  // calls and reductions write buffers
       ValueId v = n.outputs[0];
       if (forced[v]) continue;
       bool over_buffer = (d->cls == OpClass::kIndexMap || n.op == "convert") && !n.inputs.empty() &&

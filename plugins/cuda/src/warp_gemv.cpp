@@ -1,11 +1,11 @@
 // The kernel's loop is over whole 16-byte weight vectors (V elements of B), each lane taking every
 // 32nd one, so a warp reads 512 contiguous bytes of its row per step and, unrolled, keeps several
 // such reads in flight; the first sixteen vectors of each lane are loaded before A is staged,
-// so their latency overlaps the staging. A's rows are converted to f32 into shared memory once per block where
-// they fit (kMaxStaged), else read as the same V elements (one or two vector loads) by every
-// warp; they are small and stay in L1 and L2. Each lane's partial
-// sums are combined with shuffles, lane j < m then holds output row j and stores it (through the
-// epilogue where one is fused). Sums are f32 fmaf in a fixed order; the module is compiled with
+// so their latency overlaps the staging. A's rows are converted to f32 into shared memory once per
+// block where they fit (kMaxStaged), else read as the same V elements (one or two vector loads) by
+// every warp; they are small and stay in L1 and L2. Each lane's partial sums are combined with
+// shuffles, lane j < m then holds output row j and stores it (through the epilogue where one is
+// fused). Sums are f32 fmaf in a fixed order; the module is compiled with
 // --fmad=false, so nothing else is contracted.
 #include "warp_gemv.h"
 
@@ -94,7 +94,8 @@ std::string params(const sdk::MatmulShape& s) {
   if (s.epilogue)
     for (int32_t j = 0; j < s.epilogue->params; ++j)
       dtypes[j] = s.epilogue->program.buffers.at(j).dtype;
-  if (s.a_norm && s.a_norm->scale_buffer >= 0) dtypes[s.a_norm->scale_buffer] = s.a_norm->scale_dtype;
+  if (s.a_norm && s.a_norm->scale_buffer >= 0)
+    dtypes[s.a_norm->scale_buffer] = s.a_norm->scale_dtype;
   if (s.a_norm && s.a_norm->bias_buffer >= 0) dtypes[s.a_norm->bias_buffer] = s.a_norm->bias_dtype;
   dtypes[s.a_buffer] = s.a_dtype;
   dtypes[s.b_buffer] = s.b_dtype;
@@ -170,6 +171,7 @@ bool norm_prologue_enabled() {
 bool warp_gemv_takes(const sdk::MatmulShape& s) {
   if (const char* env = std::getenv("RLX_CUDA_GEMV"); env && std::string(env) == "0") return false;
   if (s.m < 1 || s.m > kMaxRows || s.n < 1 || s.k < 1 || s.batch < 1) return false;
+  if (s.a_loop) return false;  // no kernel computing A (yet): that kernel keeps its launch
   // A norm prologue needs A's single row staged (and is asked for explicitly, for now).
   if (s.a_norm && (!norm_prologue_enabled() || s.m != 1 || s.batch != 1 || s.k > kMaxStaged))
     return false;
@@ -260,18 +262,20 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
     prefetch = 0;
   std::string fetch, early;
   if (prefetch > 0) {
-    fetch = fmt::format("  uint4 fetched[{}];\n#pragma unroll\n  for (int step = 0; step < {}; ++step) {{\n"
-                        "    const int k = (step * 32 + lane) * {};\n",
-                        prefetch, prefetch, v);
+    fetch = fmt::format(
+        "  uint4 fetched[{}];\n#pragma unroll\n  for (int step = 0; step < {}; ++step) {{\n"
+        "    const int k = (step * 32 + lane) * {};\n",
+        prefetch, prefetch, v);
     fetch += ragged ? fmt::format(
                           "    fetched[step] = k < {} ? *reinterpret_cast<const uint4*>(wrow + k) "
                           ": make_uint4(0u, 0u, 0u, 0u);\n",
                           s.k)
                     : "    fetched[step] = *reinterpret_cast<const uint4*>(wrow + k);\n";
     fetch += "  }\n";
-    early = fmt::format("#pragma unroll\n  for (int step = 0; step < {}; ++step) {{\n"
-                        "    const int k = (step * 32 + lane) * {};\n",
-                        prefetch, v);
+    early = fmt::format(
+        "#pragma unroll\n  for (int step = 0; step < {}; ++step) {{\n"
+        "    const int k = (step * 32 + lane) * {};\n",
+        prefetch, v);
     early += ragged ? fmt::format("    if (k < {}) {{\n", s.k) : "";
     early += pad + "const uint4 w = fetched[step];\n" + weights + rows;
     early += ragged ? "    }\n" : "";
@@ -279,9 +283,10 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
   }
   std::string main;  // the steps not fetched early, loaded as they are summed
   if (prefetch < steps) {
-    main = fmt::format("#pragma unroll {}\n  for (int step = {}; step < {}; ++step) {{\n"
-                       "    const int k = (step * 32 + lane) * {};\n",
-                       std::min(steps - prefetch, kMaxUnroll), prefetch, steps, v);
+    main = fmt::format(
+        "#pragma unroll {}\n  for (int step = {}; step < {}; ++step) {{\n"
+        "    const int k = (step * 32 + lane) * {};\n",
+        std::min(steps - prefetch, kMaxUnroll), prefetch, steps, v);
     main += ragged ? fmt::format("    if (k < {}) {{\n", s.k) : "";
     main += pad + "const uint4 w = *reinterpret_cast<const uint4*>(wrow + k);\n" + weights + rows;
     main += ragged ? "    }\n" : "";

@@ -297,6 +297,12 @@ TEST(CudaCodegen, WarpGemvsNormaliseTheirOperandOnlyWhenAsked) {
   EXPECT_EQ(asked.text("cuda_kernels.sm_90.cubin").substr(0, 4),
             "\x7f"
             "ELF");
+  // The warp GEMV computes no elementwise A: the kernel computing it keeps its launch.
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted computed(test::kComputedOperandProgram, cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  EXPECT_EQ(computed.text("cuda_kernels.cu").find("A computed by"), std::string::npos);
+  EXPECT_NE(computed.text("cuda_kernels.cu").find("warp gemv"), std::string::npos);
 }
 
 }  // namespace

@@ -101,7 +101,8 @@ TEST(CudaWarpGemv, NormalisesItsOperandWhenAsked) {
                   {"w", uniform(DType::kF16, {72, 200}, 5)}};
   const NamedTensors want = test::run_text(test::kNormProductProgram, in, test::cpu_target());
   ::setenv("RLX_CUDA_GEMV_NORM", "1", 1);
-  const NamedTensors got = test::run_text(test::kNormProductProgram, in, test::target_named("cuda"));
+  const NamedTensors got =
+      test::run_text(test::kNormProductProgram, in, test::target_named("cuda"));
   ::unsetenv("RLX_CUDA_GEMV_NORM");
   test::expect_all_close({{"y", want.at("y")}}, {{"y", got.at("y")}}, 4e-3);
   for (const char* name : {"z", "v", "u", "r"})

@@ -78,6 +78,19 @@ TEST(VulkanTarget, SingleRowProductsNormaliseTheirOperandThemselves) {
   EXPECT_EQ(norms, 1u) << glsl;
 }
 
+// An elementwise kernel whose only reader is a single-row product is computed where the
+// product's GEMV reads A (SiLU x up before an f16 product that also takes its epilogue; exp
+// before a batched f32 product): no loop kernel is left.
+TEST(VulkanTarget, SingleRowProductsComputeTheirOperandThemselves) {
+  test::Emitted e(test::kComputedOperandProgram, vulkan());
+  const std::string glsl = e.text("vulkan_kernels.comp");
+  EXPECT_NE(glsl.find("A computed by convert_mul_mul_convert_slice_logistic_convert_slice, then"),
+            std::string::npos)
+      << glsl;
+  EXPECT_NE(glsl.find("A computed by exp\n"), std::string::npos) << glsl;
+  EXPECT_EQ(glsl.find("domain ["), std::string::npos) << glsl;  // no loop kernel
+}
+
 TEST(VulkanTarget, AttentionsStoreTheHeadsTheirTransposeMerges) {
   test::Emitted e(test::kMergeHeadsProgram, vulkan());
   const std::string glsl = e.text("vulkan_kernels.comp");

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
                       "MixedProgramsAgreeWithCpu", "KvCacheUpdatesInPlace",
                       "F16KvCacheDecodeStepsAgreeWithCpu", "ProductEpiloguesAgreeWithCpu",
                       "NormsRunNativelyAndAgreeWithCpu", "NormsBeforeSingleRowProductsAgreeWithCpu",
+                      "ComputedOperandsOfSingleRowProductsAgreeWithCpu",
                       "AttentionsStoreMergedHeadsAndAgreeWithCpu",
                       "AttentionsReadSplitHeadsAndAgreeWithCpu", "TrainingStepsAgreeWithCpu",
                       "HalfPrecisionAttentionAgreesWithCpu"},

@@ -332,6 +332,24 @@ struct MatmulEpilogue {
 std::string render_epilogue(const MatmulEpilogue& epilogue, const Dialect& dialect,
                             const std::string& index, const std::string& value, int indent);
 
+// A product's A computed element by element where it is read, by the elementwise loop kernel
+// that would have stored it (SiLU(gate) x up before a decode step's down projection), instead
+// of that kernel's launch and A's round trip through memory. `program` holds the kernel over A's
+// row-major elements; its buffers below `params` are the product kernel's parameters by
+// position, and its store's buffer is one past them, never bound (the store is never made). A's
+// own position then binds one of the buffers the kernel reads (a_dtype its dtype), since a
+// parameter nothing reads may not be bound at all (WebGPU).
+struct MatmulPrologue {
+  lir::Program program;
+  int32_t params = 0;
+};
+
+// The statements computing `prologue`'s element at row-major index `index` (an index-type
+// expression), ending with the declaration of `name`, an f32 holding the element rounded to the
+// dtype the kernel stores; at `indent` levels. Throws rlx::Error (kCompile) like render_kernel.
+std::string render_prologue(const MatmulPrologue& prologue, const Dialect& dialect,
+                            const std::string& index, const std::string& name, int indent);
+
 // A batched matrix product C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] over f16, bf16 or f32
 // buffers, the operands read through element strides (so a transposed operand, such as the
 // [out, in] weight of a Linear layer, needs no copy) and C written row-major ([batch, m, n]).
@@ -365,6 +383,9 @@ struct MatmulShape {
   // Set: A is normalised row by row first (render_matmul takes it at m == 1 over B contiguous
   // along k, the GEMV; a_k must be 1). Its buffers are parameters after all of the above.
   std::optional<MatmulNormPrologue> a_norm;
+  // Set: A's elements are computed by this kernel where they are read (render_matmul takes it at
+  // m == 1 over B contiguous along k with A's rows contiguous, the GEMV); A's buffer is not read.
+  std::shared_ptr<const MatmulPrologue> a_loop;
   // f32 operands may be rounded to TF32 on tensor cores (the user's --allow-tf32, the product's
   // {tf32} attribute); only a vendor library acts on it, rendered kernels compute in f32.
   bool tf32 = false;

@@ -1,4 +1,6 @@
-// Whether a norm computes inside the product after it (module_plan.cpp's planning): a decode
+// What a single-row product computes itself before its A is read (module_plan.cpp's planning).
+//
+// A norm inside the product after it: a decode
 // step's input and post-attention norms each feed one single-row product (q|k|v, gate|up, the
 // vocabulary head), and a norm of one row is a launch of its own that costs about what a small
 // product does (3.9 us on an H100 for a row of 1024; bench/RESULTS.md). The product's kernel
@@ -6,6 +8,7 @@
 // normalised elements, rounded to the norm's output dtype: the same values, one launch fewer.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -22,5 +25,16 @@ namespace rlx::gpu_host {
 std::optional<MatmulCall> with_norm_prologue(const MatmulCall& mm, const sdk::NormShape& norm,
                                              const std::vector<int32_t>& norm_buffers,
                                              DType out_dtype);
+
+// An elementwise loop kernel inside the product after it: SiLU(gate) x up, which only the down
+// projection reads, is computed where that GEMV reads A (one launch and A's round trip fewer).
+// `mm` (its epilogue already fused) with `producer` as its A prologue when the kernel stores
+// exactly A, element by element over A's row-major elements, and the product is single-row over
+// A's contiguous rows; else nullopt. `positional` renders a kernel over storage ids numbered by
+// position (module_plan's positional_program).
+std::optional<MatmulCall> with_loop_prologue(
+    const MatmulCall& mm, const lir::LoopKernel& producer, const lir::Program& p,
+    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
+        positional);
 
 }  // namespace rlx::gpu_host
