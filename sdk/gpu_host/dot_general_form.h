@@ -37,4 +37,11 @@ struct ProductDims {
 };
 ProductDims product_dims(const lir::CallKernel& call, const lir::Program& program);
 
+// dot_general as a loop kernel: parallel dims (batch, lhs free, rhs free) in output order, then
+// the contracted dims reduced by sum. Operands are read in the compute type of the output
+// (f32 for f16/bf16/f32, f64, i64 for integers) and the sum is stored with one rounding, as the
+// cpu target computes it.
+lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Program& program,
+                                   const std::string& name);
+
 }  // namespace rlx::gpu_host

@@ -22,12 +22,6 @@ namespace {
 // work-items.
 constexpr int64_t kGroupSize = 64;
 
-DType compute_class(DType t) {
-  if (t == DType::kF16 || t == DType::kBF16 || t == DType::kF32) return DType::kF32;
-  if (t == DType::kF64) return DType::kF64;
-  return DType::kI64;
-}
-
 std::string where(const lir::CallKernel& c) {
   return c.loc.empty() ? c.callee : fmt::format("{} ('{}')", c.callee, c.loc);
 }
@@ -324,31 +318,6 @@ NormCall norm_call(const lir::CallKernel& c, const lir::Program& p, const std::s
 }
 
 }  // namespace
-
-lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Program& p,
-                                   const std::string& name) {
-  const lir::Buffer& out = p.buffers.at(call.outputs.at(0));
-  const ProductDims dims = product_dims(call, p);
-  lir::LoopKernel k;
-  k.name = name;
-  std::vector<int64_t> a, b;  // strides of lhs and rhs over the domain
-  for (const auto& [size, sa, sb] : dims.dims) {
-    k.domain.push_back(size);
-    a.push_back(sa);
-    b.push_back(sb);
-  }
-  k.num_parallel = static_cast<int32_t>(dims.parallel);
-  if (k.domain.size() > static_cast<size_t>(k.num_parallel)) k.reduce = "sum";
-  DType c = compute_class(out.dtype);
-  lir::Expr la{.kind = lir::ExprKind::kLoad, .dtype = c};
-  la.load = {.buffer = call.inputs[0], .offset = 0, .strides = a, .guards = {}};
-  lir::Expr lb_{.kind = lir::ExprKind::kLoad, .dtype = c};
-  lb_.load = {.buffer = call.inputs[1], .offset = 0, .strides = b, .guards = {}};
-  lir::Expr mul{.kind = lir::ExprKind::kBinary, .dtype = c, .op = "mul", .args = {0, 1}};
-  k.exprs = {la, lb_, mul};
-  k.stores = {{.buffer = call.outputs[0], .expr = 2}};
-  return k;
-}
 
 ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   const sdk::Dialect& d = library.dialect();

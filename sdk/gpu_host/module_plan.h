@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device_api.h"
+#include "dot_general_form.h"  // dot_general_kernel, which the plan and hexagon use
 
 namespace rlx::gpu_host {
 
@@ -69,12 +70,5 @@ struct ModulePlan {
 
 // Throws rlx::Error (kCompile) naming the call when the library lacks a kernel for it.
 ModulePlan plan_module(const lir::Program& program, const KernelLibrary& library);
-
-// dot_general as a loop kernel: parallel dims (batch, lhs free, rhs free) in output order, then
-// the contracted dims reduced by sum. Operands are read in the compute type of the output
-// (f32 for f16/bf16/f32, f64, i64 for integers) and the sum is stored with one rounding, as the
-// cpu target computes it.
-lir::LoopKernel dot_general_kernel(const lir::CallKernel& call, const lir::Program& program,
-                                   const std::string& name);
 
 }  // namespace rlx::gpu_host

@@ -126,14 +126,15 @@ class KernelRenderer {
 
   // The kernel evaluated at one element inside another kernel (render_epilogue): indices from
   // element `index`, loads of `input` reading `input_value` (of dtype `value_dtype`), names
-  // prefixed with `names`. The result is stored when `write`, else declared as <names>r (the next
-  // epilogue's value) unless `write`. Buffers are named by their ids (positions).
+  // prefixed with `names`. The result is stored when `write`, else declared as `result` or, when
+  // that is empty, <names>r (the next epilogue's value). Buffers are named by their ids
+  // (positions).
   // `from`: the strides through which the kernel reads `input` when they permute its dims (the
   // loop indices come from `index` through them, and the store goes to the kernel's row-major
   // index); empty for the identity.
   std::string epilogue(const std::string& names, const std::string& index, int32_t input,
                        const std::string& input_value, DType value_dtype, bool write, int indent,
-                       const std::vector<int64_t>& from) {
+                       const std::vector<int64_t>& from, const std::string& result = "") {
     if (!k_.reduce.empty() || k_.num_parallel != static_cast<int32_t>(k_.domain.size()))
       fail("an epilogue is elementwise: no reduced dims");
     if (k_.stores.size() != 1) fail("an epilogue stores one value");
@@ -157,7 +158,8 @@ class KernelRenderer {
     if (write)
       store(st, from.empty() ? index : affine(0, own), value(st.expr));
     else
-      line(declare(type(k_.exprs.at(st.expr).dtype), names_ + "r", value(st.expr)));
+      line(declare(type(k_.exprs.at(st.expr).dtype), result.empty() ? names_ + "r" : result,
+                   value(st.expr)));
     return out_;
   }
 
@@ -670,28 +672,9 @@ std::string render_prologue(const MatmulPrologue& prologue, const Dialect& diale
                             const std::string& index, const std::string& name, int indent) {
   if (prologue.program.kernels.size() != 1) throw_internal_error("a prologue is one kernel");
   const auto& k = std::get<lir::LoopKernel>(prologue.program.kernels[0]);
-  const std::string pad(2 * static_cast<size_t>(indent), ' ');
-  const std::string index_name = name + "_at";
-  std::string out = pad +
-                    fmt::format(fmt::runtime(dialect.declare), fmt::arg("type", dialect.index_type),
-                                fmt::arg("name", index_name), fmt::arg("x", index)) +
-                    "\n";
-  out += KernelRenderer(k, prologue.program, dialect)
-             .epilogue(name + "_", index_name, -1, "", DType::kF32, false, indent, {});
-  const DType stored = k.exprs.at(k.stores.at(0).expr).dtype;
-  std::string value = name + "_r";
-  if (stored != DType::kF32) {
-    const std::string bits =
-        fmt::format(fmt::runtime(dialect.store[static_cast<size_t>(stored)]), fmt::arg("x", value));
-    value =
-        fmt::format(fmt::runtime(dialect.load[static_cast<size_t>(stored)]), fmt::arg("x", bits));
-  }
-  out += pad +
-         fmt::format(fmt::runtime(dialect.declare),
-                     fmt::arg("type", dialect.compute_type[static_cast<size_t>(DType::kF32)]),
-                     fmt::arg("name", name), fmt::arg("x", value)) +
-         "\n";
-  return out;
+  // A 16-bit stored value is rounded by the op that makes it, as the store would round it.
+  return KernelRenderer(k, prologue.program, dialect)
+      .epilogue(name + "_", "(" + index + ")", -1, "", DType::kF32, false, indent, {}, name);
 }
 
 std::string render_epilogue(const MatmulEpilogue& e, const Dialect& dialect,

@@ -231,4 +231,10 @@ void check_in_place_cache_update(std::shared_ptr<Target> target) {
   EXPECT_EQ(values(dev_in.at("past").download()), want);
 }
 
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace rlx::test

@@ -92,6 +92,9 @@ std::string read_file(const std::filesystem::path& path);
 
 // IR text compiled for `target` (static shapes) and emitted into a fresh folder, kept until the
 // object goes out of scope.
+// How many times `needle` occurs in `text` (a kernel header in an emitted source, ...).
+size_t occurrences(const std::string& text, const std::string& needle);
+
 class Emitted {
  public:
   Emitted(const std::string& ir, std::shared_ptr<Target> target);

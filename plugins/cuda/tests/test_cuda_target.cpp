@@ -276,13 +276,7 @@ TEST(CudaCodegen, FewRowProductsAreWarpGemvsWithTheirEpilogues) {
 // device); asked, the three norms that feed only products go, and the module still compiles.
 TEST(CudaCodegen, WarpGemvsNormaliseTheirOperandOnlyWhenAsked) {
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
-  auto norm_kernels = [](const std::string& cu) {
-    size_t n = 0;
-    for (size_t at = cu.find("Norm over rows"); at != std::string::npos;
-         at = cu.find("Norm over rows", at + 1))
-      ++n;
-    return n;
-  };
+  auto norm_kernels = [](const std::string& cu) { return test::occurrences(cu, "Norm over rows"); };
   test::Emitted plain(test::kNormProductProgram, cuda());
   EXPECT_EQ(plain.text("cuda_kernels.cu").find("normalised first"), std::string::npos);
   EXPECT_EQ(norm_kernels(plain.text("cuda_kernels.cu")), 4u);

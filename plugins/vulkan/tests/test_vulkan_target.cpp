@@ -71,11 +71,7 @@ TEST(VulkanTarget, SingleRowProductsNormaliseTheirOperandThemselves) {
   EXPECT_NE(glsl.find("A normalised first (RMSNorm, epsilon 1e-06)"), std::string::npos) << glsl;
   EXPECT_NE(glsl.find("A normalised first (LayerNorm, epsilon 1e-05)"), std::string::npos) << glsl;
   EXPECT_EQ(glsl.find("_convert:"), std::string::npos) << glsl;
-  size_t norms = 0;
-  for (size_t at = glsl.find("Norm over rows"); at != std::string::npos;
-       at = glsl.find("Norm over rows", at + 1))
-    ++norms;
-  EXPECT_EQ(norms, 1u) << glsl;
+  EXPECT_EQ(test::occurrences(glsl, "Norm over rows"), 1u) << glsl;
 }
 
 // An elementwise kernel whose only reader is a single-row product is computed where the
@@ -96,11 +92,7 @@ TEST(VulkanTarget, AttentionsStoreTheHeadsTheirTransposeMerges) {
   const std::string glsl = e.text("vulkan_kernels.comp");
   EXPECT_NE(glsl.find("(tiled 64 keys)"), std::string::npos) << glsl;
   EXPECT_NE(glsl.find("(rows)"), std::string::npos) << glsl;
-  size_t merged = 0;
-  for (size_t at = glsl.find("heads merged"); at != std::string::npos;
-       at = glsl.find("heads merged", at + 1))
-    ++merged;
-  EXPECT_EQ(merged, 2u) << glsl;
+  EXPECT_EQ(test::occurrences(glsl, "heads merged"), 2u) << glsl;
   EXPECT_EQ(glsl.find("_transpose:"), std::string::npos) << glsl;
 }
 
