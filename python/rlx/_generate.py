@@ -12,7 +12,8 @@ def generate(model: Any, prompt: str | Sequence[int], max_new_tokens: int = 32, 
              top_p: float | None = None, seed: int | None = None,
              repetition_penalty: float | None = None, stop: str | Sequence[str] = (),
              ignore_eos: bool = False, tokens: bool = False,
-             target: str = "cpu") -> Generator[str | int, None, dict]:
+             target: str = "cpu", precision: str | None = None,
+             kv_cache: str | None = None) -> Generator[str | int, None, dict]:
     """A generator of the text a decoder model (qwen3, llama, gemma3) continues `prompt` with.
 
     prompt: text (tokenized with the model's tokenizer, its BOS added as the model asks) or a
@@ -23,6 +24,11 @@ def generate(model: Any, prompt: str | Sequence[int], max_new_tokens: int = 32, 
     repetition_penalty as ``rlx generate`` does; seed makes the draws repeatable. It ends after
     max_new_tokens, after an end-of-sequence token of the model (unless ignore_eos), or when the
     text contains one of the `stop` strings (the text is cut before it).
+
+    precision narrows the model as ``rlx generate --precision`` does ("f16", "bf16", "amp-f16",
+    "amp-bf16", "tf32" or "q8", as Model.compile takes it); kv_cache keeps the decode graph's KV
+    cache in "f32", "f16" or "bf16" (``--kv-cache``). Either one works on a copy of the model's
+    graphs: `model` itself is left as it was.
 
     The tokens are computed on a worker thread with the GIL released, at most one ahead of the
     reader. Closing the generator (``gen.close()``, leaving a ``for`` loop over it with
@@ -40,7 +46,7 @@ def generate(model: Any, prompt: str | Sequence[int], max_new_tokens: int = 32, 
     ids = [] if text is not None else [int(t) for t in prompt]
     native = _rlx.generate(model._native, target, text, ids, int(max_new_tokens), temperature,
                            top_k, top_p, seed, repetition_penalty, list(stop), bool(ignore_eos),
-                           bool(tokens))
+                           bool(tokens), precision, kv_cache)
     return _pieces(native)
 
 

@@ -47,16 +47,30 @@ Graph graph_to_compile(const Model& model, const std::string& name,
                        const std::map<std::string, int64_t>& bind,
                        const std::optional<std::string>& precision, PrecisionReport* report) {
   Graph g = model.graph(name);
+  *report = apply_precision_option(g, name, precision);
+  for (const auto& [symbol, size] : bind)
+    if (size < 1)
+      throw_user_error(fmt::format("{} = {}: a size is at least 1", bind_argument(symbol), size));
+  Bindings sizes =
+      cli::sizes_for_graph(Bindings(bind.begin(), bind.end()), g, model, &bind_argument);
+  return sizes.empty() ? g : specialize(g, sizes);
+}
+
+}  // namespace
+
+PrecisionReport apply_precision_option(Graph& g, const std::string& name,
+                                       const std::optional<std::string>& precision) {
+  PrecisionReport report;
   if (precision && is_policy(*precision)) {
-    *report = apply_precision(g, parse_precision(*precision));
-    if (!report->changed())
+    report = apply_precision(g, parse_precision(*precision));
+    if (!report.changed())
       throw_user_error(fmt::format(
           "precision='{}': the '{}' graph has no f32 computation this mode narrows; leave "
           "precision out",
           *precision, name));
   } else if (precision && *precision == "tf32") {
-    report->tf32 = allow_tf32(g);
-    if (report->tf32.empty())
+    report.tf32 = allow_tf32(g);
+    if (report.tf32.empty())
       throw_user_error(fmt::format(
           "precision='tf32': the '{}' graph has no f32 matrix product; leave precision out", name));
   } else if (precision && *precision != "f32") {
@@ -72,15 +86,8 @@ Graph graph_to_compile(const Model& model, const std::string& name,
           "applies to GGUF models stored as Q4_0, Q4_K, Q8_0, ...); leave precision out",
           name));
   }
-  for (const auto& [symbol, size] : bind)
-    if (size < 1)
-      throw_user_error(fmt::format("{} = {}: a size is at least 1", bind_argument(symbol), size));
-  Bindings sizes =
-      cli::sizes_for_graph(Bindings(bind.begin(), bind.end()), g, model, &bind_argument);
-  return sizes.empty() ? g : specialize(g, sizes);
+  return report;
 }
-
-}  // namespace
 
 std::unique_ptr<PyCompiled> PyCompiled::create(const PyModel& p, const std::string& target_name,
                                                const std::string& graph,

@@ -46,6 +46,14 @@ struct PyCompiled {
   const Tensor& output(const NamedTensors& outputs, const std::string& name) const;
 };
 
+// The `precision` argument of compile() and generate() applied to graph `name` of a model (`g`,
+// changed in place): None and "f32" change nothing, "f16", "bf16", "amp-f16", "amp-bf16" narrow
+// as `--precision` does, "tf32" marks the f32 products, "q8" rounds block-quantized products'
+// activations; a user error when the graph has nothing the choice changes, a usage error for
+// any other string.
+PrecisionReport apply_precision_option(Graph& g, const std::string& name,
+                                       const std::optional<std::string>& precision);
+
 // Registers rlx._rlx.Compiled.
 void bind_compiled(nanobind::module_& m);
 

@@ -19,7 +19,10 @@
 #include <thread>
 
 #include "decoder_setup.h"  // the CLI's: finish_reason
+#include "compiled.h"  // apply_precision_option
+#include "errors.h"    // the CLI's: UsageError
 #include "model_handle.h"
+#include "rlx/core/dtype.h"
 #include "rlx/core/error.h"
 #include "rlx/llm/decoding.h"
 #include "rlx/llm/text_stream.h"
@@ -51,12 +54,36 @@ struct GenerateArgs {
   cli::SamplingFlags sampling;
   std::vector<std::string> stop;
   bool ignore_eos = false, tokens = false;
+  std::optional<std::string> precision, kv_cache;
 };
+
+// The model as `a` asks to generate with it: the shared one, or a copy of its graphs (the weights
+// stay shared) narrowed by precision= (every graph, as `rlx generate --precision` does) and with
+// its decode graph's KV cache kept in kv_cache=.
+std::shared_ptr<const Model> model_to_generate(const PyModel& p, const GenerateArgs& a) {
+  if ((!a.precision || *a.precision == "f32") && !a.kv_cache) return p.model;
+  auto m = std::make_shared<Model>(*p.model);
+  for (auto& [name, g] : m->graphs) apply_precision_option(g, name, a.precision);
+  if (a.kv_cache) {
+    const std::optional<DType> t = parse_dtype(*a.kv_cache);
+    if (!t || (*t != DType::kF32 && *t != DType::kF16 && *t != DType::kBF16))
+      throw cli::UsageError(fmt::format("kv_cache='{}' is not a dtype a KV cache is kept in",
+                                        *a.kv_cache),
+                            "give \"f32\", \"f16\" or \"bf16\", or leave kv_cache out");
+    auto decode = m->graphs.find("decode");
+    if (decode == m->graphs.end() || llm::set_kv_cache_dtype(decode->second, *t) == 0)
+      throw_user_error(fmt::format(
+          "kv_cache='{}': the {} model has no decode graph with a KV cache (past_* inputs); "
+          "leave kv_cache out",
+          *a.kv_cache, p.model->architecture));
+  }
+  return m;
+}
 
 class Generation {
  public:
   Generation(const PyModel& p, std::shared_ptr<Target> target, GenerateArgs a)
-      : model_(p.model), tokens_only_(a.tokens) {
+      : model_(model_to_generate(p, a)), tokens_only_(a.tokens) {
     if (a.max_new_tokens < 0)
       throw_user_error(fmt::format("max_new_tokens={} is negative", a.max_new_tokens));
     if (!a.stop.empty() && tokens_only_)
@@ -229,7 +256,7 @@ void bind_generate(nb::module_& m) {
          std::vector<int64_t> prompt_ids, int64_t max_new_tokens, std::optional<double> temperature,
          std::optional<int64_t> top_k, std::optional<double> top_p, std::optional<int64_t> seed,
          std::optional<double> repetition_penalty, std::vector<std::string> stop, bool ignore_eos,
-         bool tokens) {
+         bool tokens, std::optional<std::string> precision, std::optional<std::string> kv_cache) {
         GenerateArgs a;
         a.prompt_text = std::move(prompt_text);
         a.prompt_ids = std::move(prompt_ids);
@@ -238,12 +265,15 @@ void bind_generate(nb::module_& m) {
         a.stop = std::move(stop);
         a.ignore_eos = ignore_eos;
         a.tokens = tokens;
+        a.precision = std::move(precision);
+        a.kv_cache = std::move(kv_cache);
         return std::make_unique<Generation>(p, executing_target(target_name, p.path), std::move(a));
       },
       nb::arg("model"), nb::arg("target"), nb::arg("prompt_text").none(), nb::arg("prompt_ids"),
       nb::arg("max_new_tokens"), nb::arg("temperature").none(), nb::arg("top_k").none(),
       nb::arg("top_p").none(), nb::arg("seed").none(), nb::arg("repetition_penalty").none(),
-      nb::arg("stop"), nb::arg("ignore_eos"), nb::arg("tokens"),
+      nb::arg("stop"), nb::arg("ignore_eos"), nb::arg("tokens"), nb::arg("precision").none(),
+      nb::arg("kv_cache").none(),
       "Starts generating (rlx.generate documents the arguments).");
   m.def("_live_generations", &Generation::live,
         "How many generations hold a decoder (for the tests of close()).");

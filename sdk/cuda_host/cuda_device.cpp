@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <set>
 #include <string_view>
 #include <vector>
 
 #include "cuda_arch.h"
 #include "cuda_matmul.h"
+#include "dependent_launch.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cuda {
@@ -28,6 +30,7 @@ constexpr unsigned kWideBlock = 256;
 struct Kernel {
   CuFunction function = nullptr;
   unsigned block = kBlock;
+  bool dependent = false;  // launched as a programmatic dependent (dependent_launch.h)
 };
 
 class CudaModule final : public gpu_host::Module {
@@ -37,6 +40,7 @@ class CudaModule final : public gpu_host::Module {
   const DriverApi& cu_;
   CuModule module_;
   std::map<std::string, Kernel, std::less<>> functions_;
+  std::set<std::string, std::less<>> awaiting_;  // kernels_that_await of its source
 };
 
 CuDevicePtr ptr(const gpu_host::DeviceBuffer& b) {
@@ -281,7 +285,9 @@ std::unique_ptr<gpu_host::Module> CudaDevice::build(const std::string& source) {
     rc = cu_.cuModuleLoadData(&module, cubin.bytes.data());
   }
   check(rc, "cuModuleLoadData");
-  return std::make_unique<CudaModule>(cu_, module);
+  auto built = std::make_unique<CudaModule>(cu_, module);
+  if (dependent_launches(cu_, info())) built->awaiting_ = kernels_that_await(source);
+  return built;
 }
 
 void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
@@ -298,6 +304,7 @@ void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
     check(cu_.cuFuncGetAttribute(&most, kFuncAttrMaxThreadsPerBlock, k.function),
           "cuFuncGetAttribute");
     k.block = most > static_cast<int>(kBlock) ? std::min<unsigned>(kWideBlock, most) : kBlock;
+    k.dependent = module.awaiting_.count(symbol) > 0;
     it = module.functions_.emplace(symbol, k).first;
   }
   std::vector<CuDevicePtr> values(args.size());
@@ -308,6 +315,19 @@ void CudaDevice::launch(gpu_host::Module& m, const std::string& symbol,
   }
   const Kernel& k = it->second;
   const unsigned blocks = launch_blocks(work_items, k.block, language_.target, symbol);
+  if (k.dependent) {
+    CuLaunchAttribute overlap;
+    overlap.id = kLaunchAttrProgrammaticStreamSerialization;
+    overlap.value.allowed = 1;
+    CuLaunchConfig config;
+    config.grid_x = blocks;
+    config.block_x = k.block;
+    config.stream = context_.stream;
+    config.attrs = &overlap;
+    config.num_attrs = 1;
+    check(cu_.cuLaunchKernelEx(&config, k.function, params.data(), nullptr), "cuLaunchKernelEx");
+    return;
+  }
   check(cu_.cuLaunchKernel(k.function, blocks, 1, 1, k.block, 1, 1, 0, context_.stream,
                            params.data(), nullptr),
         "cuLaunchKernel");

@@ -64,6 +64,9 @@ Loaded load() {
   resolve(a.cuEventElapsedTime, "cuEventElapsedTime");
   resolve(a.cuEventSynchronize, "cuEventSynchronize");
   resolve(a.cuLaunchHostFunc, "cuLaunchHostFunc");
+  // Optional: without it (a driver older than CUDA 12.0) kernels are launched one after another.
+  if (l.error.empty())
+    a.cuLaunchKernelEx = reinterpret_cast<decltype(a.cuLaunchKernelEx)>(dlsym(lib, "cuLaunchKernelEx"));
   return l;
 }
 

@@ -32,6 +32,32 @@ inline constexpr int kAttrComputeCapabilityMinor = 76;
 inline constexpr int kFuncAttrMaxThreadsPerBlock = 0;
 // CUstreamCaptureMode: only this thread's calls are checked while a stream records.
 inline constexpr int kCaptureModeThreadLocal = 1;
+// CUlaunchAttributeID: the launched kernel may start before the one before it in the stream has
+// finished (it waits with griddepcontrol.wait; Hopper and later).
+inline constexpr int kLaunchAttrProgrammaticStreamSerialization = 6;
+
+// CUlaunchAttribute: the id, padded to 8 bytes, then a 64-byte union of which a dependent launch
+// uses the first int (programmaticStreamSerializationAllowed).
+struct CuLaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union {
+    char bytes[64];
+    int allowed;
+  } value = {};
+};
+static_assert(sizeof(CuLaunchAttribute) == 72);
+
+// CUlaunchConfig.
+struct CuLaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  CuStream stream = nullptr;
+  CuLaunchAttribute* attrs = nullptr;
+  unsigned num_attrs = 0;
+};
+
 // The oldest driver the target accepts: CUDA 11.4, the first with cuGraphInstantiateWithFlags
 // (cuDriverGetVersion's 1000 * major + 10 * minor).
 inline constexpr int kMinDriverVersion = 11040;
@@ -89,6 +115,9 @@ struct DriverApi {
   // A host function run in stream order (the cuda target's NCCL watchdog stamps when a
   // collective starts and ends on the device's timeline, in CUDA graphs too).
   CuResult (*cuLaunchHostFunc)(CuStream stream, void (*fn)(void* data), void* data) = nullptr;
+  // CUDA 12.0 and later; nullptr on an older driver, which then launches every kernel plainly.
+  CuResult (*cuLaunchKernelEx)(const CuLaunchConfig* config, CuFunction f, void** params,
+                               void** extra) = nullptr;
 };
 
 // The resolved entry points, or nullptr with `why` set ("libcuda.so.1 not found (...)"). Loaded

@@ -20,6 +20,12 @@ std::string CFamilyIndexLibrary::resolve_index(int32_t slot) const {
                      fmt::arg("s3", slot * 4 + 3));
 }
 
+// The dialect's first statement of a kernel body, on its own line (render.h, kernel_entry).
+std::string CFamilyIndexLibrary::body_entry() const {
+  const std::string& e = dialect().kernel_entry;
+  return e.empty() ? "" : "  " + e + "\n";
+}
+
 std::string CFamilyIndexLibrary::gather_source(const IndexCall& c) const {
   const Words& w = words_;
   const std::string head = signature(c.symbol, {{c.type, "src", false},
@@ -28,7 +34,7 @@ std::string CFamilyIndexLibrary::gather_source(const IndexCall& c) const {
                                                 {"int", "status", true}});
   return fmt::format(R"(// {where}: one {word} per output element
 {head} {{
-  const {i64} gid = {gid};
+{entry}  const {i64} gid = {gid};
   if (gid >= {n}{l}) {{ return; }}
   const {i64} len = {len}{l}, inner = {inner}{l}, nidx = {nidx}{l};
   const {i64} i = gid % inner, j = (gid / inner) % nidx, o = gid / (inner * nidx);
@@ -38,7 +44,8 @@ std::string CFamilyIndexLibrary::gather_source(const IndexCall& c) const {
 }}
 )",
                      fmt::arg("where", c.where), fmt::arg("word", w.kernel_word),
-                     fmt::arg("head", head), fmt::arg("i64", w.i64), fmt::arg("gid", w.global_id),
+                     fmt::arg("head", head), fmt::arg("entry", body_entry()), fmt::arg("i64", w.i64),
+                     fmt::arg("gid", w.global_id),
                      fmt::arg("n", c.work_items), fmt::arg("l", w.i64_suffix),
                      fmt::arg("len", c.len), fmt::arg("inner", c.inner), fmt::arg("nidx", c.nidx),
                      fmt::arg("resolve", resolve_index(c.status_slot)));
@@ -47,23 +54,35 @@ std::string CFamilyIndexLibrary::gather_source(const IndexCall& c) const {
 std::string CFamilyIndexLibrary::scatter_source(const IndexCall& c) const {
   const Words& w = words_;
   const sdk::Dialect& d = dialect();
-  std::string update = "out[dst] = upd[src];";
+  // Computed updates (IndexCall::updates): the producer's statements for element src, whose
+  // buffers are the first parameters, and its f32 value rounded to the stored dtype.
+  std::vector<Param> params;
+  std::string compute;
+  if (c.updates) {
+    for (int32_t j = 0; j < c.updates->params; ++j)
+      params.push_back({entry(d.storage_type, c.updates->program.buffers.at(j).dtype, c),
+                        fmt::format("b{}", j), false});
+    compute = sdk::render_prologue(*c.updates, d, "src", "u", 2);
+  }
+  params.push_back({c.index_type, "ids", false});
+  if (!c.updates) params.push_back({c.type, "upd", false});
+  params.push_back({c.type, "out", true});
+  params.push_back({"int", "status", true});
+  std::string update =
+      c.updates ? fmt::format("out[dst] = {};", apply(d.store, c.dtype, "u", c)) : "out[dst] = upd[src];";
   if (c.add) {
     const std::string a = apply(d.load, c.dtype, "out[dst]", c);
-    const std::string b = apply(d.load, c.dtype, "upd[src]", c);
+    const std::string b = c.updates ? std::string("u") : apply(d.load, c.dtype, "upd[src]", c);
     std::string sum = fmt::format("{} + {}", a, b);
     const std::string& wrap = d.wrap_type[static_cast<int>(c.dtype)];
     if (!wrap.empty())  // integers wrap, as the renderer's add does
       sum = fmt::format("({})(({}){} + ({}){})", entry(d.compute_type, c.dtype, c), wrap, a, wrap, b);
     update = fmt::format("out[dst] = {};", apply(d.store, c.dtype, sum, c));
   }
-  const std::string head = signature(c.symbol, {{c.index_type, "ids", false},
-                                                {c.type, "upd", false},
-                                                {c.type, "out", true},
-                                                {"int", "status", true}});
-  return fmt::format(R"(// {where}: one {word} per (outer, inner) position, indices in order
+  const std::string head = signature(c.symbol, params);
+  return fmt::format(R"(// {where}: one {word} per (outer, inner) position, indices in order{computed}
 {head} {{
-  const {i64} gid = {gid};
+{entry}  const {i64} gid = {gid};
   if (gid >= {n}{l}) {{ return; }}
   const {i64} len = {len}{l}, inner = {inner}{l}, nidx = {nidx}{l};
   const {i64} i = gid % inner, o = gid / inner;
@@ -71,15 +90,22 @@ std::string CFamilyIndexLibrary::scatter_source(const IndexCall& c) const {
 {resolve}      continue;
     }}
     const {i64} dst = (o * len + r) * inner + i, src = (o * nidx + j) * inner + i;
-    {update}
+{compute}    {update}
   }}
 }}
 )",
                      fmt::arg("where", c.where), fmt::arg("word", w.kernel_word),
-                     fmt::arg("head", head), fmt::arg("i64", w.i64), fmt::arg("gid", w.global_id),
+                     fmt::arg("head", head), fmt::arg("entry", body_entry()), fmt::arg("i64", w.i64),
+                     fmt::arg("gid", w.global_id),
                      fmt::arg("n", c.work_items), fmt::arg("l", w.i64_suffix),
                      fmt::arg("len", c.len), fmt::arg("inner", c.inner), fmt::arg("nidx", c.nidx),
-                     fmt::arg("resolve", resolve_index(c.status_slot)), fmt::arg("update", update));
+                     fmt::arg("resolve", resolve_index(c.status_slot)), fmt::arg("update", update),
+                     fmt::arg("compute", compute),
+                     fmt::arg("computed", c.updates ? ", updates computed by " +
+                                                          std::get<lir::LoopKernel>(
+                                                              c.updates->program.kernels.at(0))
+                                                              .name
+                                                    : std::string()));
 }
 
 }  // namespace rlx::gpu_host

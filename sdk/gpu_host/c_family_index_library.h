@@ -36,6 +36,10 @@ class CFamilyIndexLibrary : public IndexCallLibrary {
   // `slot` (its flag word): the lines up to and including `if (<it won>) {`, indented by six.
   virtual std::string claim_status(int32_t slot) const = 0;
 
+  // A scatter computes its updates itself where the dialect names buffers by position.
+  bool computes_updates() const override {
+    return dialect().buffer_params == sdk::BufferParams::kOnePerBuffer;
+  }
   std::string gather_source(const IndexCall& c) const final;
   std::string scatter_source(const IndexCall& c) const final;
 
@@ -44,6 +48,7 @@ class CFamilyIndexLibrary : public IndexCallLibrary {
   // Reads index j, resolves a negative one from the end and, on a bad one, records the first
   // (position, value) in the call's status slot; leaves an `if` open for the caller's exit.
   std::string resolve_index(int32_t slot) const;
+  std::string body_entry() const;
 };
 
 }  // namespace rlx::gpu_host

@@ -50,6 +50,14 @@ struct NativeKernel {
   int64_t axis_size = 0;
 };
 
+// A scatter's updates computed where its kernel reads them, by the elementwise loop kernel that
+// would have stored them (operand_prologues.h): `prologue`'s parameters are `buffers` (storage
+// ids) by position.
+struct ComputedUpdates {
+  std::shared_ptr<const sdk::OperandPrologue> prologue;
+  std::vector<int32_t> buffers;
+};
+
 // The language side: shared by a target's executor and its `emit` (so the emitted source is
 // exactly what runs).
 class KernelLibrary {
@@ -61,8 +69,13 @@ class KernelLibrary {
   virtual bool has_call(const std::string& callee) const = 0;
   // The kernel for call number `index` of `program`. `status_slot` is its slot in the status
   // buffer (4 x int32: flag, position, value low and high words) when it checks indices.
+  // `updates`, where set (only for a scatter, and only where computes_updates()), computes the
+  // scatter's updates in the kernel instead of reading its updates operand.
   virtual NativeKernel call_kernel(const lir::CallKernel& call, const lir::Program& program,
-                                   int32_t index, int32_t status_slot) const = 0;
+                                   int32_t index, int32_t status_slot,
+                                   const ComputedUpdates* updates) const = 0;
+  // Whether call_kernel takes ComputedUpdates for a scatter.
+  virtual bool computes_updates() const { return false; }
   // The vendor library (cuBLASLt, ...) that computes `shape` instead of a rendered kernel, or ""
   // when the library renders it. A product taken here runs on the same device at the same dtypes
   // and accumulation as the rendered kernel would; its epilogue kernels run after it.

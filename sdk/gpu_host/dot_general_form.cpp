@@ -106,6 +106,7 @@ std::optional<MatmulCall> matmul_form(const lir::CallKernel& call, const lir::Pr
   const int32_t a = p.storage_of(call.inputs[0]), b = p.storage_of(call.inputs[1]),
                 o = p.storage_of(call.outputs[0]);
   if (o == a || o == b) return std::nullopt;
+  s.b_constant = p.buffers.at(b).kind == lir::BufferKind::kConstant;
   if (a == b) {
     if (lhs.dtype != rhs.dtype) return std::nullopt;
     s.a_buffer = s.b_buffer = 0;

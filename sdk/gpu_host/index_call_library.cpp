@@ -37,7 +37,7 @@ std::string IndexCallLibrary::apply(const sdk::DTypeTable& t, DType dt, const st
 }
 
 NativeKernel IndexCallLibrary::call_kernel(const lir::CallKernel& c, const lir::Program& p, int32_t index,
-                                           int32_t slot) const {
+                                           int32_t slot, const ComputedUpdates* updates) const {
   const sdk::Dialect& d = dialect();
   const lir::Buffer& operand = p.buffers.at(c.inputs.at(0));
   const lir::Buffer& ids = p.buffers.at(c.inputs.at(1));
@@ -70,6 +70,9 @@ NativeKernel IndexCallLibrary::call_kernel(const lir::CallKernel& c, const lir::
                  slot,
                  add};
   call.work_items = gather ? call.outer * call.nidx * call.inner : call.outer * call.inner;
+  if (updates && (gather || !computes_updates()))
+    throw Error(ErrorKind::kCompile, fmt::format("{}: the {} kernel takes no computed operand", at, language_));
+  if (updates) call.updates = updates->prologue.get();
   NativeKernel k;
   k.symbol = call.symbol;
   k.checks_indices = true;
@@ -82,6 +85,11 @@ NativeKernel IndexCallLibrary::call_kernel(const lir::CallKernel& c, const lir::
     k.source = gather_source(call);
   } else {
     k.buffers = {p.storage_of(c.inputs[1]), p.storage_of(c.inputs[2]), out};
+    if (updates) {  // what computes the updates, then the indices and the output
+      k.buffers = updates->buffers;
+      k.buffers.push_back(p.storage_of(c.inputs[1]));
+      k.buffers.push_back(out);
+    }
     k.copies_before = {{p.storage_of(c.inputs[0]), out}};
     k.source = scatter_source(call);
   }

@@ -25,13 +25,16 @@ struct IndexCall {
   int64_t work_items;
   int32_t status_slot;
   bool add;                    // scatter: reduce = "add" (else replace)
+  // Scatter: the updates computed in the kernel (parameters b0, b1, ... by position, before
+  // the indices) instead of read from `upd`; nullptr: read.
+  const sdk::OperandPrologue* updates = nullptr;
 };
 
 class IndexCallLibrary : public KernelLibrary {
  public:
   bool has_call(const std::string& callee) const override;
   NativeKernel call_kernel(const lir::CallKernel& call, const lir::Program& program, int32_t index,
-                           int32_t status_slot) const final;
+                           int32_t status_slot, const ComputedUpdates* updates) const final;
 
  protected:
   // `language` names the kernel language in compile errors ("GLSL has no type for c64").

@@ -11,7 +11,7 @@
 #include "dot_general_form.h"
 #include "epilogue_fusion.h"
 #include "host_collective.h"
-#include "product_prologues.h"
+#include "operand_prologues.h"
 #include "rlx/core/error.h"
 
 namespace rlx::gpu_host {
@@ -396,7 +396,12 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     if (library.own_matmul(mm->shape)) return std::nullopt;
     return fused;  // render_matmul's GEMV (with_norm_prologue asked for its shape)
   };
-  // Product `i + 1` with loop kernel `i` computing its A (product_prologues.h), its epilogue
+  auto positional = [&](const lir::LoopKernel& k, const std::vector<int32_t>& ids) {
+    lir::Program local = positional_program(k, p, ids, false);
+    for (lir::Buffer& b : local.buffers) b.name.clear();
+    return local;
+  };
+  // Product `i + 1` with loop kernel `i` computing its A (operand_prologues.h), its epilogue
   // fused as the product would fuse it (how many kernels that took: .second), when nothing else
   // reads A and the kernel the product gets takes the prologue, as above.
   auto loop_in_product = [&](size_t i) -> std::optional<std::pair<MatmulCall, size_t>> {
@@ -412,16 +417,13 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     if (!mm || mm->buffers[mm->shape.a_buffer] != a || !library.vendor_matmul(mm->shape).empty())
       return std::nullopt;
     const size_t epilogue = fuse_epilogue(*mm, p, i + 1, readers);
-    auto positional = [&](const lir::LoopKernel& k, const std::vector<int32_t>& ids) {
-      lir::Program local = positional_program(k, p, ids, false);
-      for (lir::Buffer& b : local.buffers) b.name.clear();
-      return local;
-    };
     std::optional<MatmulCall> fused = with_loop_prologue(*mm, producer, p, positional);
     if (!fused) return std::nullopt;
     if (!library.own_matmul(fused->shape) && library.own_matmul(mm->shape)) return std::nullopt;
     return std::pair{std::move(*fused), epilogue};
   };
+  // Scatters that compute their updates themselves: scatter kernel index -> what computes them.
+  std::map<size_t, ComputedUpdates> computes_updates;
   // Products that compute their A themselves: product kernel index -> (the call, epilogue size).
   std::map<size_t, std::pair<MatmulCall, size_t>> computes_a;
   // Buffers a fused kernel writes before their own first kernel: storage -> the writing kernel.
@@ -515,6 +517,16 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
             read_late[b] = std::max(read_late[b], static_cast<int32_t>(i + 1));
           }
         computes_a.emplace(i + 1, std::move(*taken));
+        continue;
+      }
+      // A later scatter may compute it (no launch).
+      if (auto taken = scatter_computing(p, i, readers, library, positional)) {
+        for (const lir::Expr& e : k->exprs)
+          if (e.kind == lir::ExprKind::kLoad) {
+            const int32_t b = p.storage_of(e.load.buffer);
+            read_late[b] = std::max(read_late[b], static_cast<int32_t>(taken->first));
+          }
+        computes_updates.emplace(taken->first, std::move(taken->second));
         continue;
       }
       add_loop(*k);
@@ -611,7 +623,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         n.buffers[n.shape.out_buffer] = to;
         n.shape.out_dtype = p.buffers[to].dtype;
       }
-      // The product after it may normalise its A itself (product_prologues.h): one launch fewer.
+      // The product after it may normalise its A itself (operand_prologues.h): one launch fewer.
       const size_t j = i + (converted ? 2 : 1);
       if (std::optional<MatmulCall> fused = norm_in_product(n, j)) {
         read_late[fused->buffers[fused->shape.a_buffer]] =
@@ -644,7 +656,10 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       plan.steps.emplace_back(std::move(call));
     } else if (library.has_call(c.callee)) {
       int32_t slot = static_cast<int32_t>(plan.checks.size());
-      NativeKernel n = library.call_kernel(c, p, static_cast<int32_t>(i), slot);
+      auto computed = computes_updates.find(i);
+      NativeKernel n = library.call_kernel(
+          c, p, static_cast<int32_t>(i), slot,
+          computed == computes_updates.end() ? nullptr : &computed->second);
       plan.source += n.source + "\n";
       Launch l{n.symbol, n.buffers, n.work_items, n.copies_before, -1};
       if (n.checks_indices) {

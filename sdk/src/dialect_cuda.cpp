@@ -167,10 +167,31 @@ RLX_DEVICE float rlx_warp_max(float x) {
   return d;
 }
 
+// Hopper's programmatic dependent launch (PTX griddepcontrol, sm_90 and later): a kernel the host
+// launches as a dependent of the one before it may start while that one still runs, so its launch
+// and whatever it reads that no kernel writes (a GEMV's weights) overlap the other's tail. Every
+// kernel therefore waits for its producers before it reads or writes memory a kernel may touch,
+// then lets its own dependents launch (one kernel ahead, not a chain). On an older GPU, and when
+// the host launched the kernel normally, both instructions have nothing to wait for. The host
+// launches a kernel as a dependent only when its text calls this (cuda_device.cpp).
+Dialect with_dependent_launches(Dialect d) {
+  d.prelude += R"(
+RLX_DEVICE void rlx_await_producers() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+)";
+  d.kernel_entry = "rlx_await_producers();";
+  return d;
+}
+
 }  // namespace
 
 const Dialect& cuda_dialect() {
-  static const Dialect d = with_warp_reductions(make_cuda_family("cuda", cuda_headers()));
+  static const Dialect d =
+      with_dependent_launches(with_warp_reductions(make_cuda_family("cuda", cuda_headers())));
   return d;
 }
 

@@ -56,6 +56,7 @@ class KernelRenderer {
     if (lanes > 1) signature = detail::with_simd_params(d_, signature);
     line(signature + " {");
     ++indent_;
+    if (!d_.kernel_entry.empty()) line(d_.kernel_entry);
     if (d_.buffer_params == BufferParams::kPointerTable || positional())
       for (const BufferParam& b : params) {
         std::string ptr = fmt::format("{}{}*", b.written ? "" : "const ", storage_type(b.dtype));
@@ -668,7 +669,7 @@ std::string render_kernel(const lir::LoopKernel& kernel, const lir::Program& pro
   return KernelRenderer(kernel, program, dialect).render();
 }
 
-std::string render_prologue(const MatmulPrologue& prologue, const Dialect& dialect,
+std::string render_prologue(const OperandPrologue& prologue, const Dialect& dialect,
                             const std::string& index, const std::string& name, int indent) {
   if (prologue.program.kernels.size() != 1) throw_internal_error("a prologue is one kernel");
   const auto& k = std::get<lir::LoopKernel>(prologue.program.kernels[0]);

@@ -138,6 +138,7 @@ void KernelText::open(const std::string& symbol, const std::vector<BufferParam>&
       at = end + 1;
     }
   }
+  if (!d_.kernel_entry.empty()) line(d_.kernel_entry);
 }
 
 std::string KernelText::finish() {

@@ -83,6 +83,32 @@ const char* const kComputedOperandProgram =
 }
 )";
 
+const char* const kScatterUpdatesProgram =
+    R"(graph @t(%past_k: f32[1,2,8,16], %past_v: f16[1,2,8,16], %position: i64[1], %kv: f32[1,1,64], %c: f32[8], %s: f32[8]) {
+  %k = slice(%kv) {limit = [1, 1, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f32[1,1,32]
+  %kr = reshape(%k) {shape = [1, 1, 2, 16]} : f32[1,1,2,16]
+  %kt = transpose(%kr) {perm = [0, 2, 1, 3]} : f32[1,2,1,16]
+  %k1 = slice(%kt) {limit = [1, 2, 1, 8], start = [0, 0, 0, 0], strides = [1, 1, 1, 1]} : f32[1,2,1,8]
+  %k2 = slice(%kt) {limit = [1, 2, 1, 16], start = [0, 0, 0, 8], strides = [1, 1, 1, 1]} : f32[1,2,1,8]
+  %cb = broadcast_in_dim(%c) {dims = [3], shape = [1, 2, 1, 8]} : f32[1,2,1,8]
+  %sb = broadcast_in_dim(%s) {dims = [3], shape = [1, 2, 1, 8]} : f32[1,2,1,8]
+  %a1 = mul(%k1, %cb) : f32[1,2,1,8]
+  %b1 = mul(%k2, %sb) : f32[1,2,1,8]
+  %r1 = sub(%a1, %b1) : f32[1,2,1,8]
+  %a2 = mul(%k2, %cb) : f32[1,2,1,8]
+  %b2 = mul(%k1, %sb) : f32[1,2,1,8]
+  %r2 = add(%a2, %b2) : f32[1,2,1,8]
+  %rot = concat(%r1, %r2) {axis = 3} : f32[1,2,1,16]
+  %v = slice(%kv) {limit = [1, 1, 64], start = [0, 0, 32], strides = [1, 1, 1]} : f32[1,1,32]
+  %vr = reshape(%v) {shape = [1, 1, 2, 16]} : f32[1,1,2,16]
+  %vt = transpose(%vr) {perm = [0, 2, 1, 3]} : f32[1,2,1,16]
+  %v16 = convert(%vt) {dtype = f16} : f16[1,2,1,16]
+  %pk = scatter(%past_k, %position, %rot) {axis = 2, reduce = "none"} : f32[1,2,8,16]
+  %pv = scatter(%past_v, %position, %v16) {axis = 2, reduce = "none"} : f16[1,2,8,16]
+  return %pk, %pv
+}
+)";
+
 const char* const kSplitHeadsProgram =
     R"(graph @t(%xq: f32[2,20,32], %xk: f32[2,20,16], %xv: f32[2,20,16], %xd: f32[2,2,32], %yk: f32[2,20,16], %yv: f32[2,20,16]) {
   %qs = reshape(%xq) {shape = [2, 20, 4, 8]} : f32[2,20,4,8]
@@ -184,6 +210,7 @@ std::vector<NamedProgram> every_kernel_programs() {
   out.push_back({kMergeHeadsProgram, "kMergeHeadsProgram"});
   out.push_back({kNormProductProgram, "kNormProductProgram"});
   out.push_back({kComputedOperandProgram, "kComputedOperandProgram"});
+  out.push_back({kScatterUpdatesProgram, "kScatterUpdatesProgram"});
   out.push_back({"graph @t(%x: f32[4,96], %s: f32[96], %b: f32[96]) {\n"
                  "  %l = LayerNorm(%x, %s, %b) {epsilon = 1e-5} : f32[4,96]\n"
                  "  %r = RMSNorm(%x, %s) {epsilon = 1e-6} : f32[4,96]\n  return %l, %r\n}\n",

@@ -416,6 +416,28 @@ void computed_operands_agree_with_cpu(const SuiteTarget& t) {
   expect_all_close({{"z", want.at("z")}}, {{"z", got.at("z")}}, 1e-5);
 }
 
+// kScatterUpdatesProgram: caches whose new rows their scatters compute agree with cpu's over
+// three positions (the f16 row bit for bit, the rotated f32 row within a rounding).
+void scattered_updates_agree_with_cpu(const SuiteTarget& t) {
+  std::mt19937 rng(37);
+  Tensor past_v(DType::kF16, {1, 2, 8, 16});
+  std::memset(past_v.data(), 0, past_v.nbytes());
+  NamedTensors in{{"past_k", uniform_f32(rng, {1, 2, 8, 16}, 1.0f)}, {"past_v", past_v}};
+  for (int64_t p : {0, 5, 7}) {
+    in["position"] = Tensor::from<int64_t>(DType::kI64, {1}, {p});
+    in["kv"] = uniform_f32(rng, {1, 1, 64}, 2.0f);
+    in["c"] = uniform_f32(rng, {8}, 1.0f);
+    in["s"] = uniform_f32(rng, {8}, 1.0f);
+    const NamedTensors want = run_text(kScatterUpdatesProgram, in, cpu_target());
+    const NamedTensors got = run_text(kScatterUpdatesProgram, in, target_named(t.name));
+    expect_all_close({{"pk", want.at("pk")}}, {{"pk", got.at("pk")}}, 1e-6,
+                     fmt::format("position {}", p));
+    EXPECT_EQ(values(got.at("pv")), values(want.at("pv"))) << "position " << p;
+    in["past_k"] = want.at("pk");
+    in["past_v"] = want.at("pv");
+  }
+}
+
 // Attentions whose heads a transpose merges back (kMergeHeadsProgram): the tiled and the per-row
 // kernel store the merged layout themselves on the GPU-style targets; the results agree with cpu.
 void merged_heads_agree_with_cpu(const SuiteTarget& t) {
@@ -607,6 +629,7 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("NormsRunNativelyAndAgreeWithCpu", norms_agree_with_cpu);
   add("NormsBeforeSingleRowProductsAgreeWithCpu", norm_products_agree_with_cpu);
   add("ComputedOperandsOfSingleRowProductsAgreeWithCpu", computed_operands_agree_with_cpu);
+  add("ScatteredUpdatesComputedByTheScatterAgreeWithCpu", scattered_updates_agree_with_cpu);
   add("AttentionsStoreMergedHeadsAndAgreeWithCpu", merged_heads_agree_with_cpu);
   add("AttentionsReadSplitHeadsAndAgreeWithCpu", split_heads_agree_with_cpu);
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);

@@ -89,6 +89,10 @@ extern const char* const kNormProductProgram;
 // ComputedOperandsOfSingleRowProductsAgreeWithCpu, and the targets' emit tests check which
 // products compute A themselves.
 extern const char* const kComputedOperandProgram;
+// A decode step's cache updates: the key row rotated (slice, split heads, rotate halves) and the
+// value row sliced, split into heads and narrowed to f16, each scattered into its cache at
+// `position`. On the targets whose scatter computes its updates, neither row is stored.
+extern const char* const kScatterUpdatesProgram;
 // Attentions whose q, k and v come through the transpose that splits heads ([B, S, H, D] to
 // [B, H, S, D]), with grouped kv heads, tiled (20 queries a head) and per row (2):
 // AttentionsReadSplitHeadsAndAgreeWithCpu.

@@ -54,6 +54,7 @@ pack() {
   {
     echo "build_plugins=$build/share/rlx/plugins.d"
     echo "fixtures=$root/tests/data/fixtures"
+    echo "rlx_binary=$build/bin/rlx"
   } >"$stage/cuda-tests/paths.env"
   tar czf "$root/.device/cuda-tests.tar.gz" -C "$stage" cuda-tests
   rm -rf "$stage"
@@ -167,6 +168,10 @@ run() {
   mkdir -p "$(dirname "$build_plugins")" "$(dirname "$fixtures")"
   [ -e "$build_plugins" ] || ln -s /tmp/rlx/share/rlx/plugins.d "$build_plugins"
   [ -e "$fixtures" ] || ln -s "$root/tests/data/fixtures" "$fixtures"
+  # The codegen tests that run the rlx program name it by its path here.
+  if [ -n "${rlx_binary:-}" ] && [ ! -e "$rlx_binary" ]; then
+    mkdir -p "$(dirname "$rlx_binary")" && ln -s /tmp/rlx/bin/rlx "$rlx_binary"
+  fi
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
   (command -v nvcc >/dev/null && nvcc --version | tail -2) || true
   if [ "$part" = rocm ]; then

@@ -130,6 +130,25 @@ def test_errors_name_what_to_change(rlx, reference, text_model):
 
 
 
+def test_precision_and_kv_cache_are_the_clis_and_leave_the_model_alone(rlx, reference):
+    model = rlx.load(QWEN3)
+    prompt = reference["prompts"][0].tolist()
+    got = list(rlx.generate(model, prompt, 12, tokens=True, precision="amp-f16", kv_cache="f16"))
+    cli = run_cli("generate", QWEN3, "--target", "cpu", "--prompt-ids", ",".join(map(str, prompt)),
+                  "-n", "12", "--precision", "amp-f16", "--kv-cache", "f16", "--json")
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["tokens"] == got
+    # The options narrowed a copy: the model still generates the float64 reference's tokens.
+    want = reference["greedy_tokens"][0].tolist()
+    assert list(rlx.generate(model, prompt, len(want), tokens=True)) == want
+    with pytest.raises(rlx.UsageError, match="kv_cache='i8'"):
+        rlx.generate(model, prompt, tokens=True, kv_cache="i8")
+    with pytest.raises(rlx.UsageError, match="precision='f8'"):
+        rlx.generate(model, prompt, tokens=True, precision="f8")
+    with pytest.raises(rlx.UserError, match="no decode graph with a KV cache"):
+        rlx.generate(MINILM, prompt, tokens=True, kv_cache="f16")
+
+
 def test_sampling_is_repeatable_with_a_seed(rlx, reference):
     prompt = reference["prompts"][3].tolist()
     runs = [list(rlx.generate(QWEN3, prompt, 12, temperature=0.8, top_k=50, seed=7,

@@ -27,9 +27,11 @@ constexpr int64_t kFillBlocks = 264;  // two blocks for each of an H200's 132 SM
 // the head dimension: coalesced rows, 8 independent sums), takes its own max and sum, weights
 // its values, and leaves (max, sum, weighted values) in the scratch buffer. The last block of a
 // row to finish (a counter per row, reset to zero by that block) rescales the chunks to the
-// common max and writes the row. Masked keys are not read for the scores.
+// common max and writes the row. Masked keys are left out of the scores (the first round of
+// keys and values is loaded before the query is staged, masked or not).
 const char* const kKernel = R"(// @SYM@: decode attention, @NC@ chunks of @CK@ keys per query row, blocks of 256 threads, B @B@, heads @H@ (kv @HKV@), Sq @SQ@, Sk @SK@, D @D@, Dv @DV@, mask @MASK@
 extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@, float* __restrict__ scratch) {
+  rlx_await_producers();
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long chunk = blockIdx.x % @NC@, rq = blockIdx.x / @NC@;
   const long long row = rq % @SQ@, bh = rq / @SQ@;
@@ -41,7 +43,8 @@ extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@, float* __restr
   __shared__ float red[8];
   __shared__ float part[256];
   __shared__ int last;
-  for (int d = tid; d < @D@; d += 256) qs[d] = @QLOAD@;
+  const int group = tid / @GW@, col = tid % @GW@;
+@EARLY@  for (int d = tid; d < @D@; d += 256) qs[d] = @QLOAD@;
   __syncthreads();
   float m = -__int_as_float(0x7F800000);
   for (int k0 = warp * 8; k0 < @CK@; k0 += 64) {
@@ -50,9 +53,7 @@ extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@, float* __restr
     for (int i = 0; i < 8; ++i) {
       const long long key = first + k0 + i;
       dot[i] = 0.0f;
-      if (k0 + i < n && !(@MASKED@))
-        for (int d = lane; d < @D@; d += 32) dot[i] += qs[d] * @KLOAD@;
-    }
+@KDOT@    }
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const long long key = first + k0 + i;
@@ -89,13 +90,13 @@ extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@, float* __restr
   }
   // @G@ groups of threads split the chunk's keys; in each, a thread per value column (more
   // columns than threads loop).
-  const int group = tid / @GW@, col = tid % @GW@;
   for (int d0 = 0; d0 < @DV@; d0 += @GW@) {
     const int d = d0 + col;
     float acc = 0.0f;
     if (group < @G@ && d < @DV@) {
-#pragma unroll 8
-      for (int j = group; j < n; j += @G@) {
+      int j = group;
+@VEARLY@#pragma unroll 8
+      for (; j < n; j += @G@) {
         const long long key = first + j;
         // A key with p == 0 (masked among unmasked ones) adds nothing, even where its value
         // is not finite.
@@ -138,6 +139,59 @@ extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@, float* __restr
 }
 )";
 
+// The first round of keys and values loaded before the query is staged (early_loads), and
+// the scoring and value loops reading them; or the loops loading as they go.
+const char* const kEarlyLoads = R"(  // The first round's keys (this warp's 8) and values (this thread's first @VT@), loaded before
+  // the query is staged, so the three loads' latencies overlap instead of following each other.
+  float kpre[8][@DW@];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const long long key = first + warp * 8 + i;
+#pragma unroll
+    for (int t = 0; t < @DW@; ++t) {
+      const int d = lane + 32 * t;
+      kpre[i][t] = warp * 8 + i < n && d < @D@ ? @KLOAD@ : 0.0f;
+    }
+  }
+  float vpre[@VT@];
+#pragma unroll
+  for (int t = 0; t < @VT@; ++t) {
+    const int j = group + t * @G@, d = col;
+    const long long key = first + j;
+    vpre[t] = group < @G@ && d < @DV@ && j < n ? @VLOAD@ : 0.0f;
+  }
+)";
+const char* const kEarlyDot = R"(      if (k0 + i < n && !(@MASKED@)) {
+        if (k0 == warp * 8) {
+#pragma unroll
+          for (int t = 0; t < @DW@; ++t)
+            if (lane + 32 * t < @D@) dot[i] += qs[lane + 32 * t] * kpre[i][t];
+        } else {
+          for (int d = lane; d < @D@; d += 32) dot[i] += qs[d] * @KLOAD@;
+        }
+      }
+)";
+const char* const kPlainDot = R"(      if (k0 + i < n && !(@MASKED@))
+        for (int d = lane; d < @D@; d += 32) dot[i] += qs[d] * @KLOAD@;
+)";
+const char* const kEarlyValues = R"(      if (d0 == 0) {
+#pragma unroll
+        for (int t = 0; t < @VT@; ++t, j += @G@)
+          if (j < n) {
+            const float p = ps[j];
+            acc += p != 0.0f ? p * vpre[t] : 0.0f;
+          }
+      }
+)";
+
+// Whether the first round of keys and values is loaded before the query is staged: asked for
+// with RLX_CUDA_ATTENTION_EARLY=1 until it has run on a GPU against its reference (it is
+// written and compiles; the device time of the session that wrote it ran out first).
+bool early_loads() {
+  const char* env = std::getenv("RLX_CUDA_ATTENTION_EARLY");
+  return env && std::string(env) == "1";
+}
+
 bool f32_class(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 }  // namespace
@@ -170,7 +224,17 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
   const std::string qat =
       attention_row_offset(s.q_split_heads, "h", s.heads, "row", s.q_len, s.head_dim) + " + d";
   std::map<std::string, std::string> tokens = attention_tokens(s);
+  // Values each thread loads early: its share of the first 64 keys, at most 16.
+  const int64_t early_values =
+      std::min<int64_t>(16, (std::min<int64_t>(chunk, 64) + groups - 1) / groups);
+  // The kernel's variable parts first, so the tokens in them are filled with the rest.
+  const bool early = early_loads();
+  const std::string text = fill_tokens(kKernel, {{"EARLY", early ? kEarlyLoads : ""},
+                                                 {"KDOT", early ? kEarlyDot : kPlainDot},
+                                                 {"VEARLY", early ? kEarlyValues : ""}});
   tokens.insert({{"G", std::to_string(groups)},
+                 {"DW", std::to_string((s.head_dim + 31) / 32)},
+                 {"VT", std::to_string(early_values)},
                  {"GW", std::to_string(group_width)},
                  {"NC", std::to_string(chunks)},
                  {"CK", std::to_string(chunk)},
@@ -183,7 +247,7 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
                  {"STORE", from_f32(s.out_dtype, "total / total_l")}});
   // Blocks of 256 threads (the launch bounds, the host's widest block), one per (row, chunk);
   // groups count 64 work-items.
-  sdk::AttentionKernel k{fill_tokens(kKernel, tokens), rows * chunks * 4,
+  sdk::AttentionKernel k{fill_tokens(text, tokens), rows * chunks * 4,
                          fmt::format("decode, {} chunks of {} keys per query row", chunks, chunk)};
   k.scratch_bytes = (partials + rows) * 4;
   return k;

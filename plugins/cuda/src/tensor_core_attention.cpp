@@ -30,6 +30,7 @@ const char* const kKernel = R"(// @SYM@: attention on tensor cores (mma.sync m16
 #error "rlx's tensor-core attention needs sm_80 or newer; RLX_CUDA_ATTENTION=tiled uses the CUDA-core kernel"
 #endif
 extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
+  rlx_await_producers();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const long long tiles = (@SQ@ + 63) / 64;
   const long long bh = blockIdx.x / tiles;

@@ -47,7 +47,7 @@ extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@) {
   const long long bt = column / @N@, n = column % @N@;
   const @AT@* __restrict__ arow = b@AP@ + bt * @AB@;
   const @WT@* __restrict__ wrow = b@BP@ + bt * @BB@ + n * @BN@;
-@FETCH@@STAGE@  if (task >= @TASKS@) return;
+@PRE@@STAGE@  if (task >= @TASKS@) return;
 @ACC@@EARLY@@MAIN@@REDUCE@  if (lane < @M@) {
     const long long rlx_i = (bt * @M@ + lane) * @N@ + n;
 @STORE@  }
@@ -97,6 +97,12 @@ std::string params(const sdk::MatmulShape& s) {
   if (s.a_norm && s.a_norm->scale_buffer >= 0)
     dtypes[s.a_norm->scale_buffer] = s.a_norm->scale_dtype;
   if (s.a_norm && s.a_norm->bias_buffer >= 0) dtypes[s.a_norm->bias_buffer] = s.a_norm->bias_dtype;
+  if (s.a_loop) {  // what the kernel computing A reads, by position (A's own binds one of them)
+    count = std::max(count, s.a_loop->params);
+    dtypes.resize(static_cast<size_t>(count), DType::kF32);
+    for (int32_t j = 0; j < s.a_loop->params; ++j)
+      dtypes[j] = s.a_loop->program.buffers.at(j).dtype;
+  }
   dtypes[s.a_buffer] = s.a_dtype;
   dtypes[s.b_buffer] = s.b_dtype;
   if (!s.epilogue) dtypes[s.c_buffer] = s.c_dtype;
@@ -119,6 +125,7 @@ std::string norm_stage(const sdk::MatmulShape& s) {
       "  __shared__ __align__(16) float as[{0}];\n"
       "  __shared__ float rlx_norm_red[16];\n"
       "  float part = 0.0f;\n"
+      "#pragma unroll\n"
       "  for (int i = threadIdx.x; i < {0}; i += 256) {{\n"
       "    const float x = {1};\n"
       "    as[i] = x;\n"
@@ -159,11 +166,26 @@ std::string norm_stage(const sdk::MatmulShape& s) {
   return t;
 }
 
-// Whether the norm prologue is asked for: RLX_CUDA_GEMV_NORM=1, until the kernel has run on a
-// GPU against a reference (docs/targets.md); otherwise the norm keeps its own launch.
-bool norm_prologue_enabled() {
-  const char* env = std::getenv("RLX_CUDA_GEMV_NORM");
-  return env && std::string(env) == "1";
+// A's row staged as the elementwise kernel that would have stored it computes it
+// (MatmulShape::a_loop): each element once per block, rounded as that kernel's store would round
+// it, so the product sees the values it would have read.
+std::string loop_stage(const sdk::MatmulShape& s) {
+  return fmt::format(
+      "  __shared__ __align__(16) float as[{0}];\n"
+      "#pragma unroll\n"
+      "  for (int i = threadIdx.x; i < {0}; i += 256) {{\n"
+      "{1}"
+      "    as[i] = ap;\n"
+      "  }}\n"
+      "  __syncthreads();\n",
+      s.k, sdk::render_prologue(*s.a_loop, sdk::cuda_dialect(), "i", "ap", 2));
+}
+
+// Whether a prologue is taken: unless `env` (RLX_CUDA_GEMV_NORM, RLX_CUDA_GEMV_LOOP) is "0",
+// which gives the norm or the elementwise kernel its own launch again, to compare.
+bool prologue_enabled(const char* env) {
+  const char* value = std::getenv(env);
+  return !value || std::string(value) != "0";
 }
 
 }  // namespace
@@ -171,9 +193,12 @@ bool norm_prologue_enabled() {
 bool warp_gemv_takes(const sdk::MatmulShape& s) {
   if (const char* env = std::getenv("RLX_CUDA_GEMV"); env && std::string(env) == "0") return false;
   if (s.m < 1 || s.m > kMaxRows || s.n < 1 || s.k < 1 || s.batch < 1) return false;
-  if (s.a_loop) return false;  // no kernel computing A (yet): that kernel keeps its launch
-  // A norm prologue needs A's single row staged (and is asked for explicitly, for now).
-  if (s.a_norm && (!norm_prologue_enabled() || s.m != 1 || s.batch != 1 || s.k > kMaxStaged))
+  // A computed or normalised in the kernel needs its single row staged.
+  if (s.a_loop && (!prologue_enabled("RLX_CUDA_GEMV_LOOP") || s.m != 1 || s.batch != 1 ||
+                   s.k > kMaxStaged))
+    return false;
+  // A norm prologue needs A's single row staged.
+  if (s.a_norm && (!prologue_enabled("RLX_CUDA_GEMV_NORM") || s.m != 1 || s.batch != 1 || s.k > kMaxStaged))
     return false;
   if (s.a_k != 1 || s.b_k != 1) return false;
   if (!single_float(s.a_dtype) || !single_float(s.b_dtype) || !single_float(s.c_dtype))
@@ -210,9 +235,12 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
   std::string stage;
   if (s.a_norm)
     stage = norm_stage(s);
+  else if (s.a_loop)
+    stage = loop_stage(s);
   else if (staged)
     stage = fmt::format(
         "  __shared__ __align__(16) float as[{0}];\n"
+        "#pragma unroll\n"
         "  for (int i = threadIdx.x; i < {0}; i += 256) as[i] = {1};\n"
         "  __syncthreads();\n",
         s.m * s.k,
@@ -292,9 +320,18 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
     main += ragged ? "    }\n" : "";
     main += "  }\n";
   }
+  // Weights no kernel writes are fetched before the wait for the kernels before this one
+  // (sdk::Dialect::kernel_entry), so under a dependent launch their loads overlap that kernel's
+  // tail; any other B only after it.
+  const std::string await = "  " + sdk::cuda_dialect().kernel_entry + "\n";
+  const std::string pre = s.b_constant ? fetch + await : await + fetch;
   std::string epilogue_note;
   if (s.epilogue)
     epilogue_note = fmt::format(", then {} fused kernels", s.epilogue->program.kernels.size());
+  if (s.a_loop)
+    epilogue_note =
+        ", A computed by " +
+        std::get<lir::LoopKernel>(s.a_loop->program.kernels.at(0)).name + epilogue_note;
   if (s.a_norm)
     epilogue_note = fmt::format(", A normalised first ({}, epsilon {})",
                                 s.a_norm->rms ? "RMSNorm" : "LayerNorm", s.a_norm->epsilon) +
@@ -321,7 +358,7 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
       {"AP", std::to_string(s.a_buffer)},
       {"ACC", acc},
       {"STAGE", stage},
-      {"FETCH", fetch},
+      {"PRE", pre},
       {"EARLY", early},
       {"MAIN", main},
       {"PREFETCH", fmt::format("{} load{}", prefetch, prefetch == 1 ? "" : "s")},

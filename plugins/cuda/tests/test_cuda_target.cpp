@@ -10,10 +10,12 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 #include <string_view>
 
 #include "cublaslt.h"
+#include "dependent_launch.h"
 #include "target_suite.h"
 #include "test_support.h"
 
@@ -271,18 +273,18 @@ TEST(CudaCodegen, FewRowProductsAreWarpGemvsWithTheirEpilogues) {
   EXPECT_EQ(off.text("cuda_kernels.cu").find("warp gemv"), std::string::npos);
 }
 
-// A norm whose only reader is a single-row product stays a kernel of its own unless
-// RLX_CUDA_GEMV_NORM=1 asks the warp GEMV to compute it (test_warp_gemv.cpp runs that on the
-// device); asked, the three norms that feed only products go, and the module still compiles.
-TEST(CudaCodegen, WarpGemvsNormaliseTheirOperandOnlyWhenAsked) {
+// A norm whose only reader is a single-row product is computed by the warp GEMV
+// (test_warp_gemv.cpp runs that on the device) unless RLX_CUDA_GEMV_NORM=0: the three norms
+// that feed only products go, and the module compiles.
+TEST(CudaCodegen, WarpGemvsNormaliseTheirOperandUnlessToldNot) {
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
   auto norm_kernels = [](const std::string& cu) { return test::occurrences(cu, "Norm over rows"); };
+  setenv("RLX_CUDA_GEMV_NORM", "0", 1);
   test::Emitted plain(test::kNormProductProgram, cuda());
+  unsetenv("RLX_CUDA_GEMV_NORM");
   EXPECT_EQ(plain.text("cuda_kernels.cu").find("normalised first"), std::string::npos);
   EXPECT_EQ(norm_kernels(plain.text("cuda_kernels.cu")), 4u);
-  setenv("RLX_CUDA_GEMV_NORM", "1", 1);
   test::Emitted asked(test::kNormProductProgram, cuda());
-  unsetenv("RLX_CUDA_GEMV_NORM");
   unsetenv("RLX_CUDA_ARCH");
   const std::string cu = asked.text("cuda_kernels.cu");
   EXPECT_NE(cu.find("A normalised first (RMSNorm, epsilon 1e-06)"), std::string::npos) << cu;
@@ -291,12 +293,113 @@ TEST(CudaCodegen, WarpGemvsNormaliseTheirOperandOnlyWhenAsked) {
   EXPECT_EQ(asked.text("cuda_kernels.sm_90.cubin").substr(0, 4),
             "\x7f"
             "ELF");
-  // The warp GEMV computes no elementwise A: the kernel computing it keeps its launch.
+}
+
+// An elementwise kernel whose only reader is a single-row product is computed where the warp
+// GEMV stages A (the shared suite's ComputedOperandsOfSingleRowProductsAgreeWithCpu runs it on
+// the device): its own kernel goes, and the module compiles.
+TEST(CudaCodegen, WarpGemvsComputeTheirOperandThemselves) {
+  REQUIRE_NVRTC();
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
   test::Emitted computed(test::kComputedOperandProgram, cuda());
   unsetenv("RLX_CUDA_ARCH");
-  EXPECT_EQ(computed.text("cuda_kernels.cu").find("A computed by"), std::string::npos);
-  EXPECT_NE(computed.text("cuda_kernels.cu").find("warp gemv"), std::string::npos);
+  const std::string cu = computed.text("cuda_kernels.cu");
+  EXPECT_EQ(test::occurrences(cu, ", A computed by "), 1u) << cu;
+  // The two GEMVs and exp(x2), which the batched product reads (it stages no A).
+  EXPECT_EQ(test::occurrences(cu, "__global__"), 3u) << cu;
+  EXPECT_EQ(computed.text("cuda_kernels.sm_90.cubin").substr(0, 4),
+            "\x7f"
+            "ELF");
+}
+
+// Every kernel the target writes waits for the kernels before it first (Hopper launches it as a
+// dependent, sdk/cuda_host/dependent_launch.h); a GEMV over weights a kernel never writes loads
+// its first vectors before that wait, and over any other B only after it.
+TEST(CudaCodegen, KernelsWaitForTheirProducersAndGemvsFetchConstantWeightsFirst) {
+  REQUIRE_NVRTC();
+  std::string weights;
+  for (int i = 0; i < 8 * 64; ++i) weights += fmt::format("{}{}", i ? ", " : "", (i % 7) * 0.25);
+  const std::string program = fmt::format(R"(graph @t(%x: f32[1,64], %v: f32[8,64], %s: f32[64], %i: i64[2]) {{
+  %w = constant() {{value = dense<f32[8,64]: [{}]>}} : f32[8,64]
+  %n = RMSNorm(%x, %s) {{epsilon = 1e-6}} : f32[1,64]
+  %e = exp(%n) : f32[1,64]
+  %a = dot_general(%e, %w) {{lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [1]}} : f32[1,8]
+  %b = dot_general(%e, %v) {{lhs_batch = [], lhs_contract = [1], rhs_batch = [], rhs_contract = [1]}} : f32[1,8]
+  %g = gather(%v, %i) {{axis = 0}} : f32[2,64]
+  return %a, %b, %g
+}}
+)",
+                                            weights);
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(program, cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  const std::string cu = e.text("cuda_kernels.cu");
+  const auto awaiting = cuda::kernels_that_await(cu);
+  EXPECT_EQ(awaiting.size(), test::occurrences(cu, "__global__")) << cu;
+  EXPECT_GE(awaiting.size(), 4u) << cu;  // the norm, exp, both GEMVs, the gather
+  const size_t constant_b = cu.find("x B[1, 64, 8] (strides 0, 1, 64)");
+  ASSERT_NE(constant_b, std::string::npos) << cu;
+  const size_t input_b = cu.find("x B[1, 64, 8] (strides 0, 1, 64)", constant_b + 1);
+  ASSERT_NE(input_b, std::string::npos) << cu;
+  // Which of the two is over the constant: the one whose kernel binds the constant's buffer.
+  auto fetch_before_wait = [&](size_t at) {
+    return cu.find("fetched[step] = ", at) < cu.find("rlx_await_producers();", at);
+  };
+  EXPECT_NE(fetch_before_wait(constant_b), fetch_before_wait(input_b)) << cu;
+  EXPECT_EQ(e.text("cuda_kernels.sm_90.cubin").substr(0, 4),
+            "\x7f"
+            "ELF");
+  // The text scan itself: a kernel that does not call the wait is launched plainly.
+  const auto found = cuda::kernels_that_await(
+      "extern \"C\" __global__ void __launch_bounds__(256) first(int* x) {\n"
+      "  rlx_await_producers();\n  x[0] = 1;\n}\n"
+      "extern \"C\" __global__ void second(int* x) { x[0] = 2; }\n");
+  EXPECT_EQ(found, (std::set<std::string, std::less<>>{"first"}));
+}
+
+
+// A cache update's new row is computed by its scatter where only the scatter reads it: the rotated
+// key (the shared suite's ScatteredUpdatesComputedByTheScatterAgreeWithCpu runs it on the device)
+// and the value sliced out, split into heads and narrowed, with a kernel between it and its
+// scatter. Two kernels remain, the scatters.
+TEST(CudaCodegen, ScattersComputeTheRowsTheyWrite) {
+  REQUIRE_NVRTC();
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(test::kScatterUpdatesProgram, cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  const std::string cu = e.text("cuda_kernels.cu");
+  EXPECT_EQ(test::occurrences(cu, "updates computed by"), 2u) << cu;
+  EXPECT_EQ(test::occurrences(cu, "__global__"), 2u) << cu;
+  EXPECT_EQ(e.text("cuda_kernels.sm_90.cubin").substr(0, 4),
+            "\x7f"
+            "ELF");
+}
+
+
+// The decode attention's early loads (RLX_CUDA_ATTENTION_EARLY=1, off until it has run on a
+// GPU): the first round of keys and values is loaded before the query is staged, and the module
+// compiles with and without them.
+TEST(CudaCodegen, DecodeAttentionLoadsItsFirstKeysEarlyOnlyWhenAsked) {
+  REQUIRE_NVRTC();
+  const char* program = R"(graph @t(%q: f32[1,4,1,64], %k: f16[1,2,100,64], %v: f16[1,2,100,64], %keep: bool[1,100]) {
+  %o = Attention(%q, %k, %v, %keep) {mask = "padding", scale = 0.125} : f32[1,4,1,64]
+  return %o
+}
+)";
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted plain(program, cuda());
+  setenv("RLX_CUDA_ATTENTION_EARLY", "1", 1);
+  test::Emitted early(program, cuda());
+  unsetenv("RLX_CUDA_ATTENTION_EARLY");
+  unsetenv("RLX_CUDA_ARCH");
+  EXPECT_NE(plain.text("cuda_kernels.cu").find("decode attention"), std::string::npos);
+  EXPECT_EQ(plain.text("cuda_kernels.cu").find("kpre"), std::string::npos);
+  const std::string cu = early.text("cuda_kernels.cu");
+  EXPECT_LT(cu.find("float kpre[8][2];"), cu.find("qs[d] = ")) << cu;
+  for (const test::Emitted* e : {&plain, &early})
+    EXPECT_EQ(e->text("cuda_kernels.sm_90.cubin").substr(0, 4),
+              "\x7f"
+              "ELF");
 }
 
 }  // namespace

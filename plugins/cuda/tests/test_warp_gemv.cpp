@@ -88,11 +88,11 @@ TEST(CudaWarpGemv, AgreesWithADoubleLoopAtEveryDtypeAndRowCount) {
   expect_gemv_matches(DType::kF16, 1, 2, 70, 4360, 3e-3);
 }
 
-// RLX_CUDA_GEMV_NORM=1: the warp GEMV computes the norms whose only reader it is
+// The warp GEMV computes the norms whose only reader it is
 // (test::kNormProductProgram: an RMSNorm through AMP's f16 convert, a LayerNorm with a bias, an
 // f32 RMSNorm); the results agree with cpu as the unfused kernels do (the f16 product within its
 // rounding). rlx_cuda_codegen_tests checks that the norms are taken.
-TEST(CudaWarpGemv, NormalisesItsOperandWhenAsked) {
+TEST(CudaWarpGemv, NormalisesItsOperand) {
   std::mt19937 rng(29);
   NamedTensors in{{"x", test::uniform_f32(rng, {1, 1, 200}, 2.0f)},
                   {"g", test::uniform_f32(rng, {200}, 1.0f)},
@@ -100,10 +100,8 @@ TEST(CudaWarpGemv, NormalisesItsOperandWhenAsked) {
                   {"w2", test::uniform_f32(rng, {40, 200}, 0.1f)},
                   {"w", uniform(DType::kF16, {72, 200}, 5)}};
   const NamedTensors want = test::run_text(test::kNormProductProgram, in, test::cpu_target());
-  ::setenv("RLX_CUDA_GEMV_NORM", "1", 1);
   const NamedTensors got =
       test::run_text(test::kNormProductProgram, in, test::target_named("cuda"));
-  ::unsetenv("RLX_CUDA_GEMV_NORM");
   test::expect_all_close({{"y", want.at("y")}}, {{"y", got.at("y")}}, 4e-3);
   for (const char* name : {"z", "v", "u", "r"})
     test::expect_all_close({{name, want.at(name)}}, {{name, got.at(name)}}, 1e-5);

@@ -18,7 +18,7 @@ class NoLibrary final : public rlx::gpu_host::KernelLibrary {
   const rlx::sdk::Dialect& dialect() const override { throw std::logic_error("no dialect in the smoke test"); }
   bool has_call(const std::string&) const override { return false; }
   rlx::gpu_host::NativeKernel call_kernel(const rlx::lir::CallKernel&, const rlx::lir::Program&, int32_t,
-                                          int32_t) const override {
+                                          int32_t, const rlx::gpu_host::ComputedUpdates*) const override {
     throw std::logic_error("no library calls in the smoke test");
   }
 };

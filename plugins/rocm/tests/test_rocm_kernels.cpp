@@ -42,7 +42,8 @@ TEST(RocmKernels, TheHipDialectIsTheCudaDialectButForItsHeaders) {
   EXPECT_EQ(hip.storage_type, cuda.storage_type);
   EXPECT_EQ(hip.math, cuda.math);
   // The device helpers follow the headers, word for word; CUDA then adds its 32-lane warp
-  // reductions, which HIP leaves out (an AMD wavefront has 64 lanes).
+  // reductions, which HIP leaves out (an AMD wavefront has 64 lanes), and the wait for the
+  // kernels before it that Hopper's dependent launches need, which HIP has no form of.
   const std::string helpers = "#define RLX_DEVICE static __device__ __forceinline__";
   ASSERT_NE(hip.prelude.find(helpers), std::string::npos);
   const std::string hip_helpers = hip.prelude.substr(hip.prelude.find(helpers));
@@ -50,6 +51,9 @@ TEST(RocmKernels, TheHipDialectIsTheCudaDialectButForItsHeaders) {
   ASSERT_EQ(cuda_helpers.substr(0, hip_helpers.size()), hip_helpers);
   EXPECT_NE(cuda_helpers.find("rlx_warp_sum", hip_helpers.size()), std::string::npos);
   EXPECT_EQ(hip_helpers.find("__shfl"), std::string::npos);
+  EXPECT_NE(cuda_helpers.find("griddepcontrol.wait", hip_helpers.size()), std::string::npos);
+  EXPECT_EQ(cuda.kernel_entry, "rlx_await_producers();");
+  EXPECT_TRUE(hip.kernel_entry.empty());
   EXPECT_TRUE(hip.simd_sum.empty() && hip.simd_max.empty());
   EXPECT_FALSE(cuda.simd_sum.empty());
   EXPECT_NE(hip.prelude.find("#include <hip/hip_runtime.h>"), std::string::npos);

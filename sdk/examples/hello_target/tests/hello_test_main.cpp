@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
                       "F16KvCacheDecodeStepsAgreeWithCpu", "ProductEpiloguesAgreeWithCpu",
                       "NormsRunNativelyAndAgreeWithCpu", "NormsBeforeSingleRowProductsAgreeWithCpu",
                       "ComputedOperandsOfSingleRowProductsAgreeWithCpu",
+                      "ScatteredUpdatesComputedByTheScatterAgreeWithCpu",
                       "AttentionsStoreMergedHeadsAndAgreeWithCpu",
                       "AttentionsReadSplitHeadsAndAgreeWithCpu", "TrainingStepsAgreeWithCpu",
                       "HalfPrecisionAttentionAgreesWithCpu"},

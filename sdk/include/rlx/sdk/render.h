@@ -143,6 +143,11 @@ struct Dialect {
   std::string restrict_kw;   // "restrict", "__restrict__", or "" where the language has none
   // Appended to the parameter list verbatim ("uint3 gid [[thread_position_in_grid]]").
   std::vector<std::string> extra_params;
+  // The first statement of every kernel body the SDK writes (CUDA: rlx_await_producers(), which
+  // makes a kernel the host launched as a programmatic dependent wait for the kernels before it
+  // before it touches memory, then lets the next kernel launch); empty elsewhere. Hand-written
+  // kernels of a target call it themselves.
+  std::string kernel_entry;
 
   // Index space.
   DomainMapping mapping = DomainMapping::kSerialLoops;
@@ -332,14 +337,15 @@ struct MatmulEpilogue {
 std::string render_epilogue(const MatmulEpilogue& epilogue, const Dialect& dialect,
                             const std::string& index, const std::string& value, int indent);
 
-// A product's A computed element by element where it is read, by the elementwise loop kernel
-// that would have stored it (SiLU(gate) x up before a decode step's down projection), instead
-// of that kernel's launch and A's round trip through memory. `program` holds the kernel over A's
-// row-major elements; its buffers below `params` are the product kernel's parameters by
-// position, and its store's buffer is one past them, never bound (the store is never made). A's
-// own position then binds one of the buffers the kernel reads (a_dtype its dtype), since a
-// parameter nothing reads may not be bound at all (WebGPU).
-struct MatmulPrologue {
+// An operand computed element by element where a kernel reads it, by the elementwise loop kernel
+// that would have stored it (SiLU(gate) x up before a decode step's down projection, the rotated
+// key row a scatter writes into a KV cache), instead of that kernel's launch and the operand's
+// round trip through memory. `program` holds the kernel over the operand's row-major elements;
+// its buffers below `params` are the reading kernel's parameters by position, and its store's
+// buffer is one past them, never bound (the store is never made). A product's A position then
+// binds one of the buffers the kernel reads (a_dtype its dtype), since a parameter nothing reads
+// may not be bound at all (WebGPU).
+struct OperandPrologue {
   lir::Program program;
   int32_t params = 0;
 };
@@ -347,7 +353,7 @@ struct MatmulPrologue {
 // The statements computing `prologue`'s element at row-major index `index` (an index-type
 // expression), ending with the declaration of `name`, an f32 holding the element rounded to the
 // dtype the kernel stores; at `indent` levels. Throws rlx::Error (kCompile) like render_kernel.
-std::string render_prologue(const MatmulPrologue& prologue, const Dialect& dialect,
+std::string render_prologue(const OperandPrologue& prologue, const Dialect& dialect,
                             const std::string& index, const std::string& name, int indent);
 
 // A batched matrix product C[b, m, n] = sum_k A[b, m, k] * B[b, k, n] over f16, bf16 or f32
@@ -385,10 +391,13 @@ struct MatmulShape {
   std::optional<MatmulNormPrologue> a_norm;
   // Set: A's elements are computed by this kernel where they are read (render_matmul takes it at
   // m == 1 over B contiguous along k with A's rows contiguous, the GEMV); A's buffer is not read.
-  std::shared_ptr<const MatmulPrologue> a_loop;
+  std::shared_ptr<const OperandPrologue> a_loop;
   // f32 operands may be rounded to TF32 on tensor cores (the user's --allow-tf32, the product's
   // {tf32} attribute); only a vendor library acts on it, rendered kernels compute in f32.
   bool tf32 = false;
+  // B is a constant of the program (weights): no kernel writes it, so a kernel may read it
+  // before it has waited for the kernels launched before it (Dialect::kernel_entry).
+  bool b_constant = false;
 };
 
 // A matrix-product kernel and how to launch it.

@@ -1,4 +1,5 @@
-// What a single-row product computes itself before its A is read (module_plan.cpp's planning).
+// What a kernel computes itself instead of reading it from a kernel of its own (module_plan.cpp's
+// planning): a single-row product's A, and a scatter's updates.
 //
 // A norm inside the product after it: a decode
 // step's input and post-attention norms each feed one single-row product (q|k|v, gate|up, the
@@ -10,8 +11,10 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
+#include "device_api.h"
 #include "dot_general_form.h"
 #include "rlx/sdk/render.h"
 
@@ -34,6 +37,26 @@ std::optional<MatmulCall> with_norm_prologue(const MatmulCall& mm, const sdk::No
 // position (module_plan's positional_program).
 std::optional<MatmulCall> with_loop_prologue(
     const MatmulCall& mm, const lir::LoopKernel& producer, const lir::Program& p,
+    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
+        positional);
+
+// An elementwise loop kernel inside the scatter that reads it: the rotated key row and the value
+// row of a decode step, which only the scatters into the KV caches read, are computed where the
+// scatter reads its updates (two launches a layer fewer). The updates computed by `producer` when
+// it stores exactly the updates of `scatter`, element by element over their row-major elements,
+// at a float dtype, reading neither the updates nor the scatter's operand or output (which an
+// in-place update shares); else nullopt. `positional` as above.
+std::optional<ComputedUpdates> with_update_prologue(
+    const lir::LoopKernel& producer, const lir::CallKernel& scatter, const lir::Program& p,
+    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
+        positional);
+
+// The scatter after loop kernel `i` of `p` (its index: .first) computing its updates with
+// with_update_prologue (.second), when `library` takes computed updates, nothing but the scatter
+// reads them (`readers`: readers per storage buffer), they are not an output, and no kernel
+// between the two writes what kernel `i` reads; else nullopt.
+std::optional<std::pair<size_t, ComputedUpdates>> scatter_computing(
+    const lir::Program& p, size_t i, const std::vector<int>& readers, const KernelLibrary& library,
     const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
         positional);
 

@@ -1,0 +1,184 @@
+#include "operand_prologues.h"
+
+#include <algorithm>
+
+namespace rlx::gpu_host {
+
+namespace {
+
+// `producer` as a prologue over `params` (storage ids, by position) whose store, to `computed`,
+// lands one past them; nullptr where the positional kernel stores elsewhere.
+std::shared_ptr<const sdk::OperandPrologue> prologue_over(
+    const lir::LoopKernel& producer, const std::vector<int32_t>& params, int32_t computed,
+    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
+        positional) {
+  auto prologue = std::make_shared<sdk::OperandPrologue>();
+  std::vector<int32_t> ids = params;
+  ids.push_back(computed);
+  prologue->program = positional(producer, ids);
+  prologue->params = static_cast<int32_t>(params.size());
+  const auto& k = std::get<lir::LoopKernel>(prologue->program.kernels[0]);
+  if (k.stores[0].buffer != prologue->params) return nullptr;
+  return prologue;
+}
+
+}  // namespace
+
+std::optional<MatmulCall> with_norm_prologue(const MatmulCall& mm, const sdk::NormShape& norm,
+                                             const std::vector<int32_t>& norm_buffers,
+                                             DType out_dtype) {
+  const sdk::MatmulShape& s = mm.shape;
+  if (s.epilogue || s.m != 1 || s.a_k != 1 || s.b_k != 1 || s.k != norm.n) return std::nullopt;
+  if (s.batch != norm.rows || (s.batch > 1 && s.a_batch != s.k)) return std::nullopt;
+  if (s.a_dtype != out_dtype || norm.x_rows_per_block != 0 || norm.x_offset != 0)
+    return std::nullopt;
+  MatmulCall f = mm;
+  const int32_t x = norm_buffers.at(norm.x_buffer);
+  // x takes A's place; it must not be B or C, and scale and bias are parameters of their own
+  // (or already one with the same dtype).
+  for (size_t j = 0; j < f.buffers.size(); ++j)
+    if (static_cast<int32_t>(j) != s.a_buffer && f.buffers[j] == x) return std::nullopt;
+  f.buffers[s.a_buffer] = x;
+  f.shape.a_dtype = norm.x_dtype;
+  sdk::MatmulNormPrologue p;
+  p.rms = norm.rms;
+  p.epsilon = norm.epsilon;
+  p.out_dtype = out_dtype;
+  auto position = [&](int32_t at, DType dtype, int32_t* into, DType* dtype_into) {
+    if (at < 0) return true;
+    const int32_t storage = norm_buffers.at(at);
+    auto it = std::find(f.buffers.begin(), f.buffers.end(), storage);
+    if (it != f.buffers.end()) return false;  // an operand of the product: never, in practice
+    *into = static_cast<int32_t>(f.buffers.size());
+    *dtype_into = dtype;
+    f.buffers.push_back(storage);
+    return true;
+  };
+  if (!position(norm.scale_buffer, norm.scale_dtype, &p.scale_buffer, &p.scale_dtype) ||
+      !position(norm.bias_buffer, norm.bias_dtype, &p.bias_buffer, &p.bias_dtype))
+    return std::nullopt;
+  f.shape.a_norm = p;
+  return f;
+}
+
+std::optional<MatmulCall> with_loop_prologue(
+    const MatmulCall& mm, const lir::LoopKernel& producer, const lir::Program& p,
+    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
+        positional) {
+  const sdk::MatmulShape& s = mm.shape;
+  if (s.a_norm || s.a_loop || s.m != 1 || s.a_k != 1 || s.b_k != 1) return std::nullopt;
+  if (s.batch > 1 && s.a_batch != s.k) return std::nullopt;
+  if (!producer.reduce.empty() ||
+      producer.num_parallel != static_cast<int32_t>(producer.domain.size()) ||
+      producer.stores.size() != 1)
+    return std::nullopt;
+  const lir::Store& st = producer.stores[0];
+  const int32_t a = mm.buffers[s.a_buffer];
+  if (p.storage_of(st.buffer) != a || p.buffers[st.buffer].dtype != s.a_dtype) return std::nullopt;
+  // The store walks A's elements in row-major order: the element index is the loop's flat index.
+  int64_t elements = 1;
+  for (int64_t d : producer.domain) elements *= d;
+  if (elements != s.batch * s.k) return std::nullopt;
+  // A itself is never stored, so it is not a parameter (WebGPU derives a shader's bindings from
+  // what it reads, and A would not be among them): its position binds the first buffer the
+  // kernel reads instead, and the kernel's store goes to a buffer past the parameters.
+  MatmulCall f = mm;
+  bool first = true;
+  for (const lir::Expr& e : producer.exprs) {
+    if (e.kind != lir::ExprKind::kLoad) continue;
+    const int32_t b = p.storage_of(e.load.buffer);
+    if (b == a) return std::nullopt;  // reads what it writes
+    if (std::find(f.buffers.begin(), f.buffers.end(), b) != f.buffers.end()) {
+      if (first) return std::nullopt;  // A's position would bind a buffer twice
+      continue;
+    }
+    if (first) {
+      const DType t = p.buffers[e.load.buffer].dtype;
+      if (t != DType::kF32 && t != DType::kF16 && t != DType::kBF16) return std::nullopt;
+      f.buffers[s.a_buffer] = b;
+      f.shape.a_dtype = t;
+      first = false;
+      continue;
+    }
+    f.buffers.push_back(b);
+  }
+  if (first) return std::nullopt;  // reads nothing: a constant A, not worth a prologue
+  f.shape.a_loop = prologue_over(producer, f.buffers, a, positional);
+  if (!f.shape.a_loop) return std::nullopt;
+  return f;
+}
+
+std::optional<ComputedUpdates> with_update_prologue(
+    const lir::LoopKernel& producer, const lir::CallKernel& scatter, const lir::Program& p,
+    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
+        positional) {
+  if (scatter.callee != "scatter" || scatter.inputs.size() != 3 || scatter.outputs.size() != 1)
+    return std::nullopt;
+  if (!producer.reduce.empty() ||
+      producer.num_parallel != static_cast<int32_t>(producer.domain.size()) ||
+      producer.stores.size() != 1)
+    return std::nullopt;
+  const int32_t u = p.storage_of(scatter.inputs[2]);
+  const lir::Buffer& updates = p.buffers[scatter.inputs[2]];
+  const lir::Store& st = producer.stores[0];
+  if (p.storage_of(st.buffer) != u || p.buffers[st.buffer].dtype != updates.dtype)
+    return std::nullopt;
+  if (updates.dtype != DType::kF32 && updates.dtype != DType::kF16 && updates.dtype != DType::kBF16)
+    return std::nullopt;
+  // The store walks the updates' elements in row-major order: the element is the flat index.
+  int64_t elements = 1;
+  for (int64_t d : producer.domain) elements *= d;
+  if (elements != updates.numel()) return std::nullopt;
+  const int32_t operand = p.storage_of(scatter.inputs[0]), out = p.storage_of(scatter.outputs[0]);
+  ComputedUpdates c;
+  for (const lir::Expr& e : producer.exprs) {
+    if (e.kind != lir::ExprKind::kLoad) continue;
+    const int32_t b = p.storage_of(e.load.buffer);
+    if (b == u || b == operand || b == out) return std::nullopt;
+    if (std::find(c.buffers.begin(), c.buffers.end(), b) == c.buffers.end()) c.buffers.push_back(b);
+  }
+  if (c.buffers.empty()) return std::nullopt;  // a constant row: not worth a prologue
+  c.prologue = prologue_over(producer, c.buffers, u, positional);
+  if (!c.prologue) return std::nullopt;
+  return c;
+}
+
+std::optional<std::pair<size_t, ComputedUpdates>> scatter_computing(
+  const lir::Program& p, size_t i, const std::vector<int>& readers, const KernelLibrary& library,
+  const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
+      positional) {
+  const auto& producer = std::get<lir::LoopKernel>(p.kernels[i]);
+  if (!library.computes_updates() || producer.stores.size() != 1) return std::nullopt;
+  const int32_t u = p.storage_of(producer.stores[0].buffer);
+  if (readers[u] != 1) return std::nullopt;
+  for (const auto& [name, id] : p.outputs)
+    if (p.storage_of(id) == u) return std::nullopt;
+  std::vector<int32_t> reads;
+  for (const lir::Expr& e : producer.exprs)
+    if (e.kind == lir::ExprKind::kLoad) reads.push_back(p.storage_of(e.load.buffer));
+  auto read = [&](int32_t b) {
+    return std::find(reads.begin(), reads.end(), p.storage_of(b)) != reads.end();
+  };
+  for (size_t j = i + 1; j < p.kernels.size(); ++j) {
+    if (const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j])) {
+      for (const lir::Store& st : k->stores)
+        if (read(st.buffer)) return std::nullopt;
+      continue;
+    }
+    const auto& c = std::get<lir::CallKernel>(p.kernels[j]);
+    if (c.callee == "scatter" && p.storage_of(c.inputs.at(2)) == u) {
+      if (!library.has_call(c.callee) || !library.vendor_call(c).empty()) return std::nullopt;
+      auto computed = with_update_prologue(producer, c, p, positional);
+      if (!computed) return std::nullopt;
+      return std::pair{j, std::move(*computed)};
+    }
+    // A call's outputs, and a scatter's operand (the runtime may update it in place).
+    if (c.callee == "while" || (c.callee == "scatter" && read(c.inputs.at(0))))
+      return std::nullopt;
+    for (int32_t b : c.outputs)
+      if (read(b)) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace rlx::gpu_host
