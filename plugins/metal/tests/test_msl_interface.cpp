@@ -316,9 +316,6 @@ TEST_F(MslInterface, EveryKernelProgramDeclaresTheSameBuffers) {
     if (!test::compile_error(p.ir, test::target_named("metal")).empty() ||
         !test::compile_error(p.ir, vulkan_).empty())
       continue;
-    // metal's scatters compute their updates (a C-family index library), vulkan's GLSL ones read
-    // them from the kernels before: the two modules hold different kernels by design.
-    if (p.ir == std::string(test::kScatterUpdatesProgram)) continue;
     kernels += compare(p.ir, p.what);
     ++programs;
   }

@@ -87,6 +87,16 @@ TEST(VulkanTarget, SingleRowProductsComputeTheirOperandThemselves) {
   EXPECT_EQ(glsl.find("domain ["), std::string::npos) << glsl;  // no loop kernel
 }
 
+// A KV cache's scatter computes the row it writes (the rotated key; the value sliced, split into
+// heads and narrowed): only the two scatters are left (the shared suite's
+// ScatteredUpdatesComputedByTheScatterAgreeWithCpu runs them).
+TEST(VulkanTarget, ScattersComputeTheRowsTheyWrite) {
+  test::Emitted e(test::kScatterUpdatesProgram, vulkan());
+  const std::string glsl = e.text("vulkan_kernels.comp");
+  EXPECT_EQ(test::occurrences(glsl, ", updates computed by "), 2u) << glsl;
+  EXPECT_EQ(glsl.find("domain ["), std::string::npos) << glsl;  // no loop kernel
+}
+
 TEST(VulkanTarget, AttentionsStoreTheHeadsTheirTransposeMerges) {
   test::Emitted e(test::kMergeHeadsProgram, vulkan());
   const std::string glsl = e.text("vulkan_kernels.comp");

@@ -42,15 +42,34 @@ std::string resolve_index(int32_t slot, const std::string& it, const std::string
 
 const sdk::Dialect& WgslKernelLibrary::dialect() const { return sdk::wgsl_dialect(); }
 
-// The kernel marker, the three buffers in NativeKernel order, the status buffer, the entry point
-// and its index. Packed elements (bool/f16/bf16) are atomic words, read_write even when read only.
+// The kernel marker, the buffers in NativeKernel order (gather's source, indices and output; a
+// scatter's indices, updates and output, or, where it computes its updates, what computes them,
+// b0, b1, ... as the renderer names them, then the indices and the output), the status buffer,
+// the entry point and its index. Packed elements (bool/f16/bf16) are atomic words, read_write
+// even when read only.
 std::string WgslKernelLibrary::head(const gpu_host::IndexCall& c, bool gather) const {
-  bool packed = !dialect().load_element[static_cast<int>(c.dtype)].empty();
-  return fmt::format("{}{}\n// {}\n", sdk::kShaderKernelMarker, c.symbol, c.where) +
-         (gather ? binding(0, true, packed, c.type, "src") + binding(1, true, false, c.index_type, "ids")
-                 : binding(0, true, false, c.index_type, "ids") + binding(1, true, packed, c.type, "upd")) +
-         binding(2, false, packed, c.type, "dst") +
-         "@group(0) @binding(3) var<storage, read_write> status: array<atomic<i32>>;\n" +
+  auto is_packed = [&](DType t) { return !dialect().load_element[static_cast<int>(t)].empty(); };
+  const bool packed = is_packed(c.dtype);
+  std::string s = fmt::format("{}{}\n// {}{}\n", sdk::kShaderKernelMarker, c.symbol, c.where,
+                              c.updates ? ", updates computed by " +
+                                              std::get<lir::LoopKernel>(c.updates->program.kernels.at(0)).name
+                                        : std::string());
+  int j = 0;
+  if (gather) {
+    s += binding(j, true, packed, c.type, "src") + binding(j + 1, true, false, c.index_type, "ids");
+    j += 2;
+  } else if (c.updates) {
+    for (; j < c.updates->params; ++j) {
+      const DType t = c.updates->program.buffers.at(j).dtype;
+      s += binding(j, true, is_packed(t), entry(dialect().storage_type, t, c), fmt::format("b{}", j));
+    }
+    s += binding(j++, true, false, c.index_type, "ids");
+  } else {
+    s += binding(j, true, false, c.index_type, "ids") + binding(j + 1, true, packed, c.type, "upd");
+    j += 2;
+  }
+  s += binding(j, false, packed, c.type, "dst");
+  return s + fmt::format("@group(0) @binding({}) var<storage, read_write> status: array<atomic<i32>>;\n", j + 1) +
          fmt::format(R"(@compute @workgroup_size(64)
 fn {}(@builtin(global_invocation_id) rlx_id: vec3<u32>, @builtin(num_workgroups) rlx_groups: vec3<u32>) {{
   let gid: i32 = {};
@@ -89,13 +108,17 @@ std::string WgslKernelLibrary::gather_source(const gpu_host::IndexCall& c) const
 }
 
 std::string WgslKernelLibrary::scatter_source(const gpu_host::IndexCall& c) const {
-  std::string update = write(c.dtype, "dst", "di", read(c.dtype, "upd", "si"));
+  const sdk::Dialect& d = dialect();
+  // Computed updates: the producer's statements for element si, its f32 value `u` stored as the
+  // element's dtype.
+  const std::string compute = c.updates ? sdk::render_prologue(*c.updates, d, "si", "u", 2) : "";
+  std::string update = c.updates ? write(c.dtype, "dst", "di", apply(d.store, c.dtype, "u", c))
+                                 : write(c.dtype, "dst", "di", read(c.dtype, "upd", "si"));
   if (c.add) {
     // WGSL integer arithmetic wraps, as the renderer's add does.
-    const sdk::Dialect& d = dialect();
+    const std::string upd = c.updates ? "u" : apply(d.load, c.dtype, read(c.dtype, "upd", "si"), c);
     std::string sum = fmt::format("{}({} + {})", entry(d.compute_type, c.dtype, c),
-                                  apply(d.load, c.dtype, read(c.dtype, "dst", "di"), c),
-                                  apply(d.load, c.dtype, read(c.dtype, "upd", "si"), c));
+                                  apply(d.load, c.dtype, read(c.dtype, "dst", "di"), c), upd);
     update = write(c.dtype, "dst", "di", apply(d.store, c.dtype, sum, c));
   }
   return head(c, false) + fmt::format(R"(  let i = gid % inner;
@@ -103,11 +126,12 @@ std::string WgslKernelLibrary::scatter_source(const gpu_host::IndexCall& c) cons
   for (var j: i32 = 0; j < nidx; j++) {{
 {}    let di = (o * len + i32(r)) * inner + i;
     let si = (o * nidx + j) * inner + i;
-    {}
+{}    {}
   }}
 }}
 )",
-                                      resolve_index(c.status_slot, c.index_type, "continue;"), update);
+                                      resolve_index(c.status_slot, c.index_type, "continue;"), compute,
+                                      update);
 }
 
 const WgslKernelLibrary& wgsl_library() {

@@ -14,6 +14,7 @@ class WgslKernelLibrary final : public gpu_host::IndexCallLibrary {
  public:
   WgslKernelLibrary() : IndexCallLibrary("WGSL") {}
   const sdk::Dialect& dialect() const override;
+  bool computes_updates() const override { return true; }
 
  protected:
   std::string gather_source(const gpu_host::IndexCall& c) const override;

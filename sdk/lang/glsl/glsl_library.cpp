@@ -35,13 +35,31 @@ const sdk::Dialect& GlslKernelLibrary::dialect() const {
   return opengl_ ? sdk::glsl_opengl_dialect() : sdk::glsl_vulkan_dialect();
 }
 
-// The kernel marker, the three buffers in NativeKernel order and the status buffer.
+// The kernel marker, the buffers in NativeKernel order and the status buffer: gather's source,
+// indices and output; a scatter's indices, updates and output, or, where it computes its updates
+// (IndexCall::updates), what computes them (b0, b1, ... as the renderer names them), the
+// indices and the output.
 std::string GlslKernelLibrary::bindings(const gpu_host::IndexCall& c, bool gather) const {
-  return fmt::format("{}{}\n// {}\n", sdk::kShaderKernelMarker, c.symbol, c.where) +
-         (gather ? binding(opengl_, 0, true, c.type, "src") + binding(opengl_, 1, true, c.index_type, "ids")
-                 : binding(opengl_, 0, true, c.index_type, "ids") + binding(opengl_, 1, true, c.type, "upd")) +
-         binding(opengl_, 2, false, c.type, "dst") +
-         fmt::format("layout(std430, {}binding = 3) buffer B_status {{ int status[]; }};\n", opengl_ ? "" : "set = 0, ");
+  std::string s = fmt::format("{}{}\n// {}{}\n", sdk::kShaderKernelMarker, c.symbol, c.where,
+                              c.updates ? ", updates computed by " +
+                                              std::get<lir::LoopKernel>(c.updates->program.kernels.at(0)).name
+                                        : std::string());
+  int j = 0;
+  if (gather) {
+    s += binding(opengl_, 0, true, c.type, "src") + binding(opengl_, 1, true, c.index_type, "ids");
+    j = 2;
+  } else if (c.updates) {
+    for (; j < c.updates->params; ++j)
+      s += binding(opengl_, j, true, entry(dialect().storage_type, c.updates->program.buffers.at(j).dtype, c),
+                   fmt::format("b{}", j));
+    s += binding(opengl_, j++, true, c.index_type, "ids");
+  } else {
+    s += binding(opengl_, 0, true, c.index_type, "ids") + binding(opengl_, 1, true, c.type, "upd");
+    j = 2;
+  }
+  s += binding(opengl_, j++, false, c.type, "dst");
+  return s + fmt::format("layout(std430, {}binding = {}) buffer B_status {{ int status[]; }};\n",
+                         opengl_ ? "" : "set = 0, ", j);
 }
 
 // Elements as stored: packed sub-word elements (OpenGL's bool/f16/bf16) through the dialect's
@@ -76,11 +94,16 @@ std::string GlslKernelLibrary::gather_source(const gpu_host::IndexCall& c) const
 
 std::string GlslKernelLibrary::scatter_source(const gpu_host::IndexCall& c) const {
   const sdk::Dialect& d = dialect();
-  std::string update = write(c.dtype, "dst", "di", read(c.dtype, "upd", "si"));
+  // Computed updates: the producer's statements for element si, its f32 value `u` stored as the
+  // element's dtype.
+  const std::string compute = c.updates ? sdk::render_prologue(*c.updates, d, "si", "u", 2) : "";
+  std::string update = c.updates ? write(c.dtype, "dst", "di", apply(d.store, c.dtype, "u", c))
+                                 : write(c.dtype, "dst", "di", read(c.dtype, "upd", "si"));
   if (c.add) {
     // GLSL integer arithmetic wraps, as the renderer's add does.
+    const std::string upd = c.updates ? "u" : apply(d.load, c.dtype, read(c.dtype, "upd", "si"), c);
     std::string sum = fmt::format("{}({} + {})", entry(d.compute_type, c.dtype, c), apply(d.load, c.dtype, read(c.dtype, "dst", "di"), c),
-                                  apply(d.load, c.dtype, read(c.dtype, "upd", "si"), c));
+                                  upd);
     update = write(c.dtype, "dst", "di", apply(d.store, c.dtype, sum, c));
   }
   return bindings(c, false) + fmt::format(R"(void main() {{
@@ -92,12 +115,13 @@ std::string GlslKernelLibrary::scatter_source(const gpu_host::IndexCall& c) cons
 {5}      continue;
     }}
     const int di = (o * len + int(r)) * inner + i, si = (o * nidx + j) * inner + i;
-    {6}
+{7}    {6}
   }}
 }}
 )",
                                           d.global_id, c.work_items, c.len, c.inner, c.nidx,
-                                          resolve_index(c.status_slot, c.index_dtype == DType::kI64), update);
+                                          resolve_index(c.status_slot, c.index_dtype == DType::kI64), update,
+                                          compute);
 }
 
 const GlslKernelLibrary& glsl_library() {

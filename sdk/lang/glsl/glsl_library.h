@@ -10,6 +10,7 @@ class GlslKernelLibrary final : public gpu_host::IndexCallLibrary {
  public:
   explicit GlslKernelLibrary(bool opengl) : IndexCallLibrary("GLSL"), opengl_(opengl) {}
   const sdk::Dialect& dialect() const override;
+  bool computes_updates() const override { return true; }
 
  protected:
   std::string gather_source(const gpu_host::IndexCall& c) const override;
