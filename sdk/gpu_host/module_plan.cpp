@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "attention_form.h"
 #include "dot_general_form.h"
 #include "epilogue_fusion.h"
 #include "host_collective.h"
@@ -58,51 +59,6 @@ lir::Program positional_program(const lir::LoopKernel& k, const lir::Program& p,
   return local;
 }
 
-// A native Attention call (the HIR op the GPU-style targets claim, target_plugin.cpp) as the
-// shape render_attention takes, its distinct storage buffers numbered by position.
-struct AttentionCall {
-  sdk::AttentionShape shape;
-  std::vector<int32_t> buffers;
-};
-
-AttentionCall attention_call(const lir::CallKernel& c, const lir::Program& p,
-                             const std::string& name) {
-  AttentionCall a;
-  sdk::AttentionShape& s = a.shape;
-  s.name = name;
-  auto position = [&](int32_t buffer) {
-    const int32_t storage = p.storage_of(buffer);
-    for (size_t j = 0; j < a.buffers.size(); ++j)
-      if (a.buffers[j] == storage) return static_cast<int32_t>(j);
-    a.buffers.push_back(storage);
-    return static_cast<int32_t>(a.buffers.size() - 1);
-  };
-  const lir::Buffer &q = p.buffers.at(c.inputs.at(0)), &k = p.buffers.at(c.inputs.at(1)),
-                    &v = p.buffers.at(c.inputs.at(2)), &o = p.buffers.at(c.outputs.at(0));
-  if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4 || o.shape.size() != 4)
-    throw_internal_error(fmt::format("{}: attention operands are not rank 4", where(c)));
-  s.batch = q.shape[0], s.heads = q.shape[1], s.q_len = q.shape[2], s.head_dim = q.shape[3];
-  s.kv_heads = k.shape[1], s.kv_len = k.shape[2], s.v_dim = v.shape[3];
-  s.q_dtype = q.dtype, s.k_dtype = k.dtype, s.v_dtype = v.dtype, s.out_dtype = o.dtype;
-  s.q_buffer = position(c.inputs[0]);
-  s.k_buffer = position(c.inputs[1]);
-  s.v_buffer = position(c.inputs[2]);
-  s.out_buffer = position(c.outputs[0]);
-  if (auto it = c.attrs.find("mask"); it != c.attrs.end())
-    s.mask = std::get<std::string>(it->second);
-  s.scale = 1.0 / std::sqrt(static_cast<double>(s.head_dim));
-  if (auto it = c.attrs.find("scale"); it != c.attrs.end())
-    s.scale = std::holds_alternative<double>(it->second)
-                  ? std::get<double>(it->second)
-                  : static_cast<double>(std::get<int64_t>(it->second));
-  if (s.mask == "padding") {
-    const lir::Buffer& m = p.buffers.at(c.inputs.at(3));
-    s.mask_dtype = m.dtype;
-    s.mask_batch = m.shape.at(0), s.mask_len = m.shape.at(1);
-    s.mask_buffer = position(c.inputs[3]);
-  }
-  return a;
-}
 
 // Operand slots that read each storage buffer, over every kernel (loop loads, call inputs).
 std::vector<int> readers_of(const lir::Program& p) {
@@ -424,6 +380,33 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   };
   // Scatters that compute their updates themselves: scatter kernel index -> what computes them.
   std::map<size_t, ComputedUpdates> computes_updates;
+  // Attention `a` with loop kernel `i` computing its q (AttentionShape::q_loop), when the kernel
+  // the attention gets takes that (a library's own kernel that declines it keeps the loop
+  // kernel's launch); else nullopt.
+  auto with_q_prologue = [&](size_t i, AttentionCall a) -> std::optional<AttentionCall> {
+    auto bound = bind_operand_prologue(std::get<lir::LoopKernel>(p.kernels[i]), p, a.buffers,
+                                       a.shape.q_buffer, positional);
+    if (!bound) return std::nullopt;
+    const bool own = library.own_attention(a.shape).has_value();
+    a.buffers = std::move(bound->buffers);
+    a.shape.q_dtype = bound->operand_dtype;
+    a.shape.q_loop = std::move(bound->prologue);
+    if (own && !library.own_attention(a.shape)) return std::nullopt;
+    return a;
+  };
+  // The attention after loop kernel `i` that may compute its q itself: its index.
+  auto attention_computing_q = [&](size_t i) -> std::optional<size_t> {
+    const std::optional<size_t> j = sole_reader_after(p, i, readers);
+    const auto* c = j ? std::get_if<lir::CallKernel>(&p.kernels[*j]) : nullptr;
+    const auto& producer = std::get<lir::LoopKernel>(p.kernels[i]);
+    if (!c || c->callee != "native:Attention" ||
+        p.storage_of(c->inputs.at(0)) != p.storage_of(producer.stores[0].buffer) ||
+        !with_q_prologue(i, attention_call(*c, p, fmt::format("k{}_attention", *j))))
+      return std::nullopt;
+    return j;
+  };
+  // Attentions that compute their q: attention kernel index -> the loop kernel computing it.
+  std::map<size_t, size_t> computes_q;
   // Products that compute their A themselves: product kernel index -> (the call, epilogue size).
   std::map<size_t, std::pair<MatmulCall, size_t>> computes_a;
   // Buffers a fused kernel writes before their own first kernel: storage -> the writing kernel.
@@ -431,6 +414,14 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   // Buffers read after their own last kernel (an attention reading what a skipped transpose
   // read): storage -> the reading kernel.
   std::map<int32_t, int32_t> read_late;
+  // What loop kernel `k` reads is read until kernel `j`, which computes k's output itself.
+  auto read_until = [&](const lir::LoopKernel& k, size_t j) {
+    for (const lir::Expr& e : k.exprs)
+      if (e.kind == lir::ExprKind::kLoad) {
+        const int32_t b = p.storage_of(e.load.buffer);
+        read_late[b] = std::max(read_late[b], static_cast<int32_t>(j));
+      }
+  };
   // Transposes that split heads for an attention, which reads their input instead: kernel index
   // -> (attention index, operand 0..2, the storage the attention reads).
   std::map<size_t, std::pair<size_t, std::pair<int, int32_t>>> split;
@@ -511,22 +502,20 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     }
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
       if (auto taken = loop_in_product(i)) {  // the next product computes it (no launch)
-        for (const lir::Expr& e : k->exprs)
-          if (e.kind == lir::ExprKind::kLoad) {
-            const int32_t b = p.storage_of(e.load.buffer);
-            read_late[b] = std::max(read_late[b], static_cast<int32_t>(i + 1));
-          }
+        read_until(*k, i + 1);
         computes_a.emplace(i + 1, std::move(*taken));
         continue;
       }
       // A later scatter may compute it (no launch).
       if (auto taken = scatter_computing(p, i, readers, library, positional)) {
-        for (const lir::Expr& e : k->exprs)
-          if (e.kind == lir::ExprKind::kLoad) {
-            const int32_t b = p.storage_of(e.load.buffer);
-            read_late[b] = std::max(read_late[b], static_cast<int32_t>(taken->first));
-          }
+        read_until(*k, taken->first);
         computes_updates.emplace(taken->first, std::move(taken->second));
+        continue;
+      }
+      // Or a later attention, as its q.
+      if (auto j = attention_computing_q(i)) {
+        read_until(*k, *j);
+        computes_q.emplace(*j, i);
         continue;
       }
       add_loop(*k);
@@ -571,6 +560,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       } else
         add_loop(dot_general_kernel(c, p, name));
     } else if (c.callee == "native:Attention") {
+      const size_t attention = i;  // i moves past a transpose it takes (below)
       AttentionCall a = attention_call(c, p, fmt::format("k{}_attention", i));
       for (auto [operand, from] : split_for[i]) {
         int32_t& position = operand == 0   ? a.shape.q_buffer
@@ -601,6 +591,12 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         a.shape.merge_heads = true;
         written_early[a.buffers[a.shape.out_buffer]] = static_cast<int32_t>(i);
         ++i;
+      }
+      if (auto q = computes_q.find(attention); q != computes_q.end()) {
+        std::optional<AttentionCall> computing = with_q_prologue(q->second, a);
+        if (!computing) throw_internal_error(fmt::format("{}: its q prologue was refused", where(c)));
+        a = std::move(*computing);
+        computes_q.erase(q);
       }
       add_attention(a);
     } else if (c.callee == "native:LayerNorm" || c.callee == "native:RMSNorm") {
@@ -660,6 +656,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       NativeKernel n = library.call_kernel(
           c, p, static_cast<int32_t>(i), slot,
           computed == computes_updates.end() ? nullptr : &computed->second);
+      if (computed != computes_updates.end()) computes_updates.erase(computed);
       plan.source += n.source + "\n";
       Launch l{n.symbol, n.buffers, n.work_items, n.copies_before, -1};
       if (n.checks_indices) {
@@ -673,6 +670,9 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
                               where(c)));
     }
   }
+  // A skipped kernel's output is computed by its reader, which must have taken it.
+  if (!computes_q.empty() || !computes_updates.empty())
+    throw_internal_error("a kernel whose reader computes its output was never computed");
   if (!written_early.empty() || !read_late.empty()) {
     // The temporaries' sizes and lifetimes only (plan_arena reads nothing else), without the
     // constants' data.

@@ -10,8 +10,7 @@ namespace {
 // lands one past them; nullptr where the positional kernel stores elsewhere.
 std::shared_ptr<const sdk::OperandPrologue> prologue_over(
     const lir::LoopKernel& producer, const std::vector<int32_t>& params, int32_t computed,
-    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
-        positional) {
+    const PositionalKernel& positional) {
   auto prologue = std::make_shared<sdk::OperandPrologue>();
   std::vector<int32_t> ids = params;
   ids.push_back(computed);
@@ -23,6 +22,75 @@ std::shared_ptr<const sdk::OperandPrologue> prologue_over(
 }
 
 }  // namespace
+
+std::optional<BoundPrologue> bind_operand_prologue(
+    const lir::LoopKernel& producer, const lir::Program& p, std::vector<int32_t> buffers,
+    int32_t position, const PositionalKernel& positional) {
+  // The operand itself is never stored, so it is not a parameter (WebGPU derives a shader's
+  // bindings from what it reads, and the operand would not be among them): its position binds
+  // the first buffer the kernel reads instead, and the kernel's store goes to a buffer past the
+  // parameters.
+  const int32_t operand = buffers.at(position);
+  BoundPrologue b;
+  bool first = true;
+  for (const lir::Expr& e : producer.exprs) {
+    if (e.kind != lir::ExprKind::kLoad) continue;
+    const int32_t r = p.storage_of(e.load.buffer);
+    if (r == operand) return std::nullopt;  // reads what it writes
+    if (std::find(buffers.begin(), buffers.end(), r) != buffers.end()) {
+      if (first) return std::nullopt;  // the operand's position would bind a buffer twice
+      continue;
+    }
+    if (first) {
+      const DType t = p.buffers[e.load.buffer].dtype;
+      if (t != DType::kF32 && t != DType::kF16 && t != DType::kBF16) return std::nullopt;
+      buffers[position] = r;
+      b.operand_dtype = t;
+      first = false;
+      continue;
+    }
+    buffers.push_back(r);
+  }
+  if (first) return std::nullopt;  // reads nothing: a constant operand, not worth a prologue
+  b.prologue = prologue_over(producer, buffers, operand, positional);
+  if (!b.prologue) return std::nullopt;
+  b.buffers = std::move(buffers);
+  return b;
+}
+
+std::optional<size_t> sole_reader_after(const lir::Program& p, size_t i,
+                                        const std::vector<int>& readers) {
+  const auto& producer = std::get<lir::LoopKernel>(p.kernels[i]);
+  if (producer.stores.size() != 1) return std::nullopt;
+  const int32_t u = p.storage_of(producer.stores[0].buffer);
+  if (readers[u] != 1) return std::nullopt;
+  for (const auto& [name, id] : p.outputs)
+    if (p.storage_of(id) == u) return std::nullopt;
+  std::vector<int32_t> reads;
+  for (const lir::Expr& e : producer.exprs)
+    if (e.kind == lir::ExprKind::kLoad) reads.push_back(p.storage_of(e.load.buffer));
+  auto read = [&](int32_t b) {
+    return std::find(reads.begin(), reads.end(), p.storage_of(b)) != reads.end();
+  };
+  for (size_t j = i + 1; j < p.kernels.size(); ++j) {
+    if (const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j])) {
+      for (const lir::Expr& e : k->exprs)
+        if (e.kind == lir::ExprKind::kLoad && p.storage_of(e.load.buffer) == u) return j;
+      for (const lir::Store& st : k->stores)
+        if (read(st.buffer)) return std::nullopt;
+      continue;
+    }
+    const auto& c = std::get<lir::CallKernel>(p.kernels[j]);
+    for (int32_t b : c.inputs)
+      if (p.storage_of(b) == u) return j;
+    // A call's outputs, and a scatter's operand (the runtime may update it in place).
+    if (c.callee == "while" || (c.callee == "scatter" && read(c.inputs.at(0))))
+      return std::nullopt;
+    for (int32_t b : c.outputs)
+      if (read(b)) return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 std::optional<MatmulCall> with_norm_prologue(const MatmulCall& mm, const sdk::NormShape& norm,
                                              const std::vector<int32_t>& norm_buffers,
@@ -63,8 +131,7 @@ std::optional<MatmulCall> with_norm_prologue(const MatmulCall& mm, const sdk::No
 
 std::optional<MatmulCall> with_loop_prologue(
     const MatmulCall& mm, const lir::LoopKernel& producer, const lir::Program& p,
-    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
-        positional) {
+    const PositionalKernel& positional) {
   const sdk::MatmulShape& s = mm.shape;
   if (s.a_norm || s.a_loop || s.m != 1 || s.a_k != 1 || s.b_k != 1) return std::nullopt;
   if (s.batch > 1 && s.a_batch != s.k) return std::nullopt;
@@ -79,39 +146,18 @@ std::optional<MatmulCall> with_loop_prologue(
   int64_t elements = 1;
   for (int64_t d : producer.domain) elements *= d;
   if (elements != s.batch * s.k) return std::nullopt;
-  // A itself is never stored, so it is not a parameter (WebGPU derives a shader's bindings from
-  // what it reads, and A would not be among them): its position binds the first buffer the
-  // kernel reads instead, and the kernel's store goes to a buffer past the parameters.
+  auto bound = bind_operand_prologue(producer, p, mm.buffers, s.a_buffer, positional);
+  if (!bound) return std::nullopt;
   MatmulCall f = mm;
-  bool first = true;
-  for (const lir::Expr& e : producer.exprs) {
-    if (e.kind != lir::ExprKind::kLoad) continue;
-    const int32_t b = p.storage_of(e.load.buffer);
-    if (b == a) return std::nullopt;  // reads what it writes
-    if (std::find(f.buffers.begin(), f.buffers.end(), b) != f.buffers.end()) {
-      if (first) return std::nullopt;  // A's position would bind a buffer twice
-      continue;
-    }
-    if (first) {
-      const DType t = p.buffers[e.load.buffer].dtype;
-      if (t != DType::kF32 && t != DType::kF16 && t != DType::kBF16) return std::nullopt;
-      f.buffers[s.a_buffer] = b;
-      f.shape.a_dtype = t;
-      first = false;
-      continue;
-    }
-    f.buffers.push_back(b);
-  }
-  if (first) return std::nullopt;  // reads nothing: a constant A, not worth a prologue
-  f.shape.a_loop = prologue_over(producer, f.buffers, a, positional);
-  if (!f.shape.a_loop) return std::nullopt;
+  f.buffers = std::move(bound->buffers);
+  f.shape.a_dtype = bound->operand_dtype;
+  f.shape.a_loop = std::move(bound->prologue);
   return f;
 }
 
 std::optional<ComputedUpdates> with_update_prologue(
     const lir::LoopKernel& producer, const lir::CallKernel& scatter, const lir::Program& p,
-    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
-        positional) {
+    const PositionalKernel& positional) {
   if (scatter.callee != "scatter" || scatter.inputs.size() != 3 || scatter.outputs.size() != 1)
     return std::nullopt;
   if (!producer.reduce.empty() ||
@@ -144,41 +190,18 @@ std::optional<ComputedUpdates> with_update_prologue(
 }
 
 std::optional<std::pair<size_t, ComputedUpdates>> scatter_computing(
-  const lir::Program& p, size_t i, const std::vector<int>& readers, const KernelLibrary& library,
-  const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
-      positional) {
-  const auto& producer = std::get<lir::LoopKernel>(p.kernels[i]);
-  if (!library.computes_updates() || producer.stores.size() != 1) return std::nullopt;
-  const int32_t u = p.storage_of(producer.stores[0].buffer);
-  if (readers[u] != 1) return std::nullopt;
-  for (const auto& [name, id] : p.outputs)
-    if (p.storage_of(id) == u) return std::nullopt;
-  std::vector<int32_t> reads;
-  for (const lir::Expr& e : producer.exprs)
-    if (e.kind == lir::ExprKind::kLoad) reads.push_back(p.storage_of(e.load.buffer));
-  auto read = [&](int32_t b) {
-    return std::find(reads.begin(), reads.end(), p.storage_of(b)) != reads.end();
-  };
-  for (size_t j = i + 1; j < p.kernels.size(); ++j) {
-    if (const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j])) {
-      for (const lir::Store& st : k->stores)
-        if (read(st.buffer)) return std::nullopt;
-      continue;
-    }
-    const auto& c = std::get<lir::CallKernel>(p.kernels[j]);
-    if (c.callee == "scatter" && p.storage_of(c.inputs.at(2)) == u) {
-      if (!library.has_call(c.callee) || !library.vendor_call(c).empty()) return std::nullopt;
-      auto computed = with_update_prologue(producer, c, p, positional);
-      if (!computed) return std::nullopt;
-      return std::pair{j, std::move(*computed)};
-    }
-    // A call's outputs, and a scatter's operand (the runtime may update it in place).
-    if (c.callee == "while" || (c.callee == "scatter" && read(c.inputs.at(0))))
-      return std::nullopt;
-    for (int32_t b : c.outputs)
-      if (read(b)) return std::nullopt;
-  }
-  return std::nullopt;
+    const lir::Program& p, size_t i, const std::vector<int>& readers, const KernelLibrary& library,
+    const PositionalKernel& positional) {
+  if (!library.computes_updates()) return std::nullopt;
+  const std::optional<size_t> j = sole_reader_after(p, i, readers);
+  if (!j) return std::nullopt;
+  const auto* c = std::get_if<lir::CallKernel>(&p.kernels[*j]);
+  if (!c || c->callee != "scatter" || !library.has_call(c->callee) ||
+      !library.vendor_call(*c).empty())
+    return std::nullopt;
+  auto computed = with_update_prologue(std::get<lir::LoopKernel>(p.kernels[i]), *c, p, positional);
+  if (!computed) return std::nullopt;
+  return std::pair{*j, std::move(*computed)};
 }
 
 }  // namespace rlx::gpu_host

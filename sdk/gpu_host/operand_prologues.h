@@ -20,6 +20,32 @@
 
 namespace rlx::gpu_host {
 
+// Renders a loop kernel over storage ids numbered by position (module_plan's
+// positional_program).
+using PositionalKernel =
+    std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>;
+
+// A kernel's storage buffers (`buffers`, by position) with the operand at `position` computed by
+// `producer` instead of read: the operand's position binds the first buffer the producer reads
+// that the kernel does not already bind (f16, bf16 or f32: operand_dtype), the producer's other
+// new buffers are appended, and the prologue is over them. nullopt when the producer reads the
+// operand, reads no new buffer, or its first read is one the kernel binds already.
+struct BoundPrologue {
+  std::vector<int32_t> buffers;
+  DType operand_dtype = DType::kF32;
+  std::shared_ptr<const sdk::OperandPrologue> prologue;
+};
+std::optional<BoundPrologue> bind_operand_prologue(const lir::LoopKernel& producer,
+                                                   const lir::Program& p,
+                                                   std::vector<int32_t> buffers, int32_t position,
+                                                   const PositionalKernel& positional);
+
+// The index of the only kernel that reads loop kernel `i`'s single output, when that output is
+// not a graph output (`readers`: readers per storage buffer) and no kernel between the two writes
+// what kernel `i` reads (so it may be computed where it is read); else nullopt.
+std::optional<size_t> sole_reader_after(const lir::Program& p, size_t i,
+                                        const std::vector<int>& readers);
+
 // `mm` reading the norm's input instead of its output, with the norm as its prologue, when the
 // shapes fit: a single-row product (m == 1) over A contiguous along k, k the norm's row length,
 // one product row per norm row, A the norm's output (`out_dtype`, after any convert taken into
@@ -37,8 +63,7 @@ std::optional<MatmulCall> with_norm_prologue(const MatmulCall& mm, const sdk::No
 // position (module_plan's positional_program).
 std::optional<MatmulCall> with_loop_prologue(
     const MatmulCall& mm, const lir::LoopKernel& producer, const lir::Program& p,
-    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
-        positional);
+    const PositionalKernel& positional);
 
 // An elementwise loop kernel inside the scatter that reads it: the rotated key row and the value
 // row of a decode step, which only the scatters into the KV caches read, are computed where the
@@ -48,8 +73,7 @@ std::optional<MatmulCall> with_loop_prologue(
 // in-place update shares); else nullopt. `positional` as above.
 std::optional<ComputedUpdates> with_update_prologue(
     const lir::LoopKernel& producer, const lir::CallKernel& scatter, const lir::Program& p,
-    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
-        positional);
+    const PositionalKernel& positional);
 
 // The scatter after loop kernel `i` of `p` (its index: .first) computing its updates with
 // with_update_prologue (.second), when `library` takes computed updates, nothing but the scatter
@@ -57,7 +81,6 @@ std::optional<ComputedUpdates> with_update_prologue(
 // between the two writes what kernel `i` reads; else nullopt.
 std::optional<std::pair<size_t, ComputedUpdates>> scatter_computing(
     const lir::Program& p, size_t i, const std::vector<int>& readers, const KernelLibrary& library,
-    const std::function<lir::Program(const lir::LoopKernel&, const std::vector<int32_t>&)>&
-        positional);
+    const PositionalKernel& positional);
 
 }  // namespace rlx::gpu_host

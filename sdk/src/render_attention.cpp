@@ -205,14 +205,17 @@ class AttentionWriter {
   std::string comment(const std::string& variant) const {
     return fmt::format(
         "{}: attention ({}) q [{}, {}, {}, {}] k, v [{}, {}, {}, {}|{}], mask {}, scale {}, online "
-        "softmax in f32{}{}",
+        "softmax in f32{}{}{}",
         kernel_symbol(s_.name), variant, s_.batch, s_.heads, s_.q_len, s_.head_dim, s_.batch,
         s_.kv_heads, s_.kv_len, s_.head_dim, s_.v_dim, s_.mask, s_.scale,
         s_.q_split_heads || s_.k_split_heads || s_.v_split_heads
             ? fmt::format(", {}{}{} read as [B, S, H, D]", s_.q_split_heads ? "q" : "",
                           s_.k_split_heads ? "k" : "", s_.v_split_heads ? "v" : "")
             : "",
-        s_.merge_heads ? ", heads merged into out [B, Sq, H, Dv]" : "");
+        s_.merge_heads ? ", heads merged into out [B, Sq, H, Dv]" : "",
+        s_.q_loop ? ", q computed by " +
+                        std::get<lir::LoopKernel>(s_.q_loop->program.kernels.at(0)).name
+                  : "");
   }
 
   // bi, the kv head kvh of head bh and where its keys and values start: a block of Sk rows per
@@ -244,7 +247,12 @@ class AttentionWriter {
   void row_state(const std::string& row) {
     t_.array(f32_, "qrow", s_.head_dim);
     t_.loop("d", s_.head_dim);
-    t_.line(fmt::format("qrow[d] = {};", t_.load(s_.q_buffer, s_.q_dtype, q_start(row) + " + d")));
+    if (s_.q_loop) {  // computed here (AttentionShape::q_loop), rounded as its kernel stores it
+      t_.computed(*s_.q_loop, "(" + q_start(row) + " + d)", "qv");
+      t_.line("qrow[d] = qv;");
+    } else {
+      t_.line(fmt::format("qrow[d] = {};", t_.load(s_.q_buffer, s_.q_dtype, q_start(row) + " + d")));
+    }
     t_.close();
     t_.array(f32_, "acc", s_.v_dim);
     t_.loop("d", s_.v_dim);
@@ -329,6 +337,10 @@ class AttentionWriter {
       if (position < 0) t_.fail("a buffer has no parameter position");
       count = std::max(count, position + 1);
     }
+    // What computes q, after the attention's own (q's position binds one of them).
+    for (int32_t j = count; s_.q_loop && j < s_.q_loop->params; ++j)
+      used.push_back({j, s_.q_loop->program.buffers.at(j).dtype});
+    if (s_.q_loop) count = std::max(count, s_.q_loop->params);
     std::vector<BufferParam> ps(count);
     std::vector<bool> seen(count, false);
     for (auto& [position, dtype] : used) {
@@ -340,6 +352,8 @@ class AttentionWriter {
     }
     for (bool b : seen)
       if (!b) t_.fail("buffer positions must be numbered from 0 without gaps");
+    if (s_.q_loop && s_.q_loop->program.buffers.at(s_.q_buffer).dtype != s_.q_dtype)
+      t_.fail("q's position binds a buffer the kernel computing q reads, at its dtype");
     return ps;
   }
 

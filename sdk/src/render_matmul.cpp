@@ -230,7 +230,7 @@ class MatmulWriter : detail::KernelText {
       // A's element computed here, only inside the row (its kernel's reads are unguarded).
       declare_mutable(f32_, "av", zero());
       if (!k_ok.empty()) if_block(k_ok);
-      out_ += render_prologue(*s_.a_loop, d_, sum({"abase", "k"}), "ap", indent_);
+      computed(*s_.a_loop, sum({"abase", "k"}), "ap");
       line("av = ap;");
       if (!k_ok.empty()) close();
     } else {

@@ -146,6 +146,11 @@ std::string KernelText::finish() {
   return std::move(out_);
 }
 
+void KernelText::computed(const OperandPrologue& prologue, const std::string& index,
+                          const std::string& name) {
+  out_ += render_prologue(prologue, d_, index, name, indent_);
+}
+
 void KernelText::line(const std::string& s) {
   out_ += std::string(2 * indent_, ' ') + s + "\n";
 }

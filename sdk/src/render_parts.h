@@ -131,6 +131,9 @@ class KernelText {
   // is no second barrier: the next sum takes slots of its own.
   void group_sum(const std::string& part, const std::string& total, int64_t slots,
                  const std::string& array, int64_t group, const std::string& int_type);
+  // The statements computing `prologue`'s element at `index`, ending with the f32 `name`
+  // (render_prologue), at the current indentation.
+  void computed(const OperandPrologue& prologue, const std::string& index, const std::string& name);
 
  protected:
   const Dialect& d_;

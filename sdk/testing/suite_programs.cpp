@@ -109,6 +109,26 @@ const char* const kScatterUpdatesProgram =
 }
 )";
 
+const char* const kComputedQueryProgram =
+    R"(graph @t(%qx: f32[1,1,64], %c: f32[8], %s: f32[8], %k: f32[1,2,10,16], %v: f32[1,2,10,16], %keep: bool[1,10]) {
+  %qr = reshape(%qx) {shape = [1, 1, 4, 16]} : f32[1,1,4,16]
+  %qt = transpose(%qr) {perm = [0, 2, 1, 3]} : f32[1,4,1,16]
+  %q1 = slice(%qt) {limit = [1, 4, 1, 8], start = [0, 0, 0, 0], strides = [1, 1, 1, 1]} : f32[1,4,1,8]
+  %q2 = slice(%qt) {limit = [1, 4, 1, 16], start = [0, 0, 0, 8], strides = [1, 1, 1, 1]} : f32[1,4,1,8]
+  %cb = broadcast_in_dim(%c) {dims = [3], shape = [1, 4, 1, 8]} : f32[1,4,1,8]
+  %sb = broadcast_in_dim(%s) {dims = [3], shape = [1, 4, 1, 8]} : f32[1,4,1,8]
+  %a1 = mul(%q1, %cb) : f32[1,4,1,8]
+  %b1 = mul(%q2, %sb) : f32[1,4,1,8]
+  %r1 = sub(%a1, %b1) : f32[1,4,1,8]
+  %a2 = mul(%q2, %cb) : f32[1,4,1,8]
+  %b2 = mul(%q1, %sb) : f32[1,4,1,8]
+  %r2 = add(%a2, %b2) : f32[1,4,1,8]
+  %rot = concat(%r1, %r2) {axis = 3} : f32[1,4,1,16]
+  %o = Attention(%rot, %k, %v, %keep) {mask = "padding", scale = 0.25} : f32[1,4,1,16]
+  return %o
+}
+)";
+
 const char* const kSplitHeadsProgram =
     R"(graph @t(%xq: f32[2,20,32], %xk: f32[2,20,16], %xv: f32[2,20,16], %xd: f32[2,2,32], %yk: f32[2,20,16], %yv: f32[2,20,16]) {
   %qs = reshape(%xq) {shape = [2, 20, 4, 8]} : f32[2,20,4,8]
@@ -211,6 +231,7 @@ std::vector<NamedProgram> every_kernel_programs() {
   out.push_back({kNormProductProgram, "kNormProductProgram"});
   out.push_back({kComputedOperandProgram, "kComputedOperandProgram"});
   out.push_back({kScatterUpdatesProgram, "kScatterUpdatesProgram"});
+  out.push_back({kComputedQueryProgram, "kComputedQueryProgram"});
   out.push_back({"graph @t(%x: f32[4,96], %s: f32[96], %b: f32[96]) {\n"
                  "  %l = LayerNorm(%x, %s, %b) {epsilon = 1e-5} : f32[4,96]\n"
                  "  %r = RMSNorm(%x, %s) {epsilon = 1e-6} : f32[4,96]\n  return %l, %r\n}\n",

@@ -438,6 +438,21 @@ void scattered_updates_agree_with_cpu(const SuiteTarget& t) {
   }
 }
 
+// kComputedQueryProgram: an attention computing its rotated queries itself agrees with cpu.
+void computed_queries_agree_with_cpu(const SuiteTarget& t) {
+  std::mt19937 rng(41);
+  std::vector<uint8_t> keep(10, 1);
+  keep[3] = keep[8] = 0;
+  NamedTensors in{{"qx", uniform_f32(rng, {1, 1, 64}, 1.0f)},
+                  {"c", uniform_f32(rng, {8}, 1.0f)},
+                  {"s", uniform_f32(rng, {8}, 1.0f)},
+                  {"k", uniform_f32(rng, {1, 2, 10, 16}, 1.0f)},
+                  {"v", uniform_f32(rng, {1, 2, 10, 16}, 1.0f)},
+                  {"keep", Tensor::from<uint8_t>(DType::kBool, {1, 10}, keep)}};
+  expect_all_close(run_text(kComputedQueryProgram, in, cpu_target()),
+                   run_text(kComputedQueryProgram, in, target_named(t.name)), 1e-5);
+}
+
 // Attentions whose heads a transpose merges back (kMergeHeadsProgram): the tiled and the per-row
 // kernel store the merged layout themselves on the GPU-style targets; the results agree with cpu.
 void merged_heads_agree_with_cpu(const SuiteTarget& t) {
@@ -630,6 +645,7 @@ void register_target_suite_tests(const SuiteTarget& t) {
   add("NormsBeforeSingleRowProductsAgreeWithCpu", norm_products_agree_with_cpu);
   add("ComputedOperandsOfSingleRowProductsAgreeWithCpu", computed_operands_agree_with_cpu);
   add("ScatteredUpdatesComputedByTheScatterAgreeWithCpu", scattered_updates_agree_with_cpu);
+  add("ComputedQueriesOfDecodeAttentionsAgreeWithCpu", computed_queries_agree_with_cpu);
   add("AttentionsStoreMergedHeadsAndAgreeWithCpu", merged_heads_agree_with_cpu);
   add("AttentionsReadSplitHeadsAndAgreeWithCpu", split_heads_agree_with_cpu);
   add("DeviceTensorsStayOnTheDeviceAcrossRuns", device_tensors_stay_on_the_device);

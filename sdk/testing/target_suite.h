@@ -93,6 +93,10 @@ extern const char* const kComputedOperandProgram;
 // value row sliced, split into heads and narrowed to f16, each scattered into its cache at
 // `position`. On the targets whose scatter computes its updates, neither row is stored.
 extern const char* const kScatterUpdatesProgram;
+// A decode step's attention whose queries one elementwise kernel rotates (split into heads,
+// rotated halves) and only the attention reads: on the targets whose attention computes q
+// itself, that kernel is not launched (ComputedQueriesOfDecodeAttentionsAgreeWithCpu).
+extern const char* const kComputedQueryProgram;
 // Attentions whose q, k and v come through the transpose that splits heads ([B, S, H, D] to
 // [B, H, S, D]), with grouped kv heads, tiled (20 queries a head) and per row (2):
 // AttentionsReadSplitHeadsAndAgreeWithCpu.

@@ -200,6 +200,7 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
   if (const char* choice = std::getenv("RLX_CUDA_ATTENTION");
       choice && std::string(choice) == "tiled")
     return std::nullopt;
+  if (s.q_loop) return std::nullopt;  // q computed in the kernel: not written here (yet)
   if (s.q_len >= 16 || s.kv_len > kMaxKeys || s.kv_len < 1 || s.head_dim > kMaxRow ||
       s.v_dim > kMaxRow || s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
     return std::nullopt;

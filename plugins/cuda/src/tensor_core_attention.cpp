@@ -171,6 +171,7 @@ std::string tensor_core_attention_refusal(const sdk::AttentionShape& s) {
   if (const char* choice = std::getenv("RLX_CUDA_ATTENTION");
       choice && std::string(choice) == "tiled")
     return "RLX_CUDA_ATTENTION=tiled";
+  if (s.q_loop) return "q is computed in the kernel";
   if ((s.q_dtype != DType::kF16 && s.q_dtype != DType::kBF16) || s.k_dtype != s.q_dtype ||
       s.v_dtype != s.q_dtype || s.out_dtype != s.q_dtype)
     return "q, k, v and the output are not all f16 or all bf16";

@@ -97,6 +97,15 @@ TEST(VulkanTarget, ScattersComputeTheRowsTheyWrite) {
   EXPECT_EQ(glsl.find("domain ["), std::string::npos) << glsl;  // no loop kernel
 }
 
+// A decode attention computes its rotated queries where it loads its q row: the kernel that
+// rotated them is gone (ComputedQueriesOfDecodeAttentionsAgreeWithCpu runs it).
+TEST(VulkanTarget, DecodeAttentionsComputeTheirQueries) {
+  test::Emitted e(test::kComputedQueryProgram, vulkan());
+  const std::string glsl = e.text("vulkan_kernels.comp");
+  EXPECT_NE(glsl.find(", q computed by "), std::string::npos) << glsl;
+  EXPECT_EQ(glsl.find("domain ["), std::string::npos) << glsl;  // no loop kernel
+}
+
 TEST(VulkanTarget, AttentionsStoreTheHeadsTheirTransposeMerges) {
   test::Emitted e(test::kMergeHeadsProgram, vulkan());
   const std::string glsl = e.text("vulkan_kernels.comp");

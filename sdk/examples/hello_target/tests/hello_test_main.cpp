@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
                       "NormsRunNativelyAndAgreeWithCpu", "NormsBeforeSingleRowProductsAgreeWithCpu",
                       "ComputedOperandsOfSingleRowProductsAgreeWithCpu",
                       "ScatteredUpdatesComputedByTheScatterAgreeWithCpu",
+                      "ComputedQueriesOfDecodeAttentionsAgreeWithCpu",
                       "AttentionsStoreMergedHeadsAndAgreeWithCpu",
                       "AttentionsReadSplitHeadsAndAgreeWithCpu", "TrainingStepsAgreeWithCpu",
                       "HalfPrecisionAttentionAgreesWithCpu"},

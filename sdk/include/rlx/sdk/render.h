@@ -440,6 +440,11 @@ struct AttentionShape {
   // projection before a transformer's attention writes it: the transpose that splits the heads
   // is then never launched.
   bool q_split_heads = false, k_split_heads = false, v_split_heads = false;
+  // Set: q's elements are computed where the kernel reads them (the element at q's buffer offset
+  // X is the prologue's element X): a decode step's rotated queries, whose kernel only the
+  // attention reads. q's position then binds a buffer the prologue reads (q_dtype its dtype); the
+  // prologue's other buffers are parameters after all of the above.
+  std::shared_ptr<const OperandPrologue> q_loop;
 };
 
 // An attention kernel and how to launch it. A short query (decode) gets one work-item per query
