@@ -36,6 +36,9 @@ std::string attention_params(const sdk::AttentionShape& s) {
   add(s.v_buffer, s.v_dtype, false);
   if (s.mask == "padding") add(s.mask_buffer, s.mask_dtype, false);
   add(s.out_buffer, s.out_dtype, true);
+  // What computes q (AttentionShape::q_loop), after the attention's own parameters.
+  for (int32_t j = static_cast<int32_t>(params.size()); s.q_loop && j < s.q_loop->params; ++j)
+    add(j, s.q_loop->program.buffers.at(j).dtype, false);
   std::string list;
   for (int32_t j = 0; j < static_cast<int32_t>(params.size()); ++j) {
     if (!params.count(j)) throw_internal_error("cuda attention: buffer positions have a gap");

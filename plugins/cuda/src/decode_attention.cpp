@@ -44,7 +44,9 @@ extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@, float* __restr
   __shared__ float part[256];
   __shared__ int last;
   const int group = tid / @GW@, col = tid % @GW@;
-@EARLY@  for (int d = tid; d < @D@; d += 256) qs[d] = @QLOAD@;
+@EARLY@  for (int d = tid; d < @D@; d += 256) {
+@QCOMPUTE@    qs[d] = @QLOAD@;
+  }
   __syncthreads();
   float m = -__int_as_float(0x7F800000);
   for (int k0 = warp * 8; k0 < @CK@; k0 += 64) {
@@ -192,6 +194,14 @@ bool early_loads() {
   return env && std::string(env) == "1";
 }
 
+// Whether the kernel computes q where it stages it (AttentionShape::q_loop, the rotated queries
+// of a decode step): asked for with RLX_CUDA_ATTENTION_Q=1 until it has run on a GPU (the SDK's
+// attention does the same on the other GPU-style targets, where it is tested).
+bool computed_queries() {
+  const char* env = std::getenv("RLX_CUDA_ATTENTION_Q");
+  return env && std::string(env) == "1";
+}
+
 bool f32_class(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
 }  // namespace
@@ -200,7 +210,7 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
   if (const char* choice = std::getenv("RLX_CUDA_ATTENTION");
       choice && std::string(choice) == "tiled")
     return std::nullopt;
-  if (s.q_loop) return std::nullopt;  // q computed in the kernel: not written here (yet)
+  if (s.q_loop && !computed_queries()) return std::nullopt;
   if (s.q_len >= 16 || s.kv_len > kMaxKeys || s.kv_len < 1 || s.head_dim > kMaxRow ||
       s.v_dim > kMaxRow || s.kv_heads <= 0 || s.heads % s.kv_heads != 0)
     return std::nullopt;
@@ -240,7 +250,11 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
                  {"NC", std::to_string(chunks)},
                  {"CK", std::to_string(chunk)},
                  {"PARTIALS", std::to_string(partials)},
-                 {"QLOAD", load_f32(s.q_dtype, fmt::format("b{}", s.q_buffer), qat)},
+                 {"QCOMPUTE", s.q_loop ? sdk::render_prologue(*s.q_loop, sdk::cuda_dialect(),
+                                                              "(" + qat + ")", "qv", 2)
+                                       : ""},
+                 {"QLOAD", s.q_loop ? std::string("qv")
+                                    : load_f32(s.q_dtype, fmt::format("b{}", s.q_buffer), qat)},
                  {"KLOAD", load_f32(s.k_dtype, fmt::format("b{}", s.k_buffer), kat)},
                  {"VLOAD", load_f32(s.v_dtype, fmt::format("b{}", s.v_buffer), vat)},
                  {"O", fmt::format("b{}", s.out_buffer)},

@@ -402,5 +402,28 @@ TEST(CudaCodegen, DecodeAttentionLoadsItsFirstKeysEarlyOnlyWhenAsked) {
               "ELF");
 }
 
+
+// The decode attention computes its rotated queries where it stages q only with
+// RLX_CUDA_ATTENTION_Q=1 (off until it has run on a GPU; the shared suite's
+// ComputedQueriesOfDecodeAttentionsAgreeWithCpu is its check there): asked, the rotation's kernel
+// goes and the module compiles; otherwise the rotation keeps its kernel.
+TEST(CudaCodegen, DecodeAttentionComputesItsQueriesOnlyWhenAsked) {
+  REQUIRE_NVRTC();
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted plain(test::kComputedQueryProgram, cuda());
+  setenv("RLX_CUDA_ATTENTION_Q", "1", 1);
+  test::Emitted asked(test::kComputedQueryProgram, cuda());
+  unsetenv("RLX_CUDA_ATTENTION_Q");
+  unsetenv("RLX_CUDA_ARCH");
+  EXPECT_EQ(test::occurrences(plain.text("cuda_kernels.cu"), "__global__"), 2u);
+  const std::string cu = asked.text("cuda_kernels.cu");
+  EXPECT_EQ(test::occurrences(cu, "__global__"), 1u) << cu;
+  EXPECT_NE(cu.find("decode attention"), std::string::npos) << cu;
+  EXPECT_NE(cu.find("qs[d] = qv;"), std::string::npos) << cu;
+  EXPECT_EQ(asked.text("cuda_kernels.sm_90.cubin").substr(0, 4),
+            "\x7f"
+            "ELF");
+}
+
 }  // namespace
 }  // namespace rlx
