@@ -128,7 +128,8 @@ class Model:
         return _json.loads(text) if json else text
 
     def compile(self, target: str = "cpu", graph: str = "main",
-                bind: Mapping[str, int] | None = None, precision: str | None = None) -> Compiled:
+                bind: Mapping[str, int] | None = None, precision: str | None = None,
+                kv_cache: str | None = None) -> Compiled:
         """Compiles the graph for the target.
 
         bind: {symbol: size}, symbolic dims fixed now (the compiled model's inputs then have
@@ -141,9 +142,12 @@ class Model:
         Q4_0, Q4_K, Q8_0, ...) take activations rounded to 8-bit blocks (``rlx run
         --q8-activations``); "tf32", f32 products may round their operands to TF32 where the
         target has TF32 tensor cores (``rlx run --allow-tf32``; cuda). Anything else is a
-        UsageError (a ValueError) naming these.
+        UsageError (a ValueError) naming these. kv_cache: "f32", "f16" or "bf16", the dtype the
+        graph's KV cache (its past_* inputs and present_* outputs) is kept in (``rlx run
+        --kv-cache``); a UserError for a graph without one.
         """
-        return Compiled(self._native.compile(target, graph, dict(bind or {}), precision))
+        return Compiled(self._native.compile(target, graph, dict(bind or {}), precision,
+                                             kv_cache))
 
     def _encoder(self, target):
         if target not in self._encoders:

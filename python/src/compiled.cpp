@@ -17,6 +17,7 @@
 #include "rlx/core/error.h"
 #include "rlx/core/passes.h"
 #include "rlx/core/precision.h"
+#include "rlx/llm/decoding.h"
 
 namespace nb = nanobind;
 
@@ -45,9 +46,11 @@ std::string bind_argument(const std::string& name) {
 // The graph `name` of the model as compile() is asked for it: symbols bound, precision applied.
 Graph graph_to_compile(const Model& model, const std::string& name,
                        const std::map<std::string, int64_t>& bind,
-                       const std::optional<std::string>& precision, PrecisionReport* report) {
+                       const std::optional<std::string>& precision,
+                       const std::optional<std::string>& kv_cache, PrecisionReport* report) {
   Graph g = model.graph(name);
   *report = apply_precision_option(g, name, precision);
+  if (kv_cache) apply_kv_cache_option(g, name, *kv_cache);
   for (const auto& [symbol, size] : bind)
     if (size < 1)
       throw_user_error(fmt::format("{} = {}: a size is at least 1", bind_argument(symbol), size));
@@ -89,15 +92,28 @@ PrecisionReport apply_precision_option(Graph& g, const std::string& name,
   return report;
 }
 
+void apply_kv_cache_option(Graph& g, const std::string& name, const std::string& kv_cache) {
+  const std::optional<DType> t = parse_dtype(kv_cache);
+  if (!t || (*t != DType::kF32 && *t != DType::kF16 && *t != DType::kBF16))
+    throw cli::UsageError(
+        fmt::format("kv_cache='{}' is not a dtype a KV cache is kept in", kv_cache),
+        "give \"f32\", \"f16\" or \"bf16\", or leave kv_cache out");
+  if (llm::set_kv_cache_dtype(g, *t) == 0)
+    throw_user_error(fmt::format(
+        "kv_cache='{}': the '{}' graph has no KV cache (no past_* inputs); leave kv_cache out",
+        kv_cache, name));
+}
+
 std::unique_ptr<PyCompiled> PyCompiled::create(const PyModel& p, const std::string& target_name,
                                                const std::string& graph,
                                                const std::map<std::string, int64_t>& bind,
-                                               const std::optional<std::string>& precision) {
+                                               const std::optional<std::string>& precision,
+                                               const std::optional<std::string>& kv_cache) {
   std::shared_ptr<Target> target = executing_target(target_name, p.path);
   auto c = std::make_unique<PyCompiled>();
   c->model = p.model;
   c->source = std::make_shared<const Graph>(
-      graph_to_compile(*p.model, graph, bind, precision, &c->precision));
+      graph_to_compile(*p.model, graph, bind, precision, kv_cache, &c->precision));
   c->graph = graph;
   c->target = target;
   Session session(target);

@@ -25,12 +25,13 @@ struct PyCompiled {
   PrecisionReport precision;  // what precision= changed (mode empty: nothing)
   std::unique_ptr<std::mutex> running = std::make_unique<std::mutex>();  // not thread-safe
 
-  // Model.compile: the graph `graph` of `p`, its symbols in `bind` fixed and `precision`
-  // applied, compiled for the target with the GIL released.
+  // Model.compile: the graph `graph` of `p`, its symbols in `bind` fixed, `precision` and
+  // `kv_cache` applied, compiled for the target with the GIL released.
   static std::unique_ptr<PyCompiled> create(const PyModel& p, const std::string& target_name,
                                             const std::string& graph,
                                             const std::map<std::string, int64_t>& bind,
-                                            const std::optional<std::string>& precision);
+                                            const std::optional<std::string>& precision,
+                                            const std::optional<std::string>& kv_cache);
 
   // Runs with the GIL released; returns the outputs named in `wanted` (all when empty) as NumPy
   // arrays over rlx's buffers.
@@ -53,6 +54,12 @@ struct PyCompiled {
 // any other string.
 PrecisionReport apply_precision_option(Graph& g, const std::string& name,
                                        const std::optional<std::string>& precision);
+
+// The `kv_cache` argument of compile() and generate() applied to graph `name` (`g`, changed in
+// place): its KV cache (past_* inputs and the present_* outputs written from them) kept in "f32",
+// "f16" or "bf16" (`--kv-cache`); a usage error for another string, a user error when the graph
+// has no KV cache.
+void apply_kv_cache_option(Graph& g, const std::string& name, const std::string& kv_cache);
 
 // Registers rlx._rlx.Compiled.
 void bind_compiled(nanobind::module_& m);

@@ -65,17 +65,12 @@ std::shared_ptr<const Model> model_to_generate(const PyModel& p, const GenerateA
   auto m = std::make_shared<Model>(*p.model);
   for (auto& [name, g] : m->graphs) apply_precision_option(g, name, a.precision);
   if (a.kv_cache) {
-    const std::optional<DType> t = parse_dtype(*a.kv_cache);
-    if (!t || (*t != DType::kF32 && *t != DType::kF16 && *t != DType::kBF16))
-      throw cli::UsageError(fmt::format("kv_cache='{}' is not a dtype a KV cache is kept in",
-                                        *a.kv_cache),
-                            "give \"f32\", \"f16\" or \"bf16\", or leave kv_cache out");
     auto decode = m->graphs.find("decode");
-    if (decode == m->graphs.end() || llm::set_kv_cache_dtype(decode->second, *t) == 0)
+    if (decode == m->graphs.end())
       throw_user_error(fmt::format(
-          "kv_cache='{}': the {} model has no decode graph with a KV cache (past_* inputs); "
-          "leave kv_cache out",
+          "kv_cache='{}': the {} model has no decode graph with a KV cache; leave kv_cache out",
           *a.kv_cache, p.model->architecture));
+    apply_kv_cache_option(decode->second, "decode", *a.kv_cache);
   }
   return m;
 }

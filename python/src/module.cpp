@@ -136,9 +136,10 @@ NB_MODULE(_rlx, m) {
           "refused. Raises CompileError naming the node when no path is legal.")
       .def("compile", &PyCompiled::create, nb::arg("target") = "cpu", nb::arg("graph") = "main",
            nb::arg("bind") = std::map<std::string, int64_t>{},
-           nb::arg("precision").none() = nb::none(),
-           "Compiles the graph for the target, its symbolic dims in `bind` fixed to those sizes "
-           "and `precision` applied; raises CompileError when a node has no legal path.");
+           nb::arg("precision").none() = nb::none(), nb::arg("kv_cache").none() = nb::none(),
+           "Compiles the graph for the target, its symbolic dims in `bind` fixed to those sizes, "
+           "`precision` and `kv_cache` applied; raises CompileError when a node has no legal "
+           "path.");
 
   m.def(
       "load",

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from reference_files import TINY_GPT, read_safetensors
+from reference_files import QWEN3, TINY_GPT, read_safetensors
 
 AXPY = """graph @t(%x: f32[N], %y: f32[N]) {
   %a = mul(%x, %y) : f32[N]
@@ -91,6 +91,36 @@ def test_precision_policies_narrow_and_keep_the_f32_interface(rlx, tiny_gpt):
         err = np.abs(out - reference).max() / scale
         assert 0 < err < bound, (precision, err)
         assert f"precision {precision}: " in compiled.report()
+
+
+def test_kv_cache_keeps_the_decode_graphs_cache_narrow(rlx):
+    model = rlx.load(QWEN3)
+    bind = {"B": 1, "T": 4}
+    wide = model.compile(graph="decode", bind=bind)
+    narrow = model.compile(graph="decode", bind=bind, kv_cache="f16")
+    caches = [i for i in narrow.inputs if i.name.startswith("past_")]
+    assert caches and all(i.dtype == "f16" for i in caches)
+    assert all(i.dtype == "f32" for i in wide.inputs if i.name.startswith("past_"))
+    # One step at position 0 over empty caches: the same logits but for f16's rounding of the
+    # new keys and values, and the new rows stored as f16.
+    feed = {"input_ids": np.array([[5]], dtype=np.int64), "position": np.array([0], dtype=np.int64)}
+    for i in wide.inputs:
+        if i.name.startswith("past_"):
+            feed[i.name] = np.zeros(i.shape, dtype=np.float32)
+    got_wide = wide(**feed)
+    for i in narrow.inputs:
+        if i.name.startswith("past_"):
+            feed[i.name] = np.zeros(i.shape, dtype=np.float16)
+    got_narrow = narrow(**feed)
+    np.testing.assert_allclose(got_narrow["logits"], got_wide["logits"], rtol=2e-2, atol=2e-2)
+    present = next(n for n in got_narrow if n.startswith("present_"))
+    assert got_narrow[present].dtype == np.float16
+    np.testing.assert_array_equal(got_narrow[present],
+                                  got_wide[present].astype(np.float16))
+    with pytest.raises(rlx.UsageError, match="kv_cache='f64'"):
+        model.compile(graph="decode", bind=bind, kv_cache="f64")
+    with pytest.raises(rlx.UserError, match="no KV cache"):
+        model.compile(graph="prefill", kv_cache="f16")
 
 
 def test_outputs_are_written_into_the_callers_arrays(rlx, tiny_gpt):

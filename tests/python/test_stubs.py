@@ -17,7 +17,8 @@ def test_stubs_describe_the_native_module(rlx):
         kind = "class" if inspect.isclass(value) else "def"
         assert re.search(rf"^{kind} {name}\b", stub, re.M), name
     assert re.search(r"def compile\(self, target: str = 'cpu', graph: str = 'main', "
-                     r"bind: Mapping\[str, int\] = \{\}, precision: str \| None = None\)", stub)
+                     r"bind: Mapping\[str, int\] = \{\}, precision: str \| None = None, "
+                     r"kv_cache: str \| None = None\)", stub)
 
 
 def test_the_public_api_is_documented(rlx):
