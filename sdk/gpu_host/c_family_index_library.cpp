@@ -101,11 +101,7 @@ std::string CFamilyIndexLibrary::scatter_source(const IndexCall& c) const {
                      fmt::arg("len", c.len), fmt::arg("inner", c.inner), fmt::arg("nidx", c.nidx),
                      fmt::arg("resolve", resolve_index(c.status_slot)), fmt::arg("update", update),
                      fmt::arg("compute", compute),
-                     fmt::arg("computed", c.updates ? ", updates computed by " +
-                                                          std::get<lir::LoopKernel>(
-                                                              c.updates->program.kernels.at(0))
-                                                              .name
-                                                    : std::string()));
+                     fmt::arg("computed", computed_note(c)));
 }
 
 }  // namespace rlx::gpu_host

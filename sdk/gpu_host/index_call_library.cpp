@@ -32,6 +32,10 @@ const std::string& IndexCallLibrary::entry(const sdk::DTypeTable& t, DType dt, c
   return entry(t, dt, c.where);
 }
 
+std::string IndexCallLibrary::computed_note(const IndexCall& c) {
+  return c.updates ? ", updates computed by " + sdk::prologue_kernel(*c.updates).name : "";
+}
+
 std::string IndexCallLibrary::apply(const sdk::DTypeTable& t, DType dt, const std::string& x, const IndexCall& c) const {
   return fmt::format(fmt::runtime(entry(t, dt, c)), fmt::arg("x", x));
 }

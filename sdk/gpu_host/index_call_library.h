@@ -45,6 +45,9 @@ class IndexCallLibrary : public KernelLibrary {
   virtual std::string scatter_source(const IndexCall& c) const = 0;
   // The dialect table's entry for `dtype`; a compile error naming the call when it has none.
   const std::string& entry(const sdk::DTypeTable& table, DType dtype, const IndexCall& c) const;
+  // ", updates computed by <kernel>" for a scatter that computes its updates, else "": for the
+  // kernel's comment.
+  static std::string computed_note(const IndexCall& c);
   // `entry` with {x} replaced by `x` (the dialect's load, store, convert templates).
   std::string apply(const sdk::DTypeTable& table, DType dtype, const std::string& x, const IndexCall& c) const;
 

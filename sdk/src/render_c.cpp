@@ -671,8 +671,7 @@ std::string render_kernel(const lir::LoopKernel& kernel, const lir::Program& pro
 
 std::string render_prologue(const OperandPrologue& prologue, const Dialect& dialect,
                             const std::string& index, const std::string& name, int indent) {
-  if (prologue.program.kernels.size() != 1) throw_internal_error("a prologue is one kernel");
-  const auto& k = std::get<lir::LoopKernel>(prologue.program.kernels[0]);
+  const lir::LoopKernel& k = prologue_kernel(prologue);
   // A 16-bit stored value is rounded by the op that makes it, as the store would round it.
   return KernelRenderer(k, prologue.program, dialect)
       .epilogue(name + "_", "(" + index + ")", -1, "", DType::kF32, false, indent, {}, name);

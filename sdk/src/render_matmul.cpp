@@ -497,7 +497,7 @@ class MatmulWriter : detail::KernelText {
   std::string prologue_note() const {
     if (s_.a_loop)
       return ", A computed by " +
-             op_chain(std::get<lir::LoopKernel>(s_.a_loop->program.kernels.at(0)).name);
+             op_chain(prologue_kernel(*s_.a_loop).name);
     if (!s_.a_norm) return "";
     return fmt::format(", A normalised first ({}, epsilon {})",
                        s_.a_norm->rms ? "RMSNorm" : "LayerNorm", s_.a_norm->epsilon);

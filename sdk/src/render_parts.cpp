@@ -341,6 +341,11 @@ const std::string& simd_reduction(const Dialect& d, const std::string& reduce) {
 
 namespace rlx::sdk {
 
+const lir::LoopKernel& prologue_kernel(const OperandPrologue& prologue) {
+  if (prologue.program.kernels.size() != 1) throw_internal_error("a prologue is one kernel");
+  return std::get<lir::LoopKernel>(prologue.program.kernels[0]);
+}
+
 int64_t lanes_per_output(const lir::LoopKernel& k, const Dialect& d) {
   const auto rank = static_cast<int32_t>(k.domain.size());
   if (d.mapping != DomainMapping::kWorkItemPerOutput || d.simd_reduce_min_extent <= 0 ||

@@ -329,9 +329,7 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
   if (s.epilogue)
     epilogue_note = fmt::format(", then {} fused kernels", s.epilogue->program.kernels.size());
   if (s.a_loop)
-    epilogue_note =
-        ", A computed by " +
-        std::get<lir::LoopKernel>(s.a_loop->program.kernels.at(0)).name + epilogue_note;
+    epilogue_note = ", A computed by " + sdk::prologue_kernel(*s.a_loop).name + epilogue_note;
   if (s.a_norm)
     epilogue_note = fmt::format(", A normalised first ({}, epsilon {})",
                                 s.a_norm->rms ? "RMSNorm" : "LayerNorm", s.a_norm->epsilon) +

@@ -51,9 +51,7 @@ std::string WgslKernelLibrary::head(const gpu_host::IndexCall& c, bool gather) c
   auto is_packed = [&](DType t) { return !dialect().load_element[static_cast<int>(t)].empty(); };
   const bool packed = is_packed(c.dtype);
   std::string s = fmt::format("{}{}\n// {}{}\n", sdk::kShaderKernelMarker, c.symbol, c.where,
-                              c.updates ? ", updates computed by " +
-                                              std::get<lir::LoopKernel>(c.updates->program.kernels.at(0)).name
-                                        : std::string());
+                              computed_note(c));
   int j = 0;
   if (gather) {
     s += binding(j, true, packed, c.type, "src") + binding(j + 1, true, false, c.index_type, "ids");

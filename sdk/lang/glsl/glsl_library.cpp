@@ -41,9 +41,7 @@ const sdk::Dialect& GlslKernelLibrary::dialect() const {
 // indices and the output.
 std::string GlslKernelLibrary::bindings(const gpu_host::IndexCall& c, bool gather) const {
   std::string s = fmt::format("{}{}\n// {}{}\n", sdk::kShaderKernelMarker, c.symbol, c.where,
-                              c.updates ? ", updates computed by " +
-                                              std::get<lir::LoopKernel>(c.updates->program.kernels.at(0)).name
-                                        : std::string());
+                              computed_note(c));
   int j = 0;
   if (gather) {
     s += binding(opengl_, 0, true, c.type, "src") + binding(opengl_, 1, true, c.index_type, "ids");

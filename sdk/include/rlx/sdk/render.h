@@ -350,6 +350,10 @@ struct OperandPrologue {
   int32_t params = 0;
 };
 
+// The one loop kernel of `prologue` (the kernel a fused kernel's comment names: "A computed by
+// k24_..."). Throws an internal error when the program holds anything else.
+const lir::LoopKernel& prologue_kernel(const OperandPrologue& prologue);
+
 // The statements computing `prologue`'s element at row-major index `index` (an index-type
 // expression), ending with the declaration of `name`, an f32 holding the element rounded to the
 // dtype the kernel stores; at `indent` levels. Throws rlx::Error (kCompile) like render_kernel.
