@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "attention_text.h"
+#include "switches.h"
 #include "rlx/core/dtype.h"
 
 namespace rlx::cuda {
@@ -181,24 +182,17 @@ std::string loop_stage(const sdk::MatmulShape& s) {
       s.k, sdk::render_prologue(*s.a_loop, sdk::cuda_dialect(), "i", "ap", 2));
 }
 
-// Whether a prologue is taken: unless `env` (RLX_CUDA_GEMV_NORM, RLX_CUDA_GEMV_LOOP) is "0",
-// which gives the norm or the elementwise kernel its own launch again, to compare.
-bool prologue_enabled(const char* env) {
-  const char* value = std::getenv(env);
-  return !value || std::string(value) != "0";
-}
-
 }  // namespace
 
 bool warp_gemv_takes(const sdk::MatmulShape& s) {
-  if (const char* env = std::getenv("RLX_CUDA_GEMV"); env && std::string(env) == "0") return false;
+  if (!switched_on("RLX_CUDA_GEMV")) return false;
   if (s.m < 1 || s.m > kMaxRows || s.n < 1 || s.k < 1 || s.batch < 1) return false;
   // A computed or normalised in the kernel needs its single row staged.
-  if (s.a_loop && (!prologue_enabled("RLX_CUDA_GEMV_LOOP") || s.m != 1 || s.batch != 1 ||
+  if (s.a_loop && (!switched_on("RLX_CUDA_GEMV_LOOP") || s.m != 1 || s.batch != 1 ||
                    s.k > kMaxStaged))
     return false;
   // A norm prologue needs A's single row staged.
-  if (s.a_norm && (!prologue_enabled("RLX_CUDA_GEMV_NORM") || s.m != 1 || s.batch != 1 || s.k > kMaxStaged))
+  if (s.a_norm && (!switched_on("RLX_CUDA_GEMV_NORM") || s.m != 1 || s.batch != 1 || s.k > kMaxStaged))
     return false;
   if (s.a_k != 1 || s.b_k != 1) return false;
   if (!single_float(s.a_dtype) || !single_float(s.b_dtype) || !single_float(s.c_dtype))
@@ -286,8 +280,7 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
   // (RLX_CUDA_GEMV_PREFETCH=0 turns that off, for comparison); their products are summed first,
   // in the same order as the loop's.
   int64_t prefetch = std::min(steps, kMaxPrefetch);
-  if (const char* env = std::getenv("RLX_CUDA_GEMV_PREFETCH"); env && std::string(env) == "0")
-    prefetch = 0;
+  if (!switched_on("RLX_CUDA_GEMV_PREFETCH")) prefetch = 0;
   std::string fetch, early;
   if (prefetch > 0) {
     fetch = fmt::format(

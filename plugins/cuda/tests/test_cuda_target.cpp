@@ -376,10 +376,10 @@ TEST(CudaCodegen, ScattersComputeTheRowsTheyWrite) {
 }
 
 
-// The decode attention's early loads (RLX_CUDA_ATTENTION_EARLY=1, off until it has run on a
-// GPU): the first round of keys and values is loaded before the query is staged, and the module
-// compiles with and without them.
-TEST(CudaCodegen, DecodeAttentionLoadsItsFirstKeysEarlyOnlyWhenAsked) {
+// The decode attention's early loads (on; RLX_CUDA_ATTENTION_EARLY=0 turns them off): the first
+// round of keys and values is loaded before the query is staged, and the module compiles with
+// and without them.
+TEST(CudaCodegen, DecodeAttentionLoadsItsFirstKeysEarlyUnlessToldNot) {
   REQUIRE_NVRTC();
   const char* program = R"(graph @t(%q: f32[1,4,1,64], %k: f16[1,2,100,64], %v: f16[1,2,100,64], %keep: bool[1,100]) {
   %o = Attention(%q, %k, %v, %keep) {mask = "padding", scale = 0.125} : f32[1,4,1,64]
@@ -387,9 +387,9 @@ TEST(CudaCodegen, DecodeAttentionLoadsItsFirstKeysEarlyOnlyWhenAsked) {
 }
 )";
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
-  test::Emitted plain(program, cuda());
-  setenv("RLX_CUDA_ATTENTION_EARLY", "1", 1);
   test::Emitted early(program, cuda());
+  setenv("RLX_CUDA_ATTENTION_EARLY", "0", 1);
+  test::Emitted plain(program, cuda());
   unsetenv("RLX_CUDA_ATTENTION_EARLY");
   unsetenv("RLX_CUDA_ARCH");
   EXPECT_NE(plain.text("cuda_kernels.cu").find("decode attention"), std::string::npos);
@@ -403,16 +403,15 @@ TEST(CudaCodegen, DecodeAttentionLoadsItsFirstKeysEarlyOnlyWhenAsked) {
 }
 
 
-// The decode attention computes its rotated queries where it stages q only with
-// RLX_CUDA_ATTENTION_Q=1 (off until it has run on a GPU; the shared suite's
-// ComputedQueriesOfDecodeAttentionsAgreeWithCpu is its check there): asked, the rotation's kernel
-// goes and the module compiles; otherwise the rotation keeps its kernel.
-TEST(CudaCodegen, DecodeAttentionComputesItsQueriesOnlyWhenAsked) {
+// The decode attention computes its rotated queries where it stages q (the shared suite's
+// ComputedQueriesOfDecodeAttentionsAgreeWithCpu is its check on a GPU): the rotation's kernel
+// goes and the module compiles; with RLX_CUDA_ATTENTION_Q=0 the rotation keeps its kernel.
+TEST(CudaCodegen, DecodeAttentionComputesItsQueriesUnlessToldNot) {
   REQUIRE_NVRTC();
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
-  test::Emitted plain(test::kComputedQueryProgram, cuda());
-  setenv("RLX_CUDA_ATTENTION_Q", "1", 1);
   test::Emitted asked(test::kComputedQueryProgram, cuda());
+  setenv("RLX_CUDA_ATTENTION_Q", "0", 1);
+  test::Emitted plain(test::kComputedQueryProgram, cuda());
   unsetenv("RLX_CUDA_ATTENTION_Q");
   unsetenv("RLX_CUDA_ARCH");
   EXPECT_EQ(test::occurrences(plain.text("cuda_kernels.cu"), "__global__"), 2u);

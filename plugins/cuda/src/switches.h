@@ -1,0 +1,16 @@
+// The environment switches that turn one of the cuda target's kernel choices off, so a device
+// run can race it against what it replaced (RLX_CUDA_GEMV_NORM=0, RLX_CUDA_ATTENTION_EARLY=0, ...).
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+
+namespace rlx::cuda {
+
+// Whether the choice that `env` names is taken: yes unless the variable is set to "0".
+inline bool switched_on(const char* env) {
+  const char* value = std::getenv(env);
+  return value == nullptr || std::strcmp(value, "0") != 0;
+}
+
+}  // namespace rlx::cuda
