@@ -28,10 +28,10 @@ Verdict hlsl_legality(const NodeSignature& s) {
   return Verdict::yes();
 }
 
-// The kernel marker, the buffers, the status buffer and the entry point.
-std::string HlslKernelLibrary::head(const gpu_host::IndexCall& c, const std::string& buffers) const {
-  return fmt::format("{}{}\n// {}\n", sdk::kShaderKernelMarker, c.symbol, c.where) + buffers +
-         binding(3, "int", "status") + "[numthreads(64, 1, 1)]\nvoid main(uint3 rlx_tid : SV_DispatchThreadID) {\n";
+// The kernel marker, the buffers, the status buffer (binding `status`) and the entry point.
+std::string HlslKernelLibrary::head(const gpu_host::IndexCall& c, const std::string& buffers, int status) const {
+  return fmt::format("{}{}\n// {}{}\n", sdk::kShaderKernelMarker, c.symbol, c.where, computed_note(c)) + buffers +
+         binding(status, "int", "status") + "[numthreads(64, 1, 1)]\nvoid main(uint3 rlx_tid : SV_DispatchThreadID) {\n";
 }
 
 // Index j widened to the index dtype's compute type; a bad one records the first (position,
@@ -55,7 +55,7 @@ std::string HlslKernelLibrary::resolve_index(const gpu_host::IndexCall& c) const
 }
 
 std::string HlslKernelLibrary::gather_source(const gpu_host::IndexCall& c) const {
-  return head(c, binding(0, c.type, "src") + binding(1, c.index_type, "ids") + binding(2, c.type, "dst")) +
+  return head(c, binding(0, c.type, "src") + binding(1, c.index_type, "ids") + binding(2, c.type, "dst"), 3) +
          fmt::format(R"(  const int gid = {0};
   if (gid >= {1}) {{ return; }}
   const int len = {2}, inner = {3}, nidx = {4};
@@ -68,16 +68,31 @@ std::string HlslKernelLibrary::gather_source(const gpu_host::IndexCall& c) const
                      dialect().global_id, c.work_items, c.len, c.inner, c.nidx, resolve_index(c));
 }
 
+// A scatter's buffers: indices, updates and output; or, where it computes its updates
+// (IndexCall::updates), what computes them (b0, b1, ... as the renderer names them), the indices
+// and the output. Computed, element si is the producer's f32 value `u`, stored as the element's
+// dtype.
 std::string HlslKernelLibrary::scatter_source(const gpu_host::IndexCall& c) const {
   const sdk::Dialect& d = dialect();
-  std::string update = "dst[di] = upd[si];";
+  std::string buffers;
+  int j = 0;
+  if (c.updates) {
+    for (; j < c.updates->params; ++j)
+      buffers += binding(j, entry(d.storage_type, c.updates->program.buffers.at(j).dtype, c), fmt::format("b{}", j));
+    buffers += binding(j++, c.index_type, "ids");
+  } else {
+    buffers = binding(0, c.index_type, "ids") + binding(1, c.type, "upd");
+    j = 2;
+  }
+  buffers += binding(j++, c.type, "dst");
+  const std::string compute = c.updates ? sdk::render_prologue(*c.updates, d, "si", "u", 2) : "";
+  const std::string upd = c.updates ? "u" : apply(d.load, c.dtype, "upd[si]", c);
+  std::string update = c.updates ? fmt::format("dst[di] = {};", apply(d.store, c.dtype, "u", c)) : "dst[di] = upd[si];";
   if (c.add) {
-    std::string sum = fmt::format("(({})({} + {}))", entry(d.compute_type, c.dtype, c), apply(d.load, c.dtype, "dst[di]", c),
-                                  apply(d.load, c.dtype, "upd[si]", c));
+    std::string sum = fmt::format("(({})({} + {}))", entry(d.compute_type, c.dtype, c), apply(d.load, c.dtype, "dst[di]", c), upd);
     update = fmt::format("dst[di] = {};", apply(d.store, c.dtype, sum, c));
   }
-  return head(c, binding(0, c.index_type, "ids") + binding(1, c.type, "upd") + binding(2, c.type, "dst")) +
-         fmt::format(R"(  const int gid = {0};
+  return head(c, buffers, j) + fmt::format(R"(  const int gid = {0};
   if (gid >= {1}) {{ return; }}
   const int len = {2}, inner = {3}, nidx = {4};
   const int i = gid % inner, o = gid / inner;
@@ -85,11 +100,12 @@ std::string HlslKernelLibrary::scatter_source(const gpu_host::IndexCall& c) cons
 {5}      continue;
     }}
     const int di = (o * len + (int)r) * inner + i, si = (o * nidx + j) * inner + i;
-    {6}
+{7}    {6}
   }}
 }}
 )",
-                     d.global_id, c.work_items, c.len, c.inner, c.nidx, resolve_index(c), update);
+                                           d.global_id, c.work_items, c.len, c.inner, c.nidx, resolve_index(c), update,
+                                           compute);
 }
 
 const HlslKernelLibrary& hlsl_library() {

@@ -10,13 +10,14 @@ class HlslKernelLibrary final : public gpu_host::IndexCallLibrary {
  public:
   HlslKernelLibrary() : IndexCallLibrary("HLSL") {}
   const sdk::Dialect& dialect() const override;
+  bool computes_updates() const override { return true; }
 
  protected:
   std::string gather_source(const gpu_host::IndexCall& c) const override;
   std::string scatter_source(const gpu_host::IndexCall& c) const override;
 
  private:
-  std::string head(const gpu_host::IndexCall& c, const std::string& buffers) const;
+  std::string head(const gpu_host::IndexCall& c, const std::string& buffers, int status) const;
   std::string resolve_index(const gpu_host::IndexCall& c) const;
 };
 

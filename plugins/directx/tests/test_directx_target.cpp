@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "device_executable.h"
 #include "target_suite.h"
 #include "hlsl_library.h"
@@ -148,6 +150,35 @@ TEST_F(DirectX, GatherAndScatterWithIndexChecksOnVulkan) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A KV cache's scatter computes the rows it writes (the rotated key, the value row sliced out of
+// k|v) where only it reads them: no loop kernel is left, and the HLSL agrees with the cpu. The
+// shared program's f16 cache and i64 position become f32 and i32, which glslang's HLSL front end
+// has.
+TEST_F(DirectX, ScattersComputeTheRowsTheyWriteAndAgreeWithCpu) {
+  std::string ir = test::kScatterUpdatesProgram;
+  for (auto [from, to] : {std::pair<std::string, std::string>{"f16", "f32"}, {"i64", "i32"}})
+    for (size_t at = ir.find(from); at != std::string::npos; at = ir.find(from, at)) ir.replace(at, from.size(), to);
+  test::Emitted e(ir, directx());
+  const std::string hlsl = e.text("directx_kernels.hlsl");
+  EXPECT_EQ(test::occurrences(hlsl, ", updates computed by "), 2u) << hlsl;
+  EXPECT_EQ(hlsl.find("domain ["), std::string::npos) << hlsl;  // no loop kernel
+  std::vector<float> kv(64), c(8), sn(8);
+  for (size_t i = 0; i < kv.size(); ++i) kv[i] = 0.25f * static_cast<float>(i) - 3.0f;
+  for (size_t i = 0; i < c.size(); ++i) {
+    c[i] = std::cos(0.3f * static_cast<float>(i));
+    sn[i] = std::sin(0.3f * static_cast<float>(i));
+  }
+  std::vector<float> past(2 * 8 * 16);
+  for (size_t i = 0; i < past.size(); ++i) past[i] = static_cast<float>(i % 7) - 1.5f;
+  NamedTensors in = {{"past_k", test::f32({1, 2, 8, 16}, past)},
+                     {"past_v", test::f32({1, 2, 8, 16}, past)},
+                     {"position", Tensor::from<int32_t>(DType::kI32, {1}, {5})},
+                     {"kv", test::f32({1, 1, 64}, kv)},
+                     {"c", test::f32({8}, c)},
+                     {"s", test::f32({8}, sn)}};
+  test::expect_all_close(test::run_text(ir, in, test::cpu_target()), run_hlsl_on_vulkan(ir, in), 1e-6, ir);
 }
 
 }  // namespace
