@@ -12,6 +12,7 @@
 #include "dot_general_form.h"
 #include "epilogue_fusion.h"
 #include "host_collective.h"
+#include "norm_form.h"
 #include "operand_prologues.h"
 #include "rlx/core/error.h"
 
@@ -58,7 +59,6 @@ lir::Program positional_program(const lir::LoopKernel& k, const lir::Program& p,
   local.kernels.push_back(std::move(c));
   return local;
 }
-
 
 // Operand slots that read each storage buffer, over every kernel (loop loads, call inputs).
 std::vector<int> readers_of(const lir::Program& p) {
@@ -174,8 +174,8 @@ SlicedRows slices_norm_input(const lir::Program& p, size_t j, int32_t t, int64_t
       x.kind != lir::BufferKind::kTemp || k->domain != x.shape || k->domain.empty() || n <= 0)
     return {};
   // A slice, or a slice that also converts (the norm converts every element it loads anyway).
-  if (exprs == 2 && (k->exprs[1].kind != lir::ExprKind::kConvert ||
-                     k->exprs[1].args != std::vector<int32_t>{0}))
+  if (exprs == 2 &&
+      (k->exprs[1].kind != lir::ExprKind::kConvert || k->exprs[1].args != std::vector<int32_t>{0}))
     return {};
   const lir::Expr& e = k->exprs[0];
   const std::vector<int64_t>& dom = k->domain;
@@ -223,54 +223,9 @@ int32_t splits_heads(const lir::Program& p, size_t j, int32_t t, const std::vect
   const int32_t from = p.storage_of(e.load.buffer);
   const lir::Buffer& in = p.buffers[from];
   if (!same_walk(k->domain, e.load.strides, strides) || in.dtype != out.dtype ||
-      in.numel() != b * s * h * d ||
-      from == t)
+      in.numel() != b * s * h * d || from == t)
     return -1;
   return from;
-}
-
-// A native LayerNorm or RMSNorm call as the shape render_norm takes, its distinct storage
-// buffers numbered by position.
-struct NormCall {
-  sdk::NormShape shape;
-  std::vector<int32_t> buffers;
-};
-
-NormCall norm_call(const lir::CallKernel& c, const lir::Program& p, const std::string& name) {
-  NormCall call;
-  sdk::NormShape& s = call.shape;
-  s.name = name;
-  s.rms = c.callee == "native:RMSNorm";
-  auto position = [&](int32_t buffer) {
-    const int32_t storage = p.storage_of(buffer);
-    for (size_t j = 0; j < call.buffers.size(); ++j)
-      if (call.buffers[j] == storage) return static_cast<int32_t>(j);
-    call.buffers.push_back(storage);
-    return static_cast<int32_t>(call.buffers.size() - 1);
-  };
-  const lir::Buffer& x = p.buffers.at(c.inputs.at(0));
-  if (x.shape.empty()) throw_internal_error(fmt::format("{}: a norm of a scalar", where(c)));
-  s.n = x.shape.back();
-  s.rows = s.n ? x.numel() / s.n : 0;
-  s.epsilon = s.rms ? 1e-6 : 1e-5;
-  if (auto it = c.attrs.find("epsilon"); it != c.attrs.end())
-    s.epsilon = std::holds_alternative<double>(it->second)
-                    ? std::get<double>(it->second)
-                    : static_cast<double>(std::get<int64_t>(it->second));
-  auto dtype = [&](int32_t buffer) { return p.buffers.at(p.storage_of(buffer)).dtype; };
-  s.x_buffer = position(c.inputs[0]);
-  s.x_dtype = dtype(c.inputs[0]);
-  if (c.inputs.size() > 1) {
-    s.scale_buffer = position(c.inputs[1]);
-    s.scale_dtype = dtype(c.inputs[1]);
-  }
-  if (c.inputs.size() > 2) {
-    s.bias_buffer = position(c.inputs[2]);
-    s.bias_dtype = dtype(c.inputs[2]);
-  }
-  s.out_buffer = position(c.outputs.at(0));
-  s.out_dtype = dtype(c.outputs[0]);
-  return call;
 }
 
 }  // namespace
@@ -330,11 +285,11 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
                [](const sdk::AttentionKernel& k) { return k.groups * kGroupSize; });
   };
   const std::vector<int> readers = readers_of(p);
-  // Product `j` as a kernel that computes norm `n` first, when nothing else reads the norm's
-  // output and the kernel the product would get takes the norm: the SDK's GEMV does, and a
-  // library's own kernel where it says so (a library whose own kernel declines keeps it, and
-  // the norm its launch).
-  auto norm_in_product = [&](const NormCall& n, size_t j) -> std::optional<MatmulCall> {
+  // Product `j` (with the kernels its epilogue took) as a kernel that computes norm `n` first,
+  // when nothing else reads the norm's output and the kernel the product gets takes the norm: the
+  // SDK's GEMV does, a library's own where it says so (if it declines, the norm keeps its launch).
+  auto norm_in_product = [&](const NormCall& n,
+                             size_t j) -> std::optional<std::pair<MatmulCall, size_t>> {
     if (d.shared_array.empty() || j >= p.kernels.size()) return std::nullopt;
     const auto* c = std::get_if<lir::CallKernel>(&p.kernels[j]);
     if (!c || c->callee != "dot_general") return std::nullopt;
@@ -345,12 +300,12 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     std::optional<MatmulCall> mm = matmul_form(*c, p, fmt::format("k{}_dot_general", j));
     if (!mm || mm->buffers[mm->shape.a_buffer] != out || !library.vendor_matmul(mm->shape).empty())
       return std::nullopt;
+    const size_t epilogue = fuse_epilogue(*mm, p, j, readers);
     std::optional<MatmulCall> fused =
         with_norm_prologue(*mm, n.shape, n.buffers, n.shape.out_dtype);
-    if (!fused || fuse_epilogue(*mm, p, j, readers) > 0) return std::nullopt;
-    if (library.own_matmul(fused->shape)) return fused;
-    if (library.own_matmul(mm->shape)) return std::nullopt;
-    return fused;  // render_matmul's GEMV (with_norm_prologue asked for its shape)
+    if (!fused) return std::nullopt;
+    if (!library.own_matmul(fused->shape) && library.own_matmul(mm->shape)) return std::nullopt;
+    return std::pair{*fused, epilogue};
   };
   auto positional = [&](const lir::LoopKernel& k, const std::vector<int32_t>& ids) {
     lir::Program local = positional_program(k, p, ids, false);
@@ -546,10 +501,10 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
             library.vendor_adds_bias_and_residual() ? fuse_vendor_epilogue(lm, p, i, readers) : 0;
         if (fused > 0) written_early[lm.buffers[lm.shape.c_buffer]] = static_cast<int32_t>(i);
         if (lm.bias >= 0 || lm.residual >= 0)
-          plan.source += fmt::format("//   adding {}{} before the store, for kernel {}\n",
-                                     lm.bias >= 0 ? "a bias row" : "",
-                                     lm.residual >= 0 ? (lm.bias >= 0 ? " and a residual" : "a residual") : "",
-                                     i + 1);
+          plan.source += fmt::format(
+              "//   adding {}{} before the store, for kernel {}\n",
+              lm.bias >= 0 ? "a bias row" : "",
+              lm.residual >= 0 ? (lm.bias >= 0 ? " and a residual" : "a residual") : "", i + 1);
         plan.steps.emplace_back(std::move(lm));
         i += fused;
       } else if (mm) {
@@ -566,8 +521,9 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         int32_t& position = operand == 0   ? a.shape.q_buffer
                             : operand == 1 ? a.shape.k_buffer
                                            : a.shape.v_buffer;
-        (operand == 0 ? a.shape.q_split_heads
-                      : operand == 1 ? a.shape.k_split_heads : a.shape.v_split_heads) = true;
+        (operand == 0   ? a.shape.q_split_heads
+         : operand == 1 ? a.shape.k_split_heads
+                        : a.shape.v_split_heads) = true;
         position = static_cast<int32_t>(a.buffers.size());  // renumbered below
         a.buffers.push_back(from);
         read_late[from] = std::max(read_late[from], static_cast<int32_t>(i));
@@ -594,7 +550,8 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       }
       if (auto q = computes_q.find(attention); q != computes_q.end()) {
         std::optional<AttentionCall> computing = with_q_prologue(q->second, a);
-        if (!computing) throw_internal_error(fmt::format("{}: its q prologue was refused", where(c)));
+        if (!computing)
+          throw_internal_error(fmt::format("{}: its q prologue was refused", where(c)));
         a = std::move(*computing);
         computes_q.erase(q);
       }
@@ -621,11 +578,14 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       }
       // The product after it may normalise its A itself (operand_prologues.h): one launch fewer.
       const size_t j = i + (converted ? 2 : 1);
-      if (std::optional<MatmulCall> fused = norm_in_product(n, j)) {
-        read_late[fused->buffers[fused->shape.a_buffer]] =
-            std::max(read_late[fused->buffers[fused->shape.a_buffer]], static_cast<int32_t>(j));
-        add_matmul(*fused);
-        i = j;
+      if (auto fused = norm_in_product(n, j)) {
+        const int32_t x = fused->first.buffers[fused->first.shape.a_buffer];
+        read_late[x] = std::max(read_late[x], static_cast<int32_t>(j));
+        if (fused->second > 0)
+          written_early[fused->first.buffers[fused->first.shape.c_buffer]] =
+              static_cast<int32_t>(j);
+        add_matmul(fused->first);
+        i = j + fused->second;
         continue;
       }
       if (converted) {
@@ -653,9 +613,9 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     } else if (library.has_call(c.callee)) {
       int32_t slot = static_cast<int32_t>(plan.checks.size());
       auto computed = computes_updates.find(i);
-      NativeKernel n = library.call_kernel(
-          c, p, static_cast<int32_t>(i), slot,
-          computed == computes_updates.end() ? nullptr : &computed->second);
+      NativeKernel n =
+          library.call_kernel(c, p, static_cast<int32_t>(i), slot,
+                              computed == computes_updates.end() ? nullptr : &computed->second);
       if (computed != computes_updates.end()) computes_updates.erase(computed);
       plan.source += n.source + "\n";
       Launch l{n.symbol, n.buffers, n.work_items, n.copies_before, -1};

@@ -96,7 +96,10 @@ std::optional<MatmulCall> with_norm_prologue(const MatmulCall& mm, const sdk::No
                                              const std::vector<int32_t>& norm_buffers,
                                              DType out_dtype) {
   const sdk::MatmulShape& s = mm.shape;
-  if (s.epilogue || s.m != 1 || s.a_k != 1 || s.b_k != 1 || s.k != norm.n) return std::nullopt;
+  if (s.m != 1 || s.a_k != 1 || s.b_k != 1 || s.k != norm.n) return std::nullopt;
+  // An epilogue's parameters are the first positions; scale and bias follow them.
+  if (s.epilogue && static_cast<int32_t>(mm.buffers.size()) != s.epilogue->params)
+    return std::nullopt;
   if (s.batch != norm.rows || (s.batch > 1 && s.a_batch != s.k)) return std::nullopt;
   if (s.a_dtype != out_dtype || norm.x_rows_per_block != 0 || norm.x_offset != 0)
     return std::nullopt;

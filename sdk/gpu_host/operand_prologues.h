@@ -49,7 +49,8 @@ std::optional<size_t> sole_reader_after(const lir::Program& p, size_t i,
 // `mm` reading the norm's input instead of its output, with the norm as its prologue, when the
 // shapes fit: a single-row product (m == 1) over A contiguous along k, k the norm's row length,
 // one product row per norm row, A the norm's output (`out_dtype`, after any convert taken into
-// the norm), x read as plain rows and no epilogue; else nullopt. `norm_buffers` are the norm's
+// the norm) and x read as plain rows; else nullopt. An epilogue already fused into `mm` (the
+// convert after AMP's vocabulary head) stays, scale and bias bound after its parameters. `norm_buffers` are the norm's
 // storage buffers at `norm`'s positions.
 std::optional<MatmulCall> with_norm_prologue(const MatmulCall& mm, const sdk::NormShape& norm,
                                              const std::vector<int32_t>& norm_buffers,

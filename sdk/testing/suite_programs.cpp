@@ -54,13 +54,14 @@ const char* const kNormProductProgram =
   %n = RMSNorm(%x, %g) {epsilon = 1e-06} : f32[1,1,200]
   %nh = convert(%n) {dtype = f16} : f16[1,1,200]
   %y = dot_general(%nh, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f16[1,1,72]
+  %yf = convert(%y) {dtype = f32} : f32[1,1,72]
   %l = LayerNorm(%x, %g, %b) {epsilon = 1e-05} : f32[1,1,200]
   %z = dot_general(%l, %w2) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[1,1,40]
   %s = RMSNorm(%x, %b) {epsilon = 1e-05} : f32[1,1,200]
   %v = dot_general(%s, %w2) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[1,1,40]
   %r = RMSNorm(%x) {epsilon = 1e-06} : f32[1,1,200]
   %u = dot_general(%r, %w2) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [1]} : f32[1,1,40]
-  return %y, %z, %v, %u, %r
+  return %yf, %z, %v, %u, %r
 }
 )";
 

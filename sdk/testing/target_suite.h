@@ -79,7 +79,7 @@ extern const char* const kEpilogueProgram;
 // targets' emit tests check that no transpose kernel is left.
 extern const char* const kMergeHeadsProgram;
 // Norms of one row each feeding a single-row product: an RMSNorm narrowed to f16 (AMP) before
-// an f16 product, a LayerNorm with a bias, an f32 RMSNorm, and an RMSNorm without scale that is
+// an f16 product widened to f32 after it (an epilogue, as AMP's vocabulary head), a LayerNorm with a bias, an f32 RMSNorm, and an RMSNorm without scale that is
 // also a graph output (so it keeps its own kernel): NormsBeforeSingleRowProductsAgreeWithCpu, and
 // the targets' emit tests check which products normalise A themselves.
 extern const char* const kNormProductProgram;
