@@ -33,7 +33,7 @@ const std::string& IndexCallLibrary::entry(const sdk::DTypeTable& t, DType dt, c
 }
 
 std::string IndexCallLibrary::computed_note(const IndexCall& c) {
-  return c.updates ? ", updates computed by " + sdk::prologue_kernel(*c.updates).name : "";
+  return c.updates ? ", updates computed by " + sdk::computed_by(*c.updates) : "";
 }
 
 std::string IndexCallLibrary::apply(const sdk::DTypeTable& t, DType dt, const std::string& x, const IndexCall& c) const {

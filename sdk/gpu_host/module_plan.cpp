@@ -335,12 +335,20 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   };
   // Scatters that compute their updates themselves: scatter kernel index -> what computes them.
   std::map<size_t, ComputedUpdates> computes_updates;
+  // Norms put off until the loop kernel that alone reads them: that kernel's index -> the norm.
+  // Where a scatter or an attention computes the loop kernel, it computes the norm too (a
+  // decode step's q and k norms before their rotation); else the norm runs right before it.
+  std::map<size_t, NormCall> norm_into;
+  auto norm_of = [&](size_t i) -> const NormCall* {
+    auto it = norm_into.find(i);
+    return it == norm_into.end() ? nullptr : &it->second;
+  };
   // Attention `a` with loop kernel `i` computing its q (AttentionShape::q_loop), when the kernel
   // the attention gets takes that (a library's own kernel that declines it keeps the loop
   // kernel's launch); else nullopt.
   auto with_q_prologue = [&](size_t i, AttentionCall a) -> std::optional<AttentionCall> {
     auto bound = bind_operand_prologue(std::get<lir::LoopKernel>(p.kernels[i]), p, a.buffers,
-                                       a.shape.q_buffer, positional);
+                                       a.shape.q_buffer, positional, norm_of(i));
     if (!bound) return std::nullopt;
     const bool own = library.own_attention(a.shape).has_value();
     a.buffers = std::move(bound->buffers);
@@ -369,13 +377,17 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   // Buffers read after their own last kernel (an attention reading what a skipped transpose
   // read): storage -> the reading kernel.
   std::map<int32_t, int32_t> read_late;
-  // What loop kernel `k` reads is read until kernel `j`, which computes k's output itself.
-  auto read_until = [&](const lir::LoopKernel& k, size_t j) {
+  // What loop kernel `k` reads (and the norm put off until it) is read until kernel `j`, which
+  // computes k's output itself.
+  auto read_until = [&](const lir::LoopKernel& k, size_t j, const NormCall* norm) {
+    std::vector<int32_t> reads = norm ? norm->buffers : std::vector<int32_t>{};
     for (const lir::Expr& e : k.exprs)
-      if (e.kind == lir::ExprKind::kLoad) {
-        const int32_t b = p.storage_of(e.load.buffer);
-        read_late[b] = std::max(read_late[b], static_cast<int32_t>(j));
-      }
+      if (e.kind == lir::ExprKind::kLoad) reads.push_back(p.storage_of(e.load.buffer));
+    for (int32_t b : reads) read_late[b] = std::max(read_late[b], static_cast<int32_t>(j));
+  };
+  auto add_norm = [&](const NormCall& n) {
+    add_shaped(n.shape, n.buffers, sdk::render_norm,
+               [](const sdk::NormKernel& k) { return k.groups * kGroupSize; });
   };
   // Transposes that split heads for an attention, which reads their input instead: kernel index
   // -> (attention index, operand 0..2, the storage the attention reads).
@@ -456,21 +468,22 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
       continue;
     }
     if (auto* k = std::get_if<lir::LoopKernel>(&p.kernels[i])) {
-      if (auto taken = loop_in_product(i)) {  // the next product computes it (no launch)
-        read_until(*k, i + 1);
-        computes_a.emplace(i + 1, std::move(*taken));
-        continue;
-      }
-      // A later scatter may compute it (no launch).
-      if (auto taken = scatter_computing(p, i, readers, library, positional)) {
-        read_until(*k, taken->first);
+      // A later scatter may compute it (no launch), and the norm put off until it.
+      if (auto taken = scatter_computing(p, i, readers, library, positional, norm_of(i))) {
+        read_until(*k, taken->first, norm_of(i));
         computes_updates.emplace(taken->first, std::move(taken->second));
         continue;
       }
       // Or a later attention, as its q.
       if (auto j = attention_computing_q(i)) {
-        read_until(*k, *j);
+        read_until(*k, *j, norm_of(i));
         computes_q.emplace(*j, i);
+        continue;
+      }
+      if (const NormCall* n = norm_of(i)) add_norm(*n);  // not computed: it runs here
+      if (auto taken = loop_in_product(i)) {             // the next product computes it (no launch)
+        read_until(*k, i + 1, nullptr);
+        computes_a.emplace(i + 1, std::move(*taken));
         continue;
       }
       add_loop(*k);
@@ -588,12 +601,19 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         i = j + fused->second;
         continue;
       }
+      if (auto reader = sole_loop_reader(n, j, p, readers);
+          reader && !norm_into.count(*reader)) {  // put off until its reader (norm_into)
+        for (int32_t b : n.buffers)
+          read_late[b] = std::max(read_late[b], static_cast<int32_t>(*reader));
+        norm_into.emplace(*reader, std::move(n));
+        i += converted ? 1 : 0;
+        continue;
+      }
       if (converted) {
         written_early[n.buffers[n.shape.out_buffer]] = static_cast<int32_t>(i);
         ++i;
       }
-      add_shaped(n.shape, n.buffers, sdk::render_norm,
-                 [](const sdk::NormKernel& k) { return k.groups * kGroupSize; });
+      add_norm(n);
     } else if (c.callee == "while") {
       Step loop = HostWhile{static_cast<int32_t>(i)};
       plan.steps.push_back(std::move(loop));

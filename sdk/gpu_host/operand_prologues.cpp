@@ -6,43 +6,95 @@ namespace rlx::gpu_host {
 
 namespace {
 
+// What `producer` reads, as (storage, dtype as it loads it), each storage once, in the order of
+// its loads; where `norm` is computed by the prologue, the norm's x, scale and bias stand for its
+// output. nullopt when the norm's output is loaded other than as f32.
+std::optional<std::vector<std::pair<int32_t, DType>>> prologue_reads(
+    const lir::LoopKernel& producer, const lir::Program& p, const NormCall* norm) {
+  std::vector<std::pair<int32_t, DType>> reads;
+  auto add = [&](int32_t storage, DType dtype) {
+    for (const auto& [r, t] : reads)
+      if (r == storage) return;
+    reads.emplace_back(storage, dtype);
+  };
+  for (const lir::Expr& e : producer.exprs) {
+    if (e.kind != lir::ExprKind::kLoad) continue;
+    const int32_t r = p.storage_of(e.load.buffer);
+    if (norm && r == norm->buffers[norm->shape.out_buffer]) {
+      if (e.dtype != DType::kF32) return std::nullopt;
+      const sdk::NormShape& s = norm->shape;
+      add(norm->buffers[s.x_buffer], s.x_dtype);
+      if (s.scale_buffer >= 0) add(norm->buffers[s.scale_buffer], s.scale_dtype);
+      if (s.bias_buffer >= 0) add(norm->buffers[s.bias_buffer], s.bias_dtype);
+      continue;
+    }
+    add(r, p.buffers[e.load.buffer].dtype);
+  }
+  return reads;
+}
+
 // `producer` as a prologue over `params` (storage ids, by position) whose store, to `computed`,
-// lands one past them; nullptr where the positional kernel stores elsewhere.
-std::shared_ptr<const sdk::OperandPrologue> prologue_over(
-    const lir::LoopKernel& producer, const std::vector<int32_t>& params, int32_t computed,
-    const PositionalKernel& positional) {
+// lands one past them; nullptr where the positional kernel stores elsewhere. With `norm`, the
+// norm's output is a buffer past that, computed where it is loaded (sdk::NormedRead).
+std::shared_ptr<const sdk::OperandPrologue> prologue_over(const lir::LoopKernel& producer,
+                                                          const std::vector<int32_t>& params,
+                                                          int32_t computed,
+                                                          const PositionalKernel& positional,
+                                                          const NormCall* norm) {
   auto prologue = std::make_shared<sdk::OperandPrologue>();
   std::vector<int32_t> ids = params;
   ids.push_back(computed);
+  if (norm) ids.push_back(norm->buffers[norm->shape.out_buffer]);
   prologue->program = positional(producer, ids);
   prologue->params = static_cast<int32_t>(params.size());
   const auto& k = std::get<lir::LoopKernel>(prologue->program.kernels[0]);
   if (k.stores[0].buffer != prologue->params) return nullptr;
+  if (norm) {
+    const sdk::NormShape& s = norm->shape;
+    auto position = [&](int32_t at) {
+      if (at < 0) return -1;
+      return static_cast<int32_t>(std::find(params.begin(), params.end(), norm->buffers[at]) -
+                                  params.begin());
+    };
+    prologue->norm = sdk::NormedRead{s.name,
+                                     prologue->params + 1,
+                                     position(s.x_buffer),
+                                     position(s.scale_buffer),
+                                     position(s.bias_buffer),
+                                     s.rms,
+                                     s.epsilon,
+                                     s.n,
+                                     s.x_offset,
+                                     s.x_rows_per_block,
+                                     s.x_block_stride,
+                                     s.out_dtype};
+  }
   return prologue;
 }
 
 }  // namespace
 
-std::optional<BoundPrologue> bind_operand_prologue(
-    const lir::LoopKernel& producer, const lir::Program& p, std::vector<int32_t> buffers,
-    int32_t position, const PositionalKernel& positional) {
+std::optional<BoundPrologue> bind_operand_prologue(const lir::LoopKernel& producer,
+                                                   const lir::Program& p,
+                                                   std::vector<int32_t> buffers, int32_t position,
+                                                   const PositionalKernel& positional,
+                                                   const NormCall* norm) {
   // The operand itself is never stored, so it is not a parameter (WebGPU derives a shader's
   // bindings from what it reads, and the operand would not be among them): its position binds
   // the first buffer the kernel reads instead, and the kernel's store goes to a buffer past the
   // parameters.
   const int32_t operand = buffers.at(position);
+  const auto reads = prologue_reads(producer, p, norm);
+  if (!reads) return std::nullopt;
   BoundPrologue b;
   bool first = true;
-  for (const lir::Expr& e : producer.exprs) {
-    if (e.kind != lir::ExprKind::kLoad) continue;
-    const int32_t r = p.storage_of(e.load.buffer);
+  for (const auto& [r, t] : *reads) {
     if (r == operand) return std::nullopt;  // reads what it writes
     if (std::find(buffers.begin(), buffers.end(), r) != buffers.end()) {
       if (first) return std::nullopt;  // the operand's position would bind a buffer twice
       continue;
     }
     if (first) {
-      const DType t = p.buffers[e.load.buffer].dtype;
       if (t != DType::kF32 && t != DType::kF16 && t != DType::kBF16) return std::nullopt;
       buffers[position] = r;
       b.operand_dtype = t;
@@ -52,7 +104,7 @@ std::optional<BoundPrologue> bind_operand_prologue(
     buffers.push_back(r);
   }
   if (first) return std::nullopt;  // reads nothing: a constant operand, not worth a prologue
-  b.prologue = prologue_over(producer, buffers, operand, positional);
+  b.prologue = prologue_over(producer, buffers, operand, positional, norm);
   if (!b.prologue) return std::nullopt;
   b.buffers = std::move(buffers);
   return b;
@@ -84,10 +136,37 @@ std::optional<size_t> sole_reader_after(const lir::Program& p, size_t i,
     for (int32_t b : c.inputs)
       if (p.storage_of(b) == u) return j;
     // A call's outputs, and a scatter's operand (the runtime may update it in place).
-    if (c.callee == "while" || (c.callee == "scatter" && read(c.inputs.at(0))))
-      return std::nullopt;
+    if (c.callee == "while" || (c.callee == "scatter" && read(c.inputs.at(0)))) return std::nullopt;
     for (int32_t b : c.outputs)
       if (read(b)) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t> sole_loop_reader(const NormCall& n, size_t from, const lir::Program& p,
+                                       const std::vector<int>& readers) {
+  const int32_t out = n.buffers[n.shape.out_buffer];
+  for (const auto& [name, id] : p.outputs)
+    if (p.storage_of(id) == out) return std::nullopt;
+  auto reads = [&](int32_t b) {
+    return std::find(n.buffers.begin(), n.buffers.end(), p.storage_of(b)) != n.buffers.end();
+  };
+  for (size_t j = from; j < p.kernels.size(); ++j) {
+    if (const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j])) {
+      int loads = 0;
+      for (const lir::Expr& e : k->exprs)
+        loads += e.kind == lir::ExprKind::kLoad && p.storage_of(e.load.buffer) == out;
+      if (loads > 0) return loads == readers[out] ? std::optional<size_t>(j) : std::nullopt;
+      for (const lir::Store& st : k->stores)
+        if (reads(st.buffer)) return std::nullopt;
+      continue;
+    }
+    // A call that reads the output, writes what the norm reads or may update it in place.
+    const auto& c = std::get<lir::CallKernel>(p.kernels[j]);
+    for (int32_t b : c.inputs)
+      if (p.storage_of(b) == out || (c.callee == "scatter" && reads(b))) return std::nullopt;
+    for (int32_t b : c.outputs)
+      if (c.callee == "while" || reads(b)) return std::nullopt;
   }
   return std::nullopt;
 }
@@ -132,9 +211,9 @@ std::optional<MatmulCall> with_norm_prologue(const MatmulCall& mm, const sdk::No
   return f;
 }
 
-std::optional<MatmulCall> with_loop_prologue(
-    const MatmulCall& mm, const lir::LoopKernel& producer, const lir::Program& p,
-    const PositionalKernel& positional) {
+std::optional<MatmulCall> with_loop_prologue(const MatmulCall& mm, const lir::LoopKernel& producer,
+                                             const lir::Program& p,
+                                             const PositionalKernel& positional) {
   const sdk::MatmulShape& s = mm.shape;
   if (s.a_norm || s.a_loop || s.m != 1 || s.a_k != 1 || s.b_k != 1) return std::nullopt;
   if (s.batch > 1 && s.a_batch != s.k) return std::nullopt;
@@ -149,7 +228,7 @@ std::optional<MatmulCall> with_loop_prologue(
   int64_t elements = 1;
   for (int64_t d : producer.domain) elements *= d;
   if (elements != s.batch * s.k) return std::nullopt;
-  auto bound = bind_operand_prologue(producer, p, mm.buffers, s.a_buffer, positional);
+  auto bound = bind_operand_prologue(producer, p, mm.buffers, s.a_buffer, positional, nullptr);
   if (!bound) return std::nullopt;
   MatmulCall f = mm;
   f.buffers = std::move(bound->buffers);
@@ -158,9 +237,11 @@ std::optional<MatmulCall> with_loop_prologue(
   return f;
 }
 
-std::optional<ComputedUpdates> with_update_prologue(
-    const lir::LoopKernel& producer, const lir::CallKernel& scatter, const lir::Program& p,
-    const PositionalKernel& positional) {
+std::optional<ComputedUpdates> with_update_prologue(const lir::LoopKernel& producer,
+                                                    const lir::CallKernel& scatter,
+                                                    const lir::Program& p,
+                                                    const PositionalKernel& positional,
+                                                    const NormCall* norm) {
   if (scatter.callee != "scatter" || scatter.inputs.size() != 3 || scatter.outputs.size() != 1)
     return std::nullopt;
   if (!producer.reduce.empty() ||
@@ -180,21 +261,21 @@ std::optional<ComputedUpdates> with_update_prologue(
   if (elements != updates.numel()) return std::nullopt;
   const int32_t operand = p.storage_of(scatter.inputs[0]), out = p.storage_of(scatter.outputs[0]);
   ComputedUpdates c;
-  for (const lir::Expr& e : producer.exprs) {
-    if (e.kind != lir::ExprKind::kLoad) continue;
-    const int32_t b = p.storage_of(e.load.buffer);
+  const auto reads = prologue_reads(producer, p, norm);
+  if (!reads) return std::nullopt;
+  for (const auto& [b, t] : *reads) {
     if (b == u || b == operand || b == out) return std::nullopt;
-    if (std::find(c.buffers.begin(), c.buffers.end(), b) == c.buffers.end()) c.buffers.push_back(b);
+    c.buffers.push_back(b);
   }
   if (c.buffers.empty()) return std::nullopt;  // a constant row: not worth a prologue
-  c.prologue = prologue_over(producer, c.buffers, u, positional);
+  c.prologue = prologue_over(producer, c.buffers, u, positional, norm);
   if (!c.prologue) return std::nullopt;
   return c;
 }
 
 std::optional<std::pair<size_t, ComputedUpdates>> scatter_computing(
     const lir::Program& p, size_t i, const std::vector<int>& readers, const KernelLibrary& library,
-    const PositionalKernel& positional) {
+    const PositionalKernel& positional, const NormCall* norm) {
   if (!library.computes_updates()) return std::nullopt;
   const std::optional<size_t> j = sole_reader_after(p, i, readers);
   if (!j) return std::nullopt;
@@ -202,7 +283,8 @@ std::optional<std::pair<size_t, ComputedUpdates>> scatter_computing(
   if (!c || c->callee != "scatter" || !library.has_call(c->callee) ||
       !library.vendor_call(*c).empty())
     return std::nullopt;
-  auto computed = with_update_prologue(std::get<lir::LoopKernel>(p.kernels[i]), *c, p, positional);
+  auto computed =
+      with_update_prologue(std::get<lir::LoopKernel>(p.kernels[i]), *c, p, positional, norm);
   if (!computed) return std::nullopt;
   return std::pair{*j, std::move(*computed)};
 }

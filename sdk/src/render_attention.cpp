@@ -213,7 +213,7 @@ class AttentionWriter {
                           s_.k_split_heads ? "k" : "", s_.v_split_heads ? "v" : "")
             : "",
         s_.merge_heads ? ", heads merged into out [B, Sq, H, Dv]" : "",
-        s_.q_loop ? ", q computed by " + prologue_kernel(*s_.q_loop).name : "");
+        s_.q_loop ? ", q computed by " + computed_by(*s_.q_loop) : "");
   }
 
   // bi, the kv head kvh of head bh and where its keys and values start: a block of Sk rows per

@@ -33,8 +33,9 @@ using lir::ExprKind;
 
 class KernelRenderer {
  public:
-  KernelRenderer(const lir::LoopKernel& k, const lir::Program& p, const Dialect& d)
-      : k_(k), p_(p), d_(d) {}
+  KernelRenderer(const lir::LoopKernel& k, const lir::Program& p, const Dialect& d,
+                 const NormedRead* norm = nullptr)
+      : k_(k), p_(p), d_(d), norm_(norm) {}
 
   std::string render() {
     const int64_t rank = static_cast<int64_t>(k_.domain.size());
@@ -47,7 +48,6 @@ class KernelRenderer {
     for (auto& [id, u] : uses) params.push_back({id, u.dtype, u.written});
     for (size_t j = 0; j < params.size(); ++j)
       local_[params[j].storage] = positional() ? static_cast<int32_t>(j) : params[j].storage;
-
     line(d_.comment + describe(uses));
     std::optional<std::string> sig;
     if (d_.render_signature) sig = d_.render_signature(d_, kernel_symbol(k_), params);
@@ -63,7 +63,6 @@ class KernelRenderer {
         line(fmt::format("{} {}{} = ({}){}[{}];", ptr, restrict_space(), pointer(b.storage), ptr,
                          positional() ? "args" : "buffers", local_.at(b.storage)));
       }
-
     std::vector<int64_t> par(k_.domain.begin(), k_.domain.begin() + k_.num_parallel);
     std::vector<int64_t> out_strides = row_major_strides(par);
     std::string out_index;
@@ -91,15 +90,12 @@ class KernelRenderer {
       }
       out_index = "gid";
     }
-
     if (k_.reduce.empty()) {
       body();
       for (const lir::Store& s : k_.stores) store(s, out_index, value(s.expr));
     } else {
       for (size_t s = 0; s < k_.stores.size(); ++s)
-        line(fmt::format(fmt::runtime(d_.declare_mutable), fmt::arg("type", type(acc_dtype(s))),
-                         fmt::arg("name", fmt::format("acc{}", s)),
-                         fmt::arg("x", reduce_init(acc_dtype(s)))));
+        line(declare(type(acc_dtype(s)), fmt::format("acc{}", s), reduce_init(acc_dtype(s)), true));
       int inner = 0;
       if (lanes > 1)
         inner += open_lane_loop(lanes);
@@ -128,8 +124,7 @@ class KernelRenderer {
   // The kernel evaluated at one element inside another kernel (render_epilogue): indices from
   // element `index`, loads of `input` reading `input_value` (of dtype `value_dtype`), names
   // prefixed with `names`. The result is stored when `write`, else declared as `result` or, when
-  // that is empty, <names>r (the next epilogue's value). Buffers are named by their ids
-  // (positions).
+  // that is empty, <names>r (the next epilogue's value). Buffers are named by their ids.
   // `from`: the strides through which the kernel reads `input` when they permute its dims (the
   // loop indices come from `index` through them, and the store goes to the kernel's row-major
   // index); empty for the identity.
@@ -177,6 +172,7 @@ class KernelRenderer {
   int32_t input_ = -1;
   std::string input_value_;
   DType input_dtype_ = DType::kF32;
+  const NormedRead* norm_ = nullptr;  // a prologue's computed norm (render_prologue)
   // One work-item per output element (kWorkItemPerOutput): the row-major strides of the parallel
   // dims that the flat index `gid` walks; empty under the other mappings.
   std::vector<int64_t> gid_strides_;
@@ -191,7 +187,6 @@ class KernelRenderer {
   void line(const std::string& s) { out_ += std::string(2 * indent_, ' ') + s + "\n"; }
 
   // --- types and literals
-
   const std::string& entry(const DTypeTable& t, DType dt, const char* what) const {
     const std::string& s = t[static_cast<int>(dt)];
     if (s.empty()) fail(fmt::format("the dialect has no {} for {}", what, dtype_name(dt)));
@@ -205,10 +200,10 @@ class KernelRenderer {
     return fmt::format(fmt::runtime(d_.cast), fmt::arg("type", type_name), fmt::arg("x", x));
   }
   std::string cast(DType t, const std::string& x) const { return cast_to(type(t), x); }
-  std::string declare(const std::string& type_name, const std::string& name,
-                      const std::string& x) const {
-    return fmt::format(fmt::runtime(d_.declare), fmt::arg("type", type_name),
-                       fmt::arg("name", name), fmt::arg("x", x));
+  std::string declare(const std::string& type_name, const std::string& name, const std::string& x,
+                      bool writable = false) const {
+    return fmt::format(fmt::runtime(writable ? d_.declare_mutable : d_.declare),
+                       fmt::arg("type", type_name), fmt::arg("name", name), fmt::arg("x", x));
   }
   // `c ? t : f` in the dialect's words (WGSL: select(f, t, c)).
   std::string choose(const std::string& c, const std::string& t, const std::string& f) const {
@@ -257,7 +252,6 @@ class KernelRenderer {
   }
 
   // --- index space
-
   std::string global_id() const {
     if (!d_.global_id.empty()) return d_.global_id;
     if (d_.group_id[0].empty() || d_.group_size[0].empty() || d_.local_id[0].empty())
@@ -357,7 +351,8 @@ class KernelRenderer {
     // A read in the output's own order is the work-item's flat index: no index arithmetic for
     // the device compiler to see through (the divisions that make i0, i1, ... then often go).
     if (reads_in_output_order(strides))
-      return offset == 0 ? "gid" : fmt::format("gid {} {}", offset < 0 ? '-' : '+', std::abs(offset));
+      return offset == 0 ? "gid"
+                         : fmt::format("gid {} {}", offset < 0 ? '-' : '+', std::abs(offset));
     std::string s;
     for (size_t d = 0; d < strides.size(); ++d) {
       int64_t c = strides[d];
@@ -390,7 +385,6 @@ class KernelRenderer {
   }
 
   // --- expressions
-
   const Expr& root(size_t store) const { return k_.exprs.at(k_.stores[store].expr); }
   std::string value(int32_t e) const { return fmt::format("{}e{}", names_, e); }
 
@@ -400,7 +394,13 @@ class KernelRenderer {
       for (int32_t a : e.args)
         if (a < 0 || a >= static_cast<int32_t>(i))
           fail(fmt::format("e{} uses e{}, which is not an earlier expression", i, a));
-      line(declare(type(e.dtype), value(static_cast<int32_t>(i)), expr(e)));
+      if (norm_ && e.kind == ExprKind::kLoad && p_.storage_of(e.load.buffer) == norm_->buffer) {
+        if (e.dtype != DType::kF32) fail("a computed norm is loaded as f32");
+        out_ += detail::normed_read(*norm_, p_, d_, affine(e.load.offset, e.load.strides),
+                                    guard(e.load), value(static_cast<int32_t>(i)), indent_);
+      } else {
+        line(declare(type(e.dtype), value(static_cast<int32_t>(i)), expr(e)));
+      }
     }
   }
 
@@ -471,11 +471,13 @@ class KernelRenderer {
     std::string v = convert(
         fmt::format(fmt::runtime(entry(d_.load, dt, "load conversion")), fmt::arg("x", element)),
         dt, e.dtype);
-    if (l.guards.empty()) return v;
     // The conditional operator evaluates only the chosen branch, so nothing is read outside.
+    return l.guards.empty() ? v : choose(guard(l), v, literal(0, e.dtype));
+  }
+  std::string guard(const lir::AffineLoad& l) const {  // where a load reads; "" everywhere
     std::vector<std::string> inside;
     for (const lir::Guard& g : l.guards) inside.push_back(in_range(g.dim, g.lo, g.hi));
-    return choose(join(inside, " && "), v, literal(0, e.dtype));
+    return join(inside, " && ");
   }
 
   void store(const lir::Store& s, const std::string& index, const std::string& v) {
@@ -594,7 +596,6 @@ class KernelRenderer {
   }
 
   // --- reductions
-
   const std::string& reduce_op() const {
     static const std::map<std::string, std::string, std::less<>> kOps = {
         {"sum", "add"}, {"prod", "mul"}, {"max", "max"}, {"min", "min"}};
@@ -625,7 +626,6 @@ class KernelRenderer {
   }
 
   // --- signature and header
-
   std::string default_signature(const std::vector<BufferParam>& params) const {
     std::vector<std::string> ps;
     if (d_.buffer_params == BufferParams::kPointerTable) {
@@ -673,7 +673,7 @@ std::string render_prologue(const OperandPrologue& prologue, const Dialect& dial
                             const std::string& index, const std::string& name, int indent) {
   const lir::LoopKernel& k = prologue_kernel(prologue);
   // A 16-bit stored value is rounded by the op that makes it, as the store would round it.
-  return KernelRenderer(k, prologue.program, dialect)
+  return KernelRenderer(k, prologue.program, dialect, prologue.norm ? &*prologue.norm : nullptr)
       .epilogue(name + "_", "(" + index + ")", -1, "", DType::kF32, false, indent, {}, name);
 }
 

@@ -346,6 +346,11 @@ const lir::LoopKernel& prologue_kernel(const OperandPrologue& prologue) {
   return std::get<lir::LoopKernel>(prologue.program.kernels[0]);
 }
 
+std::string computed_by(const OperandPrologue& prologue) {
+  const std::string& kernel = prologue_kernel(prologue).name;
+  return prologue.norm ? kernel + " after " + prologue.norm->name : kernel;
+}
+
 int64_t lanes_per_output(const lir::LoopKernel& k, const Dialect& d) {
   const auto rank = static_cast<int32_t>(k.domain.size());
   if (d.mapping != DomainMapping::kWorkItemPerOutput || d.simd_reduce_min_extent <= 0 ||

@@ -142,4 +142,11 @@ class KernelText {
   int indent_ = 0;
 };
 
+// The statements declaring f32 `name`, element `index` of the output of `r`'s norm (where
+// `guard` holds, else 0; "": always), computed from the norm's input at `indent` levels
+// (render.h, NormedRead; render_normed_read.cpp). `program` holds r's buffers.
+std::string normed_read(const NormedRead& r, const lir::Program& program, const Dialect& d,
+                        const std::string& index, const std::string& guard,
+                        const std::string& name, int indent);
+
 }  // namespace rlx::sdk::detail

@@ -130,6 +130,44 @@ const char* const kComputedQueryProgram =
 }
 )";
 
+const char* const kNormedRotationProgram =
+    R"(graph @t(%qkv: f32[1,1,96], %gq: f32[16], %gk: f32[16], %c: f32[8], %s: f32[8], %past_k: f32[1,2,8,16], %position: i64[1], %v: f32[1,2,8,16], %keep: bool[1,8]) {
+  %q = slice(%qkv) {limit = [1, 1, 64], start = [0, 0, 0], strides = [1, 1, 1]} : f32[1,1,64]
+  %qr = reshape(%q) {shape = [1, 1, 4, 16]} : f32[1,1,4,16]
+  %qn = RMSNorm(%qr, %gq) {epsilon = 1e-06} : f32[1,1,4,16]
+  %qt = transpose(%qn) {perm = [0, 2, 1, 3]} : f32[1,4,1,16]
+  %q1 = slice(%qt) {limit = [1, 4, 1, 8], start = [0, 0, 0, 0], strides = [1, 1, 1, 1]} : f32[1,4,1,8]
+  %q2 = slice(%qt) {limit = [1, 4, 1, 16], start = [0, 0, 0, 8], strides = [1, 1, 1, 1]} : f32[1,4,1,8]
+  %cq = broadcast_in_dim(%c) {dims = [3], shape = [1, 4, 1, 8]} : f32[1,4,1,8]
+  %sq = broadcast_in_dim(%s) {dims = [3], shape = [1, 4, 1, 8]} : f32[1,4,1,8]
+  %qa = mul(%q1, %cq) : f32[1,4,1,8]
+  %qb = mul(%q2, %sq) : f32[1,4,1,8]
+  %qc = sub(%qa, %qb) : f32[1,4,1,8]
+  %qd = mul(%q2, %cq) : f32[1,4,1,8]
+  %qe = mul(%q1, %sq) : f32[1,4,1,8]
+  %qf = add(%qd, %qe) : f32[1,4,1,8]
+  %rq = concat(%qc, %qf) {axis = 3} : f32[1,4,1,16]
+  %k = slice(%qkv) {limit = [1, 1, 96], start = [0, 0, 64], strides = [1, 1, 1]} : f32[1,1,32]
+  %kr = reshape(%k) {shape = [1, 1, 2, 16]} : f32[1,1,2,16]
+  %kn = RMSNorm(%kr, %gk) {epsilon = 1e-06} : f32[1,1,2,16]
+  %kt = transpose(%kn) {perm = [0, 2, 1, 3]} : f32[1,2,1,16]
+  %k1 = slice(%kt) {limit = [1, 2, 1, 8], start = [0, 0, 0, 0], strides = [1, 1, 1, 1]} : f32[1,2,1,8]
+  %k2 = slice(%kt) {limit = [1, 2, 1, 16], start = [0, 0, 0, 8], strides = [1, 1, 1, 1]} : f32[1,2,1,8]
+  %ck = broadcast_in_dim(%c) {dims = [3], shape = [1, 2, 1, 8]} : f32[1,2,1,8]
+  %sk = broadcast_in_dim(%s) {dims = [3], shape = [1, 2, 1, 8]} : f32[1,2,1,8]
+  %ka = mul(%k1, %ck) : f32[1,2,1,8]
+  %kb = mul(%k2, %sk) : f32[1,2,1,8]
+  %kc = sub(%ka, %kb) : f32[1,2,1,8]
+  %kd = mul(%k2, %ck) : f32[1,2,1,8]
+  %ke = mul(%k1, %sk) : f32[1,2,1,8]
+  %kf = add(%kd, %ke) : f32[1,2,1,8]
+  %rk = concat(%kc, %kf) {axis = 3} : f32[1,2,1,16]
+  %pk = scatter(%past_k, %position, %rk) {axis = 2, reduce = "none"} : f32[1,2,8,16]
+  %o = Attention(%rq, %pk, %v, %keep) {mask = "padding", scale = 0.25} : f32[1,4,1,16]
+  return %pk, %o
+}
+)";
+
 const char* const kSplitHeadsProgram =
     R"(graph @t(%xq: f32[2,20,32], %xk: f32[2,20,16], %xv: f32[2,20,16], %xd: f32[2,2,32], %yk: f32[2,20,16], %yv: f32[2,20,16]) {
   %qs = reshape(%xq) {shape = [2, 20, 4, 8]} : f32[2,20,4,8]
@@ -233,6 +271,7 @@ std::vector<NamedProgram> every_kernel_programs() {
   out.push_back({kComputedOperandProgram, "kComputedOperandProgram"});
   out.push_back({kScatterUpdatesProgram, "kScatterUpdatesProgram"});
   out.push_back({kComputedQueryProgram, "kComputedQueryProgram"});
+  out.push_back({kNormedRotationProgram, "kNormedRotationProgram"});
   out.push_back({"graph @t(%x: f32[4,96], %s: f32[96], %b: f32[96]) {\n"
                  "  %l = LayerNorm(%x, %s, %b) {epsilon = 1e-5} : f32[4,96]\n"
                  "  %r = RMSNorm(%x, %s) {epsilon = 1e-6} : f32[4,96]\n  return %l, %r\n}\n",

@@ -101,6 +101,29 @@ void computed_queries_agree_with_cpu(const SuiteTarget& t) {
                    run_text(kComputedQueryProgram, in, target_named(t.name)), 1e-5);
 }
 
+// kNormedRotationProgram: a scatter and an attention that compute the rotated key and queries
+// and the norms before them agree with cpu, at three positions of the cache.
+void normed_rotations_agree_with_cpu(const SuiteTarget& t) {
+  std::mt19937 rng(43);
+  std::vector<uint8_t> keep(8, 1);
+  keep[6] = 0;
+  NamedTensors in{{"gq", uniform_f32(rng, {16}, 1.0f)},
+                  {"gk", uniform_f32(rng, {16}, 1.0f)},
+                  {"c", uniform_f32(rng, {8}, 1.0f)},
+                  {"s", uniform_f32(rng, {8}, 1.0f)},
+                  {"past_k", uniform_f32(rng, {1, 2, 8, 16}, 1.0f)},
+                  {"v", uniform_f32(rng, {1, 2, 8, 16}, 1.0f)},
+                  {"keep", Tensor::from<uint8_t>(DType::kBool, {1, 8}, keep)}};
+  for (int64_t p : {0, 3, 7}) {
+    in["position"] = Tensor::from<int64_t>(DType::kI64, {1}, {p});
+    in["qkv"] = uniform_f32(rng, {1, 1, 96}, 3.0f);
+    const NamedTensors want = run_text(kNormedRotationProgram, in, cpu_target());
+    expect_all_close(want, run_text(kNormedRotationProgram, in, target_named(t.name)), 1e-5,
+                     fmt::format("position {}", p));
+    in["past_k"] = want.at("pk");
+  }
+}
+
 // Attentions whose heads a transpose merges back (kMergeHeadsProgram): the tiled and the per-row
 // kernel store the merged layout themselves on the GPU-style targets; the results agree with cpu.
 void merged_heads_agree_with_cpu(const SuiteTarget& t) {
@@ -139,6 +162,7 @@ void register_fused_kernel_tests(const SuiteTarget& t) {
   add("ComputedOperandsOfSingleRowProductsAgreeWithCpu", computed_operands_agree_with_cpu);
   add("ScatteredUpdatesComputedByTheScatterAgreeWithCpu", scattered_updates_agree_with_cpu);
   add("ComputedQueriesOfDecodeAttentionsAgreeWithCpu", computed_queries_agree_with_cpu);
+  add("NormsComputedWithTheRotationsAfterThemAgreeWithCpu", normed_rotations_agree_with_cpu);
   add("AttentionsStoreMergedHeadsAndAgreeWithCpu", merged_heads_agree_with_cpu);
   add("AttentionsReadSplitHeadsAndAgreeWithCpu", split_heads_agree_with_cpu);
 }

@@ -376,6 +376,23 @@ TEST(CudaCodegen, ScattersComputeTheRowsTheyWrite) {
 }
 
 
+// The scatter and the decode attention compute the q and k norms with the rotations after them:
+// no norm kernel is left and the module compiles (the shared suite's
+// NormsComputedWithTheRotationsAfterThemAgreeWithCpu runs it on a GPU).
+TEST(CudaCodegen, RotationsComputeTheNormsBeforeThem) {
+  REQUIRE_NVRTC();
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(test::kNormedRotationProgram, cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  const std::string cu = e.text("cuda_kernels.cu");
+  EXPECT_EQ(test::occurrences(cu, "Norm over rows"), 0u) << cu;
+  EXPECT_NE(cu.find("_RMSNorm"), std::string::npos) << cu;  // the scatter's "after kN_RMSNorm"
+  EXPECT_NE(cu.find("decode attention"), std::string::npos) << cu;
+  EXPECT_EQ(e.text("cuda_kernels.sm_90.cubin").substr(0, 4),
+            "\x7f"
+            "ELF");
+}
+
 // The decode attention's early loads (on; RLX_CUDA_ATTENTION_EARLY=0 turns them off): the first
 // round of keys and values is loaded before the query is staged, and the module compiles with
 // and without them.

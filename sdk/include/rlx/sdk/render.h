@@ -345,14 +345,34 @@ std::string render_epilogue(const MatmulEpilogue& epilogue, const Dialect& diale
 // buffer is one past them, never bound (the store is never made). A product's A position then
 // binds one of the buffers the kernel reads (a_dtype its dtype), since a parameter nothing reads
 // may not be bound at all (WebGPU).
+// A norm computed where the prologue loads its output (a decode step's q and k norms before
+// their rotation): `buffer`, a buffer of the program that nothing stores, is the output of a
+// LayerNorm or RMSNorm over rows of `n` whose input, scale and bias are the program's buffers
+// `x`, `scale`, `bias` (-1: none; parameters). Each load sums its row of x itself (one pass for
+// RMSNorm, two for LayerNorm), then normalises its element and rounds it to out_dtype, as the
+// norm's store would; rows sit in x as NormShape's x_offset, x_rows_per_block, x_block_stride say.
+struct NormedRead {
+  std::string name;  // the norm's kernel ("k11_RMSNorm"), for comments
+  int32_t buffer = -1, x = -1, scale = -1, bias = -1;
+  bool rms = false;
+  double epsilon = 1e-5;
+  int64_t n = 1;
+  int64_t x_offset = 0, x_rows_per_block = 0, x_block_stride = 0;
+  DType out_dtype = DType::kF32;
+};
+
 struct OperandPrologue {
   lir::Program program;
   int32_t params = 0;
+  std::optional<NormedRead> norm;  // one of the buffers it loads is a norm's output
 };
 
 // The one loop kernel of `prologue` (the kernel a fused kernel's comment names: "A computed by
 // k24_..."). Throws an internal error when the program holds anything else.
 const lir::LoopKernel& prologue_kernel(const OperandPrologue& prologue);
+// What computes the operand, for a kernel's comment: "k13_rotate", or "k13_rotate after
+// k11_RMSNorm" where the prologue computes a norm too.
+std::string computed_by(const OperandPrologue& prologue);
 
 // The statements computing `prologue`'s element at row-major index `index` (an index-type
 // expression), ending with the declaration of `name`, an f32 holding the element rounded to the
