@@ -102,7 +102,7 @@ void computed_queries_agree_with_cpu(const SuiteTarget& t) {
 }
 
 // kNormedRotationProgram: a scatter and an attention that compute the rotated key and queries
-// and the norms before them agree with cpu, at three positions of the cache.
+// and the norms before them agree with cpu, at two positions of the cache.
 void normed_rotations_agree_with_cpu(const SuiteTarget& t) {
   std::mt19937 rng(43);
   std::vector<uint8_t> keep(8, 1);
@@ -114,7 +114,7 @@ void normed_rotations_agree_with_cpu(const SuiteTarget& t) {
                   {"past_k", uniform_f32(rng, {1, 2, 8, 16}, 1.0f)},
                   {"v", uniform_f32(rng, {1, 2, 8, 16}, 1.0f)},
                   {"keep", Tensor::from<uint8_t>(DType::kBool, {1, 8}, keep)}};
-  for (int64_t p : {0, 3, 7}) {
+  for (int64_t p : {0, 5}) {
     in["position"] = Tensor::from<int64_t>(DType::kI64, {1}, {p});
     in["qkv"] = uniform_f32(rng, {1, 1, 96}, 3.0f);
     const NamedTensors want = run_text(kNormedRotationProgram, in, cpu_target());
