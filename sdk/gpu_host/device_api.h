@@ -76,6 +76,9 @@ class KernelLibrary {
                                    const ComputedUpdates* updates) const = 0;
   // Whether call_kernel takes ComputedUpdates for a scatter.
   virtual bool computes_updates() const { return false; }
+  // Whether the prologues its kernels take (a scatter's updates, an attention's q) may also
+  // compute the norm before them (sdk::NormedRead); where not, that norm keeps its launch.
+  virtual bool computes_norms() const { return true; }
   // The vendor library (cuBLASLt, ...) that computes `shape` instead of a rendered kernel, or ""
   // when the library renders it. A product taken here runs on the same device at the same dtypes
   // and accumulation as the rendered kernel would; its epilogue kernels run after it.

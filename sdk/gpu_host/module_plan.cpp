@@ -348,7 +348,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   // kernel's launch); else nullopt.
   auto with_q_prologue = [&](size_t i, AttentionCall a) -> std::optional<AttentionCall> {
     auto bound = bind_operand_prologue(std::get<lir::LoopKernel>(p.kernels[i]), p, a.buffers,
-                                       a.shape.q_buffer, positional, norm_of(i));
+                                       a.shape.q_buffer, positional, nullptr);
     if (!bound) return std::nullopt;
     const bool own = library.own_attention(a.shape).has_value();
     a.buffers = std::move(bound->buffers);
@@ -474,13 +474,16 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         computes_updates.emplace(taken->first, std::move(taken->second));
         continue;
       }
+      // Else the norm put off until it runs here: an attention computes the rotated queries
+      // but not the norm before them (the SDK's attention evaluates its q prologue once per
+      // element of the row, and a row sum in each made llvmpipe's compiler take minutes).
+      if (const NormCall* n = norm_of(i)) add_norm(*n);
       // Or a later attention, as its q.
       if (auto j = attention_computing_q(i)) {
-        read_until(*k, *j, norm_of(i));
+        read_until(*k, *j, nullptr);
         computes_q.emplace(*j, i);
         continue;
       }
-      if (const NormCall* n = norm_of(i)) add_norm(*n);  // not computed: it runs here
       if (auto taken = loop_in_product(i)) {             // the next product computes it (no launch)
         read_until(*k, i + 1, nullptr);
         computes_a.emplace(i + 1, std::move(*taken));
@@ -601,8 +604,9 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         i = j + fused->second;
         continue;
       }
-      if (auto reader = sole_loop_reader(n, j, p, readers);
-          reader && !norm_into.count(*reader)) {  // put off until its reader (norm_into)
+      // Put off until its reader (norm_into), where the library's prologues compute norms.
+      auto reader = library.computes_norms() ? sole_loop_reader(n, j, p, readers) : std::nullopt;
+      if (reader && !norm_into.count(*reader)) {
         for (int32_t b : n.buffers)
           read_late[b] = std::max(read_late[b], static_cast<int32_t>(*reader));
         norm_into.emplace(*reader, std::move(n));

@@ -4,6 +4,9 @@
 // residual included, dense linear algebra through cuSOLVER, and f16/bf16 attention on tensor cores. The rocm target's HIP library has no
 // vendor products: its HIP-on-CUDA mode proves HIP kernels, so it runs them all.
 #pragma once
+#include <cstdlib>
+#include <string>
+
 #include "cuda_hip_library.h"
 #include "cuda_matmul.h"
 #include "library_calls.h"
@@ -35,6 +38,13 @@ class CudaTargetLibrary final : public cuda_hip::CudaHipKernelLibrary {
   std::optional<sdk::AttentionKernel> own_attention(const sdk::AttentionShape& shape) const override {
     if (auto kernel = tensor_core_attention(shape)) return kernel;
     return decode_attention(shape);
+  }
+  // The q and k norms computed by the scatter and the decode attention after them only with
+  // RLX_CUDA_NORMED_PROLOGUE=1 until they have run on a GPU (written and compiled for sm_90; the
+  // other GPU-style targets run them against cpu).
+  bool computes_norms() const override {
+    const char* env = std::getenv("RLX_CUDA_NORMED_PROLOGUE");
+    return env && std::string(env) == "1";
   }
 };
 

@@ -376,21 +376,27 @@ TEST(CudaCodegen, ScattersComputeTheRowsTheyWrite) {
 }
 
 
-// The scatter and the decode attention compute the q and k norms with the rotations after them:
-// no norm kernel is left and the module compiles (the shared suite's
-// NormsComputedWithTheRotationsAfterThemAgreeWithCpu runs it on a GPU).
-TEST(CudaCodegen, RotationsComputeTheNormsBeforeThem) {
+// The scatter computes the k norm with the rotation after it
+// only with RLX_CUDA_NORMED_PROLOGUE=1 (off until it has run on a GPU; the shared suite's
+// NormsComputedWithTheRotationsAfterThemAgreeWithCpu is its check there): asked, the k norm's
+// kernel goes and the module compiles; otherwise both norms keep their kernels.
+TEST(CudaCodegen, RotationsComputeTheNormsBeforeThemOnlyWhenAsked) {
   REQUIRE_NVRTC();
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
-  test::Emitted e(test::kNormedRotationProgram, cuda());
+  test::Emitted plain(test::kNormedRotationProgram, cuda());
+  setenv("RLX_CUDA_NORMED_PROLOGUE", "1", 1);
+  test::Emitted asked(test::kNormedRotationProgram, cuda());
+  unsetenv("RLX_CUDA_NORMED_PROLOGUE");
   unsetenv("RLX_CUDA_ARCH");
-  const std::string cu = e.text("cuda_kernels.cu");
-  EXPECT_EQ(test::occurrences(cu, "Norm over rows"), 0u) << cu;
-  EXPECT_NE(cu.find("_RMSNorm"), std::string::npos) << cu;  // the scatter's "after kN_RMSNorm"
+  EXPECT_EQ(test::occurrences(plain.text("cuda_kernels.cu"), "Norm over rows"), 2u);
+  const std::string cu = asked.text("cuda_kernels.cu");
+  EXPECT_EQ(test::occurrences(cu, "Norm over rows"), 1u) << cu;  // q's: attentions take no norm
+  EXPECT_NE(cu.find("_RMSNorm\n"), std::string::npos) << cu;  // the scatter's "after kN_RMSNorm"
   EXPECT_NE(cu.find("decode attention"), std::string::npos) << cu;
-  EXPECT_EQ(e.text("cuda_kernels.sm_90.cubin").substr(0, 4),
-            "\x7f"
-            "ELF");
+  for (const test::Emitted* e : {&plain, &asked})
+    EXPECT_EQ(e->text("cuda_kernels.sm_90.cubin").substr(0, 4),
+              "\x7f"
+              "ELF");
 }
 
 // The decode attention's early loads (on; RLX_CUDA_ATTENTION_EARLY=0 turns them off): the first

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
                       "ComputedOperandsOfSingleRowProductsAgreeWithCpu",
                       "ScatteredUpdatesComputedByTheScatterAgreeWithCpu",
                       "ComputedQueriesOfDecodeAttentionsAgreeWithCpu",
+                      "NormsComputedWithTheRotationsAfterThemAgreeWithCpu",
                       "AttentionsStoreMergedHeadsAndAgreeWithCpu",
                       "AttentionsReadSplitHeadsAndAgreeWithCpu", "TrainingStepsAgreeWithCpu",
                       "HalfPrecisionAttentionAgreesWithCpu"},
