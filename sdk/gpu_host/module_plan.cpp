@@ -336,8 +336,8 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   // Scatters that compute their updates themselves: scatter kernel index -> what computes them.
   std::map<size_t, ComputedUpdates> computes_updates;
   // Norms put off until the loop kernel that alone reads them: that kernel's index -> the norm.
-  // Where a scatter or an attention computes the loop kernel, it computes the norm too (a
-  // decode step's q and k norms before their rotation); else the norm runs right before it.
+  // Where a scatter computes the loop kernel, it computes the norm too (a decode step's k norm
+  // before the key's rotation); else the norm runs right before it.
   std::map<size_t, NormCall> norm_into;
   auto norm_of = [&](size_t i) -> const NormCall* {
     auto it = norm_into.find(i);

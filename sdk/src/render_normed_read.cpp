@@ -1,5 +1,5 @@
 // A norm's output element computed where a prologue loads it (render.h, NormedRead): the
-// loading work-item sums its row of x itself. A decode step's q and k norms are rows of one head
+// loading work-item sums its row of x itself. A decode step's k norm is over rows of one head
 // (64 or 128 elements), so the sums are a few cached loads where the norm's own launch cost as
 // much as a small product; the rotation that reads the element loads two of a row.
 #include <fmt/format.h>

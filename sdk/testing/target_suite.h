@@ -85,7 +85,7 @@ extern const char* const kMergeHeadsProgram;
 extern const char* const kNormProductProgram;
 // A decode step's q and k heads normalised (RMSNorm over each head's 16) and rotated, the key
 // scattered into a cache that the attention of the rotated queries reads: where the scatter
-// and the attention compute the rotations, they compute the norms too (no norm kernel left).
+// computes the key's rotation it computes the k norm too (the q norm keeps its kernel).
 extern const char* const kNormedRotationProgram;
 // Single-row products whose A only an elementwise kernel computes: SiLU(gate) x up out of one
 // f16 buffer, narrowed (AMP), before an f16 product whose result is widened and added to a

@@ -101,8 +101,8 @@ void computed_queries_agree_with_cpu(const SuiteTarget& t) {
                    run_text(kComputedQueryProgram, in, target_named(t.name)), 1e-5);
 }
 
-// kNormedRotationProgram: a scatter and an attention that compute the rotated key and queries
-// and the norms before them agree with cpu, at two positions of the cache.
+// kNormedRotationProgram: a scatter computing the rotated key and the norm before it, and an
+// attention computing its rotated queries, agree with cpu, at two positions of the cache.
 void normed_rotations_agree_with_cpu(const SuiteTarget& t) {
   std::mt19937 rng(43);
   std::vector<uint8_t> keep(8, 1);

@@ -39,8 +39,8 @@ class CudaTargetLibrary final : public cuda_hip::CudaHipKernelLibrary {
     if (auto kernel = tensor_core_attention(shape)) return kernel;
     return decode_attention(shape);
   }
-  // The q and k norms computed by the scatter and the decode attention after them only with
-  // RLX_CUDA_NORMED_PROLOGUE=1 until they have run on a GPU (written and compiled for sm_90; the
+  // The k norm computed by the scatter after it only with
+  // RLX_CUDA_NORMED_PROLOGUE=1 until it has run on a GPU (written and compiled for sm_90; the
   // other GPU-style targets run them against cpu).
   bool computes_norms() const override {
     const char* env = std::getenv("RLX_CUDA_NORMED_PROLOGUE");

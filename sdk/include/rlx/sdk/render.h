@@ -345,8 +345,8 @@ std::string render_epilogue(const MatmulEpilogue& epilogue, const Dialect& diale
 // buffer is one past them, never bound (the store is never made). A product's A position then
 // binds one of the buffers the kernel reads (a_dtype its dtype), since a parameter nothing reads
 // may not be bound at all (WebGPU).
-// A norm computed where the prologue loads its output (a decode step's q and k norms before
-// their rotation): `buffer`, a buffer of the program that nothing stores, is the output of a
+// A norm computed where the prologue loads its output (a decode step's k norm before the key's
+// rotation, in the scatter's prologue): `buffer`, a buffer of the program that nothing stores, is the output of a
 // LayerNorm or RMSNorm over rows of `n` whose input, scale and bias are the program's buffers
 // `x`, `scale`, `bias` (-1: none; parameters). Each load sums its row of x itself (one pass for
 // RMSNorm, two for LayerNorm), then normalises its element and rounds it to out_dtype, as the
