@@ -114,55 +114,87 @@ std::string params(const sdk::MatmulShape& s) {
   return list;
 }
 
+// The header of a loop giving each of the block's 256 threads its elements i of a row of k,
+// closed by "  }\n". The trip count is a constant (not a bound on threadIdx.x), so the loop
+// unrolls whole and every load of the staging is issued before the first one is waited for:
+// unrolled only by four, as the bound on i left it, a block staging a computed row of 3072
+// waited out the memory's latency three times in a row (the down product of a decode step
+// took longer than a separate elementwise kernel and product).
+std::string block_elements(int64_t k) {
+  const int64_t trips = (k + 255) / 256;
+  std::string t = fmt::format(
+      "#pragma unroll\n"
+      "  for (int rlx_t = 0; rlx_t < {}; ++rlx_t) {{\n"
+      "    const int i = threadIdx.x + rlx_t * 256;\n",
+      trips);
+  if (k % 256 != 0) t += fmt::format("    if (i >= {}) break;\n", k);
+  return t;
+}
+
 // A's row staged as the norm's output (MatmulShape::a_norm): the block loads x into shared
 // memory, sums the row (each thread its elements, then warps by shuffles, then the eight warp
 // sums in order), and replaces each element by its normalised value rounded to the norm's dtype.
 // The sums' order is the block's, not the norm kernel's, so an element may differ from what the
 // norm would have stored by a rounding of the statistics.
+// The scale and bias are read into registers beside x, not after the statistics' barrier, which
+// no load crosses: that was another wait for the memory per block.
 std::string norm_stage(const sdk::MatmulShape& s) {
   const sdk::MatmulNormPrologue& nm = *s.a_norm;
   const std::string k = std::to_string(s.k);
+  const int64_t trips = (s.k + 255) / 256;
+  std::string affine_decl, affine_load;
+  if (nm.scale_buffer >= 0) {
+    affine_decl += fmt::format("  float rlx_scale[{}];\n", trips);
+    affine_load += fmt::format("    rlx_scale[rlx_t] = {};\n",
+                               load_f32(nm.scale_dtype, fmt::format("b{}", nm.scale_buffer), "i"));
+  }
+  if (nm.bias_buffer >= 0) {
+    affine_decl += fmt::format("  float rlx_bias[{}];\n", trips);
+    affine_load += fmt::format("    rlx_bias[rlx_t] = {};\n",
+                               load_f32(nm.bias_dtype, fmt::format("b{}", nm.bias_buffer), "i"));
+  }
   std::string t = fmt::format(
       "  __shared__ __align__(16) float as[{0}];\n"
       "  __shared__ float rlx_norm_red[16];\n"
       "  float part = 0.0f;\n"
-      "#pragma unroll\n"
-      "  for (int i = threadIdx.x; i < {0}; i += 256) {{\n"
+      "{4}"
+      "{3}"
       "    const float x = {1};\n"
       "    as[i] = x;\n"
       "    part += {2};\n"
+      "{5}"
       "  }}\n"
       "  part = rlx_warp_sum(part);\n"
       "  if (lane == 0) rlx_norm_red[threadIdx.x >> 5] = part;\n"
       "  __syncthreads();\n"
       "  float row_total = 0.0f;\n"
       "  for (int w = 0; w < 8; ++w) row_total += rlx_norm_red[w];\n",
-      k, load_f32(s.a_dtype, "arow", "i"), nm.rms ? "x * x" : "x");
+      k, load_f32(s.a_dtype, "arow", "i"), nm.rms ? "x * x" : "x", block_elements(s.k),
+      affine_decl, affine_load);
   std::string stat = "row_total";
   if (!nm.rms) {
     t += fmt::format(
         "  const float mean = row_total / {0}.0f;\n"
         "  float dev = 0.0f;\n"
-        "  for (int i = threadIdx.x; i < {0}; i += 256) dev += (as[i] - mean) * (as[i] - mean);\n"
+        "{1}"
+        "    dev += (as[i] - mean) * (as[i] - mean);\n"
+        "  }}\n"
         "  dev = rlx_warp_sum(dev);\n"
         "  if (lane == 0) rlx_norm_red[8 + (threadIdx.x >> 5)] = dev;\n"
         "  __syncthreads();\n"
         "  float row_squares = 0.0f;\n"
         "  for (int w = 0; w < 8; ++w) row_squares += rlx_norm_red[8 + w];\n",
-        k);
+        k, block_elements(s.k));
     stat = "row_squares";
   }
   t += fmt::format("  const float inv = 1.0f / sqrtf({} / {}.0f + {:.9e}f);\n", stat, k,
                    static_cast<float>(nm.epsilon));
   std::string y = nm.rms ? "as[i] * inv" : "(as[i] - mean) * inv";
-  if (nm.scale_buffer >= 0)
-    y = fmt::format("({}) * {}", y,
-                    load_f32(nm.scale_dtype, fmt::format("b{}", nm.scale_buffer), "i"));
-  if (nm.bias_buffer >= 0)
-    y = fmt::format("{} + {}", y, load_f32(nm.bias_dtype, fmt::format("b{}", nm.bias_buffer), "i"));
+  if (nm.scale_buffer >= 0) y = fmt::format("({}) * rlx_scale[rlx_t]", y);
+  if (nm.bias_buffer >= 0) y += " + rlx_bias[rlx_t]";
   if (nm.out_dtype == DType::kF16) y = "rlx_f16_to_f32(rlx_f32_to_f16(" + y + "))";
   if (nm.out_dtype == DType::kBF16) y = "rlx_bf16_to_f32(rlx_f32_to_bf16(" + y + "))";
-  t += fmt::format("  for (int i = threadIdx.x; i < {}; i += 256) as[i] = {};\n", k, y);
+  t += block_elements(s.k) + fmt::format("    as[i] = {};\n  }}\n", y);
   t += "  __syncthreads();\n";
   return t;
 }
@@ -173,13 +205,12 @@ std::string norm_stage(const sdk::MatmulShape& s) {
 std::string loop_stage(const sdk::MatmulShape& s) {
   return fmt::format(
       "  __shared__ __align__(16) float as[{0}];\n"
-      "#pragma unroll\n"
-      "  for (int i = threadIdx.x; i < {0}; i += 256) {{\n"
+      "{2}"
       "{1}"
       "    as[i] = ap;\n"
       "  }}\n"
       "  __syncthreads();\n",
-      s.k, sdk::render_prologue(*s.a_loop, sdk::cuda_dialect(), "i", "ap", 2));
+      s.k, sdk::render_prologue(*s.a_loop, sdk::cuda_dialect(), "i", "ap", 2), block_elements(s.k));
 }
 
 }  // namespace
@@ -234,11 +265,13 @@ std::optional<sdk::MatmulKernel> warp_gemv(const sdk::MatmulShape& s) {
   else if (staged)
     stage = fmt::format(
         "  __shared__ __align__(16) float as[{0}];\n"
-        "#pragma unroll\n"
-        "  for (int i = threadIdx.x; i < {0}; i += 256) as[i] = {1};\n"
+        "{2}"
+        "    as[i] = {1};\n"
+        "  }}\n"
         "  __syncthreads();\n",
         s.m * s.k,
-        load_f32(s.a_dtype, "arow", fmt::format("(i / {}) * {} + i % {}", s.k, s.a_m, s.k)));
+        load_f32(s.a_dtype, "arow", fmt::format("(i / {}) * {} + i % {}", s.k, s.a_m, s.k)),
+        block_elements(s.m * s.k));
   for (int64_t r = 0; r < s.m; ++r) {
     rows += pad + "{\n";
     std::vector<std::string> a_values;
