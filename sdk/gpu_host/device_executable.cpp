@@ -367,10 +367,10 @@ void DeviceExecutable::run_bound(const std::vector<BufferBinding>& given, QueueI
   if (api_->can_record() && program_->recordable()) {
     // The launches are recorded once per set of bound buffers and replayed: one call instead of
     // one per kernel. A caller's device tensors at new addresses make a new recording.
-    std::vector<const void*> key;
+    RecordingCache::Key key;
     for (const DeviceBuffer* b : bound) key.push_back(b ? b->handle : nullptr);
-    if (!recorded_ || key != recorded_for_) {
-      recorded_.reset();
+    RecordedWork* work = recorded_.find(key);
+    if (!work) {
       api_->begin_recording();
       try {
         program_->enqueue(bound);
@@ -378,10 +378,9 @@ void DeviceExecutable::run_bound(const std::vector<BufferBinding>& given, QueueI
         api_->end_recording();
         throw;
       }
-      recorded_ = api_->end_recording();
-      recorded_for_ = std::move(key);
+      work = &recorded_.add(std::move(key), api_->end_recording());
     }
-    api_->replay(*recorded_);
+    api_->replay(*work);
     program_->check_status();
   } else {
     program_->execute(bound);

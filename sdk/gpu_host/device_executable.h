@@ -6,7 +6,7 @@
 // outputs and uses device-bound ones where they are, so a caller's device tensors stay on the
 // device across runs.
 // Where the device records work (a CUDA graph), a run without host control flow is recorded once
-// per set of bound buffers and replayed.
+// per set of bound buffers and replayed (the last few sets kept: recording_cache.h).
 // A while loop runs its control flow here on the host: its cond and body regions are programs
 // of their own on the same device, the carried values never leave it, only the predicate does.
 #pragma once
@@ -16,6 +16,7 @@
 #include "device_api.h"
 #include "rlx/sdk/run_profile.h"
 #include "module_plan.h"
+#include "recording_cache.h"
 #include "rlx/core/target.h"
 
 namespace rlx::gpu_host {
@@ -54,8 +55,7 @@ class DeviceExecutable final : public Executable {
   std::shared_ptr<const lir::Program> keep_;  // the program ProgramOnDevice refers to
   std::unique_ptr<ProgramOnDevice> program_;
   std::vector<std::unique_ptr<OwnedBuffer>> io_;  // inputs and outputs, allocated on first run
-  std::unique_ptr<RecordedWork> recorded_;         // the run's launches, where the device records
-  std::vector<const void*> recorded_for_;          // the buffer handles they were recorded with
+  RecordingCache recorded_;  // the run's launches by bound buffers, where the device records
 };
 
 }  // namespace rlx::gpu_host
