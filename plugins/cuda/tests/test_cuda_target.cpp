@@ -290,6 +290,10 @@ TEST(CudaCodegen, WarpGemvsNormaliseTheirOperandUnlessToldNot) {
   EXPECT_NE(cu.find("A normalised first (RMSNorm, epsilon 1e-06)"), std::string::npos) << cu;
   EXPECT_NE(cu.find("A normalised first (LayerNorm, epsilon 1e-05)"), std::string::npos) << cu;
   EXPECT_EQ(norm_kernels(cu), 1u) << cu;
+  // The scale is read beside x, before the statistics' barrier, which no load crosses.
+  const size_t scale = cu.find("rlx_scale[rlx_t] = ");
+  ASSERT_NE(scale, std::string::npos) << cu;
+  EXPECT_LT(scale, cu.find("__syncthreads()", cu.rfind("A normalised first", scale)));
   EXPECT_EQ(asked.text("cuda_kernels.sm_90.cubin").substr(0, 4),
             "\x7f"
             "ELF");
@@ -305,6 +309,13 @@ TEST(CudaCodegen, WarpGemvsComputeTheirOperandThemselves) {
   unsetenv("RLX_CUDA_ARCH");
   const std::string cu = computed.text("cuda_kernels.cu");
   EXPECT_EQ(test::occurrences(cu, ", A computed by "), 1u) << cu;
+  // Staging loops count a constant number of trips, so NVCC unrolls them whole and issues their
+  // loads together (a bound on threadIdx.x left them unrolled by four: three waits in a row).
+  EXPECT_NE(cu.find("for (int rlx_t = 0; rlx_t < 1; ++rlx_t) {\n    const int i = threadIdx.x + "
+                    "rlx_t * 256;\n"),
+            std::string::npos)
+      << cu;
+  EXPECT_EQ(cu.find("i += 256) {\n"), std::string::npos) << cu;
   // The two GEMVs and exp(x2), which the batched product reads (it stages no A).
   EXPECT_EQ(test::occurrences(cu, "__global__"), 3u) << cu;
   EXPECT_EQ(computed.text("cuda_kernels.sm_90.cubin").substr(0, 4),
