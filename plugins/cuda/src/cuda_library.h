@@ -11,6 +11,7 @@
 #include "cuda_matmul.h"
 #include "library_calls.h"
 #include "rlx/sdk/render.h"
+#include "switches.h"
 #include "decode_attention.h"
 #include "tensor_core_attention.h"
 #include "warp_gemv.h"
@@ -42,10 +43,7 @@ class CudaTargetLibrary final : public cuda_hip::CudaHipKernelLibrary {
   // The k norm computed by the scatter after it only with
   // RLX_CUDA_NORMED_PROLOGUE=1 until it has run on a GPU (written and compiled for sm_90; the
   // other GPU-style targets run them against cpu).
-  bool computes_norms() const override {
-    const char* env = std::getenv("RLX_CUDA_NORMED_PROLOGUE");
-    return env && std::string(env) == "1";
-  }
+  bool computes_norms() const override { return asked_for("RLX_CUDA_NORMED_PROLOGUE"); }
 };
 
 // The library's one instance (it holds no state).

@@ -247,11 +247,8 @@ const char* const kEarlyValues = R"(      if (d0 == 0) {
 // an H100); RLX_CUDA_ATTENTION_EARLY=0 and RLX_CUDA_ATTENTION_Q=0 turn them off, to compare.
 bool early_loads() { return switched_on("RLX_CUDA_ATTENTION_EARLY"); }
 bool computed_queries() { return switched_on("RLX_CUDA_ATTENTION_Q"); }
-// Opt-in until it has run on a GPU (switches.h's switched_on() would make it the default).
-bool cluster_combine() {
-  const char* v = std::getenv("RLX_CUDA_ATTENTION_CLUSTER");
-  return v && std::string(v) == "1";
-}
+// Opt-in until it has run on a GPU.
+bool cluster_combine() { return asked_for("RLX_CUDA_ATTENTION_CLUSTER"); }
 constexpr int64_t kMaxCluster = 8;  // blocks a cluster may portably hold
 
 bool f32_class(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }

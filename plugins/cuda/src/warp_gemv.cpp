@@ -120,8 +120,10 @@ std::string params(const sdk::MatmulShape& s) {
 // unrolled only by four, as the bound on i left it, a block staging a computed row of 3072
 // waited out the memory's latency three times in a row (the down product of a decode step
 // took longer than a separate elementwise kernel and product).
+int64_t block_trips(int64_t k) { return (k + 255) / 256; }
+
 std::string block_elements(int64_t k) {
-  const int64_t trips = (k + 255) / 256;
+  const int64_t trips = block_trips(k);
   std::string t = fmt::format(
       "#pragma unroll\n"
       "  for (int rlx_t = 0; rlx_t < {}; ++rlx_t) {{\n"
@@ -141,7 +143,7 @@ std::string block_elements(int64_t k) {
 std::string norm_stage(const sdk::MatmulShape& s) {
   const sdk::MatmulNormPrologue& nm = *s.a_norm;
   const std::string k = std::to_string(s.k);
-  const int64_t trips = (s.k + 255) / 256;
+  const int64_t trips = block_trips(s.k);
   std::string affine_decl, affine_load;
   if (nm.scale_buffer >= 0) {
     affine_decl += fmt::format("  float rlx_scale[{}];\n", trips);

@@ -411,16 +411,23 @@ TEST(CudaCodegen, RotationsComputeTheNormsBeforeThemOnlyWhenAsked) {
               "ELF");
 }
 
+// A decode step's attention: one query row of 4 heads of 64 over `keys` f16 keys and values of
+// `kv_heads` heads, with a padding mask.
+std::string decode_attention_program(int kv_heads, int keys) {
+  return fmt::format(R"(graph @t(%q: f32[1,4,1,64], %k: f16[1,{0},{1},64], %v: f16[1,{0},{1},64], %keep: bool[1,{1}]) {{
+  %o = Attention(%q, %k, %v, %keep) {{mask = "padding", scale = 0.125}} : f32[1,4,1,64]
+  return %o
+}}
+)",
+                     kv_heads, keys);
+}
+
 // The decode attention's early loads (on; RLX_CUDA_ATTENTION_EARLY=0 turns them off): the first
 // round of keys and values is loaded before the query is staged, and the module compiles with
 // and without them.
 TEST(CudaCodegen, DecodeAttentionLoadsItsFirstKeysEarlyUnlessToldNot) {
   REQUIRE_NVRTC();
-  const char* program = R"(graph @t(%q: f32[1,4,1,64], %k: f16[1,2,100,64], %v: f16[1,2,100,64], %keep: bool[1,100]) {
-  %o = Attention(%q, %k, %v, %keep) {mask = "padding", scale = 0.125} : f32[1,4,1,64]
-  return %o
-}
-)";
+  const std::string program = decode_attention_program(2, 100);
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
   test::Emitted early(program, cuda());
   setenv("RLX_CUDA_ATTENTION_EARLY", "0", 1);
@@ -443,11 +450,7 @@ TEST(CudaCodegen, DecodeAttentionLoadsItsFirstKeysEarlyUnlessToldNot) {
 // (Run on a GPU by the shared suite's attention tests with the variable set.)
 TEST(CudaCodegen, DecodeAttentionCombinesItsChunksInAClusterOnlyWhenAsked) {
   REQUIRE_NVRTC();
-  const char* program = R"(graph @t(%q: f32[1,4,1,64], %k: f16[1,4,600,64], %v: f16[1,4,600,64], %keep: bool[1,600]) {
-  %o = Attention(%q, %k, %v, %keep) {mask = "padding", scale = 0.125} : f32[1,4,1,64]
-  return %o
-}
-)";
+  const std::string program = decode_attention_program(4, 600);
   unsetenv("RLX_CUDA_ATTENTION_CLUSTER");
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
   test::Emitted plain(program, cuda());
