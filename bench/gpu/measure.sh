@@ -7,11 +7,14 @@
 #   bench/gpu/measure.sh STEP...
 #     suite               the cuda conformance suite (tests/gpu/run-on-device.sh run suite)
 #     suite@VAR=VALUE     the same with an opt-in path set (suite@RLX_CUDA_ATTENTION_CLUSTER=1)
-#     train               rlx train --target cuda on issue 16's recipe, with RLX_PROFILE
+#     train               rlx train --target cuda on issue 16's recipe: images/s, then RLX_PROFILE's table
+#     train@VAR=VALUE     the same with a switch set (train@RLX_CUDA_GEMM=kernel)
+#     train-peers         bench/train_mlp/run.py: rlx cuda against PyTorch eager and torch.compile
 #     qwen3[=MODES]       bench/gpu/qwen3.py's decoder (MODES as its --modes; default amp-f16,f32)
 #     minilm              bench/gpu/run.py on /tmp/minilm: cuda f32 and f16 against PyTorch
 #     profile-minilm=B    RLX_PROFILE of the f16 MiniLM at batch B, seq 128
 #     ncu-decode          Nsight Compute's time of every kernel of a decode step (amp-f16, T=576)
+#     ncu-minilm=B        the same for one f16 MiniLM run at batch B, seq 128
 # Each step has its own time limit, so one slow step leaves the others their share of the call.
 set -u
 out=${OUT:-/tmp/rlx-measure}
@@ -26,6 +29,11 @@ step() {  # step NAME LIMIT COMMAND...: runs it into $out/NAME.log, says how it 
   echo "== $name: exit $? ($out/$name.log)"
 }
 
+minilm_f16() {  # the bundle's weights are model.f16.safetensors (run.py makes its own f32 copy)
+  mkdir -p /tmp/minilm-f16 && cp /tmp/minilm/config.json /tmp/minilm-f16/
+  ln -sf /tmp/minilm/model.f16.safetensors /tmp/minilm-f16/model.safetensors
+}
+
 for s in "$@"; do
   case $s in
     suite) step suite 240 tests/gpu/run-on-device.sh run suite
@@ -33,10 +41,19 @@ for s in "$@"; do
     suite@*) setting=${s#suite@}
       step "suite-${setting%%=*}" 240 env "$setting" tests/gpu/run-on-device.sh run suite
       grep -E "PASSED|FAILED|Failure" "$out/suite-${setting%%=*}.log" | head -8 ;;
-    train) step train 120 env RLX_PROFILE=1 rlx train --model mlp:784,128,10 \
-        --data synthetic:60000 --optimizer sgd:lr=0.02,momentum=0.9 --batch 128 --epochs 2 \
-        --target cuda --json
-      grep -E "images_per_s|^ +[0-9.]+ +[0-9.]+%" "$out/train.log" | head -12 ;;
+    train|train@*) setting=RLX_TRAIN_PLAIN=1 name=train
+      [ "$s" != train ] && setting=${s#train@} name=train-${setting%%=*}
+      train=(rlx train --model mlp:784,128,10 --data synthetic:60000 --batch 128 --epochs 2
+        --optimizer sgd:lr=0.02,momentum=0.9 --target cuda --json)
+      step "$name" 60 env "$setting" "${train[@]}"
+      grep -E '"images_per_s"' "$out/$name.log"
+      step "$name-profile" 60 env "$setting" RLX_PROFILE=1 "${train[@]}"
+      # The training step's table is the last: its title and eight largest rows.
+      awk '/rlx profile/ {n = 0} {rows[n++] = $0} END {for (i = 0; i < 10 && i < n; i++) print rows[i]}' \
+        <(grep -E "rlx profile|^ +[0-9.]+ +[0-9.]+%" "$out/$name-profile.log") ;;
+    train-peers) step train-peers 240 python3 bench/train_mlp/run.py --rlx "$(command -v rlx)" \
+        --rounds 2 --target cuda --torch-device cuda --peers torch,torch-compile
+      grep -E "^\|" "$out/train-peers.log" | head -12 ;;
     qwen3|qwen3=*) modes=amp-f16,f32
       [ "$s" != qwen3 ] && modes=${s#qwen3=}
       step qwen3 300 python3 bench/gpu/qwen3.py --work /tmp/q3 --modes "$modes" --runs 10
@@ -45,21 +62,29 @@ for s in "$@"; do
         --torch-modes eager-f32,eager-f16,compile-f16 --batches 1,8,32,128 --rounds 2 --runs 20
       grep -E "^\|" "$out/minilm.log" | head -30 ;;
     profile-minilm=*) b=${s#profile-minilm=}
-      step "profile-minilm-$b" 90 env RLX_PROFILE=1 rlx bench /tmp/minilm -t cuda --precision f16 \
+      minilm_f16
+      step "profile-minilm-$b" 90 env RLX_PROFILE=1 rlx bench /tmp/minilm-f16 -t cuda --precision f16 \
         --batch "$b" --seq 128 --runs 10 --warmup 3
       head -16 "$out/profile-minilm-$b.log" ;;
-    ncu-decode) step ncu-decode 150 ncu --clock-control none --metrics gpu__time_duration.sum \
-        --csv rlx bench "$q3" "${decode_args[@]}" --warmup 1 --runs 1
-      python3 - "$out/ncu-decode.log" <<'PY'
-import collections, csv, sys
+    ncu-decode|ncu-minilm=*) name=ncu-decode what=("$q3" "${decode_args[@]}")
+      if [ "$s" != ncu-decode ]; then
+        name=ncu-minilm-${s#ncu-minilm=}
+        what=(/tmp/minilm-f16 -t cuda --precision f16 --batch "${s#ncu-minilm=}" --seq 128)
+        minilm_f16
+      fi
+      step "$name" 150 ncu --clock-control none --metrics gpu__time_duration.sum \
+        --csv rlx bench "${what[@]}" --warmup 1 --runs 1
+      python3 - "$out/$name.log" <<'PY'
+import collections, csv, re, sys
 rows = list(csv.reader(l for l in open(sys.argv[1]) if l.startswith('"')))
 if rows:
     name, value = rows[0].index("Kernel Name"), rows[0].index("Metric Value")
     total, count = collections.defaultdict(float), collections.Counter()
     for r in rows[1:]:
+        kind = re.sub(r"^k[0-9]+_", "", r[name])[:60]  # every layer's kernel of a kind together
         try:
-            total[r[name][:60]] += float(r[value].replace(",", "")) / 1000.0
-            count[r[name][:60]] += 1
+            total[kind] += float(r[value].replace(",", "")) / 1000.0
+            count[kind] += 1
         except ValueError:
             pass
     print(f"kernels {sum(count.values())}, {sum(total.values()):.1f} us (warm-up and timed run)")

@@ -432,10 +432,6 @@ std::unique_ptr<gpu_host::VendorMatmul> CudaDevice::prepare_matmul(
       dtype_name(shape.a_dtype), dtype_name(shape.b_dtype), dtype_name(shape.c_dtype),
       shape.a_batch, shape.a_m, shape.a_k, shape.b_batch, shape.b_k, shape.b_n,
       epilogue.bias ? "bias" : "", epilogue.residual ? " residual" : "");
-  // Opt-in: on the H200 it cost about 0.4 s of compile time per program and moved MiniLM's p50
-  // by -11% to +14% (bench/RESULTS.md), timing products alone on operands that stay in L2.
-  const char* tune = std::getenv("RLX_CUDA_GEMM_TUNE");
-  const bool tuning = tune && std::string_view(tune) == "1";
   MatmulTuner tuner = [&](int count, const MatmulBytes& bytes,
                           const std::function<void(int, const MatmulOperands&)>& run) {
     if (auto it = tuned_.find(key); it != tuned_.end() && it->second < count) return it->second;
@@ -444,7 +440,7 @@ std::unique_ptr<gpu_host::VendorMatmul> CudaDevice::prepare_matmul(
     return best;
   };
   return plan_cublaslt(*lt, lt_handle_, context_.stream, lt_workspace_, kCublasLtWorkspace, shape,
-                       epilogue, tuning ? &tuner : nullptr);
+                       epilogue, cublaslt_tunes(shape) ? &tuner : nullptr);
 }
 
 int CudaDevice::time_candidates(int count, const MatmulBytes& bytes,

@@ -183,6 +183,12 @@ std::string cublaslt_takes(const sdk::MatmulShape& s) {
   return s.tf32 && s.a_dtype == DType::kF32 ? "cuBLASLt (TF32)" : "cuBLASLt";
 }
 
+bool cublaslt_tunes(const sdk::MatmulShape& s) {
+  if (const char* tune = std::getenv("RLX_CUDA_GEMM_TUNE"))
+    return std::string_view(tune) == "1";
+  return s.batch * s.m * s.n * s.k <= kTunedAlways;
+}
+
 std::unique_ptr<gpu_host::VendorMatmul> plan_cublaslt(const CublasLtApi& lt, CublasLtHandle handle,
                                                       CuStream stream, CuDevicePtr workspace,
                                                       size_t workspace_bytes,

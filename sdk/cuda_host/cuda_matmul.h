@@ -18,6 +18,15 @@ namespace rlx::cuda {
 // for the tiled kernel everywhere.
 std::string cublaslt_takes(const sdk::MatmulShape& shape);
 
+// Whether `shape`'s algorithm is chosen by timing the heuristic's first eight rather than taken
+// from its first: for small products (at most kTunedAlways multiply-adds), where a tiny dimension
+// makes the first choice slow (on the H100 the heuristic's pick for a 10x128x128 product of a
+// training step took 67 us, the fastest of eight 12 us) and timing them costs microseconds.
+// RLX_CUDA_GEMM_TUNE=1 times every product, =0 none (bench/RESULTS.md: large products timed
+// alone, their operands in L2, moved MiniLM by -11% to +14%).
+inline constexpr int64_t kTunedAlways = int64_t{1} << 22;
+bool cublaslt_tunes(const sdk::MatmulShape& shape);
+
 // Bytes of each operand a product reads or writes, and scratch device memory of those sizes.
 struct MatmulBytes {
   size_t a = 0, b = 0, c = 0, bias = 0, residual = 0;  // bias and residual: 0 when not added

@@ -220,8 +220,9 @@ std::string loop_stage(const sdk::MatmulShape& s) {
 bool warp_gemv_takes(const sdk::MatmulShape& s) {
   if (!switched_on("RLX_CUDA_GEMV")) return false;
   if (s.m < 1 || s.m > kMaxRows || s.n < 1 || s.k < 1 || s.batch < 1) return false;
-  // A computed or normalised in the kernel needs its single row staged.
-  if (s.a_loop && (!switched_on("RLX_CUDA_GEMV_LOOP") || s.m != 1 || s.batch != 1 ||
+  // A computed in the kernel needs its single row staged; opt-in, since a decode step measured
+  // faster with the elementwise kernel apart (docs/targets.md).
+  if (s.a_loop && (!asked_for("RLX_CUDA_GEMV_LOOP") || s.m != 1 || s.batch != 1 ||
                    s.k > kMaxStaged))
     return false;
   // A norm prologue needs A's single row staged.

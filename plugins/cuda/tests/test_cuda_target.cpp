@@ -299,14 +299,22 @@ TEST(CudaCodegen, WarpGemvsNormaliseTheirOperandUnlessToldNot) {
             "ELF");
 }
 
-// An elementwise kernel whose only reader is a single-row product is computed where the warp
-// GEMV stages A (the shared suite's ComputedOperandsOfSingleRowProductsAgreeWithCpu runs it on
-// the device): its own kernel goes, and the module compiles.
-TEST(CudaCodegen, WarpGemvsComputeTheirOperandThemselves) {
+// Asked for (RLX_CUDA_GEMV_LOOP=1), an elementwise kernel whose only reader is a single-row
+// product is computed where the warp GEMV stages A (the shared suite's
+// ComputedOperandsOfSingleRowProductsAgreeWithCpu runs it on the device with the switch): its own
+// kernel goes, and the module compiles. By default it keeps its kernel, which measured faster.
+TEST(CudaCodegen, WarpGemvsComputeTheirOperandThemselvesOnlyWhenAsked) {
   REQUIRE_NVRTC();
   setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  unsetenv("RLX_CUDA_GEMV_LOOP");
+  test::Emitted plain(test::kComputedOperandProgram, cuda());
+  setenv("RLX_CUDA_GEMV_LOOP", "1", 1);
   test::Emitted computed(test::kComputedOperandProgram, cuda());
+  unsetenv("RLX_CUDA_GEMV_LOOP");
   unsetenv("RLX_CUDA_ARCH");
+  const std::string apart = plain.text("cuda_kernels.cu");
+  EXPECT_EQ(test::occurrences(apart, ", A computed by "), 0u) << apart;
+  EXPECT_EQ(test::occurrences(apart, "__global__"), 4u) << apart;
   const std::string cu = computed.text("cuda_kernels.cu");
   EXPECT_EQ(test::occurrences(cu, ", A computed by "), 1u) << cu;
   // Staging loops count a constant number of trips, so NVCC unrolls them whole and issues their
