@@ -15,6 +15,8 @@
 #     profile-minilm=B    RLX_PROFILE of the f16 MiniLM at batch B, seq 128
 #     ncu-decode          Nsight Compute's time of every kernel of a decode step (amp-f16, T=576)
 #     ncu-minilm=B        the same for one f16 MiniLM run at batch B, seq 128
+#     ncu-why=REGEX       Nsight Compute's reasons (throughputs, issue, occupancy) for the f16
+#                         MiniLM kernels at batch 32 whose names match REGEX, first call of each
 # Each step has its own time limit, so one slow step leaves the others their share of the call.
 set -u
 out=${OUT:-/tmp/rlx-measure}
@@ -92,6 +94,13 @@ if rows:
         print(f"{total[k]:9.1f} us {count[k]:4d}x {total[k] / count[k]:7.2f} {k}")
 PY
       ;;
+    ncu-why=*) minilm_f16
+      step ncu-why 150 ncu --clock-control none -k "regex:${s#ncu-why=}" -c 3 \
+        --section SpeedOfLight --section Occupancy --section ComputeWorkloadAnalysis \
+        --section SchedulerStats rlx bench /tmp/minilm-f16 -t cuda --precision f16 --batch 32 \
+        --seq 128 --warmup 1 --runs 1
+      grep -E "^  k[0-9]+_|Duration|DRAM Throughput|Compute \(SM\) Th|Issue Slots Busy|Executed Ipc A|Achieved Occ|No Eligible|Memory Throughput" \
+        "$out/ncu-why.log" | head -40 ;;
     *) echo "measure.sh: unknown step '$s' (see the comment at the top)" >&2; exit 2 ;;
   esac
 done

@@ -250,8 +250,9 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     Launch l;
     l.symbol = it->second;
     l.buffers = std::move(ids);
-    // Lanes per output: 1, or a SIMD group's width where the dialect reduces across one.
-    l.work_items = sdk::work_items(k) * sdk::lanes_per_output(k, d);
+    // Lanes per output: 1, or a SIMD group's width where the dialect reduces across one; or
+    // several outputs per work-item (Dialect::max_outputs_per_item).
+    l.work_items = sdk::work_items(k) * sdk::lanes_per_output(k, d) / sdk::outputs_per_item(k, d);
     plan.steps.emplace_back(std::move(l));
   };
   // A kernel rendered from a shape (render_matmul, render_attention): rendered once under the
@@ -484,7 +485,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         computes_q.emplace(*j, i);
         continue;
       }
-      if (auto taken = loop_in_product(i)) {             // the next product computes it (no launch)
+      if (auto taken = loop_in_product(i)) {  // the next product computes it (no launch)
         read_until(*k, i + 1, nullptr);
         computes_a.emplace(i + 1, std::move(*taken));
         continue;

@@ -35,7 +35,7 @@ class KernelRenderer {
  public:
   KernelRenderer(const lir::LoopKernel& k, const lir::Program& p, const Dialect& d,
                  const NormedRead* norm = nullptr)
-      : k_(k), p_(p), d_(d), norm_(norm) {}
+      : k_(k), p_(p), d_(d), norm_(norm), index_type_(detail::index_type(d, k)) {}
 
   std::string render() {
     const int64_t rank = static_cast<int64_t>(k_.domain.size());
@@ -48,7 +48,7 @@ class KernelRenderer {
     for (auto& [id, u] : uses) params.push_back({id, u.dtype, u.written});
     for (size_t j = 0; j < params.size(); ++j)
       local_[params[j].storage] = positional() ? static_cast<int32_t>(j) : params[j].storage;
-    line(d_.comment + describe(uses));
+    line(d_.comment + detail::describe_kernel(k_, p_, uses, local_, positional()));
     std::optional<std::string> sig;
     if (d_.render_signature) sig = d_.render_signature(d_, kernel_symbol(k_), params);
     const int64_t lanes = lanes_per_output(k_, d_);  // > 1: a SIMD group per output
@@ -74,19 +74,25 @@ class KernelRenderer {
       opened += open_point_range(par);
       out_index = affine(0, out_strides);
     } else {
-      int64_t n = work_items(k_);
+      const int64_t n = work_items(k_), per = outputs_per_item(k_, d_);
       // With SIMD lanes, output gid is SIMD group `simd_group` of group `group_index`, counted
       // by the hardware's own grouping (the host launched lanes * n work-items, 64 a group).
-      line(declare(d_.index_type, "gid",
+      const std::string item = per > 1 ? "rlx_item" : "gid";
+      line(declare(index_type_, item,
                    lanes > 1
                        ? fmt::format("{} * {} + {}", d_.group_index, d_.simd_groups, d_.simd_group)
                        : global_id()));
-      line(fmt::format("if (gid >= {}) {{ return; }}", n));
+      line(fmt::format("if ({} >= {}) {{ return; }}", item, n / per));
+      if (per > 1) {  // Dialect::max_outputs_per_item; every gid is in range (per divides n)
+        line("#pragma unroll");
+        opened += open_loop_over("rlx_j", per);
+        line(declare(index_type_, "gid", fmt::format("rlx_item + rlx_j * {}", n / per)));
+      }
       gid_strides_ = out_strides;
       for (int32_t d = 0; d < k_.num_parallel; ++d) {
         std::string v = out_strides[d] == 1 ? "gid" : fmt::format("gid / {}", out_strides[d]);
         if (d > 0) v = fmt::format("({}) % {}", v, par[d]);
-        line(declare(d_.index_type, fmt::format("i{}", d), v));
+        line(declare(index_type_, fmt::format("i{}", d), v));
       }
       out_index = "gid";
     }
@@ -173,8 +179,8 @@ class KernelRenderer {
   std::string input_value_;
   DType input_dtype_ = DType::kF32;
   const NormedRead* norm_ = nullptr;  // a prologue's computed norm (render_prologue)
-  // One work-item per output element (kWorkItemPerOutput): the row-major strides of the parallel
-  // dims that the flat index `gid` walks; empty under the other mappings.
+  std::string index_type_;            // the dialect's, or its narrow one where offsets fit
+  // kWorkItemPerOutput: the row-major strides of the parallel dims `gid` walks; else empty.
   std::vector<int64_t> gid_strides_;
 
   bool positional() const { return d_.buffer_params == BufferParams::kPositionalTable; }
@@ -256,13 +262,14 @@ class KernelRenderer {
     if (!d_.global_id.empty()) return d_.global_id;
     if (d_.group_id[0].empty() || d_.group_size[0].empty() || d_.local_id[0].empty())
       fail("the dialect maps work-items but names no global_id or group/local ids");
-    return fmt::format("{} * {} + {}", cast_to(d_.index_type, d_.group_id[0]), d_.group_size[0],
+    return fmt::format("{} * {} + {}", cast_to(index_type_, d_.group_id[0]), d_.group_size[0],
                        d_.local_id[0]);
   }
 
-  int open_loop(int32_t d) {
-    line(fmt::format(fmt::runtime(d_.loop), fmt::arg("type", d_.index_type),
-                     fmt::arg("var", fmt::format("i{}", d)), fmt::arg("end", k_.domain[d])));
+  int open_loop(int32_t d) { return open_loop_over(fmt::format("i{}", d), k_.domain[d]); }
+  int open_loop_over(const std::string& var, int64_t end) {
+    line(fmt::format(fmt::runtime(d_.loop), fmt::arg("type", index_type_), fmt::arg("var", var),
+                     fmt::arg("end", end)));
     ++indent_;
     return 1;
   }
@@ -300,13 +307,13 @@ class KernelRenderer {
   int open_lane_loop(int64_t lanes) {
     const std::vector<int64_t> red(k_.domain.begin() + k_.num_parallel, k_.domain.end());
     const std::vector<int64_t> strides = row_major_strides(red);
-    line(fmt::format("for ({0} r = {1}; r < {2}; r += {3}) {{", d_.index_type,
-                     cast_to(d_.index_type, d_.simd_lane), strides[0] * red[0], lanes));
+    line(fmt::format("for ({0} r = {1}; r < {2}; r += {3}) {{", index_type_,
+                     cast_to(index_type_, d_.simd_lane), strides[0] * red[0], lanes));
     ++indent_;
     for (size_t j = 0; j < red.size(); ++j) {
       std::string v = strides[j] == 1 ? "r" : fmt::format("r / {}", strides[j]);
       if (j > 0) v = fmt::format("({}) % {}", v, red[j]);
-      line(declare(d_.index_type, fmt::format("i{}", k_.num_parallel + j), red[j] == 1 ? "0" : v));
+      line(declare(index_type_, fmt::format("i{}", k_.num_parallel + j), red[j] == 1 ? "0" : v));
     }
     return 1;
   }
@@ -643,22 +650,6 @@ class KernelRenderer {
     }
     ps.insert(ps.end(), d_.extra_params.begin(), d_.extra_params.end());
     return fmt::format("{} {}({})", d_.kernel_prefix, kernel_symbol(k_), join(ps, ", "));
-  }
-
-  std::string describe(const std::map<int32_t, BufferUse>& uses) const {
-    std::vector<std::string> dims;
-    for (int64_t n : k_.domain) dims.push_back(std::to_string(n));
-    // Positional kernels leave out what differs between kernels sharing a body (the kernel's
-    // and the buffers' names), so equal bodies stay equal text.
-    std::string s = fmt::format("{}domain [{}], {} parallel", positional() ? "" : k_.name + ": ",
-                                join(dims, ", "), k_.num_parallel);
-    if (!k_.reduce.empty()) s += ", reduce " + k_.reduce;
-    std::vector<std::string> bs;
-    for (auto& [id, u] : uses)
-      bs.push_back(fmt::format(
-          "b{} {}{}{}", local_.at(id), u.read ? "r" : "", u.written ? "w" : "",
-          positional() ? fmt::format(" {}", dtype_name(u.dtype)) : " " + p_.buffers[id].name));
-    return s + "; buffers: " + join(bs, ", ");
   }
 };
 

@@ -373,6 +373,71 @@ int64_t lanes_per_output(const lir::LoopKernel& k, const Dialect& d) {
   return d.simd_width;
 }
 
+namespace detail {
+
+std::string describe_kernel(const lir::LoopKernel& k, const lir::Program& p,
+                            const std::map<int32_t, BufferUse>& uses,
+                            const std::map<int32_t, int32_t>& local, bool positional) {
+  std::vector<std::string> dims;
+  for (int64_t n : k.domain) dims.push_back(std::to_string(n));
+  // Positional kernels leave out what differs between kernels sharing a body (the kernel's
+  // and the buffers' names), so equal bodies stay equal text.
+  std::string s = fmt::format("{}domain [{}], {} parallel", positional ? "" : k.name + ": ",
+                              join(dims, ", "), k.num_parallel);
+  if (!k.reduce.empty()) s += ", reduce " + k.reduce;
+  std::vector<std::string> bs;
+  for (auto& [id, u] : uses)
+    bs.push_back(fmt::format(
+        "b{} {}{}{}", local.at(id), u.read ? "r" : "", u.written ? "w" : "",
+        positional ? fmt::format(" {}", dtype_name(u.dtype)) : " " + p.buffers[id].name));
+  return s + "; buffers: " + join(bs, ", ");
+}
+
+bool offsets_fit_31_bits(const lir::LoopKernel& k) {
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  int64_t total = 1;
+  for (int64_t n : k.domain) {
+    if (n < 1) continue;
+    if (total > kMax / n) return false;
+    total *= n;
+  }
+  for (const lir::Expr& e : k.exprs) {
+    if (e.kind != lir::ExprKind::kLoad && e.kind != lir::ExprKind::kIndex) continue;
+    if (e.load.offset > kMax || e.load.offset < -kMax) return false;
+    int64_t reach = e.load.offset < 0 ? -e.load.offset : e.load.offset;
+    std::vector<int64_t> strides = e.load.strides;
+    if (strides.empty() && e.kind == lir::ExprKind::kIndex && e.dim >= 0 &&
+        e.dim < static_cast<int32_t>(k.domain.size()))
+      strides.assign(static_cast<size_t>(e.dim) + 1, 0), strides[e.dim] = 1;
+    for (size_t d = 0; d < strides.size() && d < k.domain.size(); ++d) {
+      const int64_t s = strides[d] < 0 ? -strides[d] : strides[d], span = k.domain[d] - 1;
+      if (s == 0 || span <= 0) continue;
+      if (s > kMax || span > (kMax - reach) / s) return false;
+      reach += s * span;
+    }
+  }
+  return true;  // stores write at the flat output index, below `total`
+}
+
+const std::string& index_type(const Dialect& d, const lir::LoopKernel& k) {
+  return d.narrow_index_type.empty() || !offsets_fit_31_bits(k) ? d.index_type
+                                                                : d.narrow_index_type;
+}
+
+}  // namespace detail
+
+int64_t outputs_per_item(const lir::LoopKernel& k, const Dialect& d) {
+  if (d.mapping != DomainMapping::kWorkItemPerOutput || !k.reduce.empty() ||
+      k.num_parallel != static_cast<int32_t>(k.domain.size()))
+    return 1;
+  constexpr int64_t kMinItems = 32768;  // a few waves of an H100's 132 x 2048 threads stay
+  const int64_t n = work_items(k);
+  int64_t per = 1;
+  while (per * 2 <= d.max_outputs_per_item && n % (per * 2) == 0 && n / (per * 2) >= kMinItems)
+    per *= 2;
+  return per;
+}
+
 std::vector<int32_t> kernel_buffers(const lir::LoopKernel& kernel, const lir::Program& program) {
   std::vector<int32_t> ids;
   for (auto& [id, use] : detail::buffer_uses(kernel, program)) ids.push_back(id);

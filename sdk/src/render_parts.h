@@ -35,6 +35,18 @@ struct BufferUse {
 // Storage buffer -> how the kernel uses it, ordered by id (the kOnePerBuffer parameter order).
 std::map<int32_t, BufferUse> buffer_uses(const lir::LoopKernel& k, const lir::Program& p);
 
+// The comment above a rendered loop kernel: its name (left out when `positional`, so that equal
+// bodies stay equal text), domain, reduction and buffers (`local`: id -> number in the name).
+std::string describe_kernel(const lir::LoopKernel& k, const lir::Program& p,
+                            const std::map<int32_t, BufferUse>& uses,
+                            const std::map<int32_t, int32_t>& local, bool positional);
+
+// Whether a loop kernel's flat domain and the largest offset any of its loads, index
+// expressions or stores can compute fit in 31 bits, and so the type its indices take in `d`:
+// d.narrow_index_type where set and they fit, else d.index_type.
+bool offsets_fit_31_bits(const lir::LoopKernel& k);
+const std::string& index_type(const Dialect& d, const lir::LoopKernel& k);
+
 // Element `index` of buffer `ptr` as stored: the dialect's load_element where it packs `dtype`
 // in words, else ptr[index]. `load` converts it to the compute type.
 std::string read_element(const Dialect& d, const std::string& ptr, const std::string& index,
@@ -146,7 +158,7 @@ class KernelText {
 // `guard` holds, else 0; "": always), computed from the norm's input at `indent` levels
 // (render.h, NormedRead; render_normed_read.cpp). `program` holds r's buffers.
 std::string normed_read(const NormedRead& r, const lir::Program& program, const Dialect& d,
-                        const std::string& index, const std::string& guard,
-                        const std::string& name, int indent);
+                        const std::string& index, const std::string& guard, const std::string& name,
+                        int indent);
 
 }  // namespace rlx::sdk::detail

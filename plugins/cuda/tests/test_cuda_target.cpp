@@ -124,6 +124,38 @@ TEST(CudaCodegen, ProductsAreCublasLtCallsWhereItLoads) {
   EXPECT_EQ(cu.find("void __launch_bounds__(64) k0_dot_general("), std::string::npos) << cu;
 }
 
+// A kernel whose offsets fit 31 bits indexes in int (a 64-bit division by a constant is a dozen
+// instructions); one over more than 2^31 elements keeps 64-bit indices, so nothing wraps. The
+// shared suite runs both forms on the device (its elementwise tests span more than 2^17 items).
+TEST(CudaCodegen, IndicesAreThirtyTwoBitsWhereEveryOffsetFits) {
+  REQUIRE_NVRTC();
+  const char* program = R"(graph @t(%x: f16[4, 8, 16], %y: f16[65536, 40000]) {
+  %a = transpose(%x) {perm = [1, 0, 2]} : f16[8, 4, 16]
+  %b = exp(%a) : f16[8, 4, 16]
+  %c = exp(%y) : f16[65536, 40000]
+  return %b, %c
+}
+)";
+  setenv("RLX_CUDA_ARCH", "sm_90", 1);
+  test::Emitted e(program, cuda());
+  unsetenv("RLX_CUDA_ARCH");
+  const std::string cu = e.text("cuda_kernels.cu");
+  EXPECT_EQ(test::occurrences(cu, "const int gid = ((int)(blockIdx.x)) * blockDim.x"), 1u) << cu;
+  EXPECT_NE(cu.find("const int i1 = (gid / 16) % 4;"), std::string::npos) << cu;
+  // The large one also computes four outputs a thread, a quarter of the domain apart, in a loop
+  // NVCC unrolls so that the four loads are in flight together.
+  EXPECT_NE(cu.find("const int64_t rlx_item = ((int64_t)(blockIdx.x)) * blockDim.x + threadIdx.x;\n"
+                    "  if (rlx_item >= 655360000) { return; }\n"
+                    "  #pragma unroll\n"
+                    "  for (int64_t rlx_j = 0; rlx_j < 4; ++rlx_j) {\n"
+                    "    const int64_t gid = rlx_item + rlx_j * 655360000;\n"),
+            std::string::npos)
+      << cu;
+  EXPECT_EQ(e.text("cuda_kernels.sm_90.cubin").substr(0, 4),
+            "\x7f"
+            "ELF");
+}
+
 TEST(CudaCodegen, AMalformedArchitectureIsRefusedByName) {
   REQUIRE_NVRTC();
   setenv("RLX_CUDA_ARCH", "hopper", 1);

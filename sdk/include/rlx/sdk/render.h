@@ -107,6 +107,10 @@ struct Dialect {
   // ({x}: the bits `store` made; atomics, since neighbours share a word). Empty: {ptr}[{i}].
   DTypeTable load_element, store_element;
   std::string index_type;      // loop indices and element offsets ("int64_t")
+  // Where set, the index type of a loop kernel whose domain and every offset fit 31 bits ("int"
+  // in CUDA and HIP, where a 64-bit division by a constant is a dozen instructions and a
+  // memory-bound kernel's index arithmetic can outlast its loads).
+  std::string narrow_index_type;
   std::string cast;            // {type}, {x}: "(({type})({x}))"
   std::string float_suffix;    // on f32 literals ("f")
   std::string int64_suffix;    // on i64 literals ("LL")
@@ -202,6 +206,12 @@ struct Dialect {
   // dialect but MSL): one work-item per output, looping serially.
   int64_t simd_reduce_min_extent = 0;
   std::string simd_min, simd_product;  // as simd_max, for those reductions
+  // Up to this many outputs (a power of two) of an elementwise kWorkItemPerOutput kernel per
+  // work-item, `items` apart so that a warp's loads stay neighbours, each loop of them unrolled
+  // ("#pragma unroll") so that all their loads are in flight at once: a memory-bound kernel of
+  // one 2-byte load per thread left most of an H100's warps waiting (MiniLM's bias-and-transpose
+  // at 10% of DRAM bandwidth). The host launches outputs_per_item(kernel, dialect) times fewer.
+  int64_t max_outputs_per_item = 1;
 
   // A per-invocation array ({type} {name} {size}), for kernels that keep a row in registers
   // (render_attention). C's form unless the language differs (WGSL's `var`).
@@ -537,5 +547,11 @@ int64_t work_items(const lir::LoopKernel& kernel);
 // dialect's simd_width where the kernel's reduction runs across a SIMD group
 // (Dialect::simd_reduce_min_extent), else 1. A host launches work_items(kernel) times this.
 int64_t lanes_per_output(const lir::LoopKernel& kernel, const Dialect& dialect);
+
+// How many outputs of `kernel` one work-item computes in `dialect` (Dialect::max_outputs_per_item):
+// the largest power of two up to it that divides work_items(kernel) and leaves at least 32768
+// work-items, for a kernel without reduction; else 1. A host launches work_items(kernel) divided
+// by this.
+int64_t outputs_per_item(const lir::LoopKernel& kernel, const Dialect& dialect);
 
 }  // namespace rlx::sdk
