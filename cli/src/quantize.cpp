@@ -14,6 +14,7 @@
 #include "options.h"
 #include "quantize_calibration.h"
 #include "rlx/core/half.h"
+#include "rlx/core/progress.h"
 #include "rlx/core/quantize.h"
 #include "rlx/core/safetensors.h"
 
@@ -45,7 +46,8 @@ void declare_quantize_options(CLI::App& app, QuantizeOptions& o) {
   add_value(app, "-o,--output", "DIR", o.output, "the folder to write (created; must not exist)",
             Presence::kRequired);
   add_value(app, "--calibration", "IN.safetensors", o.calibration,
-            "the model's inputs to calibrate int8 on (rows along the first axis)");
+            "the model's inputs (rows along the first axis): int8's activation ranges, or the "
+            "activations int4-weight rounds for (GPTQ)");
   add_value(app, "--method", "M", o.method,
             "calibration ranges: minmax (every value seen) or percentile (see --percentile)");
   add_number(app, "--percentile", "P", in_percent, "(50, 100]", o.percentile,
@@ -101,9 +103,11 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
   if (o.scheme == "int8" && !o.calibration)
     throw UsageError("--scheme int8 calibrates its activation ranges: give --calibration "
                      "IN.safetensors (or use --scheme int8-dynamic, which needs none)");
-  if (o.scheme != "int8" && o.calibration)
-    throw UsageError(fmt::format("--scheme {} needs no calibration; drop --calibration",
-                                 o.scheme));
+  if (o.scheme == "int8-dynamic" && o.calibration)
+    throw UsageError("--scheme int8-dynamic needs no calibration; drop --calibration");
+  if (o.scheme == "int4-weight" && (o.method != "minmax" || o.percentile))
+    throw UsageError("--method and --percentile choose int8's activation ranges; int4-weight's "
+                     "--calibration rounds the weights by GPTQ, which takes neither");
   if (o.method != "minmax" && o.method != "percentile")
     throw UsageError(fmt::format("--method {} is not one of minmax, percentile", o.method));
   if (o.group != 32 && o.group != 64 && o.group != 128)
@@ -126,7 +130,7 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
     throw CliError(fmt::format("{} has no Linear layer with a weight to quantize",
                                model_path.string()));
 
-  std::map<std::string, quant::U8Params> ranges;
+  Calibration calibrated;
   if (o.calibration) {
     std::shared_ptr<Target> target = choose_target(reg, o.target);
     require_can_execute(*target, target->name(), model_path.string());
@@ -134,12 +138,16 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
     c.inputs = *o.calibration;
     c.method = o.method;
     if (o.percentile) c.percentile = *o.percentile;
-    ranges = calibrate(model, target, c, global.quiet);
+    c.gram = !int8;
+    calibrated = calibrate(model, target, c, global.quiet);
   }
+  const std::map<std::string, quant::U8Params>& ranges = calibrated.ranges;
 
   TensorMap in = map_safetensors(model_path / "model.safetensors");
   TensorMap written;
   int64_t quantized = 0, bytes_before = 0, bytes_after = 0;
+  // GPTQ takes seconds a layer (a Cholesky factor and k column updates of the whole weight).
+  progress::Task task("rounding the weights", static_cast<int64_t>(linear.size()));
   for (const auto& [name, t] : in) {
     bytes_before += static_cast<int64_t>(t.nbytes());
     const bool take = linear.count(name) && t.rank() == 2 && (!int8 || o.scheme != "int8" ||
@@ -162,13 +170,19 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
       }
     } else {
       Tensor q(DType::kU8, {n, k / 2}), s(DType::kF32, {n, k / o.group}), z(DType::kU8, {n, k / o.group});
-      quant::quantize_int4_groups(w.data(), n, k, o.group, q.as<uint8_t>(), s.as<float>(),
-                                  z.as<uint8_t>());
+      auto gram = calibrated.grams.find(name);
+      if (gram != calibrated.grams.end() && gram->second.k == k)
+        quant::quantize_int4_groups_gptq(w.data(), n, k, o.group, gram->second.xtx->data(),
+                                         q.as<uint8_t>(), s.as<float>(), z.as<uint8_t>());
+      else
+        quant::quantize_int4_groups(w.data(), n, k, o.group, q.as<uint8_t>(), s.as<float>(),
+                                    z.as<uint8_t>());
       written[name] = q;
       written[name + "_scale"] = s;
       written[name + "_zero_point"] = z;
     }
     ++quantized;
+    task.advance();
   }
   for (const auto& [name, t] : written) bytes_after += static_cast<int64_t>(t.nbytes());
 
@@ -176,7 +190,7 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
   copy_other_files(model_path, out);
   std::map<std::string, std::string> meta = {{"rlx.quantization", o.scheme}};
   if (!int8) meta["rlx.group"] = std::to_string(o.group);
-  if (o.calibration) meta["rlx.calibration"] = o.method;
+  if (o.calibration) meta["rlx.calibration"] = int8 ? o.method : "gptq";
   write_safetensors(out / "model.safetensors", written, meta);
 
   if (o.json) {
@@ -189,7 +203,7 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
     if (!int8) j.push_back({"group", jint(o.group)});
     if (o.calibration) {
       j.push_back({"calibration", jstring(*o.calibration)});
-      j.push_back({"method", jstring(o.method)});
+      j.push_back({"method", jstring(int8 ? o.method : "gptq")});
     }
     std::fputs((to_json_text(json::Value{std::move(j)}) + "\n").c_str(), stdout);
   } else {
@@ -217,7 +231,9 @@ Command quantize_command() {
        "                the f32 model on --calibration (its inputs, rows along the first axis;\n"
        "                progress on stderr); --method minmax or percentile\n"
        "  int4-weight   weights int4 in groups of --group (32, 64, 128) with a scale and zero\n"
-       "                point each; activations stay f32; no calibration\n"
+       "                point each; activations stay f32; calibration optional: with\n"
+       "                --calibration each layer is rounded by GPTQ for the activations it\n"
+       "                multiplies (X W^T kept close, not W), else to the nearest level\n"
        "Embeddings, norms and biases are kept as they are."},
       &declare_quantize_options, &quantize_main);
 }

@@ -49,11 +49,62 @@ void observe(const Tensor& t, bool keep_sample, Observed& o) {
   for (int64_t i = 0; i < n && o.sample.size() < kSampleCap; i += stride) o.sample.push_back(x[i]);
 }
 
+// Which rows of a batch's activations are real tokens: where the model takes an
+// attention_mask [rows, tokens] (the Hugging Face encoders' padding mask), its non-zero entries;
+// empty (every row) otherwise. Padding rows are not what the layers will multiply.
+std::vector<bool> real_rows(const NamedTensors& in) {
+  auto it = in.find("attention_mask");
+  if (it == in.end() || it->second.rank() != 2) return {};
+  const Tensor& m = it->second;
+  std::vector<bool> keep(static_cast<size_t>(m.numel()));
+  for (int64_t i = 0; i < m.numel(); ++i) {
+    if (m.dtype() == DType::kI64)
+      keep[i] = m.as<int64_t>()[i] != 0;
+    else if (m.dtype() == DType::kI32)
+      keep[i] = m.as<int32_t>()[i] != 0;
+    else
+      return {};
+  }
+  return keep;
+}
+
+// X^T X += the rows of t (its last axis is k) that `keep` keeps (all when it is empty or does
+// not match t's rows), summed in the lower triangle: add_rows_done mirrors it.
+void add_rows(const Tensor& t, const std::vector<bool>& keep, Gram& g) {
+  const int64_t k = t.shape().back(), rows = t.numel() / k;
+  if (!g.xtx) g.k = k, g.xtx = std::make_shared<std::vector<double>>(static_cast<size_t>(k * k));
+  double* h = g.xtx->data();
+  const float* x = t.as<float>();
+  const bool masked = static_cast<int64_t>(keep.size()) == rows;
+  std::vector<double> row(static_cast<size_t>(k));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (masked && !keep[r]) continue;
+    for (int64_t i = 0; i < k; ++i) row[i] = x[r * k + i];
+    for (int64_t i = 0; i < k; ++i) {
+      const double xi = row[i];
+      double* hi = h + i * k;
+      for (int64_t j = 0; j <= i; ++j) hi[j] += xi * row[j];
+    }
+  }
+}
+
+void add_rows_done(Gram& g) {
+  double* h = g.xtx->data();
+  for (int64_t i = 0; i < g.k; ++i)
+    for (int64_t j = i + 1; j < g.k; ++j) h[i * g.k + j] = h[j * g.k + i];
+}
+
 float quantile(std::vector<float>& v, double q) {
   if (v.empty()) return 0;
   const auto k = static_cast<size_t>(std::clamp(q, 0.0, 1.0) * static_cast<double>(v.size() - 1));
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
   return v[k];
+}
+
+std::set<std::string> values_of(const std::vector<std::pair<std::string, std::string>>& watched) {
+  std::set<std::string> out;
+  for (const auto& [weight, value] : watched) out.insert(value);
+  return out;
 }
 
 }  // namespace
@@ -80,9 +131,8 @@ std::map<std::string, ValueId> linear_weights(const Graph& g) {
   return out;
 }
 
-std::map<std::string, quant::U8Params> calibrate(const Model& model,
-                                                 std::shared_ptr<Target> target,
-                                                 const CalibrationOptions& o, bool quiet) {
+Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
+                      const CalibrationOptions& o, bool quiet) {
   const Graph& source = model.graph("main");
   std::map<std::string, ValueId> layers = linear_weights(source);
   // The same graph with each layer's activations as an extra output.
@@ -113,6 +163,7 @@ std::map<std::string, quant::U8Params> calibrate(const Model& model,
   CompiledModel compiled = session.compile(g);
   const bool percentile = o.method == "percentile";
   std::map<std::string, Observed> seen;
+  std::map<std::string, Gram> grams;  // by activation value: q, k and v share one
   progress::Task task("calibrating", rows);
   for (int64_t r0 = 0; r0 < rows; r0 += o.batch) {
     const int64_t r1 = std::min(rows, r0 + o.batch);
@@ -123,12 +174,21 @@ std::map<std::string, quant::U8Params> calibrate(const Model& model,
     }
     NamedTensors out = compiled.run(in);
     for (const auto& [weight, value] : watched) observe(out.at(value), percentile, seen[weight]);
+    if (o.gram) {
+      const std::vector<bool> keep = real_rows(in);
+      for (const std::string& value : values_of(watched))
+        add_rows(out.at(value), keep, grams[value]);
+    }
     task.advance(r1 - r0);
     if (!quiet)
       std::fprintf(stderr, "rlx quantize: calibration rows %lld/%lld, %zu layers observed\n",
                    static_cast<long long>(r1), static_cast<long long>(rows), watched.size());
   }
-  std::map<std::string, quant::U8Params> params;
+  Calibration result;
+  for (auto& [value, g] : grams) add_rows_done(g);
+  for (const auto& [weight, value] : watched)
+    if (auto it = grams.find(value); it != grams.end()) result.grams[weight] = it->second;
+  std::map<std::string, quant::U8Params>& params = result.ranges;
   for (auto& [weight, obs] : seen) {
     float lo = obs.lo, hi = obs.hi;
     if (percentile) {
@@ -138,7 +198,7 @@ std::map<std::string, quant::U8Params> calibrate(const Model& model,
     }
     params[weight] = quant::u8_params(lo, hi);
   }
-  return params;
+  return result;
 }
 
 }  // namespace rlx::cli

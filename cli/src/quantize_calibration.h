@@ -1,9 +1,12 @@
-// Calibration for `rlx quantize --scheme int8`: the range of the activations each Linear layer
-// multiplies, observed by running the f32 model on the user's inputs. Its result is the u8
-// scale and zero point QMatMul uses for them (rlx/core/quantize.h).
+// Calibration for `rlx quantize`: the activations each Linear layer multiplies, observed by
+// running the f32 model on the user's inputs. For --scheme int8 their range, the u8 scale and
+// zero point QMatMul uses (rlx/core/quantize.h); for int4-weight their Gram matrix, which GPTQ
+// rounds the weights for.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "rlx/core/model.h"
@@ -21,11 +24,24 @@ struct CalibrationOptions {
   std::string method = "minmax";  // "minmax" | "percentile"
   double percentile = 99.99;   // percentile: the share of values inside the range
   int64_t batch = 8;           // rows per run
+  bool gram = false;           // also sum X^T X of each layer's activations (GPTQ)
 };
 
-// weight name -> the u8 parameters of its activations. Reports each batch on stderr unless quiet.
-std::map<std::string, quant::U8Params> calibrate(const Model& model,
-                                                 std::shared_ptr<Target> target,
-                                                 const CalibrationOptions& o, bool quiet);
+// X^T X of one Linear layer's activations X [rows, k] (every token of every calibration row),
+// shared by the layers that read the same X (q, k and v).
+struct Gram {
+  int64_t k = 0;
+  std::shared_ptr<std::vector<double>> xtx;  // [k, k]
+};
+
+struct Calibration {
+  std::map<std::string, quant::U8Params> ranges;  // weight name -> its activations' u8 parameters
+  std::map<std::string, Gram> grams;              // weight name -> X^T X, when asked (gram)
+};
+
+// What the model's Linear layers multiply, on the calibration inputs. Reports each batch on
+// stderr unless quiet.
+Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
+                      const CalibrationOptions& o, bool quiet);
 
 }  // namespace rlx::cli

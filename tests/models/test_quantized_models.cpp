@@ -12,7 +12,11 @@
 // regression still fails, and the numbers are the target for outlier handling
 // (per-channel smoothing, error-minimising rounding) still to come.
 // (Measured: int8-dynamic 0.9925 / 0 moved; int8 0.9701 / 2 moved; int4-weight 0.917 / 5 moved;
-// qwen3-tiny int8-dynamic 95.8%, int4-weight 66.7% (random weights).)
+// qwen3-tiny int8-dynamic 95.8%, int4-weight 66.7% (random weights).) int4-weight with
+// --calibration rounds by GPTQ for the activations (rlx/core/quantize.h): 0.968 / 0 moved on the
+// odd sentences' 567 tokens, its bound below; the remaining gap to 0.98 is more calibration data
+// than 18 sentences (counting their padding rows too, a first variant in column order reached
+// 0.975).
 // The quantized folders are written by the rlx binary, as a user would.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -193,10 +197,12 @@ TEST_P(QuantizedMiniLm, EmbeddingsStayCloseAndNeighboursStay) {
 INSTANTIATE_TEST_SUITE_P(Schemes, QuantizedMiniLm,
                          ::testing::Values(MiniLmCase{"int8-dynamic", 0.99, 0, false},
                                            MiniLmCase{"int8", 0.96, 3, true},
-                                           MiniLmCase{"int4-weight", 0.90, 6, false}),
+                                           MiniLmCase{"int4-weight", 0.90, 6, false},
+                                           MiniLmCase{"int4-weight", 0.96, 1, true}),
                          [](const auto& info) {
                            std::string s = info.param.scheme;
                            std::replace(s.begin(), s.end(), '-', '_');
+                           if (info.param.calibrated && s == "int4_weight") s += "_gptq";
                            return s;
                          });
 

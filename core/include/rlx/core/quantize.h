@@ -34,6 +34,16 @@ void quantize_int8_rows(const float* w, int64_t n, int64_t k, int8_t* q, float* 
 void quantize_int4_groups(const float* w, int64_t n, int64_t k, int64_t group, uint8_t* packed,
                           float* scale, uint8_t* zero);
 
+// The same int4 format chosen with GPTQ (Frantar et al., 2022) for the product X W^T rather than
+// for W: `gram` [k, k] is X^T X over the calibration rows of the layer's activations X [rows, k].
+// Each group's scale and zero are quantize_int4_groups' (from the original weights); columns are
+// rounded in descending order of H's diagonal, and each column's rounding error, divided by
+// U[j, j], is subtracted along U[j, j+1:] from the columns after it in that order, where U is
+// upper triangular with U^T U = (P (H + d I) P^T)^-1, P the order and d = 1% of H's mean
+// diagonal. With a diagonal H nothing moves and the result is quantize_int4_groups'.
+void quantize_int4_groups_gptq(const float* w, int64_t n, int64_t k, int64_t group,
+                               const double* gram, uint8_t* packed, float* scale, uint8_t* zero);
+
 // The same int4 weights as rows of i4_g{group} blocks (rlx/core/quant.h): out [n, row bytes].
 void int4_groups_to_blocks(const uint8_t* packed, const float* scale, const uint8_t* zero,
                            int64_t n, int64_t k, int64_t group, uint8_t* out);
