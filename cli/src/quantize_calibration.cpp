@@ -40,15 +40,6 @@ struct Observed {
 
 constexpr size_t kSampleCap = 1 << 20;  // values kept per layer for percentiles
 
-void observe(const Tensor& t, bool keep_sample, Observed& o) {
-  const auto* x = t.as<float>();
-  const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) o.lo = std::min(o.lo, x[i]), o.hi = std::max(o.hi, x[i]);
-  if (!keep_sample) return;
-  const int64_t stride = std::max<int64_t>(1, n / static_cast<int64_t>(kSampleCap / 16));
-  for (int64_t i = 0; i < n && o.sample.size() < kSampleCap; i += stride) o.sample.push_back(x[i]);
-}
-
 // Which rows of a batch's activations are real tokens: where the model takes an
 // attention_mask [rows, tokens] (the Hugging Face encoders' padding mask), its non-zero entries;
 // empty (every row) otherwise. Padding rows are not what the layers will multiply.
@@ -66,6 +57,19 @@ std::vector<bool> real_rows(const NamedTensors& in) {
       return {};
   }
   return keep;
+}
+
+// The rows of t (its last axis) that `keep` keeps (all when it is empty or does not match).
+void observe(const Tensor& t, const std::vector<bool>& keep, bool keep_sample, Observed& o) {
+  const auto* x = t.as<float>();
+  const int64_t n = t.numel(), k = t.shape().back(), rows = n / k;
+  const bool masked = static_cast<int64_t>(keep.size()) == rows;
+  for (int64_t i = 0; i < n; ++i)
+    if (!masked || keep[i / k]) o.lo = std::min(o.lo, x[i]), o.hi = std::max(o.hi, x[i]);
+  if (!keep_sample) return;
+  const int64_t stride = std::max<int64_t>(1, n / static_cast<int64_t>(kSampleCap / 16));
+  for (int64_t i = 0; i < n && o.sample.size() < kSampleCap; i += stride)
+    if (!masked || keep[i / k]) o.sample.push_back(x[i]);
 }
 
 // X^T X += the rows of t (its last axis is k) that `keep` keeps (all when it is empty or does
@@ -173,9 +177,10 @@ Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
       in.emplace(name, cli::rows(file.at(name), r0, r1 - r0));
     }
     NamedTensors out = compiled.run(in);
-    for (const auto& [weight, value] : watched) observe(out.at(value), percentile, seen[weight]);
+    const std::vector<bool> keep = real_rows(in);
+    for (const auto& [weight, value] : watched)
+      observe(out.at(value), keep, percentile, seen[weight]);
     if (o.gram) {
-      const std::vector<bool> keep = real_rows(in);
       for (const std::string& value : values_of(watched))
         add_rows(out.at(value), keep, grams[value]);
     }
