@@ -73,29 +73,16 @@ void observe(const Tensor& t, const std::vector<bool>& keep, bool keep_sample, O
 }
 
 // X^T X += the rows of t (its last axis is k) that `keep` keeps (all when it is empty or does
-// not match t's rows), summed in the lower triangle: add_rows_done mirrors it.
+// not match t's rows).
 void add_rows(const Tensor& t, const std::vector<bool>& keep, Gram& g) {
   const int64_t k = t.shape().back(), rows = t.numel() / k;
   if (!g.xtx) g.k = k, g.xtx = std::make_shared<std::vector<double>>(static_cast<size_t>(k * k));
-  double* h = g.xtx->data();
   const float* x = t.as<float>();
-  const bool masked = static_cast<int64_t>(keep.size()) == rows;
-  std::vector<double> row(static_cast<size_t>(k));
-  for (int64_t r = 0; r < rows; ++r) {
-    if (masked && !keep[r]) continue;
-    for (int64_t i = 0; i < k; ++i) row[i] = x[r * k + i];
-    for (int64_t i = 0; i < k; ++i) {
-      const double xi = row[i];
-      double* hi = h + i * k;
-      for (int64_t j = 0; j <= i; ++j) hi[j] += xi * row[j];
-    }
-  }
-}
-
-void add_rows_done(Gram& g) {
-  double* h = g.xtx->data();
-  for (int64_t i = 0; i < g.k; ++i)
-    for (int64_t j = i + 1; j < g.k; ++j) h[i * g.k + j] = h[j * g.k + i];
+  if (static_cast<int64_t>(keep.size()) != rows) return quant::add_gram(x, rows, k, g.xtx->data());
+  std::vector<float> kept;
+  for (int64_t r = 0; r < rows; ++r)
+    if (keep[r]) kept.insert(kept.end(), x + r * k, x + (r + 1) * k);
+  quant::add_gram(kept.data(), static_cast<int64_t>(kept.size()) / k, k, g.xtx->data());
 }
 
 float quantile(std::vector<float>& v, double q) {
@@ -190,7 +177,6 @@ Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
                    static_cast<long long>(r1), static_cast<long long>(rows), watched.size());
   }
   Calibration result;
-  for (auto& [value, g] : grams) add_rows_done(g);
   for (const auto& [weight, value] : watched)
     if (auto it = grams.find(value); it != grams.end()) result.grams[weight] = it->second;
   std::map<std::string, quant::U8Params>& params = result.ranges;

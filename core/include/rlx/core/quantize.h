@@ -44,6 +44,9 @@ void quantize_int4_groups(const float* w, int64_t n, int64_t k, int64_t group, u
 void quantize_int4_groups_gptq(const float* w, int64_t n, int64_t k, int64_t group,
                                const double* gram, uint8_t* packed, float* scale, uint8_t* zero);
 
+// gram [k, k] += X^T X for the rows of x [rows, k], both triangles (GPTQ's calibration sums).
+void add_gram(const float* x, int64_t rows, int64_t k, double* gram);
+
 // The same int4 weights as rows of i4_g{group} blocks (rlx/core/quant.h): out [n, row bytes].
 void int4_groups_to_blocks(const uint8_t* packed, const float* scale, const uint8_t* zero,
                            int64_t n, int64_t k, int64_t group, uint8_t* out);
