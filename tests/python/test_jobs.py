@@ -30,6 +30,24 @@ def test_int8_dynamic_quantization_keeps_the_embeddings(rlx, tmp_path):
     assert cosine.min() > 0.99, cosine
 
 
+def test_int4_weight_with_calibration_rounds_by_gptq(rlx, tmp_path):
+    ref = read_safetensors(f"{MINILM}/reference.safetensors")
+    calibration = tmp_path / "calibration.safetensors"
+    write_safetensors(calibration, {k: ref[k][::2] for k in
+                                    ("input_ids", "attention_mask", "token_type_ids")})
+    out = tmp_path / "q4"
+    record = rlx.quantize(MINILM, out, scheme="int4-weight", calibration=calibration)
+    assert record["method"] == "gptq" and record["group"] == 32
+    got = rlx.embed(str(out), input_ids=ref["input_ids"], attention_mask=ref["attention_mask"],
+                    token_type_ids=ref["token_type_ids"]).astype(np.float64)
+    want = ref["sentence_embedding_f64"]
+    cosine = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
+    assert cosine.min() > 0.95, cosine
+    with pytest.raises(rlx.UsageError, match="GPTQ"):
+        rlx.quantize(MINILM, tmp_path / "q4p", scheme="int4-weight", calibration=calibration,
+                     method="percentile")
+
+
 def test_training_lowers_the_loss_below_a_guess(rlx, tmp_path):
     save = tmp_path / "mlp.safetensors"
     record = rlx.train(model="mlp:784,16,10", data="synthetic:512", batch=128, epochs=2,
