@@ -145,7 +145,8 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
 
   TensorMap in = map_safetensors(model_path / "model.safetensors");
   TensorMap written;
-  int64_t quantized = 0, bytes_before = 0, bytes_after = 0;
+  int64_t quantized = 0, bytes_before = 0, bytes_after = 0, by_gptq = 0;
+  std::vector<std::string> few_tokens;  // int4 layers left to plain rounding despite calibration
   // GPTQ takes seconds a layer (a Cholesky factor and k column updates of the whole weight).
   progress::Task task("rounding the weights", static_cast<int64_t>(linear.size()));
   for (const auto& [name, t] : in) {
@@ -170,13 +171,20 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
       }
     } else {
       Tensor q(DType::kU8, {n, k / 2}), s(DType::kF32, {n, k / o.group}), z(DType::kU8, {n, k / o.group});
+      // GPTQ only where the calibration tokens span the layer's inputs: with fewer tokens than
+      // inputs it moves rounding errors into directions the data never showed (qwen3-tiny on its
+      // 48 prompt tokens, 128 inputs a layer: greedy agreement 67% -> 47%); those layers round
+      // to the nearest level, and the record says how many.
       auto gram = calibrated.grams.find(name);
-      if (gram != calibrated.grams.end() && gram->second.k == k)
+      if (gram != calibrated.grams.end() && gram->second.k == k && gram->second.rows >= k) {
         quant::quantize_int4_groups_gptq(w.data(), n, k, o.group, gram->second.xtx->data(),
                                          q.as<uint8_t>(), s.as<float>(), z.as<uint8_t>());
-      else
+        ++by_gptq;
+      } else {
         quant::quantize_int4_groups(w.data(), n, k, o.group, q.as<uint8_t>(), s.as<float>(),
                                     z.as<uint8_t>());
+        if (o.calibration) few_tokens.push_back(name);
+      }
       written[name] = q;
       written[name + "_scale"] = s;
       written[name + "_zero_point"] = z;
@@ -186,6 +194,12 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
   }
   for (const auto& [name, t] : written) bytes_after += static_cast<int64_t>(t.nbytes());
 
+  if (!few_tokens.empty() && !global.quiet)
+    std::fprintf(stderr,
+                 "rlx quantize: %zu of %lld layers rounded to the nearest level, not by GPTQ: the "
+                 "calibration has fewer tokens than they have inputs (%s%s); give more rows\n",
+                 few_tokens.size(), static_cast<long long>(quantized), few_tokens[0].c_str(),
+                 few_tokens.size() > 1 ? ", ..." : "");
   fs::create_directories(out);
   copy_other_files(model_path, out);
   std::map<std::string, std::string> meta = {{"rlx.quantization", o.scheme}};
@@ -204,6 +218,12 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
     if (o.calibration) {
       j.push_back({"calibration", jstring(*o.calibration)});
       j.push_back({"method", jstring(int8 ? o.method : "gptq")});
+    }
+    if (o.calibration && !int8) {
+      j.push_back({"gptq_layers", jint(by_gptq)});
+      json::Array nearest;
+      for (const std::string& name : few_tokens) nearest.push_back(jstring(name));
+      j.push_back({"nearest_layers", json::Value{std::move(nearest)}});
     }
     std::fputs((to_json_text(json::Value{std::move(j)}) + "\n").c_str(), stdout);
   } else {

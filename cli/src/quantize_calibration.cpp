@@ -78,10 +78,14 @@ void add_rows(const Tensor& t, const std::vector<bool>& keep, Gram& g) {
   const int64_t k = t.shape().back(), rows = t.numel() / k;
   if (!g.xtx) g.k = k, g.xtx = std::make_shared<std::vector<double>>(static_cast<size_t>(k * k));
   const float* x = t.as<float>();
-  if (static_cast<int64_t>(keep.size()) != rows) return quant::add_gram(x, rows, k, g.xtx->data());
+  if (static_cast<int64_t>(keep.size()) != rows) {
+    g.rows += rows;
+    return quant::add_gram(x, rows, k, g.xtx->data());
+  }
   std::vector<float> kept;
   for (int64_t r = 0; r < rows; ++r)
     if (keep[r]) kept.insert(kept.end(), x + r * k, x + (r + 1) * k);
+  g.rows += static_cast<int64_t>(kept.size()) / k;
   quant::add_gram(kept.data(), static_cast<int64_t>(kept.size()) / k, k, g.xtx->data());
 }
 

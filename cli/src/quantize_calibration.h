@@ -30,7 +30,7 @@ struct CalibrationOptions {
 // X^T X of one Linear layer's activations X [rows, k] (every token of every calibration row),
 // shared by the layers that read the same X (q, k and v).
 struct Gram {
-  int64_t k = 0;
+  int64_t k = 0, rows = 0;                   // rows: the tokens summed
   std::shared_ptr<std::vector<double>> xtx;  // [k, k]
 };
 

@@ -13,10 +13,11 @@
 // (per-channel smoothing, error-minimising rounding) still to come.
 // (Measured: int8-dynamic 0.9925 / 0 moved; int8 0.9701 / 2 moved; int4-weight 0.917 / 5 moved;
 // qwen3-tiny int8-dynamic 95.8%, int4-weight 66.7% (random weights).) int4-weight with
-// --calibration rounds by GPTQ for the activations (rlx/core/quantize.h): 0.968 / 0 moved on the
-// odd sentences' 567 tokens, its bound below; the remaining gap to 0.98 is more calibration data
-// than 18 sentences (counting their padding rows too, a first variant in column order reached
-// 0.975).
+// --calibration rounds by GPTQ for the activations (rlx/core/quantize.h): 0.967 / 1 moved on the
+// odd sentences' 567 tokens (the six FFN down projections, 1536 inputs, round to nearest: fewer
+// tokens than inputs), its bound below; the remaining gap to 0.98 is more calibration data than
+// 18 sentences (with GPTQ on every layer 0.968; counting the padding rows too, a first variant in
+// column order reached 0.975).
 // The quantized folders are written by the rlx binary, as a user would.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -51,9 +52,10 @@ fs::path temp_path(const std::string& what) {
   return fs::path(::testing::TempDir()) / fmt::format("rlx-quant-{}-{}", what, getpid());
 }
 
-// `rlx quantize MODEL --scheme S -o OUT [extra]`; OUT is removed first.
+// `rlx quantize MODEL --scheme S -o OUT [extra]`; OUT is removed first. Its stdout goes to
+// `printed` when given.
 fs::path quantize(const fs::path& model, const std::string& scheme,
-                  const std::vector<std::string>& extra = {}) {
+                  const std::vector<std::string>& extra = {}, std::string* printed = nullptr) {
   const fs::path out = temp_path(model.filename().string() + "-" + scheme);
   fs::remove_all(out);
   std::vector<std::string> args = {"quantize", model.string(), "--scheme", scheme, "-o",
@@ -61,6 +63,7 @@ fs::path quantize(const fs::path& model, const std::string& scheme,
   args.insert(args.end(), extra.begin(), extra.end());
   cli::test::ProcessResult r = rlx_cli(args);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  if (printed) *printed = r.out;
   return out;
 }
 
@@ -220,6 +223,9 @@ std::vector<int64_t> argmaxes(const std::vector<double>& logits, int64_t vocab) 
 struct Qwen3Case {
   const char* scheme;
   double min_share;
+  // On the prompts alone (the steps scored follow them): 48 tokens, fewer than any layer's
+  // inputs, so every layer must round to the nearest level, said in the --json record.
+  bool calibrated = false;
 };
 
 class QuantizedQwen3 : public ::testing::TestWithParam<Qwen3Case> {};
@@ -230,7 +236,19 @@ TEST_P(QuantizedQwen3, GreedyTokensAgreeWithF32OnNinetyPercentOfSteps) {
   const Tensor& prompts = ref.at("prompts");
   const Tensor& greedy = ref.at("greedy_tokens");
   const Model f32 = load_model(dir);
-  const fs::path q = quantize(dir, GetParam().scheme);
+  std::vector<std::string> extra;
+  const fs::path calibration = temp_path("qwen3-calibration.safetensors");
+  if (GetParam().calibrated) {
+    write_safetensors(calibration, {{"input_ids", prompts}});
+    extra = {"--calibration", calibration.string(), "--json"};
+  }
+  std::string record;
+  const fs::path q = quantize(dir, GetParam().scheme, extra, &record);
+  fs::remove(calibration);
+  if (GetParam().calibrated) {
+    EXPECT_NE(record.find("\"gptq_layers\": 0"), std::string::npos) << record;
+    EXPECT_NE(record.find("model.layers.1.mlp.down_proj.weight"), std::string::npos) << record;
+  }
   const Model quantized = load_model(q);
   fs::remove_all(q);
   const std::vector<double> a =
@@ -252,10 +270,12 @@ TEST_P(QuantizedQwen3, GreedyTokensAgreeWithF32OnNinetyPercentOfSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Schemes, QuantizedQwen3,
                          ::testing::Values(Qwen3Case{"int8-dynamic", 0.9},
-                                           Qwen3Case{"int4-weight", 0.6}),
+                                           Qwen3Case{"int4-weight", 0.6},
+                                           Qwen3Case{"int4-weight", 0.6, true}),
                          [](const auto& info) {
                            std::string s = info.param.scheme;
                            std::replace(s.begin(), s.end(), '-', '_');
+                           if (info.param.calibrated) s += "_gptq";
                            return s;
                          });
 
