@@ -431,10 +431,14 @@ int64_t outputs_per_item(const lir::LoopKernel& k, const Dialect& d) {
       k.num_parallel != static_cast<int32_t>(k.domain.size()))
     return 1;
   constexpr int64_t kMinItems = 32768;  // a few waves of an H100's 132 x 2048 threads stay
+  int64_t most = d.max_outputs_per_item;
+  // RLX_GPU_OUTPUTS_PER_ITEM=N caps it for every GPU-style target (1: one output a work-item),
+  // so a device run can race the two.
+  if (const char* cap = std::getenv("RLX_GPU_OUTPUTS_PER_ITEM"); cap && *cap)
+    most = std::min<int64_t>(most, std::max<int64_t>(1, std::atoll(cap)));
   const int64_t n = work_items(k);
   int64_t per = 1;
-  while (per * 2 <= d.max_outputs_per_item && n % (per * 2) == 0 && n / (per * 2) >= kMinItems)
-    per *= 2;
+  while (per * 2 <= most && n % (per * 2) == 0 && n / (per * 2) >= kMinItems) per *= 2;
   return per;
 }
 
