@@ -36,6 +36,7 @@ std::optional<ValueId> param_behind(const Graph& g, ValueId v) {
 struct Observed {
   float lo = 0, hi = 0;
   std::vector<float> sample;
+  ChannelRanges channels;
 };
 
 constexpr size_t kSampleCap = 1 << 20;  // values kept per layer for percentiles
@@ -66,6 +67,13 @@ void observe(const Tensor& t, const std::vector<bool>& keep, bool keep_sample, O
   const bool masked = static_cast<int64_t>(keep.size()) == rows;
   for (int64_t i = 0; i < n; ++i)
     if (!masked || keep[i / k]) o.lo = std::min(o.lo, x[i]), o.hi = std::max(o.hi, x[i]);
+  ChannelRanges& c = o.channels;
+  if (c.lo.empty())
+    c.lo.assign(static_cast<size_t>(k), 0.0f), c.hi.assign(static_cast<size_t>(k), 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    if (!masked || keep[r])
+      for (int64_t j = 0; j < k; ++j)
+        c.lo[j] = std::min(c.lo[j], x[r * k + j]), c.hi[j] = std::max(c.hi[j], x[r * k + j]);
   if (!keep_sample) return;
   const int64_t stride = std::max<int64_t>(1, n / static_cast<int64_t>(kSampleCap / 16));
   for (int64_t i = 0; i < n && o.sample.size() < kSampleCap; i += stride)
@@ -185,6 +193,7 @@ Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
     if (auto it = grams.find(value); it != grams.end()) result.grams[weight] = it->second;
   std::map<std::string, quant::U8Params>& params = result.ranges;
   for (auto& [weight, obs] : seen) {
+    result.channels[weight] = obs.channels;
     float lo = obs.lo, hi = obs.hi;
     if (percentile) {
       const double tail = (100.0 - o.percentile) / 100.0;

@@ -34,8 +34,14 @@ struct Gram {
   std::shared_ptr<std::vector<double>> xtx;  // [k, k]
 };
 
+// Each input channel's extremes over the calibration tokens (SmoothQuant's statistics).
+struct ChannelRanges {
+  std::vector<float> lo, hi;  // [k]
+};
+
 struct Calibration {
   std::map<std::string, quant::U8Params> ranges;  // weight name -> its activations' u8 parameters
+  std::map<std::string, ChannelRanges> channels;  // weight name -> its activations' channels
   std::map<std::string, Gram> grams;              // weight name -> X^T X, when asked (gram)
 };
 

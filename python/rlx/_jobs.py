@@ -59,15 +59,18 @@ def run_job(args: list[str]) -> dict:
 
 def quantize(model: str | os.PathLike, output: str | os.PathLike, scheme: str = "int8-dynamic",
              calibration: str | os.PathLike | None = None, method: str | None = None,
-             percentile: float | None = None, group: int | None = None) -> dict:
+             percentile: float | None = None, group: int | None = None,
+             smooth: float | None = None) -> dict:
     """Post-training quantization, as ``rlx quantize MODEL --scheme S -o OUTPUT``: writes a
     Hugging Face folder that ``rlx.load`` (and every rlx command) loads, and returns the command's
     ``--json`` record. ``scheme`` is ``int8-dynamic``, ``int8`` (needs ``calibration``, a
-    safetensors file of inputs) or ``int4-weight`` (``group`` 32, 64 or 128; with
+    safetensors file of inputs; ``smooth`` is SmoothQuant's alpha, 0.75 by default with the
+    minmax method, 0 for none) or ``int4-weight`` (``group`` 32, 64 or 128; with
     ``calibration`` its weights are rounded by GPTQ for the activations they multiply)."""
     args = ["quantize", os.fspath(model), "--scheme", scheme, "-o", os.fspath(output)]
     args += _flag("calibration", os.fspath(calibration) if calibration is not None else None)
     args += _flag("method", method) + _flag("percentile", percentile) + _flag("group", group)
+    args += _flag("smooth", smooth)
     return run_job(args)
 
 

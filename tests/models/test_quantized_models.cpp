@@ -11,8 +11,10 @@
 // resolves too coarsely; the bounds below are what they reach now (measured 2026-12, cpu), so a
 // regression still fails, and the issue's numbers are the target for outlier handling
 // (per-channel smoothing, error-minimising rounding) still to come.
-// (Measured: int8-dynamic 0.9925 / 0 moved; int8 0.9701 / 2 moved; int4-weight 0.917 / 5 moved;
-// qwen3-tiny int8-dynamic 95.8%, int4-weight 66.7% (random weights).) int4-weight with
+// Calibrated int8 now smooths the activations into the weights (SmoothQuant, alpha 0.75):
+// 0.9915 / 0 moved, which meets the issue; its bound leaves room for other CPUs' f32 rounding.
+// (Measured before: int8-dynamic 0.9925 / 0 moved; int8 0.9701 / 2 moved; int4-weight 0.917 / 5
+// moved; qwen3-tiny int8-dynamic 95.8%, int4-weight 66.7% (random weights).) int4-weight with
 // --calibration rounds by GPTQ for the activations (rlx/core/quantize.h): 0.967 / 1 moved on the
 // odd sentences' 567 tokens (the six FFN down projections, 1536 inputs, round to nearest: fewer
 // tokens than inputs), its bound below; the remaining gap to 0.98 is more calibration data than
@@ -158,10 +160,15 @@ TEST_P(QuantizedMiniLm, EmbeddingsStayCloseAndNeighboursStay) {
   fs::path calibration;
   if (c.calibrated) {
     calibration = calibration_file(ref);
-    extra = {"--calibration", calibration.string()};
+    extra = {"--calibration", calibration.string(), "--json"};
   }
-  const fs::path q = quantize(dir, c.scheme, extra);
+  std::string record;
+  const fs::path q = quantize(dir, c.scheme, extra, &record);
   if (c.calibrated) fs::remove(calibration);
+  // Calibrated int8 smooths every layer's activations (SmoothQuant, the default alpha).
+  if (c.calibrated && std::string(c.scheme) == "int8") {
+    EXPECT_NE(record.find("\"smoothed_layers\": 36"), std::string::npos) << record;
+  }
   const Tensor got = embed(q);
   fs::remove_all(q);
   ASSERT_TRUE(got.defined());
@@ -199,7 +206,7 @@ TEST_P(QuantizedMiniLm, EmbeddingsStayCloseAndNeighboursStay) {
 
 INSTANTIATE_TEST_SUITE_P(Schemes, QuantizedMiniLm,
                          ::testing::Values(MiniLmCase{"int8-dynamic", 0.99, 0, false},
-                                           MiniLmCase{"int8", 0.96, 3, true},
+                                           MiniLmCase{"int8", 0.985, 1, true},
                                            MiniLmCase{"int4-weight", 0.90, 6, false},
                                            MiniLmCase{"int4-weight", 0.96, 1, true}),
                          [](const auto& info) {

@@ -17,17 +17,21 @@ def needs_binary():
         pytest.skip("RLX_BINARY is not set (CTest sets it; a wheel carries its own rlx)")
 
 
+def worst_cosine(rlx, folder, ref):
+    """The smallest cosine between a folder's sentence embeddings and the float64 reference's."""
+    got = rlx.embed(str(folder), input_ids=ref["input_ids"], attention_mask=ref["attention_mask"],
+                    token_type_ids=ref["token_type_ids"]).astype(np.float64)
+    want = ref["sentence_embedding_f64"]
+    return ((got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)).min()
+
+
 def test_int8_dynamic_quantization_keeps_the_embeddings(rlx, tmp_path):
     out = tmp_path / "q8"
     record = rlx.quantize(MINILM, out, scheme="int8-dynamic")
     assert record["scheme"] == "int8-dynamic" and record["weights_quantized"] > 0
     assert record["bytes_after"] < record["bytes_before"]
     ref = read_safetensors(f"{MINILM}/reference.safetensors")
-    got = rlx.embed(str(out), input_ids=ref["input_ids"], attention_mask=ref["attention_mask"],
-                    token_type_ids=ref["token_type_ids"]).astype(np.float64)
-    want = ref["sentence_embedding_f64"]
-    cosine = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
-    assert cosine.min() > 0.99, cosine
+    assert worst_cosine(rlx, out, ref) > 0.99
 
 
 def test_int4_weight_with_calibration_rounds_by_gptq(rlx, tmp_path):
@@ -42,14 +46,27 @@ def test_int4_weight_with_calibration_rounds_by_gptq(rlx, tmp_path):
     # and the record names them (the C++ model tests run GPTQ itself on all-MiniLM-L6-v2).
     assert record["gptq_layers"] == 0
     assert len(record["nearest_layers"]) == record["weights_quantized"]
-    got = rlx.embed(str(out), input_ids=ref["input_ids"], attention_mask=ref["attention_mask"],
-                    token_type_ids=ref["token_type_ids"]).astype(np.float64)
-    want = ref["sentence_embedding_f64"]
-    cosine = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
-    assert cosine.min() > 0.95, cosine
+    assert worst_cosine(rlx, out, ref) > 0.95
     with pytest.raises(rlx.UsageError, match="GPTQ"):
         rlx.quantize(MINILM, tmp_path / "q4p", scheme="int4-weight", calibration=calibration,
                      method="percentile")
+
+
+def test_calibrated_int8_smooths_its_activations_unless_told_not_to(rlx, tmp_path):
+    ref = read_safetensors(f"{MINILM}/reference.safetensors")
+    calibration = tmp_path / "calibration.safetensors"
+    write_safetensors(calibration, {k: ref[k] for k in
+                                    ("input_ids", "attention_mask", "token_type_ids")})
+    smoothed = rlx.quantize(MINILM, tmp_path / "s", scheme="int8", calibration=calibration)
+    plain = rlx.quantize(MINILM, tmp_path / "p", scheme="int8", calibration=calibration, smooth=0)
+    assert smoothed["smoothed_layers"] == smoothed["weights_quantized"] > 0
+    assert plain["smoothed_layers"] == 0
+    names = read_safetensors(str(tmp_path / "s" / "model.safetensors")).keys()
+    assert sum(n.endswith(".input_smooth") for n in names) == smoothed["weights_quantized"]
+    assert worst_cosine(rlx, tmp_path / "s", ref) > 0.95
+    with pytest.raises(rlx.UsageError, match="percentile"):
+        rlx.quantize(MINILM, tmp_path / "x", scheme="int8", calibration=calibration,
+                     method="percentile", smooth=0.5)
 
 
 def test_training_lowers_the_loss_below_a_guess(rlx, tmp_path):

@@ -12,6 +12,9 @@ ValueId linear(GraphBuilder& b, ValueId x, const LinearWeight& w, std::optional<
   if (w.scale != kNoValue) {
     // The bias goes in: the product's epilogue adds it, and a consumer (GELU) is then the one
     // elementwise kernel the cpu fuses after it.
+    // Smoothed (int8 static): the activations' outlier channels scaled down, the weight's
+    // columns having been scaled up by as much when it was quantized.
+    if (w.x_smooth != kNoValue) x = b.op("Mul", {x, w.x_smooth});
     std::vector<ValueId> in = {x, w.w, w.scale};
     if (w.x_scale != kNoValue) in.insert(in.end(), {w.x_scale, w.x_zero});
     if (bias) in.push_back(*bias);

@@ -23,6 +23,7 @@ struct LinearWeight {
   ValueId w = kNoValue;
   std::string qtype;
   ValueId scale = kNoValue, x_scale = kNoValue, x_zero = kNoValue;
+  ValueId x_smooth = kNoValue;  // x is multiplied by it first (SmoothQuant), when set
 };
 
 // x W^T (+ bias) over the last axis of x.

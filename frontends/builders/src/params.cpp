@@ -99,6 +99,8 @@ const Params::Stored& Params::keep_int8(const std::string& name, const Weight& w
           "{}: weight '{}' needs one f32 input_scale and one u8 input_zero_point", what_, name));
     s.x_scale = b_.param(name + ".input_scale", reshaped(w.input_scale, {}));
     s.x_zero = b_.param(name + ".input_zero_point", reshaped(w.input_zero, {}));
+    if (w.input_smooth.defined())
+      s.x_smooth = b_.param(name + ".input_smooth", reshaped(w.input_smooth, {shape[1]}));
   }
   return stored_.emplace(name, s).first->second;
 }
@@ -150,7 +152,7 @@ std::optional<ValueId> Params::optional_f32(const std::string& name,
 
 LinearWeight Params::matrix(const std::string& name, int64_t out, int64_t in) {
   const Stored& s = stored(name, {out, in});
-  if (s.scale != kNoValue) return LinearWeight{s.v, "", s.scale, s.x_scale, s.x_zero};
+  if (s.scale != kNoValue) return LinearWeight{s.v, "", s.scale, s.x_scale, s.x_zero, s.x_smooth};
   if (s.qtype.empty()) return LinearWeight{f32(name, {out, in}), ""};
   return LinearWeight{s.v, s.qtype};
 }

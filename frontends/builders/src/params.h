@@ -47,6 +47,7 @@ class Params {
     ValueId v = kNoValue;
     std::string qtype;
     ValueId scale = kNoValue, x_scale = kNoValue, x_zero = kNoValue;  // int8 (Weight::scale)
+    ValueId x_smooth = kNoValue;  // int8 static, smoothed (Weight::input_smooth)
   };
   const Stored& stored(const std::string& name, const std::vector<int64_t>& shape);
   Weight fetch(const std::string& name) const;  // throws naming the weight when it is missing

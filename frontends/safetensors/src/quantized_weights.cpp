@@ -25,7 +25,7 @@ bool quantized_part(const std::string& name, const std::function<bool(const std:
   for (const char* suffix : {kScaleSuffix, kZeroSuffix})
     if (ends_with(name, std::string(".weight") + suffix))
       return has(stem(name, suffix));
-  for (const char* suffix : {kInputScale, kInputZero})
+  for (const char* suffix : {kInputScale, kInputZero, kInputSmooth})
     if (ends_with(name, suffix)) {
       const std::string weight = stem(name, suffix) + ".weight";
       return has(weight) && has(weight + kScaleSuffix);
@@ -55,6 +55,12 @@ void read_quantized(const std::string& name, Weight& w,
       if (!xs || !xz) bad("a calibrated weight needs both input_scale and input_zero_point");
       w.input_scale = *xs;
       w.input_zero = *xz;
+    }
+    if (const Tensor* sm = find(p + kInputSmooth)) {
+      if (!xs) bad("input_smooth belongs to a calibrated weight (input_scale, input_zero_point)");
+      if (sm->dtype() != DType::kF32 || sm->numel() != q.shape()[1])
+        bad(fmt::format("input_smooth must be f32 with one value per input ({})", q.shape()[1]));
+      w.input_smooth = *sm;
     }
     return;
   }

@@ -59,13 +59,14 @@ struct TransformerConfig {
 // and `raw` holds its rows as bytes ([rows, bytes_per_row], u8) for logical `shape`.
 // A matrix quantized to int8 by `rlx quantize` has `dense` i8 [N, K] and `scale` f32 [N] (one
 // per output channel); when it was calibrated (int8 static), `input_scale` (f32) and
-// `input_zero` (u8) are the u8 parameters of the activations it multiplies.
+// `input_zero` (u8) are the u8 parameters of the activations it multiplies, and `input_smooth`
+// (f32 [K], optional) the per-input factor those activations take first (SmoothQuant).
 struct Weight {
   Tensor dense;
   std::string qtype;
   Tensor raw;
   std::vector<int64_t> shape;
-  Tensor scale, input_scale, input_zero;
+  Tensor scale, input_scale, input_zero, input_smooth;
 };
 
 class WeightSource {
