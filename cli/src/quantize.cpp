@@ -303,7 +303,7 @@ Command quantize_command() {
   return make_command<QuantizeOptions>(
       {"quantize", "quantize a model's Linear weights to int8 or int4 (post-training)",
        "MODEL --scheme int8-dynamic|int8|int4-weight [--calibration IN.safetensors] "
-       "[--method minmax|percentile] [--group G] -o OUT [--json]",
+       "[--method minmax|percentile] [--smooth ALPHA] [--group G] -o OUT [--json]",
        "Reads MODEL, a Hugging Face folder (config.json, model.safetensors), and writes OUT, the\n"
        "same folder with each Linear layer's weight quantized; every rlx command loads OUT like\n"
        "any model, and `rlx explain OUT` shows each quantized product (QMatMul: the int8 GEMM;\n"

@@ -98,7 +98,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kCommandOpti
       "-n, --runs N", "--save-inputs FILE.safetensors", "--json"}},
     {"quantize",
      {"--scheme S", "-o, --output DIR", "--calibration IN.safetensors", "--method M",
-      "--percentile P", "--group G", "--json"}},
+      "--percentile P", "--group G", "--smooth ALPHA", "--json"}},
     {"help", {}},
 };
 
