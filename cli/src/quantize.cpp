@@ -208,7 +208,7 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
       if (auto r = ranges.find(name); r != ranges.end()) range = r->second;
       auto ch = calibrated.channels.find(name);
       const double alpha = o.smooth ? *o.smooth : (o.method == "minmax" ? kSmoothAlpha : 0.0);
-      if (range && alpha > 0 && o.method == "minmax" && ch != calibrated.channels.end() &&
+      if (range && alpha > 0 && ch != calibrated.channels.end() &&
           static_cast<int64_t>(ch->second.lo.size()) == k) {
         factor = smooth(smoothed, n, k, ch->second, alpha);
         float lo = 0, hi = 0;

@@ -65,8 +65,6 @@ void observe(const Tensor& t, const std::vector<bool>& keep, bool keep_sample, O
   const auto* x = t.as<float>();
   const int64_t n = t.numel(), k = t.shape().back(), rows = n / k;
   const bool masked = static_cast<int64_t>(keep.size()) == rows;
-  for (int64_t i = 0; i < n; ++i)
-    if (!masked || keep[i / k]) o.lo = std::min(o.lo, x[i]), o.hi = std::max(o.hi, x[i]);
   ChannelRanges& c = o.channels;
   if (c.lo.empty())
     c.lo.assign(static_cast<size_t>(k), 0.0f), c.hi.assign(static_cast<size_t>(k), 0.0f);
@@ -74,6 +72,9 @@ void observe(const Tensor& t, const std::vector<bool>& keep, bool keep_sample, O
     if (!masked || keep[r])
       for (int64_t j = 0; j < k; ++j)
         c.lo[j] = std::min(c.lo[j], x[r * k + j]), c.hi[j] = std::max(c.hi[j], x[r * k + j]);
+  // The tensor's extremes are its channels' (both start at 0).
+  o.lo = std::min(o.lo, *std::min_element(c.lo.begin(), c.lo.end()));
+  o.hi = std::max(o.hi, *std::max_element(c.hi.begin(), c.hi.end()));
   if (!keep_sample) return;
   const int64_t stride = std::max<int64_t>(1, n / static_cast<int64_t>(kSampleCap / 16));
   for (int64_t i = 0; i < n && o.sample.size() < kSampleCap; i += stride)
