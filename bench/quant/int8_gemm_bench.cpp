@@ -1,5 +1,6 @@
-// The int8 GEMM of QMatMul (plugins/cpu/src/int8_gemm*.cpp) against the VNNI peak measured in
-// the same run: a loop of independent vpdpbusd (64 u8 x s8 products each) on every thread. The
+// The int8 GEMM of QMatMul (plugins/cpu/src/int8_gemm*.cpp) against the peak of its ISA measured
+// in the same run: a loop of independent vpdpbusd (64 u8 x s8 products each), or on AMX of
+// TDPBUSD (16,384), on every thread. of_peak is against the ISA the product ran on. The
 // shapes are all-MiniLM-L6-v2's four Linear layers at batch x seq rows.
 //   cmake --build build --target rlx_bench_int8_gemm
 //   build/bench/quant/rlx_bench_int8_gemm [--threads N] [--rows M,...]   (JSON on stdout)
@@ -41,15 +42,44 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) double vnni_loop(int64_t
   return double(iters) * kChains * 64 * 2;  // ops: a multiply and an add per product
 }
 
-// Int8 GOP/s of `threads` threads each running the loop at once.
-double vnni_peak(int threads) {
+// Four independent TDPBUSD chains (16 x 16 x 64 products each) on tiles that stay loaded, so the
+// loop is bound by the AMX unit's throughput.
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+__attribute__((target("amx-tile,amx-int8"), noinline)) double amx_loop(int64_t iters) {
+  AmxConfig c;
+  for (int t = 0; t < 8; ++t) c.colsb[t] = 64, c.rows[t] = 16;
+  asm volatile("ldtilecfg %0" : : "m"(c));  // all 64 bytes read (GCC 12's intrinsic names 8)
+  alignas(64) static thread_local int8_t bytes[16 * 64] = {1};
+  _tile_loadd(4, bytes, 64);
+  _tile_loadd(5, bytes, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t it = 0; it < iters / 16; ++it) {
+    _tile_dpbusd(0, 4, 5);
+    _tile_dpbusd(1, 4, 5);
+    _tile_dpbusd(2, 4, 5);
+    _tile_dpbusd(3, 4, 5);
+  }
+  _tile_release();
+  return double(iters / 16) * 4 * 16 * 16 * 64 * 2;
+}
+
+// Int8 GOP/s of `threads` threads each running `loop` at once.
+template <typename Loop>
+double int8_peak(int threads, const Loop& loop) {
   const int64_t iters = 20'000'000;
   std::vector<double> runs;
   for (int r = 0; r < 5; ++r) {
     std::vector<std::thread> ts;
     std::vector<double> ops(threads);
     const auto t0 = Clock::now();
-    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] { ops[t] = vnni_loop(iters); });
+    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] { ops[t] = loop(iters); });
     for (auto& t : ts) t.join();
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     double total = 0;
@@ -111,11 +141,17 @@ int main(int argc, char** argv) {
   }
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
   const bool vnni = rlx::cpu::int8_isa_supported(rlx::cpu::Int8Isa::kAvx512Vnni);
-  const double peak = vnni ? vnni_peak(threads) : 0.0;
+  // The peak of the ISA the product runs on: AMX's tiles where the CPU grants them.
+  const bool amx = rlx::cpu::int8_isa() == rlx::cpu::Int8Isa::kAmx;
+  const double vnni_gops = vnni ? int8_peak(threads, vnni_loop) : 0.0;
+  const double amx_gops = amx ? int8_peak(threads, amx_loop) : 0.0;
+  const double peak = amx ? amx_gops : vnni_gops;
   // all-MiniLM-L6-v2's Linear layers: q/k/v/o (384 x 384), FFN up (1536 x 384), down (384 x 1536).
   const int64_t shapes[][2] = {{384, 384}, {1536, 384}, {384, 1536}};
-  fmt::print("{{\"isa\": \"{}\", \"threads\": {}, \"vnni_peak_gops\": {:.1f}, \"results\": [",
-             rlx::cpu::int8_isa_name(rlx::cpu::int8_isa()), threads, peak);
+  fmt::print(
+      "{{\"isa\": \"{}\", \"threads\": {}, \"vnni_peak_gops\": {:.1f}, \"amx_peak_gops\": "
+      "{:.1f}, \"results\": [",
+      rlx::cpu::int8_isa_name(rlx::cpu::int8_isa()), threads, vnni_gops, amx_gops);
   bool first = true;
   for (int64_t m : rows)
     for (const auto& s : shapes) {

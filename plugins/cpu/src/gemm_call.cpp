@@ -139,12 +139,18 @@ GemmCall::GemmCall(const lir::CallKernel& k, const lir::Program& p)
                                      [](int64_t s) { return s != 0; });
   b_packable_ = !b_batched && !b_.gather;
   b_constant_ = p.buffers[p.storage_of(k.inputs[1])].kind == lir::BufferKind::kConstant && b_packable_;
+  amx_ = !f64_ && a_.dtype == DType::kBF16 && b_.dtype == DType::kBF16 && !a_.gather &&
+         b_packable_ && (out_dtype_ == DType::kF32 || out_dtype_ == DType::kBF16) &&
+         amx_bf16_takes(MatView{nullptr, a_.dtype, a_.rs, a_.cs}, K_) && amx_bf16_enabled();
 
   // Weights the program carries are packed now, at preparation, so even the first run packs no
   // B; a constant bound to other memory at run time is packed at its first run (packed_b).
   if (b_constant_) {
     const lir::Buffer& w = p.buffers[p.storage_of(k.inputs[1])];
-    if (w.data.numel() > 0) packed_b(w.data.data());
+    if (w.data.numel() > 0 && amx_)
+      amx_packed_b(w.data.data());
+    else if (w.data.numel() > 0)
+      packed_b(w.data.data());
   }
 
   // Linear's bias first, then a fused epilogue whose `acc` then reads the biased value.
@@ -169,6 +175,7 @@ GemmCall::GemmCall(const lir::CallKernel& k, const lir::Program& p)
 void GemmCall::forget_packed() const {
   std::lock_guard<std::mutex> lock(cache_->mu);
   cache_->packed.reset();
+  cache_->amx_packed.reset();
   cache_->source = nullptr;
 }
 
@@ -182,6 +189,38 @@ std::shared_ptr<const PackedB> GemmCall::packed_b(const void* b) const {
   return cache_->packed;
 }
 
+std::shared_ptr<const PackedBf16B> GemmCall::amx_packed_b(const void* b) const {
+  auto pack = [&] {
+    return std::make_shared<const PackedBf16B>(
+        pack_bf16_b(MatView{b, b_.dtype, b_.rs, b_.cs}, K_, N_));
+  };
+  if (!b_constant_) return pack();
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  if (!cache_->amx_packed || cache_->source != b) {
+    cache_->amx_packed = pack();
+    cache_->source = b;
+  }
+  return cache_->amx_packed;
+}
+
+void GemmCall::run_amx(const char* a_base, const void* b_base, char* out,
+                       const GemmEpilogue& ep) const {
+  const std::shared_ptr<const PackedBf16B> b = amx_packed_b(b_base);
+  const size_t out_es = dtype_size(out_dtype_);
+  for (int64_t bi = 0; bi < batch_; ++bi) {
+    int64_t a_off = 0, rem = bi;
+    for (int64_t d = static_cast<int64_t>(batch_sizes_.size()) - 1; d >= 0; --d) {
+      a_off += rem % batch_sizes_[d] * a_.batch_strides[d];
+      rem /= batch_sizes_[d];
+    }
+    GemmEpilogue shifted = ep;
+    for (int i = 0; i < shifted.num_loads; ++i)
+      shifted.loads[i].data += bi * M_ * shifted.loads[i].rs;
+    amx_bf16_gemm(MatView{a_base + a_off * 2, a_.dtype, a_.rs, 1}, M_, *b, &shifted, out_dtype_,
+                  out + bi * M_ * N_ * out_es, N_);
+  }
+}
+
 void GemmCall::run(const std::vector<void*>& ptrs) const {
   const char* a_base = static_cast<const char*>(ptrs[a_.buffer]);
   const char* b_base = static_cast<const char*>(ptrs[b_.buffer]);
@@ -189,13 +228,16 @@ void GemmCall::run(const std::vector<void*>& ptrs) const {
   const size_t a_es = dtype_size(a_.dtype), b_es = dtype_size(b_.dtype);
   const size_t c_es = f64_ ? sizeof(double) : sizeof(float);
   const bool direct_out = out_dtype_ == (f64_ ? DType::kF64 : DType::kF32);
-  std::shared_ptr<const PackedB> packed = b_constant_ ? packed_b(b_base) : nullptr;
-
   GemmEpilogue ep = epilogue_;
   for (size_t i = 0; i < epilogue_loads_.size(); ++i) {
     const EpilogueLoad& l = epilogue_loads_[i];
     ep.loads[i] = EpLoad{static_cast<const float*>(ptrs[inputs_[l.input]]) + l.offset, l.rs, l.cs};
   }
+  if (amx_) {
+    if (M_ * N_ > 0) run_amx(a_base, b_base, out, ep);
+    return;
+  }
+  std::shared_ptr<const PackedB> packed = b_constant_ ? packed_b(b_base) : nullptr;
 
   // One problem of the batch, `whole` = split it over threads (else run on this thread).
   auto one = [&](int64_t bi, bool whole) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gemm.h"
+#include "gemm_amx_bf16.h"
 #include "rlx/core/lir.h"
 
 namespace rlx::cpu {
@@ -52,6 +53,7 @@ class GemmCall {
   bool b_constant_ = false;
   bool b_packable_ = false;  // B is one matrix (not batched, not gathered): packable once
   int32_t bias_ = -1;  // Linear's bias buffer (the f64 path adds it after the product)
+  bool amx_ = false;   // bf16 x bf16 on AMX tiles (gemm_amx_bf16.h)
   std::vector<int32_t> inputs_;  // the kernel's input buffers
   GemmEpilogue epilogue_;                  // load data pointers filled per run
   std::vector<EpilogueLoad> epilogue_loads_;
@@ -61,10 +63,18 @@ class GemmCall {
     const void* source = nullptr;
     GemmIsa isa = GemmIsa::kPortable;
     std::shared_ptr<const PackedB> packed;
+    std::shared_ptr<const PackedBf16B> amx_packed;
   };
   std::unique_ptr<PackCache> cache_;
 
   std::shared_ptr<const PackedB> packed_b(const void* b) const;
+  std::shared_ptr<const PackedBf16B> amx_packed_b(const void* b) const;
+  void run_amx(const char* a_base, const void* b_base, char* out, const GemmEpilogue& ep) const;
+
+ public:
+  // Whether this product runs on AMX tiles: bf16 operands, contiguous rows of A, one B, K a
+  // multiple of 32, f32 or bf16 result, a CPU with AMX-BF16 (RLX_CPU_AMX_BF16=0 turns it off).
+  bool on_amx() const { return amx_; }
 };
 
 }  // namespace rlx::cpu

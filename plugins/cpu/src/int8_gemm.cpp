@@ -21,6 +21,8 @@ namespace rlx::cpu {
 
 const char* int8_isa_name(Int8Isa isa) {
   switch (isa) {
+    case Int8Isa::kAmx:
+      return "amx";
     case Int8Isa::kAvx512Vnni:
       return "avx512vnni";
     case Int8Isa::kAvx2:
@@ -36,6 +38,7 @@ bool int8_isa_supported(Int8Isa isa) {
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
   if (isa == Int8Isa::kAvx2) return __builtin_cpu_supports("avx2");
+  if (isa == Int8Isa::kAmx) return detail::amx_usable();
   return true;
 #else
   return isa == Int8Isa::kPortable;
@@ -44,7 +47,8 @@ bool int8_isa_supported(Int8Isa isa) {
 
 namespace {
 
-constexpr Int8Isa kAll[] = {Int8Isa::kAvx512Vnni, Int8Isa::kAvx2, Int8Isa::kPortable};
+constexpr Int8Isa kAll[] = {Int8Isa::kAmx, Int8Isa::kAvx512Vnni, Int8Isa::kAvx2,
+                            Int8Isa::kPortable};
 
 Int8Isa initial_isa() {
   const char* env = std::getenv("RLX_CPU_INT8_ISA");
@@ -56,11 +60,13 @@ Int8Isa initial_isa() {
     if (std::string(env) != int8_isa_name(isa)) continue;
     if (!int8_isa_supported(isa))
       throw_user_error(fmt::format(
-          "RLX_CPU_INT8_ISA={} but this CPU lacks it; unset it or choose avx2 or portable", env));
+          "RLX_CPU_INT8_ISA={} but this CPU lacks it; unset it or choose one it has (avx2 and "
+          "portable run anywhere on x86-64)",
+          env));
     return isa;
   }
   throw_user_error(
-      fmt::format("RLX_CPU_INT8_ISA={} is not one of avx512vnni, avx2, portable", env));
+      fmt::format("RLX_CPU_INT8_ISA={} is not one of amx, avx512vnni, avx2, portable", env));
 }
 
 std::atomic<int>& isa_slot() {
@@ -83,7 +89,10 @@ void set_int8_isa(Int8Isa isa) {
 PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, const float* bias, int64_t n,
                               int64_t k) {
   PackedInt8W p;
-  p.n = n, p.k = k, p.kp = (k + 3) / 4 * 4, p.panels = (n + 15) / 16;
+  // Padding K to 64 on every AMX CPU, not only while amx is the chosen ISA: the other kernels
+  // take any multiple of 4, so a later set_int8_isa never meets a packing it cannot read.
+  const int64_t step = int8_isa_supported(Int8Isa::kAmx) ? 64 : 4;
+  p.n = n, p.k = k, p.kp = (k + step - 1) / step * step, p.panels = (n + 15) / 16;
   p.data.assign(static_cast<size_t>(p.panels * p.kp * 16), 0);
   p.colsum.assign(static_cast<size_t>(p.panels * 16), 0);
   p.scale.assign(static_cast<size_t>(p.panels * 16), 0.0f);
@@ -107,7 +116,8 @@ PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, const float* 
 void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64_t k,
                       const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& dst) {
 #if defined(__x86_64__)
-  const bool simd = int8_isa() == Int8Isa::kAvx512Vnni;
+  const Int8Isa isa = int8_isa();
+  const bool simd = isa == Int8Isa::kAvx512Vnni || isa == Int8Isa::kAmx;
 #else
   const bool simd = false;
 #endif
@@ -162,6 +172,9 @@ void int8_gemm_block(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_
                      int64_t p1, float* y, int64_t ldy) {
   switch (int8_isa()) {
 #if defined(__x86_64__)
+    case Int8Isa::kAmx:
+      if (w.kp % 64 != 0) throw_internal_error("int8 weights packed without AMX's K padding");
+      return detail::int8_block_amx(w, x, m0, m1, p0, p1, y, ldy);
     case Int8Isa::kAvx512Vnni:
       return detail::int8_block_avx512vnni(w, x, m0, m1, p0, p1, y, ldy);
     case Int8Isa::kAvx2:
@@ -188,22 +201,27 @@ struct RowSplit {
 RowSplit row_split(int64_t M, const PackedInt8W& w) {
   const int64_t threads = std::max(1, tbb::this_task_arena::max_concurrency());
   const int64_t row_bytes = w.kp + 4 * w.n;
-  const int64_t most = std::clamp<int64_t>((128 << 10) / row_bytes, 8, 64);
+  // Whole register blocks: 8 rows for the vector kernels, 32 (two tiles) for AMX's. AMX's
+  // blocks may be taller: its kernel reads each pair of weight panels once per block, and at
+  // 16 times VNNI's rate that read, not the result's size, is what bounds it.
+  const bool amx = int8_isa() == Int8Isa::kAmx;
+  const int64_t unit = amx ? 32 : 8;
+  const int64_t most = amx ? 128 : std::clamp<int64_t>((128 << 10) / row_bytes, 8, 64);
   RowSplit s;
   s.rows = std::min((M + 4 * threads - 1) / (4 * threads), most);
-  s.rows = std::max<int64_t>(8, s.rows / 8 * 8);
+  s.rows = std::max<int64_t>(unit, s.rows / unit * unit);
   s.blocks = (M + s.rows - 1) / s.rows;
   s.split_panels = threads > 1 && s.blocks < 2 * threads && w.panels > 2;
   return s;
 }
 
-// Rows [m0, m1) (at most 64) x panels [p0, p1): straight into y, or through `sink` four panels
-// (64 columns) at a time by way of a scratch tile on the stack.
+// Rows [m0, m1) (at most 128, row_split's largest block) x panels [p0, p1): straight into y, or
+// through `sink` four panels (64 columns) at a time by way of a scratch tile on the stack.
 void rows_times_panels(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1, int64_t p0,
                        int64_t p1, float* y, int64_t ldy, const Int8TileSink* sink) {
   if (!sink) return int8_gemm_block(w, x, m0, m1, p0, p1, y + m0 * ldy + p0 * 16, ldy);
   constexpr int64_t kChunk = 4;
-  alignas(64) float tile[64 * kChunk * 16];
+  alignas(64) float tile[128 * kChunk * 16];
   for (int64_t p = p0; p < p1; p += kChunk) {
     const int64_t pe = std::min(p + kChunk, p1), ld = (pe - p) * 16;
     int8_gemm_block(w, x, m0, m1, p, pe, tile, ld);

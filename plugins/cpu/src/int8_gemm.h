@@ -6,9 +6,10 @@
 // which is what lets the AVX-512 VNNI instruction vpdpbusd (u8 x s8, four products per i32
 // lane) do the whole inner loop. Weights are in [-127, 127], so no sum ever saturates.
 //
-// Three implementations over one packed weight layout: AVX-512 VNNI (vpdpbusd), AVX2 (widened
-// to i16, vpmaddwd) and portable C++. RLX_CPU_INT8_ISA=portable|avx2|avx512vnni picks one; an
-// ISA this CPU lacks is an error, never a silent fallback.
+// Four implementations over one packed weight layout: AMX-INT8 tiles (TDPBUSD), AVX-512 VNNI
+// (vpdpbusd), AVX2 (widened to i16, vpmaddwd) and portable C++. RLX_CPU_INT8_ISA=portable|avx2|
+// avx512vnni|amx picks one; an ISA this CPU lacks is an error, never a silent fallback. All four
+// sum the same integers exactly, so they give the same bytes.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -17,16 +18,16 @@
 
 namespace rlx::cpu {
 
-enum class Int8Isa : uint8_t { kPortable, kAvx2, kAvx512Vnni };
+enum class Int8Isa : uint8_t { kPortable, kAvx2, kAvx512Vnni, kAmx };
 const char* int8_isa_name(Int8Isa isa);
 bool int8_isa_supported(Int8Isa isa);
 Int8Isa int8_isa();              // RLX_CPU_INT8_ISA when set, else the best the CPU has
 void set_int8_isa(Int8Isa isa);  // tests force each path; throws when the CPU lacks it
 
-// W i8 [N, K] in panels of 16 output columns. K is padded to kp (a multiple of 4) with zero
-// weights; a panel is kp / 4 groups of 64 bytes, group g holding for each of its 16 columns the
-// four weights k = 4g .. 4g + 3 (column-major lanes, vpdpbusd's operand). Columns past N are
-// zero weights with scale 0.
+// W i8 [N, K] in panels of 16 output columns. K is padded to kp (a multiple of 4, or of 64 on a
+// CPU with AMX, whose tiles take 64 k at a time) with zero weights; a panel is kp / 4 groups of 64
+// bytes, group g holding for each of its 16 columns the four weights k = 4g .. 4g + 3 (column-major
+// lanes, vpdpbusd's operand). Columns past N are zero weights with scale 0.
 struct PackedInt8W {
   int64_t n = 0, k = 0, kp = 0, panels = 0;
   std::vector<int8_t> data;     // panels * kp * 16 bytes
@@ -97,6 +98,11 @@ void int8_block_avx2(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_
                      int64_t p1, float* y, int64_t ldy);
 void int8_block_avx512vnni(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1,
                            int64_t p0, int64_t p1, float* y, int64_t ldy);
+// Needs w.kp % 64 == 0 (the packing of an AMX CPU).
+void int8_block_amx(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1, int64_t p0,
+                    int64_t p1, float* y, int64_t ldy);
+// The CPU has AMX-INT8 and the kernel gave this process the tile state (asked for once).
+bool amx_usable();
 // The activation rounding with AVX-512 (same bytes as quant::quantize_u8), and a row's range
 // (0 included, as quant::u8_params widens it anyway).
 void quantize_row_u8_avx512(const float* x, int64_t k, float scale, uint8_t zero, uint8_t* q);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "int8_gemm.h"
+#include "int8_gemm_simd.h"
 
 namespace rlx::cpu::detail {
 
@@ -53,20 +54,9 @@ void tile(const PackedInt8W& w, const Int8Rows& x, int64_t m, int64_t p, float* 
     }
   }
   for (int j = 0; j < NP; ++j) {
-    const int64_t n0 = (p + j) * 16;
-    const __m512i colsum = _mm512_loadu_si512(w.colsum.data() + n0);
-    const __m512 wscale = _mm512_loadu_ps(w.scale.data() + n0);
-    const __m512 bias = _mm512_loadu_ps(w.bias.data() + n0);
-    const int64_t left = w.n - n0;
-    const __mmask16 mask = left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-    for (int r = 0; r < MR; ++r) {
-      const __m512i comp = _mm512_mullo_epi32(_mm512_set1_epi32(x.zero[m + r]), colsum);
-      // The masked form: the plain one's undefined source operand trips GCC 12's warnings.
-      const __m512 v = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), __mmask16(0xFFFF),
-                                               _mm512_sub_epi32(acc[r][j], comp));
-      const __m512 s = _mm512_mul_ps(wscale, _mm512_set1_ps(x.scale[m + r]));
-      _mm512_mask_storeu_ps(yt + r * ldy + j * 16, mask, _mm512_fmadd_ps(v, s, bias));
-    }
+    const Int8Cols cols = int8_cols(w, p + j);
+    for (int r = 0; r < MR; ++r)
+      int8_store16_avx512(cols, x, m + r, acc[r][j], yt + r * ldy + j * 16);
   }
 }
 

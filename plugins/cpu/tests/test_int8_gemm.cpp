@@ -1,8 +1,8 @@
-// The int8 GEMM of QMatMul (src/int8_gemm*.cpp) on every ISA this CPU runs, against a
+// The int8 GEMM of QMatMul (src/int8_gemm*.cpp) on every ISA this CPU runs (AMX tiles where
+// the CPU and kernel grant them, skipped with the reason elsewhere), against a
 // double-precision reference that writes the documented arithmetic out again here
 // (rlx/core/quantize.h): u8 activations per row, s8 weights per channel, exact integer sums.
 #include <gtest/gtest.h>
-
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "int8_gemm.h"
+#include "rlx/core/quantize.h"
 
 namespace rlx::cpu {
 namespace {
@@ -190,9 +191,37 @@ TEST_P(Int8Gemm, FusedRoundingAndSplitsEqualTheSeparateSteps) {
   }
 }
 
+// The vector rounding multiplies by 1 / scale and divides only near a half-integer: quotients
+// a few ulps either side of every half-integer (and on it: ties go to even), at scales whose
+// reciprocal is inexact, give the bytes of the scalar division rule.
+TEST_P(Int8Gemm, RoundingNearHalfIntegersGivesTheScalarRulesBytes) {
+  for (const float scale : {0.1f, 0.0137f, 3.3f, 1e-3f / 7}) {
+    std::vector<float> x;
+    for (int h = -130; h <= 130; ++h)
+      for (int ulps = -3; ulps <= 3; ++ulps) {
+        float v = (static_cast<float>(h) + 0.5f) * scale;
+        for (int u = 0; u < std::abs(ulps); ++u) v = std::nextafter(v, ulps > 0 ? 1e30f : -1e30f);
+        x.push_back(v);
+      }
+    const int64_t k = static_cast<int64_t>(x.size());
+    const uint8_t zero = 128;
+    std::vector<uint8_t> want(static_cast<size_t>(k));
+    quant::quantize_u8(x.data(), k, quant::U8Params{scale, zero}, want.data());
+    U8RowBuffer rows;
+    rows.ld = (k + 63) / 64 * 64;
+    rows.q.assign(static_cast<size_t>(rows.ld), 0);
+    rows.scale.resize(1);
+    rows.zero.resize(1);
+    quantize_rows_u8(x.data(), k, 0, 1, k, &scale, &zero, rows);
+    for (int64_t i = 0; i < k; ++i)
+      ASSERT_EQ(rows.q[i], want[i])
+          << "x " << x[i] << " scale " << scale << " on " << int8_isa_name(GetParam());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryIsa, Int8Gemm,
-                         ::testing::Values(Int8Isa::kPortable, Int8Isa::kAvx2,
-                                           Int8Isa::kAvx512Vnni),
+                         ::testing::Values(Int8Isa::kPortable, Int8Isa::kAvx2, Int8Isa::kAvx512Vnni,
+                                           Int8Isa::kAmx),
                          [](const auto& info) { return std::string(int8_isa_name(info.param)); });
 
 }  // namespace

@@ -1,0 +1,155 @@
+// The bf16 AMX GEMM (gemm_amx_bf16.h). A register block is up to 32 rows x 32 columns: four f32
+// accumulator tiles (0-3), two tiles of A (4, 5: 16 rows x 32 k each, read straight from the
+// caller's rows) and two of packed B (6, 7). A task takes a block of rows and a run of panels;
+// each 32 x 32 block's sums go to a stack tile, through the epilogue, and out as f32 or bf16.
+#include "gemm_amx_bf16.h"
+
+#include <immintrin.h>
+#include <tbb/blocked_range2d.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "amx_tiles.h"
+#include "rlx/core/half.h"
+
+namespace rlx::cpu {
+
+namespace {
+
+// Rows [m, m + rows) of A (row stride lda elements) x panels [p, p + NT) into t (f32, row
+// stride 32): MT = 1 for up to 16 rows, 2 for 17 to 32.
+template <int MT, int NT>
+void block(const uint16_t* a, int64_t lda, int64_t K, const PackedBf16B& b, int64_t p, float* t) {
+  _tile_zero(0);
+  if constexpr (NT > 1) _tile_zero(1);
+  if constexpr (MT > 1) {
+    _tile_zero(2);
+    if constexpr (NT > 1) _tile_zero(3);
+  }
+  const uint16_t* b0 = b.panel(p);
+  const uint16_t* b1 = NT > 1 ? b.panel(p + 1) : b0;
+  const int64_t stride = lda * 2;
+  for (int64_t k = 0; k < K; k += 32) {
+    _tile_loadd(4, a + k, stride);
+    _tile_loadd(6, b0 + k * 16, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NT > 1) {
+      _tile_loadd(7, b1 + k * 16, 64);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (MT > 1) {
+      _tile_loadd(5, a + 16 * lda + k, stride);
+      _tile_dpbf16ps(2, 5, 6);
+      if constexpr (NT > 1) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  _tile_stored(0, t, 128);
+  if constexpr (NT > 1) _tile_stored(1, t + 16, 128);
+  if constexpr (MT > 1) {
+    _tile_stored(2, t + 16 * 32, 128);
+    if constexpr (NT > 1) _tile_stored(3, t + 16 * 32 + 16, 128);
+  }
+}
+
+// f32 -> bf16 as rlx::f32_to_bf16 does (nearest even, NaN kept quiet), 16 at a time.
+__m256i to_bf16(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)),
+                       _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1))),
+      16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
+}
+
+// Row r of the f32 tile t (cols columns) to C.
+void store_row(const float* t, int64_t cols, DType c_dtype, void* c, int64_t offset) {
+  if (c_dtype == DType::kF32) {
+    std::memcpy(static_cast<float*>(c) + offset, t, static_cast<size_t>(cols) * sizeof(float));
+    return;
+  }
+  uint16_t* out = static_cast<uint16_t*>(c) + offset;
+  int64_t j = 0;
+  for (; j + 16 <= cols; j += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), to_bf16(_mm512_loadu_ps(t + j)));
+  for (; j < cols; ++j) out[j] = f32_to_bf16(t[j]);
+}
+
+}  // namespace
+
+bool amx_bf16_enabled() {
+  static const bool ok = [] {
+    const char* env = std::getenv("RLX_CPU_AMX_BF16");
+    if (env && std::string(env) == "0") return false;
+    return __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16") &&
+           __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           amx::request_tile_state();
+  }();
+  return ok;
+}
+
+bool amx_bf16_takes(const MatView& a, int64_t K) {
+  return a.dtype == DType::kBF16 && a.cs == 1 && K > 0 && K % 32 == 0;
+}
+
+PackedBf16B pack_bf16_b(const MatView& b, int64_t K, int64_t N) {
+  PackedBf16B p;
+  p.k = K, p.n = N, p.kp = (K + 31) / 32 * 32, p.panels = (N + 15) / 16;
+  p.data.assign(static_cast<size_t>(p.panels * p.kp * 16), 0);
+  const auto* src = static_cast<const uint16_t*>(b.data);
+  for (int64_t n = 0; n < N; ++n) {
+    uint16_t* panel = p.data.data() + (n / 16) * p.kp * 16;
+    const int64_t lane = n % 16;
+    for (int64_t k = 0; k < K; ++k)
+      panel[(k / 2) * 32 + lane * 2 + k % 2] = src[k * b.rs + n * b.cs];
+  }
+  return p;
+}
+
+void amx_bf16_gemm(const MatView& a, int64_t M, const PackedBf16B& b, const GemmEpilogue* ep,
+                   DType c_dtype, void* c, int64_t ldc) {
+  if (M <= 0 || b.panels == 0) return;
+  const auto* A = static_cast<const uint16_t*>(a.data);
+  const int64_t pairs = (b.panels + 1) / 2, blocks = (M + 31) / 32;
+  // Tasks of 32 rows x 4 panel pairs (128 columns): the product of 128 x 384 x 384 (MiniLM's
+  // q, k, v at batch 1) still makes 12 of them for the threads.
+  tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, blocks, 1, 0, pairs, 4),
+                    [&](const tbb::blocked_range2d<int64_t>& r) {
+                      alignas(64) float t[32 * 32];
+                      int rows0 = -1, rows1 = -1;
+                      for (int64_t blk = r.rows().begin(); blk < r.rows().end(); ++blk) {
+                        const int64_t m = blk * 32;
+                        const int rows = static_cast<int>(std::min<int64_t>(32, M - m));
+                        const int r0 = std::min(rows, 16), r1 = std::max(rows - 16, 1);
+                        for (int64_t pair = r.cols().begin(); pair < r.cols().end(); ++pair) {
+                          const int64_t p = pair * 2;
+                          const bool two = p + 1 < b.panels;
+                          // Configured again only when the rows change (the last block of rows).
+                          if (r0 != rows0 || r1 != rows1) amx::configure(rows0 = r0, rows1 = r1);
+                          const uint16_t* ar = A + m * a.rs;
+                          if (rows > 16) {
+                            if (two)
+                              block<2, 2>(ar, a.rs, b.k, b, p, t);
+                            else
+                              block<2, 1>(ar, a.rs, b.k, b, p, t);
+                          } else if (two) {
+                            block<1, 2>(ar, a.rs, b.k, b, p, t);
+                          } else {
+                            block<1, 1>(ar, a.rs, b.k, b, p, t);
+                          }
+                          const int64_t n0 = p * 16, cols = std::min<int64_t>(b.n, n0 + 32) - n0;
+                          if (ep && !ep->empty()) apply_epilogue(*ep, t, 32, m, n0, rows, cols);
+                          for (int i = 0; i < rows; ++i)
+                            store_row(t + i * 32, cols, c_dtype, c, (m + i) * ldc + n0);
+                        }
+                      }
+                      _tile_release();
+                    });
+}
+
+}  // namespace rlx::cpu

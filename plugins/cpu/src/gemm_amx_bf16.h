@@ -1,0 +1,43 @@
+// bf16 products on AMX tiles: TDPBF16PS multiplies 16 rows x 32 bf16 of A by 32 x 16 bf16 of B
+// into 16 x 16 f32 sums, 16,384 products an instruction against AVX-512's 16 f32 FMAs. It is
+// the cpu GEMM's path for a product whose operands are both bf16 (a bf16 model, or a product
+// amp-bf16 narrowed), chosen per node when the CPU has AMX-BF16 and the shapes suit it, and
+// reported by `rlx explain`.
+//
+// Numerics: each bf16 x bf16 product is exact in f32, as on the widening path; the sums are f32
+// in a different order, and the unit treats subnormal inputs and results as zero and rounds to
+// nearest even whatever MXCSR says (Intel's description of TDPBF16PS). The widening path keeps
+// subnormals: the difference is below the f32 rounding of the sums in any model whose values
+// are not ~1e-38, but it is a difference, which is why the choice is reported.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "gemm.h"
+
+namespace rlx::cpu {
+
+// AMX-BF16 present, the tile state granted to this process, and RLX_CPU_AMX_BF16 not 0.
+bool amx_bf16_enabled();
+
+// B [K, N] (a bf16 view) in panels of 16 columns, each kp / 2 rows of 64 bytes where row g holds
+// the pair k = 2g, 2g + 1 of every column (the "VNNI" layout TDPBF16PS reads). K is padded to kp
+// (a multiple of 32) and N to whole panels with zeros.
+struct PackedBf16B {
+  int64_t k = 0, n = 0, kp = 0, panels = 0;
+  std::vector<uint16_t> data;
+  const uint16_t* panel(int64_t p) const { return data.data() + p * kp * 16; }
+};
+PackedBf16B pack_bf16_b(const MatView& b, int64_t K, int64_t N);
+
+// Whether the AMX path takes A: bf16 with contiguous rows of a K that whole tiles cover (the
+// tail of a row cannot be masked, and reading past it could meet a NaN).
+bool amx_bf16_takes(const MatView& a, int64_t K);
+
+// C [M, N] = epilogue(A [M, K] x B) split over the oneTBB arena; C is written as `c_dtype` (f32
+// or bf16, rounded to nearest even) at row stride ldc. The epilogue's loads are indexed by the
+// global (row, column), as gemm()'s.
+void amx_bf16_gemm(const MatView& a, int64_t M, const PackedBf16B& b, const GemmEpilogue* ep,
+                   DType c_dtype, void* c, int64_t ldc);
+
+}  // namespace rlx::cpu
