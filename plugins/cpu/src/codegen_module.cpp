@@ -9,6 +9,7 @@
 #include <map>
 
 #include "codegen_cache.h"
+#include "erf_f32.h"
 #include "prebuilt_kernels.h"
 #include "rlx/core/error.h"
 
@@ -40,6 +41,11 @@ const sdk::Dialect& cpu_dialect() {
     c.mapping = sdk::DomainMapping::kPointRange;
     c.buffer_params = sdk::BufferParams::kPositionalTable;
     c.float_accumulator = DType::kF64;  // as the interpreter: decisions.md 7
+    // erf without a libm call for f32, so its loops vectorise; the same tokens as the
+    // interpreter's (erf_f32.h). f64 keeps the C library's.
+    c.math["erf"] = "rlx_erf";
+    c.prelude += "\n" RLX_STRINGIFY(RLX_ERFF_DEFINITION) "\n"
+                 "static inline double rlx_erf(double x) { return erf(x); }\n";
     return c;
   }();
   return d;

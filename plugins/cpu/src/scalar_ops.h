@@ -8,7 +8,9 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 
+#include "erf_f32.h"
 #include "rlx/core/dtype.h"
 #include "rlx/core/half.h"
 
@@ -51,7 +53,11 @@ inline T float_unary(Op op, T x) {
     case Op::kSqrt: return std::sqrt(x);
     case Op::kRsqrt: return T(1) / std::sqrt(x);
     case Op::kTanh: return std::tanh(x);
-    case Op::kErf: return std::erf(x);
+    case Op::kErf:  // f32: the same call-free erf as the generated kernels (erf_f32.h)
+      if constexpr (std::is_same_v<T, float>)
+        return rlx_erff(x);
+      else
+        return std::erf(x);
     case Op::kSin: return std::sin(x);
     case Op::kCos: return std::cos(x);
     case Op::kFloor: return std::floor(x);

@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 
+#include "erf_f32.h"
 #include "gemm.h"
 #include "gemm_epilogue_fusion.h"
 #include "rlx/core/dispatch.h"
@@ -322,6 +323,35 @@ TEST(CpuGemm, EpilogueErfIsWithinTwoUlpOfDoubleErfWithFma) {
     RecordProperty(std::string("max_ulp_") + gemm_isa_name(isa), std::to_string(worst));
     std::printf("%s: erf worst %.3f ulp at %.9g\n", gemm_isa_name(isa), worst, worst_x);
   }
+}
+
+// The loop kernels' f32 erf (src/erf_f32.h: the interpreter's and, pasted as C, the generated
+// kernels'), on the same sweep: no FMA there, so its leading term rounds twice, as the portable
+// epilogue's does.
+TEST(CpuGemm, LoopKernelErfIsWithinThreeUlpOfDoubleErf) {
+  std::vector<float> xs;
+  uint32_t lo, hi;
+  float flo = 0x1p-30f, fhi = 5.0f;
+  std::memcpy(&lo, &flo, 4), std::memcpy(&hi, &fhi, 4);
+  for (uint32_t b = lo; b <= hi; b += 613) {
+    float x;
+    std::memcpy(&x, &b, 4);
+    xs.push_back(x), xs.push_back(-x);
+  }
+  for (float x : {0.0f, -0.0f, 1e-38f, 0.99999994f, 1.0f, 1.0000001f, 3.9999998f, 4.0f, 9.0f, 1e30f,
+                  INFINITY, -INFINITY})
+    xs.push_back(x);
+  double worst = 0;
+  float worst_x = 0;
+  for (float x : xs) {
+    const double u = ulps(rlx_erff(x), std::erf(static_cast<double>(x)));
+    if (u > worst) worst = u, worst_x = x;
+  }
+  EXPECT_LE(worst, 3.0) << "worst at x = " << worst_x;
+  EXPECT_TRUE(std::isnan(rlx_erff(std::nanf(""))));
+  EXPECT_EQ(rlx_erff(-0.0f), -0.0f);
+  EXPECT_TRUE(std::signbit(rlx_erff(-0.0f)));
+  std::printf("loop kernels: erf worst %.3f ulp at %.9g\n", worst, worst_x);
 }
 
 // Every epilogue op on rows whose width is not a multiple of the vector chunk, with a strided
