@@ -5,10 +5,13 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <vector>
+
+#include "rlx/core/half.h"
 
 namespace rlx::cpu {
 
@@ -49,6 +52,7 @@ void kept_range(const uint8_t* keep, int64_t n, int64_t* lo, int64_t* hi) {
 // every thread has seen the largest tile.
 struct TileState {
   std::vector<float> s, o, m, l;
+  std::vector<float> q, row;  // a 16-bit q's rows widened; a row of a 16-bit result before rounding
   std::vector<uint8_t> nan;
   std::vector<int64_t> limit;  // keys at or past limit[i] are invisible to row i of the tile
   void reset(int64_t rows, int64_t dv) {
@@ -78,8 +82,34 @@ struct PackedK {
   const float* of(int64_t group, int64_t d) const { return data + group * d * ld; }
 };
 
-void attend_tile(const AttentionShape& sh, const float* q, const void* k, const void* v,
-                 const PackedK& packed_k, float* out, const NnSimd& simd, int64_t b, int64_t kvh,
+// A row of n 16-bit values at element `at` of src widened to f32, and back, rounding to nearest
+// even (rlx/core/half.h's rules); bf16 in loops the compiler vectorises.
+void widen_row(KvElem e, const void* src, int64_t at, int64_t n, float* dst) {
+  if (e == KvElem::kBF16) {
+    const auto* b = static_cast<const uint16_t*>(src) + at;
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = std::bit_cast<float>(static_cast<uint32_t>(b[i]) << 16);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = kv_load(e, src, at + i);
+  }
+}
+
+void narrow_row(const float* src, int64_t n, KvElem e, void* dst, int64_t at) {
+  auto* h = static_cast<uint16_t*>(dst) + at;
+  if (e == KvElem::kBF16) {
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t x = std::bit_cast<uint32_t>(src[i]);
+      const uint32_t rounded = (x + 0x7FFF + ((x >> 16) & 1)) >> 16;
+      const uint32_t quiet = (x >> 16) | 0x40;  // NaN: rounding could clear its payload
+      h[i] = static_cast<uint16_t>((x & 0x7FFFFFFF) > 0x7F800000 ? quiet : rounded);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) h[i] = f32_to_f16(src[i]);
+  }
+}
+
+void attend_tile(const AttentionShape& sh, const void* q_any, const void* k, const void* v,
+                 const PackedK& packed_k, void* out_any, const NnSimd& simd, int64_t b, int64_t kvh,
                  int64_t r0, int64_t r1) {
   const RowMap map{sh.heads / sh.kv_heads};
   const int64_t D = sh.head_dim, Dv = sh.v_dim, Sq = sh.q_len, Sk = sh.kv_len;
@@ -93,10 +123,10 @@ void attend_tile(const AttentionShape& sh, const float* q, const void* k, const 
   auto v_rows = [&](int64_t j) { return vb + j * Dv * v_size; };
   const uint8_t* keep = sh.keep ? sh.keep + b * Sk : nullptr;
   auto head = [&](int64_t r) { return kvh * map.group + map.head_in_group(r); };
-  auto q_row = [&](int64_t r) { return q + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * D; };
-  auto out_row = [&](int64_t r) {
-    return out + ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * Dv;
-  };
+  // Element offsets of row r of q and of the result.
+  auto q_at = [&](int64_t r) { return ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * D; };
+  auto out_at = [&](int64_t r) { return ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * Dv; };
+  const bool wide = sh.q_elem == KvElem::kF32;
 
   int64_t lo, hi;
   kept_range(keep, Sk, &lo, &hi);
@@ -104,6 +134,14 @@ void attend_tile(const AttentionShape& sh, const float* q, const void* k, const 
   const int64_t rows = r1 - r0;
   TileState& st = tls_tile;
   st.reset(rows, Dv);
+  if (!wide) {
+    st.q.resize(rows * D);
+    st.row.resize(Dv);
+    for (int64_t i = 0; i < rows; ++i) widen_row(sh.q_elem, q_any, q_at(r0 + i), D, &st.q[i * D]);
+  }
+  auto q_row = [&](int64_t r) {
+    return wide ? static_cast<const float*>(q_any) + q_at(r) : st.q.data() + (r - r0) * D;
+  };
   std::vector<int64_t>& limit = st.limit;
   int64_t tile_hi = lo;
   for (int64_t i = 0; i < rows; ++i) {
@@ -162,7 +200,7 @@ void attend_tile(const AttentionShape& sh, const float* q, const void* k, const 
     }
   }
   for (int64_t i = 0; i < rows; ++i) {
-    float* dst = out_row(r0 + i);
+    float* dst = wide ? static_cast<float*>(out_any) + out_at(r0 + i) : st.row.data();
     if (st.nan[i]) {
       std::fill(dst, dst + Dv, std::numeric_limits<float>::quiet_NaN());
     } else if (st.l[i] == 0) {
@@ -177,12 +215,13 @@ void attend_tile(const AttentionShape& sh, const float* q, const void* k, const 
     } else {
       simd.divide(st.o.data() + i * Dv, Dv, st.l[i], dst);
     }
+    if (!wide) narrow_row(dst, Dv, sh.q_elem, out_any, out_at(r0 + i));
   }
 }
 
 }  // namespace
 
-void attention(const AttentionShape& sh, const float* q, const void* k, const void* v, float* out,
+void attention(const AttentionShape& sh, const void* q, const void* k, const void* v, void* out,
                const NnSimd& simd) {
   const int64_t group = sh.heads / sh.kv_heads;
   const int64_t rows = group * sh.q_len, groups = sh.batch * sh.kv_heads;

@@ -16,14 +16,16 @@ struct AttentionShape {
   bool causal = false;            // key j visible to query i iff j <= i + kv_len - q_len
   const uint8_t* keep = nullptr;  // padding mask [batch, kv_len], 0 = masked; null = none
   KvElem k_elem = KvElem::kF32, v_elem = KvElem::kF32;  // how k and v are stored
+  KvElem q_elem = KvElem::kF32;                         // how q and the result are stored
 };
 
-// q [B,H,Sq,D] f32, k [B,Hkv,Sk,D] and v [B,Hkv,Sk,Dv] as s.k_elem and s.v_elem say -> out
-// [B,H,Sq,Dv] f32, all contiguous. K and V of a 16-bit type are widened to f32 as they are read,
-// so the result is the f32 result for the widened values. Rows that see no key come out NaN, as
+// q [B,H,Sq,D], k [B,Hkv,Sk,D] and v [B,Hkv,Sk,Dv] as s.q_elem, s.k_elem and s.v_elem say ->
+// out [B,H,Sq,Dv] as s.q_elem, all contiguous. 16-bit q, K and V are widened to f32 as they are
+// read (a tile's q rows once), so the result is the f32 result for the widened values, rounded
+// once to q's type when that is 16-bit. Rows that see no key come out NaN, as
 // the decomposition's softmax over all -inf does. Parallel over batch x kv heads x query tiles
 // with oneTBB.
-void attention(const AttentionShape& s, const float* q, const void* k, const void* v, float* out,
+void attention(const AttentionShape& s, const void* q, const void* k, const void* v, void* out,
                const NnSimd& simd);
 
 }  // namespace rlx::cpu

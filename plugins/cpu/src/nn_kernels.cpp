@@ -1,13 +1,9 @@
 #include "nn_kernels.h"
 
 #include <fmt/format.h>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
-#include <bit>
 #include <cmath>
 #include <optional>
-#include <vector>
 
 #include "nn_attention.h"
 #include "nn_backward_kernels.h"
@@ -142,36 +138,6 @@ std::vector<uint8_t> keep_flags(const lir::Buffer& m, const void* data, int64_t 
   return keep;
 }
 
-// 16-bit floats to and from f32 over the arena, bf16 in loops the compiler vectorises (the
-// conversions of rlx/core/half.h, written inline).
-void widen(DType t, const void* src, float* dst, int64_t n) {
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), [&](const auto& r) {
-    if (t == DType::kBF16) {
-      const auto* b = static_cast<const uint16_t*>(src);
-      for (int64_t i = r.begin(); i < r.end(); ++i)
-        dst[i] = std::bit_cast<float>(static_cast<uint32_t>(b[i]) << 16);
-    } else {
-      for (int64_t i = r.begin(); i < r.end(); ++i) dst[i] = load_f(t, src, i);
-    }
-  });
-}
-
-void narrow(const float* src, DType t, void* dst, int64_t n) {
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), [&](const auto& r) {
-    if (t == DType::kBF16) {
-      auto* b = static_cast<uint16_t*>(dst);
-      for (int64_t i = r.begin(); i < r.end(); ++i) {
-        const uint32_t x = std::bit_cast<uint32_t>(src[i]);
-        const uint32_t rounded = (x + 0x7FFF + ((x >> 16) & 1)) >> 16;
-        const uint32_t quiet = (x >> 16) | 0x40;  // NaN: rounding could clear the payload
-        b[i] = static_cast<uint16_t>((x & 0x7FFFFFFF) > 0x7F800000 ? quiet : rounded);
-      }
-    } else {
-      for (int64_t i = r.begin(); i < r.end(); ++i) store_f(t, dst, i, src[i]);
-    }
-  });
-}
-
 void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                    const std::vector<void*>& ptrs) {
   const auto &qs = in[0].shape, &ks = in[1].shape, &vs = in[2].shape;
@@ -193,19 +159,9 @@ void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
   }
   sh.k_elem = *kv_elem(in[1].dtype);
   sh.v_elem = *kv_elem(in[2].dtype);
-  const DType qt = in[0].dtype;
-  if (qt == DType::kF32) {
-    attention(sh, static_cast<const float*>(ptrs[k.inputs[0]]), ptrs[k.inputs[1]],
-              ptrs[k.inputs[2]], static_cast<float*>(ptrs[k.outputs[0]]), nn_simd());
-    return;
-  }
-  // 16-bit q and result (claim_attention): widened into f32 copies around the f32 kernel.
-  const int64_t qn = sh.batch * sh.heads * sh.q_len * sh.head_dim;
-  const int64_t on = sh.batch * sh.heads * sh.q_len * sh.v_dim;
-  std::vector<float> q(static_cast<size_t>(qn)), o(static_cast<size_t>(on));
-  widen(qt, ptrs[k.inputs[0]], q.data(), qn);
-  attention(sh, q.data(), ptrs[k.inputs[1]], ptrs[k.inputs[2]], o.data(), nn_simd());
-  narrow(o.data(), qt, ptrs[k.outputs[0]], on);
+  sh.q_elem = *kv_elem(in[0].dtype);
+  attention(sh, ptrs[k.inputs[0]], ptrs[k.inputs[1]], ptrs[k.inputs[2]], ptrs[k.outputs[0]],
+            nn_simd());
 }
 
 void run_norm(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,

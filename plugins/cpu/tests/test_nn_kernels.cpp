@@ -235,6 +235,35 @@ TEST(CpuNnKernels, AttentionWith16BitKvIsTheF32ResultOfItsValues) {
       }
 }
 
+// A 16-bit q (and so result, in q's type): its rows widened exactly, the f32 kernel, each result
+// rounded once. So the result is the f32 result for the widened q, rounded: bit for bit, with
+// 16-bit K and V too.
+TEST(CpuNnKernels, AttentionWith16BitQIsTheRoundedF32ResultOfItsValues) {
+  using cpu::KvElem;
+  for (const NnSimd* simd : instruction_sets())
+    for (const AttnCase& c : attention_cases())
+      for (KvElem e : {KvElem::kBF16, KvElem::kF16}) {
+        Kv16 q = to_16bit(random_values(c.B * c.H * c.Sq * c.D, 21, 2), e),
+             k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 22, 2), e),
+             v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 23), e);
+        cpu::AttentionShape sh{c.B, c.H, c.Hkv, c.Sq, c.Sk, c.D, c.Dv};
+        sh.scale =
+            static_cast<float>(c.scale ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.D)));
+        sh.causal = c.causal;
+        sh.keep = c.keep.empty() ? nullptr : c.keep.data();
+        std::vector<float> wide(c.B * c.H * c.Sq * c.Dv);
+        cpu::attention(sh, q.wide.data(), k.wide.data(), v.wide.data(), wide.data(), *simd);
+        sh.q_elem = sh.k_elem = sh.v_elem = e;
+        std::vector<uint16_t> got(wide.size(), 0x7777);
+        cpu::attention(sh, q.bits.data(), k.bits.data(), v.bits.data(), got.data(), *simd);
+        const std::string what = c.name + " " + elem_name(e) + " (" + simd->name + ")";
+        for (size_t i = 0; i < got.size(); ++i) {
+          const uint16_t want = e == KvElem::kF16 ? f32_to_f16(wide[i]) : f32_to_bf16(wide[i]);
+          ASSERT_EQ(got[i], want) << what << " at " << i;
+        }
+      }
+}
+
 // ---- norms and softmax -----------------------------------------------------------------------
 
 TEST(CpuNnKernels, LayerNormAndRmsNormMatchFloat64Reference) {
