@@ -72,7 +72,20 @@ struct PackedKBuffer {
   std::vector<float> data;
   bool busy = false;
 };
-thread_local PackedKBuffer tls_packed_k;
+thread_local PackedKBuffer tls_packed_k, tls_wide_v;
+
+// The calling thread's buffer `tls` grown to n floats, or `own` when a call on this thread
+// (further up its stack) holds it; `release` frees it when the call ends.
+float* borrow(PackedKBuffer& tls, std::vector<float>& own, size_t n,
+              std::unique_ptr<bool, void (*)(bool*)>& release) {
+  std::vector<float>& buffer = tls.busy ? own : tls.data;
+  if (&buffer != &own) {
+    tls.busy = true;
+    release.reset(&tls.busy);
+  }
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
 
 // K transposed per (batch, kv head), [D][ld], shared by every tile of that kv head. ld leaves a
 // spare 16 columns: the scoring loop reads whole vectors past a block that starts unaligned.
@@ -229,20 +242,32 @@ void attention(const AttentionShape& sh, const void* q, const void* k, const voi
   const int64_t br = rows_per_task(rows, groups);
   const int64_t tiles = (rows + br - 1) / br;
   PackedK packed_k;
-  std::vector<float> own;
-  std::unique_ptr<bool, void (*)(bool*)> release(nullptr, [](bool* busy) { *busy = false; });
+  std::vector<float> own, own_v;
+  auto free_buffer = [](bool* busy) { *busy = false; };
+  std::unique_ptr<bool, void (*)(bool*)> release(nullptr, free_buffer),
+      release_v(nullptr, free_buffer);
+  AttentionShape shape = sh;
+  const void* vs = v;
+  if (br >= kPackRows && sh.v_elem != KvElem::kF32) {
+    // A 16-bit V widened once per call: pv_accumulate would widen each row of V again for every
+    // group of kNnRows query rows (32 times at 128 queries), which made bf16 attention a third
+    // slower than f32.
+    const int64_t per_group = sh.kv_len * sh.v_dim;
+    float* wide = borrow(tls_wide_v, own_v, static_cast<size_t>(groups * per_group), release_v);
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, 1),
+                      [&](const tbb::blocked_range<int64_t>& r) {
+                        for (int64_t g = r.begin(); g < r.end(); ++g)
+                          widen_row(sh.v_elem, v, g * per_group, per_group, wide + g * per_group);
+                      });
+    shape.v_elem = KvElem::kF32;
+    vs = wide;
+  }
   if (br >= kPackRows) {
     packed_k.ld = (sh.kv_len + 15) / 16 * 16 + 16;
     // Grown, never shrunk or cleared: the columns past a kv head's keys are read into lanes that
     // are never stored, so what an earlier call left there does not matter.
-    const size_t need = static_cast<size_t>(groups * sh.head_dim * packed_k.ld);
-    std::vector<float>& buffer = tls_packed_k.busy ? own : tls_packed_k.data;
-    if (&buffer != &own) {
-      tls_packed_k.busy = true;
-      release.reset(&tls_packed_k.busy);
-    }
-    if (buffer.size() < need) buffer.resize(need);
-    float* packed = buffer.data();
+    float* packed =
+        borrow(tls_packed_k, own, static_cast<size_t>(groups * sh.head_dim * packed_k.ld), release);
     packed_k.data = packed;
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, groups, 1), [&](const tbb::blocked_range<int64_t>& r) {
@@ -257,7 +282,7 @@ void attention(const AttentionShape& sh, const void* q, const void* k, const voi
                     [&](const tbb::blocked_range<int64_t>& range) {
                       for (int64_t t = range.begin(); t < range.end(); ++t) {
                         const int64_t g = t / tiles, r0 = (t % tiles) * br;
-                        attend_tile(sh, q, k, v, packed_k, out, simd, g / sh.kv_heads,
+                        attend_tile(shape, q, k, vs, packed_k, out, simd, g / sh.kv_heads,
                                     g % sh.kv_heads, r0, std::min(rows, r0 + br));
                       }
                     });
