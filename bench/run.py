@@ -118,10 +118,10 @@ class Runner:
         self.preexec = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         self.exported = {}
 
-    def run_rlx(self, case, model, graph, inputs):
+    def run_rlx(self, case, model, graph, inputs, precision=None):
         out = os.path.join(self.work, f"{case}.rlx.safetensors")
         task = {"model": model, "graph": graph, "inputs": inputs, "output": out,
-                "warmup": self.args.warmup, "runs": self.args.runs}
+                "warmup": self.args.warmup, "runs": self.args.runs, "precision": precision}
         stats = rlx_peer.run(task, self.rlx, self.args.target, self.preexec)
         return stats, (st.read(out) if "error" not in stats else None)
 

@@ -8,6 +8,8 @@ def run(task, binary, target, preexec_fn=None):
     cmd = [binary, "bench", task["model"], "--target", target, "--graph", task.get("graph", "main"),
            "--inputs", task["inputs"], "--output", task["output"], "--warmup", str(task["warmup"]),
            "--runs", str(task["runs"]), "--json"]
+    if task.get("precision"):
+        cmd += ["--precision", task["precision"]]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=task.get("timeout", 3600),
                        preexec_fn=preexec_fn)
     if r.returncode != 0:

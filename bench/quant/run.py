@@ -1,7 +1,8 @@
 """Quantized all-MiniLM-L6-v2 on the cpu: rlx int8 (dynamic and calibrated) and int4-weight next
 to rlx f32, ONNX Runtime f32 and ONNX Runtime int8 (quantize_dynamic on the same ONNX graph), in
 one run with interleaved rounds, each output checked against rlx f32; then the int8 GEMM's GOP/s
-against the VNNI peak measured right after (bench/quant/int8_gemm_bench.cpp).
+against the peak of its ISA (VNNI, or AMX where the CPU grants it) measured right after
+(bench/quant/int8_gemm_bench.cpp).
 
     bench/.venv/bin/python bench/quant/run.py [--seqs 128,32] [--batches 1,8,32] [--rounds 3]
 
@@ -70,7 +71,8 @@ def case_run(runner, folder, models, onnx_path, cfg, seq, batch, rng, args):
     task = {"suite": "minilm", "case": case, "kind": "bert", "config": cfg,
             "weights": os.path.join(folder, "model.safetensors"), "onnx": onnx_path,
             "inputs": inputs, "warmup": args.warmup, "runs": args.runs}
-    rounds = {k: [] for k in ["rlx-f32"] + [f"rlx-{s}" for s in SCHEMES] + PEERS}
+    rounds = {k: [] for k in ["rlx-f32"] + [f"rlx-{s}" for s in SCHEMES] + ["rlx-amp-bf16"] +
+              PEERS}
     checks = {}
     for r in range(args.rounds):
         log(f"quant bench: {case} round {r + 1}/{args.rounds}")
@@ -80,6 +82,10 @@ def case_run(runner, folder, models, onnx_path, cfg, seq, batch, rng, args):
             stats, out = runner.run_rlx(f"{case}-{s}", models[s], "main", inputs)
             rounds[f"rlx-{s}"].append(stats)
             checks.setdefault(f"rlx-{s}", accuracy(ref, out))
+        # The products in bf16 (on AMX tiles where the CPU has them), the rest in f32.
+        stats, out = runner.run_rlx(f"{case}-amp-bf16", folder, "main", inputs, "amp-bf16")
+        rounds["rlx-amp-bf16"].append(stats)
+        checks.setdefault("rlx-amp-bf16", accuracy(ref, out))
         for p in PEERS:
             res = runner.run_peer(p, task, ref, NAMES)
             rounds[p].append(res)
@@ -110,7 +116,7 @@ def p50(res):
 
 
 def markdown(results):
-    cols = ["rlx-f32"] + [f"rlx-{s}" for s in SCHEMES] + PEERS
+    cols = ["rlx-f32"] + [f"rlx-{s}" for s in SCHEMES] + ["rlx-amp-bf16"] + PEERS
     lines = ["| case | " + " | ".join(f"{c} p50 ms" for c in cols) +
              " | rlx int8-dyn / ORT int8 | rlx int8 / ORT int8 | rlx int8-dyn / ORT f32 |",
              "|---|" + "---|" * (len(cols) + 3)]
@@ -140,8 +146,11 @@ def markdown(results):
         lines.append(f"| {c['case']} | " + " | ".join(row) + " |")
     g = results.get("int8_gemm", {})
     if "results" in g:
-        lines += ["", f"int8 GEMM ({g['isa']}, {g['threads']} threads), VNNI peak "
-                  f"{g['vnni_peak_gops']:.0f} GOP/s measured in the same run:", "",
+        amx = g.get("amx_peak_gops", 0) > 0
+        peak = g["amx_peak_gops"] if amx else g["vnni_peak_gops"]
+        lines += ["", f"int8 GEMM ({g['isa']}, {g['threads']} threads), {'AMX' if amx else 'VNNI'} "
+                  f"peak {peak:.0f} GOP/s measured in the same run (VNNI "
+                  f"{g['vnni_peak_gops']:.0f}):", "",
                   "| M | N | K | GOP/s | of peak |", "|---|---|---|---|---|"]
         for x in g["results"]:
             lines.append(f"| {x['M']} | {x['N']} | {x['K']} | {x['gops']:.0f} | "
@@ -180,7 +189,7 @@ def main():
         for batch in [int(b) for b in args.batches.split(",")]:
             results["cases"].append(case_run(runner, folder, models, onnx_path, cfg, seq, batch,
                                              rng, args))
-    log("quant bench: int8 GEMM against the VNNI peak")
+    log("quant bench: int8 GEMM against its ISA's peak")
     results["int8_gemm"] = gemm_peak(runner)
     base = os.path.join(BENCH, "results", f"quant-{stamp}")
     with open(base + ".json", "w") as f:
