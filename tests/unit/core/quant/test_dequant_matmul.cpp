@@ -49,45 +49,48 @@ TEST(DequantMatMul, EveryFormatOnCpuMatchesDequantizeThenMultiply) {
   auto cpu = test::cpu_target();
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (const quant::QTypeInfo& q : quant::all_qtypes()) {
-    // Whole blocks of every format (rlx's i4_g128 has 128).
-    const int64_t K = q.block_size >= 128 ? 2 * q.block_size : 64, N = 5, B = 2, S = 3;
-    const int64_t rb = *quant::row_bytes(q.type, K);
-    std::vector<uint8_t> w = random_rows(q, N, K, rng);
-    std::vector<float> x(B * S * K);
-    for (auto& v : x) v = u(rng);
-    std::string ir = fmt::format(R"(graph @t(%x: f32[B,{},{}], %w: u8[{},{}]) {{
+  // A few rows (the transposed product) and many (W packed as the GEMM's operand: 512 rows or
+  // more), with columns in two of its chunks.
+  for (const auto [S, N] : {std::pair<int64_t, int64_t>{3, 5}, {300, 150}})
+    for (const quant::QTypeInfo& q : quant::all_qtypes()) {
+      // Whole blocks of every format (rlx's i4_g128 has 128).
+      const int64_t K = q.block_size >= 128 ? 2 * q.block_size : 64, B = 2;
+      const int64_t rb = *quant::row_bytes(q.type, K);
+      std::vector<uint8_t> w = random_rows(q, N, K, rng);
+      std::vector<float> x(B * S * K);
+      for (auto& v : x) v = u(rng);
+      std::string ir = fmt::format(R"(graph @t(%x: f32[B,{},{}], %w: u8[{},{}]) {{
   %y = DequantMatMul(%x, %w) {{qtype = "{}"}} : f32[B,{},{}]
   return %y
 }}
 )",
-                                 S, K, N, rb, q.name, S, N);
-    Graph g = parse_graph(ir);
-    Session session(cpu);
-    CompiledModel m = session.compile(g);
-    ASSERT_EQ(m.report().entries.size(), 1u);
-    EXPECT_EQ(m.report().entries[0].path, LoweringPath::kNative) << q.name;
-    Tensor wt(DType::kU8, {N, rb});
-    std::memcpy(wt.data(), w.data(), w.size());
-    NamedTensors out = m.run({{"x", Tensor::from(DType::kF32, {B, S, K}, x)}, {"w", wt}});
-    const Tensor& y = out.at("y");
-    ASSERT_EQ(y.shape(), (std::vector<int64_t>{B, S, N}));
-    std::vector<float> row(K);
-    double worst = 0;
-    for (int64_t n = 0; n < N; ++n) {
-      quant::dequantize(q.type, w.data() + n * rb, row.data(), K);
-      for (int64_t m_ = 0; m_ < B * S; ++m_) {
-        double want = 0, mag = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          want += static_cast<double>(x[m_ * K + k]) * row[k];
-          mag += std::abs(static_cast<double>(x[m_ * K + k]) * row[k]);
+                                   S, K, N, rb, q.name, S, N);
+      Graph g = parse_graph(ir);
+      Session session(cpu);
+      CompiledModel m = session.compile(g);
+      ASSERT_EQ(m.report().entries.size(), 1u);
+      EXPECT_EQ(m.report().entries[0].path, LoweringPath::kNative) << q.name;
+      Tensor wt(DType::kU8, {N, rb});
+      std::memcpy(wt.data(), w.data(), w.size());
+      NamedTensors out = m.run({{"x", Tensor::from(DType::kF32, {B, S, K}, x)}, {"w", wt}});
+      const Tensor& y = out.at("y");
+      ASSERT_EQ(y.shape(), (std::vector<int64_t>{B, S, N}));
+      std::vector<float> row(K);
+      double worst = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        quant::dequantize(q.type, w.data() + n * rb, row.data(), K);
+        for (int64_t m_ = 0; m_ < B * S; ++m_) {
+          double want = 0, mag = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            want += static_cast<double>(x[m_ * K + k]) * row[k];
+            mag += std::abs(static_cast<double>(x[m_ * K + k]) * row[k]);
+          }
+          double err = std::abs(y.as<float>()[m_ * N + n] - want) / std::max(1.0, mag);
+          worst = std::max(worst, err);
         }
-        double err = std::abs(y.as<float>()[m_ * N + n] - want) / std::max(1.0, mag);
-        worst = std::max(worst, err);
       }
+      EXPECT_LT(worst, 1e-6) << q.name << " rows " << B * S;
     }
-    EXPECT_LT(worst, 1e-6) << q.name;
-  }
 }
 
 // {activations = "q8"}: x rounded to 8-bit blocks (d = max|x| / 127 over 32 elements, or 256
