@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "aligned_vector.h"
 #include "gemm.h"
 
 namespace rlx::cpu {
@@ -25,7 +26,7 @@ bool amx_bf16_enabled();
 // (a multiple of 32) and N to whole panels with zeros.
 struct PackedBf16B {
   int64_t k = 0, n = 0, kp = 0, panels = 0;
-  std::vector<uint16_t> data;
+  AlignedVector<uint16_t> data;
   const uint16_t* panel(int64_t p) const { return data.data() + p * kp * 16; }
 };
 PackedBf16B pack_bf16_b(const MatView& b, int64_t K, int64_t N);

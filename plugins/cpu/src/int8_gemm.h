@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "aligned_vector.h"
+
 namespace rlx::cpu {
 
 enum class Int8Isa : uint8_t { kPortable, kAvx2, kAvx512Vnni, kAmx };
@@ -30,7 +32,7 @@ void set_int8_isa(Int8Isa isa);  // tests force each path; throws when the CPU l
 // lanes, vpdpbusd's operand). Columns past N are zero weights with scale 0.
 struct PackedInt8W {
   int64_t n = 0, k = 0, kp = 0, panels = 0;
-  std::vector<int8_t> data;     // panels * kp * 16 bytes
+  AlignedVector<int8_t> data;   // panels * kp * 16 bytes, each 64-byte group on a cache line
   std::vector<int32_t> colsum;  // [panels * 16]
   std::vector<float> scale;     // [panels * 16]
   std::vector<float> bias;      // [panels * 16], zeros when the product has none
@@ -53,7 +55,7 @@ struct Int8Rows {
 // `fixed` is null, else the given parameters for every row. q (its padding bytes past k zeroed,
 // so a reused buffer needs no clearing), scale, zero point into `dst`.
 struct U8RowBuffer {
-  std::vector<uint8_t> q;
+  AlignedVector<uint8_t> q;  // rows of ld bytes (a multiple of 64 on AMX CPUs: whole lines)
   std::vector<float> scale;
   std::vector<int32_t> zero;
   Int8Rows rows() const { return {q.data(), ld, scale.data(), zero.data()}; }
