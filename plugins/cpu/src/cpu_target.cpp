@@ -8,7 +8,10 @@
 #include "collective_call.h"
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
+#include "gemm.h"
+#include "gemm_amx_bf16.h"
 #include "gloo_comm.h"
+#include "int8_gemm.h"
 #include "linalg_kernels.h"
 #include "nn_kernels.h"
 #include "prebuilt_kernels.h"
@@ -74,7 +77,16 @@ class CpuTarget final : public sdk::TargetPlugin {
   }
 
   // Always runs here; the reason says how loop kernels run (compiled or interpreted).
-  Verdict can_execute() const override { return cpu_execution_verdict(); }
+  Verdict can_execute() const override {
+    // How kernels run, then what the products run on, so a listing says whether this CPU's
+    // AMX tiles (or only its vector units) carry int8 and bf16 products.
+    Verdict v = cpu_execution_verdict();
+    if (v.ok)
+      v.reason += fmt::format("; products: f32 GEMM {}, int8 GEMM {}, bf16 {}",
+                              gemm_isa_name(gemm_isa()), int8_isa_name(int8_isa()),
+                              amx_bf16_enabled() ? "on AMX tiles" : "widened to f32");
+    return v;
+  }
 
   std::unique_ptr<Executable> compile(const lir::Program& program) override {
     return std::make_unique<CpuExecutable>(program);

@@ -332,6 +332,9 @@ TEST(CpuCodegen, ListingSaysHowKernelsRun) {
   Verdict v = test::cpu_target()->can_execute();
   EXPECT_TRUE(v.ok);
   EXPECT_NE(v.reason.find("kernels compiled by"), std::string::npos) << v.reason;
+  // ... and what the products run on (the ISA names of gemm.h and int8_gemm.h).
+  EXPECT_NE(v.reason.find("; products: f32 GEMM "), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find(", int8 GEMM "), std::string::npos) << v.reason;
   env.set("RLX_CPU_KERNELS", "interpret");
   EXPECT_NE(test::cpu_target()->can_execute().reason.find("RLX_CPU_KERNELS=interpret"),
             std::string::npos);
