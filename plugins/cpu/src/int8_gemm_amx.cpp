@@ -89,7 +89,8 @@ void int8_block_amx(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t
   // and releases it (an unreleased tile state makes every context switch save 8 KB more).
   // Panels outer, rows inner: a pair of weight panels (12 KB at K = 384) is read from L2 once
   // and then from L1 for every 32 rows of the block, where rows outer streamed all the weights
-  // from L2 for each 32 rows and the tile loads waited on it.
+  // from L2 for each 32 rows (the two measured the same on MiniLM's shapes; this one reads L2
+  // less).
   int rows0 = 16, rows1 = 16;
   amx::configure(rows0, rows1);
   for (int64_t p = p0; p < p1; p += 2) {

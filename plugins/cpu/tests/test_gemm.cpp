@@ -285,11 +285,9 @@ double ulps(float got, double want) {
   return std::fabs(got - want) / ulp;
 }
 
-// erf on every ISA against the C library's double erf: sample floats spread evenly over the
-// bit patterns of [2^-30, 5] (both signs, every branch and the switch at 1), and the special
-// values. The bound is in ulps of the result, so it is strict near 0 as well as near 1.
-TEST(CpuGemm, EpilogueErfIsWithinTwoUlpOfDoubleErfWithFma) {
-  IsaScope scope;
+// erf's test points: floats spread evenly over the bit patterns of [2^-30, 5] (both signs,
+// every branch and the switch at 1), and the special values.
+std::vector<float> erf_sweep() {
   std::vector<float> xs;
   uint32_t lo, hi;
   float flo = 0x1p-30f, fhi = 5.0f;
@@ -302,6 +300,14 @@ TEST(CpuGemm, EpilogueErfIsWithinTwoUlpOfDoubleErfWithFma) {
   for (float x : {0.0f, -0.0f, 1e-38f, 0.99999994f, 1.0f, 1.0000001f, 3.9999998f, 4.0f, 9.0f,
                   1e30f, INFINITY, -INFINITY})
     xs.push_back(x);
+  return xs;
+}
+
+// erf on every ISA against the C library's double erf over erf_sweep(). The bound is in ulps of
+// the result, so it is strict near 0 as well as near 1.
+TEST(CpuGemm, EpilogueErfIsWithinTwoUlpOfDoubleErfWithFma) {
+  IsaScope scope;
+  const std::vector<float> xs = erf_sweep();
   const int64_t n = static_cast<int64_t>(xs.size());
   for (GemmIsa isa : runnable_isas()) {
     set_gemm_isa(isa);
@@ -329,18 +335,7 @@ TEST(CpuGemm, EpilogueErfIsWithinTwoUlpOfDoubleErfWithFma) {
 // kernels'), on the same sweep: no FMA there, so its leading term rounds twice, as the portable
 // epilogue's does.
 TEST(CpuGemm, LoopKernelErfIsWithinThreeUlpOfDoubleErf) {
-  std::vector<float> xs;
-  uint32_t lo, hi;
-  float flo = 0x1p-30f, fhi = 5.0f;
-  std::memcpy(&lo, &flo, 4), std::memcpy(&hi, &fhi, 4);
-  for (uint32_t b = lo; b <= hi; b += 613) {
-    float x;
-    std::memcpy(&x, &b, 4);
-    xs.push_back(x), xs.push_back(-x);
-  }
-  for (float x : {0.0f, -0.0f, 1e-38f, 0.99999994f, 1.0f, 1.0000001f, 3.9999998f, 4.0f, 9.0f, 1e30f,
-                  INFINITY, -INFINITY})
-    xs.push_back(x);
+  const std::vector<float> xs = erf_sweep();
   double worst = 0;
   float worst_x = 0;
   for (float x : xs) {

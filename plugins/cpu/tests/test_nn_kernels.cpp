@@ -134,16 +134,22 @@ std::vector<AttnCase> attention_cases() {
   return cs;
 }
 
+// A case's shape for the kernel: its scale (or 1 / sqrt(D)), mask and padding flags.
+cpu::AttentionShape shape_of(const AttnCase& c) {
+  cpu::AttentionShape sh{c.B, c.H, c.Hkv, c.Sq, c.Sk, c.D, c.Dv};
+  sh.scale = static_cast<float>(c.scale ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.D)));
+  sh.causal = c.causal;
+  sh.keep = c.keep.empty() ? nullptr : c.keep.data();
+  return sh;
+}
+
 TEST(CpuNnKernels, AttentionMatchesFloat64ReferenceOnEveryInstructionSet) {
   for (const NnSimd* simd : instruction_sets())
     for (const AttnCase& c : attention_cases()) {
       auto q = random_values(c.B * c.H * c.Sq * c.D, 1, 2),
            k = random_values(c.B * c.Hkv * c.Sk * c.D, 2, 2),
            v = random_values(c.B * c.Hkv * c.Sk * c.Dv, 3);
-      cpu::AttentionShape sh{c.B, c.H, c.Hkv, c.Sq, c.Sk, c.D, c.Dv};
-      sh.scale = static_cast<float>(c.scale ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.D)));
-      sh.causal = c.causal;
-      sh.keep = c.keep.empty() ? nullptr : c.keep.data();
+      cpu::AttentionShape sh = shape_of(c);
       std::vector<float> out(c.B * c.H * c.Sq * c.Dv, -7.0f);
       cpu::attention(sh, q.data(), k.data(), v.data(), out.data(), *simd);
       expect_close(widen(out), naive_attention(c, q, k, v), 2e-5, c.name + " (" + simd->name + ")");
@@ -219,11 +225,7 @@ TEST(CpuNnKernels, AttentionWith16BitKvIsTheF32ResultOfItsValues) {
         auto q = random_values(c.B * c.H * c.Sq * c.D, 21, 2);
         Kv16 k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 22, 2), ke),
              v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 23), ve);
-        cpu::AttentionShape sh{c.B, c.H, c.Hkv, c.Sq, c.Sk, c.D, c.Dv};
-        sh.scale =
-            static_cast<float>(c.scale ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.D)));
-        sh.causal = c.causal;
-        sh.keep = c.keep.empty() ? nullptr : c.keep.data();
+        cpu::AttentionShape sh = shape_of(c);
         std::vector<float> want(c.B * c.H * c.Sq * c.Dv), got(want.size(), -7.0f);
         cpu::attention(sh, q.data(), k.wide.data(), v.wide.data(), want.data(), *simd);
         sh.k_elem = ke, sh.v_elem = ve;
@@ -246,11 +248,7 @@ TEST(CpuNnKernels, AttentionWith16BitQIsTheRoundedF32ResultOfItsValues) {
         Kv16 q = to_16bit(random_values(c.B * c.H * c.Sq * c.D, 21, 2), e),
              k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 22, 2), e),
              v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 23), e);
-        cpu::AttentionShape sh{c.B, c.H, c.Hkv, c.Sq, c.Sk, c.D, c.Dv};
-        sh.scale =
-            static_cast<float>(c.scale ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.D)));
-        sh.causal = c.causal;
-        sh.keep = c.keep.empty() ? nullptr : c.keep.data();
+        cpu::AttentionShape sh = shape_of(c);
         std::vector<float> wide(c.B * c.H * c.Sq * c.Dv);
         cpu::attention(sh, q.wide.data(), k.wide.data(), v.wide.data(), wide.data(), *simd);
         sh.q_elem = sh.k_elem = sh.v_elem = e;
