@@ -128,6 +128,73 @@ int GemmEpilogue::load(const float* data, int64_t rs, int64_t cs) {
 int GemmEpilogue::unary(EpOp op, int a) { return push_step(*this, EpStep{op, reg(a)}); }
 int GemmEpilogue::binary(EpOp op, int a, int b) { return push_step(*this, EpStep{op, reg(a), reg(b)}); }
 
+void GemmEpilogue::simplify() {
+  auto is_const = [&](int r, float v) {
+    return steps[r].op == EpOp::kConst && steps[r].value == v;
+  };
+  // The operand of a binary step other than the constant v, or -1.
+  auto other_than = [&](const EpStep& s, float v) {
+    return is_const(s.b, v) ? int{s.a} : is_const(s.a, v) ? int{s.b} : -1;
+  };
+  auto is_op = [&](int r, EpOp op) { return r >= 0 && steps[r].op == op; };
+  // x when r is mul(x, c) (either order), else -1.
+  auto scaled = [&](int r, float c) { return is_op(r, EpOp::kMul) ? other_than(steps[r], c) : -1; };
+  // x when r is add(erf(mul(x, 1 / sqrt 2)), 1), else -1.
+  auto one_plus_erf = [&](int r) {
+    if (!is_op(r, EpOp::kAdd)) return -1;
+    const int e = other_than(steps[r], 1.0f);
+    return is_op(e, EpOp::kErf) ? scaled(steps[e].a, 0.70710678118654752f) : -1;
+  };
+  for (int s = 0; s < num_steps; ++s) {
+    EpStep& st = steps[s];
+    if (st.op != EpOp::kMul) continue;
+    for (const auto& [h, t] : {std::pair<int, int>{st.a, st.b}, {st.b, st.a}}) {
+      const int x = scaled(h, 0.5f);
+      if (x >= 0 && one_plus_erf(t) == x) {
+        st = EpStep{EpOp::kGeluErf, reg(x)};
+        break;
+      }
+    }
+  }
+  // Keep what the last step reads, renumbered in order.
+  std::array<bool, kMaxSteps> live{};
+  if (num_steps == 0) return;
+  live[num_steps - 1] = true;
+  for (int s = num_steps - 1; s >= 0; --s) {
+    if (!live[s]) continue;
+    const EpOp op = steps[s].op;
+    if (op == EpOp::kAcc || op == EpOp::kConst || op == EpOp::kLoad) continue;
+    live[steps[s].a] = true;
+    if (op >= EpOp::kAdd) live[steps[s].b] = true;
+  }
+  std::array<uint8_t, kMaxSteps> to{};
+  int n = 0;
+  for (int s = 0; s < num_steps; ++s) {
+    if (!live[s]) continue;
+    EpStep st = steps[s];
+    if (st.op != EpOp::kAcc && st.op != EpOp::kConst && st.op != EpOp::kLoad) {
+      st.a = to[st.a];
+      if (st.op >= EpOp::kAdd) st.b = to[st.b];
+    }
+    to[s] = reg(n);
+    steps[n++] = st;
+  }
+  num_steps = n;
+}
+
+bool GemmEpilogue::reads_within(int64_t M, int64_t N, const float* lo, const float* hi) const {
+  if (M <= 0 || N <= 0) return false;
+  for (int i = 0; i < num_loads; ++i) {
+    const EpLoad& l = loads[i];
+    // The extreme elements of an affine index over the box: each stride's sign picks the corner.
+    const int64_t r = (M - 1) * l.rs, c = (N - 1) * l.cs;
+    const float* first = l.data + std::min<int64_t>(r, 0) + std::min<int64_t>(c, 0);
+    const float* last = l.data + std::max<int64_t>(r, 0) + std::max<int64_t>(c, 0);
+    if (first < hi && last >= lo) return true;
+  }
+  return false;
+}
+
 GemmEpilogue GemmEpilogue::bias_gelu_residual(const float* bias, Gelu gelu, const float* residual,
                                               int64_t ldr) {
   GemmEpilogue e;
@@ -149,6 +216,7 @@ GemmEpilogue GemmEpilogue::bias_gelu_residual(const float* bias, Gelu gelu, cons
   }
   if (residual) x = e.binary(EpOp::kAdd, x, e.load(residual, ldr, 1));
   if (x == 0) e.num_steps = 0;  // only the accumulator: no epilogue
+  e.simplify();
   return e;
 }
 

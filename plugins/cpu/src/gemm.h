@@ -71,9 +71,24 @@ PackedB pack_b(const MatView& b, int64_t K, int64_t N, bool f64);
 // [M, N] has rs = ldr, cs = 1). Unary and binary ops follow the cpu target's scalar semantics
 // (max/min propagate NaN); exp, tanh and erf use vectorisable approximations within a few ulp.
 enum class EpOp : uint8_t {
-  kAcc, kConst, kLoad,
-  kNeg, kAbs, kExp, kTanh, kErf, kSqrt, kRsqrt, kLogistic,
-  kAdd, kSub, kMul, kDiv, kMax, kMin,
+  kAcc,
+  kConst,
+  kLoad,
+  kNeg,
+  kAbs,
+  kExp,
+  kTanh,
+  kErf,
+  kSqrt,
+  kRsqrt,
+  kLogistic,
+  kGeluErf,  // 0.5 a (1 + erf(a / sqrt 2)): the IR's GELU in one step (GemmEpilogue::simplify)
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMax,
+  kMin,  // binary ops from here on
 };
 struct EpStep {
   EpOp op = EpOp::kAcc;
@@ -103,6 +118,14 @@ struct GemmEpilogue {
   enum class Gelu : uint8_t { kNone, kErf, kTanh };
   static GemmEpilogue bias_gelu_residual(const float* bias, Gelu gelu, const float* residual,
                                          int64_t ldr);
+  // Rewrites the steps of the IR's erf GELU (mul(mul(x, 0.5), add(erf(mul(x, 1/sqrt 2)), 1)),
+  // operands in either order) into one kGeluErf step, the same operations in the same order, and
+  // drops the steps nothing reads any more. Each step costs a pass over the row through memory,
+  // so GELU's eight steps cost twice its erf (bench/RESULTS.md). Step order is kept.
+  void simplify();
+  // Whether a load over the product's [M, N] elements may touch [lo, hi): a caller that writes
+  // raw tiles into the result before the epilogue reads them needs a scratch tile if so.
+  bool reads_within(int64_t M, int64_t N, const float* lo, const float* hi) const;
 };
 // Applies `ep` to rows [0, m) x cols [0, n) of C (row stride ldc) whose top-left element is
 // C[i0, j0] of the whole product (loads are indexed by the global i, j). For callers that run

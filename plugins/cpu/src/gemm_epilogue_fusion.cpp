@@ -252,6 +252,7 @@ void decode_epilogue(const std::string& text, int acc_reg, GemmEpilogue& ep,
     }
   }
   if (reg.empty() || reg.back() != ep.num_steps - 1) bad("the last step must compute a value");
+  ep.simplify();
 }
 
 }  // namespace rlx::cpu

@@ -216,23 +216,26 @@ RowSplit row_split(int64_t M, const PackedInt8W& w) {
 }
 
 // Rows [m0, m1) (at most 128, row_split's largest block) x panels [p0, p1): straight into y, or
-// through `sink` four panels (64 columns) at a time by way of a scratch tile on the stack.
+// through `sink` four panels (64 columns) at a time, in a scratch tile on the stack or in place
+// in y (`at`), while the tile is still in L1.
 void rows_times_panels(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_t m1, int64_t p0,
-                       int64_t p1, float* y, int64_t ldy, const Int8TileSink* sink) {
+                       int64_t p1, float* y, int64_t ldy, const Int8TileSink* sink, Int8SinkAt at) {
   if (!sink) return int8_gemm_block(w, x, m0, m1, p0, p1, y + m0 * ldy + p0 * 16, ldy);
   constexpr int64_t kChunk = 4;
   alignas(64) float tile[128 * kChunk * 16];
   for (int64_t p = p0; p < p1; p += kChunk) {
-    const int64_t pe = std::min(p + kChunk, p1), ld = (pe - p) * 16;
-    int8_gemm_block(w, x, m0, m1, p, pe, tile, ld);
-    (*sink)(tile, ld, m0, p * 16, m1 - m0, std::min(w.n, pe * 16) - p * 16);
+    const int64_t pe = std::min(p + kChunk, p1);
+    float* t = at == Int8SinkAt::kResult ? y + m0 * ldy + p * 16 : tile;
+    const int64_t ld = at == Int8SinkAt::kResult ? ldy : (pe - p) * 16;
+    int8_gemm_block(w, x, m0, m1, p, pe, t, ld);
+    (*sink)(t, ld, m0, p * 16, m1 - m0, std::min(w.n, pe * 16) - p * 16);
   }
 }
 
 // The shared split: `round(m0, m1)` (may be empty) prepares a block's rows before its product.
 template <typename Round>
 void split_rows(const PackedInt8W& w, const Int8Rows& x, int64_t M, float* y, int64_t ldy,
-                const Int8TileSink* sink, const Round& round) {
+                const Int8TileSink* sink, Int8SinkAt at, const Round& round) {
   if (M <= 0 || w.panels == 0) return;
   const RowSplit s = row_split(M, w);
   if (s.split_panels) {
@@ -243,9 +246,9 @@ void split_rows(const PackedInt8W& w, const Int8Rows& x, int64_t M, float* y, in
     tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, s.blocks, 1, 0, pairs, 2),
                       [&](const tbb::blocked_range2d<int64_t>& r) {
                         for (int64_t b = r.rows().begin(); b < r.rows().end(); ++b)
-                          rows_times_panels(w, x, b * s.rows, std::min(M, (b + 1) * s.rows),
-                                            2 * r.cols().begin(),
-                                            std::min(w.panels, 2 * r.cols().end()), y, ldy, sink);
+                          rows_times_panels(
+                              w, x, b * s.rows, std::min(M, (b + 1) * s.rows), 2 * r.cols().begin(),
+                              std::min(w.panels, 2 * r.cols().end()), y, ldy, sink, at);
                       });
     return;
   }
@@ -256,7 +259,7 @@ void split_rows(const PackedInt8W& w, const Int8Rows& x, int64_t M, float* y, in
         for (int64_t b = r.begin(); b < r.end(); ++b) {
           const int64_t m0 = b * s.rows, m1 = std::min(M, m0 + s.rows);
           round(m0, m1);
-          rows_times_panels(w, x, m0, m1, 0, w.panels, y, ldy, sink);
+          rows_times_panels(w, x, m0, m1, 0, w.panels, y, ldy, sink, at);
         }
       },
       tbb::simple_partitioner());
@@ -265,17 +268,17 @@ void split_rows(const PackedInt8W& w, const Int8Rows& x, int64_t M, float* y, in
 }  // namespace
 
 void int8_gemm(const PackedInt8W& w, const Int8Rows& x, int64_t M, float* y, int64_t ldy) {
-  split_rows(w, x, M, y, ldy, nullptr, [](int64_t, int64_t) {});
+  split_rows(w, x, M, y, ldy, nullptr, Int8SinkAt::kScratch, [](int64_t, int64_t) {});
 }
 
 void int8_matmul_f32(const PackedInt8W& w, const float* x, int64_t ldx, int64_t M,
                      const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& buf,
-                     float* y, int64_t ldy, const Int8TileSink* sink) {
+                     float* y, int64_t ldy, const Int8TileSink* sink, Int8SinkAt at) {
   buf.ld = w.kp;
   buf.q.resize(static_cast<size_t>(std::max<int64_t>(M, 0) * w.kp));
   buf.scale.resize(static_cast<size_t>(std::max<int64_t>(M, 0)));
   buf.zero.resize(static_cast<size_t>(std::max<int64_t>(M, 0)));
-  split_rows(w, buf.rows(), M, y, ldy, sink, [&](int64_t m0, int64_t m1) {
+  split_rows(w, buf.rows(), M, y, ldy, sink, at, [&](int64_t m0, int64_t m1) {
     quantize_rows_u8(x, ldx, m0, m1, w.k, fixed_scale, fixed_zero, buf);
   });
 }

@@ -71,10 +71,12 @@ void int8_gemm_block(const PackedInt8W& w, const Int8Rows& x, int64_t m0, int64_
                      int64_t p1, float* y, int64_t ldy);
 
 // Takes each finished tile of int8_matmul_f32: rows [m0, m0 + rows) x columns [n0, n0 + cols)
-// of the result, at t with row stride ld (a scratch tile, so an epilogue may read operands that
-// share the result's storage before the tile is stored).
+// of the result, at t with row stride ld. Either a scratch tile, so an epilogue may read operands
+// that share the result's storage before the tile is stored, or (Int8SinkAt::kResult) the tile's
+// place in y itself, for an epilogue whose operands do not overlap y: no copy then.
 using Int8TileSink =
     std::function<void(float* t, int64_t ld, int64_t m0, int64_t n0, int64_t rows, int64_t cols)>;
+enum class Int8SinkAt : uint8_t { kScratch, kResult };
 
 // QMatMul's whole product: x f32 [M, k] (row stride ldx) rounded to u8 into `buf` (sized here)
 // as quantize_rows_u8 does, times w, into y [M, N] (row stride ldy) or, when `sink` is given,
@@ -87,7 +89,8 @@ using Int8TileSink =
 // (the arena planner never lets a kernel's result overlap its operands).
 void int8_matmul_f32(const PackedInt8W& w, const float* x, int64_t ldx, int64_t M,
                      const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& buf,
-                     float* y, int64_t ldy, const Int8TileSink* sink = nullptr);
+                     float* y, int64_t ldy, const Int8TileSink* sink = nullptr,
+                     Int8SinkAt at = Int8SinkAt::kScratch);
 
 // The product of rows already rounded, split over threads like int8_matmul_f32: y [M, N] (row
 // stride ldy).

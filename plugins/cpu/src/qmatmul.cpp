@@ -78,9 +78,16 @@ void QMatMulCall::run(const std::vector<void*>& ptrs) const {
   U8RowBuffer rows;
   const GemmEpilogue ep = fused_epilogue(k_, ptrs);
   if (ep.empty()) return int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_);
-  // With a fused epilogue each tile comes in a scratch tile first: the epilogue may read an
-  // operand that shares y's storage (a residual the planner let the result overwrite), element
-  // by element, which must still hold its value when read.
+  // With a fused epilogue whose operand shares y's storage (a residual the planner let the
+  // result overwrite) each tile comes in a scratch tile first, as the operand must still hold
+  // its value when read; otherwise the tile is finished in place.
+  if (!ep.reads_within(M_, N_, y, y + M_ * N_)) {
+    const Int8TileSink sink = [&](float* t, int64_t ld, int64_t m0, int64_t n0, int64_t rows_n,
+                                  int64_t cols) {
+      apply_epilogue(ep, t, ld, m0, n0, rows_n, cols);
+    };
+    return int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_, &sink, Int8SinkAt::kResult);
+  }
   const Int8TileSink sink = [&](float* t, int64_t ld, int64_t m0, int64_t n0, int64_t rows_n,
                                 int64_t cols) {
     apply_epilogue(ep, t, ld, m0, n0, rows_n, cols);

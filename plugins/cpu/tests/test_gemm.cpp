@@ -198,6 +198,57 @@ TEST(CpuGemm, EpilogueBiasGeluResidualMatchesUnfusedComposition) {
   }
 }
 
+// The IR writes GELU as mul(mul(x, 0.5), add(erf(mul(x, 1 / sqrt 2)), 1)); simplify() makes it
+// one step whatever the operand order, computing the same bits, and keeps a step still read.
+TEST(CpuGemm, EpilogueSimplifyFoldsTheIrGeluIntoOneStepWithTheSameBits) {
+  IsaScope scope;
+  const int64_t M = 5, N = 70;
+  auto src = random_floats(M * N, 21), res = random_floats(M * N, 22);
+  for (auto& x : src) x *= 6;
+  for (bool swapped : {false, true}) {
+    for (bool erf_reused : {false, true}) {
+      GemmEpilogue ep;
+      const int x = ep.acc();
+      const int c_half = ep.constant(0.5f), c_rt = ep.constant(0.70710678118654752f);
+      const int half =
+          swapped ? ep.binary(EpOp::kMul, c_half, x) : ep.binary(EpOp::kMul, x, c_half);
+      const int e =
+          ep.unary(EpOp::kErf, ep.binary(EpOp::kMul, swapped ? c_rt : x, swapped ? x : c_rt));
+      const int one = ep.constant(1.0f);
+      const int sum = swapped ? ep.binary(EpOp::kAdd, one, e) : ep.binary(EpOp::kAdd, e, one);
+      int y = swapped ? ep.binary(EpOp::kMul, sum, half) : ep.binary(EpOp::kMul, half, sum);
+      if (erf_reused) y = ep.binary(EpOp::kAdd, y, e);
+      y = ep.binary(EpOp::kAdd, y, ep.load(res.data(), N, 1));
+      GemmEpilogue simple = ep;
+      simple.simplify();
+      // acc, gelu, [erf's argument: mul, its constant, erf, add], load, add.
+      EXPECT_EQ(simple.num_steps, erf_reused ? 8 : 4) << swapped;
+      EXPECT_EQ(simple.steps[1].op, erf_reused ? EpOp::kConst : EpOp::kGeluErf);
+      for (GemmIsa isa : runnable_isas()) {
+        set_gemm_isa(isa);
+        std::vector<float> a = src, b = src;
+        apply_epilogue(ep, a.data(), N, 0, 0, M, N);
+        apply_epilogue(simple, b.data(), N, 0, 0, M, N);
+        for (int64_t i = 0; i < M * N; ++i)
+          ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << gemm_isa_name(isa) << " at " << i;
+      }
+    }
+  }
+}
+
+TEST(CpuGemm, EpilogueSaysWhetherItsLoadsTouchARange) {
+  std::vector<float> y(4 * 8), other(4 * 8), bias(8);
+  GemmEpilogue ep =
+      GemmEpilogue::bias_gelu_residual(bias.data(), GemmEpilogue::Gelu::kNone, other.data(), 8);
+  EXPECT_FALSE(ep.reads_within(4, 8, y.data(), y.data() + y.size()));
+  EXPECT_TRUE(ep.reads_within(4, 8, other.data() + 31, other.data() + 32));  // its last element
+  EXPECT_FALSE(ep.reads_within(4, 8, other.data() + 32, other.data() + 40));
+  // A residual that is the result itself (the planner let the result overwrite it).
+  GemmEpilogue in_place =
+      GemmEpilogue::bias_gelu_residual(nullptr, GemmEpilogue::Gelu::kNone, y.data(), 8);
+  EXPECT_TRUE(in_place.reads_within(4, 8, y.data(), y.data() + y.size()));
+}
+
 // exp, tanh and erf of the epilogue against the C library over a sweep that crosses every
 // branch (series/formula switch at 0.5, exp's overflow, underflow and denormal range).
 TEST(CpuGemm, EpilogueTranscendentalsAreWithinAFewUlp) {

@@ -185,6 +185,24 @@ TEST_P(Int8Gemm, FusedRoundingAndSplitsEqualTheSeparateSteps) {
               << where << " through the sink";
           EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }))
               << where << " through the sink";
+
+          // In place: each tile comes at its own place in y, once, already holding the result.
+          std::vector<float> in_y(static_cast<size_t>(p.M * p.N), -7.0f);
+          std::fill(seen.begin(), seen.end(), 0);
+          bool at_place = true;
+          const Int8TileSink at_y = [&](float* t, int64_t ld, int64_t m0, int64_t n0,
+                                        int64_t rows_n, int64_t cols) {
+            at_place = at_place && ld == p.N && t == in_y.data() + m0 * p.N + n0;
+            for (int64_t r = 0; r < rows_n; ++r)
+              for (int64_t c = 0; c < cols; ++c) ++seen[(m0 + r) * p.N + n0 + c];
+          };
+          int8_matmul_f32(w, p.x.data(), p.K, p.M, xs, xz, rows, in_y.data(), p.N, &at_y,
+                          Int8SinkAt::kResult);
+          EXPECT_TRUE(at_place) << where << " in place";
+          EXPECT_EQ(0, std::memcmp(in_y.data(), want.data(), in_y.size() * sizeof(float)))
+              << where << " in place";
+          EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }))
+              << where << " in place";
         });
       }
     }
