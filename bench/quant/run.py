@@ -1,10 +1,12 @@
-"""Quantized all-MiniLM-L6-v2 on the cpu: rlx int8 (dynamic and calibrated) and int4-weight next
-to rlx f32, ONNX Runtime f32 and ONNX Runtime int8 (quantize_dynamic on the same ONNX graph), in
-one run with interleaved rounds, each output checked against rlx f32; then the int8 GEMM's GOP/s
-against the peak of its ISA (VNNI, or AMX where the CPU grants it) measured right after
-(bench/quant/int8_gemm_bench.cpp).
+"""Quantized all-MiniLM-L6-v2 on the cpu: rlx int8 (dynamic and calibrated), int4-weight and
+amp-bf16 next to rlx f32, ONNX Runtime f32 and int8 (quantize_dynamic on the same ONNX graph) and
+PyPI's current PyTorch (bench/.venvs/torch-pypi) in f32, under bf16 autocast and after its dynamic
+int8 quantization of nn.Linear, in one run with interleaved rounds, each output checked against
+rlx f32; then the int8 GEMM's GOP/s against the peak of its ISA (VNNI, or AMX where the CPU grants
+it) measured right after (bench/quant/int8_gemm_bench.cpp).
 
     bench/.venv/bin/python bench/quant/run.py [--seqs 128,32] [--batches 1,8,32] [--rounds 3]
+        [--peers onnxruntime,torch-pypi-bf16,...] [--no-gemm-peak]
 
 It reuses bench/run.py's runner, peers and ONNX export (see bench/README.md); results go to
 bench/results/quant-<date-time>.{json,md}."""
@@ -24,7 +26,17 @@ import run as bench  # noqa: E402
 from lib import st  # noqa: E402
 
 bench.PEERS["onnxruntime-int8"] = ("onnxruntime", "main", {"int8": True})
-PEERS = ["onnxruntime", "onnxruntime-int8"]
+# peers/torch.py in PyPI's torch, one intra-op thread per CPU (bench/setup.sh torch-pypi).
+bench.PEERS["torch-pypi"] = ("torch", "torch-pypi", {"threads": "cpus"})
+bench.PEERS["torch-pypi-bf16"] = ("torch", "torch-pypi", {"threads": "cpus", "autocast": "bf16"})
+bench.PEERS["torch-pypi-int8"] = ("torch", "torch-pypi", {"threads": "cpus", "int8": True})
+PEERS = ["onnxruntime", "onnxruntime-int8", "torch-pypi", "torch-pypi-bf16", "torch-pypi-int8"]
+# Each ratio column: (title, rlx column, peer column), shown when the peer ran.
+RATIOS = [("rlx int8-dyn / ORT int8", "rlx-int8-dynamic", "onnxruntime-int8"),
+          ("rlx int8 / ORT int8", "rlx-int8", "onnxruntime-int8"),
+          ("rlx int8-dyn / ORT f32", "rlx-int8-dynamic", "onnxruntime"),
+          ("rlx int8-dyn / torch int8", "rlx-int8-dynamic", "torch-pypi-int8"),
+          ("rlx amp-bf16 / torch bf16", "rlx-amp-bf16", "torch-pypi-bf16")]
 SCHEMES = ["int8-dynamic", "int8", "int4-weight"]
 NAMES = ["last_hidden_state", "sentence_embedding"]
 
@@ -64,7 +76,7 @@ def accuracy(ref, got):
     return {"min_cosine": c.get("min_cosine"), "max_rel_err": c.get("max_rel_err")}
 
 
-def case_run(runner, folder, models, onnx_path, cfg, seq, batch, rng, args):
+def case_run(runner, folder, models, onnx_path, cfg, seq, batch, rng, args, peers):
     case = f"minilm-s{seq}-b{batch}"
     inputs = os.path.join(runner.work, f"{case}.inputs.safetensors")
     st.write(inputs, bench.minilm_inputs(batch, seq, cfg["vocab_size"], rng))
@@ -72,7 +84,7 @@ def case_run(runner, folder, models, onnx_path, cfg, seq, batch, rng, args):
             "weights": os.path.join(folder, "model.safetensors"), "onnx": onnx_path,
             "inputs": inputs, "warmup": args.warmup, "runs": args.runs}
     rounds = {k: [] for k in ["rlx-f32"] + [f"rlx-{s}" for s in SCHEMES] + ["rlx-amp-bf16"] +
-              PEERS}
+              peers}
     checks = {}
     for r in range(args.rounds):
         log(f"quant bench: {case} round {r + 1}/{args.rounds}")
@@ -86,7 +98,7 @@ def case_run(runner, folder, models, onnx_path, cfg, seq, batch, rng, args):
         stats, out = runner.run_rlx(f"{case}-amp-bf16", folder, "main", inputs, "amp-bf16")
         rounds["rlx-amp-bf16"].append(stats)
         checks.setdefault("rlx-amp-bf16", accuracy(ref, out))
-        for p in PEERS:
+        for p in peers:
             res = runner.run_peer(p, task, ref, NAMES)
             rounds[p].append(res)
             if "check" in res:
@@ -116,10 +128,12 @@ def p50(res):
 
 
 def markdown(results):
-    cols = ["rlx-f32"] + [f"rlx-{s}" for s in SCHEMES] + ["rlx-amp-bf16"] + PEERS
+    peers = results["meta"].get("peers", PEERS)
+    cols = ["rlx-f32"] + [f"rlx-{s}" for s in SCHEMES] + ["rlx-amp-bf16"] + peers
+    ratios = [x for x in RATIOS if x[2] in peers]
     lines = ["| case | " + " | ".join(f"{c} p50 ms" for c in cols) +
-             " | rlx int8-dyn / ORT int8 | rlx int8 / ORT int8 | rlx int8-dyn / ORT f32 |",
-             "|---|" + "---|" * (len(cols) + 3)]
+             "".join(f" | {t}" for t, _, _ in ratios) + " |",
+             "|---|" + "---|" * (len(cols) + len(ratios))]
     for c in results["cases"]:
         r = c["results"]
         cells = []
@@ -131,10 +145,8 @@ def markdown(results):
         def ratio(a, b):
             x, y = p50(r[a]), p50(r[b])
             return f"{x / y:.2f}" if x and y else "-"
-        lines.append(f"| {c['case']} | " + " | ".join(cells) + " | " +
-                     " | ".join([ratio("rlx-int8-dynamic", "onnxruntime-int8"),
-                                 ratio("rlx-int8", "onnxruntime-int8"),
-                                 ratio("rlx-int8-dynamic", "onnxruntime")]) + " |")
+        lines.append(f"| {c['case']} | " + " | ".join(cells + [ratio(a, b) for _, a, b in ratios])
+                     + " |")
     lines += ["", "Accuracy against rlx f32 (min cosine over every token state and sentence "
               "embedding, random token ids):", "",
               "| case | " + " | ".join(cols[1:]) + " |", "|---|" + "---|" * (len(cols) - 1)]
@@ -144,6 +156,15 @@ def markdown(results):
             a = c["accuracy"].get(k)
             row.append(f"{a['min_cosine']:.5f}" if a and a.get("min_cosine") is not None else "-")
         lines.append(f"| {c['case']} | " + " | ".join(row) + " |")
+    settings = {}
+    for c in results["cases"]:
+        for k in peers:
+            r = c["results"][k]
+            if isinstance(r, dict) and "version" in r:
+                settings.setdefault(k, f"{r['version']}, threads {r.get('threads')}, "
+                                       f"{r.get('setting')}")
+    if settings:
+        lines += ["", "Peers: " + "; ".join(f"{k}: {v}" for k, v in settings.items()) + "."]
     g = results.get("int8_gemm", {})
     if "results" in g:
         amx = g.get("amx_peak_gops", 0) > 0
@@ -170,7 +191,15 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800)
     ap.add_argument("--target", default="cpu")
     ap.add_argument("--cpus")
+    ap.add_argument("--peers", default=",".join(PEERS),
+                    help="comma-separated subset of: " + ", ".join(PEERS))
+    ap.add_argument("--no-gemm-peak", action="store_true",
+                    help="leave out the int8 GEMM's GOP/s (it builds rlx_bench_int8_gemm)")
     args = ap.parse_args()
+    peers = [p for p in args.peers.split(",") if p]
+    for p in peers:
+        if p not in PEERS:
+            ap.error(f"unknown peer '{p}' (known: {', '.join(PEERS)})")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     work = os.path.join(BENCH, "results", "work-quant")
     os.makedirs(work, exist_ok=True)
@@ -183,14 +212,16 @@ def main():
     models = quantize(runner.rlx, folder, work)
     rng = np.random.default_rng(1234)
     results = {"meta": {"date": stamp, "machine": bench.machine(), "rlx": runner.rlx,
-                        "rounds": args.rounds, "warmup": args.warmup, "runs": args.runs},
+                        "rounds": args.rounds, "warmup": args.warmup, "runs": args.runs,
+                        "peers": peers},
                "cases": []}
     for seq in [int(s) for s in args.seqs.split(",")]:
         for batch in [int(b) for b in args.batches.split(",")]:
             results["cases"].append(case_run(runner, folder, models, onnx_path, cfg, seq, batch,
-                                             rng, args))
-    log("quant bench: int8 GEMM against its ISA's peak")
-    results["int8_gemm"] = gemm_peak(runner)
+                                             rng, args, peers))
+    if not args.no_gemm_peak:
+        log("quant bench: int8 GEMM against its ISA's peak")
+        results["int8_gemm"] = gemm_peak(runner)
     base = os.path.join(BENCH, "results", f"quant-{stamp}")
     with open(base + ".json", "w") as f:
         json.dump(results, f, indent=1)
