@@ -53,9 +53,10 @@ void run_dequantize_rows(const lir::CallKernel& k, const std::vector<lir::Buffer
 
 // An elementwise consumer fused into the product (gemm_epilogue_fusion.h): applied to each
 // finished tile of y while it is in cache. Empty when none was fused.
-GemmEpilogue fused_epilogue(const lir::CallKernel& k, const std::vector<void*>& ptrs) {
+GemmEpilogue fused_epilogue(const lir::CallKernel& k, const std::vector<void*>& ptrs,
+                            const char* attr) {
   GemmEpilogue ep;
-  auto it = k.attrs.find("epilogue");
+  auto it = k.attrs.find(attr);
   if (it == k.attrs.end()) return ep;
   std::vector<EpLoad> loads;
   decode_epilogue(std::get<std::string>(it->second), -1, ep,

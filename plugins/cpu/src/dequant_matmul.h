@@ -16,7 +16,9 @@ void run_dequantize_rows(const lir::CallKernel& k, const std::vector<lir::Buffer
 void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                         const std::vector<lir::Buffer>& out, const std::vector<void*>& ptrs);
 // The elementwise consumers the fusion pass merged into call `k` (gemm_epilogue_fusion.h), with
-// their loads bound to this run's buffers; empty when none was fused.
-GemmEpilogue fused_epilogue(const lir::CallKernel& k, const std::vector<void*>& ptrs);
+// their loads bound to this run's buffers; empty when none was fused. `attr` "prologue": the
+// producer of a QMatMul's activations merged into it.
+GemmEpilogue fused_epilogue(const lir::CallKernel& k, const std::vector<void*>& ptrs,
+                            const char* attr = "epilogue");
 
 }  // namespace rlx::cpu

@@ -182,6 +182,15 @@ void GemmEpilogue::simplify() {
   num_steps = n;
 }
 
+const float* GemmEpilogue::column_scale() const {
+  if (num_steps != 3 || steps[2].op != EpOp::kMul) return nullptr;
+  const EpStep &a = steps[steps[2].a], &b = steps[steps[2].b];
+  const EpStep* v = a.op == EpOp::kAcc ? &b : b.op == EpOp::kAcc ? &a : nullptr;
+  if (!v || v->op != EpOp::kLoad) return nullptr;
+  const EpLoad& l = loads[v->load];
+  return l.rs == 0 && l.cs == 1 ? l.data : nullptr;
+}
+
 bool GemmEpilogue::reads_within(int64_t M, int64_t N, const float* lo, const float* hi) const {
   if (M <= 0 || N <= 0) return false;
   for (int i = 0; i < num_loads; ++i) {

@@ -123,6 +123,9 @@ struct GemmEpilogue {
   // drops the steps nothing reads any more. Each step costs a pass over the row through memory,
   // so GELU's eight steps cost twice its erf (bench/RESULTS.md). Step order is kept.
   void simplify();
+  // The vector v when the program is exactly acc * v[column] (either order), else null: callers
+  // with rows to scale run that as a plain loop (same bits) instead of the program.
+  const float* column_scale() const;
   // Whether a load over the product's [M, N] elements may touch [lo, hi): a caller that writes
   // raw tiles into the result before the epilogue reads them needs a scratch tile if so.
   bool reads_within(int64_t M, int64_t N, const float* lo, const float* hi) const;

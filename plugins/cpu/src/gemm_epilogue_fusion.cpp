@@ -133,14 +133,17 @@ std::optional<std::string> encode(const lir::Program& p, const lir::LoopKernel& 
   return text;
 }
 
-}  // namespace
+// The kernels reading each storage buffer, in order, and which storages are program outputs.
+struct Uses {
+  std::vector<std::vector<int32_t>> readers;
+  std::vector<bool> is_output;
+};
 
-int fuse_gemm_epilogues(lir::Program& p) {
-  const int32_t nb = static_cast<int32_t>(p.buffers.size());
-  // Readers of each storage buffer.
-  std::vector<std::vector<int32_t>> readers(nb);
+Uses uses_of(const lir::Program& p) {
+  const size_t nb = p.buffers.size();
+  Uses u{std::vector<std::vector<int32_t>>(nb), std::vector<bool>(nb, false)};
   auto add_reader = [&](int32_t b, int32_t k) {
-    auto& r = readers[p.storage_of(b)];
+    auto& r = u.readers[p.storage_of(b)];
     if (r.empty() || r.back() != k) r.push_back(k);
   };
   for (int32_t k = 0; k < static_cast<int32_t>(p.kernels.size()); ++k) {
@@ -151,8 +154,126 @@ int fuse_gemm_epilogues(lir::Program& p) {
       for (int32_t b : std::get<lir::CallKernel>(p.kernels[k]).inputs) add_reader(b, k);
     }
   }
-  std::vector<bool> is_output(nb, false);
-  for (auto& [name, b] : p.outputs) is_output[p.storage_of(b)] = true;
+  for (auto& [name, b] : p.outputs) u.is_output[p.storage_of(b)] = true;
+  return u;
+}
+
+// encode()'s text with `load <i>` (an index into its `extra`) made an index into the merged
+// call's inputs, where the extra operands start at `first`.
+std::string renumber_loads(const std::string& text, int64_t first) {
+  std::string fixed;
+  std::istringstream in(text);
+  std::string step;
+  while (std::getline(in, step, ';')) {
+    std::istringstream s(step);
+    std::string word;
+    s >> word;
+    if (word == "load") {
+      int64_t i, off, rs, cs;
+      s >> i >> off >> rs >> cs;
+      step = fmt::format(" load {} {} {} {}", first + i, off, rs, cs);
+    }
+    fixed += (fixed.empty() ? "" : ";") + step;
+  }
+  return fixed;
+}
+
+// Removes the kernels marked in `erase` and plans the buffers again.
+void drop_kernels(lir::Program& p, const std::vector<bool>& erase) {
+  std::vector<lir::Kernel> kept;
+  for (size_t k = 0; k < p.kernels.size(); ++k)
+    if (!erase[k]) kept.push_back(std::move(p.kernels[k]));
+  p.kernels = std::move(kept);
+  recompute_lifetimes(p);
+  lir::plan_buffers(p);
+}
+
+// QMatMul prologues: a loop kernel whose one result is read by nothing but a QMatMul's
+// activations (SmoothQuant's Mul by a per-channel vector, rlx quantize --smooth) merges into the
+// call, which then reads the loop's own operand and computes the loop's value row by row just
+// before rounding it: the product of x and the vector is never written to memory and read back.
+// The loop must be elementwise over the activations' shape, f32, with one operand read at the
+// same element it writes (the `acc` of the program) and the others affine in (row, column).
+int fuse_qmatmul_prologues(lir::Program& p) {
+  const Uses u = uses_of(p);
+  // The kernel storing each storage buffer (-1: none, -2: more than one).
+  std::vector<int32_t> writer(p.buffers.size(), -1);
+  for (int32_t k = 0; k < static_cast<int32_t>(p.kernels.size()); ++k) {
+    auto note = [&](int32_t b) {
+      int32_t& w = writer[p.storage_of(b)];
+      w = w == -1 || w == k ? k : -2;
+    };
+    if (auto* l = std::get_if<lir::LoopKernel>(&p.kernels[k]))
+      for (auto& st : l->stores) note(st.buffer);
+    else
+      for (int32_t b : std::get<lir::CallKernel>(p.kernels[k]).outputs) note(b);
+  }
+  std::vector<bool> erase(p.kernels.size(), false);
+  int fused = 0;
+  for (int32_t ci = 0; ci < static_cast<int32_t>(p.kernels.size()); ++ci) {
+    auto* c = std::get_if<lir::CallKernel>(&p.kernels[ci]);
+    if (!c || c->callee != "native:QMatMul" || c->inputs.empty() || c->attrs.count("prologue") ||
+        c->attrs.count("epilogue"))
+      continue;
+    const int32_t x = p.storage_of(c->inputs[0]);
+    const lir::Buffer& xb = p.buffers[c->inputs[0]];
+    if (p.buffers[x].kind != lir::BufferKind::kTemp || xb.dtype != DType::kF32 || u.is_output[x] ||
+        u.readers[x] != std::vector<int32_t>{ci} || writer[x] < 0 || writer[x] >= ci)
+      continue;
+    const int32_t li = writer[x];
+    auto* l = std::get_if<lir::LoopKernel>(&p.kernels[li]);
+    if (!l || !l->reduce.empty() || l->num_parallel != static_cast<int32_t>(l->domain.size()) ||
+        l->stores.size() != 1 || l->domain != xb.shape || l->domain.empty())
+      continue;
+    // The operand read at the element written: the rows the call reads instead of x.
+    const auto rm = row_major(l->domain);
+    int32_t acc = -1;
+    for (const lir::Expr& e : l->exprs) {
+      if (e.kind != lir::ExprKind::kLoad || !e.load.guards.empty() || e.load.offset != 0 ||
+          p.buffers[e.load.buffer].dtype != DType::kF32 ||
+          p.buffers[e.load.buffer].shape != l->domain)
+        continue;
+      bool identity = e.load.strides.size() == l->domain.size();
+      for (size_t d = 0; identity && d < l->domain.size(); ++d)
+        identity = l->domain[d] == 1 || e.load.strides[d] == rm[d];
+      if (identity) {
+        acc = e.load.buffer;
+        break;
+      }
+    }
+    if (acc < 0) continue;
+    // The call writes its result while other rows are still being read: no operand of the loop
+    // may share the result's storage (the planner keeps them apart once the lifetimes change).
+    bool clash = false;
+    for (const lir::Expr& e : l->exprs)
+      clash |= e.kind == lir::ExprKind::kLoad &&
+               p.storage_of(e.load.buffer) == p.storage_of(c->outputs[0]);
+    if (clash) continue;
+    std::vector<int32_t> extra;
+    auto text = encode(p, *l, p.storage_of(acc), extra);
+    if (!text) continue;
+    lir::CallKernel merged = *c;
+    const int64_t first = static_cast<int64_t>(merged.inputs.size());
+    merged.inputs[0] = acc;
+    merged.inputs.insert(merged.inputs.end(), extra.begin(), extra.end());
+    merged.attrs["prologue"] = renumber_loads(*text, first);
+    merged.attrs["prologue_inputs_from"] = first;
+    if (!l->name.empty()) merged.loc += (merged.loc.empty() ? "" : " ") + (l->name + " +");
+    p.kernels[ci] = std::move(merged);
+    erase[li] = true;
+    ++fused;
+  }
+  if (fused) drop_kernels(p, erase);
+  return fused;
+}
+
+}  // namespace
+
+int fuse_gemm_epilogues(lir::Program& p) {
+  const int prologues = fuse_qmatmul_prologues(p);
+  const Uses u = uses_of(p);
+  const auto& readers = u.readers;
+  const auto& is_output = u.is_output;
 
   std::vector<bool> erase(p.kernels.size(), false);
   int fused = 0;
@@ -179,40 +300,17 @@ int fuse_gemm_epilogues(lir::Program& p) {
     if (!text) continue;
     lir::CallKernel merged = *c;
     const int64_t first = static_cast<int64_t>(merged.inputs.size());
-    // Rewrite `load <i>` (an index into `extra`) to an index into the merged inputs.
-    std::string fixed;
-    {
-      std::istringstream in(*text);
-      std::string step;
-      while (std::getline(in, step, ';')) {
-        std::istringstream s(step);
-        std::string word;
-        s >> word;
-        if (word == "load") {
-          int64_t i, off, rs, cs;
-          s >> i >> off >> rs >> cs;
-          step = fmt::format(" load {} {} {} {}", first + i, off, rs, cs);
-        }
-        fixed += (fixed.empty() ? "" : ";") + step;
-      }
-    }
     merged.inputs.insert(merged.inputs.end(), extra.begin(), extra.end());
     merged.outputs = {y};
-    merged.attrs["epilogue"] = fixed;
+    merged.attrs["epilogue"] = renumber_loads(*text, first);
     merged.attrs["epilogue_inputs_from"] = first;
     if (!l->name.empty()) merged.loc += (merged.loc.empty() ? "" : " ") + ("+ " + l->name);
     p.kernels[li] = std::move(merged);
     erase[ci] = true;
     ++fused;
   }
-  if (!fused) return 0;
-  std::vector<lir::Kernel> kept;
-  for (size_t k = 0; k < p.kernels.size(); ++k)
-    if (!erase[k]) kept.push_back(std::move(p.kernels[k]));
-  p.kernels = std::move(kept);
-  recompute_lifetimes(p);
-  lir::plan_buffers(p);
-  return fused;
+  if (fused) drop_kernels(p, erase);
+  return prologues + fused;
 }
 
 void decode_epilogue(const std::string& text, int acc_reg, GemmEpilogue& ep,

@@ -114,7 +114,9 @@ PackedInt8W pack_int8_weights(const int8_t* w, const float* scale, const float* 
 }
 
 void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64_t k,
-                      const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& dst) {
+                      const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& dst,
+                      const RowPrologue* pro) {
+  std::vector<float> computed(pro ? static_cast<size_t>(k) : 0);
 #if defined(__x86_64__)
   const Int8Isa isa = int8_isa();
   const bool simd = isa == Int8Isa::kAvx512Vnni || isa == Int8Isa::kAmx;
@@ -123,6 +125,20 @@ void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64
 #endif
   for (int64_t m = m0; m < m1; ++m) {
     const float* row = x + m * ldx;
+    if (pro) {
+      float* c = computed.data();
+      if (pro->col_scale) {
+#if defined(__x86_64__)
+        if (simd) detail::scale_row_avx512(row, pro->col_scale, k, c);
+#endif
+        if (!simd)
+          for (int64_t j = 0; j < k; ++j) c[j] = row[j] * pro->col_scale[j];
+      } else {
+        std::copy_n(row, k, c);
+        pro->other(m, c);
+      }
+      row = c;
+    }
     quant::U8Params prm;
     if (fixed_scale) {
       prm.scale = *fixed_scale, prm.zero = *fixed_zero;
@@ -273,13 +289,14 @@ void int8_gemm(const PackedInt8W& w, const Int8Rows& x, int64_t M, float* y, int
 
 void int8_matmul_f32(const PackedInt8W& w, const float* x, int64_t ldx, int64_t M,
                      const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& buf,
-                     float* y, int64_t ldy, const Int8TileSink* sink, Int8SinkAt at) {
+                     float* y, int64_t ldy, const Int8TileSink* sink, Int8SinkAt at,
+                     const RowPrologue* pro) {
   buf.ld = w.kp;
   buf.q.resize(static_cast<size_t>(std::max<int64_t>(M, 0) * w.kp));
   buf.scale.resize(static_cast<size_t>(std::max<int64_t>(M, 0)));
   buf.zero.resize(static_cast<size_t>(std::max<int64_t>(M, 0)));
   split_rows(w, buf.rows(), M, y, ldy, sink, at, [&](int64_t m0, int64_t m1) {
-    quantize_rows_u8(x, ldx, m0, m1, w.k, fixed_scale, fixed_zero, buf);
+    quantize_rows_u8(x, ldx, m0, m1, w.k, fixed_scale, fixed_zero, buf, pro);
   });
 }
 

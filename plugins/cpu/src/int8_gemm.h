@@ -61,8 +61,16 @@ struct U8RowBuffer {
   Int8Rows rows() const { return {q.data(), ld, scale.data(), zero.data()}; }
   int64_t ld = 0;
 };
+// `pro`, when given, computes row m of the activations from row m of x first: a producer merged
+// into the call (gemm_epilogue_fusion.h's QMatMul prologues). Either x[m, j] * col_scale[j]
+// (SmoothQuant's Mul, vectorised here), or `other` applied in place to a copy of the row.
+struct RowPrologue {
+  const float* col_scale = nullptr;
+  std::function<void(int64_t m, float* row)> other;
+};
 void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64_t k,
-                      const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& dst);
+                      const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& dst,
+                      const RowPrologue* pro = nullptr);
 
 // Rows [m0, m1) x panels [p0, p1) into the tile y: element (m, n) at y[(m - m0) * ldy + n -
 // 16 p0], so a caller may point y at a scratch tile or at (m0, 16 p0) of the whole result.
@@ -90,7 +98,7 @@ enum class Int8SinkAt : uint8_t { kScratch, kResult };
 void int8_matmul_f32(const PackedInt8W& w, const float* x, int64_t ldx, int64_t M,
                      const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& buf,
                      float* y, int64_t ldy, const Int8TileSink* sink = nullptr,
-                     Int8SinkAt at = Int8SinkAt::kScratch);
+                     Int8SinkAt at = Int8SinkAt::kScratch, const RowPrologue* pro = nullptr);
 
 // The product of rows already rounded, split over threads like int8_matmul_f32: y [M, N] (row
 // stride ldy).
@@ -111,6 +119,7 @@ bool amx_usable();
 // The activation rounding with AVX-512 (same bytes as quant::quantize_u8), and a row's range
 // (0 included, as quant::u8_params widens it anyway).
 void quantize_row_u8_avx512(const float* x, int64_t k, float scale, uint8_t zero, uint8_t* q);
+void scale_row_avx512(const float* x, const float* s, int64_t k, float* out);  // out = x * s
 void row_range_avx512(const float* x, int64_t k, float* lo, float* hi);
 // The dequantizing epilogue of one row of 16 columns: acc as i32 sums of panel p, written to
 // out[0, 16) (columns past N skipped).

@@ -115,6 +115,13 @@ void quantize_row_u8_avx512(const float* x, int64_t k, float scale, uint8_t zero
   }
 }
 
+void scale_row_avx512(const float* x, const float* s, int64_t k, float* out) {
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(s + i)));
+  for (; i < k; ++i) out[i] = x[i] * s[i];
+}
+
 void row_range_avx512(const float* x, int64_t k, float* lo, float* hi) {
   // Four chains of min and max: one chain waited on each vmaxps's latency (4 cycles a vector).
   __m512 mn[4], mx[4];

@@ -20,6 +20,22 @@ Verdict claim_qmatmul(const NodeSignature& s) {
                                    n < 5 ? "per row at run time" : "with a calibrated scale")};
 }
 
+namespace {
+
+// The node's own inputs: a fused prologue, then a fused epilogue, append their operands after
+// them (gemm_epilogue_fusion.h).
+size_t own_inputs(const lir::CallKernel& k) {
+  size_t own = k.inputs.size();
+  for (const char* from : {"prologue_inputs_from", "epilogue_inputs_from"}) {
+    auto it = k.attrs.find(from);
+    if (it != k.attrs.end())
+      own = std::min(own, static_cast<size_t>(std::get<int64_t>(it->second)));
+  }
+  return own;
+}
+
+}  // namespace
+
 QMatMulCall::QMatMulCall(const lir::CallKernel& k, const lir::Program& p) : k_(k) {
   const lir::Buffer& x = p.buffers[k.inputs[0]];
   const lir::Buffer& w = p.buffers[k.inputs[1]];
@@ -28,9 +44,7 @@ QMatMulCall::QMatMulCall(const lir::CallKernel& k, const lir::Program& p) : k_(k
   auto constant = [&](int32_t b) {
     return p.buffers[p.storage_of(b)].kind == lir::BufferKind::kConstant;
   };
-  auto from = k.attrs.find("epilogue_inputs_from");
-  const size_t own = from == k.attrs.end() ? k.inputs.size()
-                                           : static_cast<size_t>(std::get<int64_t>(from->second));
+  const size_t own = own_inputs(k);
   has_bias_ = own == 4 || own == 6;
   bias_ = static_cast<int>(own) - 1;
   weights_constant_ = constant(k.inputs[1]) && constant(k.inputs[2]) &&
@@ -65,11 +79,7 @@ void QMatMulCall::run(const std::vector<void*>& ptrs) const {
   auto* y = static_cast<float*>(ptrs[k_.outputs[0]]);
   std::shared_ptr<const PackedInt8W> w =
       packed(ptrs[k_.inputs[1]], ptrs[k_.inputs[2]], has_bias_ ? ptrs[k_.inputs[bias_]] : nullptr);
-  // The node's own inputs: a fused epilogue appends its operands after them.
-  auto from = k_.attrs.find("epilogue_inputs_from");
-  const size_t own = from == k_.attrs.end() ? k_.inputs.size()
-                                            : static_cast<size_t>(std::get<int64_t>(from->second));
-  const bool fixed = own >= 5;
+  const bool fixed = own_inputs(k_) >= 5;
   const auto* xs = fixed ? static_cast<const float*>(ptrs[k_.inputs[3]]) : nullptr;
   const auto* xz = fixed ? static_cast<const uint8_t*>(ptrs[k_.inputs[4]]) : nullptr;
 
@@ -77,7 +87,16 @@ void QMatMulCall::run(const std::vector<void*>& ptrs) const {
   // hand it another kernel's QMatMul, which would overwrite a thread_local in use.
   U8RowBuffer rows;
   const GemmEpilogue ep = fused_epilogue(k_, ptrs);
-  if (ep.empty()) return int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_);
+  const GemmEpilogue pro_ep = fused_epilogue(k_, ptrs, "prologue");
+  // SmoothQuant's Mul by a vector, the prologue rlx quantize makes, runs as a vector loop: the
+  // program's interpreter costs more than the loop it replaces at short rows.
+  RowPrologue pro_row;
+  pro_row.col_scale = pro_ep.column_scale();
+  if (!pro_row.col_scale)
+    pro_row.other = [&](int64_t m, float* row) { apply_epilogue(pro_ep, row, K_, m, 0, 1, K_); };
+  const RowPrologue* pro = pro_ep.empty() ? nullptr : &pro_row;
+  if (ep.empty())
+    return int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_, nullptr, Int8SinkAt::kScratch, pro);
   // With a fused epilogue whose operand shares y's storage (a residual the planner let the
   // result overwrite) each tile comes in a scratch tile first, as the operand must still hold
   // its value when read; otherwise the tile is finished in place.
@@ -86,14 +105,14 @@ void QMatMulCall::run(const std::vector<void*>& ptrs) const {
                                   int64_t cols) {
       apply_epilogue(ep, t, ld, m0, n0, rows_n, cols);
     };
-    return int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_, &sink, Int8SinkAt::kResult);
+    return int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_, &sink, Int8SinkAt::kResult, pro);
   }
   const Int8TileSink sink = [&](float* t, int64_t ld, int64_t m0, int64_t n0, int64_t rows_n,
                                 int64_t cols) {
     apply_epilogue(ep, t, ld, m0, n0, rows_n, cols);
     for (int64_t r = 0; r < rows_n; ++r) std::copy_n(t + r * ld, cols, y + (m0 + r) * N_ + n0);
   };
-  int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_, &sink);
+  int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_, &sink, Int8SinkAt::kScratch, pro);
 }
 
 }  // namespace rlx::cpu

@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "erf_f32.h"
@@ -564,6 +566,63 @@ TEST(CpuGemmFusion, DequantMatMulTakesGeluTimesAnotherTensor) {
     auto prod = reference(M, N, K, {x.begin(), x.end()}, K, 1, {wf.begin(), wf.end()}, 1, K);
     for (int64_t i = 0; i < M * N; ++i)
       ASSERT_NEAR(out[i], gelu_tanh(prod[i]) * r[i], 2e-5) << "M=" << M << " at " << i;
+  }
+}
+
+// rlx quantize's SmoothQuant Mul before a QMatMul merges into it as a prologue (and a GELU after
+// it as an epilogue): the same bytes as the separate kernels, static and per-row parameters, and
+// for static ones the scheme's own arithmetic done here by hand.
+TEST(CpuGemmFusion, QMatMulTakesTheSmoothingMulBeforeIt) {
+  const int64_t M = 37, K = 70, N = 29;
+  std::mt19937 rng(57);
+  std::uniform_int_distribution<int> q(-127, 127);
+  std::vector<int8_t> w(N * K);
+  for (auto& v : w) v = static_cast<int8_t>(q(rng));
+  auto x = random_floats(M * K, 58), sm = random_floats(K, 59), ws = random_floats(N, 60),
+       b = random_floats(N, 61);
+  for (auto& v : ws) v = 0.001f + std::fabs(v) * 0.01f;
+  const float xs = 0.011f;
+  const uint8_t xz = 131;
+  for (bool fixed : {true, false}) {
+    const std::string params = fixed ? ", %xs, %xz" : "";
+    const std::string ir = fmt::format(
+        R"(graph @t(%x: f32[{0},{1}], %s: f32[{1}], %w: i8[{2},{1}], %ws: f32[{2}], %xs: f32[], %xz: u8[], %b: f32[{2}]) {{
+  %m = Mul(%x, %s) : f32[{0},{1}]
+  %y = QMatMul(%m, %w, %ws{3}, %b) : f32[{0},{2}]
+  %g = GELU(%y) : f32[{0},{2}]
+  return %g
+}}
+)",
+        M, K, N, params);
+    lir::Program p = lower(ir);
+    lir::Program fused = p;
+    ASSERT_EQ(fuse_gemm_epilogues(fused), 2) << lir::print_program(p);
+    ASSERT_EQ(fused.kernels.size(), p.kernels.size() - 2) << lir::print_program(fused);
+    auto run = [&](const lir::Program& prog) {
+      auto exe = test::cpu_target()->compile(prog);
+      std::vector<void*> ptrs(prog.buffers.size(), nullptr);
+      const std::map<std::string, const void*> by_name{
+          {"x", x.data()}, {"s", sm.data()}, {"w", w.data()}, {"ws", ws.data()},
+          {"xs", &xs},     {"xz", &xz},      {"b", b.data()}};
+      for (auto& [name, buf] : prog.inputs) ptrs[buf] = const_cast<void*>(by_name.at(name));
+      std::vector<float> out(M * N);
+      ptrs[prog.outputs[0].second] = out.data();
+      exe->run(ptrs);
+      return out;
+    };
+    const auto plain = run(p), merged = run(fused);
+    ASSERT_EQ(std::memcmp(plain.data(), merged.data(), plain.size() * 4), 0) << "fixed " << fixed;
+    if (!fixed) continue;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const float v = std::nearbyint(x[i * K + k] * sm[k] / xs) + xz;
+          acc += (std::clamp(v, 0.0f, 255.0f) - xz) * w[j * K + k];
+        }
+        const double want = gelu_erf(acc * xs * ws[j] + b[j]);
+        ASSERT_NEAR(merged[i * N + j], want, 1e-5 * (1 + std::fabs(want))) << i << "," << j;
+      }
   }
 }
 
