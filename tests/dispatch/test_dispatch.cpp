@@ -26,6 +26,8 @@ class ToyTarget : public Target {
       for (auto& t : *list)
         if (t.dtype != DType::kF32 && t.dtype != DType::kBool)
           return Verdict::no("toy computes in f32 only, not " + std::string(dtype_name(t.dtype)));
+    // An accepted primitive with a note of how it runs.
+    if (s.op == "dot_general") return Verdict{true, "toy multiplies by hand"};
     return Verdict::yes();
   }
   Verdict can_execute() const override { return Verdict::no("toy only dispatches"); }
@@ -53,6 +55,30 @@ TEST(Dispatch, EachPathIsChosenAndReported) {
   // The rewritten form holds only legal primitives: f16 appears only around converts.
   for (const Node& n : r.graph.nodes)
     if (n.op != "convert" && n.op != "RMSNorm") EXPECT_TRUE(toy.accepts_primitive({n.op, {r.graph.type(n.inputs[0])}, {r.graph.type(n.outputs[0])}, n.attrs}).ok) << n.op;
+}
+
+// A primitive's note lands on the node it came from, once however many primitives carry it, in
+// the text and the JSON; nodes without such primitives have none.
+TEST(Dispatch, AcceptedPrimitivesNotesReachTheirNode) {
+  Graph g = parse_graph(R"(graph @g(%x: f32[2,3,4], %w: f32[4,5], %v: f32[5,6]) {
+  %y = MatMul(%x, %w) : f32[2,3,5]
+  %z = MatMul(%y, %v) : f32[2,3,6]
+  %a = Add(%z, %z) : f32[2,3,6]
+  return %a
+}
+)");
+  ToyTarget toy;
+  DispatchResult r = dispatch(g, toy);
+  ASSERT_EQ(r.report.entries.size(), 3u);
+  const std::vector<std::string> note{"dot_general: toy multiplies by hand"};
+  EXPECT_EQ(r.report.entries[0].notes, note);
+  EXPECT_EQ(r.report.entries[1].notes, note);
+  EXPECT_TRUE(r.report.entries[2].notes.empty());
+  const std::string text = r.report.to_text();
+  EXPECT_NE(text.find("primitives; dot_general: toy multiplies by hand"), std::string::npos)
+      << text;
+  EXPECT_NE(r.report.to_json().find("\"notes\": [\"dot_general: toy multiplies by hand\"]"),
+            std::string::npos);
 }
 
 TEST(Dispatch, NoLegalPathNamesTheNodeAndEveryRefusal) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "rlx/core/builder.h"
@@ -46,6 +47,7 @@ struct Outcome {
   LoweringPath path = LoweringPath::kSharedIr;
   std::string rewrite;               // rewrites used, here or by any piece ("a,b")
   std::string kernel;                // native: the claim's note
+  std::vector<std::string> notes;    // shared IR: what the target said of its primitives, once each
   std::vector<std::string> refused;  // one line per refused path
   std::vector<ValueId> outputs;
 };
@@ -65,7 +67,13 @@ class Lowerer {
     NodeSignature sig = signature(src, n);
     if (def.level == OpLevel::kMir) {
       Verdict v = target_.accepts_primitive(sig);
-      if (v.ok) return copy(src, n, ins, LoweringPath::kSharedIr);
+      if (v.ok) {
+        // An accepted primitive may carry a note of how the target runs it (bf16 products on
+        // a CPU's AMX tiles): the report shows it on the node the primitive came from.
+        Outcome o = copy(src, n, ins, LoweringPath::kSharedIr);
+        if (!v.reason.empty()) o.notes.push_back(fmt::format("{}: {}", n.op, v.reason));
+        return o;
+      }
       out.refused.push_back(fmt::format("primitive: {}", v.reason));
     } else {
       Verdict v = target_.claim_native(sig);
@@ -80,10 +88,14 @@ class Lowerer {
       } else {
         std::string why;
         std::set<std::string> used;
-        auto r = expand(src, n, ins, def.decompose, depth, &why, &used);
+        std::vector<std::string> notes;
+        auto r = expand(src, n, ins, def.decompose, depth, &why, &used, &notes);
         // A decomposition that is legal only because a piece of it was rewritten is a
         // rewritten lowering, and says which rewrite.
-        if (r) return with_rewrites(success(std::move(out), LoweringPath::kSharedIr, *r), used);
+        if (r) {
+          out.notes = std::move(notes);
+          return with_rewrites(success(std::move(out), LoweringPath::kSharedIr, *r), used);
+        }
         out.refused.push_back("shared IR: " + why);
       }
     }
@@ -98,8 +110,12 @@ class Lowerer {
       any = true;
       std::string why;
       std::set<std::string> used = {rw.name};
-      auto r = expand(src, n, ins, rw.build, depth, &why, &used);
-      if (r) return with_rewrites(success(std::move(out), LoweringPath::kRewritten, *r), used);
+      std::vector<std::string> notes;
+      auto r = expand(src, n, ins, rw.build, depth, &why, &used, &notes);
+      if (r) {
+        out.notes = std::move(notes);
+        return with_rewrites(success(std::move(out), LoweringPath::kRewritten, *r), used);
+      }
       out.refused.push_back(fmt::format("rewritten: {}: {}", rw.name, why));
     }
     if (!any && std::none_of(out.refused.begin(), out.refused.end(),
@@ -148,7 +164,8 @@ class Lowerer {
   std::optional<std::vector<ValueId>> expand(const Graph& src, const Node& n,
                                              const std::vector<ValueId>& ins, const DecomposeFn& fn,
                                              int depth, std::string* why,
-                                             std::set<std::string>* used) {
+                                             std::set<std::string>* used,
+                                             std::vector<std::string>* notes) {
     Graph tmp;
     GraphBuilder b(tmp);
     b.set_loc(n.loc);
@@ -176,6 +193,8 @@ class Lowerer {
         return std::nullopt;
       }
       for (size_t k = 0; k < sub.outputs.size(); ++k) map[sub.outputs[k]] = o.outputs[k];
+      for (auto& note : o.notes)
+        if (std::find(notes->begin(), notes->end(), note) == notes->end()) notes->push_back(note);
       if (!o.rewrite.empty()) {
         size_t at = 0;
         while (at <= o.rewrite.size()) {
@@ -245,6 +264,7 @@ DispatchResult dispatch(const Graph& hir, const Target& target) {
     e.detail = o.path == LoweringPath::kNative ? o.kernel : o.rewrite;
     e.refused = o.refused;
     e.primitives = o.path == LoweringPath::kNative ? 0 : static_cast<int>(g.nodes.size() - before);
+    e.notes = o.notes;
     for (ValueId v : n.outputs) e.outputs.push_back({hir.values[v].name, hir.type(v)});
     res.report.entries.push_back(std::move(e));
   }

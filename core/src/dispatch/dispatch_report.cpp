@@ -93,6 +93,7 @@ std::string DispatchReport::to_text(bool verbose) const {
     if (e.path == LoweringPath::kRewritten) detail = "via " + e.detail + "; ";
     if (e.path == LoweringPath::kNative && !e.detail.empty()) detail = e.detail;
     if (e.path != LoweringPath::kNative) detail += fmt::format("{} primitives", e.primitives);
+    for (const auto& note : e.notes) detail += "; " + note;
     if (!e.loc.empty()) detail += fmt::format("{}loc '{}'", detail.empty() ? "" : "; ", e.loc);
     out += fmt::format("  {:<{}}  {:<{}}  {:<{}}  {:<{}}  {:<10} {}\n", "%" + e.value, wv, e.op, wo,
                        e.dtypes, wd, types_of(e.outputs), wt, path_name(e.path), detail);
@@ -111,11 +112,13 @@ std::string DispatchReport::to_json() const {
     const auto& e = entries[i];
     out += fmt::format(
         "{}{{\"value\": {}, \"op\": {}, \"loc\": {}, \"dtypes\": {}, \"outputs\": {}, "
-        "\"path\": {}, \"rewrite\": {}, \"kernel\": {}, \"primitives\": {}, \"refused\": [",
+        "\"path\": {}, \"rewrite\": {}, \"kernel\": {}, \"primitives\": {}, \"notes\": {}, "
+        "\"refused\": [",
         i ? ", " : "", json::json_quote(e.value), json::json_quote(e.op), json::json_quote(e.loc),
         json::json_quote(e.dtypes), typed_json_list(e.outputs), json::json_quote(path_name(e.path)),
         json::json_quote(e.path == LoweringPath::kNative ? "" : e.detail),
-        json::json_quote(e.path == LoweringPath::kNative ? e.detail : ""), e.primitives);
+        json::json_quote(e.path == LoweringPath::kNative ? e.detail : ""), e.primitives,
+        json_strings(e.notes));
     for (size_t k = 0; k < e.refused.size(); ++k)
       out += (k ? ", " : "") + json::json_quote(e.refused[k]);
     out += "]}";

@@ -73,7 +73,30 @@ class CpuTarget final : public sdk::TargetPlugin {
           "cpu moves u64 values but does not compute on them ({} needs arithmetic); convert the "
           "model's u64 tensors to i64 where the values allow it",
           s.op));
-    return Verdict::yes();
+    return Verdict{true, product_note(s)};
+  }
+
+  // What runs a bf16 x bf16 dot_general (an accepted primitive's note, shown by `rlx explain`
+  // on the node it came from): AMX tiles where this CPU and kernel grant them, chosen per call by
+  // the operands' layout (gemm_call.cpp), else the f32 GEMM on widened operands.
+  static std::string product_note(const NodeSignature& s) {
+    if (s.op != "dot_general" || s.inputs.size() != 2 || s.inputs[0].dtype != DType::kBF16)
+      return {};
+    if (!amx_bf16_enabled()) return "bf16 x bf16 widened to f32 for the f32 GEMM";
+    const auto it = s.attrs.find("lhs_contract");
+    int64_t k = 1;
+    bool known = it != s.attrs.end();
+    if (known)
+      for (int64_t d : std::get<IntList>(it->second)) {
+        const Dim& dim = s.inputs[0].shape.at(static_cast<size_t>(d));
+        known = known && dim.is_static();
+        if (dim.is_static()) k *= dim.value;
+      }
+    if (known && k % 32 != 0)
+      return fmt::format(
+          "bf16 x bf16 widened to f32 (K = {} is not a multiple of 32, AMX's tile depth)", k);
+    return "bf16 x bf16 on AMX tiles (tdpbf16ps, f32 sums) where A's rows are contiguous, else "
+           "widened to f32";
   }
 
   // Always runs here; the reason says how loop kernels run (compiled or interpreted).

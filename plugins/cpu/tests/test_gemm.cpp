@@ -16,6 +16,7 @@
 
 #include "erf_f32.h"
 #include "gemm.h"
+#include "gemm_amx_bf16.h"
 #include "gemm_epilogue_fusion.h"
 #include "rlx/core/dispatch.h"
 #include "rlx/core/half.h"
@@ -470,6 +471,27 @@ lir::Program lower(const std::string& ir) {
   DispatchResult d = dispatch(parse_graph(ir, "test.rlx"), *target);
   run_default_passes(d.graph);
   return lower_to_lir(d.graph);
+}
+
+// `rlx explain` says what runs a bf16 product: AMX tiles where this CPU grants them and K fills
+// whole tiles, else the f32 GEMM on widened operands.
+TEST(CpuDispatch, ExplainSaysWhatRunsBf16Products) {
+  for (int64_t K : {64, 40}) {
+    const std::string ir = fmt::format(R"(graph @t(%x: bf16[4,{0}], %w: bf16[{0},8]) {{
+  %y = MatMul(%x, %w) : bf16[4,8]
+  return %y
+}}
+)",
+                                       K);
+    DispatchResult d = dispatch(parse_graph(ir, "test.rlx"), *test::cpu_target());
+    ASSERT_EQ(d.report.entries.size(), 1u);
+    ASSERT_EQ(d.report.entries[0].notes.size(), 1u) << d.report.to_text();
+    const std::string& note = d.report.entries[0].notes[0];
+    const char* want = !amx_bf16_enabled() ? "widened to f32 for the f32 GEMM"
+                       : K % 32 == 0       ? "on AMX tiles (tdpbf16ps"
+                                           : "(K = 40 is not a multiple of 32";
+    EXPECT_NE(note.find(want), std::string::npos) << note;
+  }
 }
 
 // Runs `p` on the cpu plugin with inputs by name; returns the first output.

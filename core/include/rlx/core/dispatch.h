@@ -30,6 +30,9 @@ struct DispatchEntry {
   std::string detail;    // kRewritten: the rewrite's name; kNative: the claim's note, if any
   std::vector<std::string> refused;  // why earlier paths were not taken ("native: ...")
   int primitives = 0;    // MIR nodes the path produced (0 for native)
+  // Not native: how the target runs some of those primitives ("dot_general: bf16 x bf16 on AMX
+  // tiles"), as its accepts_primitive said, each once.
+  std::vector<std::string> notes;
   std::vector<NamedType> outputs;  // the node's results, typed as the source graph types them
 };
 
