@@ -65,27 +65,7 @@ struct TileState {
   }
 };
 thread_local TileState tls_tile;
-// The calling thread's packed K, read by the tasks of its call. `busy` while a call uses it: a
-// thread waiting in that call's parallel_for may run another model's attention (nested oneTBB
-// use), which then packs into a buffer of its own instead of resizing this one under readers.
-struct PackedKBuffer {
-  std::vector<float> data;
-  bool busy = false;
-};
-thread_local PackedKBuffer tls_packed_k, tls_wide_v;
-
-// The calling thread's buffer `tls` grown to n floats, or `own` when a call on this thread
-// (further up its stack) holds it; `release` frees it when the call ends.
-float* borrow(PackedKBuffer& tls, std::vector<float>& own, size_t n,
-              std::unique_ptr<bool, void (*)(bool*)>& release) {
-  std::vector<float>& buffer = tls.busy ? own : tls.data;
-  if (&buffer != &own) {
-    tls.busy = true;
-    release.reset(&tls.busy);
-  }
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
-}
+thread_local ThreadScratch<float> tls_packed_k, tls_wide_v;
 
 // K transposed per (batch, kv head), [D][ld], shared by every tile of that kv head. ld leaves a
 // spare 16 columns: the scoring loop reads whole vectors past a block that starts unaligned.
@@ -243,9 +223,7 @@ void attention(const AttentionShape& sh, const void* q, const void* k, const voi
   const int64_t tiles = (rows + br - 1) / br;
   PackedK packed_k;
   std::vector<float> own, own_v;
-  auto free_buffer = [](bool* busy) { *busy = false; };
-  std::unique_ptr<bool, void (*)(bool*)> release(nullptr, free_buffer),
-      release_v(nullptr, free_buffer);
+  ScratchRelease release, release_v;
   AttentionShape shape = sh;
   const void* vs = v;
   if (br >= kPackRows && sh.v_elem != KvElem::kF32) {
@@ -253,7 +231,8 @@ void attention(const AttentionShape& sh, const void* q, const void* k, const voi
     // group of kNnRows query rows (32 times at 128 queries). At MiniLM's shapes (b8 s128) that
     // measured within noise of the widening as read; it bounds the work for longer sequences.
     const int64_t per_group = sh.kv_len * sh.v_dim;
-    float* wide = borrow(tls_wide_v, own_v, static_cast<size_t>(groups * per_group), release_v);
+    float* wide =
+        borrow_scratch(tls_wide_v, own_v, static_cast<size_t>(groups * per_group), release_v);
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, 1),
                       [&](const tbb::blocked_range<int64_t>& r) {
                         for (int64_t g = r.begin(); g < r.end(); ++g)
@@ -266,8 +245,8 @@ void attention(const AttentionShape& sh, const void* q, const void* k, const voi
     packed_k.ld = (sh.kv_len + 15) / 16 * 16 + 16;
     // Grown, never shrunk or cleared: the columns past a kv head's keys are read into lanes that
     // are never stored, so what an earlier call left there does not matter.
-    float* packed =
-        borrow(tls_packed_k, own, static_cast<size_t>(groups * sh.head_dim * packed_k.ld), release);
+    float* packed = borrow_scratch(
+        tls_packed_k, own, static_cast<size_t>(groups * sh.head_dim * packed_k.ld), release);
     packed_k.data = packed;
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, groups, 1), [&](const tbb::blocked_range<int64_t>& r) {

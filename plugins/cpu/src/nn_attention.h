@@ -3,7 +3,9 @@
 // materialising the [B, H, Sq, Sk] scores: per tile of query rows and block of keys,
 // S = Q K^T * scale, masked, folded into a running max and sum (online softmax), O += P V.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "nn_simd.h"
 
@@ -27,5 +29,51 @@ struct AttentionShape {
 // with oneTBB.
 void attention(const AttentionShape& s, const void* q, const void* k, const void* v, void* out,
                const NnSimd& simd);
+
+// Whether attention_amx_bf16 computes this attention: q, k and v bf16, a head_dim that whole
+// tiles cover (a multiple of 32) and a v_dim of whole 16-column tiles, on a CPU whose AMX-BF16
+// tiles this process was granted (gemm_amx_bf16.h; RLX_CPU_AMX_BF16=0 turns it off).
+bool attention_amx_takes(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t v_dim);
+
+// Attention with bf16 products on AMX tiles (nn_attention_amx.cpp), what `--precision amp-bf16`
+// asks of attention: Q K^T as exact products summed in f32 (TDPBF16PS), scaled, masked and put
+// through an online softmax in f32; each block's weights rounded to bf16 and their sum taken of
+// the rounded values, so a row's weights still sum to one; P V again on the tiles in f32, the
+// result rounded once to bf16. Masks, no-key rows and NaN rows as attention() has them.
+void attention_amx_bf16(const AttentionShape& s, const void* q, const void* k, const void* v,
+                        void* out, const NnSimd& simd);
+
+// A per-thread scratch buffer shared by the calls on that thread. `busy` while a call uses it: a
+// thread waiting in that call's parallel_for may run another model's attention (nested oneTBB
+// use), which then takes a buffer of its own instead of resizing this one under its readers.
+template <typename T>
+struct ThreadScratch {
+  std::vector<T> data;
+  bool busy = false;
+};
+// Marks a borrowed buffer free when the call that borrowed it ends (empty when it took its own).
+struct ScratchRelease {
+  bool* busy = nullptr;
+  ScratchRelease() = default;
+  ScratchRelease(const ScratchRelease&) = delete;
+  ScratchRelease& operator=(const ScratchRelease&) = delete;
+  ~ScratchRelease() {
+    if (busy) *busy = false;
+  }
+};
+
+// The thread's buffer grown to n elements, or `own` when a call further up this thread's stack
+// holds it; `release` marks it free again when the call ends.
+template <typename T>
+T* borrow_scratch(ThreadScratch<T>& tls, std::vector<T>& own, std::size_t n,
+                  ScratchRelease& release) {
+  std::vector<T>& buffer = tls.busy ? own : tls.data;
+  if (&buffer != &own) {
+    tls.busy = true;
+    release.busy = &tls.busy;
+  }
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
 
 }  // namespace rlx::cpu

@@ -494,6 +494,27 @@ TEST(CpuDispatch, ExplainSaysWhatRunsBf16Products) {
   }
 }
 
+// And bf16 attention: on AMX tiles where they are granted and the head sizes fill whole tiles,
+// else the f32 kernel on widened values; the claim says which.
+TEST(CpuDispatch, ExplainSaysWhatRunsBf16Attention) {
+  for (int64_t D : {32, 24}) {
+    const std::string ir =
+        fmt::format(R"(graph @t(%q: bf16[1,2,5,{0}], %k: bf16[1,2,7,{0}], %v: bf16[1,2,7,16]) {{
+  %a = Attention(%q, %k, %v) : bf16[1,2,5,16]
+  return %a
+}}
+)",
+                    D);
+    DispatchResult d = dispatch(parse_graph(ir, "test.rlx"), *test::cpu_target());
+    ASSERT_EQ(d.report.entries.size(), 1u);
+    const std::string& note = d.report.entries[0].detail;
+    const bool amx = amx_bf16_enabled() && D % 32 == 0;
+    EXPECT_NE(note.find(amx ? "bf16 attention on AMX tiles" : "f32 attention: bf16 q widened"),
+              std::string::npos)
+        << note;
+  }
+}
+
 // Runs `p` on the cpu plugin with inputs by name; returns the first output.
 std::vector<float> run_program(const lir::Program& p, const std::map<std::string, std::vector<float>>& in) {
   auto exe = test::cpu_target()->compile(p);

@@ -262,6 +262,46 @@ TEST(CpuNnKernels, AttentionWith16BitQIsTheRoundedF32ResultOfItsValues) {
       }
 }
 
+// bf16 attention on AMX tiles (what --precision amp-bf16 runs where the CPU has them): exact
+// products summed in f32, the softmax's weights rounded to bf16, the result rounded to bf16, so
+// within a few bf16 ulps of the float64 attention of the same values, on every case whose head
+// sizes fill whole tiles (GQA, causal, padding with a batch that sees nothing, keys over blocks).
+TEST(CpuNnKernels, Bf16AttentionOnAmxTilesIsCloseToFloat64) {
+  using cpu::KvElem;
+  if (!cpu::attention_amx_takes(KvElem::kBF16, KvElem::kBF16, KvElem::kBF16, 32, 32))
+    GTEST_SKIP() << "this CPU lacks AMX-BF16, the kernel did not grant the tile state, or "
+                    "RLX_CPU_AMX_BF16=0";
+  std::vector<AttnCase> cases = attention_cases();
+  AttnCase pad{"padding_with_fully_masked_batch_d32", 3, 4, 2, 20, 40, 32, 48};
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t j = 0; j < 40; ++j) pad.keep.push_back(b == 1 ? 0 : b == 0 ? j % 5 != 2 : j >= 9);
+  cases.push_back(pad);
+  cases.push_back({"d128_causal_long", 1, 2, 2, 33, 260, 128, 128, true});
+  int run = 0;
+  for (const AttnCase& c : cases) {
+    if (!cpu::attention_amx_takes(KvElem::kBF16, KvElem::kBF16, KvElem::kBF16, c.D, c.Dv)) continue;
+    ++run;
+    Kv16 q = to_16bit(random_values(c.B * c.H * c.Sq * c.D, 31, 2), KvElem::kBF16),
+         k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 32, 2), KvElem::kBF16),
+         v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 33), KvElem::kBF16);
+    cpu::AttentionShape sh = shape_of(c);
+    sh.q_elem = sh.k_elem = sh.v_elem = KvElem::kBF16;
+    std::vector<uint16_t> got(c.B * c.H * c.Sq * c.Dv, 0x7777);
+    cpu::attention_amx_bf16(sh, q.bits.data(), k.bits.data(), v.bits.data(), got.data(),
+                            *instruction_sets().back());
+    const std::vector<double> want = naive_attention(c, q.wide, k.wide, v.wide);
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double g = bf16_to_f32(got[i]);
+      if (std::isnan(want[i])) {
+        ASSERT_TRUE(std::isnan(g)) << c.name << " at " << i;
+        continue;
+      }
+      ASSERT_NEAR(g, want[i], 4e-3 + 8e-3 * std::fabs(want[i])) << c.name << " at " << i;
+    }
+  }
+  EXPECT_GE(run, 6);
+}
+
 // ---- norms and softmax -----------------------------------------------------------------------
 
 TEST(CpuNnKernels, LayerNormAndRmsNormMatchFloat64Reference) {

@@ -1,0 +1,356 @@
+// bf16 attention on AMX tiles (nn_attention.h). Per (batch, kv head), K and V are packed once
+// into the layout of TDPBF16PS's B operand; then each task takes 16 query rows (one A tile) and
+// walks the keys in blocks of kBlock:
+//   S = Q K^T      tiles of 16 rows x 16 keys, D / 32 steps each, stored as f32 rows;
+//   softmax        per row in f32: scale, masks, running max and sum (online softmax), the
+//                  weights rounded to bf16 into P (rows of the A operand) and summed as rounded;
+//   O += P V       tiles of 16 rows x 16 columns of V, 32 keys a step, added to O in f32.
+// At MiniLM's shapes (S = 128, D = 32) a block's two products are 128 instructions of 16
+// cycles, where the f32 kernel spends ~32k cycles of FMAs; the softmax's exp is what is left.
+#include <immintrin.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "amx_tiles.h"
+#include "gemm_amx_bf16.h"
+#include "nn_attention.h"
+#include "rlx/core/half.h"
+
+namespace rlx::cpu {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr int64_t kRows = 32;    // query rows of a task: two A tiles
+constexpr int64_t kBlock = 128;  // keys per block of the online softmax (a multiple of 32)
+constexpr int64_t kTile = 512;   // bf16 elements of a B tile: 16 rows of 64 bytes
+
+float widen(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
+
+// Lanes [from, to) of a 16-lane mask (both clamped to [0, 16]).
+__mmask16 lanes(int64_t from, int64_t to) {
+  auto upto = [](int64_t k) {
+    k = std::clamp<int64_t>(k, 0, 16);
+    return k >= 16 ? 0xFFFFu : (1u << k) - 1;
+  };
+  return static_cast<__mmask16>(upto(to) & ~upto(from));
+}
+
+// K [Sk, D] as B tiles of S = Q K^T: for each chunk of 16 keys and step of 32 dims, row r holds
+// dims 2r and 2r + 1 of each of the 16 keys (the pairs TDPBF16PS multiplies): a transpose of
+// 32-bit pairs, one gather a row. Past Sk: zeros.
+void pack_k(const uint16_t* k, int64_t sk, int64_t d, uint16_t* out) {
+  const int64_t steps = d / 32;
+  const auto* pairs = reinterpret_cast<const int*>(k);  // d / 2 pairs a key
+  const __m512i keys =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(d / 2)));
+  for (int64_t c = 0; c < (sk + 15) / 16; ++c) {
+    const __mmask16 live = lanes(0, sk - c * 16);
+    const int* base = pairs + c * 16 * (d / 2);
+    for (int64_t st = 0; st < steps; ++st) {
+      uint16_t* t = out + (c * steps + st) * kTile;
+      for (int64_t r = 0; r < 16; ++r) {
+        const __m512i at = _mm512_add_epi32(keys, _mm512_set1_epi32(static_cast<int>(st * 16 + r)));
+        _mm512_storeu_si512(t + r * 32,
+                            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, at, base, 4));
+      }
+    }
+  }
+}
+
+// V [Sk, Dv] as B tiles of O = P V: for each chunk of 32 keys and group of 16 columns, row r
+// holds keys 2r and 2r + 1 of each column, interleaved. Past Sk: zeros (their weights are zero).
+void pack_v(const uint16_t* v, int64_t sk, int64_t dv, uint16_t* out) {
+  const int64_t groups = dv / 16;
+  alignas(64) static constexpr uint16_t kInterleave[32] = {
+      0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  const __m512i idx = _mm512_load_si512(kInterleave);
+  auto row = [&](int64_t key, int64_t g) {
+    return key < sk ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + key * dv + g * 16))
+                    : _mm256_setzero_si256();
+  };
+  for (int64_t c = 0; c < (sk + 31) / 32; ++c)
+    for (int64_t g = 0; g < groups; ++g) {
+      uint16_t* t = out + (c * groups + g) * kTile;
+      for (int64_t r = 0; r < 16; ++r) {
+        const int64_t key = c * 32 + 2 * r;
+        _mm512_storeu_si512(t + r * 32,
+                            _mm512_permutex2var_epi16(_mm512_castsi256_si512(row(key, g)), idx,
+                                                      _mm512_castsi256_si512(row(key + 1, g))));
+      }
+    }
+}
+
+// Weights e (finite, >= 0) rounded to bf16 (nearest even) into p; returns the sum of the
+// rounded values. p is written for n values.
+float round_weights(const float* e, int64_t n, uint16_t* p) {
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - j)) - 1);
+    const __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, e + j));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    sum = _mm512_add_ps(sum, _mm512_castsi512_ps(_mm512_slli_epi32(r, 16)));
+    _mm256_mask_storeu_epi16(p + j, m, _mm512_cvtepi32_epi16(r));
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+// Scores sc[0, n) times scale; those outside [from, visible), or whose keep flag is 0, set to
+// -inf.
+void scale_and_mask(float* sc, int64_t n, int64_t from, int64_t visible, float scale,
+                    const uint8_t* keep) {
+  const __m512 f = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(kNegInf);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = lanes(0, n - j);
+    __mmask16 live = lanes(from - j, visible - j);
+    if (keep) {
+      const __m128i k = _mm_maskz_loadu_epi8(m, keep + j);
+      live &= _mm_test_epi8_mask(k, k);
+    }
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, sc + j), f);
+    _mm512_mask_storeu_ps(sc + j, m, _mm512_mask_mov_ps(ninf, live, v));
+  }
+}
+
+// A row of O divided by l, rounded to bf16 as rlx::f32_to_bf16 does (nearest even, NaN quiet).
+void store_row(const float* o, int64_t n, float l, uint16_t* dst) {
+  const __m512 denom = _mm512_set1_ps(l);
+  for (int64_t j = 0; j < n; j += 16) {  // n is a multiple of 16
+    const __m512 v = _mm512_div_ps(_mm512_loadu_ps(o + j), denom);
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_mov_epi32(r, nan,
+                              _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), _mm512_cvtepi32_epi16(r));
+  }
+}
+
+struct Packed {
+  const uint16_t* k = nullptr;  // per group: chunks16 * steps tiles
+  const uint16_t* v = nullptr;  // per group: chunks32 * groups tiles
+  int64_t k_per_group = 0, v_per_group = 0;
+};
+
+// Query rows [r0, r1) (at most kRows) of kv head `kvh` of batch `b`.
+void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v, const Packed& pk,
+                 uint16_t* out, const NnSimd& simd, int64_t b, int64_t kvh, int64_t r0,
+                 int64_t r1) {
+  const int64_t group = sh.heads / sh.kv_heads, D = sh.head_dim, Dv = sh.v_dim;
+  const int64_t Sq = sh.q_len, Sk = sh.kv_len, steps = D / 32, vgroups = Dv / 16;
+  const int64_t rows = r1 - r0, g = b * sh.kv_heads + kvh;
+  const uint16_t* kp = pk.k + g * pk.k_per_group;
+  const uint16_t* vp = pk.v + g * pk.v_per_group;
+  // Row r of this kv head: query position r / group of head kvh * group + r % group.
+  auto at = [&](int64_t r, int64_t width) {
+    return ((b * sh.heads + kvh * group + r % group) * Sq + r / group) * width;
+  };
+  const uint8_t* keep = sh.keep ? sh.keep + b * Sk : nullptr;
+
+  alignas(64) uint16_t qt[kRows * 128];  // D <= 128 (attention_amx_takes)
+  alignas(64) float s[kRows * kBlock];
+  alignas(64) uint16_t p[kRows * kBlock];
+  alignas(64) float t[kRows * 16];
+  std::vector<float> o(static_cast<size_t>(kRows * Dv), 0.0f);
+  float m[kRows], l[kRows];
+  bool nan[kRows];
+  int64_t limit[kRows];
+  int64_t hi = 0;
+  for (int64_t i = 0; i < kRows; ++i) {
+    m[i] = kNegInf, l[i] = 0, nan[i] = false;
+    limit[i] = i < rows ? (sh.causal ? std::min(Sk, (r0 + i) / group + Sk - Sq + 1) : Sk) : 0;
+    hi = std::max(hi, limit[i]);
+    if (i < rows)
+      std::memcpy(qt + i * D, q + at(r0 + i, D), static_cast<size_t>(D) * 2);
+    else
+      std::memset(qt + i * D, 0, static_cast<size_t>(D) * 2);
+  }
+  int64_t lo = 0;
+  if (keep) {
+    while (lo < hi && !keep[lo]) ++lo;
+    int64_t last = hi;
+    while (last > lo && !keep[last - 1]) --last;
+    if (std::find(keep + lo, keep + last, 0) == keep + last) {
+      hi = std::min(hi, last);  // no holes: the range is the mask
+      for (int64_t i = 0; i < kRows; ++i) limit[i] = std::min(limit[i], last);
+      keep = nullptr;
+    }
+  }
+  amx::configure(16, 16);
+  for (int64_t j0 = lo / 32 * 32; j0 < hi; j0 += kBlock) {
+    const int64_t n = std::min(kBlock, hi - j0);
+    const int64_t n16 = (n + 15) / 16 * 16, n32 = (n + 31) / 32 * 32;
+    // S: 32 rows x 32 keys a step, the four accumulators of a 2 x 2 block (each tile of Q and
+    // of K read once per step for two products), so four chains of TDPBF16PS overlap.
+    for (int64_t c = 0; c < n16 / 16; c += 2) {
+      const bool two = c + 1 < n16 / 16;
+      const uint16_t* k0 = kp + ((j0 / 16 + c) * steps) * kTile;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t st = 0; st < steps; ++st) {
+        _tile_loadd(4, qt + st * 32, D * 2);
+        _tile_loadd(5, qt + 16 * D + st * 32, D * 2);
+        _tile_loadd(6, k0 + st * kTile, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(2, 5, 6);
+        if (two) {
+          _tile_loadd(7, k0 + (steps + st) * kTile, 64);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+      }
+      _tile_stored(0, s + c * 16, kBlock * 4);
+      _tile_stored(2, s + 16 * kBlock + c * 16, kBlock * 4);
+      if (two) {
+        _tile_stored(1, s + c * 16 + 16, kBlock * 4);
+        _tile_stored(3, s + 16 * kBlock + c * 16 + 16, kBlock * 4);
+      }
+    }
+    for (int64_t i = 0; i < kRows; ++i) {
+      float* sc = s + i * kBlock;
+      uint16_t* pr = p + i * kBlock;
+      const int64_t visible = std::clamp<int64_t>(limit[i] - j0, 0, n);
+      std::memset(pr, 0, static_cast<size_t>(n32) * 2);
+      if (i >= rows || nan[i] || visible == 0) continue;
+      scale_and_mask(sc, n, lo - j0, visible, sh.scale, keep ? keep + j0 : nullptr);
+      bool saw_nan = false;
+      const float block_max = simd.row_max(sc, n, &saw_nan);
+      if (saw_nan) {
+        nan[i] = true;
+        continue;
+      }
+      if (block_max == kNegInf) continue;  // every key of the block masked: nothing to add
+      const float m_new = std::max(m[i], block_max);
+      const float alpha = std::exp(m[i] - m_new);  // 0 on the row's first visible block
+      simd.exp_shifted(sc, n, m_new, sc);
+      l[i] = alpha * l[i] + round_weights(sc, n, pr);
+      m[i] = m_new;
+      float* orow = o.data() + i * Dv;
+      for (int64_t d = 0; d < Dv; ++d) orow[d] *= alpha;
+    }
+    // O += P V: 32 rows x 32 columns of V a step of 32 keys, again a 2 x 2 block.
+    for (int64_t vg = 0; vg < vgroups; vg += 2) {
+      const bool two = vg + 1 < vgroups;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t c = 0; c < n32 / 32; ++c) {
+        const uint16_t* v0 = vp + ((j0 / 32 + c) * vgroups + vg) * kTile;
+        _tile_loadd(4, p + c * 32, kBlock * 2);
+        _tile_loadd(5, p + 16 * kBlock + c * 32, kBlock * 2);
+        _tile_loadd(6, v0, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(2, 5, 6);
+        if (two) {
+          _tile_loadd(7, v0 + kTile, 64);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+      }
+      // Tile (row half, column half) into rows [16 half, ...) of O.
+      auto add = [&](int64_t half, int64_t col) {
+        for (int64_t i = 16 * half; i < std::min<int64_t>(rows, 16 * half + 16); ++i) {
+          float* orow = o.data() + i * Dv + (vg + col) * 16;
+          _mm512_storeu_ps(
+              orow, _mm512_add_ps(_mm512_loadu_ps(orow), _mm512_load_ps(t + (i - 16 * half) * 16)));
+        }
+      };
+      _tile_stored(0, t, 64);
+      add(0, 0);
+      if (rows > 16) {
+        _tile_stored(2, t, 64);
+        add(1, 0);
+      }
+      if (two) {
+        _tile_stored(1, t, 64);
+        add(0, 1);
+        if (rows > 16) {
+          _tile_stored(3, t, 64);
+          add(1, 1);
+        }
+      }
+    }
+  }
+  _tile_release();
+  const uint16_t* vb = v + g * Sk * Dv;
+  for (int64_t i = 0; i < rows; ++i) {
+    uint16_t* dst = out + at(r0 + i, Dv);
+    const float* orow = o.data() + i * Dv;
+    if (nan[i]) {
+      for (int64_t d = 0; d < Dv; ++d)
+        dst[d] = f32_to_bf16(std::numeric_limits<float>::quiet_NaN());
+    } else if (l[i] == 0) {
+      // No visible key: uniform weights over all keys, the mean of V (attention()'s rule).
+      for (int64_t d = 0; d < Dv; ++d) {
+        float sum = 0;
+        for (int64_t j = 0; j < Sk; ++j) sum += widen(vb[j * Dv + d]);
+        dst[d] = f32_to_bf16(Sk ? sum / static_cast<float>(Sk) : 0.0f);
+      }
+    } else {
+      store_row(orow, Dv, l[i], dst);
+    }
+  }
+}
+
+thread_local ThreadScratch<uint16_t> tls_packed_kv;
+
+}  // namespace
+
+bool attention_amx_takes(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t v_dim) {
+  return q == KvElem::kBF16 && k == KvElem::kBF16 && v == KvElem::kBF16 && head_dim > 0 &&
+         head_dim % 32 == 0 && head_dim <= 128 && v_dim > 0 && v_dim % 16 == 0 &&
+         amx_bf16_enabled();
+}
+
+void attention_amx_bf16(const AttentionShape& sh, const void* q, const void* k, const void* v,
+                        void* out, const NnSimd& simd) {
+  const int64_t group = sh.heads / sh.kv_heads;
+  const int64_t rows = group * sh.q_len, groups = sh.batch * sh.kv_heads;
+  if (rows == 0 || groups == 0) return;
+  Packed pk;
+  pk.k_per_group = (sh.kv_len + 15) / 16 * (sh.head_dim / 32) * kTile;
+  pk.v_per_group = (sh.kv_len + 31) / 32 * (sh.v_dim / 16) * kTile;
+  std::vector<uint16_t> own;
+  ScratchRelease release;
+  uint16_t* buf = borrow_scratch(
+      tls_packed_kv, own, static_cast<size_t>(groups * (pk.k_per_group + pk.v_per_group)), release);
+  pk.k = buf;
+  pk.v = buf + groups * pk.k_per_group;
+  const auto* k16 = static_cast<const uint16_t*>(k);
+  const auto* v16 = static_cast<const uint16_t*>(v);
+  tbb::parallel_for(int64_t{0}, groups, [&](int64_t g) {
+    pack_k(k16 + g * sh.kv_len * sh.head_dim, sh.kv_len, sh.head_dim, buf + g * pk.k_per_group);
+    pack_v(v16 + g * sh.kv_len * sh.v_dim, sh.kv_len, sh.v_dim,
+           buf + groups * pk.k_per_group + g * pk.v_per_group);
+  });
+  const int64_t tiles = (rows + kRows - 1) / kRows;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups * tiles, 1),
+                    [&](const tbb::blocked_range<int64_t>& range) {
+                      for (int64_t t = range.begin(); t < range.end(); ++t) {
+                        const int64_t g = t / tiles, r0 = (t % tiles) * kRows;
+                        attend_rows(sh, static_cast<const uint16_t*>(q), v16, pk,
+                                    static_cast<uint16_t*>(out), simd, g / sh.kv_heads,
+                                    g % sh.kv_heads, r0, std::min(rows, r0 + kRows));
+                      }
+                    });
+}
+
+}  // namespace rlx::cpu
