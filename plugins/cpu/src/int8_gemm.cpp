@@ -292,6 +292,7 @@ void int8_matmul_f32(const PackedInt8W& w, const float* x, int64_t ldx, int64_t 
                      float* y, int64_t ldy, const Int8TileSink* sink, Int8SinkAt at,
                      const RowPrologue* pro) {
   buf.ld = w.kp;
+  buf.uniform = fixed_scale != nullptr;
   buf.q.resize(static_cast<size_t>(std::max<int64_t>(M, 0) * w.kp));
   buf.scale.resize(static_cast<size_t>(std::max<int64_t>(M, 0)));
   buf.zero.resize(static_cast<size_t>(std::max<int64_t>(M, 0)));

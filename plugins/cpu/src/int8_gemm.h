@@ -49,6 +49,9 @@ struct Int8Rows {
   int64_t ld = 0;
   const float* scale = nullptr;
   const int32_t* zero = nullptr;
+  // Every row has row 0's scale and zero point (calibrated parameters): epilogues may fold
+  // them into per-column constants once per tile.
+  bool uniform = false;
 };
 
 // Quantizes rows [m0, m1) of x [M, k] (row stride ldx) into rows: per row ranges (dynamic) when
@@ -58,8 +61,9 @@ struct U8RowBuffer {
   AlignedVector<uint8_t> q;  // rows of ld bytes (a multiple of 64 on AMX CPUs: whole lines)
   std::vector<float> scale;
   std::vector<int32_t> zero;
-  Int8Rows rows() const { return {q.data(), ld, scale.data(), zero.data()}; }
+  Int8Rows rows() const { return {q.data(), ld, scale.data(), zero.data(), uniform}; }
   int64_t ld = 0;
+  bool uniform = false;  // rounded with given parameters, the same for every row
 };
 // `pro`, when given, computes row m of the activations from row m of x first: a producer merged
 // into the call (gemm_epilogue_fusion.h's QMatMul prologues). Either x[m, j] * col_scale[j]

@@ -25,7 +25,7 @@ namespace {
 // through the epilogue into out (row stride ldy).
 void dequantize(const int32_t* acc, const PackedInt8W& w, const Int8Rows& x, int64_t m, int rows,
                 int64_t p, float* out, int64_t ldy) {
-  const Int8Cols cols = int8_cols(w, p);
+  const Int8Cols cols = int8_cols(w, p, x);
   for (int r = 0; r < rows; ++r)
     int8_store16_avx512(cols, x, m + r, _mm512_load_si512(acc + r * 16), out + r * ldy);
 }

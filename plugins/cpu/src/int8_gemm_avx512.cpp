@@ -54,7 +54,7 @@ void tile(const PackedInt8W& w, const Int8Rows& x, int64_t m, int64_t p, float* 
     }
   }
   for (int j = 0; j < NP; ++j) {
-    const Int8Cols cols = int8_cols(w, p + j);
+    const Int8Cols cols = int8_cols(w, p + j, x);
     for (int r = 0; r < MR; ++r)
       int8_store16_avx512(cols, x, m + r, acc[r][j], yt + r * ldy + j * 16);
   }
