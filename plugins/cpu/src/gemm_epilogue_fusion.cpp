@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "attention_layout_fusion.h"
+#include "lir_kernel_uses.h"
 #include "rlx/core/error.h"
 
 namespace rlx::cpu {
@@ -36,12 +38,6 @@ bool is_gemm_call(const lir::CallKernel& c) {
          c.callee == "native:DequantMatMul" || c.callee == "native:QMatMul";
 }
 
-std::vector<int64_t> row_major(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d) s[d] = s[d + 1] * shape[d + 1];
-  return s;
-}
-
 // Row stride of a load over `domain` whose last dim is the column: strides of the leading dims
 // must be rs times the row-major strides of the leading dims (size-1 dims are free).
 std::optional<int64_t> row_stride(const std::vector<int64_t>& domain, const std::vector<int64_t>& strides) {
@@ -58,26 +54,6 @@ std::optional<int64_t> row_stride(const std::vector<int64_t>& domain, const std:
     rs = s;
   }
   return rs.value_or(0);
-}
-
-void recompute_lifetimes(lir::Program& p) {
-  for (auto& b : p.buffers) b.first_use = b.last_use = -1;
-  auto touch = [&](int32_t b, int32_t k) {
-    lir::Buffer& s = p.buffers[p.storage_of(b)];
-    if (s.first_use < 0) s.first_use = k;
-    s.last_use = std::max(s.last_use, k);
-  };
-  for (int32_t k = 0; k < static_cast<int32_t>(p.kernels.size()); ++k) {
-    if (auto* l = std::get_if<lir::LoopKernel>(&p.kernels[k])) {
-      for (auto& s : l->stores) touch(s.buffer, k);
-      for (auto& e : l->exprs)
-        if (e.kind == lir::ExprKind::kLoad) touch(e.load.buffer, k);
-    } else {
-      auto& c = std::get<lir::CallKernel>(p.kernels[k]);
-      for (int32_t b : c.outputs) touch(b, k);
-      for (int32_t b : c.inputs) touch(b, k);
-    }
-  }
 }
 
 // The epilogue text for loop kernel `l` consuming GEMM result storage `g` (inputs appended to
@@ -133,31 +109,6 @@ std::optional<std::string> encode(const lir::Program& p, const lir::LoopKernel& 
   return text;
 }
 
-// The kernels reading each storage buffer, in order, and which storages are program outputs.
-struct Uses {
-  std::vector<std::vector<int32_t>> readers;
-  std::vector<bool> is_output;
-};
-
-Uses uses_of(const lir::Program& p) {
-  const size_t nb = p.buffers.size();
-  Uses u{std::vector<std::vector<int32_t>>(nb), std::vector<bool>(nb, false)};
-  auto add_reader = [&](int32_t b, int32_t k) {
-    auto& r = u.readers[p.storage_of(b)];
-    if (r.empty() || r.back() != k) r.push_back(k);
-  };
-  for (int32_t k = 0; k < static_cast<int32_t>(p.kernels.size()); ++k) {
-    if (auto* l = std::get_if<lir::LoopKernel>(&p.kernels[k])) {
-      for (auto& e : l->exprs)
-        if (e.kind == lir::ExprKind::kLoad) add_reader(e.load.buffer, k);
-    } else {
-      for (int32_t b : std::get<lir::CallKernel>(p.kernels[k]).inputs) add_reader(b, k);
-    }
-  }
-  for (auto& [name, b] : p.outputs) u.is_output[p.storage_of(b)] = true;
-  return u;
-}
-
 // encode()'s text with `load <i>` (an index into its `extra`) made an index into the merged
 // call's inputs, where the extra operands start at `first`.
 std::string renumber_loads(const std::string& text, int64_t first) {
@@ -178,16 +129,6 @@ std::string renumber_loads(const std::string& text, int64_t first) {
   return fixed;
 }
 
-// Removes the kernels marked in `erase` and plans the buffers again.
-void drop_kernels(lir::Program& p, const std::vector<bool>& erase) {
-  std::vector<lir::Kernel> kept;
-  for (size_t k = 0; k < p.kernels.size(); ++k)
-    if (!erase[k]) kept.push_back(std::move(p.kernels[k]));
-  p.kernels = std::move(kept);
-  recompute_lifetimes(p);
-  lir::plan_buffers(p);
-}
-
 // QMatMul prologues: a loop kernel whose one result is read by nothing but a QMatMul's
 // activations (SmoothQuant's Mul by a per-channel vector, rlx quantize --smooth) merges into the
 // call, which then reads the loop's own operand and computes the loop's value row by row just
@@ -195,19 +136,8 @@ void drop_kernels(lir::Program& p, const std::vector<bool>& erase) {
 // The loop must be elementwise over the activations' shape, f32, with one operand read at the
 // same element it writes (the `acc` of the program) and the others affine in (row, column).
 int fuse_qmatmul_prologues(lir::Program& p) {
-  const Uses u = uses_of(p);
-  // The kernel storing each storage buffer (-1: none, -2: more than one).
-  std::vector<int32_t> writer(p.buffers.size(), -1);
-  for (int32_t k = 0; k < static_cast<int32_t>(p.kernels.size()); ++k) {
-    auto note = [&](int32_t b) {
-      int32_t& w = writer[p.storage_of(b)];
-      w = w == -1 || w == k ? k : -2;
-    };
-    if (auto* l = std::get_if<lir::LoopKernel>(&p.kernels[k]))
-      for (auto& st : l->stores) note(st.buffer);
-    else
-      for (int32_t b : std::get<lir::CallKernel>(p.kernels[k]).outputs) note(b);
-  }
+  const KernelUses u = kernel_uses(p);
+  const auto& writer = u.writer;
   std::vector<bool> erase(p.kernels.size(), false);
   int fused = 0;
   for (int32_t ci = 0; ci < static_cast<int32_t>(p.kernels.size()); ++ci) {
@@ -270,8 +200,9 @@ int fuse_qmatmul_prologues(lir::Program& p) {
 }  // namespace
 
 int fuse_gemm_epilogues(lir::Program& p) {
+  const int layouts = fold_attention_layouts(p);
   const int prologues = fuse_qmatmul_prologues(p);
-  const Uses u = uses_of(p);
+  const KernelUses u = kernel_uses(p);
   const auto& readers = u.readers;
   const auto& is_output = u.is_output;
 
@@ -310,7 +241,7 @@ int fuse_gemm_epilogues(lir::Program& p) {
     ++fused;
   }
   if (fused) drop_kernels(p, erase);
-  return prologues + fused;
+  return layouts + prologues + fused;
 }
 
 void decode_epilogue(const std::string& text, int acc_reg, GemmEpilogue& ep,

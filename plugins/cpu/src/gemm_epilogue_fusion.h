@@ -26,8 +26,10 @@
 
 namespace rlx::cpu {
 
-// Rewrites `p` in place; returns how many loop kernels were merged. Regions (while bodies) are
-// left alone.
+// Rewrites `p` in place; returns how many loop kernels were merged. First the head transposes
+// around native Attention fold into it (attention_layout_fusion.h), then the producers of
+// QMatMul activations become prologues (the QMatMul case above, the other way round), then the
+// epilogues. Regions (while bodies) are left alone.
 int fuse_gemm_epilogues(lir::Program& p);
 
 // The epilogue attribute: steps separated by ';', step s defining register s:

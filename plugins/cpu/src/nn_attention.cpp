@@ -110,15 +110,15 @@ void attend_tile(const AttentionShape& sh, const void* q_any, const void* k, con
                   &v_loops = simd.kv[static_cast<int>(sh.v_elem)];
   const int64_t k_size = kv_elem_size(sh.k_elem), v_size = kv_elem_size(sh.v_elem);
   // Row j of this kv head's K or V, whatever its element type.
-  const auto* kb = static_cast<const char*>(k) + (b * sh.kv_heads + kvh) * Sk * D * k_size;
-  const auto* vb = static_cast<const char*>(v) + (b * sh.kv_heads + kvh) * Sk * Dv * v_size;
-  auto k_rows = [&](int64_t j) { return kb + j * D * k_size; };
-  auto v_rows = [&](int64_t j) { return vb + j * Dv * v_size; };
+  const auto* kb = static_cast<const char*>(k) + sh.k_st.at(b, kvh, 0) * k_size;
+  const auto* vb = static_cast<const char*>(v) + sh.v_st.at(b, kvh, 0) * v_size;
+  auto k_rows = [&](int64_t j) { return kb + j * sh.k_st.s * k_size; };
+  auto v_rows = [&](int64_t j) { return vb + j * sh.v_st.s * v_size; };
   const uint8_t* keep = sh.keep ? sh.keep + b * Sk : nullptr;
   auto head = [&](int64_t r) { return kvh * map.group + map.head_in_group(r); };
   // Element offsets of row r of q and of the result.
-  auto q_at = [&](int64_t r) { return ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * D; };
-  auto out_at = [&](int64_t r) { return ((b * sh.heads + head(r)) * Sq + map.qpos(r)) * Dv; };
+  auto q_at = [&](int64_t r) { return sh.q_st.at(b, head(r), map.qpos(r)); };
+  auto out_at = [&](int64_t r) { return sh.o_st.at(b, head(r), map.qpos(r)); };
   const bool wide = sh.q_elem == KvElem::kF32;
 
   int64_t lo, hi;
@@ -162,7 +162,7 @@ void attend_tile(const AttentionShape& sh, const void* q_any, const void* k, con
       if (kt)
         simd.qk_scores_kt(q_rows, count, kt + j0, packed_k.ld, n, D, sh.scale, s, kKeyBlock);
       else
-        k_loops.qk_scores(q_rows[0], D, 1, k_rows(j0), D, n, D, sh.scale, s, kKeyBlock);
+        k_loops.qk_scores(q_rows[0], D, 1, k_rows(j0), sh.k_st.s, n, D, sh.scale, s, kKeyBlock);
       // Online softmax per row; a row that turned NaN or sees only masked keys here adds nothing.
       float* o_rows[kNnRows];
       const float* p_rows[kNnRows];
@@ -188,7 +188,7 @@ void attend_tile(const AttentionShape& sh, const void* q_any, const void* k, con
         o_rows[live] = st.o.data() + row * Dv;
         p_rows[live++] = sc;
       }
-      if (live) v_loops.pv_accumulate(o_rows, live, Dv, alpha, p_rows, n, v_rows(j0), Dv);
+      if (live) v_loops.pv_accumulate(o_rows, live, Dv, alpha, p_rows, n, v_rows(j0), sh.v_st.s);
       i += count;
     }
   }
@@ -202,7 +202,7 @@ void attend_tile(const AttentionShape& sh, const void* q_any, const void* k, con
       // are uniform over all keys and the row is the mean of V.
       std::fill(dst, dst + Dv, 0.0f);
       for (int64_t j = 0; j < Sk; ++j)
-        for (int64_t d = 0; d < Dv; ++d) dst[d] += kv_load(sh.v_elem, vb, j * Dv + d);
+        for (int64_t d = 0; d < Dv; ++d) dst[d] += kv_load(sh.v_elem, vb, j * sh.v_st.s + d);
       if (Sk)
         for (int64_t d = 0; d < Dv; ++d) dst[d] /= static_cast<float>(Sk);
     } else {
@@ -214,8 +214,21 @@ void attend_tile(const AttentionShape& sh, const void* q_any, const void* k, con
 
 }  // namespace
 
-void attention(const AttentionShape& sh, const void* q, const void* k, const void* v, void* out,
+AttentionShape with_layout(AttentionShape s) {
+  auto fill = [&](AttentionShape::Strides& st, int64_t heads, int64_t len, int64_t width) {
+    if (st.b || st.h || st.s) return;
+    st = {heads * len * width, len * width, width};
+  };
+  fill(s.q_st, s.heads, s.q_len, s.head_dim);
+  fill(s.k_st, s.kv_heads, s.kv_len, s.head_dim);
+  fill(s.v_st, s.kv_heads, s.kv_len, s.v_dim);
+  fill(s.o_st, s.heads, s.q_len, s.v_dim);
+  return s;
+}
+
+void attention(const AttentionShape& given, const void* q, const void* k, const void* v, void* out,
                const NnSimd& simd) {
+  const AttentionShape sh = with_layout(given);
   const int64_t group = sh.heads / sh.kv_heads;
   const int64_t rows = group * sh.q_len, groups = sh.batch * sh.kv_heads;
   if (rows == 0 || groups == 0 || sh.v_dim == 0) return;
@@ -236,9 +249,12 @@ void attention(const AttentionShape& sh, const void* q, const void* k, const voi
     tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups, 1),
                       [&](const tbb::blocked_range<int64_t>& r) {
                         for (int64_t g = r.begin(); g < r.end(); ++g)
-                          widen_row(sh.v_elem, v, g * per_group, per_group, wide + g * per_group);
+                          for (int64_t j = 0; j < sh.kv_len; ++j)
+                            widen_row(sh.v_elem, v, sh.v_st.at(g / sh.kv_heads, g % sh.kv_heads, j),
+                                      sh.v_dim, wide + g * per_group + j * sh.v_dim);
                       });
     shape.v_elem = KvElem::kF32;
+    shape.v_st = {sh.kv_heads * per_group, per_group, sh.v_dim};
     vs = wide;
   }
   if (br >= kPackRows) {
@@ -252,8 +268,9 @@ void attention(const AttentionShape& sh, const void* q, const void* k, const voi
         tbb::blocked_range<int64_t>(0, groups, 1), [&](const tbb::blocked_range<int64_t>& r) {
           for (int64_t g = r.begin(); g < r.end(); ++g)
             simd.kv[static_cast<int>(sh.k_elem)].pack_kt(
-                static_cast<const char*>(k) + g * sh.kv_len * sh.head_dim * kv_elem_size(sh.k_elem),
-                sh.head_dim, sh.kv_len, sh.head_dim, packed + g * sh.head_dim * packed_k.ld,
+                static_cast<const char*>(k) +
+                    sh.k_st.at(g / sh.kv_heads, g % sh.kv_heads, 0) * kv_elem_size(sh.k_elem),
+                sh.k_st.s, sh.kv_len, sh.head_dim, packed + g * sh.head_dim * packed_k.ld,
                 packed_k.ld);
         });
   }

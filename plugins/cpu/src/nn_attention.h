@@ -19,14 +19,25 @@ struct AttentionShape {
   const uint8_t* keep = nullptr;  // padding mask [batch, kv_len], 0 = masked; null = none
   KvElem k_elem = KvElem::kF32, v_elem = KvElem::kF32;  // how k and v are stored
   KvElem q_elem = KvElem::kF32;                         // how q and the result are stored
+  // Element strides of (batch, head, position) for q, k, v and the result; the last dim is
+  // contiguous. All zero: the contiguous [B, H, S, D] layout (with_layout fills them in). Other
+  // strides read a [B, S, H, D] product output in place instead of a transposed copy.
+  struct Strides {
+    int64_t b = 0, h = 0, s = 0;
+    int64_t at(int64_t bi, int64_t hi, int64_t si) const { return bi * b + hi * h + si * s; }
+  };
+  Strides q_st, k_st, v_st, o_st;
 };
 
+// `s` with the contiguous strides filled in where none were given.
+AttentionShape with_layout(AttentionShape s);
+
 // q [B,H,Sq,D], k [B,Hkv,Sk,D] and v [B,Hkv,Sk,Dv] as s.q_elem, s.k_elem and s.v_elem say ->
-// out [B,H,Sq,Dv] as s.q_elem, all contiguous. 16-bit q, K and V are widened to f32 as they are
-// read (a tile's q rows once), so the result is the f32 result for the widened values, rounded
-// once to q's type when that is 16-bit. Rows that see no key come out NaN, as
-// the decomposition's softmax over all -inf does. Parallel over batch x kv heads x query tiles
-// with oneTBB.
+// out [B,H,Sq,Dv] as s.q_elem, laid out as the strides say. 16-bit q, K and V are widened to f32 as
+// they are read (a tile's q rows once), so the result is the f32 result for the widened values,
+// rounded once to q's type when that is 16-bit. Rows that see no key come out NaN, as the
+// decomposition's softmax over all -inf does. Parallel over batch x kv heads x query tiles with
+// oneTBB.
 void attention(const AttentionShape& s, const void* q, const void* k, const void* v, void* out,
                const NnSimd& simd);
 

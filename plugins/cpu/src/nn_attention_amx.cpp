@@ -23,6 +23,13 @@
 #include "nn_attention.h"
 #include "rlx/core/half.h"
 
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports the deliberately undefined vectors inside its own AVX-512 intrinsics
+// (_mm512_undefined_epi32) as uninitialised once they are inlined here.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace rlx::cpu {
 
 namespace {
@@ -48,15 +55,15 @@ __mmask16 lanes(int64_t from, int64_t to) {
 // K [Sk, D] as B tiles of S = Q K^T: for each chunk of 16 keys and step of 32 dims, row r holds
 // dims 2r and 2r + 1 of each of the 16 keys (the pairs TDPBF16PS multiplies): a transpose of
 // 32-bit pairs, one gather a row. Past Sk: zeros.
-void pack_k(const uint16_t* k, int64_t sk, int64_t d, uint16_t* out) {
+void pack_k(const uint16_t* k, int64_t ldk, int64_t sk, int64_t d, uint16_t* out) {
   const int64_t steps = d / 32;
-  const auto* pairs = reinterpret_cast<const int*>(k);  // d / 2 pairs a key
+  const auto* pairs = reinterpret_cast<const int*>(k);  // ldk / 2 pairs a key (ldk is even)
   const __m512i keys =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(d / 2)));
+                         _mm512_set1_epi32(static_cast<int>(ldk / 2)));
   for (int64_t c = 0; c < (sk + 15) / 16; ++c) {
     const __mmask16 live = lanes(0, sk - c * 16);
-    const int* base = pairs + c * 16 * (d / 2);
+    const int* base = pairs + c * 16 * (ldk / 2);
     for (int64_t st = 0; st < steps; ++st) {
       uint16_t* t = out + (c * steps + st) * kTile;
       for (int64_t r = 0; r < 16; ++r) {
@@ -70,14 +77,14 @@ void pack_k(const uint16_t* k, int64_t sk, int64_t d, uint16_t* out) {
 
 // V [Sk, Dv] as B tiles of O = P V: for each chunk of 32 keys and group of 16 columns, row r
 // holds keys 2r and 2r + 1 of each column, interleaved. Past Sk: zeros (their weights are zero).
-void pack_v(const uint16_t* v, int64_t sk, int64_t dv, uint16_t* out) {
+void pack_v(const uint16_t* v, int64_t ldv, int64_t sk, int64_t dv, uint16_t* out) {
   const int64_t groups = dv / 16;
   alignas(64) static constexpr uint16_t kInterleave[32] = {
       0, 32, 1, 33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
       8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
   const __m512i idx = _mm512_load_si512(kInterleave);
   auto row = [&](int64_t key, int64_t g) {
-    return key < sk ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + key * dv + g * 16))
+    return key < sk ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + key * ldv + g * 16))
                     : _mm256_setzero_si256();
   };
   for (int64_t c = 0; c < (sk + 31) / 32; ++c)
@@ -157,8 +164,8 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
   const uint16_t* kp = pk.k + g * pk.k_per_group;
   const uint16_t* vp = pk.v + g * pk.v_per_group;
   // Row r of this kv head: query position r / group of head kvh * group + r % group.
-  auto at = [&](int64_t r, int64_t width) {
-    return ((b * sh.heads + kvh * group + r % group) * Sq + r / group) * width;
+  auto at = [&](const AttentionShape::Strides& st, int64_t r) {
+    return st.at(b, kvh * group + r % group, r / group);
   };
   const uint8_t* keep = sh.keep ? sh.keep + b * Sk : nullptr;
 
@@ -176,7 +183,7 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
     limit[i] = i < rows ? (sh.causal ? std::min(Sk, (r0 + i) / group + Sk - Sq + 1) : Sk) : 0;
     hi = std::max(hi, limit[i]);
     if (i < rows)
-      std::memcpy(qt + i * D, q + at(r0 + i, D), static_cast<size_t>(D) * 2);
+      std::memcpy(qt + i * D, q + at(sh.q_st, r0 + i), static_cast<size_t>(D) * 2);
     else
       std::memset(qt + i * D, 0, static_cast<size_t>(D) * 2);
   }
@@ -290,9 +297,9 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
     }
   }
   _tile_release();
-  const uint16_t* vb = v + g * Sk * Dv;
+  const uint16_t* vb = v + sh.v_st.at(b, kvh, 0);
   for (int64_t i = 0; i < rows; ++i) {
-    uint16_t* dst = out + at(r0 + i, Dv);
+    uint16_t* dst = out + at(sh.o_st, r0 + i);
     const float* orow = o.data() + i * Dv;
     if (nan[i]) {
       for (int64_t d = 0; d < Dv; ++d)
@@ -301,7 +308,7 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
       // No visible key: uniform weights over all keys, the mean of V (attention()'s rule).
       for (int64_t d = 0; d < Dv; ++d) {
         float sum = 0;
-        for (int64_t j = 0; j < Sk; ++j) sum += widen(vb[j * Dv + d]);
+        for (int64_t j = 0; j < Sk; ++j) sum += widen(vb[j * sh.v_st.s + d]);
         dst[d] = f32_to_bf16(Sk ? sum / static_cast<float>(Sk) : 0.0f);
       }
     } else {
@@ -320,8 +327,9 @@ bool attention_amx_takes(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t
          amx_bf16_enabled();
 }
 
-void attention_amx_bf16(const AttentionShape& sh, const void* q, const void* k, const void* v,
+void attention_amx_bf16(const AttentionShape& given, const void* q, const void* k, const void* v,
                         void* out, const NnSimd& simd) {
+  const AttentionShape sh = with_layout(given);
   const int64_t group = sh.heads / sh.kv_heads;
   const int64_t rows = group * sh.q_len, groups = sh.batch * sh.kv_heads;
   if (rows == 0 || groups == 0) return;
@@ -337,8 +345,10 @@ void attention_amx_bf16(const AttentionShape& sh, const void* q, const void* k, 
   const auto* k16 = static_cast<const uint16_t*>(k);
   const auto* v16 = static_cast<const uint16_t*>(v);
   tbb::parallel_for(int64_t{0}, groups, [&](int64_t g) {
-    pack_k(k16 + g * sh.kv_len * sh.head_dim, sh.kv_len, sh.head_dim, buf + g * pk.k_per_group);
-    pack_v(v16 + g * sh.kv_len * sh.v_dim, sh.kv_len, sh.v_dim,
+    const int64_t b = g / sh.kv_heads, kvh = g % sh.kv_heads;
+    pack_k(k16 + sh.k_st.at(b, kvh, 0), sh.k_st.s, sh.kv_len, sh.head_dim,
+           buf + g * pk.k_per_group);
+    pack_v(v16 + sh.v_st.at(b, kvh, 0), sh.v_st.s, sh.kv_len, sh.v_dim,
            buf + groups * pk.k_per_group + g * pk.v_per_group);
   });
   const int64_t tiles = (rows + kRows - 1) / kRows;

@@ -148,7 +148,16 @@ std::vector<uint8_t> keep_flags(const lir::Buffer& m, const void* data, int64_t 
 
 void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
                    const std::vector<void*>& ptrs) {
-  const auto &qs = in[0].shape, &ks = in[1].shape, &vs = in[2].shape;
+  // An operand read in another layout (attention_layout_fusion.h) carries its [B, H, S, D]
+  // shape in the layout attribute, after the offset and strides.
+  auto shape_of = [&](int i, const char* layout) {
+    auto it = k.attrs.find(layout);
+    if (it == k.attrs.end()) return in[i].shape;
+    const IntList& l = std::get<IntList>(it->second);
+    return std::vector<int64_t>(l.begin() + 4, l.end());
+  };
+  const auto qs = shape_of(0, "q_layout"), ks = shape_of(1, "k_layout"),
+             vs = shape_of(2, "v_layout");
   AttentionShape sh;
   sh.batch = qs[0], sh.heads = qs[1], sh.q_len = qs[2], sh.head_dim = qs[3];
   sh.kv_heads = ks[1], sh.kv_len = ks[2], sh.v_dim = vs[3];
@@ -168,12 +177,24 @@ void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
   sh.k_elem = *kv_elem(in[1].dtype);
   sh.v_elem = *kv_elem(in[2].dtype);
   sh.q_elem = *kv_elem(in[0].dtype);
+  // Operands read, and the result written, in another layout (attention_layout_fusion.h): the
+  // strides replace the contiguous ones; returns the offset in bytes.
+  auto layout = [&](const char* name, KvElem e, AttentionShape::Strides& st) -> int64_t {
+    auto it = k.attrs.find(name);
+    if (it == k.attrs.end()) return 0;
+    const IntList& l = std::get<IntList>(it->second);
+    st = {l[1], l[2], l[3]};
+    return l[0] * kv_elem_size(e);
+  };
+  auto operand = [&](int i) { return static_cast<const char*>(ptrs[k.inputs[i]]); };
+  const void* q = operand(0) + layout("q_layout", sh.q_elem, sh.q_st);
+  const void* kk = operand(1) + layout("k_layout", sh.k_elem, sh.k_st);
+  const void* v = operand(2) + layout("v_layout", sh.v_elem, sh.v_st);
+  void* out = static_cast<char*>(ptrs[k.outputs[0]]) + layout("o_layout", sh.q_elem, sh.o_st);
   // The claim's choice (claim_attention), made again from the same dtypes and dims.
   if (attention_amx_takes(sh.q_elem, sh.k_elem, sh.v_elem, sh.head_dim, sh.v_dim))
-    return attention_amx_bf16(sh, ptrs[k.inputs[0]], ptrs[k.inputs[1]], ptrs[k.inputs[2]],
-                              ptrs[k.outputs[0]], nn_simd());
-  attention(sh, ptrs[k.inputs[0]], ptrs[k.inputs[1]], ptrs[k.inputs[2]], ptrs[k.outputs[0]],
-            nn_simd());
+    return attention_amx_bf16(sh, q, kk, v, out, nn_simd());
+  attention(sh, q, kk, v, out, nn_simd());
 }
 
 void run_norm(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,

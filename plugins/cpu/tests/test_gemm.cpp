@@ -669,6 +669,52 @@ TEST(CpuGemmFusion, QMatMulTakesTheSmoothingMulBeforeIt) {
   }
 }
 
+// The head transposes around Attention fold into it: q, k and v read in their [B, S, H, D]
+// layout, the result written in the layout the copy after it made; the same bytes.
+TEST(CpuGemmFusion, AttentionReadsAndWritesTheHeadLayoutsInPlace) {
+  const int64_t B = 2, S = 5, H = 3, D = 16;
+  const std::string ir = fmt::format(
+      R"(graph @t(%q: f32[{0},{1},{2},{3}], %k: f32[{0},{1},{2},{3}], %v: f32[{0},{1},{2},{3}]) {{
+  %qt = Transpose(%q) {{perm = [0, 2, 1, 3]}} : f32[{0},{2},{1},{3}]
+  %kt = Transpose(%k) {{perm = [0, 2, 1, 3]}} : f32[{0},{2},{1},{3}]
+  %vt = Transpose(%v) {{perm = [0, 2, 1, 3]}} : f32[{0},{2},{1},{3}]
+  %a = Attention(%qt, %kt, %vt) {{mask = "causal"}} : f32[{0},{2},{1},{3}]
+  %o = Transpose(%a) {{perm = [0, 2, 1, 3]}} : f32[{0},{1},{2},{3}]
+  return %o
+}}
+)",
+      B, S, H, D);
+  lir::Program p = lower(ir);
+  lir::Program fused = p;
+  ASSERT_EQ(fuse_gemm_epilogues(fused), 4) << lir::print_program(p);
+  EXPECT_EQ(fused.kernels.size(), p.kernels.size() - 4) << lir::print_program(fused);
+  auto q = random_floats(B * S * H * D, 71), k = random_floats(B * S * H * D, 72),
+       v = random_floats(B * S * H * D, 73);
+  std::map<std::string, std::vector<float>> in{{"q", q}, {"k", k}, {"v", v}};
+  const auto plain = run_program(p, in), merged = run_program(fused, in);
+  ASSERT_EQ(std::memcmp(plain.data(), merged.data(), plain.size() * 4), 0);
+  // And against the definition: row (b, s, h) attends to keys s' <= s of head h.
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t h = 0; h < H; ++h) {
+        auto at = [&](int64_t ss) { return ((b * S + ss) * H + h) * D; };
+        std::vector<double> w(s + 1);
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j <= s; ++j) {
+          double d = 0;
+          for (int64_t t = 0; t < D; ++t) d += double(q[at(s) + t]) * k[at(j) + t];
+          w[j] = d / std::sqrt(double(D));
+          mx = std::max(mx, w[j]);
+        }
+        for (auto& x : w) sum += (x = std::exp(x - mx));
+        for (int64_t t = 0; t < D; ++t) {
+          double o = 0;
+          for (int64_t j = 0; j <= s; ++j) o += w[j] * v[at(j) + t];
+          ASSERT_NEAR(merged[at(s) + t], o / sum, 1e-5) << b << "," << s << "," << h;
+        }
+      }
+}
+
 // A batched MatMul (weights broadcast over the batch) with a per-column bias and a residual of
 // the result's shape: the epilogue's row index runs over batch x rows.
 TEST(CpuGemmFusion, BatchedMatMulWithBiasAndResidual) {

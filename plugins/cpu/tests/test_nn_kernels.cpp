@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <type_traits>
 
 #include "nn_attention.h"
 #include "nn_norms.h"
@@ -300,6 +301,55 @@ TEST(CpuNnKernels, Bf16AttentionOnAmxTilesIsCloseToFloat64) {
     }
   }
   EXPECT_GE(run, 6);
+}
+
+// Strided layouts (q, k, v and the result as [B, S, H, D], what the layout fold passes): the
+// same bytes as the contiguous layout, on the f32 kernel, its 16-bit paths and the AMX kernel.
+TEST(CpuNnKernels, AttentionInHeadInterleavedLayoutsGivesTheSameBytes) {
+  using cpu::KvElem;
+  for (const AttnCase& c : attention_cases()) {
+    if (c.H != c.Hkv) continue;  // [B, S, H, D] for all four needs one head count
+    for (KvElem e : {KvElem::kF32, KvElem::kBF16}) {
+      const int64_t per_q = c.Sq * c.D, per_kv = c.Sk * c.D;
+      if (c.D != c.Dv) continue;
+      Kv16 q = to_16bit(random_values(c.B * c.H * per_q, 41, 2), KvElem::kBF16),
+           k = to_16bit(random_values(c.B * c.H * per_kv, 42, 2), KvElem::kBF16),
+           v = to_16bit(random_values(c.B * c.H * per_kv, 43), KvElem::kBF16);
+      // [B, H, S, D] -> [B, S, H, D]
+      auto interleave = [&](const auto& x, int64_t len) {
+        std::remove_cvref_t<decltype(x)> y(x.size());
+        for (int64_t b = 0; b < c.B; ++b)
+          for (int64_t h = 0; h < c.H; ++h)
+            for (int64_t s = 0; s < len; ++s)
+              for (int64_t d = 0; d < c.D; ++d)
+                y[((b * len + s) * c.H + h) * c.D + d] = x[((b * c.H + h) * len + s) * c.D + d];
+        return y;
+      };
+      cpu::AttentionShape sh = shape_of(c);
+      sh.q_elem = sh.k_elem = sh.v_elem = e;
+      cpu::AttentionShape st = sh;
+      st.q_st = st.o_st = {c.Sq * c.H * c.D, c.D, c.H * c.D};
+      st.k_st = st.v_st = {c.Sk * c.H * c.D, c.D, c.H * c.D};
+      const size_t n = c.B * c.H * c.Sq * c.Dv;
+      const NnSimd& simd = *instruction_sets().back();
+      std::vector<float> want(n), got(n);
+      std::vector<uint16_t> want16(n), got16(n);
+      if (e == KvElem::kF32) {
+        cpu::attention(sh, q.wide.data(), k.wide.data(), v.wide.data(), want.data(), simd);
+        cpu::attention(st, interleave(q.wide, c.Sq).data(), interleave(k.wide, c.Sk).data(),
+                       interleave(v.wide, c.Sk).data(), got.data(), simd);
+        EXPECT_EQ(std::memcmp(interleave(want, c.Sq).data(), got.data(), n * 4), 0) << c.name;
+        continue;
+      }
+      const bool amx = cpu::attention_amx_takes(e, e, e, c.D, c.Dv);
+      auto run = amx ? cpu::attention_amx_bf16 : cpu::attention;
+      run(sh, q.bits.data(), k.bits.data(), v.bits.data(), want16.data(), simd);
+      run(st, interleave(q.bits, c.Sq).data(), interleave(k.bits, c.Sk).data(),
+          interleave(v.bits, c.Sk).data(), got16.data(), simd);
+      EXPECT_EQ(std::memcmp(interleave(want16, c.Sq).data(), got16.data(), n * 2), 0)
+          << c.name << (amx ? " (amx)" : "");
+    }
+  }
 }
 
 // ---- norms and softmax -----------------------------------------------------------------------
