@@ -293,6 +293,8 @@ void int8_matmul_f32(const PackedInt8W& w, const float* x, int64_t ldx, int64_t 
                      const RowPrologue* pro) {
   buf.ld = w.kp;
   buf.uniform = fixed_scale != nullptr;
+  buf.uniform_scale = fixed_scale ? *fixed_scale : 0.0f;
+  buf.uniform_zero = fixed_zero ? *fixed_zero : 0;
   buf.q.resize(static_cast<size_t>(std::max<int64_t>(M, 0) * w.kp));
   buf.scale.resize(static_cast<size_t>(std::max<int64_t>(M, 0)));
   buf.zero.resize(static_cast<size_t>(std::max<int64_t>(M, 0)));

@@ -49,9 +49,12 @@ struct Int8Rows {
   int64_t ld = 0;
   const float* scale = nullptr;
   const int32_t* zero = nullptr;
-  // Every row has row 0's scale and zero point (calibrated parameters): epilogues may fold
-  // them into per-column constants once per tile.
+  // Every row was rounded with the same given scale and zero point (calibrated parameters),
+  // here too: epilogues fold them into per-column constants once per tile. (Not row 0's: rows
+  // are rounded block by block in the tasks that multiply them, so row 0 may not be yet.)
   bool uniform = false;
+  float uniform_scale = 0;
+  int32_t uniform_zero = 0;
 };
 
 // Quantizes rows [m0, m1) of x [M, k] (row stride ldx) into rows: per row ranges (dynamic) when
@@ -61,9 +64,13 @@ struct U8RowBuffer {
   AlignedVector<uint8_t> q;  // rows of ld bytes (a multiple of 64 on AMX CPUs: whole lines)
   std::vector<float> scale;
   std::vector<int32_t> zero;
-  Int8Rows rows() const { return {q.data(), ld, scale.data(), zero.data(), uniform}; }
+  Int8Rows rows() const {
+    return {q.data(), ld, scale.data(), zero.data(), uniform, uniform_scale, uniform_zero};
+  }
   int64_t ld = 0;
-  bool uniform = false;  // rounded with given parameters, the same for every row
+  bool uniform = false;  // rounded with given parameters, the same for every row: these
+  float uniform_scale = 0;
+  int32_t uniform_zero = 0;
 };
 // `pro`, when given, computes row m of the activations from row m of x first: a producer merged
 // into the call (gemm_epilogue_fusion.h's QMatMul prologues). Either x[m, j] * col_scale[j]
@@ -129,8 +136,8 @@ void row_range_avx512(const float* x, int64_t k, float* lo, float* hi);
 // out[0, 16) (columns past N skipped).
 inline void int8_store16(const PackedInt8W& w, const Int8Rows& x, int64_t m, int64_t p,
                          const int32_t* acc, float* out) {
-  const float sm = x.scale[m];
-  const int32_t zm = x.zero[m];
+  const float sm = x.uniform ? x.uniform_scale : x.scale[m];
+  const int32_t zm = x.uniform ? x.uniform_zero : x.zero[m];
   for (int j = 0; j < 16; ++j) {
     const int64_t n = p * 16 + j;
     if (n >= w.n) break;

@@ -27,8 +27,8 @@ inline Int8Cols int8_cols(const PackedInt8W& w, int64_t p, const Int8Rows& x) {
              _mm512_loadu_ps(w.bias.data() + n0),
              left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1)};
   c.uniform = x.uniform;
-  c.comp = _mm512_mullo_epi32(_mm512_set1_epi32(x.uniform ? x.zero[0] : 0), c.colsum);
-  c.s = _mm512_mul_ps(c.scale, _mm512_set1_ps(x.uniform ? x.scale[0] : 0.0f));
+  c.comp = _mm512_mullo_epi32(_mm512_set1_epi32(x.uniform_zero), c.colsum);
+  c.s = _mm512_mul_ps(c.scale, _mm512_set1_ps(x.uniform_scale));
   return c;
 }
 

@@ -134,6 +134,15 @@ TEST_P(Int8Gemm, StaticParametersAreUsedForEveryRow) {
       const double want = acc * s * p.scale[n];
       EXPECT_NEAR(y[m * p.N + n], want, 1e-5 * (std::fabs(want) + 1e-3));
     }
+  // Rows marked as rounded with one given scale and zero point take those, not any row's own
+  // entry: int8_matmul_f32 rounds rows block by block in the tasks that multiply them, so a
+  // block may run before row 0's entry is written (a race a release build once lost).
+  rows.uniform = true, rows.uniform_scale = s, rows.uniform_zero = z;
+  rows.scale.assign(5, 7.0f);
+  rows.zero.assign(5, 3);
+  std::vector<float> uniform(y.size());
+  int8_gemm(w, rows.rows(), p.M, uniform.data(), p.N);
+  EXPECT_EQ(0, std::memcmp(uniform.data(), y.data(), y.size() * sizeof(float)));
 }
 
 // int8_matmul_f32 rounds each block of rows in the task that multiplies it, and splits the
