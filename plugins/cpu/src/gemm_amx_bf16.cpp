@@ -14,6 +14,7 @@
 #include <string>
 
 #include "amx_tiles.h"
+#include "bf16_avx512.h"
 #include "rlx/core/half.h"
 
 namespace rlx::cpu {
@@ -55,18 +56,6 @@ void block(const uint16_t* a, int64_t lda, int64_t K, const PackedBf16B& b, int6
   }
 }
 
-// f32 -> bf16 as rlx::f32_to_bf16 does (nearest even, NaN kept quiet), 16 at a time.
-__m256i to_bf16(__m512 v) {
-  const __m512i x = _mm512_castps_si512(v);
-  const __m512i rounded = _mm512_srli_epi32(
-      _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)),
-                       _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1))),
-      16);
-  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
-  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
-}
-
 // Row r of the f32 tile t (cols columns) to C.
 void store_row(const float* t, int64_t cols, DType c_dtype, void* c, int64_t offset) {
   if (c_dtype == DType::kF32) {
@@ -76,7 +65,7 @@ void store_row(const float* t, int64_t cols, DType c_dtype, void* c, int64_t off
   uint16_t* out = static_cast<uint16_t*>(c) + offset;
   int64_t j = 0;
   for (; j + 16 <= cols; j += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), to_bf16(_mm512_loadu_ps(t + j)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), bf16_from_f32(_mm512_loadu_ps(t + j)));
   for (; j < cols; ++j) out[j] = f32_to_bf16(t[j]);
 }
 

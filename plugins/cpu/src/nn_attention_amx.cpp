@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "amx_tiles.h"
+#include "bf16_avx512.h"
 #include "gemm_amx_bf16.h"
 #include "nn_attention.h"
 #include "rlx/core/half.h"
@@ -104,13 +105,10 @@ void pack_v(const uint16_t* v, int64_t ldv, int64_t sk, int64_t dv, uint16_t* ou
 float round_weights(const float* e, int64_t n, uint16_t* p) {
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = n - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - j)) - 1);
-    const __m512i x = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, e + j));
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_srli_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-    sum = _mm512_add_ps(sum, _mm512_castsi512_ps(_mm512_slli_epi32(r, 16)));
-    _mm256_mask_storeu_epi16(p + j, m, _mm512_cvtepi32_epi16(r));
+    const __mmask16 m = lanes(0, n - j);
+    const __m256i r = bf16_from_f32(_mm512_maskz_loadu_ps(m, e + j));
+    sum = _mm512_add_ps(sum, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(r), 16)));
+    _mm256_mask_storeu_epi16(p + j, m, r);
   }
   return _mm512_reduce_add_ps(sum);
 }
@@ -132,20 +130,12 @@ void scale_and_mask(float* sc, int64_t n, int64_t from, int64_t visible, float s
   }
 }
 
-// A row of O divided by l, rounded to bf16 as rlx::f32_to_bf16 does (nearest even, NaN quiet).
+// A row of O divided by l, rounded to bf16.
 void store_row(const float* o, int64_t n, float l, uint16_t* dst) {
   const __m512 denom = _mm512_set1_ps(l);
-  for (int64_t j = 0; j < n; j += 16) {  // n is a multiple of 16
-    const __m512 v = _mm512_div_ps(_mm512_loadu_ps(o + j), denom);
-    const __m512i x = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_mov_epi32(r, nan,
-                              _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j), _mm512_cvtepi32_epi16(r));
-  }
+  for (int64_t j = 0; j < n; j += 16)  // n is a multiple of 16
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + j),
+                        bf16_from_f32(_mm512_div_ps(_mm512_loadu_ps(o + j), denom)));
 }
 
 struct Packed {

@@ -1,0 +1,22 @@
+// f32 -> bf16 on 16 lanes as rlx::f32_to_bf16 does it (nearest even, a NaN kept quiet), for
+// the translation units built with AVX-512 (gemm_amx_bf16.cpp, nn_attention_amx.cpp): include
+// it from no other file, as its body needs those flags.
+#pragma once
+#include <immintrin.h>
+
+namespace rlx::cpu {
+namespace {
+
+inline __m256i bf16_from_f32(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)),
+                       _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1))),
+      16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
+}
+
+}  // namespace
+}  // namespace rlx::cpu
