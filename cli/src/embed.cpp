@@ -46,29 +46,6 @@ NamedTensors read_encoder_inputs(const std::string& path) {
   }
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  constexpr const char* kHint = "give a text file holding one sentence per line";
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    throw CliError(fmt::format("--text-file {} does not exist", path), kHint);
-  if (fs::is_directory(path, ec))
-    throw CliError(fmt::format("--text-file {} is a folder, not a file", path), kHint);
-  errno = 0;
-  std::ifstream f(path);
-  if (!f)
-    throw CliError(fmt::format("cannot read --text-file {}: {}", path,
-                               errno ? std::strerror(errno) : "it cannot be opened"),
-                   kHint);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(f, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) lines.push_back(line);
-  }
-  if (lines.empty())
-    throw CliError(fmt::format("--text-file {} has no non-empty line", path), kHint);
-  return lines;
-}
-
 void check_encoder(const Model& model, const std::string& path) {
   if (std::string problem = llm::encoder_problem(model); !problem.empty())
     throw CliError(fmt::format("{}: {}", path, problem),
@@ -142,7 +119,7 @@ int embed_main(const EmbedOptions& o, const GlobalOptions& global) {
   // The text is read before the model, so a wrong path is reported at once.
   std::vector<std::string> sentences = o.text;
   if (o.text_file) {
-    std::vector<std::string> lines = read_lines(*o.text_file);
+    std::vector<std::string> lines = read_lines(*o.text_file, "--text-file");
     sentences.insert(sentences.end(), lines.begin(), lines.end());
   }
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 #include <set>
 
@@ -21,6 +22,8 @@
 #include "rlx/core/half.h"
 #include "rlx/core/progress.h"
 #include "rlx/core/safetensors.h"
+#include "rlx/llm/embedding.h"
+#include "text_input.h"
 
 namespace rlx::cli {
 namespace {
@@ -53,9 +56,10 @@ void declare_quantize_options(CLI::App& app, QuantizeOptions& o) {
             Presence::kRequired);
   add_value(app, "-o,--output", "DIR", o.output, "the folder to write (created; must not exist)",
             Presence::kRequired);
-  add_value(app, "--calibration", "IN.safetensors", o.calibration,
-            "the model's inputs (rows along the first axis): int8's activation ranges, or the "
-            "activations int4-weight rounds for (GPTQ)");
+  add_value(app, "--calibration", "IN.safetensors|TEXT.txt", o.calibration,
+            "the model's inputs (rows along the first axis), or for an encoder with a tokenizer a "
+            "text file of one sentence per line: int8's activation ranges, or the activations "
+            "int4-weight rounds for (GPTQ)");
   add_value(app, "--method", "M", o.method,
             "calibration ranges: minmax (every value seen) or percentile (see --percentile)");
   add_number(app, "--percentile", "P", in_percent, "(50, 100]", o.percentile,
@@ -128,6 +132,32 @@ void copy_other_files(const fs::path& from, const fs::path& to) {
   }
 }
 
+// Whether the file at `path` starts like safetensors: an 8-byte header length, then the JSON
+// header's '{'. Text does not (its ninth byte would have to be '{').
+bool looks_like_safetensors(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  char head[9] = {};
+  return f.read(head, sizeof head) && head[8] == '{';
+}
+
+// The calibration rows: a safetensors file of the model's inputs, or sentences (any other
+// file: one a line) tokenized as `rlx embed --text-file` does, which needs an encoder with a
+// tokenizer.
+TensorMap calibration_inputs(const Model& model, const std::string& path,
+                             const fs::path& model_path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) || looks_like_safetensors(path)) return read_safetensors(path);
+  std::vector<std::string> sentences = read_lines(path, "--calibration");
+  if (std::string problem = llm::encoder_problem(model); !problem.empty())
+    throw CliError(fmt::format("--calibration {} is text, which rlx tokenizes for encoders only, "
+                               "and {} is not one: {}",
+                               path, model_path.string(), problem),
+                   "write the model's inputs to a safetensors file instead, rows along the "
+                   "first axis");
+  Tokenizer tokenizer = model_tokenizer(model, "calibration", "--calibration IN.safetensors");
+  return llm::sentence_batch(tokenizer, sentences, llm::encoder_row_limit(model));
+}
+
 int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
   const fs::path model_path = o.model, out = o.output;
   const bool int8 = o.scheme == "int8" || o.scheme == "int8-dynamic";
@@ -177,7 +207,8 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
     std::shared_ptr<Target> target = choose_target(reg, o.target);
     require_can_execute(*target, target->name(), model_path.string());
     CalibrationOptions c;
-    c.inputs = *o.calibration;
+    c.source = *o.calibration;
+    c.inputs = calibration_inputs(model, *o.calibration, model_path);
     c.method = o.method;
     if (o.percentile) c.percentile = *o.percentile;
     c.gram = !int8;
@@ -302,7 +333,7 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
 Command quantize_command() {
   return make_command<QuantizeOptions>(
       {"quantize", "quantize a model's Linear weights to int8 or int4 (post-training)",
-       "MODEL --scheme int8-dynamic|int8|int4-weight [--calibration IN.safetensors] "
+       "MODEL --scheme int8-dynamic|int8|int4-weight [--calibration IN.safetensors|TEXT.txt] "
        "[--method minmax|percentile] [--smooth ALPHA] [--group G] -o OUT [--json]",
        "Reads MODEL, a Hugging Face folder (config.json, model.safetensors), and writes OUT, the\n"
        "same folder with each Linear layer's weight quantized; every rlx command loads OUT like\n"
@@ -312,7 +343,8 @@ Command quantize_command() {
        "                per row at run time; no calibration\n"
        "  int8          the same with one u8 range per layer for the activations, from running\n"
        "                the f32 model on --calibration (its inputs, rows along the first axis;\n"
-       "                progress on stderr); --method minmax or percentile; with minmax each\n"
+       "                or sentences, one a line, for encoders with a tokenizer; progress on\n"
+       "                stderr); --method minmax or percentile; with minmax each\n"
        "                layer's activation outliers move into its weights (SmoothQuant,\n"
        "                --smooth ALPHA, default 0.75: P.input_smooth scales x first)\n"
        "  int4-weight   weights int4 in groups of --group (32, 64, 128) with a scale and zero\n"

@@ -148,20 +148,20 @@ Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
     if (std::find(g.outputs.begin(), g.outputs.end(), x) == g.outputs.end()) g.outputs.push_back(x);
     watched.emplace_back(weight, g.values[x].name);
   }
-  TensorMap file = read_safetensors(o.inputs);
+  const TensorMap& file = o.inputs;
   int64_t rows = -1;
   for (ValueId v : g.inputs) {
     const std::string& name = g.values[v].name;
     auto it = file.find(name);
     if (it == file.end())
-      throw CliError(fmt::format("--calibration {} has no tensor '{}'", o.inputs, name),
+      throw CliError(fmt::format("--calibration {} has no tensor '{}'", o.source, name),
                      "write every input of the model's main graph, rows along the first axis");
     if (it->second.rank() < 1 || (rows >= 0 && it->second.shape()[0] != rows))
-      throw CliError(fmt::format("--calibration {}: the inputs differ in their number of rows",
-                                 o.inputs));
+      throw CliError(
+          fmt::format("--calibration {}: the inputs differ in their number of rows", o.source));
     rows = it->second.shape()[0];
   }
-  if (rows <= 0) throw CliError(fmt::format("--calibration {} holds no rows", o.inputs));
+  if (rows <= 0) throw CliError(fmt::format("--calibration {} holds no rows", o.source));
 
   Session session(std::move(target));
   CompiledModel compiled = session.compile(g);

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "rlx/core/model.h"
 #include "rlx/core/quantize.h"
+#include "rlx/core/safetensors.h"
 #include "rlx/core/target.h"
 
 namespace rlx::cli {
@@ -20,7 +21,8 @@ namespace rlx::cli {
 std::map<std::string, ValueId> linear_weights(const Graph& g);
 
 struct CalibrationOptions {
-  std::string inputs;          // safetensors: the model's inputs, rows along axis 0
+  std::string source;             // where the inputs came from, for messages (the file's path)
+  TensorMap inputs;               // the model's inputs, rows along axis 0
   std::string method = "minmax";  // "minmax" | "percentile"
   double percentile = 99.99;   // percentile: the share of values inside the range
   int64_t batch = 8;           // rows per run

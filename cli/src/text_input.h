@@ -14,4 +14,8 @@ namespace rlx::cli {
 Tokenizer model_tokenizer(const Model& model, const std::string& option,
                           const std::string& ids_option);
 
+// The non-empty lines of a text file of one sentence per line (a trailing \r dropped); a user
+// error naming `option` when the file is missing, a folder, unreadable or empty.
+std::vector<std::string> read_lines(const std::string& path, const std::string& option);
+
 }  // namespace rlx::cli
