@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace rlx::cpu {
@@ -25,5 +26,30 @@ struct CacheLineAllocator {
 
 template <typename T>
 using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
+
+// The same for buffers every element of which is written before it is read (the int8 GEMM's
+// rounded activations): resize() leaves new elements uninitialised instead of zeroing them, a
+// pass over the whole buffer on every call otherwise.
+template <typename T>
+struct UninitializedCacheLineAllocator : CacheLineAllocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = UninitializedCacheLineAllocator<U>;
+  };
+  UninitializedCacheLineAllocator() = default;
+  template <typename U>
+  UninitializedCacheLineAllocator(const UninitializedCacheLineAllocator<U>&) {}
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+template <typename T>
+using UninitializedAlignedVector = std::vector<T, UninitializedCacheLineAllocator<T>>;
 
 }  // namespace rlx::cpu

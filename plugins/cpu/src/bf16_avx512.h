@@ -7,15 +7,20 @@
 namespace rlx::cpu {
 namespace {
 
+// The shifts and the narrowing are the masked forms with a zero source: the plain ones' undefined
+// source operand trips GCC 12's -Wmaybe-uninitialized.
+inline __m512i shift_right_16(__m512i x) {
+  return _mm512_maskz_srli_epi32(__mmask16(0xFFFF), x, 16);
+}
+
 inline __m256i bf16_from_f32(__m512 v) {
   const __m512i x = _mm512_castps_si512(v);
-  const __m512i rounded = _mm512_srli_epi32(
-      _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)),
-                       _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1))),
-      16);
+  const __m512i rounded =
+      shift_right_16(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)),
+                                      _mm512_and_si512(shift_right_16(x), _mm512_set1_epi32(1))));
   const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40));
-  return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(rounded, nan, quiet));
+  const __m512i quiet = _mm512_or_si512(shift_right_16(x), _mm512_set1_epi32(0x40));
+  return _mm512_maskz_cvtepi32_epi16(__mmask16(0xFFFF), _mm512_mask_mov_epi32(rounded, nan, quiet));
 }
 
 }  // namespace

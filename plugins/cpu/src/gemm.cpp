@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -129,6 +130,33 @@ int GemmEpilogue::unary(EpOp op, int a) { return push_step(*this, EpStep{op, reg
 int GemmEpilogue::binary(EpOp op, int a, int b) { return push_step(*this, EpStep{op, reg(a), reg(b)}); }
 
 void GemmEpilogue::simplify() {
+  // A value computed twice is computed once: a loop kernel decoded into a program reads its
+  // input once per use (GELU's x * 0.5 and x / sqrt 2 are two kAcc steps), which would hide the
+  // GELU below and cost a pass each. Steps equal in op, operands (already merged), constant
+  // bits and load read the same value.
+  for (int s = 0; s < num_steps; ++s) {
+    EpStep& st = steps[s];
+    const bool unary_or_binary =
+        st.op != EpOp::kAcc && st.op != EpOp::kConst && st.op != EpOp::kLoad;
+    for (int t = 0; t < s; ++t) {
+      const EpStep& u = steps[t];
+      const bool same = u.op == st.op &&
+                        (st.op == EpOp::kConst
+                             ? std::bit_cast<uint32_t>(u.value) == std::bit_cast<uint32_t>(st.value)
+                         : st.op == EpOp::kLoad ? u.load == st.load
+                         : !unary_or_binary     ? true
+                                            : u.a == st.a && (st.op < EpOp::kAdd || u.b == st.b));
+      if (!same) continue;
+      // Later steps read t instead of s; s itself becomes dead and is dropped below.
+      for (int r = s + 1; r < num_steps; ++r) {
+        EpStep& later = steps[r];
+        if (later.op == EpOp::kAcc || later.op == EpOp::kConst || later.op == EpOp::kLoad) continue;
+        if (later.a == s) later.a = reg(t);
+        if (later.op >= EpOp::kAdd && later.b == s) later.b = reg(t);
+      }
+      break;
+    }
+  }
   auto is_const = [&](int r, float v) {
     return steps[r].op == EpOp::kConst && steps[r].value == v;
   };
@@ -232,7 +260,16 @@ GemmEpilogue GemmEpilogue::bias_gelu_residual(const float* bias, Gelu gelu, cons
 void apply_epilogue(const GemmEpilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
                     int64_t m, int64_t n) {
   if (ep.empty()) return;
-  gemm_backend(gemm_isa()).epilogue(ep, c, ldc, i0, j0, m, n);
+  gemm_backend(gemm_isa()).epilogue(ep, c, ldc, i0, j0, m, n, c, ldc);
+}
+
+void apply_epilogue(const GemmEpilogue& ep, const float* c, int64_t ldc, int64_t i0, int64_t j0,
+                    int64_t m, int64_t n, float* out, int64_t ldo) {
+  if (ep.empty()) {
+    for (int64_t r = 0; r < m; ++r) std::copy_n(c + r * ldc, n, out + r * ldo);
+    return;
+  }
+  gemm_backend(gemm_isa()).epilogue(ep, c, ldc, i0, j0, m, n, out, ldo);
 }
 
 // ---- Products -------------------------------------------------------------------------------

@@ -135,6 +135,10 @@ struct GemmEpilogue {
 // their own GEMM tiles; gemm()/gemm_rows() call it themselves.
 void apply_epilogue(const GemmEpilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
                     int64_t m, int64_t n);
+// The same with the results written to out (row stride ldo) instead: a tile finished in scratch
+// goes to its place in one pass.
+void apply_epilogue(const GemmEpilogue& ep, const float* c, int64_t ldc, int64_t i0, int64_t j0,
+                    int64_t m, int64_t n, float* out, int64_t ldo);
 
 // ---- GEMM -----------------------------------------------------------------------------------
 // C (row-major, row stride ldc, compute-type elements: float, or double when f64) =

@@ -23,8 +23,9 @@ struct GemmBackend {
   // C block [m0, m1) x [n0, n1), n0 a multiple of NR unless n0 == 0; B from g.packed or g.b.
   void (*block_f32)(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
   void (*block_f64)(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
-  void (*epilogue)(const GemmEpilogue& ep, float* c, int64_t ldc, int64_t i0, int64_t j0,
-                   int64_t m, int64_t n);
+  // The epilogue of c's tile written to out (which may be c).
+  void (*epilogue)(const GemmEpilogue& ep, const float* c, int64_t ldc, int64_t i0, int64_t j0,
+                   int64_t m, int64_t n, float* out, int64_t ldo);
 };
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }

@@ -61,7 +61,9 @@ struct Int8Rows {
 // `fixed` is null, else the given parameters for every row. q (its padding bytes past k zeroed,
 // so a reused buffer needs no clearing), scale, zero point into `dst`.
 struct U8RowBuffer {
-  AlignedVector<uint8_t> q;  // rows of ld bytes (a multiple of 64 on AMX CPUs: whole lines)
+  // Rows of ld bytes (a multiple of 64 on AMX CPUs: whole lines), every byte written by
+  // quantize_rows_u8, the padding too.
+  UninitializedAlignedVector<uint8_t> q;
   std::vector<float> scale;
   std::vector<int32_t> zero;
   Int8Rows rows() const {

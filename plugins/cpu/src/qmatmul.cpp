@@ -109,8 +109,7 @@ void QMatMulCall::run(const std::vector<void*>& ptrs) const {
   }
   const Int8TileSink sink = [&](float* t, int64_t ld, int64_t m0, int64_t n0, int64_t rows_n,
                                 int64_t cols) {
-    apply_epilogue(ep, t, ld, m0, n0, rows_n, cols);
-    for (int64_t r = 0; r < rows_n; ++r) std::copy_n(t + r * ld, cols, y + (m0 + r) * N_ + n0);
+    apply_epilogue(ep, t, ld, m0, n0, rows_n, cols, y + m0 * N_ + n0, N_);
   };
   int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_, &sink, Int8SinkAt::kScratch, pro);
 }

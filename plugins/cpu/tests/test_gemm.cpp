@@ -173,39 +173,70 @@ TEST(CpuGemm, EpilogueBiasGeluResidualMatchesUnfusedComposition) {
 
 // The IR writes GELU as mul(mul(x, 0.5), add(erf(mul(x, 1 / sqrt 2)), 1)); simplify() makes it
 // one step whatever the operand order, computing the same bits, and keeps a step still read.
+// `decoded`: as a loop kernel decodes into a program, with the accumulator and each constant
+// read afresh at every use; simplify() merges the copies first, then finds the GELU.
 TEST(CpuGemm, EpilogueSimplifyFoldsTheIrGeluIntoOneStepWithTheSameBits) {
   IsaScope scope;
   const int64_t M = 5, N = 70;
   auto src = random_floats(M * N, 21), res = random_floats(M * N, 22);
   for (auto& x : src) x *= 6;
-  for (bool swapped : {false, true}) {
-    for (bool erf_reused : {false, true}) {
-      GemmEpilogue ep;
-      const int x = ep.acc();
-      const int c_half = ep.constant(0.5f), c_rt = ep.constant(0.70710678118654752f);
-      const int half =
-          swapped ? ep.binary(EpOp::kMul, c_half, x) : ep.binary(EpOp::kMul, x, c_half);
-      const int e =
-          ep.unary(EpOp::kErf, ep.binary(EpOp::kMul, swapped ? c_rt : x, swapped ? x : c_rt));
-      const int one = ep.constant(1.0f);
-      const int sum = swapped ? ep.binary(EpOp::kAdd, one, e) : ep.binary(EpOp::kAdd, e, one);
-      int y = swapped ? ep.binary(EpOp::kMul, sum, half) : ep.binary(EpOp::kMul, half, sum);
-      if (erf_reused) y = ep.binary(EpOp::kAdd, y, e);
-      y = ep.binary(EpOp::kAdd, y, ep.load(res.data(), N, 1));
-      GemmEpilogue simple = ep;
-      simple.simplify();
-      // acc, gelu, [erf's argument: mul, its constant, erf, add], load, add.
-      EXPECT_EQ(simple.num_steps, erf_reused ? 8 : 4) << swapped;
-      EXPECT_EQ(simple.steps[1].op, erf_reused ? EpOp::kConst : EpOp::kGeluErf);
-      for (GemmIsa isa : runnable_isas()) {
-        set_gemm_isa(isa);
-        std::vector<float> a = src, b = src;
-        apply_epilogue(ep, a.data(), N, 0, 0, M, N);
-        apply_epilogue(simple, b.data(), N, 0, 0, M, N);
-        for (int64_t i = 0; i < M * N; ++i)
-          ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << gemm_isa_name(isa) << " at " << i;
+  for (bool decoded : {false, true}) {
+    for (bool swapped : {false, true}) {
+      for (bool erf_reused : {false, true}) {
+        GemmEpilogue ep;
+        const int x0 = ep.acc();
+        auto x = [&] { return decoded ? ep.acc() : x0; };
+        const int c_half0 = ep.constant(0.5f), c_rt0 = ep.constant(0.70710678118654752f);
+        auto c_half = [&] { return decoded ? ep.constant(0.5f) : c_half0; };
+        auto c_rt = [&] { return decoded ? ep.constant(0.70710678118654752f) : c_rt0; };
+        const int half =
+            swapped ? ep.binary(EpOp::kMul, c_half(), x()) : ep.binary(EpOp::kMul, x(), c_half());
+        const int e = ep.unary(EpOp::kErf, swapped ? ep.binary(EpOp::kMul, c_rt(), x())
+                                                   : ep.binary(EpOp::kMul, x(), c_rt()));
+        const int one = ep.constant(1.0f);
+        const int sum = swapped ? ep.binary(EpOp::kAdd, one, e) : ep.binary(EpOp::kAdd, e, one);
+        int y = swapped ? ep.binary(EpOp::kMul, sum, half) : ep.binary(EpOp::kMul, half, sum);
+        if (erf_reused) y = ep.binary(EpOp::kAdd, y, e);
+        y = ep.binary(EpOp::kAdd, y, ep.load(res.data(), N, 1));
+        GemmEpilogue simple = ep;
+        simple.simplify();
+        // acc, gelu, [erf's argument: mul, its constant, erf, add], load, add.
+        EXPECT_EQ(simple.num_steps, erf_reused ? 8 : 4) << swapped << decoded;
+        EXPECT_EQ(simple.steps[1].op, erf_reused ? EpOp::kConst : EpOp::kGeluErf);
+        for (GemmIsa isa : runnable_isas()) {
+          set_gemm_isa(isa);
+          std::vector<float> a = src, b = src;
+          apply_epilogue(ep, a.data(), N, 0, 0, M, N);
+          apply_epilogue(simple, b.data(), N, 0, 0, M, N);
+          for (int64_t i = 0; i < M * N; ++i)
+            ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << gemm_isa_name(isa) << " at " << i;
+        }
       }
     }
+  }
+}
+
+// The epilogue of a tile held elsewhere (a scratch tile) written straight to its place in the
+// result, whose old contents are the residual it adds: each element read before it is stored.
+TEST(CpuGemm, EpilogueWritesToAnotherPlaceEvenOverItsOwnResidual) {
+  IsaScope scope;
+  const int64_t M = 6, N = 83, ld = 90;
+  const auto acc = random_floats(M * N, 31), bias = random_floats(N, 32),
+             residual = random_floats(M * ld, 33);
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    std::vector<float> y = residual;  // the residual's storage is the result's
+    const GemmEpilogue ep =
+        GemmEpilogue::bias_gelu_residual(bias.data(), GemmEpilogue::Gelu::kErf, y.data(), ld);
+    apply_epilogue(ep, acc.data(), N, 0, 0, M, N, y.data(), ld);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        const double want = gelu_erf(acc[i * N + j] + bias[j]) + residual[i * ld + j];
+        ASSERT_NEAR(y[i * ld + j], want, 1e-5 * (1 + std::fabs(want)))
+            << gemm_isa_name(isa) << " at " << i << ", " << j;
+      }
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = N; j < ld; ++j) ASSERT_EQ(y[i * ld + j], residual[i * ld + j]);
   }
 }
 
