@@ -134,8 +134,7 @@ void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64
         if (!simd)
           for (int64_t j = 0; j < k; ++j) c[j] = row[j] * pro->col_scale[j];
       } else {
-        std::copy_n(row, k, c);
-        pro->other(m, c);
+        pro->other(m, row, c);
       }
       row = c;
     }

@@ -76,10 +76,11 @@ struct U8RowBuffer {
 };
 // `pro`, when given, computes row m of the activations from row m of x first: a producer merged
 // into the call (gemm_epilogue_fusion.h's QMatMul prologues). Either x[m, j] * col_scale[j]
-// (SmoothQuant's Mul, vectorised here), or `other` applied in place to a copy of the row.
+// (SmoothQuant's Mul, vectorised here), or `other`, which reads row m of x (`in`) and writes
+// the computed row to `out` (k floats).
 struct RowPrologue {
   const float* col_scale = nullptr;
-  std::function<void(int64_t m, float* row)> other;
+  std::function<void(int64_t m, const float* in, float* out)> other;
 };
 void quantize_rows_u8(const float* x, int64_t ldx, int64_t m0, int64_t m1, int64_t k,
                       const float* fixed_scale, const uint8_t* fixed_zero, U8RowBuffer& dst,

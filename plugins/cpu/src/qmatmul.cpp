@@ -93,7 +93,9 @@ void QMatMulCall::run(const std::vector<void*>& ptrs) const {
   RowPrologue pro_row;
   pro_row.col_scale = pro_ep.column_scale();
   if (!pro_row.col_scale)
-    pro_row.other = [&](int64_t m, float* row) { apply_epilogue(pro_ep, row, K_, m, 0, 1, K_); };
+    pro_row.other = [&](int64_t m, const float* in, float* out) {
+      apply_epilogue(pro_ep, in, K_, m, 0, 1, K_, out, K_);
+    };
   const RowPrologue* pro = pro_ep.empty() ? nullptr : &pro_row;
   if (ep.empty())
     return int8_matmul_f32(*w, x, K_, M_, xs, xz, rows, y, N_, nullptr, Int8SinkAt::kScratch, pro);
