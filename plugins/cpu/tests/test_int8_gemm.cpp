@@ -221,15 +221,24 @@ TEST_P(Int8Gemm, FusedRoundingAndSplitsEqualTheSeparateSteps) {
 // The vector rounding multiplies by 1 / scale and divides only near a half-integer: quotients
 // a few ulps either side of every half-integer (and on it: ties go to even), at scales whose
 // reciprocal is inexact, give the bytes of the scalar division rule.
+// Values a few ulps either side of every tie (where the vector kernels' product by 1 / s must
+// hand over to the division), random values of every magnitude, infinities and NaN; scales
+// whose inverse is inexact, exact, or not a normal number (a denormal scale, a huge one).
 TEST_P(Int8Gemm, RoundingNearHalfIntegersGivesTheScalarRulesBytes) {
-  for (const float scale : {0.1f, 0.0137f, 3.3f, 1e-3f / 7}) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> power(-30, 12);
+  for (const float scale : {0.1f, 0.0137f, 3.3f, 1e-3f / 7, 1.0f, 0.25f, 1e-39f, 1e38f}) {
     std::vector<float> x;
     for (int h = -130; h <= 130; ++h)
-      for (int ulps = -3; ulps <= 3; ++ulps) {
+      for (int ulps = -8; ulps <= 8; ++ulps) {
         float v = (static_cast<float>(h) + 0.5f) * scale;
         for (int u = 0; u < std::abs(ulps); ++u) v = std::nextafter(v, ulps > 0 ? 1e30f : -1e30f);
         x.push_back(v);
       }
+    for (int i = 0; i < 4000; ++i) x.push_back(std::ldexp(unit(rng), power(rng)) * scale);
+    for (float special : {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 3e38f, -3e38f})
+      x.push_back(special);
     const int64_t k = static_cast<int64_t>(x.size());
     const uint8_t zero = 128;
     std::vector<uint8_t> want(static_cast<size_t>(k));
