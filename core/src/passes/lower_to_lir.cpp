@@ -179,9 +179,63 @@ class Lowering {
       if (n.op == "constant" && !forced[n.outputs[0]] && n.attr_tensor("value").numel() == 1 &&
           n.attr_tensor("value").dtype() != DType::kC64)
         mat_[n.outputs[0]] = false;
+    inline_shared_values(forced, fusible_use);
     if (options_.max_buffers_per_kernel > 0) cap_kernel_buffers(options_.max_buffers_per_kernel);
     // After the buffer cap: cutting an operand out never makes a kernel read more buffers.
     if (options_.max_ops_per_kernel > 0) cap_kernel_ops(options_.max_ops_per_kernel);
+  }
+
+  // A small element-wise value read more than once, where every read lands in the same loop
+  // kernel, is computed at each read instead of being written and read back: a bias add read
+  // twice by the erf GELU after it (x * 0.5 and x / sqrt 2) made a kernel of its own, a pass
+  // that wrote the whole tensor for the next one to read. A tree of at most kMaxOps operations
+  // is recomputed (the C compiler merges the repeats; the interpreter and the GEMM epilogues
+  // compute them twice or merge them too). Nodes go in reverse order, so every reader's kernel
+  // is known when its operand is looked at.
+  void inline_shared_values(const std::vector<bool>& forced, const std::vector<bool>& fusible_use) {
+    constexpr uint32_t kMaxOps = 4;
+    const size_t count = g_.values.size();
+    std::vector<std::vector<int32_t>> readers(count);
+    for (int32_t i = 0; i < static_cast<int32_t>(g_.nodes.size()); ++i)
+      for (ValueId v : g_.nodes[i].inputs)
+        if (readers[v].empty() || readers[v].back() != i) readers[v].push_back(i);
+    // The operations an unmaterialised value brings into its reader's kernel.
+    std::vector<uint32_t> ops(count, 0);
+    for (const Node& n : g_.nodes) {
+      if (!fusible(n, g_) && !fuses_into_concat(n, g_)) continue;
+      uint32_t size = 1;
+      for (ValueId in : n.inputs) size += mat_[in] ? 0 : ops[in];
+      for (ValueId out : n.outputs) ops[out] = size;
+    }
+    // The value whose loop kernel computes v (v itself when it owns a buffer), -1 for none.
+    std::vector<ValueId> kernel(count, -1);
+    for (int32_t i = static_cast<int32_t>(g_.nodes.size()) - 1; i >= 0; --i) {
+      const Node& n = g_.nodes[i];
+      if ((!fusible(n, g_) && !fuses_into_concat(n, g_)) || n.outputs.size() != 1) continue;
+      const ValueId v = n.outputs[0];
+      // The one kernel all of v's readers compute in, or -1.
+      ValueId common = -1;
+      bool one = !readers[v].empty();
+      for (int32_t r : readers[v]) {
+        const Node& u = g_.nodes[r];
+        const ValueId k = u.outputs.size() == 1 ? kernel[u.outputs[0]] : -1;
+        if (k < 0 || (common >= 0 && k != common)) one = false;
+        common = k;
+      }
+      if (!mat_[v]) {
+        kernel[v] = one ? common : -1;
+        continue;
+      }
+      const OpDef* d = OpRegistry::instance().find(n.op);
+      const bool cheap =
+          d && d->cls == OpClass::kElementwise && n.op != "constant" && ops[v] <= kMaxOps;
+      if (one && cheap && uses_[v] > 1 && !forced[v] && fusible_use[v]) {
+        mat_[v] = false;
+        kernel[v] = common;
+      } else {
+        kernel[v] = v;
+      }
+    }
   }
 
   // A fused value brings its whole unmaterialised expression tree into its consumer's kernel. A

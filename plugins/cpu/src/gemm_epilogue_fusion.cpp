@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <sstream>
 #include <vector>
@@ -62,6 +63,7 @@ std::optional<std::string> encode(const lir::Program& p, const lir::LoopKernel& 
                                   std::vector<int32_t>& inputs) {
   const auto& domain = l.domain;
   const auto rm = row_major(domain);
+  const auto first_input = static_cast<std::ptrdiff_t>(inputs.size());
   std::string text;
   int loads = 0;
   for (size_t i = 0; i < l.exprs.size(); ++i) {
@@ -84,9 +86,14 @@ std::optional<std::string> encode(const lir::Program& p, const lir::LoopKernel& 
         auto rs = row_stride(domain, ld.strides);
         if (!rs) return std::nullopt;
         int64_t cs = domain.empty() || domain.back() == 1 ? 0 : ld.strides.back();
-        if (++loads > GemmEpilogue::kMaxLoads) return std::nullopt;
-        inputs.push_back(ld.buffer);
-        step = fmt::format("load {} {} {} {}", inputs.size() - 1, ld.offset, *rs, cs);
+        // A buffer read again (a recomputed bias add) is one operand of the call.
+        const auto seen = std::find(inputs.begin() + first_input, inputs.end(), ld.buffer);
+        const size_t index = static_cast<size_t>(seen - inputs.begin());
+        if (seen == inputs.end()) {
+          if (++loads > GemmEpilogue::kMaxLoads) return std::nullopt;
+          inputs.push_back(ld.buffer);
+        }
+        step = fmt::format("load {} {} {} {}", index - first_input, ld.offset, *rs, cs);
         break;
       }
       case lir::ExprKind::kUnary:
@@ -247,6 +254,9 @@ int fuse_gemm_epilogues(lir::Program& p) {
 void decode_epilogue(const std::string& text, int acc_reg, GemmEpilogue& ep,
                      const std::function<void(int32_t, int64_t, int64_t, int64_t)>& on_load) {
   std::vector<int> reg;  // decoded step -> register of ep
+  // A load decoded before, by operand and addressing: its register again (simplify() then sees
+  // the steps that read it as repeats).
+  std::vector<std::pair<std::array<int64_t, 4>, int>> loaded;
   std::istringstream in(text);
   std::string step;
   auto bad = [&](const std::string& why) {
@@ -271,8 +281,16 @@ void decode_epilogue(const std::string& text, int acc_reg, GemmEpilogue& ep,
       int32_t input;
       int64_t off, rs, cs;
       if (!(s >> input >> off >> rs >> cs)) bad("needs input, offset, row and column stride");
+      const std::array<int64_t, 4> key{input, off, rs, cs};
+      auto same =
+          std::find_if(loaded.begin(), loaded.end(), [&](const auto& l) { return l.first == key; });
+      if (same != loaded.end()) {
+        reg.push_back(same->second);
+        continue;
+      }
       on_load(input, off, rs, cs);
       reg.push_back(ep.load(nullptr, rs, cs));
+      loaded.emplace_back(key, reg.back());
     } else {
       const OpName* op = find_op(word);
       if (!op) bad("unknown op");

@@ -118,6 +118,20 @@ TEST(CpuGemmFusion, MatMulBiasGeluResidualMergesIntoOneCallAndAgrees) {
     lir::Program fused = p;
     ASSERT_EQ(fuse_gemm_epilogues(fused), 1) << lir::print_program(p);
     EXPECT_EQ(fused.kernels.size(), p.kernels.size() - 1);
+    // The bias add, read twice by the GELU, is computed in the GELU's kernel (no loop of its
+    // own), so the call takes the whole chain; its bias load is one operand, and the program
+    // comes out as acc + b, one GELU step, + r.
+    const auto* call = std::get_if<lir::CallKernel>(&fused.kernels.back());
+    ASSERT_TRUE(call && fused.kernels.size() == 1) << lir::print_program(fused);
+    GemmEpilogue ep;
+    int loads = 0;
+    decode_epilogue(std::get<std::string>(call->attrs.at("epilogue")), -1, ep,
+                    [&](int32_t, int64_t, int64_t, int64_t) { ++loads; });
+    EXPECT_EQ(loads, 2);
+    if (std::string(approx) == "none") {
+      EXPECT_EQ(ep.num_steps, 6) << std::get<std::string>(call->attrs.at("epilogue"));
+      EXPECT_EQ(ep.steps[3].op, EpOp::kGeluErf);
+    }
     auto x = random_floats(M * K, 13), w = random_floats(K * N, 14), b = random_floats(N, 15),
          r = random_floats(M * N, 16);
     std::map<std::string, std::vector<float>> in{{"x", x}, {"w", w}, {"b", b}, {"r", r}};

@@ -85,6 +85,38 @@ TEST(Lir, SoftmaxIsTwoReductionsAndTwoElementwiseKernels) {
   EXPECT_EQ(p.kernels.size(), 4u);
 }
 
+// The erf GELU after a bias add reads the sum twice (x * 0.5 and x / sqrt 2), both reads in one
+// kernel: the add is computed at each read, not written to a buffer and read back. A longer
+// chain read twice keeps its buffer (recomputing it would cost more than the pass it saves).
+TEST(Lir, ASmallValueReadTwiceInOneKernelIsComputedAtEachRead) {
+  auto p = lower(R"(graph @g(%x: f32[4,8], %b: f32[8]) {
+  %bb = broadcast_in_dim(%b) {dims = [1], shape = [4, 8]} : f32[4,8]
+  %a = add(%x, %bb) : f32[4,8]
+  %h = constant() {value = dense<f32[]: [0.5]>} : f32[]
+  %hb = broadcast_in_dim(%h) {dims = [], shape = [4, 8]} : f32[4,8]
+  %r = constant() {value = dense<f32[]: [0.70710678]>} : f32[]
+  %rb = broadcast_in_dim(%r) {dims = [], shape = [4, 8]} : f32[4,8]
+  %half = mul(%a, %hb) : f32[4,8]
+  %s = mul(%a, %rb) : f32[4,8]
+  %e = erf(%s) : f32[4,8]
+  %y = mul(%half, %e) : f32[4,8]
+  return %y
+}
+)");
+  EXPECT_EQ(loops(p), 1);
+  auto long_chain = lower(R"(graph @g(%x: f32[4,8]) {
+  %a = exp(%x) : f32[4,8]
+  %b = neg(%a) : f32[4,8]
+  %c = exp(%b) : f32[4,8]
+  %d = neg(%c) : f32[4,8]
+  %e = exp(%d) : f32[4,8]
+  %y = mul(%e, %e) : f32[4,8]
+  return %y
+}
+)");
+  EXPECT_EQ(loops(long_chain), 2);
+}
+
 // A sum of 1080 x 1920 x 3 floats into one is two kernels: 1920 partial sums (the 1920 dim made
 // parallel), then their sum; a reduction with many outputs, a short one, and a 16-bit result
 // (whose partials would round once more) stay one kernel.
