@@ -14,7 +14,8 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Any
+import tempfile
+from typing import Any, Sequence
 
 from . import errors
 
@@ -58,20 +59,36 @@ def run_job(args: list[str]) -> dict:
 
 
 def quantize(model: str | os.PathLike, output: str | os.PathLike, scheme: str = "int8-dynamic",
-             calibration: str | os.PathLike | None = None, method: str | None = None,
-             percentile: float | None = None, group: int | None = None,
-             smooth: float | None = None) -> dict:
+             calibration: str | os.PathLike | Sequence[str] | None = None,
+             method: str | None = None, percentile: float | None = None,
+             group: int | None = None, smooth: float | None = None) -> dict:
     """Post-training quantization, as ``rlx quantize MODEL --scheme S -o OUTPUT``: writes a
     Hugging Face folder that ``rlx.load`` (and every rlx command) loads, and returns the command's
-    ``--json`` record. ``scheme`` is ``int8-dynamic``, ``int8`` (needs ``calibration``, a
-    safetensors file of inputs; ``smooth`` is SmoothQuant's alpha, 0.75 by default with the
-    minmax method, 0 for none) or ``int4-weight`` (``group`` 32, 64 or 128; with
-    ``calibration`` its weights are rounded by GPTQ for the activations they multiply)."""
+    ``--json`` record. ``scheme`` is ``int8-dynamic``, ``int8`` (needs ``calibration``;
+    ``smooth`` is SmoothQuant's alpha, 0.75 by default with the minmax method, 0 for none) or
+    ``int4-weight`` (``group`` 32, 64 or 128; with ``calibration`` its weights are rounded by
+    GPTQ for the activations they multiply). ``calibration`` is a safetensors file of the
+    model's inputs, a text file of sentences (one a line), or the sentences themselves as a list
+    of strings; text needs an encoder with a tokenizer."""
     args = ["quantize", os.fspath(model), "--scheme", scheme, "-o", os.fspath(output)]
-    args += _flag("calibration", os.fspath(calibration) if calibration is not None else None)
     args += _flag("method", method) + _flag("percentile", percentile) + _flag("group", group)
     args += _flag("smooth", smooth)
-    return run_job(args)
+    if calibration is None or isinstance(calibration, (str, os.PathLike)):
+        args += _flag("calibration", os.fspath(calibration) if calibration is not None else None)
+        return run_job(args)
+    sentences = list(calibration)
+    if not sentences or not all(isinstance(s, str) for s in sentences):
+        raise errors.UsageError("calibration sentences must be a non-empty list of strings",
+                                hint="or give a file: safetensors inputs or text, one sentence a "
+                                     "line")
+    if any("\n" in s or "\r" in s for s in sentences):
+        raise errors.UsageError("a calibration sentence holds a line break; the CLI reads one "
+                                "sentence a line", hint="split it into separate sentences")
+    with tempfile.TemporaryDirectory(prefix="rlx-calibration-") as folder:
+        path = os.path.join(folder, "calibration.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(sentences) + "\n")
+        return run_job(args + ["--calibration", path])
 
 
 def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike = "synthetic:60000",

