@@ -155,6 +155,11 @@ TensorMap calibration_inputs(const Model& model, const std::string& path,
                    "write the model's inputs to a safetensors file instead, rows along the "
                    "first axis");
   Tokenizer tokenizer = model_tokenizer(model, "calibration", "--calibration IN.safetensors");
+  // Sentences of similar length side by side, so that each calibration batch is only as wide as
+  // its longest (calibrate() runs a batch without its all-padding columns); the statistics do
+  // not depend on the order.
+  std::stable_sort(sentences.begin(), sentences.end(),
+                   [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
   return llm::sentence_batch(tokenizer, sentences, llm::encoder_row_limit(model));
 }
 

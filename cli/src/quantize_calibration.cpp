@@ -105,6 +105,43 @@ float quantile(std::vector<float>& v, double q) {
   return v[k];
 }
 
+// The columns of a batch that hold a real token: one past the last column whose
+// attention_mask entry is non-zero in any row, or -1 when the inputs are not all [rows, tokens]
+// beside such a mask (the columns after it are padding in every row, which the layers'
+// statistics leave out anyway).
+int64_t real_columns(const NamedTensors& in) {
+  auto it = in.find("attention_mask");
+  if (it == in.end() || it->second.rank() != 2) return -1;
+  const Tensor& m = it->second;
+  const int64_t rows = m.shape()[0], cols = m.shape()[1];
+  for (const auto& [name, t] : in)
+    if (t.rank() != 2 || t.shape() != m.shape()) return -1;
+  int64_t last = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = cols - 1; c >= last; --c) {
+      const bool real = m.dtype() == DType::kI64   ? m.as<int64_t>()[r * cols + c] != 0
+                        : m.dtype() == DType::kI32 ? m.as<int32_t>()[r * cols + c] != 0
+                                                   : true;
+      if (real) {
+        last = c + 1;
+        break;
+      }
+    }
+  return std::max<int64_t>(last, 1);
+}
+
+// The first `width` columns of t [rows, cols].
+Tensor first_columns(const Tensor& t, int64_t width) {
+  const int64_t rows = t.shape()[0], cols = t.shape()[1];
+  const size_t es = dtype_size(t.dtype());
+  Tensor out(t.dtype(), {rows, width});
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<char*>(out.data()) + static_cast<size_t>(r * width) * es,
+                static_cast<const char*>(t.data()) + static_cast<size_t>(r * cols) * es,
+                static_cast<size_t>(width) * es);
+  return out;
+}
+
 std::set<std::string> values_of(const std::vector<std::pair<std::string, std::string>>& watched) {
   std::set<std::string> out;
   for (const auto& [weight, value] : watched) out.insert(value);
@@ -176,6 +213,11 @@ Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
       const std::string& name = g.values[v].name;
       in.emplace(name, cli::rows(file.at(name), r0, r1 - r0));
     }
+    // Columns that are padding in every row of the batch are not run: rows padded to the
+    // longest of all (a text file's one long paragraph) cost that length in every batch.
+    const int64_t width = real_columns(in);
+    if (width > 0 && width < in.begin()->second.shape()[1])
+      for (auto& [name, t] : in) t = first_columns(t, width);
     NamedTensors out = compiled.run(in);
     const std::vector<bool> keep = real_rows(in);
     for (const auto& [weight, value] : watched)
