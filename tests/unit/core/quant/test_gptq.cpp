@@ -95,3 +95,32 @@ TEST(Gptq, CorrelatedActivationsGetASmallerProductError) {
 
 }  // namespace
 }  // namespace rlx::quant
+
+namespace rlx::quant {
+namespace {
+
+// X^T X summed by add_gram against the plain double loop: the same bits (each entry adds its
+// rows in order), both triangles, at sizes that leave partial blocks of its threads' rows; and a
+// second call adds to the first.
+TEST(Gptq, GramMatrixIsXTransposeX) {
+  for (const int64_t k : {1, 5, 17, 37, 64}) {
+    const int64_t rows = 45;
+    std::mt19937 rng(static_cast<uint32_t>(k));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(rows * k));
+    for (float& v : x) v = normal(rng);
+    std::vector<double> want(static_cast<size_t>(k * k), 0.0), got(want.size(), 0.0);
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < k; ++j)
+        for (int64_t r = 0; r < rows; ++r)
+          want[i * k + j] += static_cast<double>(x[r * k + i]) * static_cast<double>(x[r * k + j]);
+    add_gram(x.data(), rows, k, got.data());
+    EXPECT_EQ(got, want) << "k " << k;
+    add_gram(x.data(), rows, k, got.data());
+    for (size_t e = 0; e < want.size(); ++e)
+      ASSERT_NEAR(got[e], 2 * want[e], 1e-12 * (1 + std::fabs(want[e]))) << "k " << k;
+  }
+}
+
+}  // namespace
+}  // namespace rlx::quant
