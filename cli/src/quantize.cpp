@@ -295,8 +295,10 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
   if (!few_tokens.empty() && !global.quiet)
     std::fprintf(stderr,
                  "rlx quantize: %zu of %lld layers rounded to the nearest level, not by GPTQ: the "
-                 "calibration has fewer tokens than they have inputs (%s%s); give more rows\n",
-                 few_tokens.size(), static_cast<long long>(quantized), few_tokens[0].c_str(),
+                 "calibration's %lld tokens are fewer than they have inputs (%s%s); give more "
+                 "rows\n",
+                 few_tokens.size(), static_cast<long long>(quantized),
+                 static_cast<long long>(calibrated.tokens), few_tokens[0].c_str(),
                  few_tokens.size() > 1 ? ", ..." : "");
   fs::create_directories(out);
   copy_other_files(model_path, out);
@@ -315,6 +317,8 @@ int quantize_main(const QuantizeOptions& o, const GlobalOptions& global) {
     if (!int8) j.push_back({"group", jint(o.group)});
     if (o.calibration) {
       j.push_back({"calibration", jstring(*o.calibration)});
+      j.push_back({"calibration_rows", jint(calibrated.rows)});
+      j.push_back({"calibration_tokens", jint(calibrated.tokens)});
       j.push_back({"method", jstring(int8 ? o.method : "gptq")});
     }
     if (o.calibration && int8) j.push_back({"smoothed_layers", jint(smoothed_layers)});

@@ -206,6 +206,7 @@ Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
   std::map<std::string, Observed> seen;
   std::map<std::string, Gram> grams;  // by activation value: q, k and v share one
   progress::Task task("calibrating", rows);
+  int64_t tokens = 0;
   for (int64_t r0 = 0; r0 < rows; r0 += o.batch) {
     const int64_t r1 = std::min(rows, r0 + o.batch);
     NamedTensors in;
@@ -220,6 +221,16 @@ Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
       for (auto& [name, t] : in) t = first_columns(t, width);
     NamedTensors out = compiled.run(in);
     const std::vector<bool> keep = real_rows(in);
+    // The activation rows the layers saw (tokens, for a text model): the first layer's, less
+    // the padding the mask marks.
+    if (!watched.empty()) {
+      const Tensor& a = out.at(watched.front().second);
+      const int64_t seen =
+          a.shape().empty() || a.shape().back() == 0 ? 0 : a.numel() / a.shape().back();
+      tokens += static_cast<int64_t>(keep.size()) == seen
+                    ? std::count(keep.begin(), keep.end(), true)
+                    : seen;
+    }
     for (const auto& [weight, value] : watched)
       observe(out.at(value), keep, percentile, seen[weight]);
     if (o.gram) {
@@ -232,6 +243,8 @@ Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
                    static_cast<long long>(r1), static_cast<long long>(rows), watched.size());
   }
   Calibration result;
+  result.rows = rows;
+  result.tokens = tokens;
   for (const auto& [weight, value] : watched)
     if (auto it = grams.find(value); it != grams.end()) result.grams[weight] = it->second;
   std::map<std::string, quant::U8Params>& params = result.ranges;

@@ -42,6 +42,8 @@ struct ChannelRanges {
 };
 
 struct Calibration {
+  int64_t rows = 0;    // calibration rows run (sentences, for text)
+  int64_t tokens = 0;  // activation rows the layers saw: tokens, less the padding a mask marks
   std::map<std::string, quant::U8Params> ranges;  // weight name -> its activations' u8 parameters
   std::map<std::string, ChannelRanges> channels;  // weight name -> its activations' channels
   std::map<std::string, Gram> grams;              // weight name -> X^T X, when asked (gram)

@@ -176,6 +176,9 @@ TEST_P(QuantizedMiniLm, EmbeddingsStayCloseAndNeighboursStay) {
   }
   if (c.calibration == Calibration::kText && std::string(c.scheme) == "int4-weight") {
     EXPECT_NE(record.find("\"gptq_layers\": 36"), std::string::npos) << record;
+    // The 144 sentences' real tokens, [CLS] and [SEP] included, padding not.
+    EXPECT_NE(record.find("\"calibration_rows\": 144"), std::string::npos) << record;
+    EXPECT_NE(record.find("\"calibration_tokens\": 2910"), std::string::npos) << record;
   }
   const Tensor got = embed(q);
   fs::remove_all(q);

@@ -180,6 +180,7 @@ def test_calibration_sentences_are_tokenized_by_the_cli(rlx, tmp_path):
         sentences = [line.rstrip("\n") for line in f if line.strip()]
     record = rlx.quantize(folder, tmp_path / "q8s", scheme="int8", calibration=sentences)
     assert record["smoothed_layers"] == 36 and record["calibration"].endswith(".txt")
+    assert record["calibration_rows"] == len(sentences)
     with open(os.path.join(data, "sentences.txt"), encoding="utf-8") as f:
         evaluated = [line.rstrip("\n") for line in f if line.strip()]
     want = read_safetensors(os.path.join(data, "reference.safetensors"))["sentence_embedding"]
