@@ -105,29 +105,24 @@ float quantile(std::vector<float>& v, double q) {
   return v[k];
 }
 
-// The columns of a batch that hold a real token: one past the last column whose
-// attention_mask entry is non-zero in any row, or -1 when the inputs are not all [rows, tokens]
-// beside such a mask (the columns after it are padding in every row, which the layers'
-// statistics leave out anyway).
+// The columns of a batch that hold a real token: one past the last column real_rows() keeps in
+// any row, or -1 when the inputs are not all [rows, tokens] beside an attention_mask (the
+// columns after it are padding in every row, which the layers' statistics leave out anyway).
 int64_t real_columns(const NamedTensors& in) {
-  auto it = in.find("attention_mask");
-  if (it == in.end() || it->second.rank() != 2) return -1;
-  const Tensor& m = it->second;
-  const int64_t rows = m.shape()[0], cols = m.shape()[1];
+  const std::vector<bool> keep = real_rows(in);
+  if (keep.empty()) return -1;
+  const std::vector<int64_t>& shape = in.at("attention_mask").shape();
   for (const auto& [name, t] : in)
-    if (t.rank() != 2 || t.shape() != m.shape()) return -1;
-  int64_t last = 0;
+    if (t.shape() != shape) return -1;
+  const int64_t rows = shape[0], cols = shape[1];
+  int64_t last = 1;
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = cols - 1; c >= last; --c) {
-      const bool real = m.dtype() == DType::kI64   ? m.as<int64_t>()[r * cols + c] != 0
-                        : m.dtype() == DType::kI32 ? m.as<int32_t>()[r * cols + c] != 0
-                                                   : true;
-      if (real) {
+    for (int64_t c = cols - 1; c >= last; --c)
+      if (keep[r * cols + c]) {
         last = c + 1;
         break;
       }
-    }
-  return std::max<int64_t>(last, 1);
+  return last;
 }
 
 // The first `width` columns of t [rows, cols].
@@ -225,11 +220,11 @@ Calibration calibrate(const Model& model, std::shared_ptr<Target> target,
     // the padding the mask marks.
     if (!watched.empty()) {
       const Tensor& a = out.at(watched.front().second);
-      const int64_t seen =
+      const int64_t activation_rows =
           a.shape().empty() || a.shape().back() == 0 ? 0 : a.numel() / a.shape().back();
-      tokens += static_cast<int64_t>(keep.size()) == seen
+      tokens += static_cast<int64_t>(keep.size()) == activation_rows
                     ? std::count(keep.begin(), keep.end(), true)
-                    : seen;
+                    : activation_rows;
     }
     for (const auto& [weight, value] : watched)
       observe(out.at(value), keep, percentile, seen[weight]);
