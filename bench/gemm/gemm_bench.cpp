@@ -111,8 +111,12 @@ using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int,
 SgemmFn g_sgemm = nullptr;
 
 // `gelu`: with the epilogue MiniLM's FFN up-projection runs (bias, then GELU in its erf form).
+// `ta` / `tb`: A stored [K, M] / B stored [N, K] and read through strides, as a training step's
+// products read a weight (x W^T) or an activation (dW = g^T x) without copying it.
+// `momentum`: the epilogue of a weight gradient feeding SGD with momentum, mu * m + acc, m read
+// from a [M, N] tensor as the training step's fused update reads it.
 Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int reps,
-                  bool gelu = false) {
+                  bool gelu = false, bool ta = false, bool tb = false, bool momentum = false) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> a(M * K), b(K * N), c(M * N);
@@ -120,13 +124,24 @@ Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int 
   for (auto& x : b) x = u(rng);
   rlx::cpu::GemmArgs g;
   g.M = M, g.N = N, g.K = K, g.ldc = N, g.c = c.data();
-  g.a = {a.data(), rlx::DType::kF32, K, 1};
-  g.b = {b.data(), rlx::DType::kF32, N, 1};
+  g.a = ta ? rlx::cpu::MatView{a.data(), rlx::DType::kF32, 1, M}
+           : rlx::cpu::MatView{a.data(), rlx::DType::kF32, K, 1};
+  g.b = tb ? rlx::cpu::MatView{b.data(), rlx::DType::kF32, 1, K}
+           : rlx::cpu::MatView{b.data(), rlx::DType::kF32, N, 1};
   std::vector<float> bias(N);
   for (auto& x : bias) x = u(rng);
   const rlx::cpu::GemmEpilogue ep = rlx::cpu::GemmEpilogue::bias_gelu_residual(
       bias.data(), rlx::cpu::GemmEpilogue::Gelu::kErf, nullptr, 0);
   if (gelu) g.epilogue = &ep;
+  std::vector<float> mom(M * N);
+  for (auto& x : mom) x = u(rng);
+  rlx::cpu::GemmEpilogue mep;
+  {
+    int acc = mep.acc();
+    int m = mep.binary(rlx::cpu::EpOp::kMul, mep.load(mom.data(), N, 1), mep.constant(0.9f));
+    mep.binary(rlx::cpu::EpOp::kAdd, m, acc);
+  }
+  if (momentum) g.epilogue = &mep;
   const double flops = 2.0 * M * N * K;
   // Enough calls per timing (about 10 ms of work) that small shapes are dominated neither by the
   // clock nor by the oneTBB worker waking up for the first call (with a tenth of that, 256^3 came
@@ -165,7 +180,7 @@ Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int 
     res.gflops_prepacked_cold = median(runs);
     g.packed = &pb;
   }
-  if (g_sgemm) {
+  if (g_sgemm && !ta && !tb) {
     auto call = [&] {
       g_sgemm(101, 111, 111, int(M), int(N), int(K), 1.0f, a.data(), int(K), b.data(), int(N), 0.0f,
               c.data(), int(N));  // row-major, no transposes
@@ -233,6 +248,16 @@ int main(int argc, char** argv) {
     results.push_back(
         bench_gemm(fmt::format("minilm_{}_ffn_up_bias_gelu", rows), seq, 1536, 384, reps, true));
     results.push_back(bench_gemm(fmt::format("minilm_{}_ffn_down", rows), seq, 384, 1536, reps));
+  }
+  // issue 16's MLP step (784-128-10, batch 128): the first layer's forward x W1^T and its weight
+  // gradient g^T x, the two products that hold nearly all of the step's multiply-adds.
+  if (!peak_only) {
+    results.push_back(bench_gemm("mlp_b128_fwd_x_w1t", 128, 128, 784, reps, false, false, true));
+    results.push_back(bench_gemm("mlp_b128_fwd_x_w1", 128, 128, 784, reps));
+    results.push_back(bench_gemm("mlp_b128_fwd_h_w2", 128, 10, 128, reps));
+    results.push_back(bench_gemm("mlp_b128_dw1_gt_x", 128, 784, 128, reps, false, true, false));
+    results.push_back(
+        bench_gemm("mlp_b128_dw1_gt_x_momentum", 128, 784, 128, reps, false, true, false, true));
   }
   fmt::print("{{\"isa\": \"{}\", \"threads\": {}, \"fma_peak_gflops\": {:.1f}, \"results\": [",
              rlx::cpu::gemm_isa_name(rlx::cpu::gemm_isa()), threads, peak);
