@@ -5,7 +5,9 @@ epochs on the same synthetic images (the first a warm-up) and prints one JSON li
 images/s = steps x batch / time of the second epoch. Recipe: ReLU MLP, softmax cross-entropy,
 SGD lr 0.02 momentum 0.9, f32, inputs in [-1, 1], weights uniform(-1, 1) x sqrt(2 / fan_in), zero
 biases, batches in order. PEER: numpy, torch (eager), torch-jit (torch.jit.script of the model),
-torch-compile (torch.compile of the model and its loss; autograd and the optimizer as usual).
+torch-compile (torch.compile of the model and its loss; autograd and the optimizer as usual),
+jax (the whole step, forward, loss, gradients and update, one jax.jit function with the parameters
+and momenta donated, so XLA updates them in place as rlx does).
 DEVICE (torch peers): cpu (default) or cuda, where the images are put on the GPU once, before
 timing, and each step's loss is read back as a number, as rlx train does.
 """
@@ -101,6 +103,40 @@ def torch_peer(sizes, batch, x, y, mode, device):
     return run_epochs(step, batch, tx, ty)
 
 
+def jax_peer(sizes, batch, x, y):
+    import jax
+    import jax.numpy as jnp
+
+    params = [(jnp.asarray(w), jnp.asarray(b)) for w, b in init(sizes)]
+    moms = [(jnp.zeros_like(w), jnp.zeros_like(b)) for w, b in params]
+    lr, mu = 0.02, 0.9
+
+    def loss_of(ps, xb, yb):
+        h = xb
+        for i, (w, b) in enumerate(ps):
+            h = h @ w.T + b
+            if i + 1 < len(ps):
+                h = jnp.maximum(h, 0)
+        logp = jax.nn.log_softmax(h)
+        return -jnp.mean(jnp.take_along_axis(logp, yb[:, None], axis=1))
+
+    def update(ps, ms, xb, yb):
+        loss, grads = jax.value_and_grad(loss_of)(ps, xb, yb)
+        ms = jax.tree_util.tree_map(lambda m, g: mu * m + g, ms, grads)
+        ps = jax.tree_util.tree_map(lambda p, m: p - lr * m, ps, ms)
+        return ps, ms, loss
+
+    update = jax.jit(update, donate_argnums=(0, 1))
+    state = {"p": params, "m": moms}
+    tx, ty = jnp.asarray(x), jnp.asarray(y.astype(np.int32))
+
+    def step(xb, yb):
+        state["p"], state["m"], loss = update(state["p"], state["m"], xb, yb)
+        return float(loss)
+
+    return run_epochs(step, batch, tx, ty)
+
+
 def run_epochs(step, batch, x, y):
     steps = x.shape[0] // batch
     losses = []
@@ -121,6 +157,8 @@ def main():
     x, y = data(images, sizes[0], sizes[-1])
     if peer == "numpy":
         out = numpy_peer(sizes, batch, x, y)
+    elif peer == "jax":
+        out = jax_peer(sizes, batch, x, y)
     elif peer in ("torch", "torch-jit", "torch-compile"):
         out = torch_peer(sizes, batch, x, y, peer, device)
     else:
