@@ -330,6 +330,54 @@ TEST(CpuGemm, EpilogueBiasAndResidualInRegistersMatchTheReference) {
   }
 }
 
+// acc + s * r, the momentum update SGD fuses into a weight gradient, is done in the micro-kernel's
+// registers on whole tiles and by the epilogue program on edge tiles: both must round s * r
+// before the add, so every element has the bits of the unfused float arithmetic (a fused
+// multiply-add would differ in the last place on many of them).
+TEST(CpuGemm, EpilogueScaledResidualInRegistersHasTheUnfusedBits) {
+  IsaScope scope;
+  const int64_t M = 37, N = 200, K = 600;  // edge rows and columns, three KC blocks
+  auto a = random_floats(M * K, 41), b = random_floats(K * N, 42), r = random_floats(M * N, 43);
+  const float s = 0.9f;
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    for (bool prepacked : {false, true}) {
+      GemmArgs g;
+      g.M = M, g.N = N, g.K = K, g.ldc = N;
+      g.a = MatView{a.data(), DType::kF32, K, 1};
+      g.b = MatView{b.data(), DType::kF32, N, 1};
+      PackedB pb;
+      if (prepacked) pb = pack_b(g.b, K, N, false), g.packed = &pb;
+      std::vector<float> raw(M * N);
+      g.c = raw.data();
+      gemm(g);
+      for (int order = 0; order < 4;
+           ++order) {  // bit 0: load first in the mul, bit 1: acc first in the add
+        GemmEpilogue ep;
+        const int load = ep.load(r.data(), N, 1), scale = ep.constant(s);
+        const int mul =
+            order & 1 ? ep.binary(EpOp::kMul, load, scale) : ep.binary(EpOp::kMul, scale, load);
+        const int acc = ep.acc();
+        if (order & 2)
+          ep.binary(EpOp::kAdd, acc, mul);
+        else
+          ep.binary(EpOp::kAdd, mul, acc);
+        std::vector<float> c(M * N, -3.0f);
+        g.c = c.data(), g.epilogue = &ep;
+        gemm(g);
+        g.epilogue = nullptr;
+        for (int64_t i = 0; i < M * N; ++i) {
+          volatile float t = s * r[i];  // rounded on its own
+          const float want = raw[i] + t;
+          ASSERT_EQ(std::memcmp(&c[i], &want, 4), 0)
+              << gemm_isa_name(isa) << " prepacked " << prepacked << " order " << order << " at "
+              << i << ": " << c[i] << " vs " << want;
+        }
+      }
+    }
+  }
+}
+
 // Distance of a float result from the true value in units in the last place of the float
 // nearest to the truth (below the smallest normal, of the smallest normal).
 double ulps(float got, double want) {
