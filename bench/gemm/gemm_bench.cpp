@@ -110,6 +110,14 @@ using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int,
                          float, float*, int);
 SgemmFn g_sgemm = nullptr;
 
+std::vector<float> random_floats_for_bench(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
 // `gelu`: with the epilogue MiniLM's FFN up-projection runs (bias, then GELU in its erf form).
 // `ta` / `tb`: A stored [K, M] / B stored [N, K] and read through strides, as a training step's
 // products read a weight (x W^T) or an activation (dW = g^T x) without copying it.
@@ -197,6 +205,32 @@ Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int 
   return res;
 }
 
+// A different A every call, 64 MB of them in turn, B fixed: a training step's batch, which comes
+// from memory each step while the weights stay in cache.
+Result bench_gemm_cold_a(const std::string& name, int64_t M, int64_t N, int64_t K, int reps) {
+  const int64_t copies = std::max<int64_t>(2, (int64_t(64) << 20) / (4 * M * K));
+  std::vector<std::vector<float>> as;
+  for (int64_t i = 0; i < copies; ++i)
+    as.push_back(random_floats_for_bench(M * K, unsigned(i + 1)));
+  std::vector<float> b = random_floats_for_bench(K * N, 99), c(M * N);
+  rlx::cpu::GemmArgs g;
+  g.M = M, g.N = N, g.K = K, g.ldc = N, g.c = c.data();
+  g.b = {b.data(), rlx::DType::kF32, N, 1};
+  const double flops = 2.0 * M * N * K;
+  const int inner = std::max<int>(1, int(2e9 / flops));
+  std::vector<double> runs;
+  int64_t next = 0;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < inner; ++i) {
+      g.a = {as[next++ % copies].data(), rlx::DType::kF32, K, 1};
+      rlx::cpu::gemm(g);
+    }
+    runs.push_back(flops * inner / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+  }
+  return Result{name, M, N, K, median(runs), 0};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -254,6 +288,7 @@ int main(int argc, char** argv) {
   if (!peak_only) {
     results.push_back(bench_gemm("mlp_b128_fwd_x_w1t", 128, 128, 784, reps, false, false, true));
     results.push_back(bench_gemm("mlp_b128_fwd_x_w1", 128, 128, 784, reps));
+    results.push_back(bench_gemm_cold_a("mlp_b128_fwd_x_w1_cold_x", 128, 128, 784, reps));
     results.push_back(bench_gemm("mlp_b128_fwd_h_w2", 128, 10, 128, reps));
     results.push_back(bench_gemm("mlp_b128_dw1_gt_x", 128, 784, 128, reps, false, true, false));
     results.push_back(

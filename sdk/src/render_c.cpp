@@ -71,6 +71,12 @@ class KernelRenderer {
       for (int32_t d = 0; d < k_.num_parallel; ++d) opened += open_loop(d);
       out_index = affine(0, out_strides);
     } else if (d_.mapping == DomainMapping::kPointRange) {
+      if (reduces_down_columns(par, lanes)) {
+        reduce_down_columns(par, affine(0, out_strides));
+        --indent_;
+        line("}");
+        return out_;
+      }
       opened += open_point_range(par);
       out_index = affine(0, out_strides);
     } else {
@@ -283,6 +289,15 @@ class KernelRenderer {
       ++indent_;
       return 1;
     }
+    open_point_rows(par);
+    line(fmt::format("for ({0} i{1} = lo; i{1} < hi; ++i{1}) {{", t, par.size() - 1));
+    ++indent_;
+    return 2;
+  }
+  // The row loop of kPointRange (opened, 1 loop) with every index but the innermost parallel
+  // one declared, and [lo, hi): the innermost index's range in this row.
+  void open_point_rows(const std::vector<int64_t>& par) {
+    const std::string& t = d_.index_type;
     const size_t last = par.size() - 1;
     const int64_t n = par[last];
     line(fmt::format("for ({0} row = begin / {1}; row * {1} < end; ++row) {{", t, n));
@@ -296,9 +311,60 @@ class KernelRenderer {
     }
     line(declare(t, "lo", fmt::format("row * {0} < begin ? begin - row * {0} : 0", n)));
     line(declare(t, "hi", fmt::format("end - row * {0} < {0} ? end - row * {0} : {0}", n)));
-    line(fmt::format("for ({0} i{1} = lo; i{1} < hi; ++i{1}) {{", t, last));
-    ++indent_;
-    return 2;
+  }
+
+  // A reduction over dims its inputs are strided in while they are contiguous along the
+  // innermost output dim (a bias gradient: column sums of [batch, features]). Reduced
+  // point by point, each sum is a dependent chain of scalar adds reading one element a cache
+  // line (11 us for a 128 x 128 column sum on the 2-core machine); with the loops exchanged,
+  // a row of accumulators advances one input row at a time, contiguous, and vectorises. Every
+  // output still combines its inputs in the same order, so the bits are the same.
+  bool reduces_down_columns(const std::vector<int64_t>& par, int64_t lanes) const {
+    constexpr int64_t kMaxRow = 2048;  // accumulators on the stack: 16 KB of doubles at most
+    if (k_.reduce.empty() || lanes > 1 || par.empty() || par.back() < 2 || par.back() > kMaxRow)
+      return false;
+    const size_t inner = par.size() - 1, last = k_.domain.size() - 1;
+    bool pays = false;
+    for (const Expr& e : k_.exprs) {
+      if (e.kind != ExprKind::kLoad) continue;
+      const std::vector<int64_t>& st = e.load.strides;
+      if (st.size() != k_.domain.size() || (st[inner] != 0 && st[inner] != 1)) return false;
+      pays = pays || (st[inner] == 1 && st[last] != 1);
+    }
+    return pays;
+  }
+  void reduce_down_columns(const std::vector<int64_t>& par, const std::string& out_index) {
+    const std::string& t = d_.index_type;
+    const int64_t n = par.back();
+    const std::string iv = fmt::format("i{}", par.size() - 1);
+    auto over_row = [&] {
+      line(fmt::format("for ({0} {1} = lo; {1} < hi; ++{1}) {{", t, iv));
+      ++indent_;
+    };
+    open_point_rows(par);
+    for (size_t s = 0; s < k_.stores.size(); ++s)
+      line(fmt::format("{} acc{}[{}];", type(acc_dtype(s)), s, n));
+    over_row();
+    for (size_t s = 0; s < k_.stores.size(); ++s)
+      line(fmt::format("acc{}[{}] = {};", s, iv, reduce_init(acc_dtype(s))));
+    close_loops(1);
+    int loops = 0;
+    for (int32_t d = k_.num_parallel; d < static_cast<int32_t>(k_.domain.size()); ++d)
+      loops += open_loop(d);
+    over_row();
+    body();
+    for (size_t s = 0; s < k_.stores.size(); ++s) {
+      const std::string acc = fmt::format("acc{}[{}]", s, iv);
+      line(fmt::format("{} = {};", acc,
+                       binary(reduce_op(), acc_dtype(s), acc,
+                              convert(value(k_.stores[s].expr), root(s).dtype, acc_dtype(s)))));
+    }
+    close_loops(1 + loops);
+    over_row();
+    for (size_t s = 0; s < k_.stores.size(); ++s)
+      store(k_.stores[s], out_index,
+            convert(fmt::format("acc{}[{}]", s, iv), acc_dtype(s), root(s).dtype));
+    close_loops(2);  // the row loop too
   }
 
   // A SIMD group's lanes split the reduced dims, flattened row-major: lane l takes elements l,

@@ -86,8 +86,10 @@ std::vector<Case> fused_cases() {
   return {
       {"f32 chain with transcendental ops",
        "graph @t(%x: f32[3,5,7], %y: f32[3,5,7]) {\n"
-       "  %a = mul(%x, %y) : f32[3,5,7]\n  %b = exp(%a) : f32[3,5,7]\n  %c = tanh(%x) : f32[3,5,7]\n"
-       "  %d = erf(%y) : f32[3,5,7]\n  %e = div(%b, %c) : f32[3,5,7]\n  %f = max(%e, %d) : f32[3,5,7]\n"
+       "  %a = mul(%x, %y) : f32[3,5,7]\n  %b = exp(%a) : f32[3,5,7]\n  %c = tanh(%x) : "
+       "f32[3,5,7]\n"
+       "  %d = erf(%y) : f32[3,5,7]\n  %e = div(%b, %c) : f32[3,5,7]\n  %f = max(%e, %d) : "
+       "f32[3,5,7]\n"
        "  %g = rsqrt(%f) : f32[3,5,7]\n  %h = logistic(%g) : f32[3,5,7]\n  return %h\n}\n",
        {{"x", x32}, {"y", y32}}},
       {"f32 transpose and broadcast",
@@ -101,7 +103,8 @@ std::vector<Case> fused_cases() {
        "  %c = exp(%b) : f16[4,9]\n  %d = sqrt(%c) : f16[4,9]\n  return %d\n}\n",
        {{"x", x16}}},
       {"bf16 with convert",
-       "graph @t(%x: bf16[4,9]) {\n  %a = sin(%x) : bf16[4,9]\n  %b = convert(%a) {dtype = f32} : f32[4,9]\n"
+       "graph @t(%x: bf16[4,9]) {\n  %a = sin(%x) : bf16[4,9]\n  %b = convert(%a) {dtype = f32} : "
+       "f32[4,9]\n"
        "  %c = cos(%b) : f32[4,9]\n  %d = convert(%c) {dtype = bf16} : bf16[4,9]\n  return %d\n}\n",
        {{"x", xb}}},
       {"f64 pow and rem",
@@ -110,7 +113,8 @@ std::vector<Case> fused_cases() {
        {{"x", x64}}},
       {"i32 wraps and divides safely",
        "graph @t(%x: i32[2,17], %y: i32[2,17]) {\n  %a = mul(%x, %x) : i32[2,17]\n"
-       "  %b = div(%a, %y) : i32[2,17]\n  %c = rem(%x, %y) : i32[2,17]\n  %d = sub(%b, %c) : i32[2,17]\n"
+       "  %b = div(%a, %y) : i32[2,17]\n  %c = rem(%x, %y) : i32[2,17]\n  %d = sub(%b, %c) : "
+       "i32[2,17]\n"
        "  %e = abs(%d) : i32[2,17]\n  return %e\n}\n",
        {{"x", i32}, {"y", j32}}},
       {"compare, select and saturating convert",
@@ -126,9 +130,16 @@ std::vector<Case> fused_cases() {
        {{"a", x32}, {"p", Tensor::from<float>(DType::kF32, {}, {-7.5f})}}},
       {"reduce max and min keep NaN and -0",
        "graph @t(%x: f32[3,5,7]) {\n  %l = log(%x) : f32[3,5,7]\n"
-       "  %a = reduce_max(%l) {axes = [2]} : f32[3,5]\n  %b = reduce_min(%x) {axes = [0, 1]} : f32[7]\n"
+       "  %a = reduce_max(%l) {axes = [2]} : f32[3,5]\n  %b = reduce_min(%x) {axes = [0, 1]} : "
+       "f32[7]\n"
        "  return %a, %b\n}\n",
        {{"x", x32}}},
+      {"reductions down long columns (loops exchanged), over threads, NaN kept",
+       "graph @t(%x: f32[3,300,257]) {\n  %l = log(%x) : f32[3,300,257]\n"
+       "  %s = reduce_sum(%x) {axes = [1]} : f32[3,257]\n  %m = reduce_max(%l) {axes = [1]} : "
+       "f32[3,257]\n"
+       "  %p = reduce_min(%x) {axes = [0, 1]} : f32[257]\n  return %s, %m, %p\n}\n",
+       {{"x", ramp(DType::kF32, {3, 300, 257}, 0.37, -4.0)}}},
       {"integer reductions",
        "graph @t(%x: i32[2,17]) {\n  %a = reduce_sum(%x) {axes = [1]} : i32[2]\n"
        "  %b = reduce_prod(%x) {axes = [0]} : i32[17]\n  return %a, %b\n}\n",
