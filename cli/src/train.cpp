@@ -32,10 +32,16 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
             "its params' .safetensors, ONNX, ...) whose graph's first output is the loss, or with "
             "--task a Hugging Face model folder",
             Presence::kRequired);
-  add_value(app, "--task", "TASK", o.task,
-            "causal-lm: --model is a Hugging Face decoder folder whose own weights are trained on "
-            "next-token prediction (the mean cross-entropy of each position's logits against the "
-            "token after it); --data holds input_ids (i64 [N, S]); --save writes a model folder");
+  add_value(
+      app, "--task", "TASK", o.task,
+      "causal-lm: --model is a Hugging Face decoder folder whose own weights are trained on "
+      "next-token prediction (the mean cross-entropy of each position's logits against the "
+      "token after it); --data holds input_ids (i64 [N, S]). sequence-classification: "
+      "--model is an encoder folder (BERT layout) trained with BertForSequenceClassification's "
+      "head (pooler, then a Linear to the labels; kept from the folder when it has one, else "
+      "added) on the cross-entropy of each sequence's class; --data holds input_ids, labels "
+      "(i64 [N], 0 to C - 1) and optionally attention_mask and token_type_ids. --save writes "
+      "a model folder");
   add_value(app, "--data", "DIR|synthetic:N|FILE", o.data,
             "for mlp: a folder of MNIST IDX files (gzip or plain), or synthetic:N images from a "
             "fixed seed; for a model file: a .safetensors or .npz file with one tensor per graph "
@@ -182,7 +188,11 @@ Command train_command() {
        "       [--target T] [--save OUT.safetensors] [--resume RUN.safetensors] [--plot LOSS.png]\n"
        "       [--json]\n"
        "       rlx train --model MODEL_FILE --data DATA.safetensors|DATA.npz [options as above]\n"
-       "       rlx train --model HF_FOLDER --task causal-lm --data TOKENS.safetensors|.npz [--save DIR] [...]",
+       "       rlx train --model HF_FOLDER --task causal-lm --data TOKENS.safetensors|.npz [--save "
+       "DIR] [...]\n"
+       "       rlx train --model HF_ENCODER --task sequence-classification --data "
+       "LABELLED.safetensors|.npz\n"
+       "       [--save DIR] [...]",
        "Trains an MLP classifier (ReLU between Linear layers, softmax cross-entropy) on MNIST's "
        "IDX\n"
        "files in DIR (train-images-idx3-ubyte and train-labels-idx1-ubyte, gzip or plain; with\n"

@@ -1,7 +1,8 @@
-// `rlx train --model HF_FOLDER --task causal-lm --data TOKENS`: a decoder's own weights trained on
-// next-token prediction. The loss is built onto the model's forward graph (logits of every
-// position but the last against the token after it), and --save writes a model folder that every
-// rlx command loads like the original.
+// `rlx train --model HF_FOLDER --task causal-lm|sequence-classification --data FILE`: a decoder's
+// own weights trained on next-token prediction (the logits of every position but the last
+// against the token after it), or an encoder with a classification head trained on labelled
+// sequences (train_classify.h). The loss is built onto the model's forward graph, and --save
+// writes a model folder that every rlx command loads like the original.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "errors.h"
 #include "model.h"
+#include "ranks.h"
 #include "rlx/core/builder.h"
 #include "rlx/core/error.h"
 #include "rlx/core/fused_weights.h"
@@ -23,8 +25,8 @@
 #include "rlx/core/plot.h"
 #include "rlx/core/png.h"
 #include "rlx/core/safetensors.h"
-#include "ranks.h"
 #include "stderr_status.h"
+#include "train_classify.h"
 #include "train_options.h"
 
 namespace rlx::cli {
@@ -33,7 +35,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kTasks = "causal-lm";
+constexpr const char* kTasks = "causal-lm, sequence-classification";
 
 // The forward graph `main` (input_ids [B, S] -> logits [B, S, V]) at batch x seq, ending in the
 // mean cross-entropy of logits[:, :-1] against input_ids[:, 1:].
@@ -90,8 +92,10 @@ std::set<std::string> weight_files(const fs::path& folder) {
 }
 
 // The model folder with its weights replaced by `params`: every other file copied, the weights in
-// one model.safetensors under the model's own names.
-void save_model_folder(const fs::path& from, const fs::path& to, const NamedTensors& params) {
+// one model.safetensors under the model's own names. `added` names params the task put beside
+// the model's own (a classification head), written as they are.
+void save_model_folder(const fs::path& from, const fs::path& to, const NamedTensors& params,
+                       const TensorMap& added = {}) {
   std::error_code ec;
   fs::create_directories(to, ec);
   if (ec)
@@ -114,6 +118,10 @@ void save_model_folder(const fs::path& from, const fs::path& to, const NamedTens
   }
   TensorMap out;
   for (const auto& [name, t] : params) {
+    if (added.count(name)) {
+      out.emplace(name, t);
+      continue;
+    }
     auto refuse = [&] {
       throw_user_error(
           fmt::format("--save {}: parameter '{}' ({}{}) is not a tensor of {} with that dtype and "
@@ -153,9 +161,10 @@ void save_model_folder(const fs::path& from, const fs::path& to, const NamedTens
 }  // namespace
 
 int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
-  if (*o.task != "causal-lm")
+  if (*o.task != "causal-lm" && *o.task != "sequence-classification")
     throw CliError(fmt::format("--task {}: unknown task", *o.task),
                    fmt::format("tasks: {}", kTasks));
+  const bool classify = *o.task == "sequence-classification";
   // Its --save writes a model folder, not the training state --resume continues from.
   if (o.resume)
     throw UsageError(
@@ -176,8 +185,10 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
   const std::optional<fs::path> plot_path = writable_path(o.plot, "--plot");
   std::error_code ec;
   if (!fs::is_directory(o.model, ec))
-    throw CliError(fmt::format("--task causal-lm: {} is not a folder", o.model),
-                   "give a Hugging Face decoder folder (config.json and safetensors weights)");
+    throw CliError(
+        fmt::format("--task {}: {} is not a folder", *o.task, o.model),
+        fmt::format("give a Hugging Face {} folder (config.json and safetensors weights)",
+                    classify ? "encoder" : "decoder"));
   const std::optional<fs::path> save_path =
       o.save ? std::optional<fs::path>(*o.save) : std::nullopt;
   if (save_path && fs::exists(*save_path, ec) && fs::equivalent(*save_path, o.model, ec))
@@ -185,38 +196,46 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
                    "save the trained model into a new folder");
   const registry::Registry& reg = plugin_registry(global, /*build_legality=*/false);
   Model model = load_model(reg, o.model);
-  const TensorMap data = read_training_data(o.data);
+  TensorMap data = read_training_data(o.data);
+  std::optional<ClassifierHead> head;
+  if (classify) head = classifier_head(model, o.model, data, o.data, static_cast<uint64_t>(o.seed));
   auto it = data.find("input_ids");
   if (it == data.end() || it->second.dtype() != DType::kI64 || it->second.shape().size() != 2)
     throw CliError(fmt::format("--data {}: no input_ids i64 [N, S] tensor", o.data),
                    "give the token ids of N sequences of S tokens as input_ids (i64) in a "
                    ".safetensors or .npz file");
   const int64_t seq = it->second.shape()[1];
-  if (seq < 2)
+  if (seq < 2 && !classify)
     throw_user_error(fmt::format(
         "--data {}: sequences of {} token(s) have no next token to predict", o.data, seq));
+  auto task_graph = [&](int64_t batch) {
+    return classify ? classification_graph(model.graph("main"), *head, batch, seq, o.model)
+                    : causal_lm_graph(model.graph("main"), batch, seq, o.model);
+  };
   // Under --pp the stages are compiled for one micro-batch.
-  const Graph g =
-      causal_lm_graph(model.graph("main"), pp ? share / pp->micro_batches : share, seq, o.model);
-  // A token id outside the vocabulary would be a wrong loss, not an error, inside the graph.
+  const Graph g = task_graph(pp ? share / pp->micro_batches : share);
+  // A token id outside the vocabulary would be a wrong loss, not an error, inside the graph
+  // (classifier_head checked the encoder's).
   const Graph& main = model.graph("main");
-  const int64_t vocab = main.type(main.outputs[0]).shape[2].value;
   const Tensor& ids = it->second;
-  for (int64_t i = 0; i < ids.numel(); ++i)
-    if (ids.as<int64_t>()[i] < 0 || ids.as<int64_t>()[i] >= vocab)
-      throw_user_error(fmt::format(
-          "--data {}: input_ids[{}, {}] = {} is not a token id of {} (vocabulary of {})", o.data,
-          i / seq, i % seq, ids.as<int64_t>()[i], o.model, vocab));
+  if (!classify) {
+    const int64_t vocab = main.type(main.outputs[0]).shape[2].value;
+    for (int64_t i = 0; i < ids.numel(); ++i)
+      if (ids.as<int64_t>()[i] < 0 || ids.as<int64_t>()[i] >= vocab)
+        throw_user_error(fmt::format(
+            "--data {}: input_ids[{}, {}] = {} is not a token id of {} (vocabulary of {})", o.data,
+            i / seq, i % seq, ids.as<int64_t>()[i], o.model, vocab));
+  }
   std::shared_ptr<Target> target = choose_target(reg, o.target);
   require_can_execute(*target, target->name(), o.model);
   std::vector<NamedTensors> batches;
   std::shared_ptr<Channel> channel;
   if (dp.world > 1) {
-    const Graph whole = causal_lm_graph(model.graph("main"), o.batch, seq, o.model);
+    const Graph whole = task_graph(o.batch);
     batches = rank_rows(cut_batches(whole, data, o.batch, o.model, o.data, nullptr), share,
                         dp.rank, target);
   } else {
-    const Graph whole = causal_lm_graph(model.graph("main"), o.batch, seq, o.model);
+    const Graph whole = task_graph(o.batch);
     batches = cut_batches(whole, data, o.batch, o.model, o.data, target);
   }
   if (job.world > 1) channel = join_ranks(*target, o.ranks);
@@ -224,11 +243,16 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
   EpochLog log = run_epochs(trainer, batches, o.epochs, o.batch, "sequences");
   trainer.gather_stages();  // pipeline stages: every parameter to rank 0
   // Rank 0 holds every parameter: it writes the files.
-  if (save_path && job.rank == 0) save_model_folder(o.model, *save_path, trainer.parameters());
+  if (save_path && job.rank == 0) {
+    save_model_folder(o.model, *save_path, trainer.parameters(),
+                      head && !head->in_graph ? head->init : TensorMap{});
+    if (classify) write_classifier_config(o.model, *save_path, head->labels);
+  }
   if (plot_path && job.rank == 0) write_png(*plot_path, loss_plot(log.step_losses));
   const int64_t arena = trainer.arena_bytes(batches[0]);
   if (o.json) {
     json::Object doc{{"task", jstring(*o.task)},
+                     {"labels", classify ? jint(head->labels) : jnull()},
                      {"sequences_per_s", jnumber(std::round(log.last_rate))},
                      {"first_loss", jnumber(log.step_losses.front())},
                      {"last_loss", jnumber(log.step_losses.back())},
@@ -240,15 +264,21 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
     return 0;
   }
   std::string text = fmt::format(
-      "trained {} ({} tensors) on next-token prediction for {} steps on {} ({}), {} sequences/s\n"
+      "trained {} ({} tensors) on {} for {} steps on {} ({}), {} sequences/s\n"
       "  loss {:.6g} at the first step, {:.6g} at the last\n",
-      o.model, g.params.size(), trainer.steps(), target->name(), optimizer_text(optimizer),
-      std::lround(log.last_rate), log.step_losses.front(), log.step_losses.back());
+      o.model, g.params.size(),
+      classify ? fmt::format("sequence classification ({} labels)", head->labels)
+               : std::string("next-token prediction"),
+      trainer.steps(), target->name(), optimizer_text(optimizer), std::lround(log.last_rate),
+      log.step_losses.front(), log.step_losses.back());
   for (size_t e = 0; e < log.losses.size(); ++e)
     text += fmt::format("  epoch {}: loss {:.6g}\n", e + 1, log.losses[e].as_number()->value);
   text += train_text_tail(trainer, arena, save_path, plot_path);
   if (save_path)
-    text += fmt::format("  `rlx generate {}` runs the trained model\n", save_path->string());
+    text += classify
+                ? fmt::format("  `rlx run {} --inputs IN.safetensors` gives its logits\n",
+                              save_path->string())
+                : fmt::format("  `rlx generate {}` runs the trained model\n", save_path->string());
   std::fputs(text.c_str(), stdout);
   return 0;
 }

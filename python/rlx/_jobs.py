@@ -107,7 +107,10 @@ def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike =
     ``task="causal-lm"``, ``model`` is a Hugging Face decoder folder trained on next-token
     prediction of ``data``'s ``input_ids`` (int64 [N, S]); ``save`` is then a folder that
     ``rlx.load`` and ``rlx.generate`` take like the original, and the record has ``first_loss``
-    and ``last_loss``. ``nproc`` trains the built-in MLP or a model file data-parallel on that
+    and ``last_loss``. With ``task="sequence-classification"``, ``model`` is an encoder folder
+    (BERT layout) trained with BertForSequenceClassification's head on ``data``'s ``input_ids``
+    and ``labels`` (int64 [N]); ``save`` is then a folder whose loaded model has a ``logits``
+    output, and the record has ``labels`` (the number of classes). ``nproc`` trains the built-in MLP or a model file data-parallel on that
     many ranks (each an equal share of every batch, gradients averaged), with the single
     process's loss curve; a model file's loss must be a mean over the samples (checked).
     ``pp`` cuts the model into that many pipeline stages, one a rank, and each batch into

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <random>
 
 #include "cli_fixture.h"
+#include "rlx/core/half.h"
 #include "rlx/core/png.h"
 #include "rlx/core/safetensors.h"
 
@@ -14,6 +17,10 @@ namespace {
 
 class TrainCliTest : public CliTest {
  protected:
+  static std::string read_text(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
   // `rlx train ARGS --json`'s epoch losses (empty, after a failure, when it does not succeed).
   std::vector<double> epoch_losses(std::vector<std::string> args) {
     args.push_back("--json");
@@ -347,6 +354,113 @@ TEST_F(TrainCliTest, CausalLmFineTuningLearnsASequenceAndTheFolderReloads) {
            "--data", data.string(), "--batch", "4"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("has no graph from input_ids to logits"));
+}
+
+// --task sequence-classification on the 2-layer MiniLM fixture (widened to f32: it is stored in
+// f16). Each sequence's class is which of two tokens stands second; the head (pooler and
+// classifier, as BertForSequenceClassification has them) is added, trained with the encoder, and
+// saved; the folder then loads with a `logits` output that a hand computation from its
+// last_hidden_state and saved head reproduces, classifies every sequence, and trains on.
+TEST_F(TrainCliTest, SequenceClassificationLearnsTheClassAndTheFolderReloadsWithLogits) {
+  const fs::path fixture = fs::path(RLX_FIXTURES_DIR) / "minilm-l2-f16",
+                 model = dir_ / "minilm-f32";
+  fs::create_directories(model);
+  fs::copy_file(fixture / "config.json", model / "config.json");
+  TensorMap wide;
+  for (auto& [name, t] : read_safetensors(fixture / "model.safetensors")) {
+    if (t.dtype() != DType::kF16) {
+      wide.emplace(name, t);
+      continue;
+    }
+    Tensor f(DType::kF32, t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) f.as<float>()[i] = f16_to_f32(t.as<uint16_t>()[i]);
+    wide.emplace(name, std::move(f));
+  }
+  write_safetensors(model / "model.safetensors", wide, {});
+  const int64_t rows = 32, seq = 8;
+  Tensor ids(DType::kI64, {rows, seq}), labels(DType::kI64, {rows});
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int64_t> word(10, 899);
+  for (int64_t r = 0; r < rows; ++r) {
+    labels.as<int64_t>()[r] = r % 2;
+    for (int64_t t = 0; t < seq; ++t) ids.as<int64_t>()[r * seq + t] = word(rng);
+    ids.as<int64_t>()[r * seq] = 2, ids.as<int64_t>()[r * seq + seq - 1] = 3;
+    ids.as<int64_t>()[r * seq + 1] = r % 2 ? 900 : 901;
+  }
+  const fs::path data = dir_ / "labelled.safetensors", out = dir_ / "classifier";
+  write_safetensors(data, {{"input_ids", ids}, {"labels", labels}}, {});
+  ProcessResult r = rlx({"train", "--model", model.string(), "--task", "sequence-classification",
+                         "--data", data.string(), "--batch", "8", "--epochs", "6", "--optimizer",
+                         "adamw:lr=0.0001", "--save", out.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  json::Value doc = parse_json(r);
+  EXPECT_EQ(doc.find("labels")->as_number()->value, 2);
+  // The new classifier starts near zero: the first loss is about log 2.
+  EXPECT_NEAR(doc.find("first_loss")->as_number()->value, std::log(2.0), 0.1) << r.out;
+  const json::Array& losses = *doc.find("epoch_losses")->as_array();
+  EXPECT_LT(losses.back().as_number()->value, 0.1 * losses.front().as_number()->value) << r.out;
+  const json::Value config = json::parse(read_text(out / "config.json"));
+  EXPECT_EQ(*(*config.find("architectures")->as_array())[0].as_string(),
+            "BertForSequenceClassification");
+  EXPECT_EQ(config.find("id2label")->as_object()->size(), 2u);
+
+  Tensor ones(DType::kI64, {rows, seq}), zeros(DType::kI64, {rows, seq});
+  std::fill(ones.as<int64_t>(), ones.as<int64_t>() + ones.numel(), 1);
+  std::fill(zeros.as<int64_t>(), zeros.as<int64_t>() + zeros.numel(), 0);
+  const fs::path in = dir_ / "in.safetensors", outputs = dir_ / "outputs.safetensors";
+  write_safetensors(in, {{"input_ids", ids}, {"attention_mask", ones}, {"token_type_ids", zeros}},
+                    {});
+  r = rlx({"run", out.string(), "--inputs", in.string(), "-o", outputs.string()});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  TensorMap got = read_safetensors(outputs), head = read_safetensors(out / "model.safetensors");
+  const Tensor &logits = got.at("logits"), &hidden = got.at("last_hidden_state");
+  ASSERT_EQ(logits.shape(), (std::vector<int64_t>{rows, 2}));
+  const int64_t H = hidden.shape()[2];
+  const float *pw = head.at("pooler.dense.weight").as<float>(),
+              *pb = head.at("pooler.dense.bias").as<float>(),
+              *cw = head.at("classifier.weight").as<float>(),
+              *cb = head.at("classifier.bias").as<float>();
+  int right = 0;
+  for (int64_t b = 0; b < rows; ++b) {
+    const float* h0 = hidden.as<float>() + b * seq * H;  // the first token's state
+    std::vector<double> pooled(H);
+    for (int64_t i = 0; i < H; ++i) {
+      double z = pb[i];
+      for (int64_t j = 0; j < H; ++j) z += static_cast<double>(pw[i * H + j]) * h0[j];
+      pooled[i] = std::tanh(z);
+    }
+    for (int64_t c = 0; c < 2; ++c) {
+      double z = cb[c];
+      for (int64_t i = 0; i < H; ++i) z += static_cast<double>(cw[c * H + i]) * pooled[i];
+      EXPECT_NEAR(logits.as<float>()[b * 2 + c], z, 1e-4) << b << "," << c;
+    }
+    const int64_t predicted = logits.as<float>()[b * 2 + 1] > logits.as<float>()[b * 2] ? 1 : 0;
+    right += predicted == labels.as<int64_t>()[b];
+  }
+  EXPECT_EQ(right, rows);
+
+  // The saved folder trains on with its own head (its logits output), from where it stopped.
+  r = rlx({"train", "--model", out.string(), "--task", "sequence-classification", "--data",
+           data.string(), "--batch", "8", "--optimizer", "adamw:lr=0.0001", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << dump(r);
+  EXPECT_LT(parse_json(r).find("first_loss")->as_number()->value, 0.1) << r.out;
+
+  // A label beyond the folder's classes, data without labels, and a decoder are refused by name.
+  labels.as<int64_t>()[3] = 5;
+  write_safetensors(data, {{"input_ids", ids}, {"labels", labels}}, {});
+  r = rlx({"train", "--model", out.string(), "--task", "sequence-classification", "--data",
+           data.string(), "--batch", "8"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("labels[3] = 5 is not a class"));
+  write_safetensors(data, {{"input_ids", ids}}, {});
+  r = rlx({"train", "--model", model.string(), "--task", "sequence-classification", "--data",
+           data.string(), "--batch", "8"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("no labels i64 [32] tensor"));
+  r = rlx({"train", "--model", (fs::path(RLX_FIXTURES_DIR) / "qwen3-tiny").string(), "--task",
+           "sequence-classification", "--data", data.string(), "--batch", "8"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("has no graph from input_ids to last_hidden_state"));
 }
 
 TEST_F(TrainCliTest, ErrorsSayWhatIsWrong) {

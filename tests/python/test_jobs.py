@@ -4,6 +4,7 @@
 import json
 import math
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -112,6 +113,29 @@ def test_causal_lm_fine_tuning_saves_a_folder_that_generates(rlx, tmp_path):
     assert record["last_loss"] < 0.01 * record["first_loss"]
     generated = list(rlx.generate(str(out), sequence[:4], max_new_tokens=12, ignore_eos=True, tokens=True))
     assert generated == sequence[4:]
+
+
+def test_sequence_classification_learns_and_the_folder_gives_logits(rlx, tmp_path):
+    # The 2-layer MiniLM fixture widened to f32; a sequence's class is which token stands second.
+    model = tmp_path / "minilm-f32"
+    model.mkdir()
+    shutil.copy(f"{MINILM}/config.json", model / "config.json")
+    weights = read_safetensors(f"{MINILM}/model.safetensors")
+    write_safetensors(model / "model.safetensors",
+                      {k: v.astype(np.float32) if v.dtype == np.float16 else v for k, v in weights.items()})
+    rng = np.random.default_rng(3)
+    ids = rng.integers(10, 900, size=(32, 8)).astype(np.int64)
+    labels = np.arange(32, dtype=np.int64) % 2
+    ids[:, 0], ids[:, -1], ids[:, 1] = 2, 3, np.where(labels == 1, 900, 901)
+    np.savez(tmp_path / "labelled.npz", input_ids=ids, labels=labels)
+    out = tmp_path / "classifier"
+    record = rlx.train(model=model, data=tmp_path / "labelled.npz", task="sequence-classification",
+                       batch=8, epochs=6, optimizer="adamw:lr=0.0001", save=out)
+    assert record["labels"] == 2
+    assert record["epoch_losses"][-1] < 0.1 * record["epoch_losses"][0], record
+    compiled = rlx.load(out).compile("cpu")
+    logits = compiled(input_ids=ids, attention_mask=np.ones_like(ids), token_type_ids=np.zeros_like(ids))["logits"]
+    assert (np.argmax(logits, axis=1) == labels).all()
 
 
 def test_a_job_error_raises_the_cli_message(rlx, tmp_path):

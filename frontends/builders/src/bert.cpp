@@ -8,6 +8,7 @@
 #include "layers.h"
 #include "params.h"
 #include "pipeline.h"
+#include "rlx/core/error.h"
 
 namespace rlx::frontends::detail {
 namespace {
@@ -113,6 +114,28 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
   ValueId pooled = l2_normalize(b, mean_pool(b, h, mask));
   output(b, h, "last_hidden_state");
   output(b, pooled, "sentence_embedding");
+  // BertForSequenceClassification (and `rlx train --task sequence-classification`'s folders): the
+  // first token's state through the pooler, tanh(W_p h_0 + b_p), then the classifier, as logits
+  // [B, labels]. Dropout is the identity at inference.
+  if (source.has("classifier.weight") && w.has(p + "pooler.dense.weight")) {
+    b.set_loc("classifier");
+    const Weight head = source.get("classifier.weight");
+    const int64_t labels = head.dense.defined() && head.dense.rank() == 2 ? head.dense.shape()[0]
+                           : head.shape.size() == 2                       ? head.shape[0]
+                                                                          : 0;
+    if (labels < 1)
+      throw_user_error(fmt::format(
+          "bert model ({}): classifier.weight is not a [labels, {}] matrix", c.source, H));
+    Tensor zero(DType::kI64, {});
+    zero.as<int64_t>()[0] = 0;
+    ValueId first = b.op("gather", {h, b.constant(zero)}, {{"axis", int64_t{1}}});  // [B, H]
+    ValueId pooler = b.unary("tanh", linear(b, first, w.matrix(p + "pooler.dense.weight", H, H),
+                                            w.f32(p + "pooler.dense.bias", {H})));
+    output(b,
+           linear(b, pooler, w.matrix("classifier.weight", labels, H),
+                  w.f32("classifier.bias", {labels})),
+           "logits");
+  }
   return g;
 }
 
