@@ -461,6 +461,18 @@ TEST_F(TrainCliTest, SequenceClassificationLearnsTheClassAndTheFolderReloadsWith
            "sequence-classification", "--data", data.string(), "--batch", "8"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.err, HasSubstr("has no graph from input_ids to last_hidden_state"));
+  // The fixture as stored (f16): refused with the reason, not trained into NaN.
+  write_safetensors(
+      data,
+      {{"input_ids", ids},
+       {"labels", Tensor::from<int64_t>(DType::kI64, {rows}, std::vector<int64_t>(rows, 1))}},
+      {});
+  r = rlx({"train", "--model", fixture.string(), "--task", "sequence-classification", "--data",
+           data.string(), "--batch", "8"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(
+      r.err,
+      HasSubstr("word_embeddings.weight is f16[1000,384]; the optimizers update f32 and f64"));
 }
 
 TEST_F(TrainCliTest, ErrorsSayWhatIsWrong) {

@@ -42,6 +42,17 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
           "training: parameter %{} is {}; the optimizers update real parameters only: keep its "
           "real and imaginary parts as two f32 parameters and join them with Complex(re, im)",
           model.values[p].name, model.type(p).str()));
+  // The update runs in the parameter's dtype: in 16 bits Adam's eps (1e-8) is 0 and a squared
+  // small gradient is 0 too, so the step divides 0 by 0 and the run "diverges" for no reason the
+  // user could see. Until optimizers keep f32 copies, such a parameter is refused up front.
+  for (ValueId p : model.params)
+    if (model.type(p).dtype == DType::kF16 || model.type(p).dtype == DType::kBF16)
+      throw_user_error(fmt::format(
+          "training: parameter %{} is {}; the optimizers update f32 and f64 parameters only (in 16 "
+          "bits Adam's eps and small squared gradients round to 0): widen the model's weights to "
+          "f32 first (a Hugging Face checkpoint: load it with torch_dtype=torch.float32 and "
+          "save_pretrained)",
+          model.values[p].name, model.type(p).str()));
   TrainingGraph t;
   // Parameters become inputs: they change every step, so they cannot be constants.
   Graph mir = params_as_inputs(decompose_to_mir(model));
