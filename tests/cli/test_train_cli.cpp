@@ -439,6 +439,36 @@ TEST_F(TrainCliTest, SequenceClassificationLearnsTheClassAndTheFolderReloadsWith
   }
   EXPECT_EQ(right, rows);
 
+  // Two data-parallel ranks, and two pipeline stages, follow one process over two epochs.
+  auto two_epochs = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {"train",
+                                     "--model",
+                                     model.string(),
+                                     "--task",
+                                     "sequence-classification",
+                                     "--data",
+                                     data.string(),
+                                     "--batch",
+                                     "8",
+                                     "--epochs",
+                                     "2",
+                                     "--optimizer",
+                                     "adamw:lr=0.0001",
+                                     "--collective-timeout",
+                                     "60"};
+    args.insert(args.end(), more.begin(), more.end());
+    return epoch_losses(args);
+  };
+  const std::vector<double> one = two_epochs({}), ranks = two_epochs({"--nproc", "2"}),
+                            stages = two_epochs({"--pp", "2"});
+  ASSERT_EQ(one.size(), 2u);
+  ASSERT_EQ(ranks.size(), 2u);
+  ASSERT_EQ(stages.size(), 2u);
+  for (size_t e = 0; e < 2; ++e) {
+    EXPECT_NEAR(ranks[e], one[e], 1e-5 * one[e]) << "epoch " << e + 1;
+    EXPECT_NEAR(stages[e], one[e], 1e-5 * one[e]) << "epoch " << e + 1;
+  }
+
   // The saved folder trains on with its own head (its logits output), from where it stopped.
   r = rlx({"train", "--model", out.string(), "--task", "sequence-classification", "--data",
            data.string(), "--batch", "8", "--optimizer", "adamw:lr=0.0001", "--json"});
