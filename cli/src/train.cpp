@@ -56,6 +56,11 @@ void declare_train_options(CLI::App& app, TrainOptions& o) {
   add_integer(app, "--epochs", "N", 1, o.epochs, "passes over the training images (default 1)");
   add_integer(app, "--seed", "N", 0, o.seed, "seed of the initial weights (default 0)");
   add_target_option(app, o.target, "train on");
+  add_value(
+      app, "--eval-data", "FILE", o.eval_data,
+      "with --task sequence-classification: labelled sequences (input_ids, labels, as --data) "
+      "the trained model classifies afterwards; reports their accuracy and mean loss "
+      "(eval_accuracy, eval_loss in --json)");
   add_value(app, "--save", "OUT.safetensors|DIR", o.save,
             "write the trained parameters, optimizer state and step count there (with --task: a "
             "model folder, the original's files with the trained weights)");
@@ -101,6 +106,12 @@ double accuracy(std::shared_ptr<Target> target, const std::vector<int64_t>& size
 int train_main(const TrainOptions& o, const GlobalOptions& global) {
   if (std::optional<int> code = launch_ranks(o.ranks)) return *code;
   const JobRank job = job_rank();
+  if (o.eval_data && !o.task)
+    throw UsageError(fmt::format("--eval-data {}: only --task sequence-classification evaluates "
+                                 "held-out data (an MLP reports accuracy on the t10k files beside "
+                                 "its training files)",
+                                 *o.eval_data),
+                     "leave --eval-data out");
   if (o.task) return train_task_main(o, global);
   if (!is_mlp_spec(o.model)) return train_file_main(o, global);
   StderrStatus status(global.quiet);

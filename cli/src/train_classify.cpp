@@ -16,6 +16,10 @@
 #include "rlx/core/json.h"
 #include "rlx/core/losses.h"
 #include "rlx/core/passes.h"
+#include "rlx/core/runtime.h"
+#include "rlx/core/trainer.h"
+#include "tensor_rows.h"
+#include "train_options.h"
 
 namespace rlx::cli {
 
@@ -76,10 +80,10 @@ std::string read_text(const fs::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-}  // namespace
-
-ClassifierHead classifier_head(const Model& model, const fs::path& folder, TensorMap& data,
-                               const std::string& data_path, uint64_t seed) {
+// Checks labelled sequences for the encoder (see classifier_head) and adds the default
+// attention_mask and token_type_ids.
+void check_labelled(const Model& model, const fs::path& folder, TensorMap& data,
+                    const std::string& data_path) {
   const Graph& main = model.graph("main");
   const std::optional<ValueId> hidden = main.find_value("last_hidden_state");
   if (!main.find_value("input_ids") || !hidden || main.type(*hidden).rank() != 3 ||
@@ -123,22 +127,36 @@ ClassifierHead classifier_head(const Model& model, const fs::path& folder, Tenso
             "--data {}: input_ids[{}, {}] = {} is not a token id of {} (vocabulary of {})",
             data_path, i / seq, i % seq, x[i], folder.string(), v));
   }
+}
 
+void check_labels(const Tensor& labels, int64_t classes, const fs::path& folder,
+                  const std::string& data_path) {
+  const int64_t* y = labels.as<int64_t>();
+  for (int64_t i = 0; i < labels.numel(); ++i)
+    if (y[i] < 0 || y[i] >= classes)
+      throw_user_error(
+          fmt::format("--data {}: labels[{}] = {} is not a class of {} ({} labels: 0 to {})",
+                      data_path, i, y[i], folder.string(), classes, classes - 1));
+}
+
+}  // namespace
+
+ClassifierHead classifier_head(const Model& model, const fs::path& folder, TensorMap& data,
+                               const std::string& data_path, uint64_t seed) {
+  check_labelled(model, folder, data, data_path);
+  const Graph& main = model.graph("main");
+  const Tensor& labels = data.at("labels");
+  const int64_t rows = labels.numel();
   ClassifierHead head;
-  const int64_t H = main.type(*hidden).shape[2].value;
+  const int64_t H = main.type(*main.find_value("last_hidden_state")).shape[2].value;
   if (const auto logits = main.find_value("logits")) {
     head.in_graph = true;
     head.labels = main.type(*logits).shape.at(1).value;
   } else {
-    const int64_t* y = labels->second.as<int64_t>();
+    const int64_t* y = labels.as<int64_t>();
     head.labels = std::max<int64_t>(2, *std::max_element(y, y + rows) + 1);
   }
-  const int64_t* y = labels->second.as<int64_t>();
-  for (int64_t i = 0; i < rows; ++i)
-    if (y[i] < 0 || y[i] >= head.labels)
-      throw_user_error(
-          fmt::format("--data {}: labels[{}] = {} is not a class of {} ({} labels: 0 to {})",
-                      data_path, i, y[i], folder.string(), head.labels, head.labels - 1));
+  check_labels(labels, head.labels, folder, data_path);
   if (head.in_graph) return head;
 
   // A BertModel checkpoint keeps its pre-trained pooler ("bert."-prefixed when it came from a
@@ -165,7 +183,7 @@ ClassifierHead classifier_head(const Model& model, const fs::path& folder, Tenso
 }
 
 Graph classification_graph(const Graph& main, const ClassifierHead& head, int64_t batch,
-                           int64_t seq, const std::string& model) {
+                           int64_t seq, const std::string& model, bool with_loss) {
   Bindings bind;
   const ValueId ids = *main.find_value("input_ids");
   const Shape& s = main.type(ids).shape;
@@ -200,11 +218,60 @@ Graph classification_graph(const Graph& main, const ClassifierHead& head, int64_
         b.op("Linear", {pooled, b.param("classifier.weight", head.init.at("classifier.weight")),
                         b.param("classifier.bias", head.init.at("classifier.bias"))});
   }
+  if (!with_loss) {
+    g.values[logits].name = "logits";
+    g.outputs = {logits};
+    return g;
+  }
   const ValueId labels = b.input("labels", {DType::kI64, Shape{batch}});
   const ValueId loss = softmax_cross_entropy(b, logits, labels);
   g.values[loss].name = "loss";
   g.outputs = {loss};
   return g;
+}
+
+Evaluation evaluate_classifier(std::shared_ptr<Target> target, const Model& model,
+                               const fs::path& folder, const ClassifierHead& head,
+                               const NamedTensors& params, const std::string& eval_path,
+                               int64_t batch) {
+  TensorMap data = read_training_data(eval_path);
+  check_labelled(model, folder, data, eval_path);
+  const Tensor &ids = data.at("input_ids"), &labels = data.at("labels");
+  check_labels(labels, head.labels, folder, eval_path);
+  const int64_t n = ids.shape()[0], seq = ids.shape()[1];
+  Session session(std::move(target));
+  std::map<int64_t, CompiledModel> compiled;  // by rows: the batch, and a last partial one
+  Evaluation ev;
+  ev.sequences = n;
+  int64_t right = 0;
+  for (int64_t at = 0; at < n; at += batch) {
+    const int64_t count = std::min(batch, n - at);
+    auto it = compiled.find(count);
+    if (it == compiled.end())
+      it = compiled
+               .emplace(count, session.compile(params_as_inputs(classification_graph(
+                                   model.graph("main"), head, count, seq, folder.string(), false))))
+               .first;
+    NamedTensors in = params;
+    for (const char* name : {"input_ids", "attention_mask", "token_type_ids"})
+      in[name] = rows(data.at(name), at, count);
+    const Tensor logits = it->second.run(in).at("logits");
+    const int64_t c = logits.shape()[1];
+    for (int64_t i = 0; i < count; ++i) {
+      const float* z = logits.as<float>() + i * c;
+      const int64_t want = labels.as<int64_t>()[at + i];
+      right += std::max_element(z, z + c) - z == want;
+      const double top = *std::max_element(z, z + c);
+      double sum = 0;
+      for (int64_t k = 0; k < c; ++k) sum += std::exp(static_cast<double>(z[k]) - top);
+      ev.loss += top + std::log(sum) - z[want];
+    }
+  }
+  if (n > 0) {
+    ev.accuracy = static_cast<double>(right) / static_cast<double>(n);
+    ev.loss /= static_cast<double>(n);
+  }
+  return ev;
 }
 
 void write_classifier_config(const fs::path& from, const fs::path& to, int64_t labels) {

@@ -6,11 +6,14 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "rlx/core/graph.h"
 #include "rlx/core/model.h"
+#include "rlx/core/runtime.h"
 #include "rlx/core/safetensors.h"
+#include "rlx/core/target.h"
 
 namespace rlx::cli {
 
@@ -31,9 +34,21 @@ ClassifierHead classifier_head(const Model& model, const std::filesystem::path& 
                                TensorMap& data, const std::string& data_path, uint64_t seed);
 
 // main (input_ids, attention_mask, token_type_ids -> last_hidden_state [B, S, H], ...) at
-// batch x seq with the head and the mean cross-entropy against `labels` [batch] as its one output.
+// batch x seq with the head and the mean cross-entropy against `labels` [batch] as its one output,
+// or with `logits` [batch, labels] as its one output and no labels input when !with_loss.
 Graph classification_graph(const Graph& main, const ClassifierHead& head, int64_t batch,
-                           int64_t seq, const std::string& model);
+                           int64_t seq, const std::string& model, bool with_loss = true);
+
+// Held-out labelled sequences (checked and completed as classifier_head does, with labels below
+// head.labels) classified with `params` (the trained ones, by name) in batches of `batch`.
+struct Evaluation {
+  double accuracy = 0, loss = 0;  // loss: the mean cross-entropy, in double from the logits
+  int64_t sequences = 0;
+};
+Evaluation evaluate_classifier(std::shared_ptr<Target> target, const Model& model,
+                               const std::filesystem::path& folder, const ClassifierHead& head,
+                               const NamedTensors& params, const std::string& eval_path,
+                               int64_t batch);
 
 // The saved folder's config.json: the original's, naming BertForSequenceClassification and
 // `labels` labels (id2label / label2id LABEL_0, ...), as transformers writes one.

@@ -22,6 +22,7 @@ struct TrainOptions {
   std::string model, data, optimizer = "sgd:lr=0.02,momentum=0.9", target = "cpu";
   int64_t batch = 128, epochs = 1, seed = 0;
   std::optional<std::string> save, plot, task;
+  std::optional<std::string> eval_data;  // --task sequence-classification: held-out sequences
   std::optional<std::string> resume;  // a --save'd training state to continue from
   bool json = false;
   RankOptions ranks;  // --nproc: data-parallel ranks; --pp: pipeline stages

@@ -165,6 +165,10 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
     throw CliError(fmt::format("--task {}: unknown task", *o.task),
                    fmt::format("tasks: {}", kTasks));
   const bool classify = *o.task == "sequence-classification";
+  if (o.eval_data && !classify)
+    throw UsageError(
+        fmt::format("--eval-data {}: only --task sequence-classification evaluates", *o.eval_data),
+        "leave --eval-data out");
   // Its --save writes a model folder, not the training state --resume continues from.
   if (o.resume)
     throw UsageError(
@@ -249,10 +253,16 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
     if (classify) write_classifier_config(o.model, *save_path, head->labels);
   }
   if (plot_path && job.rank == 0) write_png(*plot_path, loss_plot(log.step_losses));
+  std::optional<Evaluation> eval;
+  if (o.eval_data && job.rank == 0)
+    eval = evaluate_classifier(target, model, o.model, *head, trainer.parameters(), *o.eval_data,
+                               o.batch);
   const int64_t arena = trainer.arena_bytes(batches[0]);
   if (o.json) {
     json::Object doc{{"task", jstring(*o.task)},
                      {"labels", classify ? jint(head->labels) : jnull()},
+                     {"eval_accuracy", eval ? jnumber(eval->accuracy) : jnull()},
+                     {"eval_loss", eval ? jnumber(eval->loss) : jnull()},
                      {"sequences_per_s", jnumber(std::round(log.last_rate))},
                      {"first_loss", jnumber(log.step_losses.front())},
                      {"last_loss", jnumber(log.step_losses.back())},
@@ -273,6 +283,9 @@ int train_task_main(const TrainOptions& o, const GlobalOptions& global) {
       log.step_losses.front(), log.step_losses.back());
   for (size_t e = 0; e < log.losses.size(); ++e)
     text += fmt::format("  epoch {}: loss {:.6g}\n", e + 1, log.losses[e].as_number()->value);
+  if (eval)
+    text += fmt::format("  {} held-out sequences: accuracy {:.4f}, loss {:.6g}\n", eval->sequences,
+                        eval->accuracy, eval->loss);
   text += train_text_tail(trainer, arena, save_path, plot_path);
   if (save_path)
     text += classify

@@ -96,7 +96,8 @@ def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike =
           target: str | None = None, save: str | os.PathLike | None = None,
           seed: int | None = None, task: str | None = None, nproc: int | None = None,
           pp: int | None = None, micro_batches: int | None = None,
-          resume: str | os.PathLike | None = None) -> dict:
+          resume: str | os.PathLike | None = None,
+          eval_data: str | os.PathLike | None = None) -> dict:
     """Trains as ``rlx train`` does (one compiled step per batch: forward, loss, backward, update)
     and returns its ``--json`` record: images per second, each epoch's loss and the accuracy.
     ``data`` is a folder of MNIST IDX files or ``synthetic:N``; ``optimizer`` is the CLI's form,
@@ -110,7 +111,8 @@ def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike =
     and ``last_loss``. With ``task="sequence-classification"``, ``model`` is an encoder folder
     (BERT layout) trained with BertForSequenceClassification's head on ``data``'s ``input_ids``
     and ``labels`` (int64 [N]); ``save`` is then a folder whose loaded model has a ``logits``
-    output, and the record has ``labels`` (the number of classes). ``nproc`` trains the built-in MLP or a model file data-parallel on that
+    output, and the record has ``labels`` (the number of classes); ``eval_data`` (labelled
+    sequences as ``data``) adds ``eval_accuracy`` and ``eval_loss``. ``nproc`` trains the built-in MLP or a model file data-parallel on that
     many ranks (each an equal share of every batch, gradients averaged), with the single
     process's loss curve; a model file's loss must be a mean over the samples (checked).
     ``pp`` cuts the model into that many pipeline stages, one a rank, and each batch into
@@ -124,6 +126,7 @@ def train(model: str | os.PathLike = "mlp:784,128,10", data: str | os.PathLike =
     args += _flag("pp", pp) + _flag("micro-batches", micro_batches)
     args += _flag("save", os.fspath(save) if save is not None else None)
     args += _flag("resume", os.fspath(resume) if resume is not None else None)
+    args += _flag("eval-data", os.fspath(eval_data) if eval_data is not None else None)
     return run_job(args)
 
 

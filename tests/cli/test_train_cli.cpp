@@ -389,9 +389,10 @@ TEST_F(TrainCliTest, SequenceClassificationLearnsTheClassAndTheFolderReloadsWith
   }
   const fs::path data = dir_ / "labelled.safetensors", out = dir_ / "classifier";
   write_safetensors(data, {{"input_ids", ids}, {"labels", labels}}, {});
-  ProcessResult r = rlx({"train", "--model", model.string(), "--task", "sequence-classification",
-                         "--data", data.string(), "--batch", "8", "--epochs", "6", "--optimizer",
-                         "adamw:lr=0.0001", "--save", out.string(), "--json"});
+  ProcessResult r =
+      rlx({"train", "--model", model.string(), "--task", "sequence-classification", "--data",
+           data.string(), "--batch", "8", "--epochs", "6", "--optimizer", "adamw:lr=0.0001",
+           "--save", out.string(), "--eval-data", data.string(), "--json"});
   ASSERT_EQ(r.exit_code, 0) << dump(r);
   json::Value doc = parse_json(r);
   EXPECT_EQ(doc.find("labels")->as_number()->value, 2);
@@ -421,6 +422,7 @@ TEST_F(TrainCliTest, SequenceClassificationLearnsTheClassAndTheFolderReloadsWith
               *cw = head.at("classifier.weight").as<float>(),
               *cb = head.at("classifier.bias").as<float>();
   int right = 0;
+  double cross_entropy = 0;
   for (int64_t b = 0; b < rows; ++b) {
     const float* h0 = hidden.as<float>() + b * seq * H;  // the first token's state
     std::vector<double> pooled(H);
@@ -434,10 +436,17 @@ TEST_F(TrainCliTest, SequenceClassificationLearnsTheClassAndTheFolderReloadsWith
       for (int64_t i = 0; i < H; ++i) z += static_cast<double>(cw[c * H + i]) * pooled[i];
       EXPECT_NEAR(logits.as<float>()[b * 2 + c], z, 1e-4) << b << "," << c;
     }
-    const int64_t predicted = logits.as<float>()[b * 2 + 1] > logits.as<float>()[b * 2] ? 1 : 0;
+    const float* z = logits.as<float>() + b * 2;
+    const int64_t predicted = z[1] > z[0] ? 1 : 0;
     right += predicted == labels.as<int64_t>()[b];
+    const double top = std::max(z[0], z[1]);
+    cross_entropy +=
+        top + std::log(std::exp(z[0] - top) + std::exp(z[1] - top)) - z[labels.as<int64_t>()[b]];
   }
   EXPECT_EQ(right, rows);
+  // --eval-data (here the training sequences themselves) reports what the saved folder gives.
+  EXPECT_EQ(doc.find("eval_accuracy")->as_number()->value, 1.0);
+  EXPECT_NEAR(doc.find("eval_loss")->as_number()->value, cross_entropy / rows, 1e-4) << r.out;
 
   // Two data-parallel ranks, and two pipeline stages, follow one process over two epochs.
   auto two_epochs = [&](std::vector<std::string> more) {
@@ -503,6 +512,10 @@ TEST_F(TrainCliTest, SequenceClassificationLearnsTheClassAndTheFolderReloadsWith
   EXPECT_THAT(
       r.err,
       HasSubstr("word_embeddings.weight is f16[1000,384]; the optimizers update f32 and f64"));
+  r = rlx({"train", "--model", "mlp:784,16,10", "--data", "synthetic:256", "--eval-data",
+           data.string()});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("only --task sequence-classification evaluates"));
 }
 
 TEST_F(TrainCliTest, ErrorsSayWhatIsWrong) {

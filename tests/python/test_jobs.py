@@ -130,8 +130,10 @@ def test_sequence_classification_learns_and_the_folder_gives_logits(rlx, tmp_pat
     np.savez(tmp_path / "labelled.npz", input_ids=ids, labels=labels)
     out = tmp_path / "classifier"
     record = rlx.train(model=model, data=tmp_path / "labelled.npz", task="sequence-classification",
-                       batch=8, epochs=6, optimizer="adamw:lr=0.0001", save=out)
+                       batch=8, epochs=6, optimizer="adamw:lr=0.0001", save=out,
+                       eval_data=tmp_path / "labelled.npz")
     assert record["labels"] == 2
+    assert record["eval_accuracy"] == 1.0
     assert record["epoch_losses"][-1] < 0.1 * record["epoch_losses"][0], record
     compiled = rlx.load(out).compile("cpu")
     logits = compiled(input_ids=ids, attention_mask=np.ones_like(ids), token_type_ids=np.zeros_like(ids))["logits"]
