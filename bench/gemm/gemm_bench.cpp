@@ -293,6 +293,10 @@ int main(int argc, char** argv) {
     results.push_back(bench_gemm("mlp_b128_dw1_gt_x", 128, 784, 128, reps, false, true, false));
     results.push_back(
         bench_gemm("mlp_b128_dw1_gt_x_momentum", 128, 784, 128, reps, false, true, false, true));
+    // The same weight gradient when the step keeps W1 as [in, out] (no transpose for the
+    // forward): x^T g, A read through strides.
+    results.push_back(
+        bench_gemm("mlp_b128_dw1t_xt_g_momentum", 784, 128, 128, reps, false, true, false, true));
   }
   fmt::print("{{\"isa\": \"{}\", \"threads\": {}, \"fma_peak_gflops\": {:.1f}, \"results\": [",
              rlx::cpu::gemm_isa_name(rlx::cpu::gemm_isa()), threads, peak);

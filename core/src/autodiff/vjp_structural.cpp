@@ -96,20 +96,36 @@ ValueId dot_side(GraphBuilder& b, ValueId g, ValueId other, const IntList& own_b
   IntList g_batch, g_contract;
   for (int64_t i = 0; i < nb; ++i) g_batch.push_back(i);
   for (size_t i = 0; i < other_free.size(); ++i) g_contract.push_back(g_other_free_at + static_cast<int64_t>(i));
-  ValueId t = b.dot_general(g, other, g_batch, other_batch, g_contract, other_free);
-  // t: [batch (own_batch order), own free (g order = own_free ascending), other's remaining dims
-  // = other_contract sorted ascending, each paired with own_contract].
-  IntList perm(own_rank, -1);
-  for (int64_t i = 0; i < nb; ++i) perm[own_batch[i]] = i;
-  int64_t free_g = static_cast<int64_t>(own_free.size());
-  for (int64_t j = 0; j < free_g; ++j) perm[own_free[j]] = nb + j;
-  IntList sorted = other_contract;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t k = 0; k < own_contract.size(); ++k) {
-    auto at = std::find(sorted.begin(), sorted.end(), other_contract[k]) - sorted.begin();
-    perm[own_contract[k]] = nb + free_g + at;
-  }
-  return transpose_if_needed(b, t, perm);
+  // dot_general(g, other): [batch (own_batch order), own free (g order = own_free ascending),
+  // other's remaining dims = other_contract sorted ascending, each paired with own_contract];
+  // dot_general(other, g) has the same dims with the last two groups swapped.
+  auto perm_for = [&](bool other_first) {
+    IntList perm(own_rank, -1);
+    const auto free_g = static_cast<int64_t>(own_free.size());
+    const auto contracted = static_cast<int64_t>(own_contract.size());
+    for (int64_t i = 0; i < nb; ++i) perm[own_batch[i]] = i;
+    for (int64_t j = 0; j < free_g; ++j)
+      perm[own_free[j]] = nb + j + (other_first ? contracted : 0);
+    IntList sorted = other_contract;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < own_contract.size(); ++k) {
+      auto at = std::find(sorted.begin(), sorted.end(), other_contract[k]) - sorted.begin();
+      perm[own_contract[k]] = nb + at + (other_first ? 0 : free_g);
+    }
+    return perm;
+  };
+  auto identity = [](const IntList& perm) {
+    for (size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != static_cast<int64_t>(i)) return false;
+    return true;
+  };
+  // The order that needs no transpose, when one does: a weight kept as W^T (x W^T's rhs as
+  // [in, out]) gets its gradient as x^T g straight into its own layout.
+  const IntList g_first = perm_for(false), other_first = perm_for(true);
+  if (!identity(g_first) && identity(other_first))
+    return b.dot_general(other, g, other_batch, g_batch, other_free, g_contract);
+  return transpose_if_needed(
+      b, b.dot_general(g, other, g_batch, other_batch, g_contract, other_free), g_first);
 }
 
 void shape_rules(Rules& r) {

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstring>
+
 #include "rlx/core/error.h"
 #include "rlx/core/passes.h"
 #include "rlx/core/safetensors.h"
@@ -24,6 +26,20 @@ Tensor initial_value(const Graph& model, const std::string& name, const TensorTy
   return it->second.clone();
 }
 
+// A rank-2 tensor with its dims swapped: between the model's layout of a weight and the one the
+// step keeps it in (TrainingGraph::transposed). Bytes are moved, so any dtype goes.
+Tensor swap_dims(const Tensor& t) {
+  const int64_t rows = t.shape()[0], cols = t.shape()[1];
+  Tensor out(t.dtype(), {cols, rows});
+  const size_t size = dtype_size(t.dtype());
+  const auto* from = static_cast<const char*>(t.data());
+  auto* to = static_cast<char*>(out.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      std::memcpy(to + (c * rows + r) * size, from + (r * cols + c) * size, size);
+  return out;
+}
+
 Tensor step_tensor(int64_t steps) {
   return Tensor::from<float>(DType::kF32, {}, {static_cast<float>(steps)});
 }
@@ -37,7 +53,8 @@ Trainer::Trainer(std::shared_ptr<Target> target, const Graph& model, OptimizerCo
   const Graph& g = graph_.graph;
   for (const std::string& p : graph_.params) {
     const TensorType& t = g.type(*g.find_value(p));
-    params_[p] = initial_value(model, p, t);
+    Tensor v = initial_value(model, p, t);
+    params_[p] = graph_.transposed.count(p) ? swap_dims(v) : std::move(v);
   }
   for (const std::string& s : graph_.state) {
     const TensorType& t = g.type(*g.find_value(s));
@@ -95,7 +112,16 @@ void Trainer::sync_host() const {
 
 const NamedTensors& Trainer::parameters() const {
   sync_host();
-  return params_;
+  if (graph_.transposed.empty()) return params_;
+  shown_params_ = in_model_layout(params_);
+  return shown_params_;
+}
+
+NamedTensors Trainer::in_model_layout(const NamedTensors& kept) const {
+  NamedTensors shown = kept;  // shares the tensors kept as the model has them
+  for (auto& [k, t] : shown)
+    if (graph_.transposed.count(k)) t = swap_dims(t);
+  return shown;
 }
 
 double Trainer::step(const NamedTensors& batch) {
@@ -137,8 +163,8 @@ double Trainer::step(const NamedTensors& batch) {
 
 void Trainer::save(const std::filesystem::path& file) const {
   sync_host();
-  TensorMap all = params_;
-  for (const auto& [k, t] : state_) all[k] = t;
+  TensorMap all = in_model_layout(params_);
+  for (const auto& [k, t] : in_model_layout(state_)) all[k] = t;
   all[TrainingGraph::kStep] = Tensor::from<int64_t>(DType::kI64, {}, {steps_});
   write_safetensors(file, all,
                     {{"optimizer", optimizer_text(optimizer_)}, {"format", "rlx-training-state"}});
@@ -168,10 +194,15 @@ void Trainer::load(const std::filesystem::path& file) {
                                    fmt::format("[{}]", fmt::join(shape, ","))));
     return true;
   };
+  // The file holds the model's layout; a tensor the step keeps transposed is checked against
+  // the model's shape and taken in transposed.
   auto take = [&](NamedTensors& into, const std::string& name, bool required) {
     const Tensor& cur = into.at(name);
-    if (!check(name, cur.dtype(), cur.shape(), required)) return false;
-    into[name] = all.at(name).clone();
+    const bool transposed = graph_.transposed.count(name) > 0;
+    std::vector<int64_t> shape = cur.shape();
+    if (transposed) std::swap(shape[0], shape[1]);
+    if (!check(name, cur.dtype(), shape, required)) return false;
+    into[name] = transposed ? swap_dims(all.at(name)) : all.at(name).clone();
     return true;
   };
   // Every rank checks every stage's parameters, so a file that does not match fails on all of

@@ -1,6 +1,8 @@
 // Turns a model whose first output is a loss into the training step's graph.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "rlx/core/autodiff.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
@@ -57,8 +59,9 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
   // Parameters become inputs: they change every step, so they cannot be constants.
   Graph mir = params_as_inputs(decompose_to_mir(model));
   const auto first_param = static_cast<int64_t>(mir.inputs.size() - model.params.size());
-  Graph& g = t.graph = train::transpose_weights_for_products(
+  train::WeightLayout layout = train::store_weights_transposed(
       mir, std::vector<ValueId>(mir.inputs.begin() + first_param, mir.inputs.end()));
+  Graph& g = t.graph = std::move(layout.graph);
   // The copy keeps the order of inputs: the parameters are still the last ones.
   std::vector<ValueId> params(g.inputs.begin() + first_param, g.inputs.end());
   ValueId loss = g.outputs[0];
@@ -88,10 +91,14 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
   for (ValueId p : params) {
     const std::string& name = g.values[p].name;
     t.params.push_back(name);
+    const bool transposed = std::find(layout.transposed.begin(), layout.transposed.end(), name) !=
+                            layout.transposed.end();
+    if (transposed) t.transposed.insert(name);
     std::vector<ValueId> state;
     for (const std::string& k : kinds) {
       std::string sname = "optimizer." + k + "." + name;
       t.state.push_back(sname);
+      if (transposed) t.transposed.insert(sname);
       state.push_back(b.input(sname, g.type(p)));
     }
     v.state.push_back(state);
@@ -115,7 +122,10 @@ TrainingGraph build_training_graph(const Graph& model, const OptimizerConfig& op
       g.outputs.push_back(ns);
     }
   }
-  verify_graph(g);
+  // Products of the backward pass that read a weight transposed (g W, for a weight kept as
+  // W^T) get it through one transpose per step (weight_layout.cpp says why).
+  t.graph = train::transpose_weights_for_products(g, params);
+  verify_graph(t.graph);
   return t;
 }
 

@@ -182,6 +182,52 @@ TEST(Trainer, ResumeGivesTheSameLossCurve) {
   }
 }
 
+// The step keeps Linear weights as W^T (TrainingGraph::transposed), which its user never sees:
+// parameters(), save and load speak the model's [out, in], and the saved momentum lines up with
+// the saved weights element by element (SGD: w1 = w0 - lr m1).
+TEST(Trainer, WeightsKeptTransposedShowTheModelsLayout) {
+  const std::vector<int64_t> sizes = {12, 8, 3};
+  Dataset d = clusters(8, 12, 3, 5);
+  Graph model = mlp_classifier(sizes, 11, true);
+  Trainer t(test::cpu_target(), model, parse_optimizer("sgd:lr=0.5,momentum=0.9"));
+  EXPECT_EQ(t.graph().transposed.count("fc0.weight"), 1u);
+  EXPECT_EQ(t.graph().transposed.count("optimizer.m.fc0.weight"), 1u);
+  EXPECT_EQ(t.graph().transposed.count("fc0.bias"), 0u);
+  const Tensor& w0 = model.weights.at("fc0.weight");
+  Tensor shown = t.parameters().at("fc0.weight");
+  ASSERT_EQ(shown.shape(), (std::vector<int64_t>{8, 12}));
+  EXPECT_EQ(std::memcmp(shown.data(), w0.data(), w0.nbytes()), 0);
+  t.step({{"x", d.x}, {"labels", d.labels}});
+  test::TempDir dir;
+  t.save(dir.path() / "state.safetensors");
+  TensorMap saved = read_safetensors(dir.path() / "state.safetensors");
+  const Tensor &w1 = saved.at("fc0.weight"), &m1 = saved.at("optimizer.m.fc0.weight");
+  ASSERT_EQ(w1.shape(), (std::vector<int64_t>{8, 12}));
+  ASSERT_EQ(m1.shape(), (std::vector<int64_t>{8, 12}));
+  int moved = 0;
+  for (int64_t i = 0; i < w1.numel(); ++i) {
+    EXPECT_NEAR(w1.as<float>()[i], w0.as<float>()[i] - 0.5f * m1.as<float>()[i], 1e-6) << i;
+    moved += w1.as<float>()[i] != w0.as<float>()[i];
+  }
+  EXPECT_GT(moved, 48) << "the step left most of fc0.weight as it was";
+  EXPECT_EQ(std::memcmp(t.parameters().at("fc0.weight").data(), w1.data(), w1.nbytes()), 0);
+  // A file with the weight as the step keeps it ([in, out]) is the wrong shape for the model.
+  TensorMap wrong = saved;
+  wrong["fc0.weight"] = Tensor(DType::kF32, {12, 8});
+  write_safetensors(dir.path() / "wrong.safetensors", wrong);
+  try {
+    t.load(dir.path() / "wrong.safetensors");
+    ADD_FAILURE() << "a [12,8] fc0.weight was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is f32[12,8] but the model needs f32[8,12]"),
+              std::string::npos)
+        << e.what();
+  }
+  Trainer resumed(test::cpu_target(), model, parse_optimizer("sgd:lr=0.5,momentum=0.9"));
+  resumed.load(dir.path() / "state.safetensors");
+  EXPECT_EQ(std::memcmp(resumed.parameters().at("fc0.weight").data(), w1.data(), w1.nbytes()), 0);
+}
+
 // A micro-batched trainer (the pipelined step with one stage) resumes like the one-program step:
 // from its own save, and from one written by the one-program step, whose names it shares.
 TEST(Trainer, MicroBatchedRunsResumeFromASave) {
@@ -299,8 +345,9 @@ TEST(Trainer, DataParallelGradientsTravelInBuckets) {
   // 784*128 + 128 + 128*10 + 10 + the loss.
   EXPECT_EQ(all_reduces({784, 128, 10}), std::vector<std::string>{"f32[101771]"});
   // fc0.weight is 4096*2048*4 bytes = 32 MB; the rest (fc1, fc0.bias, loss) is filled first.
+  // The step keeps fc0.weight as W^T ([in, out], TrainingGraph::transposed): so is its gradient.
   EXPECT_EQ(all_reduces({4096, 2048, 10}),
-            (std::vector<std::string>{"f32[22539]", "f32[2048,4096]"}));
+            (std::vector<std::string>{"f32[22539]", "f32[4096,2048]"}));
   // The first bucket closes at 1 MB: fc1.weight (512*512*4 bytes) would overflow it after the
   // loss, fc2 and fc1.bias (1 + 5130 + 512 values), so it starts the second.
   EXPECT_EQ(all_reduces({784, 512, 512, 10}),

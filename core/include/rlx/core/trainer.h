@@ -13,6 +13,7 @@
 #pragma once
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct TrainingGraph {
   Graph graph;                      // MIR: loss, gradients, update
   std::vector<std::string> params;  // trained parameters, in the model's order
   std::vector<std::string> state;   // optimizer state inputs ("optimizer.m.<param>", ...)
+  // Rank-2 parameters (and their state) the step keeps transposed, [in, out] for a model's
+  // [out, in] weight that every product reads as W^T: their inputs and outputs in `graph` have
+  // the transposed shape; Trainer shows them to its user in the model's layout.
+  std::set<std::string> transposed;
   // Names of the program's values: output `next(name)` is the new value of input `name`.
   static std::string next(const std::string& name) { return name + ".next"; }
   static constexpr const char* kLoss = "loss";
@@ -91,6 +96,9 @@ class Trainer {
   // when read (host_stale_). On the cpu they are the values themselves.
   void to_device();
   void sync_host() const;
+  // `kept` (params_ or state_) with the tensors the step keeps transposed swapped back.
+  NamedTensors in_model_layout(const NamedTensors& kept) const;
+  mutable NamedTensors shown_params_;  // what parameters() returns when some are transposed
   std::shared_ptr<Device> device_;
   mutable NamedTensors params_, state_;
   NamedDeviceTensors device_params_, device_state_, device_outputs_;
