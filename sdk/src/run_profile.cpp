@@ -13,12 +13,12 @@ namespace rlx::sdk {
 std::unique_ptr<RunProfile> RunProfile::from_environment(std::string target) {
   const char* v = std::getenv("RLX_PROFILE");
   if (!v || !*v || std::strcmp(v, "0") == 0) return nullptr;
-  return std::make_unique<RunProfile>(std::move(target));
+  return std::make_unique<RunProfile>(std::move(target), std::strcmp(v, "kernels") == 0);
 }
 
 void RunProfile::add(const std::string& kernel, std::chrono::steady_clock::duration spent) {
   size_t start = 0;
-  if (kernel.size() > 1 && kernel[0] == 'k') {
+  if (!per_kernel_ && kernel.size() > 1 && kernel[0] == 'k') {
     size_t i = 1;
     while (i < kernel.size() && kernel[i] >= '0' && kernel[i] <= '9') ++i;
     if (i > 1 && i < kernel.size() && kernel[i] == '_') start = i + 1;
@@ -39,8 +39,8 @@ RunProfile::~RunProfile() {
   for (const auto& [name, r] : rows) all += r.total;
   const double all_ms = std::chrono::duration<double, std::milli>(all).count();
   std::string text = fmt::format(
-      "rlx profile ({}): {:.3f} ms in {} kinds of kernel over {}, {}\n", target_, all_ms,
-      rows.size(),
+      "rlx profile ({}): {:.3f} ms in {} {} over {}, {}\n", target_, all_ms, rows.size(),
+      per_kernel_ ? "kernels" : "kinds of kernel",
       warm ? fmt::format("runs 2 to {} (the first is left out)", runs_) : std::string("one run"),
       device_clock_ ? "each timed on the device's clock" : "each clocked until it finished");
   text += fmt::format("  {:>10} {:>7} {:>8}  {}\n", "ms", "share", "calls", "kernel");

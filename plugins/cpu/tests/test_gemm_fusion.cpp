@@ -388,5 +388,37 @@ TEST(CpuGemmFusion, GemmOfAWeightConvertedOnceIsPackedOnceAndFollowsNewWeights) 
   check("after new weights");
 }
 
+// RLX_PROFILE=kernels gives each kernel its own row: two products of one program (a training
+// step's several dot_generals), which RLX_PROFILE=1 adds up in one row, apart, each named by its
+// index and operand shapes.
+TEST(CpuProfile, PerKernelRowsTellProductsApart) {
+  Graph g = parse_graph(R"(graph @t(%x: f32[4,8], %w: f32[8,3], %v: f32[3,5]) {
+  %y = MatMul(%x, %w) : f32[4,3]
+  %z = MatMul(%y, %v) : f32[4,5]
+  return %z
+}
+)");
+  auto profile = [&](const char* mode) {
+    ::setenv("RLX_PROFILE", mode, 1);
+    testing::internal::CaptureStderr();
+    {
+      Session session(test::cpu_target());
+      CompiledModel m = session.compile(g);
+      for (int run = 0; run < 3; ++run)
+        m.run({{"x", Tensor(DType::kF32, {4, 8})},
+               {"w", Tensor(DType::kF32, {8, 3})},
+               {"v", Tensor(DType::kF32, {3, 5})}});
+    }
+    ::unsetenv("RLX_PROFILE");
+    return testing::internal::GetCapturedStderr();
+  };
+  const std::string kinds = profile("1"), kernels = profile("kernels");
+  EXPECT_NE(kinds.find("in 1 kinds of kernel over runs 2 to 3"), std::string::npos) << kinds;
+  EXPECT_NE(kinds.find("       4  native:MatMul\n"), std::string::npos) << kinds;
+  EXPECT_NE(kernels.find("in 2 kernels over runs 2 to 3"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("       2  k0_native:MatMul [4,8] [8,3]\n"), std::string::npos) << kernels;
+  EXPECT_NE(kernels.find("       2  k1_native:MatMul [4,3] [3,5]\n"), std::string::npos) << kernels;
+}
+
 }  // namespace
 }  // namespace rlx::cpu
