@@ -17,7 +17,8 @@ namespace {
 
 // A profile row per kind of kernel: loop kernels by name, calls by callee, block products also
 // by format and weight shape (a decoder's head and its layers are different rows).
-std::string profile_name(const lir::Kernel& k, const lir::Program& p, bool per_kernel, size_t index) {
+std::string profile_name(const lir::Kernel& k, const lir::Program& p, bool per_kernel,
+                         size_t index) {
   if (const auto* l = std::get_if<lir::LoopKernel>(&k)) return l->name;
   const auto& c = std::get<lir::CallKernel>(k);
   // RLX_PROFILE=kernels: calls have no index in their name; their operands' shapes tell them apart.
@@ -72,7 +73,8 @@ CpuExecutable::CpuExecutable(const lir::Program& p, const KernelPlan* given) : p
   }
   if ((profile_ = sdk::RunProfile::from_environment("cpu")))
     for (const auto& k : program_.kernels)
-      profile_names_.push_back(profile_name(k, program_, profile_->per_kernel(), profile_names_.size()));
+      profile_names_.push_back(
+          profile_name(k, program_, profile_->per_kernel(), profile_names_.size()));
   size_t bytes = (static_cast<size_t>(program_.arena_bytes) + 63) / 64 * 64;
   if (bytes > 0) {
     void* mem = std::aligned_alloc(64, bytes);
