@@ -44,7 +44,10 @@ struct Shape {
 };
 const Shape kShapes[] = {{1, 1, 1},   {7, 13, 31},  {13, 7, 1},   {31, 33, 65}, {33, 31, 100},
                          {65, 17, 7}, {100, 257, 33}, {257, 100, 300}, {1, 384, 384}, {14, 32, 256},
-                         {32, 1, 257}, {3, 5, 0}};
+                         {32, 1, 257}, {3, 5, 0},
+                         // B read in place by full panels (M <= 192), an edge panel packed,
+                         // two KC blocks; A transposed read in place.
+                         {120, 200, 300}};
 
 TEST(CpuGemm, F32AllIsasShapesLayoutsAndPrepackedB) {
   IsaScope scope;
