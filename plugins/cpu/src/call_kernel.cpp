@@ -165,6 +165,11 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
     throw_internal_error("cpu: no library call for " + k.callee);
   // Float GEMMs take the packed path; integer ones the baseline below.
   if (GemmCall::handles(k, p)) gemm_ = std::make_unique<GemmCall>(k, p);
+  // The baseline computes the bare product: a fused epilogue it would drop is an internal error,
+  // never a wrong result.
+  const bool matmul = k.callee == "native:MatMul" || k.callee == "native:Linear" || k.callee == "dot_general";
+  if (matmul && !gemm_ && k.attrs.count("epilogue"))
+    throw_internal_error("cpu: a " + k.callee + " with a fused epilogue has no packed GEMM to run it");
   if (k.callee == "native:QMatMul") qmatmul_ = std::make_unique<QMatMulCall>(k_, p);
 }
 
