@@ -19,6 +19,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -97,10 +98,15 @@ template <typename T>
 #pragma GCC unroll 16
   for (int l = 0; l < L; ++l)
     if (i + l < n) a[l] += static_cast<double>(e[i + l]);
-#pragma GCC unroll 16
-  for (int w = L / 2; w >= 1; w /= 2)
+  // Halving widths L/2, L/4, ..., 1 counted by a plain index (a halving loop variable is not
+  // unrolled), so that every index is a constant.
+  constexpr int kHalvings = std::bit_width(static_cast<unsigned>(L)) - 1;
+#pragma GCC unroll 8
+  for (int h = 0; h < kHalvings; ++h) {
+    const int w = (L / 2) >> h;
 #pragma GCC unroll 16
     for (int l = 0; l < w; ++l) a[l] += a[l + w];
+  }
   return a[0];
 }
 RLX_ROW_CLONES double wide_sum(const float* e, int64_t n) {
