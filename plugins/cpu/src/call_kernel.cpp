@@ -167,8 +167,7 @@ CallKernelRunner::CallKernelRunner(const lir::CallKernel& k, const lir::Program&
   if (GemmCall::handles(k, p)) gemm_ = std::make_unique<GemmCall>(k, p);
   // The baseline computes the bare product: a fused epilogue it would drop is an internal error,
   // never a wrong result.
-  const bool matmul = k.callee == "native:MatMul" || k.callee == "native:Linear" || k.callee == "dot_general";
-  if (matmul && !gemm_ && k.attrs.count("epilogue"))
+  if (!gemm_ && GemmCall::is_product(k.callee) && k.attrs.count("epilogue"))
     throw_internal_error("cpu: a " + k.callee + " with a fused epilogue has no packed GEMM to run it");
   if (k.callee == "native:QMatMul") qmatmul_ = std::make_unique<QMatMulCall>(k_, p);
 }

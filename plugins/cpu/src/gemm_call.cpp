@@ -50,9 +50,12 @@ thread_local std::vector<double> tls_gather_a, tls_gather_b, tls_out;
 
 }  // namespace
 
+bool GemmCall::is_product(const std::string& callee) {
+  return callee == "native:MatMul" || callee == "native:Linear" || callee == "dot_general";
+}
+
 bool GemmCall::handles(const lir::CallKernel& k, const lir::Program& p) {
-  if (k.callee != "native:MatMul" && k.callee != "native:Linear" && k.callee != "dot_general")
-    return false;
+  if (!is_product(k.callee)) return false;
   if (k.outputs.size() != 1) return false;
   DType d = p.buffers[k.outputs[0]].dtype;
   return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16 || d == DType::kF64;

@@ -6,6 +6,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "gemm.h"
@@ -19,6 +20,8 @@ class GemmCall {
   // True when `k` is a GEMM call (native:MatMul, native:Linear, dot_general) whose output is a
   // float dtype; integer GEMMs stay on the baseline.
   static bool handles(const lir::CallKernel& k, const lir::Program& p);
+  // Whether `callee` is a product this class runs when its output is a float dtype.
+  static bool is_product(const std::string& callee);
   GemmCall(const lir::CallKernel& k, const lir::Program& p);
   ~GemmCall();
   void run(const std::vector<void*>& ptrs) const;
