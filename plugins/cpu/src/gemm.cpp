@@ -13,7 +13,10 @@
 #include <bit>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gemm_backend.h"
 #include "rlx/core/error.h"
@@ -293,6 +296,98 @@ void gemm_block(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n
 
 void gemm_rows(const GemmArgs& g, int64_t m0, int64_t m1) { gemm_block(g, m0, m1, 0, g.N); }
 
+namespace {
+
+// `ep` run on acc + parts[0] + ... (each [M, N] with row stride ld): the epilogue of a product
+// whose K was split, applied once the partial sums are in. False when the steps do not fit.
+bool epilogue_after_sum(const GemmEpilogue* ep, const float* const* parts, int num_parts,
+                        int64_t ld, GemmEpilogue& out) {
+  const int own_steps = ep ? ep->num_steps : 1, own_loads = ep ? ep->num_loads : 0;
+  if (1 + 2 * num_parts + own_steps > GemmEpilogue::kMaxSteps ||
+      num_parts + own_loads > GemmEpilogue::kMaxLoads)
+    return false;
+  out = GemmEpilogue{};
+  int sum = out.acc();
+  for (int p = 0; p < num_parts; ++p) sum = out.binary(EpOp::kAdd, sum, out.load(parts[p], ld, 1));
+  if (!ep) return true;
+  std::array<uint8_t, GemmEpilogue::kMaxSteps> to{};
+  for (int s = 0; s < ep->num_steps; ++s) {
+    EpStep st = ep->steps[s];
+    if (st.op == EpOp::kAcc) {
+      to[s] = static_cast<uint8_t>(sum);
+      continue;
+    }
+    if (st.op == EpOp::kLoad) {
+      const EpLoad& l = ep->loads[st.load];
+      to[s] = static_cast<uint8_t>(out.load(l.data, l.rs, l.cs));
+      continue;
+    }
+    st.a = to[st.a];
+    if (st.op >= EpOp::kAdd) st.b = to[st.b];
+    out.steps[out.num_steps] = st;
+    to[s] = static_cast<uint8_t>(out.num_steps++);
+  }
+  // The program's value is its last step: the original program's last step, wherever it went.
+  return to[ep->num_steps - 1] == out.num_steps - 1;
+}
+
+// [begin, end) of share s of n items cut into `shares` near-equal slices.
+std::pair<int64_t, int64_t> slice(int64_t n, int shares, int s) {
+  return {n * s / shares, n * (s + 1) / shares};
+}
+
+const char* element_at(const MatView& v, int64_t i, int64_t j) {
+  return static_cast<const char*>(v.data) +
+         (i * v.rs + j * v.cs) * static_cast<int64_t>(dtype_size(v.dtype));
+}
+
+// A product whose B changes between calls (a weight in a training step) and whose K is long
+// beside M splits K over the threads: share s multiplies the s-th K slices of A and B, so each
+// core streams only its slice of B. Split by rows of C, every core read all of B, which the
+// previous step's update had just written, so it came from the other core's cache or from
+// memory on every call (the 784-128-10 step's x W1, [128, 784] x [784, 128]: 108 -> 89 us on two
+// cores, bench/RESULTS.md). The partial sums cost a pass over [M, N] each, cheap while M is
+// small beside K; their sum runs in front of the epilogue, in the same pass.
+bool k_split_pays(const GemmArgs& g, int threads) {
+  constexpr int64_t kMinSlice = 256;  // a KC block per share at least
+  return threads > 1 && !g.packed && !g.f64 && g.K >= threads * kMinSlice && g.K > 4 * g.M;
+}
+
+bool gemm_k_split(const GemmArgs& g, int shares) {
+  const int64_t elems = g.M * g.N;
+  // Per call, not per thread: a thread waiting for its shares may run another product's.
+  const std::unique_ptr<float[]> scratch(new float[elems * (shares - 1)]);
+  float* const partials = scratch.get();
+  std::vector<const float*> parts(shares - 1);
+  for (int p = 0; p + 1 < shares; ++p) parts[p] = partials + p * elems;
+  GemmEpilogue after;
+  if (!epilogue_after_sum(g.epilogue, parts.data(), shares - 1, g.N, after)) return false;
+  float* const c = static_cast<float*>(g.c);
+  tbb::parallel_for(
+      0, shares,
+      [&](int s) {
+        const auto [k0, k1] = slice(g.K, shares, s);
+        GemmArgs p = g;
+        p.K = k1 - k0;
+        p.a.data = element_at(g.a, 0, k0);
+        p.b.data = element_at(g.b, k0, 0);
+        p.epilogue = nullptr;
+        if (s > 0) p.c = partials + (s - 1) * elems, p.ldc = g.N;
+        gemm_block(p, 0, g.M, 0, g.N);
+      },
+      tbb::simple_partitioner());
+  tbb::parallel_for(
+      0, shares,
+      [&](int s) {
+        const auto [i0, i1] = slice(g.M, shares, s);
+        if (i1 > i0) apply_epilogue(after, c + i0 * g.ldc, g.ldc, i0, 0, i1 - i0, g.N);
+      },
+      tbb::simple_partitioner());
+  return true;
+}
+
+}  // namespace
+
 // The split of C into a tm x tn grid of blocks (whole micro-tiles each) that minimises a cost
 // model: rounds of blocks over the threads times a block's multiply-adds plus its packing (A rows
 // are packed once per column block, B columns once per row block).
@@ -312,6 +407,8 @@ void gemm(const GemmArgs& g) {
     gemm_block(g, 0, g.M, 0, g.N);
     return;
   }
+  if (k_split_pays(g, static_cast<int>(threads)) && gemm_k_split(g, static_cast<int>(threads)))
+    return;
   constexpr double kPackCost = 8.0;  // packing one element vs one multiply-add per vector lane
   const int64_t lanes = blk.nr;      // multiply-adds of a k step per column of a micro-tile
   int64_t best_tm = 1, best_tn = 1;
@@ -330,13 +427,14 @@ void gemm(const GemmArgs& g) {
   const int64_t row_step = (mt + best_tm - 1) / best_tm * blk.mr;
   const int64_t col_step = (nt + best_tn - 1) / best_tn * blk.nr;
   const int64_t blocks_m = (g.M + row_step - 1) / row_step, blocks_n = (g.N + col_step - 1) / col_step;
+  auto block = [&](int64_t t) {
+    const int64_t m0 = t / blocks_n * row_step, n0 = t % blocks_n * col_step;
+    gemm_block(g, m0, std::min(g.M, m0 + row_step), n0, std::min(g.N, n0 + col_step));
+  };
   tbb::parallel_for(
       tbb::blocked_range<int64_t>(0, blocks_m * blocks_n, 1),
       [&](const tbb::blocked_range<int64_t>& r) {
-        for (int64_t t = r.begin(); t < r.end(); ++t) {
-          const int64_t m0 = t / blocks_n * row_step, n0 = t % blocks_n * col_step;
-          gemm_block(g, m0, std::min(g.M, m0 + row_step), n0, std::min(g.N, n0 + col_step));
-        }
+        for (int64_t t = r.begin(); t < r.end(); ++t) block(t);
       },
       tbb::simple_partitioner());
 }

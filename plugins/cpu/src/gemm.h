@@ -143,7 +143,9 @@ void apply_epilogue(const GemmEpilogue& ep, const float* c, int64_t ldc, int64_t
 // ---- GEMM -----------------------------------------------------------------------------------
 // C (row-major, row stride ldc, compute-type elements: float, or double when f64) =
 // epilogue(A * B). B is either `packed` (non-null, packed for the current ISA with matching k,
-// n and precision) or the view `b`.
+// n and precision) or the view `b`. The epilogue's loads must not overlap C: C holds raw partial
+// sums before the epilogue runs (callers with a residual in place use apply_epilogue's scratch
+// form, see reads_within).
 struct GemmArgs {
   int64_t M = 0, N = 0, K = 0;
   MatView a;
@@ -155,7 +157,8 @@ struct GemmArgs {
   const GemmEpilogue* epilogue = nullptr;  // f32 only
 };
 // All of C, split over the oneTBB arena (both rows and columns are split, so small batch-1
-// products with few rows still keep every core busy).
+// products with few rows still keep every core busy; a long K beside few rows with B not
+// prepacked splits K, see gemm.cpp).
 void gemm(const GemmArgs& g);
 // Rows [m0, m1) of C on the calling thread.
 void gemm_rows(const GemmArgs& g, int64_t m0, int64_t m1);

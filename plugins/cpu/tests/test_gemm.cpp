@@ -4,6 +4,7 @@
 // The LIR fusion passes, end to end through the cpu plugin, are in test_gemm_fusion.cpp.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -142,6 +143,59 @@ TEST(CpuGemm, RowAndBlockEntryPointsMatchTheThreadedSplit) {
   gemm_rows(g, 0, 29);
   gemm_rows(g, 29, M);
   for (int64_t i = 0; i < M * N; ++i) EXPECT_EQ(whole[i], rows[i]) << i;
+}
+
+// A product with B read in place and K long beside M splits K over the threads (gemm.cpp,
+// k_split_pays): each share's slices of A and B, partial sums added in front of the epilogue.
+// Arenas of 2 and 3 threads take that path on any machine; slices start at odd offsets of
+// transposed, row-major and f16 operands. Repeated calls give the same bits.
+TEST(CpuGemm, LongKSplitOverThreadsKeepsOperandsEpilogueAndBits) {
+  IsaScope scope;
+  const Shape shapes[] = {{128, 128, 784}, {16, 70, 1001}, {3, 5, 777}};
+  for (int threads : {2, 3}) {
+    tbb::task_arena arena(threads);
+    for (const Shape& s : shapes) {
+      auto a = random_floats(s.M * s.K, 41), b = random_floats(s.K * s.N, 42);
+      auto bias = random_floats(s.N, 43), res = random_floats(s.M * s.N, 44);
+      for (int layout = 0; layout < 5;
+           ++layout) {  // bit 0: A transposed, 1: B transposed, 4: f16 A
+        const bool at = layout & 1, bt = layout & 2, half_a = layout == 4;
+        const int64_t ars = at ? 1 : s.K, acs = at ? s.M : 1, brs = bt ? 1 : s.N,
+                      bcs = bt ? s.K : 1;
+        std::vector<uint16_t> a16(a.size());
+        std::vector<double> ad(a.begin(), a.end());
+        if (half_a)
+          for (size_t i = 0; i < a.size(); ++i)
+            a16[i] = f32_to_f16(a[i]), ad[i] = f16_to_f32(a16[i]);
+        const auto prod = reference(s.M, s.N, s.K, ad, ars, acs, {b.begin(), b.end()}, brs, bcs);
+        for (int epi = 0; epi < 2; ++epi) {  // none, bias + GELU + residual
+          std::vector<float> c(s.M * s.N, -7.0f), again;
+          const GemmEpilogue ep = GemmEpilogue::bias_gelu_residual(
+              bias.data(), GemmEpilogue::Gelu::kErf, res.data(), s.N);
+          GemmArgs g;
+          g.M = s.M, g.N = s.N, g.K = s.K, g.ldc = s.N, g.c = c.data();
+          g.a = half_a ? MatView{a16.data(), DType::kF16, ars, acs}
+                       : MatView{a.data(), DType::kF32, ars, acs};
+          g.b = MatView{b.data(), DType::kF32, brs, bcs};
+          if (epi) g.epilogue = &ep;
+          for (int call = 0; call < 2; ++call) {
+            if (call == 1) again = c, c.assign(c.size(), -7.0f);
+            arena.execute([&] { gemm(g); });
+          }
+          for (int64_t i = 0; i < s.M; ++i)
+            for (int64_t j = 0; j < s.N; ++j) {
+              double want = prod[i * s.N + j];
+              if (epi) want = gelu_erf(want + bias[j]) + res[i * s.N + j];
+              const int64_t at_ij = i * s.N + j;
+              ASSERT_NEAR(c[at_ij], want, 1e-5 * (s.K + 1) * (1 + std::fabs(want)))
+                  << threads << " threads " << s.M << "x" << s.N << "x" << s.K << " layout "
+                  << layout << " epilogue " << epi << " at " << i << "," << j;
+              ASSERT_EQ(c[at_ij], again[at_ij]) << "not the same bits twice, at " << at_ij;
+            }
+        }
+      }
+    }
+  }
 }
 
 TEST(CpuGemm, EpilogueBiasGeluResidualMatchesUnfusedComposition) {
