@@ -136,38 +136,34 @@ void run_dequant_matmul(const lir::CallKernel& k, const std::vector<lir::Buffer>
     // more than the transposes of the path below it (MiniLM int4, b1 s128: 26 against 19 ms;
     // b8: 86 against 133 ms).
     //
-    // Rounds of up to kRound rows of W in chunks of kChunk: the chunks are decoded and packed
-    // side by side (a packing per thread: it is serial, and one for the whole round left the
-    // other thread idle), then each chunk's product is split over the threads by rows of x.
-    constexpr int64_t kChunk = 128, kRound = 1024;
+    // Rounds of W's rows whose decoded copy takes at most kRoundBytes (a vocabulary-sized W
+    // goes in several): the round's rows decoded in chunks side by side, packed (pack_b splits
+    // its columns over the threads), then one product over all of them. One product per round,
+    // not per chunk of 128 rows: x was read again for every chunk, and each chunk's product was
+    // a narrow one (MiniLM int4 b8: its products 16% slower than f32's).
+    constexpr int64_t kChunk = 128, kRoundBytes = int64_t{4} << 20;
+    const int64_t kRound = std::max<int64_t>(kChunk, kRoundBytes / (4 * K) / kChunk * kChunk);
     thread_local std::vector<float> wbuf;
     wbuf.resize(static_cast<size_t>(std::min(N, kRound) * K));
     float* decoded = wbuf.data();  // tasks on other threads must not name the thread_local
-    std::vector<PackedB> packed(static_cast<size_t>((std::min(N, kRound) + kChunk - 1) / kChunk));
     for (int64_t n0 = 0; n0 < N; n0 += kRound) {
-      const int64_t chunks = (std::min(kRound, N - n0) + kChunk - 1) / kChunk;
-      auto width = [&](int64_t c) { return std::min(kChunk, N - n0 - c * kChunk); };
-      tbb::parallel_for(int64_t{0}, chunks, [&](int64_t c) {
-        float* rows = decoded + c * kChunk * K;
-        qdot_decode_rows(q.type, w, row_bytes, n0 + c * kChunk, n0 + c * kChunk + width(c), K, rows,
-                         K);
-        packed[c] = pack_b(MatView{rows, DType::kF32, 1, K}, K, width(c), /*f64=*/false);
+      const int64_t width = std::min(kRound, N - n0);
+      tbb::parallel_for(int64_t{0}, (width + kChunk - 1) / kChunk, [&](int64_t c) {
+        const int64_t r0 = c * kChunk, r1 = std::min(width, r0 + kChunk);
+        qdot_decode_rows(q.type, w, row_bytes, n0 + r0, n0 + r1, K, decoded + r0 * K, K);
       });
-      for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t j0 = n0 + c * kChunk;
-        GemmArgs g;
-        g.M = M, g.N = width(c), g.K = K;
-        g.a = MatView{x, DType::kF32, K, 1};
-        g.packed = &packed[c];
-        g.c = y + j0;
-        g.ldc = N;
-        // The epilogue's loads are indexed by the chunk's own columns.
-        GemmEpilogue shifted = ep;
-        for (int i = 0; i < shifted.num_loads; ++i)
-          shifted.loads[i].data += j0 * shifted.loads[i].cs;
-        if (!ep.empty()) g.epilogue = &shifted;
-        gemm(g);
-      }
+      const PackedB packed = pack_b(MatView{decoded, DType::kF32, 1, K}, K, width, /*f64=*/false);
+      GemmArgs g;
+      g.M = M, g.N = width, g.K = K;
+      g.a = MatView{x, DType::kF32, K, 1};
+      g.packed = &packed;
+      g.c = y + n0;
+      g.ldc = N;
+      // The epilogue's loads are indexed by the round's own columns.
+      GemmEpilogue shifted = ep;
+      for (int i = 0; i < shifted.num_loads; ++i) shifted.loads[i].data += n0 * shifted.loads[i].cs;
+      if (!ep.empty()) g.epilogue = &shifted;
+      gemm(g);
     }
     return;
   }

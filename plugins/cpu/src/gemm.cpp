@@ -106,8 +106,23 @@ PackedB pack_b(const MatView& b, int64_t K, int64_t N, bool f64) {
   PackedB p;
   p.data_ = std::shared_ptr<void>(mem, std::free);
   p.k_ = K, p.n_ = N, p.isa_ = be.isa, p.f64_ = f64;
-  if (f64) be.pack_b_f64(b, K, N, static_cast<double*>(mem));
-  else be.pack_b_f32(b, K, N, static_cast<float*>(mem));
+  auto pack = [&](int64_t j0, int64_t j1) {
+    if (f64)
+      be.pack_b_f64(b, K, N, j0, j1, static_cast<double*>(mem));
+    else
+      be.pack_b_f32(b, K, N, j0, j1, static_cast<float*>(mem));
+  };
+  // Column ranges over the threads once B is large: a product that packs a weight on every
+  // call (int4 and GGUF weights decoded per call, decode-time rounds) waited on one thread
+  // packing while the others idled.
+  constexpr int64_t kParallelElems = int64_t{1} << 17;
+  const int64_t cols = 2 * blk.nr;  // 128 columns of f32 on AVX-512
+  if (K * N < kParallelElems || N <= cols) {
+    pack(0, N);
+    return p;
+  }
+  tbb::parallel_for(int64_t{0}, (N + cols - 1) / cols,
+                    [&](int64_t c) { pack(c * cols, std::min(N, (c + 1) * cols)); });
   return p;
 }
 

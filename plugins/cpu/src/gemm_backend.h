@@ -17,9 +17,10 @@ struct GemmBlocking {
 struct GemmBackend {
   GemmIsa isa;
   GemmBlocking f32, f64;
-  // Packs all of B [K, N] into the prepacked layout (size packed_b_elems()).
-  void (*pack_b_f32)(const MatView& b, int64_t K, int64_t N, float* dst);
-  void (*pack_b_f64)(const MatView& b, int64_t K, int64_t N, double* dst);
+  // Packs columns [j0, j1) of B [K, N] (j0 a multiple of nr) where the prepacked layout of all
+  // of B (size packed_b_elems()) keeps them, so that threads can pack column ranges side by side.
+  void (*pack_b_f32)(const MatView& b, int64_t K, int64_t N, int64_t j0, int64_t j1, float* dst);
+  void (*pack_b_f64)(const MatView& b, int64_t K, int64_t N, int64_t j0, int64_t j1, double* dst);
   // C block [m0, m1) x [n0, n1), n0 a multiple of NR unless n0 == 0; B from g.packed or g.b.
   void (*block_f32)(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);
   void (*block_f64)(const GemmArgs& g, int64_t m0, int64_t m1, int64_t n0, int64_t n1);

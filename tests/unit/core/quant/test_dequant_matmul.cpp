@@ -50,11 +50,18 @@ TEST(DequantMatMul, EveryFormatOnCpuMatchesDequantizeThenMultiply) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   // A few rows (the transposed product) and many (W packed as the GEMM's operand: 512 rows or
-  // more), with columns in two of its chunks.
-  for (const auto [S, N] : {std::pair<int64_t, int64_t>{3, 5}, {300, 150}})
+  // more), W's rows decoded in two chunks; then, for one format, a K so long that W's decoded
+  // copy is cut into rounds (4 MB each: 256 rows at K = 4096), each its own product.
+  struct Case {
+    int64_t S, N, K;  // K = 0: two blocks of the format, at least 64
+    bool every_format;
+  };
+  for (const Case c : {Case{3, 5, 0, true}, Case{300, 150, 0, true}, Case{256, 300, 4096, false}})
     for (const quant::QTypeInfo& q : quant::all_qtypes()) {
+      if (!c.every_format && q.type != quant::QType::kQ4_0) continue;
+      const int64_t S = c.S, N = c.N;
       // Whole blocks of every format (rlx's i4_g128 has 128).
-      const int64_t K = q.block_size >= 128 ? 2 * q.block_size : 64, B = 2;
+      const int64_t K = c.K ? c.K : q.block_size >= 128 ? 2 * q.block_size : 64, B = 2;
       const int64_t rb = *quant::row_bytes(q.type, K);
       std::vector<uint8_t> w = random_rows(q, N, K, rng);
       std::vector<float> x(B * S * K);
