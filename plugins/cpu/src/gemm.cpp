@@ -360,7 +360,7 @@ const char* element_at(const MatView& v, int64_t i, int64_t j) {
 // beside M splits K over the threads: share s multiplies the s-th K slices of A and B, so each
 // core streams only its slice of B. Split by rows of C, every core read all of B, which the
 // previous step's update had just written, so it came from the other core's cache or from
-// memory on every call (the 784-128-10 step's x W1, [128, 784] x [784, 128]: 108 -> 89 us on two
+// memory on every call (the 784-128-10 step's x W1, [128, 784] x [784, 128]: 108 -> 93 us on two
 // cores, bench/RESULTS.md). The partial sums cost a pass over [M, N] each, cheap while M is
 // small beside K; their sum runs in front of the epilogue, in the same pass.
 bool k_split_pays(const GemmArgs& g, int threads) {
