@@ -205,37 +205,13 @@ Result bench_gemm(const std::string& name, int64_t M, int64_t N, int64_t K, int 
   return res;
 }
 
-// A different A every call, 64 MB of them in turn, B fixed: a training step's batch, which comes
-// from memory each step while the weights stay in cache.
-Result bench_gemm_cold_a(const std::string& name, int64_t M, int64_t N, int64_t K, int reps) {
-  const int64_t copies = std::max<int64_t>(2, (int64_t(64) << 20) / (4 * M * K));
-  std::vector<std::vector<float>> as;
-  for (int64_t i = 0; i < copies; ++i)
-    as.push_back(random_floats_for_bench(M * K, unsigned(i + 1)));
-  std::vector<float> b = random_floats_for_bench(K * N, 99), c(M * N);
-  rlx::cpu::GemmArgs g;
-  g.M = M, g.N = N, g.K = K, g.ldc = N, g.c = c.data();
-  g.b = {b.data(), rlx::DType::kF32, N, 1};
-  const double flops = 2.0 * M * N * K;
-  const int inner = std::max<int>(1, int(2e9 / flops));
-  std::vector<double> runs;
-  int64_t next = 0;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < inner; ++i) {
-      g.a = {as[next++ % copies].data(), rlx::DType::kF32, K, 1};
-      rlx::cpu::gemm(g);
-    }
-    runs.push_back(flops * inner / std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
-  }
-  return Result{name, M, N, K, median(runs), 0};
-}
-
-// As bench_gemm_cold_a, with B rewritten between calls by a loop split over the threads by its
-// rows, as a training step's update writes the weight the next step's forward reads: B then
-// comes from whichever core's cache wrote each row (decision 78: the split over K).
-Result bench_gemm_cold_a_written_b(const std::string& name, int64_t M, int64_t N, int64_t K,
-                                   int reps) {
+// A different A every call, 64 MB of them in turn: a training step's batch, which comes from
+// memory each step. B stays fixed, or with `rewrite_b` is rewritten between calls (untimed) by
+// a loop split over the threads by its rows, as a step's update writes the weight the next
+// step's forward reads: B then comes from whichever core's cache wrote each row (decision 78:
+// the split over K).
+Result bench_gemm_cold_a(const std::string& name, int64_t M, int64_t N, int64_t K, int reps,
+                         bool rewrite_b = false) {
   const int64_t copies = std::max<int64_t>(2, (int64_t(64) << 20) / (4 * M * K));
   std::vector<std::vector<float>> as;
   for (int64_t i = 0; i < copies; ++i)
@@ -251,10 +227,11 @@ Result bench_gemm_cold_a_written_b(const std::string& name, int64_t M, int64_t N
   for (int r = 0; r < reps; ++r) {
     double spent = 0;
     for (int i = 0; i < inner; ++i) {
-      tbb::parallel_for(int64_t{0}, K, [&](int64_t k) {
-        float* row = b.data() + k * N;
-        for (int64_t j = 0; j < N; ++j) row[j] = row[j] * 0.999f + 1e-4f;
-      });
+      if (rewrite_b)
+        tbb::parallel_for(int64_t{0}, K, [&](int64_t k) {
+          float* row = b.data() + k * N;
+          for (int64_t j = 0; j < N; ++j) row[j] = row[j] * 0.999f + 1e-4f;
+        });
       g.a = {as[next++ % copies].data(), rlx::DType::kF32, K, 1};
       const auto t0 = Clock::now();
       rlx::cpu::gemm(g);
@@ -324,7 +301,7 @@ int main(int argc, char** argv) {
     results.push_back(bench_gemm("mlp_b128_fwd_x_w1", 128, 128, 784, reps));
     results.push_back(bench_gemm_cold_a("mlp_b128_fwd_x_w1_cold_x", 128, 128, 784, reps));
     results.push_back(
-        bench_gemm_cold_a_written_b("mlp_b128_fwd_x_w1_cold_x_written_w", 128, 128, 784, reps));
+        bench_gemm_cold_a("mlp_b128_fwd_x_w1_cold_x_written_w", 128, 128, 784, reps, true));
     results.push_back(bench_gemm("mlp_b128_fwd_h_w2", 128, 10, 128, reps));
     results.push_back(bench_gemm("mlp_b128_dw1_gt_x", 128, 784, 128, reps, false, true, false));
     results.push_back(
