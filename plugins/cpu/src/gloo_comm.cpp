@@ -203,6 +203,15 @@ std::shared_ptr<GlooComm> GlooComm::open(const ChannelOptions& options) {
     gloo::rendezvous::FileStore store(e.folder.string());
     gloo::rendezvous::PrefixStore prefixed(prefix, store);
     context->connectFullMesh(prefixed, device);
+    // No rank leaves the rendezvous before every rank has connected: one that went on and
+    // failed at once (a graph built for another world size) closed its sockets while a peer's
+    // handshake with it was still open, and that peer reported a lost connection instead of
+    // the real error.
+    if (c->size_ > 1) {
+      gloo::BarrierOptions opts(context);
+      opts.setTimeout(std::chrono::milliseconds(c->timeout_ms_));
+      gloo::barrier(opts);
+    }
     c->context_ = std::move(context);
     c->folder_ = e.folder.string();
     c->prefix_ = prefix;
