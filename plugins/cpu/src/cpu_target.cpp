@@ -46,6 +46,21 @@ class CpuTarget final : public sdk::TargetPlugin {
       return Verdict{true, "c64 through OpenBLAS cgemm"};
     if (s.op == "MatMul" || s.op == "Linear") {
       if (sdk::only_uses(s, {DType::kF32, DType::kF64})) return Verdict::yes();
+      // A 16-bit Linear (what --precision amp-bf16 and amp-f16 narrow) computes as its
+      // decomposition does, a product rounded to the type and a bias add rounded again, with the
+      // bias added as the product is stored: no pass of its own, and the result stays in the
+      // product's layout, so a head split after it folds into Attention as at f32.
+      if (s.op == "Linear" &&
+          (sdk::only_uses(s, {DType::kBF16}) || sdk::only_uses(s, {DType::kF16}))) {
+        const bool bf16 = sdk::only_uses(s, {DType::kBF16});
+        return Verdict{true, bf16 && amx_bf16_enabled()
+                                 ? "bf16 Linear on AMX tiles (tdpbf16ps, f32 sums) where x's rows "
+                                   "are contiguous and K is a multiple of 32, else widened to f32; "
+                                   "the bias added to the product rounded to bf16"
+                                 : fmt::format("{} Linear widened to f32 for the f32 GEMM; the "
+                                               "bias added to the product rounded to {}",
+                                               bf16 ? "bf16" : "f16", bf16 ? "bf16" : "f16")};
+      }
       return Verdict::no(fmt::format("cpu's GEMM takes {} in f32 or f64{}", s.op,
                                      s.op == "MatMul" ? " (and c64 through cgemm)" : " only"));
     }

@@ -15,6 +15,7 @@
 
 #include "amx_tiles.h"
 #include "bf16_avx512.h"
+#include "rlx/core/error.h"
 #include "rlx/core/half.h"
 
 namespace rlx::cpu {
@@ -56,17 +57,32 @@ void block(const uint16_t* a, int64_t lda, int64_t K, const PackedBf16B& b, int6
   }
 }
 
-// Row r of the f32 tile t (cols columns) to C.
-void store_row(const float* t, int64_t cols, DType c_dtype, void* c, int64_t offset) {
+// The masked forms with a zero source, as in bf16_avx512.h (GCC 12's -Wmaybe-uninitialized).
+__m512 widen16(__m256i h) {
+  const __mmask16 all = 0xFFFF;
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, _mm512_maskz_cvtepu16_epi32(all, h), 16));
+}
+
+// Row r of the f32 tile t (cols columns) to C; with `bias` (bf16, this tile's columns) each
+// value is rounded to bf16, widened, added to the bias and rounded again.
+void store_row(const float* t, int64_t cols, DType c_dtype, void* c, int64_t offset,
+               const uint16_t* bias) {
   if (c_dtype == DType::kF32) {
     std::memcpy(static_cast<float*>(c) + offset, t, static_cast<size_t>(cols) * sizeof(float));
     return;
   }
   uint16_t* out = static_cast<uint16_t*>(c) + offset;
   int64_t j = 0;
-  for (; j + 16 <= cols; j += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), bf16_from_f32(_mm512_loadu_ps(t + j)));
-  for (; j < cols; ++j) out[j] = f32_to_bf16(t[j]);
+  for (; j + 16 <= cols; j += 16) {
+    __m256i r = bf16_from_f32(_mm512_loadu_ps(t + j));
+    if (bias)
+      r = bf16_from_f32(_mm512_add_ps(
+          widen16(r), widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + j)))));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), r);
+  }
+  for (; j < cols; ++j)
+    out[j] = bias ? f32_to_bf16(bf16_to_f32(f32_to_bf16(t[j])) + bf16_to_f32(bias[j]))
+                  : f32_to_bf16(t[j]);
 }
 
 }  // namespace
@@ -101,8 +117,10 @@ PackedBf16B pack_bf16_b(const MatView& b, int64_t K, int64_t N) {
 }
 
 void amx_bf16_gemm(const MatView& a, int64_t M, const PackedBf16B& b, const GemmEpilogue* ep,
-                   DType c_dtype, void* c, int64_t ldc) {
+                   DType c_dtype, void* c, int64_t ldc, const uint16_t* bias16) {
   if (M <= 0 || b.panels == 0) return;
+  if (bias16 && (c_dtype != DType::kBF16 || (ep && !ep->empty())))
+    throw_internal_error("amx_bf16_gemm: a bf16 bias row needs bf16 results and no epilogue");
   const auto* A = static_cast<const uint16_t*>(a.data);
   const int64_t pairs = (b.panels + 1) / 2, blocks = (M + 31) / 32;
   // Tasks of 32 rows x 4 panel pairs (128 columns): the product of 128 x 384 x 384 (MiniLM's
@@ -134,7 +152,8 @@ void amx_bf16_gemm(const MatView& a, int64_t M, const PackedBf16B& b, const Gemm
                           const int64_t n0 = p * 16, cols = std::min<int64_t>(b.n, n0 + 32) - n0;
                           if (ep && !ep->empty()) apply_epilogue(*ep, t, 32, m, n0, rows, cols);
                           for (int i = 0; i < rows; ++i)
-                            store_row(t + i * 32, cols, c_dtype, c, (m + i) * ldc + n0);
+                            store_row(t + i * 32, cols, c_dtype, c, (m + i) * ldc + n0,
+                                      bias16 ? bias16 + n0 : nullptr);
                         }
                       }
                       _tile_release();

@@ -37,8 +37,10 @@ bool amx_bf16_takes(const MatView& a, int64_t K);
 
 // C [M, N] = epilogue(A [M, K] x B) split over the oneTBB arena; C is written as `c_dtype` (f32
 // or bf16, rounded to nearest even) at row stride ldc. The epilogue's loads are indexed by the
-// global (row, column), as gemm()'s.
+// global (row, column), as gemm()'s. `bias16` (bf16 results only, no epilogue) is a bf16 Linear's
+// bias row: each result is rounded to bf16, the bias added in f32 and the sum rounded again,
+// the two roundings of the Linear's decomposition (a bf16 product, then a bf16 add).
 void amx_bf16_gemm(const MatView& a, int64_t M, const PackedBf16B& b, const GemmEpilogue* ep,
-                   DType c_dtype, void* c, int64_t ldc);
+                   DType c_dtype, void* c, int64_t ldc, const uint16_t* bias16 = nullptr);
 
 }  // namespace rlx::cpu

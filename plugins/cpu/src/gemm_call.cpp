@@ -158,7 +158,11 @@ GemmCall::GemmCall(const lir::CallKernel& k, const lir::Program& p)
 
   // Linear's bias first, then a fused epilogue whose `acc` then reads the biased value.
   int acc_reg = -1;
-  if (bias_ >= 0 && !f64_) {
+  if (bias_ >= 0 && !f64_ && out_dtype_ != DType::kF32) {
+    if (p.buffers[bias_].dtype != out_dtype_ || k.attrs.count("epilogue"))
+      throw_internal_error("cpu GEMM: a 16-bit Linear's bias must have its type and no epilogue");
+    narrow_bias_ = true;
+  } else if (bias_ >= 0 && !f64_) {
     if (p.buffers[bias_].dtype != DType::kF32)
       throw_internal_error("cpu GEMM: Linear bias must be f32 on the f32 path");
     int a = epilogue_.acc();
@@ -206,8 +210,8 @@ std::shared_ptr<const PackedBf16B> GemmCall::amx_packed_b(const void* b) const {
   return cache_->amx_packed;
 }
 
-void GemmCall::run_amx(const char* a_base, const void* b_base, char* out,
-                       const GemmEpilogue& ep) const {
+void GemmCall::run_amx(const char* a_base, const void* b_base, char* out, const GemmEpilogue& ep,
+                       const uint16_t* bias16) const {
   const std::shared_ptr<const PackedBf16B> b = amx_packed_b(b_base);
   const size_t out_es = dtype_size(out_dtype_);
   for (int64_t bi = 0; bi < batch_; ++bi) {
@@ -220,7 +224,7 @@ void GemmCall::run_amx(const char* a_base, const void* b_base, char* out,
     for (int i = 0; i < shifted.num_loads; ++i)
       shifted.loads[i].data += bi * M_ * shifted.loads[i].rs;
     amx_bf16_gemm(MatView{a_base + a_off * 2, a_.dtype, a_.rs, 1}, M_, *b, &shifted, out_dtype_,
-                  out + bi * M_ * N_ * out_es, N_);
+                  out + bi * M_ * N_ * out_es, N_, bias16);
   }
 }
 
@@ -236,8 +240,9 @@ void GemmCall::run(const std::vector<void*>& ptrs) const {
     const EpilogueLoad& l = epilogue_loads_[i];
     ep.loads[i] = EpLoad{static_cast<const float*>(ptrs[inputs_[l.input]]) + l.offset, l.rs, l.cs};
   }
-  if (amx_) {
-    if (M_ * N_ > 0) run_amx(a_base, b_base, out, ep);
+  const void* narrow_bias = narrow_bias_ ? ptrs[bias_] : nullptr;
+  if (amx_ && (!narrow_bias || out_dtype_ == DType::kBF16)) {
+    if (M_ * N_ > 0) run_amx(a_base, b_base, out, ep, static_cast<const uint16_t*>(narrow_bias));
     return;
   }
   std::shared_ptr<const PackedB> packed = b_constant_ ? packed_b(b_base) : nullptr;
@@ -303,7 +308,12 @@ void GemmCall::run(const std::vector<void*>& ptrs) const {
     }
     if (tmp) {
       const float* c = reinterpret_cast<const float*>(tmp->data());
-      for (int64_t e = 0; e < M_ * N_; ++e) store_f(out_dtype_, out, bi * M_ * N_ + e, c[e]);
+      const int64_t at = bi * M_ * N_;
+      for (int64_t e = 0; e < M_ * N_; ++e) store_f(out_dtype_, out, at + e, c[e]);
+      if (narrow_bias)
+        for (int64_t e = 0; e < M_ * N_; ++e)
+          store_f(out_dtype_, out, at + e,
+                  load_f(out_dtype_, out, at + e) + load_f(out_dtype_, narrow_bias, e % N_));
     }
   };
   if (M_ * N_ == 0) return;

@@ -56,6 +56,9 @@ class GemmCall {
   bool b_constant_ = false;
   bool b_packable_ = false;  // B is one matrix (not batched, not gathered): packable once
   int32_t bias_ = -1;  // Linear's bias buffer (the f64 path adds it after the product)
+  // A 16-bit Linear's bias (in the result's type): added to the product rounded to that type and
+  // rounded again, the decomposition's two roundings, as the result is stored.
+  bool narrow_bias_ = false;
   bool amx_ = false;   // bf16 x bf16 on AMX tiles (gemm_amx_bf16.h)
   std::vector<int32_t> inputs_;  // the kernel's input buffers
   GemmEpilogue epilogue_;                  // load data pointers filled per run
@@ -72,7 +75,8 @@ class GemmCall {
 
   std::shared_ptr<const PackedB> packed_b(const void* b) const;
   std::shared_ptr<const PackedBf16B> amx_packed_b(const void* b) const;
-  void run_amx(const char* a_base, const void* b_base, char* out, const GemmEpilogue& ep) const;
+  void run_amx(const char* a_base, const void* b_base, char* out, const GemmEpilogue& ep,
+               const uint16_t* bias16) const;
 
  public:
   // Whether this product runs on AMX tiles: bf16 operands, contiguous rows of A, one B, K a

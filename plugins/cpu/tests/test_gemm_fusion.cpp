@@ -88,6 +88,67 @@ void fuse_exactly(const lir::Program& p, int merges, lir::Program* fused) {
   ASSERT_EQ(fused->kernels.size(), p.kernels.size() - merges) << lir::print_program(*fused);
 }
 
+// A 16-bit Linear (what amp-bf16 and amp-f16 narrow) runs natively: the product rounded to the
+// type, then the bias added and rounded again, as its decomposition computes; on AMX tiles where
+// K fills them (K = 64), else through the f32 GEMM (K = 40, and f16 always). Against a float64
+// product of the same 16-bit values, rounded the same two times: a result may differ by one unit
+// of the last place where the f32 sum and the float64 one round apart, and rarely.
+TEST(CpuGemmFusion, NarrowLinearIsNativeAndRoundsAsItsDecomposition) {
+  const int64_t M = 37, N = 40;
+  for (const DType dt : {DType::kBF16, DType::kF16})
+    for (const int64_t K : {64, 40}) {
+      const char* ty = dt == DType::kBF16 ? "bf16" : "f16";
+      const std::string ir =
+          fmt::format(R"(graph @t(%x: {3}[{0},{1}], %w: {3}[{2},{1}], %b: {3}[{2}]) {{
+  %y = Linear(%x, %w, %b) : {3}[{0},{2}]
+  return %y
+}}
+)",
+                      M, K, N, ty);
+      auto target = test::cpu_target();
+      DispatchResult d = dispatch(parse_graph(ir, "test.rlx"), *target);
+      ASSERT_EQ(d.report.entries.size(), 1u);
+      EXPECT_EQ(d.report.entries[0].path, LoweringPath::kNative) << d.report.to_text();
+      EXPECT_NE(d.report.entries[0].detail.find("bias added to the product rounded"),
+                std::string::npos)
+          << d.report.entries[0].detail;
+      run_default_passes(d.graph);
+      const lir::Program p = lower_to_lir(d.graph);
+      auto to16 = [&](float v) { return dt == DType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v); };
+      auto from16 = [&](uint16_t h) { return dt == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h); };
+      auto narrow = [&](const std::vector<float>& v) {
+        std::vector<uint16_t> h(v.size());
+        for (size_t i = 0; i < v.size(); ++i) h[i] = to16(v[i]);
+        return h;
+      };
+      const auto x = narrow(random_floats(M * K, 31)), w = narrow(random_floats(N * K, 32)),
+                 b = narrow(random_floats(N, 33));
+      std::vector<uint16_t> y(static_cast<size_t>(M * N), 0);
+      auto exe = target->compile(p);
+      std::vector<void*> ptrs(p.buffers.size(), nullptr);
+      const std::map<std::string, const uint16_t*> in{
+          {"x", x.data()}, {"w", w.data()}, {"b", b.data()}};
+      for (auto& [name, buf] : p.inputs) ptrs[buf] = const_cast<uint16_t*>(in.at(name));
+      ptrs[p.outputs[0].second] = y.data();
+      exe->run(ptrs);
+      int exact = 0;
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double dot = 0;
+          for (int64_t k = 0; k < K; ++k)
+            dot += double(from16(x[i * K + k])) * double(from16(w[j * K + k]));
+          const uint16_t want = to16(from16(to16(static_cast<float>(dot))) + from16(b[j]));
+          const uint16_t got = y[i * N + j];
+          exact += got == want;
+          const int apart = std::abs(int(got & 0x7FFF) - int(want & 0x7FFF));
+          ASSERT_TRUE((got & 0x8000) == (want & 0x8000) && apart <= 1)
+              << ty << " K=" << K << " at " << i << "," << j << ": " << from16(got) << " vs "
+              << from16(want);
+        }
+      EXPECT_GE(exact, M * N * 98 / 100) << ty << " K=" << K;
+    }
+}
+
 // Runs `p` on the cpu plugin with inputs by name; returns the first output.
 std::vector<float> run_program(const lir::Program& p,
                                const std::map<std::string, std::vector<float>>& in) {
