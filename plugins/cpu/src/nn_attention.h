@@ -52,7 +52,7 @@ bool attention_amx_takes(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t
 // the rounded values, so a row's weights still sum to one; P V again on the tiles in f32, the
 // result rounded once to bf16. Masks, no-key rows and NaN rows as attention() has them.
 void attention_amx_bf16(const AttentionShape& s, const void* q, const void* k, const void* v,
-                        void* out, const NnSimd& simd);
+                        void* out);
 
 // A per-thread scratch buffer shared by the calls on that thread. `busy` while a call uses it: a
 // thread waiting in that call's parallel_for may run another model's attention (nested oneTBB

@@ -35,6 +35,8 @@ namespace rlx::cpu {
 
 namespace {
 
+#include "vexp_avx512.inc"
+
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr int64_t kRows = 32;    // query rows of a task: two A tiles
 constexpr int64_t kBlock = 128;  // keys per block of the online softmax (a multiple of 32)
@@ -100,24 +102,18 @@ void pack_v(const uint16_t* v, int64_t ldv, int64_t sk, int64_t dv, uint16_t* ou
     }
 }
 
-// Weights e (finite, >= 0) rounded to bf16 (nearest even) into p; returns the sum of the
-// rounded values. p is written for n values.
-float round_weights(const float* e, int64_t n, uint16_t* p) {
-  __m512 sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 m = lanes(0, n - j);
-    const __m256i r = bf16_from_f32(_mm512_maskz_loadu_ps(m, e + j));
-    sum = _mm512_add_ps(sum, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(r), 16)));
-    _mm256_mask_storeu_epi16(p + j, m, r);
-  }
-  return _mm512_reduce_add_ps(sum);
-}
-
-// Scores sc[0, n) times scale; those outside [from, visible), or whose keep flag is 0, set to
-// -inf.
-void scale_and_mask(float* sc, int64_t n, int64_t from, int64_t visible, float scale,
-                    const uint8_t* keep) {
+// The softmax of one query row over a block of n keys, in two passes over the row instead of a
+// call per step (scale and mask, maximum, exponential, rounding): at MiniLM's 128 keys a row is
+// eight vectors, and the calls and their setup cost more than the arithmetic.
+//
+// Pass one: sc[0, n) times scale, those outside [from, visible) or whose keep flag is 0 set to
+// -inf, stored back; returns their maximum (NaN scores are left out of it and reported through
+// *saw_nan).
+float scale_mask_max(float* sc, int64_t n, int64_t from, int64_t visible, float scale,
+                     const uint8_t* keep, bool* saw_nan) {
   const __m512 f = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(kNegInf);
+  __m512 mx = ninf;
+  __mmask16 nan = 0;
   for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 m = lanes(0, n - j);
     __mmask16 live = lanes(from - j, visible - j);
@@ -125,9 +121,30 @@ void scale_and_mask(float* sc, int64_t n, int64_t from, int64_t visible, float s
       const __m128i k = _mm_maskz_loadu_epi8(m, keep + j);
       live &= _mm_test_epi8_mask(k, k);
     }
-    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, sc + j), f);
-    _mm512_mask_storeu_ps(sc + j, m, _mm512_mask_mov_ps(ninf, live, v));
+    const __m512 v =
+        _mm512_mask_mov_ps(ninf, live, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, sc + j), f));
+    _mm512_mask_storeu_ps(sc + j, m, v);
+    nan |= _mm512_mask_cmp_ps_mask(m, v, v, _CMP_UNORD_Q);
+    mx = _mm512_mask_max_ps(mx, m, v, mx);  // a NaN v yields mx: reported, not kept
   }
+  if (nan) *saw_nan = true;
+  return _mm512_reduce_max_ps(mx);
+}
+
+// Pass two: the weights e^(s - m) (-inf gives exactly 0) rounded to bf16 (nearest even) into
+// p[0, n); returns the sum of the rounded values, which is what P V sums.
+float exp_round_sum(const float* sc, int64_t n, float m, uint16_t* p) {
+  const __m512 shift = _mm512_set1_ps(m), ninf = _mm512_set1_ps(kNegInf);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 t = lanes(0, n - j);
+    const __m512 v = _mm512_maskz_loadu_ps(t, sc + j);
+    const __mmask16 live = _mm512_mask_cmp_ps_mask(t, v, ninf, _CMP_NEQ_UQ);
+    const __m256i r = bf16_from_f32(_mm512_maskz_mov_ps(live, vexp(_mm512_sub_ps(v, shift))));
+    sum = _mm512_add_ps(sum, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(r), 16)));
+    _mm256_mask_storeu_epi16(p + j, t, r);
+  }
+  return _mm512_reduce_add_ps(sum);
 }
 
 // A row of O divided by l, rounded to bf16.
@@ -146,8 +163,7 @@ struct Packed {
 
 // Query rows [r0, r1) (at most kRows) of kv head `kvh` of batch `b`.
 void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v, const Packed& pk,
-                 uint16_t* out, const NnSimd& simd, int64_t b, int64_t kvh, int64_t r0,
-                 int64_t r1) {
+                 uint16_t* out, int64_t b, int64_t kvh, int64_t r0, int64_t r1) {
   const int64_t group = sh.heads / sh.kv_heads, D = sh.head_dim, Dv = sh.v_dim;
   const int64_t Sq = sh.q_len, Sk = sh.kv_len, steps = D / 32, vgroups = Dv / 16;
   const int64_t rows = r1 - r0, g = b * sh.kv_heads + kvh;
@@ -163,7 +179,16 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
   alignas(64) float s[kRows * kBlock];
   alignas(64) uint16_t p[kRows * kBlock];
   alignas(64) float t[kRows * 16];
-  std::vector<float> o(static_cast<size_t>(kRows * Dv), 0.0f);
+  // O's rows on the stack for value heads up to 128 wide (every model here), else on the heap.
+  alignas(64) float o_stack[kRows * 128];
+  std::vector<float> o_heap;
+  float* o = o_stack;
+  if (Dv <= 128) {
+    std::fill(o_stack, o_stack + kRows * Dv, 0.0f);
+  } else {
+    o_heap.assign(static_cast<size_t>(kRows * Dv), 0.0f);
+    o = o_heap.data();
+  }
   float m[kRows], l[kRows];
   bool nan[kRows];
   int64_t limit[kRows];
@@ -226,21 +251,25 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
       const int64_t visible = std::clamp<int64_t>(limit[i] - j0, 0, n);
       std::memset(pr, 0, static_cast<size_t>(n32) * 2);
       if (i >= rows || nan[i] || visible == 0) continue;
-      scale_and_mask(sc, n, lo - j0, visible, sh.scale, keep ? keep + j0 : nullptr);
       bool saw_nan = false;
-      const float block_max = simd.row_max(sc, n, &saw_nan);
+      const float block_max =
+          scale_mask_max(sc, n, lo - j0, visible, sh.scale, keep ? keep + j0 : nullptr, &saw_nan);
       if (saw_nan) {
         nan[i] = true;
         continue;
       }
       if (block_max == kNegInf) continue;  // every key of the block masked: nothing to add
       const float m_new = std::max(m[i], block_max);
-      const float alpha = std::exp(m[i] - m_new);  // 0 on the row's first visible block
-      simd.exp_shifted(sc, n, m_new, sc);
-      l[i] = alpha * l[i] + round_weights(sc, n, pr);
+      const float sum = exp_round_sum(sc, n, m_new, pr);
+      if (m[i] == kNegInf) {  // the row's first visible block: O and l are still 0
+        l[i] = sum;
+      } else {
+        const float alpha = std::exp(m[i] - m_new);
+        l[i] = alpha * l[i] + sum;
+        float* orow = o + i * Dv;
+        for (int64_t d = 0; d < Dv; ++d) orow[d] *= alpha;
+      }
       m[i] = m_new;
-      float* orow = o.data() + i * Dv;
-      for (int64_t d = 0; d < Dv; ++d) orow[d] *= alpha;
     }
     // O += P V: 32 rows x 32 columns of V a step of 32 keys, again a 2 x 2 block.
     for (int64_t vg = 0; vg < vgroups; vg += 2) {
@@ -265,7 +294,7 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
       // Tile (row half, column half) into rows [16 half, ...) of O.
       auto add = [&](int64_t half, int64_t col) {
         for (int64_t i = 16 * half; i < std::min<int64_t>(rows, 16 * half + 16); ++i) {
-          float* orow = o.data() + i * Dv + (vg + col) * 16;
+          float* orow = o + i * Dv + (vg + col) * 16;
           _mm512_storeu_ps(
               orow, _mm512_add_ps(_mm512_loadu_ps(orow), _mm512_load_ps(t + (i - 16 * half) * 16)));
         }
@@ -290,7 +319,7 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
   const uint16_t* vb = v + sh.v_st.at(b, kvh, 0);
   for (int64_t i = 0; i < rows; ++i) {
     uint16_t* dst = out + at(sh.o_st, r0 + i);
-    const float* orow = o.data() + i * Dv;
+    const float* orow = o + i * Dv;
     if (nan[i]) {
       for (int64_t d = 0; d < Dv; ++d)
         dst[d] = f32_to_bf16(std::numeric_limits<float>::quiet_NaN());
@@ -318,7 +347,7 @@ bool attention_amx_takes(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t
 }
 
 void attention_amx_bf16(const AttentionShape& given, const void* q, const void* k, const void* v,
-                        void* out, const NnSimd& simd) {
+                        void* out) {
   const AttentionShape sh = with_layout(given);
   const int64_t group = sh.heads / sh.kv_heads;
   const int64_t rows = group * sh.q_len, groups = sh.batch * sh.kv_heads;
@@ -347,8 +376,8 @@ void attention_amx_bf16(const AttentionShape& given, const void* q, const void* 
                       for (int64_t t = range.begin(); t < range.end(); ++t) {
                         const int64_t g = t / tiles, r0 = (t % tiles) * kRows;
                         attend_rows(sh, static_cast<const uint16_t*>(q), v16, pk,
-                                    static_cast<uint16_t*>(out), simd, g / sh.kv_heads,
-                                    g % sh.kv_heads, r0, std::min(rows, r0 + kRows));
+                                    static_cast<uint16_t*>(out), g / sh.kv_heads, g % sh.kv_heads,
+                                    r0, std::min(rows, r0 + kRows));
                       }
                     });
 }

@@ -193,7 +193,7 @@ void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
   void* out = static_cast<char*>(ptrs[k.outputs[0]]) + layout("o_layout", sh.q_elem, sh.o_st);
   // The claim's choice (claim_attention), made again from the same dtypes and dims.
   if (attention_amx_takes(sh.q_elem, sh.k_elem, sh.v_elem, sh.head_dim, sh.v_dim))
-    return attention_amx_bf16(sh, q, kk, v, out, nn_simd());
+    return attention_amx_bf16(sh, q, kk, v, out);
   attention(sh, q, kk, v, out, nn_simd());
 }
 

@@ -69,26 +69,7 @@ inline __m512 load_kv(const Stored<E>* p, __mmask16 m) {
   }
 }
 
-// e^x, about 1 ulp over the float range: x = n ln2 + r with |r| <= ln2 / 2, a degree-6
-// polynomial for e^r, then scalef by 2^n. Inputs are clamped to [-104, 88.7] (the results
-// there are 0 or denormal, and +inf); max/min keep the clamp's second operand, x, when it is
-// NaN, so NaN flows through every step.
-inline __m512 vexp(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-  x = _mm512_min_ps(_mm512_set1_ps(88.7f), x);
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
+#include "vexp_avx512.inc"
 
 // Horizontal sums of four vectors at once: [sum a0, sum a1, sum a2, sum a3].
 inline __m128 hsum4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {

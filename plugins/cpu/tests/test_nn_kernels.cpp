@@ -288,8 +288,7 @@ TEST(CpuNnKernels, Bf16AttentionOnAmxTilesIsCloseToFloat64) {
     cpu::AttentionShape sh = shape_of(c);
     sh.q_elem = sh.k_elem = sh.v_elem = KvElem::kBF16;
     std::vector<uint16_t> got(c.B * c.H * c.Sq * c.Dv, 0x7777);
-    cpu::attention_amx_bf16(sh, q.bits.data(), k.bits.data(), v.bits.data(), got.data(),
-                            *instruction_sets().back());
+    cpu::attention_amx_bf16(sh, q.bits.data(), k.bits.data(), v.bits.data(), got.data());
     const std::vector<double> want = naive_attention(c, q.wide, k.wide, v.wide);
     for (size_t i = 0; i < got.size(); ++i) {
       const double g = bf16_to_f32(got[i]);
@@ -342,10 +341,14 @@ TEST(CpuNnKernels, AttentionInHeadInterleavedLayoutsGivesTheSameBytes) {
         continue;
       }
       const bool amx = cpu::attention_amx_takes(e, e, e, c.D, c.Dv);
-      auto run = amx ? cpu::attention_amx_bf16 : cpu::attention;
-      run(sh, q.bits.data(), k.bits.data(), v.bits.data(), want16.data(), simd);
+      auto run = [&](const cpu::AttentionShape& s, const void* qq, const void* kk, const void* vv,
+                     void* out) {
+        if (amx) return cpu::attention_amx_bf16(s, qq, kk, vv, out);
+        cpu::attention(s, qq, kk, vv, out, simd);
+      };
+      run(sh, q.bits.data(), k.bits.data(), v.bits.data(), want16.data());
       run(st, interleave(q.bits, c.Sq).data(), interleave(k.bits, c.Sk).data(),
-          interleave(v.bits, c.Sk).data(), got16.data(), simd);
+          interleave(v.bits, c.Sk).data(), got16.data());
       EXPECT_EQ(std::memcmp(interleave(want16, c.Sq).data(), got16.data(), n * 2), 0)
           << c.name << (amx ? " (amx)" : "");
     }
