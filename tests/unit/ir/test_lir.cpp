@@ -117,6 +117,38 @@ TEST(Lir, ASmallValueReadTwiceInOneKernelIsComputedAtEachRead) {
   EXPECT_EQ(loops(long_chain), 2);
 }
 
+// A product's bias add followed by the head split (reshape, transpose) is written in the
+// product's layout: a loop that only adds (what a product's epilogue takes), then a plain copy
+// into heads (what attention reads in place). The same add before anything but a transpose
+// stays fused into its reader.
+TEST(Lir, ABiasAddBeforeAHeadSplitStaysInTheProductsLayout) {
+  auto p = lower(R"(graph @g(%x: f32[2,5,8], %w: f32[8,8], %b: f32[8]) {
+  %y = dot_general(%x, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [0]} : f32[2,5,8]
+  %bb = broadcast_in_dim(%b) {dims = [2], shape = [2, 5, 8]} : f32[2,5,8]
+  %a = add(%y, %bb) : f32[2,5,8]
+  %r = reshape(%a) {shape = [2, 5, 2, 4]} : f32[2,5,2,4]
+  %t = transpose(%r) {perm = [0, 2, 1, 3]} : f32[2,2,5,4]
+  return %t
+}
+)");
+  ASSERT_EQ(p.kernels.size(), 3u);
+  const auto& add = std::get<lir::LoopKernel>(p.kernels[1]);
+  EXPECT_EQ(add.domain, (std::vector<int64_t>{2, 5, 8}));
+  const auto& copy = std::get<lir::LoopKernel>(p.kernels[2]);
+  EXPECT_EQ(copy.domain, (std::vector<int64_t>{2, 2, 5, 4}));
+  ASSERT_EQ(copy.exprs.size(), 1u);
+  EXPECT_EQ(copy.exprs[0].kind, lir::ExprKind::kLoad);
+  auto fused = lower(R"(graph @g(%x: f32[2,5,8], %w: f32[8,8], %b: f32[8]) {
+  %y = dot_general(%x, %w) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [0]} : f32[2,5,8]
+  %bb = broadcast_in_dim(%b) {dims = [2], shape = [2, 5, 8]} : f32[2,5,8]
+  %a = add(%y, %bb) : f32[2,5,8]
+  %e = exp(%a) : f32[2,5,8]
+  return %e
+}
+)");
+  EXPECT_EQ(loops(fused), 1);
+}
+
 // A sum of 1080 x 1920 x 3 floats into one is two kernels: 1920 partial sums (the 1920 dim made
 // parallel), then their sum; a reduction with many outputs, a short one, and a 16-bit result
 // (whose partials would round once more) stay one kernel.
