@@ -486,9 +486,13 @@ class KernelRenderer : detail::CValues {
 
   void store(const lir::Store& s, const std::string& index, const std::string& v) {
     DType dt = p_.buffers.at(s.buffer).dtype;
-    std::string x = convert(v, k_.exprs.at(s.expr).dtype, dt);
-    std::string bits =
-        fmt::format(fmt::runtime(entry(d_.store, dt, "store conversion")), fmt::arg("x", x));
+    const DType from = k_.exprs.at(s.expr).dtype;
+    std::string x = convert(v, from, dt);
+    const std::string& exact = d_.store_exact[static_cast<int>(dt)];
+    std::string bits = fmt::format(
+        fmt::runtime(from == dt && !exact.empty() ? exact
+                                                  : entry(d_.store, dt, "store conversion")),
+        fmt::arg("x", x));
     line(detail::write_element(d_, pointer(p_.storage_of(s.buffer)), index, dt, bits));
   }
 

@@ -44,6 +44,10 @@ const sdk::Dialect& cpu_dialect() {
     // erf without a libm call for f32, so its loops vectorise; the same tokens as the
     // interpreter's (erf_f32.h). f64 keeps the C library's.
     c.math["erf"] = "rlx_erf";
+    // A bf16 expression's value is already rounded (render_c rounds every 16-bit result), so its
+    // store keeps the top half of the float's bits: the rounding with its NaN test, done again
+    // at the store, cost a fifth of a GELU loop over bf16 (1.04 -> 0.85 ns an element).
+    c.store_exact[static_cast<int>(DType::kBF16)] = "(uint16_t)(rlx_f32_bits({x}) >> 16)";
     c.prelude += "\n" RLX_STRINGIFY(RLX_ERFF_DEFINITION) "\n"
                  "static inline double rlx_erf(double x) { return erf(x); }\n";
     return c;

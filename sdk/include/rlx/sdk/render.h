@@ -98,6 +98,10 @@ struct Dialect {
   DTypeTable compute_type;  // type arithmetic runs in ("float" for f16)
   DTypeTable load;          // storage element {x} -> compute value ("rlx_f16_to_f32({x})")
   DTypeTable store;         // compute value {x} -> storage element
+  // A compute value already exact in the storage type (every 16-bit float expression is rounded
+  // by the op that makes it) -> storage element, where that is cheaper than `store`'s rounding
+  // (the bits of a bf16-exact float are its top half). Empty: `store`.
+  DTypeTable store_exact;
   // Integer add/sub/mul/neg run in this unsigned type so that overflow wraps; empty: the
   // language already defines signed overflow as wrapping.
   DTypeTable wrap_type;
