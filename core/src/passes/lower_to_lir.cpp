@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "passes/passes_util.h"
+#include "passes/product_layouts.h"
 #include "passes/split_reduction.h"
 #include "rlx/core/error.h"
 #include "rlx/core/op_registry.h"
@@ -174,7 +175,7 @@ class Lowering {
       const Node* c = producer(in);
       if (c && fuses_into_concat(*c, g_) && uses_[in] == 1 && !forced_by_graph(in)) mat_[in] = false;
     }
-    keep_product_layouts();
+    keep_product_layouts(g_, uses_, mat_);
     // Scalar constants inline as immediates; other constants are buffers.
     for (const Node& n : g_.nodes)
       if (n.op == "constant" && !forced[n.outputs[0]] && n.attr_tensor("value").numel() == 1 &&
@@ -184,36 +185,6 @@ class Lowering {
     if (options_.max_buffers_per_kernel > 0) cap_kernel_buffers(options_.max_buffers_per_kernel);
     // After the buffer cap: cutting an operand out never makes a kernel read more buffers.
     if (options_.max_ops_per_kernel > 0) cap_kernel_ops(options_.max_ops_per_kernel);
-  }
-
-  // A product's result finished element by element (a Linear's bias add) and then only moved
-  // into another layout (reshaped and transposed: the head split before attention) is written in
-  // the product's layout. Fused into the transpose, the add made one kernel that no target can
-  // take apart: the product could not take the bias into its epilogue (cuBLASLt's, the cpu
-  // GEMM's), and attention could not read the split heads in place. Written apart, the add is an
-  // epilogue of the product and the transpose a plain copy the attention folds away; a target
-  // that folds neither runs one copy more.
-  void keep_product_layouts() {
-    std::vector<std::vector<int32_t>> readers(g_.values.size());
-    for (int32_t i = 0; i < static_cast<int32_t>(g_.nodes.size()); ++i)
-      for (ValueId v : g_.nodes[i].inputs) readers[v].push_back(i);
-    auto sole_reader = [&](ValueId v) -> const Node* {
-      return readers[v].size() == 1 ? &g_.nodes[readers[v][0]] : nullptr;
-    };
-    for (const Node& n : g_.nodes) {
-      const OpDef* d = OpRegistry::instance().find(n.op);
-      if (!d || d->cls != OpClass::kElementwise || n.outputs.size() != 1) continue;
-      const ValueId v = n.outputs[0];
-      if (mat_[v] || uses_[v] != 1) continue;
-      const bool after_product = std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueId in) {
-        const Node* p = producer(in);
-        return p && p->op == "dot_general" && mat_[in];
-      });
-      if (!after_product) continue;
-      const Node* r = sole_reader(v);
-      while (r && r->op == "reshape" && uses_[r->outputs[0]] == 1) r = sole_reader(r->outputs[0]);
-      if (r && r->op == "transpose") mat_[v] = true;
-    }
   }
 
   // A small element-wise value read more than once, where every read lands in the same loop
