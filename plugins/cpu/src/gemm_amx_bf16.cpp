@@ -57,12 +57,6 @@ void block(const uint16_t* a, int64_t lda, int64_t K, const PackedBf16B& b, int6
   }
 }
 
-// The masked forms with a zero source, as in bf16_avx512.h (GCC 12's -Wmaybe-uninitialized).
-__m512 widen16(__m256i h) {
-  const __mmask16 all = 0xFFFF;
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, _mm512_maskz_cvtepu16_epi32(all, h), 16));
-}
-
 // Row r of the f32 tile t (cols columns) to C; with `bias` (bf16, this tile's columns) each
 // value is rounded to bf16, widened, added to the bias and rounded again.
 void store_row(const float* t, int64_t cols, DType c_dtype, void* c, int64_t offset,
@@ -77,7 +71,8 @@ void store_row(const float* t, int64_t cols, DType c_dtype, void* c, int64_t off
     __m256i r = bf16_from_f32(_mm512_loadu_ps(t + j));
     if (bias)
       r = bf16_from_f32(_mm512_add_ps(
-          widen16(r), widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + j)))));
+          bf16_widen(r),
+          bf16_widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bias + j)))));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), r);
   }
   for (; j < cols; ++j)

@@ -9,6 +9,7 @@
 
 #include "gemm_epilogue_fusion.h"
 #include "rlx/core/error.h"
+#include "rlx/core/half.h"
 #include "scalar_ops.h"
 
 namespace rlx::cpu {
@@ -309,11 +310,15 @@ void GemmCall::run(const std::vector<void*>& ptrs) const {
     if (tmp) {
       const float* c = reinterpret_cast<const float*>(tmp->data());
       const int64_t at = bi * M_ * N_;
-      for (int64_t e = 0; e < M_ * N_; ++e) store_f(out_dtype_, out, at + e, c[e]);
-      if (narrow_bias)
-        for (int64_t e = 0; e < M_ * N_; ++e)
-          store_f(out_dtype_, out, at + e,
-                  load_f(out_dtype_, out, at + e) + load_f(out_dtype_, narrow_bias, e % N_));
+      if (narrow_bias) {  // the product rounded to the type, then the bias added (rounded on store)
+        const bool bf16 = out_dtype_ == DType::kBF16;
+        for (int64_t e = 0; e < M_ * N_; ++e) {
+          const float p = bf16 ? bf16_to_f32(f32_to_bf16(c[e])) : f16_to_f32(f32_to_f16(c[e]));
+          store_f(out_dtype_, out, at + e, p + load_f(out_dtype_, narrow_bias, e % N_));
+        }
+      } else {
+        for (int64_t e = 0; e < M_ * N_; ++e) store_f(out_dtype_, out, at + e, c[e]);
+      }
     }
   };
   if (M_ * N_ == 0) return;

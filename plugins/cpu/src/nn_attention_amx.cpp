@@ -141,7 +141,7 @@ float exp_round_sum(const float* sc, int64_t n, float m, uint16_t* p) {
     const __m512 v = _mm512_maskz_loadu_ps(t, sc + j);
     const __mmask16 live = _mm512_mask_cmp_ps_mask(t, v, ninf, _CMP_NEQ_UQ);
     const __m256i r = bf16_from_f32(_mm512_maskz_mov_ps(live, vexp(_mm512_sub_ps(v, shift))));
-    sum = _mm512_add_ps(sum, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(r), 16)));
+    sum = _mm512_add_ps(sum, bf16_widen(r));
     _mm256_mask_storeu_epi16(p + j, t, r);
   }
   return _mm512_reduce_add_ps(sum);
