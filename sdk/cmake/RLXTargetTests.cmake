@@ -60,7 +60,8 @@ function(rlx_add_target_tests name)
   else()
     list(APPEND suite ${dir}/test_primitives.cpp ${dir}/test_structural.cpp ${dir}/test_hir_ops.cpp
                       ${dir}/test_matmul.cpp ${dir}/test_training.cpp
-                      ${dir}/test_half_attention.cpp ${dir}/test_fused_kernels.cpp)
+                      ${dir}/test_half_attention.cpp ${dir}/test_fused_kernels.cpp
+                      ${dir}/test_constant_kernels.cpp)
     set(main "")
   endif()
 

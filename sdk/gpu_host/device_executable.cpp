@@ -89,6 +89,7 @@ class ProgramOnDevice {
       scratch_ = std::make_unique<OwnedBuffer>(api_, scratch);
       api_.zero(scratch_->get(), scratch);
     }
+    run_once_launches();
   }
 
   // Whether a run is only device work (no host control flow, no per-launch timing), so the device
@@ -165,6 +166,7 @@ class ProgramOnDevice {
         continue;
       }
       const Launch& l = std::get<Launch>(s);
+      if (l.once) continue;
       for (auto [src, dst] : l.copies_before) {
         const DeviceBuffer *from = need(at, src), *to = need(at, dst);
         // One buffer when the caller updates a scatter's operand in place (the runtime's
@@ -264,6 +266,31 @@ class ProgramOnDevice {
   std::vector<std::unique_ptr<Loop>> loops_;
   std::vector<std::unique_ptr<VendorMatmul>> vendor_;  // one per LibraryMatmul step, in order
   std::vector<std::unique_ptr<VendorCall>> calls_;     // one per LibraryCall step, in order
+
+  // The launches that compute the same values on every run (once_launches.h), run now into
+  // buffers of their own: the arena slots their outputs had are shared with temporaries that
+  // every run overwrites.
+  void run_once_launches() {
+    std::vector<const DeviceBuffer*> at(p_.buffers.size(), nullptr);
+    bool any = false;
+    for (const Step& s : plan_.steps) {
+      const auto* l = std::get_if<Launch>(&s);
+      if (!l || !l->once) continue;
+      if (!any) {
+        for (const lir::Buffer& b : p_.buffers)
+          if (own_[b.id]) at[b.id] = &own_[b.id]->get();
+        any = true;
+      }
+      for (int32_t w : l->writes) {
+        own_[w] = std::make_shared<OwnedBuffer>(api_, static_cast<size_t>(p_.buffers[w].nbytes()));
+        at[w] = &own_[w]->get();
+      }
+      std::vector<const DeviceBuffer*> args;
+      for (int32_t b : l->buffers) args.push_back(need(at, b));
+      api_.launch(*module_, l->symbol, args, l->work_items);
+    }
+    if (any) api_.finish();
+  }
 
   const DeviceBuffer* need(const std::vector<const DeviceBuffer*>& at, int32_t id) const {
     const DeviceBuffer* b = at.at(p_.storage_of(id));

@@ -1,7 +1,8 @@
 // The one host-side pattern of GPU-like targets: a compiled LIR program on a device behind a
 // DeviceApi. Construction builds the program's module once and allocates one device buffer per
 // constant (uploaded once) and per arena slot of the buffer plan (temporaries of one slot share
-// its buffer). run() uploads the inputs, launches the steps in order, downloads the outputs and
+// its buffer), and runs the launches that read only constants (once_launches.h) into buffers of
+// their own, so no run repeats them. run() uploads the inputs, launches the steps in order, downloads the outputs and
 // reports any bad index a kernel found; run_bound() does the same for host-bound inputs and
 // outputs and uses device-bound ones where they are, so a caller's device tensors stay on the
 // device across runs.

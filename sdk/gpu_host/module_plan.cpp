@@ -13,6 +13,7 @@
 #include "epilogue_fusion.h"
 #include "host_collective.h"
 #include "norm_form.h"
+#include "once_launches.h"
 #include "operand_prologues.h"
 #include "rlx/core/error.h"
 
@@ -250,6 +251,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     Launch l;
     l.symbol = it->second;
     l.buffers = std::move(ids);
+    for (const lir::Store& st : k.stores) l.writes.push_back(p.storage_of(st.buffer));
     // Lanes per output: 1, or a SIMD group's width where the dialect reduces across one; or
     // several outputs per work-item (Dialect::max_outputs_per_item).
     l.work_items = sdk::work_items(k) * sdk::lanes_per_output(k, d) / sdk::outputs_per_item(k, d);
@@ -679,6 +681,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     }
     plan.arena_offsets = lir::plan_arena(lifetimes, first_use, nullptr);
   }
+  mark_once_launches(p, plan);
   return plan;
 }
 

@@ -23,6 +23,11 @@ struct Launch {
   // > 0: the program's scratch buffer (zeroed once, at least this many bytes) is bound last
   // (sdk::AttentionKernel::scratch_bytes).
   int64_t scratch_bytes = 0;
+  // The storage ids a loop kernel's launch writes (empty for other launches), and whether it
+  // computes the same values on every run, so the executor runs it once when it loads the
+  // program (once_launches.h).
+  std::vector<int32_t> writes;
+  bool once = false;
 };
 
 // A while loop whose control flow runs on the host: kernel `kernel` of the program is the
