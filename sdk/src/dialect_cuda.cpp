@@ -167,6 +167,9 @@ RLX_DEVICE float rlx_warp_max(float x) {
   d.simd_lane = "(threadIdx.x & 31u)";
   d.simd_group = "(threadIdx.x >> 5)";
   d.simd_groups = "(blockDim.x >> 5)";
+  // Work split by warps (render_norm's many short rows, a warp each; render_attention's rows of
+  // a few queries, a warp per query) relies on the width.
+  d.simd_width = 32;
   return d;
 }
 

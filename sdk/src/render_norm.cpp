@@ -10,6 +10,12 @@
 // in the GPU's caches between the passes, so memory sees it read once and written once. The
 // variance is of the centred row, as the decomposition computes it (no sum-of-squares shortcut,
 // which cancels badly).
+//
+// Many short rows (a batch of sequences: 16384 rows of 384 at MiniLM's batch 128) go a row per
+// SIMD group instead, where the dialect says its SIMD width: the lanes' sums combine in
+// registers, with no shared memory and no barrier, and a group of 64 holds 64 / width rows. A
+// group owning a row waited at two barriers per row, and its row's loads, reduction and stores
+// ran one after another with nothing else of the group in flight.
 #include <fmt/format.h>
 
 #include "render_parts.h"
@@ -21,6 +27,10 @@ namespace rlx::sdk {
 namespace {
 
 constexpr int64_t kGroup = 64;
+// A row per SIMD group from this many rows on (fewer rows are latency, which more lanes on a row
+// shorten), up to this many elements a lane.
+constexpr int64_t kSimdRowsFrom = 1024;
+constexpr int64_t kMostPerLane = 32;
 
 class NormWriter : detail::KernelText {
  public:
@@ -38,6 +48,9 @@ class NormWriter : detail::KernelText {
         fail(fmt::format("{} is not f16, bf16 or f32", dtype_name(dt)));
     f32_ = entry(d_.compute_type, DType::kF32, "compute type");
     int_ = entry(d_.compute_type, DType::kI32, "compute type");
+    if (has_simd() && d_.simd_width > 0 && kGroup % d_.simd_width == 0 &&
+        s_.rows >= kSimdRowsFrom && s_.n <= d_.simd_width * kMostPerLane)
+      lanes_ = d_.simd_width;
   }
 
   NormKernel render() {
@@ -53,21 +66,34 @@ class NormWriter : detail::KernelText {
     // With SIMD-group sums each statistic has slots of its own (one per SIMD group: at most 64),
     // so the next one's writes need no barrier after the last one's reads.
     const std::string shared =
-        shared_array(f32_, "rlx_red", has_simd() && !s_.rms ? 2 * kGroup : kGroup);
+        simd_rows() ? ""
+                    : shared_array(f32_, "rlx_red", has_simd() && !s_.rms ? 2 * kGroup : kGroup);
     const std::string rows_from =
         s_.x_rows_per_block > 0
             ? fmt::format(", x rows from element {} in blocks of {} every {}", s_.x_offset,
                           s_.x_rows_per_block, s_.x_block_stride)
             : "";
     open(symbol, params,
-         fmt::format("{}: {} over rows [{}, {}], epsilon {}, one group of {} per row, f32{}{}",
-                     symbol, s_.rms ? "RMSNorm" : "LayerNorm", s_.rows, s_.n, s_.epsilon, kGroup,
+         fmt::format("{}: {} over rows [{}, {}], epsilon {}, {}, f32{}{}", symbol,
+                     s_.rms ? "RMSNorm" : "LayerNorm", s_.rows, s_.n, s_.epsilon,
+                     simd_rows() ? fmt::format("one SIMD group of {} per row", lanes_)
+                                 : fmt::format("one group of {} per row", kGroup),
                      has_simd() ? ", SIMD-group sums" : "", rows_from),
          shared, /*cooperative=*/true, /*simd=*/has_simd());
-    group_ids(s_.rows, int_);
-    let("base", fmt::format("g * {}", s_.n));
+    if (simd_rows()) {
+      // The rows past the last (an odd count) compute a copy of the last one and store nothing.
+      const int64_t per_group = kGroup / lanes_;
+      group_ids((s_.rows + per_group - 1) / per_group, int_);
+      declare(int_, "lane", cast(int_, d_.simd_lane));
+      let("ri", fmt::format("gi * {} + {}", per_group, cast(d_.index_type, d_.simd_group)));
+      let("r", choose(fmt::format("ri < {}", s_.rows), "ri", std::to_string(s_.rows - 1)));
+    } else {
+      group_ids(s_.rows, int_);
+      let("r", "g");
+    }
+    let("base", fmt::format("r * {}", s_.n));
     if (s_.x_rows_per_block > 0)
-      let("xbase", fmt::format("{} + (g / {}) * {} + (g % {}) * {}", s_.x_offset,
+      let("xbase", fmt::format("{} + (r / {}) * {} + (r % {}) * {}", s_.x_offset,
                                s_.x_rows_per_block, s_.x_block_stride, s_.x_rows_per_block, s_.n));
     const std::string n = f32_literal(static_cast<double>(s_.n));
     const std::string eps = f32_literal(s_.epsilon);
@@ -90,21 +116,27 @@ class NormWriter : detail::KernelText {
                           math_call("sqrt", fmt::format("squares / {} + {}", n, eps))));
       write([&](const std::string& x) { return fmt::format("({} - mean) * inv", x); });
     }
-    return {finish(), s_.rows};
+    return {finish(), (s_.rows + kGroup / lanes_ - 1) / (kGroup / lanes_)};
   }
 
  private:
   const NormShape& s_;
   std::string f32_, int_;
+  int64_t lanes_ = kGroup;  // invocations per row: the group's 64, or a SIMD group's width
+
+  bool simd_rows() const { return lanes_ != kGroup; }
 
   std::string math_call(const std::string& op, const std::string& x) const {
     return fmt::format("{}({})", math(op), x);
   }
   std::string x_base() const { return s_.x_rows_per_block > 0 ? "xbase" : "base"; }
-  // The trip count of a strided pass: elements li, li + 64, ... below n.
-  int64_t steps() const { return (s_.n + kGroup - 1) / kGroup; }
-  void element_index() { let("e", fmt::format("t * {} + li", kGroup)); }
-  std::string in_row() const { return s_.n % kGroup == 0 ? "" : fmt::format("e < {}", s_.n); }
+  // The trip count of a strided pass: elements i, i + lanes, ... below n, i the invocation's
+  // index among its row's lanes.
+  int64_t steps() const { return (s_.n + lanes_ - 1) / lanes_; }
+  void element_index() {
+    let("e", fmt::format("t * {} + {}", lanes_, simd_rows() ? "lane" : "li"));
+  }
+  std::string in_row() const { return s_.n % lanes_ == 0 ? "" : fmt::format("e < {}", s_.n); }
 
   // `part` = the sum of term(x) over this invocation's elements of the row.
   template <class Term>
@@ -124,7 +156,10 @@ class NormWriter : detail::KernelText {
   }
 
   void group_sum(const std::string& part, const std::string& total, int64_t slots) {
-    KernelText::group_sum(part, total, slots, "rlx_red", kGroup, int_);
+    if (simd_rows())
+      declare(f32_, total, simd_sum(part));
+    else
+      KernelText::group_sum(part, total, slots, "rlx_red", kGroup, int_);
   }
 
   // out = value(x) * scale + bias over the row, stored by the rows that exist.
@@ -136,7 +171,7 @@ class NormWriter : detail::KernelText {
     if (s_.scale_buffer >= 0)
       y = fmt::format("({}) * {}", y, load(s_.scale_buffer, s_.scale_dtype, "e"));
     if (s_.bias_buffer >= 0) y = fmt::format("{} + {}", y, load(s_.bias_buffer, s_.bias_dtype, "e"));
-    std::string ok = fmt::format("gi < {}", s_.rows);
+    std::string ok = fmt::format("{} < {}", simd_rows() ? "ri" : "gi", s_.rows);
     if (!in_row().empty()) ok += " && " + in_row();
     line(fmt::format("if ({}) {{", ok));
     line("  " + store(s_.out_buffer, s_.out_dtype, "base + e", y));

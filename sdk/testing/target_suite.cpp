@@ -383,6 +383,26 @@ void norms_agree_with_cpu(const SuiteTarget& t) {
   sin["h"] = h16;
   expect_all_close(run_text(sliced, sin, cpu_target()), run_text(sliced, sin, target_named(t.name)),
                    1e-5);
+
+  // Many short rows (an odd count, a row length no SIMD width divides, and sliced heads): where
+  // the dialect has SIMD groups each takes a row of its own (render_norm).
+  const char* many =
+      R"(graph @t(%x: f32[1025,100], %g: f32[100], %b: f32[100], %y: f32[2,600,384], %gh: f32[64]) {
+  %l = LayerNorm(%x, %g, %b) {epsilon = 1e-05} : f32[1025,100]
+  %r = RMSNorm(%x, %g) {epsilon = 1e-06} : f32[1025,100]
+  %q = slice(%y) {limit = [2, 600, 192], start = [0, 0, 64], strides = [1, 1, 1]} : f32[2,600,128]
+  %qr = reshape(%q) {shape = [2, 600, 2, 64]} : f32[2,600,2,64]
+  %qn = RMSNorm(%qr, %gh) {epsilon = 1e-06} : f32[2,600,2,64]
+  return %l, %r, %qn
+}
+)";
+  NamedTensors min{{"x", random({1025, 100}, 1025 * 100)},
+                   {"g", random({100}, 100)},
+                   {"b", random({100}, 100)},
+                   {"y", random({2, 600, 384}, 2 * 600 * 384)},
+                   {"gh", random({64}, 64)}};
+  expect_all_close(run_text(many, min, cpu_target()), run_text(many, min, target_named(t.name)),
+                   1e-5);
 }
 
 // A decode step over a KV cache kept in f16 (`rlx generate --kv-cache f16`): each step's f32
