@@ -154,7 +154,8 @@ class Lowering {
     // addresses of it, and a convert of it costs what a load costs: every reader computes them
     // itself, however many readers there are (AMP's widened product outputs read twice by a
     // SiLU, a rotary embedding's halves).
-    std::vector<bool> view(g_.values.size(), false);
+    std::vector<bool> view(g_.values.size(), false), is_param(g_.values.size(), false);
+    for (ValueId p : g_.params) is_param[p] = true;
     for (const Node& n : g_.nodes) {
       const OpDef* d = OpRegistry::instance().find(n.op);
       if (!fusible(n, g_) || d->cls == OpClass::kReduce)
@@ -165,6 +166,14 @@ class Lowering {
                          (mat_[n.inputs[0]] || view[n.inputs[0]]);
       view[v] = over_buffer;
       mat_[v] = !(uses_[v] == 1 || over_buffer);
+      // A convert of a weight (an f16-stored bias or norm scale of an f32 run) reads only
+      // constants, so it is computed once, not per run (the cpu's hoisting, gpu_host's
+      // once_launches.h), and its readers read a plain buffer of the wide type: a bias then
+      // goes into a vendor product's epilogue instead of keeping an add kernel of its own.
+      if (n.op == "convert" && !n.inputs.empty() && is_param[n.inputs[0]]) {
+        view[v] = false;
+        mat_[v] = true;
+      }
     }
     // A float concat whose only reader is a convert that writes a buffer (AMP narrowing a rotary
     // embedding for the attention) is computed in the convert's kernel, which then stores the

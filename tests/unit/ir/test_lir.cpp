@@ -149,6 +149,48 @@ TEST(Lir, ABiasAddBeforeAHeadSplitStaysInTheProductsLayout) {
   EXPECT_EQ(loops(fused), 1);
 }
 
+// A weight stored narrower than the computation (an f16 checkpoint run in f32) is widened by a
+// kernel of its own, which reads only constants (so the targets run it once, not per run), and
+// the bias add reads the widened buffer as a product's epilogue would, rather than converting
+// the bias in the add's kernel.
+TEST(Lir, AWidenedWeightIsABufferOfItsOwn) {
+  Graph g = parse_graph(R"(graph @g(%x: f32[2,5,8]) params(%w: f16[8,8], %b: f16[8]) {
+  %wf = convert(%w) {dtype = f32} : f32[8,8]
+  %bf = convert(%b) {dtype = f32} : f32[8]
+  %y = dot_general(%x, %wf) {lhs_batch = [], lhs_contract = [2], rhs_batch = [], rhs_contract = [0]} : f32[2,5,8]
+  %bb = broadcast_in_dim(%bf) {dims = [2], shape = [2, 5, 8]} : f32[2,5,8]
+  %a = add(%y, %bb) : f32[2,5,8]
+  return %a
+}
+)");
+  g.weights["w"] = Tensor(DType::kF16, {8, 8});
+  g.weights["b"] = Tensor(DType::kF16, {8});
+  ir_test::SharedIrOnly target;
+  Graph d = dispatch(g, target).graph;
+  run_default_passes(d);
+  const lir::Program p = lower_to_lir(d, {});
+  int widenings = 0;
+  for (const auto& k : p.kernels) {
+    const auto* l = std::get_if<lir::LoopKernel>(&k);
+    if (!l) continue;
+    bool constants_only = true;
+    for (const auto& e : l->exprs)
+      if (e.kind == lir::ExprKind::kLoad)
+        constants_only = constants_only &&
+                         p.buffers[p.storage_of(e.load.buffer)].kind == lir::BufferKind::kConstant;
+    if (constants_only) {
+      ++widenings;
+      continue;
+    }
+    // The add: every buffer it loads is f32 (the product's result and the widened bias).
+    for (const auto& e : l->exprs)
+      if (e.kind == lir::ExprKind::kLoad)
+        EXPECT_EQ(dtype_name(p.buffers[e.load.buffer].dtype), std::string("f32"))
+            << p.buffers[e.load.buffer].name;
+  }
+  EXPECT_EQ(widenings, 2);
+}
+
 // A sum of 1080 x 1920 x 3 floats into one is two kernels: 1920 partial sums (the 1920 dim made
 // parallel), then their sum; a reduction with many outputs, a short one, and a 16-bit result
 // (whose partials would round once more) stay one kernel.
