@@ -134,19 +134,28 @@ class AttentionWriter {
     int64_t tk = kGroup;  // keys per tile: a power of two, so a tile's copy splits evenly
     while (tk > 1 && tk * row_bytes > kSharedBytes) tk /= 2;
     if (tk * row_bytes > kSharedBytes) t_.fail("a key and value row do not fit in shared memory");
-    const int64_t q_tiles = ceil_div(s_.q_len, kGroup), groups = s_.batch * s_.heads * q_tiles;
+    const int64_t splits = key_splits(tk), per_group = kGroup / splits;
+    const int64_t q_tiles = ceil_div(s_.q_len, per_group), groups = s_.batch * s_.heads * q_tiles;
     const int64_t k_tiles = ceil_div(s_.kv_len, tk);
-    const std::string variant = fmt::format("tiled {} keys", tk);
+    const std::string variant =
+        splits == 1 ? fmt::format("tiled {} keys", tk)
+                    : fmt::format("tiled {} keys, {} invocations a query", tk, splits);
     t_.open(kernel_symbol(s_.name), params(), comment(variant),
             t_.shared_array(f32_, "rlx_k", tk * s_.head_dim) +
                 t_.shared_array(f32_, "rlx_v", tk * s_.v_dim),
             /*cooperative=*/true);
     t_.group_ids(groups, int_);
     t_.let("bh", fmt::format("g / {}", q_tiles));
-    t_.let("q0", fmt::format("(g % {}) * {}", q_tiles, kGroup));
+    t_.let("q0", fmt::format("(g % {}) * {}", q_tiles, per_group));
     // Invocations past the last query compute a copy of it (every invocation copies tiles and
-    // meets every barrier) and store nothing.
-    t_.let("qa", fmt::format("q0 + {}", t_.cast(t_.dialect().index_type, "li")));
+    // meets every barrier) and store nothing. With splits, invocation li takes query li % per
+    // group and the part li / per group of each tile's keys.
+    if (splits > 1) {
+      t_.declare(int_, "qs", fmt::format("li % {}", per_group));
+      t_.declare(int_, "part", fmt::format("li / {}", per_group));
+    }
+    t_.let("qa",
+           fmt::format("q0 + {}", t_.cast(t_.dialect().index_type, splits > 1 ? "qs" : "li")));
     t_.let("qi", t_.choose(fmt::format("qa < {}", s_.q_len), "qa", std::to_string(s_.q_len - 1)));
     head_bases();
     t_.let("row", fmt::format("bh * {} + qi", s_.q_len));
@@ -158,8 +167,9 @@ class AttentionWriter {
     // can prove uniform, which a bound computed from the invocation id is not.
     std::string live;
     if (s_.mask == "causal" && s_.kv_len >= s_.q_len) {
-      t_.let("q_last", t_.choose(fmt::format("q0 + {} < {}", kGroup - 1, s_.q_len),
-                                 fmt::format("q0 + {}", kGroup - 1), std::to_string(s_.q_len - 1)));
+      t_.let("q_last",
+             t_.choose(fmt::format("q0 + {} < {}", per_group - 1, s_.q_len),
+                       fmt::format("q0 + {}", per_group - 1), std::to_string(s_.q_len - 1)));
       t_.let("tiles", fmt::format("(q_last + {}) / {} + 1", s_.kv_len - s_.q_len, tk));
       live = "t < tiles";
     }
@@ -171,28 +181,27 @@ class AttentionWriter {
     if (!live.empty()) t_.close();
     t_.line(t_.dialect().barrier);
     if (!live.empty()) t_.if_block(live);
-    t_.loop("jj", tk, int_);
-    t_.let("j", fmt::format("j0 + {}", t_.cast(t_.dialect().index_type, "jj")));
-    // Keys past Sk in the last tile are no keys at all (not masked ones, which a fully masked
-    // row would average over).
-    const bool partial = s_.kv_len % tk != 0;
-    if (partial) t_.if_block(fmt::format("j < {}", s_.kv_len));
-    fold_key(
-        [&](const std::string& d) { return fmt::format("rlx_k[jj * {} + {}]", s_.head_dim, d); },
-        [&](const std::string& d) { return fmt::format("rlx_v[jj * {} + {}]", s_.v_dim, d); });
-    if (partial) t_.close();
-    t_.close();
+    fold_tile(tk, splits);
     if (!live.empty()) t_.close();
     // The next tile's copy waits here until every invocation is done with this one.
     t_.line(t_.dialect().barrier);
     t_.close();
-    store_row("row", fmt::format("gi < {} && qa < {}", groups, s_.q_len));
+    std::string ok = fmt::format("gi < {} && qa < {}", groups, s_.q_len);
+    if (splits > 1) {
+      merge_parts(splits, per_group);
+      ok += " && part == 0";
+    }
+    store_row("row", ok);
     return {t_.finish(), groups, variant};
   }
 
  private:
   static constexpr int64_t kGroup = 64;
   static constexpr int64_t kSharedBytes = 16384;
+  // Keys a tiled kernel's thread takes at a time (fold_tile).
+  static constexpr int64_t kKeysAtOnce = 4;
+  // Query rows from which a tiled kernel gives each query one invocation (key_splits).
+  static constexpr int64_t kRowsForOne = 65536;
 
   const AttentionShape& s_;
   detail::KernelText t_;
@@ -267,9 +276,15 @@ class AttentionWriter {
     t_.loop("d", s_.head_dim);
     t_.line(fmt::format("dot = {};", t_.multiply_add("qrow[d]", key("d"), "dot")));
     t_.close();
+    fold_dot("dot", value);
+  }
+
+  // Folds key j, whose q . k is `dot`, into the row's state.
+  template <class Value>
+  void fold_dot(const std::string& dot, Value value) {
     // Scaled after the product, as the decomposition multiplies the scores by an f32 constant.
     const std::string scale = t_.f32_literal(static_cast<float>(s_.scale));
-    t_.declare(f32_, "score", fmt::format("dot * {}", scale));
+    t_.declare(f32_, "score", fmt::format("{} * {}", dot, scale));
     const std::string keep = keep_condition();
     t_.declare(f32_, "kept", keep.empty() ? "score" : t_.choose(keep, "score", lowest()));
     t_.declare(f32_, "new_max", t_.choose("kept > run_max", "kept", "run_max"));
@@ -280,6 +295,93 @@ class AttentionWriter {
     t_.line(fmt::format("acc[d] = {};", t_.multiply_add("weight", value("d"), "acc[d] * rescale")));
     t_.close();
     t_.line("run_max = new_max;");
+  }
+
+  // Folds the tile's tk keys into the row's state, kKeysAtOnce at a time: their products with q
+  // are summed side by side (each in the order fold_key sums it), so a thread keeps that many
+  // independent chains of multiply-adds in flight instead of waiting on one, and then each key
+  // is folded in turn, as one at a time would.
+  void fold_tile(int64_t tk, int64_t splits) {
+    const int64_t keys = tk / splits;  // of each part
+    const int64_t at_once = keys % kKeysAtOnce == 0 ? kKeysAtOnce : 1;
+    const std::string& index = t_.dialect().index_type;
+    // Keys past Sk in the last tile are no keys at all (not masked ones, which a fully masked
+    // row would average over); the tile holds zeros for them.
+    const bool partial = s_.kv_len % tk != 0;
+    t_.loop("jq", keys / at_once, int_);
+    t_.declare(int_, "jj",
+               splits > 1 ? fmt::format("part * {} + jq * {}", keys, at_once)
+                          : fmt::format("jq * {}", at_once));
+    auto key_row = [&](int64_t k) {
+      return k == 0 ? std::string("jj") : fmt::format("(jj + {})", k);
+    };
+    for (int64_t k = 0; k < at_once; ++k) t_.declare_mutable(f32_, fmt::format("dot{}", k), zero());
+    t_.loop("d", s_.head_dim);
+    for (int64_t k = 0; k < at_once; ++k) {
+      const std::string dot = fmt::format("dot{}", k);
+      t_.line(fmt::format(
+          "{} = {};", dot,
+          t_.multiply_add("qrow[d]", fmt::format("rlx_k[{} * {} + d]", key_row(k), s_.head_dim),
+                          dot)));
+    }
+    t_.close();
+    for (int64_t k = 0; k < at_once; ++k) {
+      const std::string j = fmt::format("j0 + {}", t_.cast(index, key_row(k)));
+      if (partial)
+        t_.if_block(fmt::format("{} < {}", j, s_.kv_len));
+      else
+        t_.scope();
+      t_.let("j", j);
+      fold_dot(fmt::format("dot{}", k), [&](const std::string& d) {
+        return fmt::format("rlx_v[{} * {} + {}]", key_row(k), s_.v_dim, d);
+      });
+      t_.close();
+    }
+    t_.close();
+  }
+
+  // Invocations a query's keys are split over in a tiled kernel: where a launch would have few
+  // invocations (a batch of 8 MiniLM sequences: 12288 query rows, a few per multiprocessor of a
+  // GPU), each query's keys are dealt to 2 or 4 of them, so each folds a quarter as many keys in
+  // turn and four times as many run; their states are merged at the end through the tiles'
+  // shared arrays, which then must hold 64 output rows (a full tile of 64 keys).
+  int64_t key_splits(int64_t tk) const {
+    const int64_t rows = s_.batch * s_.heads * s_.q_len;
+    if (tk != kGroup || s_.head_dim < 2 || rows >= kRowsForOne) return 1;
+    return rows >= kRowsForOne / 2 ? 2 : 4;
+  }
+
+  // Each part's running maximum, sum and output row through shared memory (rlx_k holds the two
+  // statistics of each invocation, rlx_v its row, element d of every invocation's row side by
+  // side so that a SIMD group's stores hit distinct banks); part 0 of each query combines them in
+  // part order, each scaled by e^(its maximum - the largest), into run_sum and acc.
+  void merge_parts(int64_t splits, int64_t per_group) {
+    t_.loop("d", s_.v_dim);
+    t_.line(fmt::format("rlx_v[d * {} + li] = acc[d];", kGroup));
+    t_.close();
+    t_.line("rlx_k[li * 2] = run_max;");
+    t_.line("rlx_k[li * 2 + 1] = run_sum;");
+    t_.line(t_.dialect().barrier);
+    t_.if_block("part == 0");
+    t_.declare_mutable(f32_, "top", "run_max");
+    t_.loop("p", splits, int_);
+    t_.declare(f32_, "mp", fmt::format("rlx_k[(p * {} + qs) * 2]", per_group));
+    t_.line(fmt::format("top = {};", t_.choose("mp > top", "mp", "top")));
+    t_.close();
+    t_.line(fmt::format("run_sum = {};", zero()));
+    t_.loop("d", s_.v_dim);
+    t_.line(fmt::format("acc[d] = {};", zero()));
+    t_.close();
+    t_.loop("p", splits, int_);
+    t_.declare(int_, "slot", fmt::format("p * {} + qs", per_group));
+    t_.declare(f32_, "f", fmt::format("{}(rlx_k[slot * 2] - top)", t_.math("exp")));
+    t_.line(fmt::format("run_sum = {};", t_.multiply_add("rlx_k[slot * 2 + 1]", "f", "run_sum")));
+    t_.loop("d", s_.v_dim);
+    t_.line(fmt::format("acc[d] = {};", t_.multiply_add(fmt::format("rlx_v[d * {} + slot]", kGroup),
+                                                        "f", "acc[d]")));
+    t_.close();
+    t_.close();
+    t_.close();
   }
 
   // Copies the tile's `width`-element rows of keys j0 .. j0 + tk (one block of the buffer) into

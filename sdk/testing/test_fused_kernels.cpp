@@ -153,6 +153,30 @@ void split_heads_agree_with_cpu(const SuiteTarget& t) {
                    run_text(kSplitHeadsProgram, in, target_named(t.name)), 1e-5);
 }
 
+// Tiled attentions with many query rows, where each query's keys go to fewer invocations: two
+// at 32800 rows, one from 65600 (render_attention's key_splits; the suite's small attentions
+// deal them to four), under a padding mask that hides some keys.
+void many_query_attentions_agree_with_cpu(const SuiteTarget& t) {
+  const char* ir =
+      R"(graph @t(%q2: f32[1,2,16400,8], %q1: f32[1,4,16400,8], %k2: f32[1,2,20,8], %v2: f32[1,2,20,8], %k1: f32[1,4,20,8], %v1: f32[1,4,20,8], %m: bool[1,20]) {
+  %a = Attention(%q2, %k2, %v2, %m) {mask = "padding"} : f32[1,2,16400,8]
+  %b = Attention(%q1, %k1, %v1, %m) {mask = "padding"} : f32[1,4,16400,8]
+  return %a, %b
+}
+)";
+  std::mt19937 rng(23);
+  std::vector<uint8_t> keep(20, 1);
+  for (int j : {3, 4, 11, 19}) keep[j] = 0;
+  NamedTensors in{{"q2", uniform_f32(rng, {1, 2, 16400, 8}, 1.0f)},
+                  {"q1", uniform_f32(rng, {1, 4, 16400, 8}, 1.0f)},
+                  {"k2", uniform_f32(rng, {1, 2, 20, 8}, 1.0f)},
+                  {"v2", uniform_f32(rng, {1, 2, 20, 8}, 1.0f)},
+                  {"k1", uniform_f32(rng, {1, 4, 20, 8}, 1.0f)},
+                  {"v1", uniform_f32(rng, {1, 4, 20, 8}, 1.0f)},
+                  {"m", Tensor::from<uint8_t>(DType::kBool, {1, 20}, keep)}};
+  expect_all_close(run_text(ir, in, cpu_target()), run_text(ir, in, target_named(t.name)), 1e-5);
+}
+
 void register_fused_kernel_tests(const SuiteTarget& t) {
   const std::string suite = t.display + "Target";
   auto add = [&](const std::string& name, void (*body)(const SuiteTarget&)) {
@@ -165,6 +189,7 @@ void register_fused_kernel_tests(const SuiteTarget& t) {
   add("NormsComputedWithTheRotationsAfterThemAgreeWithCpu", normed_rotations_agree_with_cpu);
   add("AttentionsStoreMergedHeadsAndAgreeWithCpu", merged_heads_agree_with_cpu);
   add("AttentionsReadSplitHeadsAndAgreeWithCpu", split_heads_agree_with_cpu);
+  add("AttentionsOfManyQueriesAgreeWithCpu", many_query_attentions_agree_with_cpu);
 }
 
 const bool kRegistered = add_suite_extension(&register_fused_kernel_tests);
