@@ -299,8 +299,8 @@ class AttentionWriter {
 
   // Folds the tile's tk keys into the row's state, kKeysAtOnce at a time: their products with q
   // are summed side by side (each in the order fold_key sums it), so a thread keeps that many
-  // independent chains of multiply-adds in flight instead of waiting on one, and then each key
-  // is folded in turn, as one at a time would.
+  // independent chains of multiply-adds in flight instead of waiting on one, and then folded
+  // together (fold_block).
   void fold_tile(int64_t tk, int64_t splits) {
     const int64_t keys = tk / splits;  // of each part
     const int64_t at_once = keys % kKeysAtOnce == 0 ? kKeysAtOnce : 1;
@@ -325,19 +325,61 @@ class AttentionWriter {
                           dot)));
     }
     t_.close();
-    for (int64_t k = 0; k < at_once; ++k) {
-      const std::string j = fmt::format("j0 + {}", t_.cast(index, key_row(k)));
-      if (partial)
-        t_.if_block(fmt::format("{} < {}", j, s_.kv_len));
-      else
-        t_.scope();
+    if (at_once == 1) {
+      const std::string j = fmt::format("j0 + {}", t_.cast(index, key_row(0)));
+      if (partial) t_.if_block(fmt::format("{} < {}", j, s_.kv_len));
       t_.let("j", j);
-      fold_dot(fmt::format("dot{}", k), [&](const std::string& d) {
-        return fmt::format("rlx_v[{} * {} + {}]", key_row(k), s_.v_dim, d);
+      fold_dot("dot0", [&](const std::string& d) {
+        return fmt::format("rlx_v[{} * {} + {}]", key_row(0), s_.v_dim, d);
       });
-      t_.close();
+      if (partial) t_.close();
+    } else {
+      fold_block(at_once, key_row, partial);
     }
     t_.close();
+  }
+
+  // Folds keys jj .. jj + n - 1, whose products with q are dot0 ..., into the row's state at once:
+  // one new maximum, one rescaling of the sum and the output row, then each key's weight added
+  // in key order. (Key by key, each would rescale both and take two exponentials.) Keys past Sk
+  // weigh nothing, whatever the state.
+  template <class KeyRow>
+  void fold_block(int64_t n, KeyRow key_row, bool partial) {
+    const std::string& index = t_.dialect().index_type;
+    const std::string scale = t_.f32_literal(static_cast<float>(s_.scale));
+    for (int64_t k = 0; k < n; ++k) {
+      const std::string j = fmt::format("jk{}", k), kept = fmt::format("kept{}", k);
+      t_.let(j, fmt::format("j0 + {}", t_.cast(index, key_row(k))));
+      const std::string score = fmt::format("dot{} * {}", k, scale);
+      // A key past Sk scores lowest, so it cannot raise the maximum, and reads no mask element
+      // (its index is clamped; the result is not used).
+      std::string keep = keep_condition(partial ? t_.choose(fmt::format("{} < {}", j, s_.kv_len), j,
+                                                            std::to_string(s_.kv_len - 1))
+                                                : j);
+      if (partial)
+        keep = fmt::format("{} < {}", j, s_.kv_len) + (keep.empty() ? "" : " && (" + keep + ")");
+      t_.declare(f32_, kept, keep.empty() ? score : t_.choose(keep, score, lowest()));
+    }
+    t_.declare_mutable(f32_, "new_max", "run_max");
+    for (int64_t k = 0; k < n; ++k) {
+      const std::string kept = fmt::format("kept{}", k);
+      t_.line(fmt::format("new_max = {};", t_.choose(kept + " > new_max", kept, "new_max")));
+    }
+    t_.declare(f32_, "rescale", fmt::format("{}(run_max - new_max)", t_.math("exp")));
+    std::string sum = "run_sum * rescale", row = "acc[d] * rescale";
+    for (int64_t k = 0; k < n; ++k) {
+      const std::string w = fmt::format("w{}", k);
+      std::string e = fmt::format("{}(kept{} - new_max)", t_.math("exp"), k);
+      if (partial) e = t_.choose(fmt::format("jk{} < {}", k, s_.kv_len), e, zero());
+      t_.declare(f32_, w, e);
+      sum = fmt::format("{} + {}", sum, w);
+      row = t_.multiply_add(w, fmt::format("rlx_v[{} * {} + d]", key_row(k), s_.v_dim), row);
+    }
+    t_.line(fmt::format("run_sum = {};", sum));
+    t_.loop("d", s_.v_dim);
+    t_.line(fmt::format("acc[d] = {};", row));
+    t_.close();
+    t_.line("run_max = new_max;");
   }
 
   // Invocations a query's keys are split over in a tiled kernel: where a launch would have few
@@ -458,12 +500,12 @@ class AttentionWriter {
   }
 
   // Whether key j is visible to the row's query ("" when every key is).
-  std::string keep_condition() const {
-    if (s_.mask == "causal") return fmt::format("j <= qi + {}", s_.kv_len - s_.q_len);
+  std::string keep_condition(const std::string& j = "j") const {
+    if (s_.mask == "causal") return fmt::format("{} <= qi + {}", j, s_.kv_len - s_.q_len);
     if (s_.mask != "padding") return "";
     std::string at =
         fmt::format("{}{}", s_.mask_batch == 1 ? "" : fmt::format("bi * {}", s_.mask_len),
-                    s_.mask_len == 1 ? "" : (s_.mask_batch == 1 ? "j" : " + j"));
+                    s_.mask_len == 1 ? "" : (s_.mask_batch == 1 ? j : " + " + j));
     if (at.empty()) at = "0";
     const Dialect& d = t_.dialect();
     std::string value = t_.load(s_.mask_buffer, s_.mask_dtype, at);
