@@ -2,10 +2,10 @@
 // DeviceApi. Construction builds the program's module once and allocates one device buffer per
 // constant (uploaded once) and per arena slot of the buffer plan (temporaries of one slot share
 // its buffer), and runs the launches that read only constants (once_launches.h) into buffers of
-// their own, so no run repeats them. run() uploads the inputs, launches the steps in order, downloads the outputs and
-// reports any bad index a kernel found; run_bound() does the same for host-bound inputs and
-// outputs and uses device-bound ones where they are, so a caller's device tensors stay on the
-// device across runs.
+// their own, so no run repeats them. run() uploads the inputs, launches the steps in order,
+// downloads the outputs and reports any bad index a kernel found; run_bound() does the same for
+// host-bound inputs and outputs and uses device-bound ones where they are, so a caller's device
+// tensors stay on the device across runs.
 // Where the device records work (a CUDA graph), a run without host control flow is recorded once
 // per set of bound buffers and replayed (the last few sets kept: recording_cache.h).
 // A while loop runs its control flow here on the host: its cond and body regions are programs

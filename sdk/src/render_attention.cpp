@@ -304,7 +304,6 @@ class AttentionWriter {
   void fold_tile(int64_t tk, int64_t splits) {
     const int64_t keys = tk / splits;  // of each part
     const int64_t at_once = keys % kKeysAtOnce == 0 ? kKeysAtOnce : 1;
-    const std::string& index = t_.dialect().index_type;
     // Keys past Sk in the last tile are no keys at all (not masked ones, which a fully masked
     // row would average over); the tile holds zeros for them.
     const bool partial = s_.kv_len % tk != 0;
@@ -325,17 +324,7 @@ class AttentionWriter {
                           dot)));
     }
     t_.close();
-    if (at_once == 1) {
-      const std::string j = fmt::format("j0 + {}", t_.cast(index, key_row(0)));
-      if (partial) t_.if_block(fmt::format("{} < {}", j, s_.kv_len));
-      t_.let("j", j);
-      fold_dot("dot0", [&](const std::string& d) {
-        return fmt::format("rlx_v[{} * {} + {}]", key_row(0), s_.v_dim, d);
-      });
-      if (partial) t_.close();
-    } else {
-      fold_block(at_once, key_row, partial);
-    }
+    fold_block(at_once, key_row, partial);
     t_.close();
   }
 

@@ -192,11 +192,6 @@ void KernelText::if_block(const std::string& condition) {
   ++indent_;
 }
 
-void KernelText::scope() {
-  line("{");
-  ++indent_;
-}
-
 void KernelText::close() {
   --indent_;
   line("}");

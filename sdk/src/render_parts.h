@@ -101,9 +101,6 @@ class KernelText {
   void loop_to(const std::string& var, const std::string& end);  // a bound known at run time
   // `if (condition) {`, closed by close().
   void if_block(const std::string& condition);
-  // A bare block `{`, closed by close(): its declarations are its own (every dialect's
-  // language has compound statements).
-  void scope();
   void close();
   // The flat work-item index, and a return for the items past `n` (one work-item per output).
   void work_item(const std::string& name, int64_t n);
