@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "render_c_values.h"
 #include "render_parts.h"
@@ -105,7 +106,7 @@ class KernelRenderer : detail::CValues {
     }
     if (k_.reduce.empty()) {
       body();
-      for (const lir::Store& s : k_.stores) store(s, out_index, value(s.expr));
+      for (const lir::Store& s : k_.stores) store_value(s, out_index);
     } else {
       for (size_t s = 0; s < k_.stores.size(); ++s)
         line(declare(type(acc_dtype(s)), fmt::format("acc{}", s), reduce_init(acc_dtype(s)), true));
@@ -124,8 +125,7 @@ class KernelRenderer : detail::CValues {
       close_loops(inner);
       if (lanes > 1) combine_lanes();  // every lane now holds the output; lane 0 stores it
       for (size_t s = 0; s < k_.stores.size(); ++s)
-        store(k_.stores[s], out_index,
-              convert(fmt::format("acc{}", s), acc_dtype(s), root(s).dtype));
+        store_sum(k_.stores[s], out_index, fmt::format("acc{}", s), acc_dtype(s));
       if (lanes > 1) close_loops(1);
     }
     close_loops(opened);
@@ -165,7 +165,7 @@ class KernelRenderer : detail::CValues {
     body();
     const lir::Store& st = k_.stores[0];
     if (write)
-      store(st, from.empty() ? index : affine(0, own), value(st.expr));
+      store_value(st, from.empty() ? index : affine(0, own));
     else
       line(declare(type(k_.exprs.at(st.expr).dtype), result.empty() ? names_ + "r" : result,
                    value(st.expr)));
@@ -186,6 +186,9 @@ class KernelRenderer : detail::CValues {
   DType input_dtype_ = DType::kF32;
   const NormedRead* norm_ = nullptr;  // a prologue's computed norm (render_prologue)
   std::string index_type_;            // the dialect's, or its narrow one where offsets fit
+  // A 16-bit float expression's f32 value before its rounding (body()), by expression: a store
+  // to a buffer of that type rounds it once instead of rounding, widening and rounding again.
+  std::map<int32_t, std::string> unrounded_;
   // kWorkItemPerOutput: the row-major strides of the parallel dims `gid` walks; else empty.
   std::vector<int64_t> gid_strides_;
 
@@ -293,8 +296,7 @@ class KernelRenderer : detail::CValues {
     close_loops(1 + loops);
     over_row();
     for (size_t s = 0; s < k_.stores.size(); ++s)
-      store(k_.stores[s], out_index,
-            convert(fmt::format("acc{}[{}]", s, iv), acc_dtype(s), root(s).dtype));
+      store_sum(k_.stores[s], out_index, fmt::format("acc{}[{}]", s, iv), acc_dtype(s));
     close_loops(2);  // the row loop too
   }
 
@@ -402,10 +404,38 @@ class KernelRenderer : detail::CValues {
         if (e.dtype != DType::kF32) fail("a computed norm is loaded as f32");
         out_ += detail::normed_read(*norm_, p_, d_, affine(e.load.offset, e.load.strides),
                                     guard(e.load), value(static_cast<int32_t>(i)), indent_);
+      } else if (std::optional<std::string> wide = unrounded(e)) {
+        const std::string name = value(static_cast<int32_t>(i));
+        if (e.kind == ExprKind::kConvert) {
+          unrounded_[static_cast<int32_t>(i)] = *wide;
+        } else {
+          line(declare(type(DType::kF32), name + "_w", *wide));
+          unrounded_[static_cast<int32_t>(i)] = name + "_w";
+        }
+        line(declare(type(e.dtype), name,
+                     convert(unrounded_[static_cast<int32_t>(i)], DType::kF32, e.dtype)));
       } else {
         line(declare(type(e.dtype), value(static_cast<int32_t>(i)), expr(e)));
       }
     }
+  }
+
+  // The f32 value a 16-bit float op or a narrowing convert of an f32 rounds (expr()'s narrow
+  // case), where the dialect renders the op the shared way.
+  std::optional<std::string> unrounded(const Expr& e) const {
+    if (e.dtype != DType::kF16 && e.dtype != DType::kBF16) return std::nullopt;
+    if (e.kind != ExprKind::kUnary && e.kind != ExprKind::kBinary && e.kind != ExprKind::kConvert)
+      return std::nullopt;
+    std::vector<std::string> args;
+    for (int32_t a : e.args) args.push_back(value(a));
+    DType operand = e.args.empty() ? e.dtype : k_.exprs[e.args[0]].dtype;
+    if (d_.render_op && d_.render_op(d_, OpView{e, operand, args})) return std::nullopt;
+    if (e.kind == ExprKind::kConvert)
+      return operand == DType::kF32 && args.size() == 1 ? std::optional(args[0]) : std::nullopt;
+    if (e.kind == ExprKind::kUnary && args.size() == 1) return unary(e.op, operand, args[0]);
+    if (e.kind == ExprKind::kBinary && args.size() == 2)
+      return binary(e.op, operand, args[0], args[1]);
+    return std::nullopt;
   }
 
   std::string expr(const Expr& e) const {
@@ -484,9 +514,36 @@ class KernelRenderer : detail::CValues {
     return join(inside, " && ");
   }
 
-  void store(const lir::Store& s, const std::string& index, const std::string& v) {
+  // Store `s`'s expression; a 16-bit result kept in f32 before its rounding is rounded once by
+  // the store itself (the same bits).
+  void store_value(const lir::Store& s, const std::string& index) {
+    auto wide = unrounded_.find(s.expr);
+    if (wide != unrounded_.end() && p_.buffers.at(s.buffer).dtype == k_.exprs.at(s.expr).dtype)
+      store(s, index, wide->second, DType::kF32);
+    else
+      store(s, index, value(s.expr), k_.exprs.at(s.expr).dtype);
+  }
+  // Store a reduction's accumulator `acc` (of dtype `acc_type`) as `s`'s expression.
+  void store_sum(const lir::Store& s, const std::string& index, const std::string& acc,
+                 DType acc_type) {
+    const DType t = root_of(s).dtype;
+    if (acc_type == DType::kF32 && p_.buffers.at(s.buffer).dtype == t)
+      store(s, index, acc, acc_type);
+    else
+      store(s, index, convert(acc, acc_type, t), t);
+  }
+  const Expr& root_of(const lir::Store& s) const { return k_.exprs.at(s.expr); }
+
+  // Store `v` (of dtype `from`) to `s`'s buffer, converted to its dtype. An f32 value stored as
+  // f16/bf16 is rounded once by the store conversion.
+  void store(const lir::Store& s, const std::string& index, const std::string& v, DType from) {
     DType dt = p_.buffers.at(s.buffer).dtype;
-    const DType from = k_.exprs.at(s.expr).dtype;
+    if ((dt == DType::kF16 || dt == DType::kBF16) && from == DType::kF32) {
+      line(detail::write_element(
+          d_, pointer(p_.storage_of(s.buffer)), index, dt,
+          fmt::format(fmt::runtime(entry(d_.store, dt, "store conversion")), fmt::arg("x", v))));
+      return;
+    }
     std::string x = convert(v, from, dt);
     const std::string& exact = d_.store_exact[static_cast<int>(dt)];
     std::string bits = fmt::format(

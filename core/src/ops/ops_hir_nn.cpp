@@ -101,27 +101,41 @@ Outs rms_norm(GraphBuilder& b, const Node& n, const Ins& in) {
   return {y};
 }
 
+// An activation of an f16/bf16 value is the f32 activation of the widened value, rounded once
+// (decision 81), as PyTorch and ONNX Runtime compute one: rounding each step of the formula to
+// 16 bits lost accuracy to no purpose, and on a GPU the two conversions around every step made
+// the fused kernel compute-bound.
+ValueId widen_16(GraphBuilder& b, ValueId x) {
+  DType t = b.type(x).dtype;
+  return t == DType::kF16 || t == DType::kBF16 ? b.convert(x, DType::kF32) : x;
+}
+ValueId round_to(GraphBuilder& b, ValueId y, DType t) {
+  return b.type(y).dtype == t ? y : b.convert(y, t);
+}
+
 Outs gelu(GraphBuilder& b, const Node& n, const Ins& in) {
   expect_float(b.type(in[0]), "GELU");
   std::string approx = n.attr_string("approximate", "none");
-  ValueId x = in[0];
+  ValueId x = widen_16(b, in[0]);
+  DType t = b.type(in[0]).dtype;
   ValueId half_x = b.mul(x, b.full_like(x, 0.5));
   if (approx == "none") {  // 0.5 x (1 + erf(x / sqrt 2))
     ValueId e = b.unary("erf", b.mul(x, b.full_like(x, M_SQRT1_2)));
-    return {b.mul(half_x, b.add(e, b.full_like(x, 1.0)))};
+    return {round_to(b, b.mul(half_x, b.add(e, b.full_like(x, 1.0))), t)};
   }
   if (approx == "tanh") {  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     ValueId x3 = b.mul(b.mul(x, x), x);
     ValueId inner = b.add(x, b.mul(x3, b.full_like(x, 0.044715)));
-    ValueId t = b.unary("tanh", b.mul(inner, b.full_like(x, std::sqrt(2.0 / M_PI))));
-    return {b.mul(half_x, b.add(t, b.full_like(x, 1.0)))};
+    ValueId th = b.unary("tanh", b.mul(inner, b.full_like(x, std::sqrt(2.0 / M_PI))));
+    return {round_to(b, b.mul(half_x, b.add(th, b.full_like(x, 1.0))), t)};
   }
   fail("GELU: approximate must be \"none\" or \"tanh\", got \"{}\"", approx);
 }
 
 Outs silu(GraphBuilder& b, const Node&, const Ins& in) {
   expect_float(b.type(in[0]), "SiLU");
-  return {b.mul(in[0], b.unary("logistic", in[0]))};
+  ValueId x = widen_16(b, in[0]);
+  return {round_to(b, b.mul(x, b.unary("logistic", x)), b.type(in[0]).dtype)};
 }
 
 Outs embedding(GraphBuilder& b, const Node&, const Ins& in) {

@@ -3,11 +3,15 @@
 // B, f32 C): lane = 4 * g + t holds rows g and g + 8 and the column pairs 2t, 2t + 1 (+ 8).
 //
 // One block of 4 warps takes 64 query rows of one (batch, head), 16 per warp; each 64-key tile of
-// K and V is staged in shared memory once per block. A warp keeps its Q fragment, its running max
-// and sum and its output in registers. The scores are scaled, masked as the HIR op masks them
-// (the lowest finite value, so a row with every key masked averages V as the decomposition
-// does) and exponentiated in f32; the probabilities enter the P x V product rounded to the
-// operands' 16-bit type, the one rounding the SDK's f32 kernel does not make.
+// K and V is staged in shared memory once per block, copied there by cp.async (the next tile's
+// copies in flight while this one is computed, where two tiles fit) and read into fragments by
+// ldmatrix (.trans for V), four fragment registers an instruction. A warp keeps its Q fragment,
+// its running max and sum and its output in registers. MiniLM f16 at batch 128 on an H100 (Nsight
+// Compute): 72.7 us a call with synchronous staging and 16-bit fragment reads, 48.2 us so. The
+// scores are scaled, masked as the HIR op masks them (the lowest finite value, so a row with every
+// key masked averages V as the decomposition does) and exponentiated in f32; the probabilities
+// enter the P x V product rounded to the operands' 16-bit type, the one rounding the SDK's f32
+// kernel does not make.
 #include "tensor_core_attention.h"
 
 #include <fmt/format.h>
@@ -39,18 +43,19 @@ extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
   const long long h = bh % @H@, hk = h / (@H@ / @HKV@);
   const long long qblock = (blockIdx.x % tiles) * 64;
   const long long r0 = qblock + warp * 16 + g, r1 = r0 + 8;
-  __shared__ unsigned int ks[64][@D@ / 2 + 4];
-  __shared__ __align__(16) unsigned short vs[64][@D@ + 8];
-  unsigned int qa[@D@ / 16][4];
-  for (int kk = 0; kk < @D@ / 16; ++kk)
-    for (int half = 0; half < 2; ++half) {
-      const int d = kk * 16 + half * 8 + 2 * t;
-      qa[kk][half * 2] = r0 < @SQ@ ? rlx_pair(@Q@[@QAT0@ + d], @Q@[@QAT0@ + d + 1]) : 0u;
-      qa[kk][half * 2 + 1] = r1 < @SQ@ ? rlx_pair(@Q@[@QAT1@ + d], @Q@[@QAT1@ + d + 1]) : 0u;
-    }
-  float m0 = -__int_as_float(0x7F800000), m1 = -__int_as_float(0x7F800000), l0 = 0.0f, l1 = 0.0f;
-  float o[@D@ / 8][4];
-  for (int dn = 0; dn < @D@ / 8; ++dn) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.0f;
+  // Key and value tiles as 16-bit rows padded by 8 elements, so the 8 rows one ldmatrix reads
+  // fall in distinct banks; @NBUF@ buffers: with two, the next tile's copies are in flight while
+  // this one is computed.
+  __shared__ __align__(16) unsigned short ks[@NBUF@][64][@D@ + 8];
+  __shared__ __align__(16) unsigned short vs[@NBUF@][64][@D@ + 8];
+  @MASK_SHARED@
+  // 16-byte copies where K and V are 16-byte aligned (rows are whole multiples of 8 elements, a
+  // head's row 2 * @D@ contiguous bytes in either layout), issued asynchronously (cp.async); else
+  // 16-bit loads through registers.
+  const bool wide = ((reinterpret_cast<unsigned long long>(@K@) |
+                      reinterpret_cast<unsigned long long>(@V@)) & 15ull) == 0;
+  const bool pairs = ((reinterpret_cast<unsigned long long>(@Q@) |
+                       reinterpret_cast<unsigned long long>(@O@)) & 3ull) == 0;
   long long kend = @SK@;
   // Causal with Sk >= Sq: every row sees key 0, so tiles past the block's last visible key
   // only add exp(lowest - max) = 0 and are skipped.
@@ -58,58 +63,72 @@ extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
     const long long last = (qblock + 63 < @SQ@ ? qblock + 63 : @SQ@ - 1) + (@SK@ - @SQ@) + 1;
     if (last < kend) kend = last;
   }
-  // K and V rows in 16-byte loads where both buffers are 16-byte aligned (rows are whole
-  // multiples of 8 elements): a head's row is 2 * @D@ contiguous bytes in either layout, and
-  // 16-bit loads of split heads ([B, S, H, D], rows H * D apart) left the loads, not the
-  // tensor cores, as the kernel's bound (MiniLM f16 at batch 128 on an H100: 94 -> 77 us a call).
-  const bool wide = ((reinterpret_cast<unsigned long long>(@K@) |
-                      reinterpret_cast<unsigned long long>(@V@)) & 15ull) == 0;
-  for (long long k0 = 0; k0 < kend; k0 += 64) {
-    __syncthreads();
+  const int ntiles = (int)((kend + 63) / 64);
+  auto stage = [&](int tile, int buf) {
+    const long long k0 = tile * 64ll;
     if (wide) {
       for (int i = threadIdx.x; i < 64 * (@D@ / 8); i += 128) {
         const int key = i / (@D@ / 8), c = i % (@D@ / 8);
         const long long kv = k0 + key;
-        unsigned int k4[4] = {0u, 0u, 0u, 0u}, v4[4] = {0u, 0u, 0u, 0u};
-        if (kv < @SK@) {
-          rlx_load16(k4, @K@ + (@KAT@ + 8 * c));
-          rlx_load16(v4, @V@ + (@VAT@ + 8 * c));
-        }
-        unsigned int* vrow = reinterpret_cast<unsigned int*>(&vs[key][8 * c]);
-        for (int w = 0; w < 4; ++w) {
-          ks[key][4 * c + w] = k4[w];
-          vrow[w] = v4[w];
-        }
+        const bool in = kv < @SK@;
+        rlx_copy16(&ks[buf][key][8 * c], in ? @K@ + (@KAT@ + 8 * c) : @K@, in);
+        rlx_copy16(&vs[buf][key][8 * c], in ? @V@ + (@VAT@ + 8 * c) : @V@, in);
       }
-    } else
-    for (int i = threadIdx.x; i < 64 * (@D@ / 2); i += 128) {
-      const int key = i / (@D@ / 2), dp = i % (@D@ / 2);
-      const long long kv = k0 + key;
-      unsigned short k_lo = 0, k_hi = 0, v_lo = 0, v_hi = 0;
-      if (kv < @SK@) {
-        k_lo = @K@[@KAT@ + 2 * dp];
-        k_hi = @K@[@KAT@ + 2 * dp + 1];
-        v_lo = @V@[@VAT@ + 2 * dp];
-        v_hi = @V@[@VAT@ + 2 * dp + 1];
+      asm volatile("cp.async.commit_group;" ::: "memory");
+    } else {
+      for (int i = threadIdx.x; i < 64 * @D@; i += 128) {
+        const int key = i / @D@, d = i % @D@;
+        const long long kv = k0 + key;
+        ks[buf][key][d] = kv < @SK@ ? @K@[@KAT@ + d] : (unsigned short)0;
+        vs[buf][key][d] = kv < @SK@ ? @V@[@VAT@ + d] : (unsigned short)0;
       }
-      ks[key][dp] = (unsigned int)k_lo | ((unsigned int)k_hi << 16);
-      vs[key][2 * dp] = v_lo;
-      vs[key][2 * dp + 1] = v_hi;
+    }
+    @MASK_STAGE@
+  };
+  unsigned int qa[@D@ / 16][4];
+  for (int kk = 0; kk < @D@ / 16; ++kk)
+    for (int half = 0; half < 2; ++half) {
+      const int d = kk * 16 + half * 8 + 2 * t;
+      qa[kk][half * 2] = r0 < @SQ@ ? rlx_pair(@Q@ + (@QAT0@ + d), pairs) : 0u;
+      qa[kk][half * 2 + 1] = r1 < @SQ@ ? rlx_pair(@Q@ + (@QAT1@ + d), pairs) : 0u;
+    }
+  float m0 = -__int_as_float(0x7F800000), m1 = -__int_as_float(0x7F800000), l0 = 0.0f, l1 = 0.0f;
+  float o[@D@ / 8][4];
+  for (int dn = 0; dn < @D@ / 8; ++dn) o[dn][0] = o[dn][1] = o[dn][2] = o[dn][3] = 0.0f;
+  if (ntiles > 0) stage(0, 0);
+  for (int it = 0; it < ntiles; ++it) {
+    const long long k0 = it * 64ll;
+    const int buf = @NBUF@ == 2 ? (it & 1) : 0;
+    if (@NBUF@ == 2 && it + 1 < ntiles) {
+      stage(it + 1, (it + 1) & 1);
+      asm volatile("cp.async.wait_group 1;" ::: "memory");
+    } else {
+      asm volatile("cp.async.wait_group 0;" ::: "memory");
     }
     __syncthreads();
+    // K's fragments for two 8-key tiles and one 16-wide step of D per ldmatrix.x4: lanes 0-15
+    // address the first tile's rows (low then high 8 elements), lanes 16-31 the second's.
+    const int lrow = (lane & 7) + ((lane >> 4) << 3), lcol = ((lane >> 3) & 1) << 3;
     float s[8][4];
-    for (int nt = 0; nt < 8; ++nt) {
+    for (int nt = 0; nt < 8; nt += 2) {
       s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-      for (int kk = 0; kk < @D@ / 16; ++kk)
-        rlx_mma(s[nt], qa[kk], ks[nt * 8 + g][kk * 8 + t], ks[nt * 8 + g][kk * 8 + 4 + t]);
-      for (int j = 0; j < 4; ++j) {
-        const long long key = k0 + nt * 8 + 2 * t + (j & 1), row = j < 2 ? r0 : r1;
-        float x = s[nt][j] * @SCALE@f;
-        if (key >= @SK@) x = -__int_as_float(0x7F800000);
-        else if (@MASKED@) x = -3.402823466e38f;
-        s[nt][j] = x;
+      s[nt + 1][0] = s[nt + 1][1] = s[nt + 1][2] = s[nt + 1][3] = 0.0f;
+      for (int kk = 0; kk < @D@ / 16; ++kk) {
+        unsigned int kb[4];
+        rlx_ldsm_keys(kb, &ks[buf][nt * 8 + lrow][kk * 16 + lcol]);
+        rlx_mma(s[nt], qa[kk], kb[0], kb[1]);
+        rlx_mma(s[nt + 1], qa[kk], kb[2], kb[3]);
       }
     }
+    for (int nt = 0; nt < 8; ++nt)
+      for (int j = 0; j < 4; ++j) {
+        const int kt = nt * 8 + 2 * t + (j & 1);
+        const long long key = k0 + kt, row = j < 2 ? r0 : r1;
+        float x = s[nt][j] * @SCALE@f;
+        if (key >= @SK@) x = -__int_as_float(0x7F800000);
+        else if (@TILE_MASKED@) x = -3.402823466e38f;
+        s[nt][j] = x;
+      }
     float x0 = -__int_as_float(0x7F800000), x1 = -__int_as_float(0x7F800000);
     for (int nt = 0; nt < 8; ++nt) {
       x0 = fmaxf(x0, fmaxf(s[nt][0], s[nt][1]));
@@ -139,17 +158,23 @@ extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
       l0 += s[nt][0] + s[nt][1];
       l1 += s[nt][2] + s[nt][3];
     }
+    // V's fragments transposed out of its row-major tile, two 8-wide steps of D per
+    // ldmatrix.x4.trans: lanes 0-7 and 8-15 address the 16 keys' rows at the first step's
+    // columns, lanes 16-31 at the second's.
+    const int vrow = lane & 15, vcol = (lane >> 4) << 3;
     for (int j = 0; j < 4; ++j) {
       unsigned int p[4] = {rlx_pack(s[2 * j][0], s[2 * j][1]), rlx_pack(s[2 * j][2], s[2 * j][3]),
                            rlx_pack(s[2 * j + 1][0], s[2 * j + 1][1]),
                            rlx_pack(s[2 * j + 1][2], s[2 * j + 1][3])};
-      const int kr = j * 16 + 2 * t;
-      for (int dn = 0; dn < @D@ / 8; ++dn) {
-        const int c = dn * 8 + g;
-        rlx_mma(o[dn], p, (unsigned int)vs[kr][c] | ((unsigned int)vs[kr + 1][c] << 16),
-                (unsigned int)vs[kr + 8][c] | ((unsigned int)vs[kr + 9][c] << 16));
+      for (int dn = 0; dn < @D@ / 8; dn += 2) {
+        unsigned int vb[4];
+        rlx_ldsm_values(vb, &vs[buf][j * 16 + vrow][dn * 8 + vcol]);
+        rlx_mma(o[dn], p, vb[0], vb[1]);
+        rlx_mma(o[dn + 1], p, vb[2], vb[3]);
       }
     }
+    __syncthreads();
+    if (@NBUF@ == 1 && it + 1 < ntiles) stage(it + 1, 0);
   }
   for (int off = 1; off < 4; off <<= 1) {
     l0 += __shfl_xor_sync(0xffffffffu, l0, off);
@@ -157,32 +182,55 @@ extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
   }
   for (int dn = 0; dn < @D@ / 8; ++dn) {
     const int d = dn * 8 + 2 * t;
-    if (r0 < @SQ@) {
-      @O@[@OAT0@ + d] = @TO16@(o[dn][0] / l0);
-      @O@[@OAT0@ + d + 1] = @TO16@(o[dn][1] / l0);
-    }
-    if (r1 < @SQ@) {
-      @O@[@OAT1@ + d] = @TO16@(o[dn][2] / l1);
-      @O@[@OAT1@ + d + 1] = @TO16@(o[dn][3] / l1);
-    }
+    if (r0 < @SQ@) rlx_store_pair(@O@ + (@OAT0@ + d), o[dn][0] / l0, o[dn][1] / l0, pairs);
+    if (r1 < @SQ@) rlx_store_pair(@O@ + (@OAT1@ + d), o[dn][2] / l1, o[dn][3] / l1, pairs);
   }
 }
 )";
 
 // The helpers once per kernel, under the kernel's name so two kernels of one module never clash.
 const char* const kHelpers =
-    R"(static __device__ __forceinline__ unsigned int rlx_pair(unsigned short lo, unsigned short hi) {
-  return (unsigned int)lo | ((unsigned int)hi << 16);
+    R"(static __device__ __forceinline__ unsigned int rlx_pair(const unsigned short* p, bool aligned) {
+  return aligned ? *reinterpret_cast<const unsigned int*>(p)
+                 : (unsigned int)p[0] | ((unsigned int)p[1] << 16);
 }
-static __device__ __forceinline__ void rlx_load16(unsigned int* w, const unsigned short* p) {
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-               : "l"(p));
+static __device__ __forceinline__ unsigned int rlx_shared_at(const void* p) {
+  unsigned int a;
+  asm("{ .reg .u64 s; cvta.to.shared.u64 s, %1; cvt.u32.u64 %0, s; }" : "=r"(a) : "l"(p));
+  return a;
+}
+// 16 bytes global -> shared without registers; `in` false writes zeros (a source size of 0).
+static __device__ __forceinline__ void rlx_copy16(unsigned short* dst, const unsigned short* src,
+                                                  bool in) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(rlx_shared_at(dst)),
+               "l"(src), "r"(in ? 16 : 0)
+               : "memory");
+}
+static __device__ __forceinline__ void rlx_ldsm_keys(unsigned int* r, const unsigned short* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(rlx_shared_at(p)));
+}
+static __device__ __forceinline__ void rlx_ldsm_values(unsigned int* r, const unsigned short* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(rlx_shared_at(p)));
 }
 static __device__ __forceinline__ unsigned int rlx_pack(float lo, float hi) {
   unsigned int r;
   asm("cvt.rn.@DT@x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
+}
+// Two adjacent results, one 32-bit store where the output is 4-byte aligned. cvt.rn rounds as
+// @TO16@ does.
+static __device__ __forceinline__ void rlx_store_pair(unsigned short* p, float lo, float hi,
+                                                      bool aligned) {
+  if (aligned) {
+    *reinterpret_cast<unsigned int*>(p) = rlx_pack(lo, hi);
+  } else {
+    p[0] = @TO16@(lo);
+    p[1] = @TO16@(hi);
+  }
 }
 static __device__ __forceinline__ void rlx_mma(float* c, const unsigned int* a, unsigned int b0,
                                                unsigned int b1) {
@@ -229,13 +277,32 @@ std::optional<sdk::AttentionKernel> tensor_core_attention(const sdk::AttentionSh
       {"VAT", attention_row_offset(s.v_split_heads, "hk", s.kv_heads, "kv", s.kv_len, s.v_dim)},
       {"OAT0", attention_row_offset(s.merge_heads, "h", s.heads, "r0", s.q_len, s.v_dim)},
       {"OAT1", attention_row_offset(s.merge_heads, "h", s.heads, "r1", s.q_len, s.v_dim)},
-      {"TO16", s.q_dtype == DType::kF16 ? "rlx_f32_to_f16" : "rlx_f32_to_bf16"},
   });
+  // Two tile buffers while they fit the 48 KB of static shared memory (D up to 64).
+  values["NBUF"] = s.head_dim <= 64 ? "2" : "1";
+  // A padding mask depends on the key alone: it is read once a tile, with the keys, into shared
+  // memory, not once a score. Causal and none are arithmetic on the row and key.
+  if (s.mask == "padding") {
+    values["MASK_SHARED"] = "__shared__ unsigned char mk[@NBUF@][64];";
+    values["MASK_STAGE"] = fmt::format(
+        "if (threadIdx.x < 64) {{ const long long key = k0 + threadIdx.x; "
+        "mk[buf][threadIdx.x] = key < {} && {} ? 1 : 0; }}",
+        s.kv_len, values.at("MASKED"));
+    values["TILE_MASKED"] = "mk[buf][kt]";
+  } else {
+    values["MASK_SHARED"] = "";
+    values["MASK_STAGE"] = "";
+    values["TILE_MASKED"] = values.at("MASKED");
+  }
   // The helpers are static and named alike in every kernel; a second kernel of the module would
   // redefine them, so each kernel takes them under its own suffix.
-  std::string helpers = fill_tokens(kHelpers, {{"DT", dt}});
-  std::string kernel = fill_tokens(kKernel, values);
-  for (const char* name : {"rlx_pair", "rlx_pack", "rlx_mma", "rlx_load16"}) {
+  std::string helpers = fill_tokens(
+      kHelpers,
+      {{"DT", dt}, {"TO16", s.q_dtype == DType::kF16 ? "rlx_f32_to_f16" : "rlx_f32_to_bf16"}});
+  // Tokens inside tokens (the mask's staging names the buffer count) are filled in a second pass.
+  std::string kernel = fill_tokens(fill_tokens(kKernel, values), values);
+  for (const char* name : {"rlx_pair", "rlx_pack", "rlx_mma", "rlx_shared_at", "rlx_copy16",
+                           "rlx_ldsm_values", "rlx_ldsm_keys", "rlx_store_pair"}) {
     auto rename_in = [&](std::string text) {
       const std::string to = std::string(name) + "_" + symbol;
       for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at)) {
