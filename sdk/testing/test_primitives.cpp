@@ -219,6 +219,58 @@ TEST(CpuPrimitives, ConvertRoundsTruncatesAndSaturatesAsDocumented) {
   EXPECT_EQ(bf[4], bf16_to_f32(f32_to_bf16(2.7f)));
 }
 
+// f32 -> f16 rounds to nearest, ties to even, on every target, whatever its kernel language
+// converts with (the GPU's instructions, OpenCL's vstore_half_rte, a port of the host's code):
+// ties at normal and subnormal exponents, the overflow threshold, signed zeros, infinities and
+// NaN, then a sweep over f16's whole range, against GCC's _Float16 conversion.
+TEST(CpuPrimitives, HalfRoundingIsToNearestEven) {
+  std::vector<float> x = {1.0f + 0x1p-11f,
+                          1.0f + 3 * 0x1p-11f,
+                          -1.0f - 0x1p-11f,
+                          0x1p-25f,
+                          3 * 0x1p-25f,
+                          0x1p-24f,
+                          0x1.8p-24f,
+                          0x1p-26f,
+                          65519.0f,
+                          65520.0f,
+                          -65520.0f,
+                          1e10f,
+                          -0.0f,
+                          0.0f,
+                          INFINITY,
+                          -INFINITY,
+                          NAN,
+                          0x1.ffep-15f,
+                          0x1p-14f,
+                          2049.0f,
+                          2051.0f,
+                          -3.0e-5f,
+                          6.1e-5f,
+                          0.1f};
+  for (int i = 0; i < 4000; ++i)  // |x| from 2^-26 to 2^16, mantissas that are not ties
+    x.push_back((i % 2 ? -1.0f : 1.0f) *
+                std::ldexp(1.0f + 0.61803398f * (i % 97) / 97.0f, -26 + i % 43));
+  const int64_t n = static_cast<int64_t>(x.size());
+  const std::string ir = fmt::format(
+      "graph @t(%x: f32[{0}]) {{\n  %h = convert(%x) {{dtype = f16}} : f16[{0}]\n"
+      "  %y = convert(%h) {{dtype = f32}} : f32[{0}]\n  return %y\n}}\n",
+      n);
+  if (!test::compile_error(ir, test::target_under_test()).empty()) GTEST_SKIP() << "no f16";
+  std::vector<double> in(x.begin(), x.end());
+  auto got = test::values(run_text(ir, {{"x", make(DType::kF32, in)}}).at("y"));
+  int wrong = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = static_cast<double>(static_cast<_Float16>(x[i]));
+    const bool same = std::isnan(want)
+                          ? std::isnan(got[i])
+                          : got[i] == want && std::signbit(got[i]) == std::signbit(want);
+    if (!same && ++wrong <= 8)
+      ADD_FAILURE() << "f16 of " << std::hexfloat << x[i] << " is " << got[i] << ", not " << want;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 // Out of range, a float saturates at the destination's limits and NaN gives 0 (docs/ir.md), on
 // every target: each integer dtype the target takes, from f32.
 TEST(CpuPrimitives, ConvertSaturatesAtTheDestinationsRange) {
