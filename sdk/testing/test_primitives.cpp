@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "rlx/core/half.h"
@@ -268,6 +269,32 @@ TEST(CpuPrimitives, HalfRoundingIsToNearestEven) {
     if (!same && ++wrong <= 8)
       ADD_FAILURE() << "f16 of " << std::hexfloat << x[i] << " is " << got[i] << ", not " << want;
   }
+  EXPECT_EQ(wrong, 0);
+}
+
+// Every f16 value but the NaNs (subnormals, both zeros, both infinities) widens to f32 exactly.
+TEST(CpuPrimitives, EveryHalfWidensExactly) {
+  Tensor h(DType::kF16, {63490});
+  std::vector<double> want;
+  for (uint32_t bits = 0; bits < 0x10000u; ++bits) {
+    if ((bits & 0x7C00u) == 0x7C00u && (bits & 0x3FFu) != 0) continue;  // NaN
+    _Float16 v;
+    const uint16_t b = static_cast<uint16_t>(bits);
+    std::memcpy(&v, &b, 2);
+    h.as<uint16_t>()[want.size()] = b;
+    want.push_back(static_cast<double>(v));
+  }
+  ASSERT_EQ(want.size(), 63490u);
+  const std::string ir =
+      "graph @t(%x: f16[63490]) {\n  %y = convert(%x) {dtype = f32} : f32[63490]\n"
+      "  return %y\n}\n";
+  if (!test::compile_error(ir, test::target_under_test()).empty()) GTEST_SKIP() << "no f16";
+  auto got = test::values(run_text(ir, {{"x", h}}).at("y"));
+  int wrong = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    if ((got[i] != want[i] || std::signbit(got[i]) != std::signbit(want[i])) && ++wrong <= 8)
+      ADD_FAILURE() << "f16 bits " << std::hex << h.as<uint16_t>()[i] << " widen to "
+                    << std::hexfloat << got[i] << ", not " << want[i];
   EXPECT_EQ(wrong, 0);
 }
 
