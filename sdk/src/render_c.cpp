@@ -420,8 +420,10 @@ class KernelRenderer : detail::CValues {
     }
   }
 
-  // The f32 value a 16-bit float op or a narrowing convert of an f32 rounds (expr()'s narrow
-  // case), where the dialect renders the op the shared way.
+  // The f32 value that a 16-bit float op (expr()'s, computed in f32) or a narrowing convert of
+  // an f32 rounds, where the dialect renders the op the shared way. A 16-bit result is rounded
+  // after every op, as the graph defines it: fusing a chain must not change its bits (the cpu
+  // target does the same).
   std::optional<std::string> unrounded(const Expr& e) const {
     if (e.dtype != DType::kF16 && e.dtype != DType::kBF16) return std::nullopt;
     if (e.kind != ExprKind::kUnary && e.kind != ExprKind::kBinary && e.kind != ExprKind::kConvert)
@@ -432,10 +434,7 @@ class KernelRenderer : detail::CValues {
     if (d_.render_op && d_.render_op(d_, OpView{e, operand, args})) return std::nullopt;
     if (e.kind == ExprKind::kConvert)
       return operand == DType::kF32 && args.size() == 1 ? std::optional(args[0]) : std::nullopt;
-    if (e.kind == ExprKind::kUnary && args.size() == 1) return unary(e.op, operand, args[0]);
-    if (e.kind == ExprKind::kBinary && args.size() == 2)
-      return binary(e.op, operand, args[0], args[1]);
-    return std::nullopt;
+    return expr(e);
   }
 
   std::string expr(const Expr& e) const {
@@ -471,18 +470,14 @@ class KernelRenderer : detail::CValues {
     if (e.kind == ExprKind::kSelect) operand = e.dtype;
     if (d_.render_op)
       if (auto s = d_.render_op(d_, OpView{e, operand, args})) return *s;
-    // A 16-bit float result is rounded after every op, as the graph defines it: fusing a chain
-    // must not change its bits (the cpu target does the same).
-    bool narrow = e.dtype == DType::kF16 || e.dtype == DType::kBF16;
+    // A 16-bit float op's value is its f32 value here; body() rounds it (unrounded()).
     switch (e.kind) {
       case ExprKind::kUnary:
         need(1);
-        return narrow ? convert(unary(e.op, operand, args[0]), DType::kF32, e.dtype)
-                      : unary(e.op, operand, args[0]);
+        return unary(e.op, operand, args[0]);
       case ExprKind::kBinary:
         need(2);
-        return narrow ? convert(binary(e.op, operand, args[0], args[1]), DType::kF32, e.dtype)
-                      : binary(e.op, operand, args[0], args[1]);
+        return binary(e.op, operand, args[0], args[1]);
       case ExprKind::kSelect:
         need(3);
         return choose(args[0], args[1], args[2]);
@@ -526,13 +521,12 @@ class KernelRenderer : detail::CValues {
   // Store a reduction's accumulator `acc` (of dtype `acc_type`) as `s`'s expression.
   void store_sum(const lir::Store& s, const std::string& index, const std::string& acc,
                  DType acc_type) {
-    const DType t = root_of(s).dtype;
+    const DType t = k_.exprs.at(s.expr).dtype;
     if (acc_type == DType::kF32 && p_.buffers.at(s.buffer).dtype == t)
       store(s, index, acc, acc_type);
     else
       store(s, index, convert(acc, acc_type, t), t);
   }
-  const Expr& root_of(const lir::Store& s) const { return k_.exprs.at(s.expr); }
 
   // Store `v` (of dtype `from`) to `s`'s buffer, converted to its dtype. An f32 value stored as
   // f16/bf16 is rounded once by the store conversion.
