@@ -206,27 +206,40 @@ SlicedRows slices_norm_input(const lir::Program& p, size_t j, int32_t t, int64_t
   return r;
 }
 
+// Where an attention operand is read in place instead of through the transpose that splits its
+// heads: the storage, and its rows (AttentionShape::*_row and *_offset).
+struct SplitHeads {
+  int32_t from = -1;
+  int64_t row = 0, offset = 0;
+};
+
 // Kernel `j` when it is the transpose that splits attention heads ([B, S, H, D] read as
-// [B, H, S, D]) into buffer `t` and nothing but one attention operand reads `t`: the storage it
-// reads, which the attention then reads itself (AttentionShape::*_split_heads); -1 otherwise.
-int32_t splits_heads(const lir::Program& p, size_t j, int32_t t, const std::vector<int>& readers) {
+// [B, H, S, D], the rows of [B, S, R] from column `offset` on: R = H * D, or a wider product of
+// which this is a column slice) into buffer `t` and nothing but one attention operand reads `t`:
+// what it reads, which the attention then reads itself; from -1 otherwise.
+SplitHeads splits_heads(const lir::Program& p, size_t j, int32_t t,
+                        const std::vector<int>& readers) {
   const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
   const lir::Buffer& out = p.buffers[t];
   if (!k || !k->reduce.empty() || k->num_parallel != 4 || k->exprs.size() != 1 ||
       k->stores.size() != 1 || k->stores[0].expr != 0 || p.storage_of(k->stores[0].buffer) != t ||
       readers[t] != 1 || out.kind != lir::BufferKind::kTemp || out.shape.size() != 4 ||
       k->domain != out.shape)
-    return -1;
+    return {};
   const lir::Expr& e = k->exprs[0];
-  if (e.kind != lir::ExprKind::kLoad || e.load.offset != 0 || !e.load.guards.empty()) return -1;
+  if (e.kind != lir::ExprKind::kLoad || e.load.offset < 0 || !e.load.guards.empty() ||
+      e.load.strides.size() != 4)
+    return {};
   const int64_t b = out.shape[0], h = out.shape[1], s = out.shape[2], d = out.shape[3];
-  const std::vector<int64_t> strides = {s * h * d, d, h * d, 1};
+  // The row stride: the position dim's, or (one position) a batch's.
+  const int64_t row = s > 1 ? e.load.strides[2] : b > 1 ? e.load.strides[0] : h * d;
+  const std::vector<int64_t> strides = {s * row, d, row, 1};
   const int32_t from = p.storage_of(e.load.buffer);
   const lir::Buffer& in = p.buffers[from];
-  if (!same_walk(k->domain, e.load.strides, strides) || in.dtype != out.dtype ||
-      in.numel() != b * s * h * d || from == t)
-    return -1;
-  return from;
+  if (row < h * d || !same_walk(k->domain, e.load.strides, strides) || in.dtype != out.dtype ||
+      in.numel() < e.load.offset + (b * s - 1) * row + h * d || from == t)
+    return {};
+  return {from, row, e.load.offset};
 }
 
 }  // namespace
@@ -394,7 +407,7 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
   };
   // Transposes that split heads for an attention, which reads their input instead: kernel index
   // -> (attention index, operand 0..2, the storage the attention reads).
-  std::map<size_t, std::pair<size_t, std::pair<int, int32_t>>> split;
+  std::map<size_t, std::pair<size_t, std::pair<int, SplitHeads>>> split;
   // Converts that only change a norm's x dtype, which the norm reads unconverted instead: kernel
   // index -> (norm index, the storage the norm reads).
   std::map<size_t, std::pair<size_t, int32_t>> widen;
@@ -442,14 +455,14 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
         const int32_t t = p.storage_of(c.inputs[operand]);
         auto w = writer.find(t);
         if (w == writer.end()) continue;
-        const int32_t from = splits_heads(p, w->second, t, readers);
-        if (from >= 0) split[w->second] = {i, {operand, from}};
+        const SplitHeads heads = splits_heads(p, w->second, t, readers);
+        if (heads.from >= 0) split[w->second] = {i, {operand, heads}};
       }
     }
   }
   // Attention -> the operands it reads unsplit: filled when the loop below reaches a candidate
   // transpose as a kernel of its own (one that a product fused into its epilogue never is).
-  std::map<size_t, std::vector<std::pair<int, int32_t>>> split_for;
+  std::map<size_t, std::vector<std::pair<int, SplitHeads>>> split_for;
   // Norm -> the storage it reads as x instead of a skipped convert's output (filled likewise).
   std::map<size_t, int32_t> widened_for;
   std::map<size_t, SlicedRows> sliced_for;
@@ -536,16 +549,17 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     } else if (c.callee == "native:Attention") {
       const size_t attention = i;  // i moves past a transpose it takes (below)
       AttentionCall a = attention_call(c, p, fmt::format("k{}_attention", i));
-      for (auto [operand, from] : split_for[i]) {
-        int32_t& position = operand == 0   ? a.shape.q_buffer
-                            : operand == 1 ? a.shape.k_buffer
-                                           : a.shape.v_buffer;
-        (operand == 0   ? a.shape.q_split_heads
-         : operand == 1 ? a.shape.k_split_heads
-                        : a.shape.v_split_heads) = true;
+      for (auto [operand, heads] : split_for[i]) {
+        sdk::AttentionShape& sh = a.shape;
+        int32_t& position = operand == 0 ? sh.q_buffer : operand == 1 ? sh.k_buffer : sh.v_buffer;
+        (operand == 0   ? sh.q_split_heads
+         : operand == 1 ? sh.k_split_heads
+                        : sh.v_split_heads) = true;
+        (operand == 0 ? sh.q_row : operand == 1 ? sh.k_row : sh.v_row) = heads.row;
+        (operand == 0 ? sh.q_offset : operand == 1 ? sh.k_offset : sh.v_offset) = heads.offset;
         position = static_cast<int32_t>(a.buffers.size());  // renumbered below
-        a.buffers.push_back(from);
-        read_late[from] = std::max(read_late[from], static_cast<int32_t>(i));
+        a.buffers.push_back(heads.from);
+        read_late[heads.from] = std::max(read_late[heads.from], static_cast<int32_t>(i));
       }
       if (!split_for[i].empty()) {
         // The parameters again, distinct and numbered in order, without the transposes' outputs.

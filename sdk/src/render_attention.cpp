@@ -68,11 +68,11 @@ class AttentionWriter {
     fold_key(
         [&](const std::string& d) {
           return t_.load(s_.k_buffer, s_.k_dtype,
-                         fmt::format("kbase + j * {} + {}", key_stride(s_.k_split_heads, s_.head_dim), d));
+                         fmt::format("kbase + j * {} + {}", key_stride(false), d));
         },
         [&](const std::string& d) {
           return t_.load(s_.v_buffer, s_.v_dtype,
-                         fmt::format("vbase + j * {} + {}", key_stride(s_.v_split_heads, s_.v_dim), d));
+                         fmt::format("vbase + j * {} + {}", key_stride(true), d));
         });
     t_.close();
     store_row("row", "");
@@ -103,8 +103,8 @@ class AttentionWriter {
     t_.loop("t", ceil_div(s_.kv_len, width));
     t_.let("j", fmt::format("t * {} + lane", width));
     if (s_.kv_len % width != 0) t_.if_block(fmt::format("j < {}", s_.kv_len));
-    const int64_t k_stride = key_stride(s_.k_split_heads, s_.head_dim);
-    const int64_t v_stride = key_stride(s_.v_split_heads, s_.v_dim);
+    const int64_t k_stride = key_stride(false);
+    const int64_t v_stride = key_stride(true);
     fold_key(
         [&](const std::string& e) {
           return t_.load(s_.k_buffer, s_.k_dtype, fmt::format("kbase + j * {} + {}", k_stride, e));
@@ -176,8 +176,8 @@ class AttentionWriter {
     t_.loop("t", k_tiles);
     t_.let("j0", fmt::format("t * {}", tk));
     if (!live.empty()) t_.if_block(live);
-    stage("rlx_k", "kbase", s_.head_dim, tk, s_.k_buffer, s_.k_dtype, s_.k_split_heads);
-    stage("rlx_v", "vbase", s_.v_dim, tk, s_.v_buffer, s_.v_dtype, s_.v_split_heads);
+    stage("rlx_k", "kbase", s_.head_dim, tk, s_.k_buffer, s_.k_dtype, key_stride(false));
+    stage("rlx_v", "vbase", s_.v_dim, tk, s_.v_buffer, s_.v_dtype, key_stride(true));
     if (!live.empty()) t_.close();
     t_.line(t_.dialect().barrier);
     if (!live.empty()) t_.if_block(live);
@@ -226,28 +226,30 @@ class AttentionWriter {
   }
 
   // bi, the kv head kvh of head bh and where its keys and values start: a block of Sk rows per
-  // kv head, or (split heads) the head's slice of row 0 of the batch's [Sk, Hkv, D] block.
+  // kv head, or (split heads) the head's slice of row 0 of the batch's [Sk, R] block.
   void head_bases() {
     t_.let("bi", fmt::format("bh / {}", s_.heads));
     t_.let("kvl", fmt::format("(bh % {}) / {}", s_.heads, s_.heads / s_.kv_heads));
     t_.let("kvh", fmt::format("bi * {} + kvl", s_.kv_heads));
-    auto base = [&](bool split, int64_t width) {
-      return split ? fmt::format("bi * {} + kvl * {}", s_.kv_len * s_.kv_heads * width, width)
+    auto base = [&](bool split, int64_t width, int64_t row, int64_t offset) {
+      return split ? fmt::format("{} + bi * {} + kvl * {}", offset, s_.kv_len * row, width)
                    : fmt::format("kvh * {}", s_.kv_len * width);
     };
-    t_.let("kbase", base(s_.k_split_heads, s_.head_dim));
-    t_.let("vbase", base(s_.v_split_heads, s_.v_dim));
+    t_.let("kbase", base(s_.k_split_heads, s_.head_dim, s_.k_row_stride(), s_.k_offset));
+    t_.let("vbase", base(s_.v_split_heads, s_.v_dim, s_.v_row_stride(), s_.v_offset));
   }
 
-  // Elements between key j's row and key j + 1's.
-  int64_t key_stride(bool split, int64_t width) const {
-    return split ? s_.kv_heads * width : width;
+  // Elements between key j's row and key j + 1's, of k or (`v`) of v.
+  int64_t key_stride(bool v) const {
+    if (v) return s_.v_split_heads ? s_.v_row_stride() : s_.v_dim;
+    return s_.k_split_heads ? s_.k_row_stride() : s_.head_dim;
   }
 
   // Where query `row`'s q row starts.
   std::string q_start(const std::string& row) const {
     if (!s_.q_split_heads) return fmt::format("{} * {}", row, s_.head_dim);
-    return fmt::format("((bi * {0} + qi) * {1} + bh % {1}) * {2}", s_.q_len, s_.heads, s_.head_dim);
+    return fmt::format("{} + (bi * {} + qi) * {} + bh % {} * {}", s_.q_offset, s_.q_len,
+                       s_.q_row_stride(), s_.heads, s_.head_dim);
   }
 
   // The q row of query `row` in qrow, the output row acc, the running maximum and sum.
@@ -418,7 +420,7 @@ class AttentionWriter {
   // Copies the tile's `width`-element rows of keys j0 .. j0 + tk (one block of the buffer) into
   // shared array `array`; past Sk the tile holds zeros.
   void stage(const std::string& array, const std::string& base, int64_t width, int64_t tk,
-             int32_t position, DType dtype, bool split) {
+             int32_t position, DType dtype, int64_t key_stride) {
     const int64_t n = tk * width;
     t_.loop("u", ceil_div(n, kGroup), int_);
     t_.declare(int_, "e", fmt::format("u * {} + li", kGroup));
@@ -426,9 +428,10 @@ class AttentionWriter {
     const std::string at = fmt::format("j0 * {} + {}", width, t_.cast(index, "e"));
     // Split heads: element e of the tile is element e % width of key j0 + e / width's row.
     const std::string from =
-        split ? fmt::format("(j0 + {}) * {} + {}", t_.cast(index, fmt::format("e / {}", width)),
-                            s_.kv_heads * width, t_.cast(index, fmt::format("e % {}", width)))
-              : at;
+        key_stride != width
+            ? fmt::format("(j0 + {}) * {} + {}", t_.cast(index, fmt::format("e / {}", width)),
+                          key_stride, t_.cast(index, fmt::format("e % {}", width)))
+            : at;
     // The last tile may run past the kv head's block (into the next head's, or the buffer's end).
     const std::string ok = s_.kv_len % tk == 0 ? "" : fmt::format("{} < {}", at, s_.kv_len * width);
     const std::string v = t_.load(position, dtype, fmt::format("{} + {}", base, from));

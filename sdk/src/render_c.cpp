@@ -91,17 +91,27 @@ class KernelRenderer : detail::CValues {
                        ? fmt::format("{} * {} + {}", d_.group_index, d_.simd_groups, d_.simd_group)
                        : global_id()));
       line(fmt::format("if ({} >= {}) {{ return; }}", item, n / per));
+      auto index_of = [&](int32_t d, const std::string& at) {
+        std::string v = out_strides[d] == 1 ? at : fmt::format("{} / {}", at, out_strides[d]);
+        if (d > 0) v = fmt::format("({}) % {}", v, par[d]);
+        line(declare(index_type_, fmt::format("i{}", d), v));
+      };
+      // A dim whose index repeats every n / per outputs is the same for all of an item's
+      // outputs: computed once, before their loop, with what it reads (a bias row's element).
+      std::vector<bool> same(k_.num_parallel, false);
       if (per > 1) {  // Dialect::max_outputs_per_item; every gid is in range (per divides n)
+        for (int32_t d = 1; d < k_.num_parallel; ++d)
+          if ((n / per) % (out_strides[d] * par[d]) == 0) {
+            same[d] = true;
+            index_of(d, "rlx_item");
+          }
         line("#pragma unroll");
         opened += open_loop_over("rlx_j", per);
         line(declare(index_type_, "gid", fmt::format("rlx_item + rlx_j * {}", n / per)));
       }
       gid_strides_ = out_strides;
-      for (int32_t d = 0; d < k_.num_parallel; ++d) {
-        std::string v = out_strides[d] == 1 ? "gid" : fmt::format("gid / {}", out_strides[d]);
-        if (d > 0) v = fmt::format("({}) % {}", v, par[d]);
-        line(declare(index_type_, fmt::format("i{}", d), v));
-      }
+      for (int32_t d = 0; d < k_.num_parallel; ++d)
+        if (!same[d]) index_of(d, "gid");
       out_index = "gid";
     }
     if (k_.reduce.empty()) {

@@ -188,6 +188,36 @@ const char* const kSplitHeadsProgram =
 }
 )";
 
+// q, k and v as column slices of one [B, S, 64] row each (a fused q|k|v projection's output),
+// in f32 and in f16 (the tensor-core kernel's dtype on cuda): 2 query heads and 1 kv head of 16.
+const char* const kSlicedHeadsProgram =
+    R"(graph @t(%x: f32[2,20,64], %keep: bool[2,20]) {
+  %xq = slice(%x) {limit = [2, 20, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f32[2,20,32]
+  %xk = slice(%x) {limit = [2, 20, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f32[2,20,16]
+  %xv = slice(%x) {limit = [2, 20, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f32[2,20,16]
+  %qs = reshape(%xq) {shape = [2, 20, 2, 16]} : f32[2,20,2,16]
+  %q = transpose(%qs) {perm = [0, 2, 1, 3]} : f32[2,2,20,16]
+  %ks = reshape(%xk) {shape = [2, 20, 1, 16]} : f32[2,20,1,16]
+  %k = transpose(%ks) {perm = [0, 2, 1, 3]} : f32[2,1,20,16]
+  %vs = reshape(%xv) {shape = [2, 20, 1, 16]} : f32[2,20,1,16]
+  %v = transpose(%vs) {perm = [0, 2, 1, 3]} : f32[2,1,20,16]
+  %o = Attention(%q, %k, %v, %keep) {mask = "padding"} : f32[2,2,20,16]
+  %h = convert(%x) {dtype = f16} : f16[2,20,64]
+  %hq = slice(%h) {limit = [2, 20, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f16[2,20,32]
+  %hk = slice(%h) {limit = [2, 20, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f16[2,20,16]
+  %hv = slice(%h) {limit = [2, 20, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f16[2,20,16]
+  %hqs = reshape(%hq) {shape = [2, 20, 2, 16]} : f16[2,20,2,16]
+  %q16 = transpose(%hqs) {perm = [0, 2, 1, 3]} : f16[2,2,20,16]
+  %hks = reshape(%hk) {shape = [2, 20, 1, 16]} : f16[2,20,1,16]
+  %k16 = transpose(%hks) {perm = [0, 2, 1, 3]} : f16[2,1,20,16]
+  %hvs = reshape(%hv) {shape = [2, 20, 1, 16]} : f16[2,20,1,16]
+  %v16 = transpose(%hvs) {perm = [0, 2, 1, 3]} : f16[2,1,20,16]
+  %o16 = Attention(%q16, %k16, %v16) {mask = "causal"} : f16[2,2,20,16]
+  %of = convert(%o16) {dtype = f32} : f32[2,2,20,16]
+  return %o, %of
+}
+)";
+
 const char* const kMixedProgram =
     R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
   %d = dot_general(%a, %b) {lhs_batch = [0], lhs_contract = [2], rhs_batch = [0], rhs_contract = [1]} : f32[2,3,5]
@@ -267,6 +297,8 @@ std::vector<NamedProgram> every_kernel_programs() {
   out.push_back({kMixedProgram, "kMixedProgram"});
   out.push_back({kEpilogueProgram, "kEpilogueProgram"});
   out.push_back({kMergeHeadsProgram, "kMergeHeadsProgram"});
+  out.push_back({kSplitHeadsProgram, "kSplitHeadsProgram"});
+  out.push_back({kSlicedHeadsProgram, "kSlicedHeadsProgram"});
   out.push_back({kNormProductProgram, "kNormProductProgram"});
   out.push_back({kComputedOperandProgram, "kComputedOperandProgram"});
   out.push_back({kScatterUpdatesProgram, "kScatterUpdatesProgram"});

@@ -295,6 +295,20 @@ void work_beyond_one_dispatch_dimension(const SuiteTarget& t) {
   for (int64_t j = 0; j < c; ++j)
     for (int64_t i = 0; i < r; ++i) wrong += ty[j * r + i] != -m[i * c + j];
   EXPECT_EQ(wrong, 0);
+  // A row broadcast over the same rows (a bias): the column is the same for every output a
+  // work-item computes when they are whole rows apart, which a renderer may use.
+  std::vector<float> row(c);
+  for (int64_t j = 0; j < c; ++j) row[j] = static_cast<float>(3 * j % 1021);
+  auto b_out = run_text(
+      fmt::format("graph @t(%m: f32[{0},{1}], %b: f32[{1}]) {{\n  %bb = broadcast_in_dim(%b) "
+                  "{{dims = [1], shape = [{0}, {1}]}} : f32[{0},{1}]\n  %y = add(%m, %bb) : "
+                  "f32[{0},{1}]\n  return %y\n}}\n",
+                  r, c),
+      {{"m", f32({r, c}, m)}, {"b", f32({c}, row)}}, target_named(t.name));
+  const float* by = b_out.at("y").as<float>();
+  wrong = 0;
+  for (int64_t i = 0; i < r * c; ++i) wrong += by[i] != m[i] + row[i % c];
+  EXPECT_EQ(wrong, 0);
 }
 
 }  // namespace

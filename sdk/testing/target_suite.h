@@ -105,6 +105,7 @@ extern const char* const kComputedQueryProgram;
 // [B, H, S, D]), with grouped kv heads, tiled (20 queries a head) and per row (2):
 // AttentionsReadSplitHeadsAndAgreeWithCpu.
 extern const char* const kSplitHeadsProgram;
+extern const char* const kSlicedHeadsProgram;
 
 // IR text and what it holds, for messages.
 struct NamedProgram {

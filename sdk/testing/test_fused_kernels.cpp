@@ -153,6 +153,21 @@ void split_heads_agree_with_cpu(const SuiteTarget& t) {
                    run_text(kSplitHeadsProgram, in, target_named(t.name)), 1e-5);
 }
 
+// Attentions whose q, k and v are column slices of one product's rows (kSlicedHeadsProgram, a
+// fused q|k|v projection), in f32 and f16: the GPU-style targets read each slice's heads in place;
+// the results agree with cpu (f16 within its rounding).
+void sliced_heads_agree_with_cpu(const SuiteTarget& t) {
+  std::mt19937 rng(23);
+  std::vector<uint8_t> keep(40, 1);
+  keep[7] = keep[30] = keep[31] = 0;
+  NamedTensors in{{"x", uniform_f32(rng, {2, 20, 64}, 1.0f)},
+                  {"keep", Tensor::from<uint8_t>(DType::kBool, {2, 20}, keep)}};
+  const NamedTensors want = run_text(kSlicedHeadsProgram, in, cpu_target());
+  const NamedTensors got = run_text(kSlicedHeadsProgram, in, target_named(t.name));
+  expect_all_close({{"o", want.at("o")}}, {{"o", got.at("o")}}, 1e-5);
+  expect_all_close({{"of", want.at("of")}}, {{"of", got.at("of")}}, 4e-3);
+}
+
 // Tiled attentions with many query rows, where each query's keys go to fewer invocations: two
 // at 32800 rows, one from 65600 (render_attention's key_splits; the suite's small attentions
 // deal them to four), under a padding mask that hides some keys.
@@ -189,6 +204,7 @@ void register_fused_kernel_tests(const SuiteTarget& t) {
   add("NormsComputedWithTheRotationsAfterThemAgreeWithCpu", normed_rotations_agree_with_cpu);
   add("AttentionsStoreMergedHeadsAndAgreeWithCpu", merged_heads_agree_with_cpu);
   add("AttentionsReadSplitHeadsAndAgreeWithCpu", split_heads_agree_with_cpu);
+  add("AttentionsReadSlicedHeadsAndAgreeWithCpu", sliced_heads_agree_with_cpu);
   add("AttentionsOfManyQueriesAgreeWithCpu", many_query_attentions_agree_with_cpu);
 }
 

@@ -91,11 +91,16 @@ Graph build_bert_main(const TransformerConfig& c, const WeightSource& source) {
                         tensor_parallel_attrs(c, {{"reduce", std::string("sum")}}))
                  : partial;
     };
-    auto heads = [&](const std::string& name) {
-      return swap_seq_heads(b, split_heads(b, dense(name, c.heads * D, H, h), c.heads, D));
+    // q, k and v read the same state: one product, sliced (Params::products); the attention
+    // reads each slice's heads in place where a target can.
+    const std::vector<ValueId> qkv = w.products({{l + "attention.self.query", c.heads * D},
+                                                 {l + "attention.self.key", c.heads * D},
+                                                 {l + "attention.self.value", c.heads * D}},
+                                                H, h);
+    auto heads = [&](ValueId product) {
+      return swap_seq_heads(b, split_heads(b, product, c.heads, D));
     };
-    ValueId q = heads("attention.self.query"), k = heads("attention.self.key"),
-            v = heads("attention.self.value");
+    ValueId q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
     ValueId a = b.op("Attention", {q, k, v, mask}, {{"mask", std::string("padding")}});
     a = all_reduce(dense("attention.output.dense", H, c.heads * D, merge_heads(b, a)));
     h = norm("attention.output.LayerNorm", b.op("Add", {a, h}));

@@ -138,38 +138,9 @@ Graph build_decoder(const TransformerConfig& c, const WeightSource& source, Deco
       return linear(b, x, w.matrix(l + name + ".weight", out, in),
                     w.optional_f32(l + name + ".bias", {out}));
     };
-    // Products of one input x: q, k and v read the same normalised state, and so do gate and
-    // up. Where their weights are plain float rows of one dtype, one product over the rows put
-    // together, sliced after, replaces two or three: a decode step on a GPU is bound by how many
-    // products it launches (bench/RESULTS.md), and a CPU reads x once.
-    auto projections = [&](const std::vector<std::pair<std::string, int64_t>>& parts, ValueId x) {
-      std::vector<std::pair<std::string, int64_t>> weights;
-      int64_t biased = 0;
-      for (const auto& [name, out] : parts) {
-        weights.emplace_back(l + name + ".weight", out);
-        biased += w.has(l + name + ".bias");
-      }
-      std::vector<ValueId> ys;
-      std::optional<ValueId> fused;
-      if (biased == 0 || biased == static_cast<int64_t>(parts.size()))
-        fused = w.fused_f32(weights, H);
-      if (!fused) {
-        for (const auto& [name, out] : parts) ys.push_back(proj(name, out, H, x));
-        return ys;
-      }
-      std::optional<ValueId> bias;
-      if (biased) {
-        std::vector<ValueId> biases;
-        for (const auto& [name, out] : parts) biases.push_back(w.f32(l + name + ".bias", {out}));
-        bias = b.concat(biases, 0);
-      }
-      ValueId y = linear(b, x, LinearWeight{*fused, ""}, bias);
-      int64_t at = 0;
-      for (const auto& [name, out] : parts) {
-        ys.push_back(b.slice(y, {0, 0, at}, {-1, -1, at + out}));
-        at += out;
-      }
-      return ys;
+    auto projections = [&](std::vector<std::pair<std::string, int64_t>> parts, ValueId x) {
+      for (auto& part : parts) part.first = l + part.first;
+      return w.products(parts, H, x);
     };
     ValueId x = norm(h, l + "input_layernorm.weight", H);
     const std::vector<ValueId> qkv = projections(

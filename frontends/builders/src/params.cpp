@@ -184,6 +184,38 @@ std::optional<ValueId> Params::fused_f32(const std::vector<std::pair<std::string
   return to_f32(b_, b_.param(fused_weight_name(names), all));
 }
 
+std::vector<ValueId> Params::products(const std::vector<std::pair<std::string, int64_t>>& parts,
+                                      int64_t in, ValueId x) {
+  std::vector<std::pair<std::string, int64_t>> weights;
+  size_t biased = 0;
+  for (const auto& [name, out] : parts) {
+    weights.emplace_back(name + ".weight", out);
+    biased += has(name + ".bias");
+  }
+  std::optional<ValueId> fused;
+  if (biased == 0 || biased == parts.size()) fused = fused_f32(weights, in);
+  std::vector<ValueId> ys;
+  if (!fused) {
+    for (const auto& [name, out] : parts)
+      ys.push_back(
+          linear(b_, x, matrix(name + ".weight", out, in), optional_f32(name + ".bias", {out})));
+    return ys;
+  }
+  std::optional<ValueId> bias;
+  if (biased) {
+    std::vector<ValueId> biases;
+    for (const auto& [name, out] : parts) biases.push_back(f32(name + ".bias", {out}));
+    bias = b_.concat(biases, 0);
+  }
+  ValueId y = linear(b_, x, LinearWeight{*fused, ""}, bias);
+  int64_t at = 0;
+  for (const auto& part : parts) {
+    ys.push_back(b_.slice(y, {0, 0, at}, {-1, -1, at + part.second}));
+    at += part.second;
+  }
+  return ys;
+}
+
 ValueId Params::embedding(const std::string& name, int64_t rows, int64_t width, ValueId ids) {
   const Stored& s = stored(name, {rows, width});
   ValueId gathered = b_.op("Embedding", {s.v, ids});

@@ -36,6 +36,13 @@ class Params {
   // formats and int8 keep a product each).
   std::optional<ValueId> fused_f32(const std::vector<std::pair<std::string, int64_t>>& parts,
                                    int64_t in);
+  // x W_i^T (+ b_i) for each part (name prefix, rows) of a layer reading one input x [B, S, in],
+  // the weights at prefix + ".weight" and biases at prefix + ".bias": one product over the rows
+  // put together, sliced after, where fused_f32 joins them and either all or none has a bias;
+  // a product each otherwise. A GPU step is bound by how many products it launches
+  // (bench/RESULTS.md, "Fused products of one input"), and a CPU reads x once.
+  std::vector<ValueId> products(const std::vector<std::pair<std::string, int64_t>>& parts,
+                                int64_t in, ValueId x);
   // Rows `ids` of the table [rows, width] as f32 [..., width]. The table is gathered in its
   // stored form, so only the rows used are converted or decoded.
   ValueId embedding(const std::string& name, int64_t rows, int64_t width, ValueId ids);

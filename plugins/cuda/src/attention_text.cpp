@@ -6,10 +6,40 @@
 
 namespace rlx::cuda {
 
-std::string attention_row_offset(bool split, const std::string& head, int64_t heads,
-                                 const std::string& row, int64_t len, int64_t dim) {
-  if (split) return fmt::format("((b * {} + ({})) * {} + {}) * {}", len, row, heads, head, dim);
-  return fmt::format("((b * {} + {}) * {} + ({})) * {}", heads, head, len, row, dim);
+namespace {
+
+// How operand 'q', 'k', 'v' or 'o' is laid out (AttentionShape::*_split_heads, *_row, *_offset).
+struct OperandRows {
+  bool split;
+  int64_t heads, len, dim, stride, offset;
+};
+
+OperandRows operand_rows(const sdk::AttentionShape& s, char operand) {
+  const bool kv = operand == 'k' || operand == 'v';
+  OperandRows r{s.merge_heads,           kv ? s.kv_heads : s.heads,
+                kv ? s.kv_len : s.q_len, operand == 'q' || operand == 'k' ? s.head_dim : s.v_dim,
+                s.heads * s.v_dim,       0};
+  if (operand == 'q') r.split = s.q_split_heads, r.stride = s.q_row_stride(), r.offset = s.q_offset;
+  if (operand == 'k') r.split = s.k_split_heads, r.stride = s.k_row_stride(), r.offset = s.k_offset;
+  if (operand == 'v') r.split = s.v_split_heads, r.stride = s.v_row_stride(), r.offset = s.v_offset;
+  return r;
+}
+
+}  // namespace
+
+std::string attention_row_offset(const sdk::AttentionShape& s, char operand,
+                                 const std::string& row) {
+  const OperandRows r = operand_rows(s, operand);
+  const std::string head = operand == 'k' || operand == 'v' ? "hk" : "h";
+  if (r.split)
+    return fmt::format("({} + (b * {} + ({})) * {} + {} * {})", r.offset, r.len, row, r.stride,
+                       head, r.dim);
+  return fmt::format("((b * {} + {}) * {} + ({})) * {}", r.heads, head, r.len, row, r.dim);
+}
+
+int64_t attention_row_step(const sdk::AttentionShape& s, char operand) {
+  const OperandRows r = operand_rows(s, operand);
+  return r.split ? r.stride : r.dim;
 }
 
 std::string attention_mask_test(const sdk::AttentionShape& s) {

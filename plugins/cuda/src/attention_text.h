@@ -9,9 +9,13 @@
 
 namespace rlx::cuda {
 
-// Element offset of (b, head, row, 0) in [B, heads, S, dim], or [B, S, heads, dim] when split.
-std::string attention_row_offset(bool split, const std::string& head, int64_t heads,
-                                 const std::string& row, int64_t len, int64_t dim);
+// Element offset of row `row` of operand 'q', 'k', 'v' or 'o' (the output) for batch `b` and the
+// operand's head (`h` for q and the output, `hk` for k and v): in [B, heads, S, dim], or with
+// split heads (merged heads for the output) in rows of [B, S, R] (AttentionShape::*_row).
+std::string attention_row_offset(const sdk::AttentionShape& shape, char operand,
+                                 const std::string& row);
+// Elements from one row of that operand to the next: R split (merged), else its dim.
+int64_t attention_row_step(const sdk::AttentionShape& shape, char operand);
 
 // A C expression, true where key `key` is masked for query row `row` of batch `b`: causal aligns
 // the last query with the last key; padding reads the mask (zero means masked); none is false.

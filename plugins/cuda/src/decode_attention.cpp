@@ -279,12 +279,9 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
   const int64_t group_width = std::min<int64_t>(256, s.v_dim);
   const int64_t groups = 256 / group_width;
   const int64_t partials = rows * chunks * (s.v_dim + 2);  // floats, then a counter per row
-  const std::string kat =
-      attention_row_offset(s.k_split_heads, "hk", s.kv_heads, "key", s.kv_len, s.head_dim) + " + d";
-  const std::string vat =
-      attention_row_offset(s.v_split_heads, "hk", s.kv_heads, "key", s.kv_len, s.v_dim) + " + d";
-  const std::string qat =
-      attention_row_offset(s.q_split_heads, "h", s.heads, "row", s.q_len, s.head_dim) + " + d";
+  const std::string kat = attention_row_offset(s, 'k', "key") + " + d";
+  const std::string vat = attention_row_offset(s, 'v', "key") + " + d";
+  const std::string qat = attention_row_offset(s, 'q', "row") + " + d";
   std::map<std::string, std::string> tokens = attention_tokens(s);
   // Values each thread loads early: its share of the first 64 keys, at most 16.
   const int64_t early_values =
@@ -316,7 +313,7 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
                  {"KLOAD", load_f32(s.k_dtype, fmt::format("b{}", s.k_buffer), kat)},
                  {"VLOAD", load_f32(s.v_dtype, fmt::format("b{}", s.v_buffer), vat)},
                  {"O", fmt::format("b{}", s.out_buffer)},
-                 {"OAT", attention_row_offset(s.merge_heads, "h", s.heads, "row", s.q_len, s.v_dim)},
+                 {"OAT", attention_row_offset(s, 'o', "row")},
                  {"STORE", from_f32(s.out_dtype, "total / total_l")}});
   // Blocks of 256 threads (the launch bounds, the host's widest block), one per (row, chunk);
   // groups count 64 work-items.

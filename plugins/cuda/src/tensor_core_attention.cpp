@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
@@ -53,10 +54,10 @@ extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
   // 16-byte copies where K and V are 16-byte aligned (rows are whole multiples of 8 elements, a
   // head's row 2 * @D@ contiguous bytes in either layout), issued asynchronously (cp.async); else
   // 16-bit loads through registers.
-  const bool wide = ((reinterpret_cast<unsigned long long>(@K@) |
-                      reinterpret_cast<unsigned long long>(@V@)) & 15ull) == 0;
-  const bool pairs = ((reinterpret_cast<unsigned long long>(@Q@) |
-                       reinterpret_cast<unsigned long long>(@O@)) & 3ull) == 0;
+  const bool wide = @KV_ROWS16@ && ((reinterpret_cast<unsigned long long>(@K@) |
+                                   reinterpret_cast<unsigned long long>(@V@)) & 15ull) == 0;
+  const bool pairs = @Q_ROWS4@ && ((reinterpret_cast<unsigned long long>(@Q@) |
+                                 reinterpret_cast<unsigned long long>(@O@)) & 3ull) == 0;
   long long kend = @SK@;
   // Causal with Sk >= Sq: every row sees key 0, so tiles past the block's last visible key
   // only add exp(lowest - max) = 0 and are skipped.
@@ -65,23 +66,28 @@ extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
     if (last < kend) kend = last;
   }
   const int ntiles = (int)((kend + 63) / 64);
+  // Key 0 of this block's batch and kv head; a key's row is @KSTEP@ (@VSTEP@) elements after the
+  // one before. Offsets within the head in @IDX@: the pointers are the only 64-bit values the
+  // tile loop keeps.
+  const unsigned short* const kbase = @K@ + @KAT0@;
+  const unsigned short* const vbase = @V@ + @VAT0@;
   auto stage = [&](int tile, int buf) {
-    const long long k0 = tile * 64ll;
+    const @IDX@ k0 = (@IDX@)tile * 64;
     if (wide) {
       for (int i = threadIdx.x; i < 64 * (@D@ / 8); i += 128) {
         const int key = i / (@D@ / 8), c = i % (@D@ / 8);
-        const long long kv = k0 + key;
+        const @IDX@ kv = k0 + key;
         const bool in = kv < @SK@;
-        rlx_copy16(&ks[buf][key][8 * c], in ? @K@ + (@KAT@ + 8 * c) : @K@, in);
-        rlx_copy16(&vs[buf][key][8 * c], in ? @V@ + (@VAT@ + 8 * c) : @V@, in);
+        rlx_copy16(&ks[buf][key][8 * c], in ? kbase + (kv * @KSTEP@ + 8 * c) : @K@, in);
+        rlx_copy16(&vs[buf][key][8 * c], in ? vbase + (kv * @VSTEP@ + 8 * c) : @V@, in);
       }
       asm volatile("cp.async.commit_group;" ::: "memory");
     } else {
       for (int i = threadIdx.x; i < 64 * @D@; i += 128) {
         const int key = i / @D@, d = i % @D@;
-        const long long kv = k0 + key;
-        ks[buf][key][d] = kv < @SK@ ? @K@[@KAT@ + d] : (unsigned short)0;
-        vs[buf][key][d] = kv < @SK@ ? @V@[@VAT@ + d] : (unsigned short)0;
+        const @IDX@ kv = k0 + key;
+        ks[buf][key][d] = kv < @SK@ ? kbase[kv * @KSTEP@ + d] : (unsigned short)0;
+        vs[buf][key][d] = kv < @SK@ ? vbase[kv * @VSTEP@ + d] : (unsigned short)0;
       }
     }
     @MASK_STAGE@
@@ -121,25 +127,38 @@ extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
         rlx_mma(s[nt + 1], qa[kk], kb[2], kb[3]);
       }
     }
-    // Scores in base 2 (scale x log2 e folded into one multiply), so each exponential below is
-    // one ex2.approx: its error (2 ulp of f32) is far below the rounding of the probabilities to
-    // 16 bits for the product with V. Keys past Sk are tested in 32 bits against what is left.
+    // Scores in base 2 (scale x log2 e), so each exponential below is one ex2.approx: its error
+    // (2 ulp of f32) is far below the rounding of the probabilities to 16 bits for the product
+    // with V. A tile this warp sees whole (every key below Sk, none masked for its rows: most
+    // tiles of a padded batch) skips the tests and folds the scale into the exponential's
+    // argument, one multiply-add a score; max commutes with a positive scale. Otherwise keys past
+    // Sk are tested in 32 bits against what is left, and masked scores take the lowest value.
     const int kleft = (int)(@SK@ - k0);
-    for (int nt = 0; nt < 8; ++nt)
-      for (int j = 0; j < 4; ++j) {
-        const int kt = nt * 8 + 2 * t + (j & 1);
-        const long long key = k0 + kt, row = j < 2 ? r0 : r1;  // what a mask test may name
-        (void)key;
-        (void)row;
-        float x = s[nt][j] * @SCALE_LOG2@f;
-        if (kt >= kleft) x = -__int_as_float(0x7F800000);
-        else if (@TILE_MASKED@) x = -3.402823466e38f;
-        s[nt][j] = x;
-      }
+    const bool whole = @SCALE_LOG2@f > 0.0f && (@SK@ % 64 == 0 || kleft >= 64) && !(@WARP_MASKED@);
     float x0 = -__int_as_float(0x7F800000), x1 = -__int_as_float(0x7F800000);
-    for (int nt = 0; nt < 8; ++nt) {
-      x0 = fmaxf(x0, fmaxf(s[nt][0], s[nt][1]));
-      x1 = fmaxf(x1, fmaxf(s[nt][2], s[nt][3]));
+    if (whole) {
+      for (int nt = 0; nt < 8; ++nt) {
+        x0 = fmaxf(x0, fmaxf(s[nt][0], s[nt][1]));
+        x1 = fmaxf(x1, fmaxf(s[nt][2], s[nt][3]));
+      }
+      x0 *= @SCALE_LOG2@f;
+      x1 *= @SCALE_LOG2@f;
+    } else {
+      for (int nt = 0; nt < 8; ++nt)
+        for (int j = 0; j < 4; ++j) {
+          const int kt = nt * 8 + 2 * t + (j & 1);
+          const long long key = k0 + kt, row = j < 2 ? r0 : r1;  // what a mask test may name
+          (void)key;
+          (void)row;
+          float x = s[nt][j] * @SCALE_LOG2@f;
+          if (kt >= kleft) x = -__int_as_float(0x7F800000);
+          else if (@TILE_MASKED@) x = -3.402823466e38f;
+          s[nt][j] = x;
+        }
+      for (int nt = 0; nt < 8; ++nt) {
+        x0 = fmaxf(x0, fmaxf(s[nt][0], s[nt][1]));
+        x1 = fmaxf(x1, fmaxf(s[nt][2], s[nt][3]));
+      }
     }
     for (int off = 1; off < 4; off <<= 1) {
       x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, off));
@@ -157,11 +176,13 @@ extern "C" __global__ void __launch_bounds__(128) @SYM@(@PARAMS@) {
       o[dn][2] *= a1;
       o[dn][3] *= a1;
     }
+    // Scaled here (whole tiles) or above: the same value, the multiply fused with the subtraction.
+    const float scale = whole ? @SCALE_LOG2@f : 1.0f;
     for (int nt = 0; nt < 8; ++nt) {
-      s[nt][0] = rlx_exp2(s[nt][0] - m0);
-      s[nt][1] = rlx_exp2(s[nt][1] - m0);
-      s[nt][2] = rlx_exp2(s[nt][2] - m1);
-      s[nt][3] = rlx_exp2(s[nt][3] - m1);
+      s[nt][0] = rlx_exp2(fmaf(s[nt][0], scale, -m0));
+      s[nt][1] = rlx_exp2(fmaf(s[nt][1], scale, -m0));
+      s[nt][2] = rlx_exp2(fmaf(s[nt][2], scale, -m1));
+      s[nt][3] = rlx_exp2(fmaf(s[nt][3], scale, -m1));
       l0 += s[nt][0] + s[nt][1];
       l1 += s[nt][2] + s[nt][3];
     }
@@ -283,12 +304,24 @@ std::optional<sdk::AttentionKernel> tensor_core_attention(const sdk::AttentionSh
       {"K", fmt::format("b{}", s.k_buffer)},
       {"V", fmt::format("b{}", s.v_buffer)},
       {"O", fmt::format("b{}", s.out_buffer)},
-      {"QAT0", attention_row_offset(s.q_split_heads, "h", s.heads, "r0", s.q_len, s.head_dim)},
-      {"QAT1", attention_row_offset(s.q_split_heads, "h", s.heads, "r1", s.q_len, s.head_dim)},
-      {"KAT", attention_row_offset(s.k_split_heads, "hk", s.kv_heads, "kv", s.kv_len, s.head_dim)},
-      {"VAT", attention_row_offset(s.v_split_heads, "hk", s.kv_heads, "kv", s.kv_len, s.v_dim)},
-      {"OAT0", attention_row_offset(s.merge_heads, "h", s.heads, "r0", s.q_len, s.v_dim)},
-      {"OAT1", attention_row_offset(s.merge_heads, "h", s.heads, "r1", s.q_len, s.v_dim)},
+      {"QAT0", attention_row_offset(s, 'q', "r0")},
+      {"QAT1", attention_row_offset(s, 'q', "r1")},
+      {"KAT0", attention_row_offset(s, 'k', "0")},
+      {"VAT0", attention_row_offset(s, 'v', "0")},
+      {"KSTEP", std::to_string(attention_row_step(s, 'k'))},
+      {"VSTEP", std::to_string(attention_row_step(s, 'v'))},
+      // Within one kv head the last key's row ends below Sk x step elements from its first.
+      {"IDX", s.kv_len * std::max(attention_row_step(s, 'k'), attention_row_step(s, 'v')) <
+                      (int64_t{1} << 31)
+                  ? "int"
+                  : "long long"},
+      {"OAT0", attention_row_offset(s, 'o', "r0")},
+      {"OAT1", attention_row_offset(s, 'o', "r1")},
+      // Rows of K and V start 16-byte aligned, and rows of q 4-byte aligned, where the buffers
+      // do and every offset and row stride in elements is a multiple of 8 (of 2).
+      {"KV_ROWS16",
+       (s.k_offset | s.k_row_stride() | s.v_offset | s.v_row_stride()) % 8 == 0 ? "true" : "false"},
+      {"Q_ROWS4", (s.q_offset | s.q_row_stride()) % 2 == 0 ? "true" : "false"},
   });
   // Two tile buffers while they fit the 48 KB of static shared memory (D up to 64).
   values["NBUF"] = s.head_dim <= 64 ? "2" : "1";
@@ -302,10 +335,16 @@ std::optional<sdk::AttentionKernel> tensor_core_attention(const sdk::AttentionSh
         "mk[buf][threadIdx.x] = key < {} && {} ? 1 : 0; }}",
         s.kv_len, values.at("MASKED"));
     values["TILE_MASKED"] = "mk[buf][kt]";
+    values["WARP_MASKED"] = "__any_sync(0xffffffffu, (mk[buf][lane] | mk[buf][lane + 32]) != 0)";
   } else {
     values["MASK_SHARED"] = "";
     values["MASK_STAGE"] = "";
     values["TILE_MASKED"] = values.at("MASKED");
+    // A causal tile is whole for the warp when its last key is visible from the warp's first row.
+    values["WARP_MASKED"] =
+        s.mask == "causal"
+            ? fmt::format("k0 + 63 > qblock + warp * 16 + ({} - {})", s.kv_len, s.q_len)
+            : "false";
   }
   // The helpers are static and named alike in every kernel; a second kernel of the module would
   // redefine them, so each kernel takes them under its own suffix.

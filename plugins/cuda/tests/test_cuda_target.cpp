@@ -143,9 +143,11 @@ TEST(CudaCodegen, IndicesAreThirtyTwoBitsWhereEveryOffsetFits) {
   EXPECT_EQ(test::occurrences(cu, "const int gid = ((int)(blockIdx.x)) * blockDim.x"), 1u) << cu;
   EXPECT_NE(cu.find("const int i1 = (gid / 16) % 4;"), std::string::npos) << cu;
   // The large one also computes four outputs a thread, a quarter of the domain apart, in a loop
-  // NVCC unrolls so that the four loads are in flight together.
+  // NVCC unrolls so that the four loads are in flight together. A quarter is whole rows, so the
+  // column index is the same for the four: computed once, before the loop.
   EXPECT_NE(cu.find("const int64_t rlx_item = ((int64_t)(blockIdx.x)) * blockDim.x + threadIdx.x;\n"
                     "  if (rlx_item >= 655360000) { return; }\n"
+                    "  const int64_t i1 = (rlx_item) % 40000;\n"
                     "  #pragma unroll\n"
                     "  for (int64_t rlx_j = 0; rlx_j < 4; ++rlx_j) {\n"
                     "    const int64_t gid = rlx_item + rlx_j * 655360000;\n"),

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
                       "F16KvCacheDecodeStepsAgreeWithCpu", "NormsRunNativelyAndAgreeWithCpu",
                       "AttentionsStoreMergedHeadsAndAgreeWithCpu",
                       "AttentionsReadSplitHeadsAndAgreeWithCpu",
+                      "AttentionsReadSlicedHeadsAndAgreeWithCpu",
                       "AttentionsOfManyQueriesAgreeWithCpu", "F64ConstantsKeepTheirBits"},
        .skip_cpu_tests = {"CpuStructural.Gather*", "CpuStructural.Scatter*",
                           "CpuStructural.WhileLoop*", "CpuHirOps.Embedding*",

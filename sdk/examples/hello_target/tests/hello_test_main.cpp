@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
                       "NormsComputedWithTheRotationsAfterThemAgreeWithCpu",
                       "AttentionsStoreMergedHeadsAndAgreeWithCpu",
                       "AttentionsReadSplitHeadsAndAgreeWithCpu",
+                      "AttentionsReadSlicedHeadsAndAgreeWithCpu",
                       "AttentionsOfManyQueriesAgreeWithCpu", "TrainingStepsAgreeWithCpu",
                       "HalfPrecisionAttentionAgreesWithCpu"},
        .skip_cpu_tests = {"CpuStructural.DotGeneral*", "CpuMatmul.*", "CpuStructural.Gather*",

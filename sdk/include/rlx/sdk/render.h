@@ -478,6 +478,14 @@ struct AttentionShape {
   // projection before a transformer's attention writes it: the transpose that splits the heads
   // is then never launched.
   bool q_split_heads = false, k_split_heads = false, v_split_heads = false;
+  // Read so, an operand may be a column slice of a wider [B, S, R] product (q, k and v of one
+  // fused projection): R elements from a position's row to the next (0: the operand's own
+  // heads x dim) and the element where the slice starts. Both stay 0 for the [B, H, S, D] layout.
+  int64_t q_row = 0, k_row = 0, v_row = 0;
+  int64_t q_offset = 0, k_offset = 0, v_offset = 0;
+  int64_t q_row_stride() const { return q_row ? q_row : heads * head_dim; }
+  int64_t k_row_stride() const { return k_row ? k_row : kv_heads * head_dim; }
+  int64_t v_row_stride() const { return v_row ? v_row : kv_heads * v_dim; }
   // Set: q's elements are computed where the kernel reads them (the element at q's buffer offset
   // X is the prologue's element X): a decode step's rotated queries, whose kernel only the
   // attention reads. q's position then binds a buffer the prologue reads (q_dtype its dtype); the
