@@ -242,6 +242,32 @@ SplitHeads splits_heads(const lir::Program& p, size_t j, int32_t t,
   return {from, row, e.load.offset};
 }
 
+// Attention `a` reading the operands in `splits` (0..2 for q, k, v) in place instead of the
+// transposes' outputs: their layout in the shape, their storage among the parameters, which are
+// numbered again (distinct, in order).
+void read_split_heads(AttentionCall& a, const std::vector<std::pair<int, SplitHeads>>& splits) {
+  if (splits.empty()) return;
+  sdk::AttentionShape& sh = a.shape;
+  for (auto [operand, heads] : splits) {
+    int32_t& position = operand == 0 ? sh.q_buffer : operand == 1 ? sh.k_buffer : sh.v_buffer;
+    (operand == 0 ? sh.q_split_heads : operand == 1 ? sh.k_split_heads : sh.v_split_heads) = true;
+    (operand == 0 ? sh.q_row : operand == 1 ? sh.k_row : sh.v_row) = heads.row;
+    (operand == 0 ? sh.q_offset : operand == 1 ? sh.k_offset : sh.v_offset) = heads.offset;
+    position = static_cast<int32_t>(a.buffers.size());  // renumbered below
+    a.buffers.push_back(heads.from);
+  }
+  std::vector<int32_t> kept;
+  for (int32_t* position :
+       {&sh.q_buffer, &sh.k_buffer, &sh.v_buffer, &sh.mask_buffer, &sh.out_buffer}) {
+    if (*position < 0) continue;
+    const int32_t storage = a.buffers[*position];
+    auto it = std::find(kept.begin(), kept.end(), storage);
+    *position = static_cast<int32_t>(it - kept.begin());
+    if (it == kept.end()) kept.push_back(storage);
+  }
+  a.buffers = std::move(kept);
+}
+
 }  // namespace
 
 ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
@@ -373,15 +399,25 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     if (own && !library.own_attention(a.shape)) return std::nullopt;
     return a;
   };
-  // The attention after loop kernel `i` that may compute its q itself: its index.
+  // Transposes that split heads for an attention, which reads their input instead: kernel index
+  // -> (attention index, operand 0..2, the storage the attention reads).
+  std::map<size_t, std::pair<size_t, std::pair<int, SplitHeads>>> split;
+  // The attention after loop kernel `i` that may compute its q itself: its index. It is asked
+  // with the operands it may read in place read so (the transposes in `split`, filled before
+  // this is called), as they change its parameters.
   auto attention_computing_q = [&](size_t i) -> std::optional<size_t> {
     const std::optional<size_t> j = sole_reader_after(p, i, readers);
     const auto* c = j ? std::get_if<lir::CallKernel>(&p.kernels[*j]) : nullptr;
     const auto& producer = std::get<lir::LoopKernel>(p.kernels[i]);
     if (!c || c->callee != "native:Attention" ||
-        p.storage_of(c->inputs.at(0)) != p.storage_of(producer.stores[0].buffer) ||
-        !with_q_prologue(i, attention_call(*c, p, fmt::format("k{}_attention", *j))))
+        p.storage_of(c->inputs.at(0)) != p.storage_of(producer.stores[0].buffer))
       return std::nullopt;
+    AttentionCall a = attention_call(*c, p, fmt::format("k{}_attention", *j));
+    std::vector<std::pair<int, SplitHeads>> splits;
+    for (const auto& [kernel, use] : split)
+      if (use.first == *j) splits.push_back(use.second);
+    read_split_heads(a, splits);
+    if (!with_q_prologue(i, std::move(a))) return std::nullopt;
     return j;
   };
   // Attentions that compute their q: attention kernel index -> the loop kernel computing it.
@@ -405,9 +441,6 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     add_shaped(n.shape, n.buffers, sdk::render_norm,
                [](const sdk::NormKernel& k) { return k.groups * kGroupSize; });
   };
-  // Transposes that split heads for an attention, which reads their input instead: kernel index
-  // -> (attention index, operand 0..2, the storage the attention reads).
-  std::map<size_t, std::pair<size_t, std::pair<int, SplitHeads>>> split;
   // Converts that only change a norm's x dtype, which the norm reads unconverted instead: kernel
   // index -> (norm index, the storage the norm reads).
   std::map<size_t, std::pair<size_t, int32_t>> widen;
@@ -549,31 +582,10 @@ ModulePlan plan_module(const lir::Program& p, const KernelLibrary& library) {
     } else if (c.callee == "native:Attention") {
       const size_t attention = i;  // i moves past a transpose it takes (below)
       AttentionCall a = attention_call(c, p, fmt::format("k{}_attention", i));
-      for (auto [operand, heads] : split_for[i]) {
-        sdk::AttentionShape& sh = a.shape;
-        int32_t& position = operand == 0 ? sh.q_buffer : operand == 1 ? sh.k_buffer : sh.v_buffer;
-        (operand == 0   ? sh.q_split_heads
-         : operand == 1 ? sh.k_split_heads
-                        : sh.v_split_heads) = true;
-        (operand == 0 ? sh.q_row : operand == 1 ? sh.k_row : sh.v_row) = heads.row;
-        (operand == 0 ? sh.q_offset : operand == 1 ? sh.k_offset : sh.v_offset) = heads.offset;
-        position = static_cast<int32_t>(a.buffers.size());  // renumbered below
-        a.buffers.push_back(heads.from);
-        read_late[heads.from] = std::max(read_late[heads.from], static_cast<int32_t>(i));
-      }
-      if (!split_for[i].empty()) {
-        // The parameters again, distinct and numbered in order, without the transposes' outputs.
-        std::vector<int32_t> kept;
-        for (int32_t* position : {&a.shape.q_buffer, &a.shape.k_buffer, &a.shape.v_buffer,
-                                  &a.shape.mask_buffer, &a.shape.out_buffer}) {
-          if (*position < 0) continue;
-          const int32_t storage = a.buffers[*position];
-          auto it = std::find(kept.begin(), kept.end(), storage);
-          *position = static_cast<int32_t>(it - kept.begin());
-          if (it == kept.end()) kept.push_back(storage);
-        }
-        a.buffers = std::move(kept);
-      }
+      read_split_heads(a, split_for[i]);
+      for (const auto& entry : split_for[i])
+        read_late[entry.second.from] =
+            std::max(read_late[entry.second.from], static_cast<int32_t>(i));
       if (merges_heads(a, c, p, i + 1, readers)) {
         const auto& transpose = std::get<lir::LoopKernel>(p.kernels[i + 1]);
         a.buffers[a.shape.out_buffer] = p.storage_of(transpose.stores[0].buffer);

@@ -81,8 +81,9 @@ std::optional<BoundPrologue> bind_operand_prologue(const lir::LoopKernel& produc
                                                    const NormCall* norm) {
   // The operand itself is never stored, so it is not a parameter (WebGPU derives a shader's
   // bindings from what it reads, and the operand would not be among them): its position binds
-  // the first buffer the kernel reads instead, and the kernel's store goes to a buffer past the
-  // parameters.
+  // the first buffer the kernel reads that is not a parameter already (an attention may read
+  // another operand in place from the buffer this kernel slices), and the kernel's store goes to
+  // a buffer past the parameters.
   const int32_t operand = buffers.at(position);
   const auto reads = prologue_reads(producer, p, norm);
   if (!reads) return std::nullopt;
@@ -90,10 +91,7 @@ std::optional<BoundPrologue> bind_operand_prologue(const lir::LoopKernel& produc
   bool first = true;
   for (const auto& [r, t] : *reads) {
     if (r == operand) return std::nullopt;  // reads what it writes
-    if (std::find(buffers.begin(), buffers.end(), r) != buffers.end()) {
-      if (first) return std::nullopt;  // the operand's position would bind a buffer twice
-      continue;
-    }
+    if (std::find(buffers.begin(), buffers.end(), r) != buffers.end()) continue;
     if (first) {
       if (t != DType::kF32 && t != DType::kF16 && t != DType::kBF16) return std::nullopt;
       buffers[position] = r;

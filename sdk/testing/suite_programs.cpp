@@ -189,32 +189,45 @@ const char* const kSplitHeadsProgram =
 )";
 
 // q, k and v as column slices of one [B, S, 64] row each (a fused q|k|v projection's output),
-// in f32 and in f16 (the tensor-core kernel's dtype on cuda): 2 query heads and 1 kv head of 16.
+// in f32 and in f16 (x rounded; the tensor-core kernel's dtype on cuda): 2 query heads and 1 kv
+// head of 16.
+// The third attention's q is computed from its slice (a rotation's place in a decoder), which an
+// attention may compute itself while it reads k and v from the same buffer in place.
 const char* const kSlicedHeadsProgram =
-    R"(graph @t(%x: f32[2,20,64], %keep: bool[2,20]) {
-  %xq = slice(%x) {limit = [2, 20, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f32[2,20,32]
-  %xk = slice(%x) {limit = [2, 20, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f32[2,20,16]
-  %xv = slice(%x) {limit = [2, 20, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f32[2,20,16]
-  %qs = reshape(%xq) {shape = [2, 20, 2, 16]} : f32[2,20,2,16]
-  %q = transpose(%qs) {perm = [0, 2, 1, 3]} : f32[2,2,20,16]
-  %ks = reshape(%xk) {shape = [2, 20, 1, 16]} : f32[2,20,1,16]
-  %k = transpose(%ks) {perm = [0, 2, 1, 3]} : f32[2,1,20,16]
-  %vs = reshape(%xv) {shape = [2, 20, 1, 16]} : f32[2,20,1,16]
-  %v = transpose(%vs) {perm = [0, 2, 1, 3]} : f32[2,1,20,16]
-  %o = Attention(%q, %k, %v, %keep) {mask = "padding"} : f32[2,2,20,16]
-  %h = convert(%x) {dtype = f16} : f16[2,20,64]
-  %hq = slice(%h) {limit = [2, 20, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f16[2,20,32]
-  %hk = slice(%h) {limit = [2, 20, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f16[2,20,16]
-  %hv = slice(%h) {limit = [2, 20, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f16[2,20,16]
-  %hqs = reshape(%hq) {shape = [2, 20, 2, 16]} : f16[2,20,2,16]
-  %q16 = transpose(%hqs) {perm = [0, 2, 1, 3]} : f16[2,2,20,16]
-  %hks = reshape(%hk) {shape = [2, 20, 1, 16]} : f16[2,20,1,16]
-  %k16 = transpose(%hks) {perm = [0, 2, 1, 3]} : f16[2,1,20,16]
-  %hvs = reshape(%hv) {shape = [2, 20, 1, 16]} : f16[2,20,1,16]
-  %v16 = transpose(%hvs) {perm = [0, 2, 1, 3]} : f16[2,1,20,16]
-  %o16 = Attention(%q16, %k16, %v16) {mask = "causal"} : f16[2,2,20,16]
-  %of = convert(%o16) {dtype = f32} : f32[2,2,20,16]
-  return %o, %of
+    R"(graph @t(%x: f32[2,80,64], %keep: bool[2,80], %h: f16[2,80,64], %y: f32[2,80,64]) {
+  %xq = slice(%x) {limit = [2, 80, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f32[2,80,32]
+  %xk = slice(%x) {limit = [2, 80, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f32[2,80,16]
+  %xv = slice(%x) {limit = [2, 80, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f32[2,80,16]
+  %qs = reshape(%xq) {shape = [2, 80, 2, 16]} : f32[2,80,2,16]
+  %q = transpose(%qs) {perm = [0, 2, 1, 3]} : f32[2,2,80,16]
+  %ks = reshape(%xk) {shape = [2, 80, 1, 16]} : f32[2,80,1,16]
+  %k = transpose(%ks) {perm = [0, 2, 1, 3]} : f32[2,1,80,16]
+  %vs = reshape(%xv) {shape = [2, 80, 1, 16]} : f32[2,80,1,16]
+  %v = transpose(%vs) {perm = [0, 2, 1, 3]} : f32[2,1,80,16]
+  %o = Attention(%q, %k, %v, %keep) {mask = "padding"} : f32[2,2,80,16]
+  %hq = slice(%h) {limit = [2, 80, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f16[2,80,32]
+  %hk = slice(%h) {limit = [2, 80, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f16[2,80,16]
+  %hv = slice(%h) {limit = [2, 80, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f16[2,80,16]
+  %hqs = reshape(%hq) {shape = [2, 80, 2, 16]} : f16[2,80,2,16]
+  %q16 = transpose(%hqs) {perm = [0, 2, 1, 3]} : f16[2,2,80,16]
+  %hks = reshape(%hk) {shape = [2, 80, 1, 16]} : f16[2,80,1,16]
+  %k16 = transpose(%hks) {perm = [0, 2, 1, 3]} : f16[2,1,80,16]
+  %hvs = reshape(%hv) {shape = [2, 80, 1, 16]} : f16[2,80,1,16]
+  %v16 = transpose(%hvs) {perm = [0, 2, 1, 3]} : f16[2,1,80,16]
+  %o16 = Attention(%q16, %k16, %v16, %keep) {mask = "padding"} : f16[2,2,80,16]
+  %of = convert(%o16) {dtype = f32} : f32[2,2,80,16]
+  %yq = slice(%y) {limit = [2, 80, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f32[2,80,32]
+  %yk = slice(%y) {limit = [2, 80, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f32[2,80,16]
+  %yv = slice(%y) {limit = [2, 80, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f32[2,80,16]
+  %yqs = reshape(%yq) {shape = [2, 80, 2, 16]} : f32[2,80,2,16]
+  %yqt = transpose(%yqs) {perm = [0, 2, 1, 3]} : f32[2,2,80,16]
+  %q3 = neg(%yqt) : f32[2,2,80,16]
+  %yks = reshape(%yk) {shape = [2, 80, 1, 16]} : f32[2,80,1,16]
+  %k3 = transpose(%yks) {perm = [0, 2, 1, 3]} : f32[2,1,80,16]
+  %yvs = reshape(%yv) {shape = [2, 80, 1, 16]} : f32[2,80,1,16]
+  %v3 = transpose(%yvs) {perm = [0, 2, 1, 3]} : f32[2,1,80,16]
+  %o3 = Attention(%q3, %k3, %v3) {mask = "causal"} : f32[2,2,80,16]
+  return %o, %of, %o3
 }
 )";
 

@@ -158,13 +158,21 @@ void split_heads_agree_with_cpu(const SuiteTarget& t) {
 // the results agree with cpu (f16 within its rounding).
 void sliced_heads_agree_with_cpu(const SuiteTarget& t) {
   std::mt19937 rng(23);
-  std::vector<uint8_t> keep(40, 1);
-  keep[7] = keep[30] = keep[31] = 0;
-  NamedTensors in{{"x", uniform_f32(rng, {2, 20, 64}, 1.0f)},
-                  {"keep", Tensor::from<uint8_t>(DType::kBool, {2, 20}, keep)}};
+  // Batch 0's first 64 keys are all kept (a whole tile), batch 1 hides one in each tile.
+  std::vector<uint8_t> keep(160, 1);
+  keep[70] = keep[80 + 30] = keep[80 + 75] = 0;
+  const Tensor x = uniform_f32(rng, {2, 80, 64}, 1.0f);
+  Tensor h(DType::kF16, {2, 80, 64});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    static_cast<uint16_t*>(h.data())[i] = f32_to_f16(x.as<float>()[i]);
+  NamedTensors in{{"x", x},
+                  {"keep", Tensor::from<uint8_t>(DType::kBool, {2, 80}, keep)},
+                  {"h", h},
+                  {"y", uniform_f32(rng, {2, 80, 64}, 1.0f)}};
   const NamedTensors want = run_text(kSlicedHeadsProgram, in, cpu_target());
   const NamedTensors got = run_text(kSlicedHeadsProgram, in, target_named(t.name));
-  expect_all_close({{"o", want.at("o")}}, {{"o", got.at("o")}}, 1e-5);
+  expect_all_close({{"o", want.at("o")}, {"o3", want.at("o3")}},
+                   {{"o", got.at("o")}, {"o3", got.at("o3")}}, 1e-5);
   expect_all_close({{"of", want.at("of")}}, {{"of", got.at("of")}}, 4e-3);
 }
 
