@@ -91,6 +91,9 @@ class NormWriter : detail::KernelText {
       group_ids(s_.rows, int_);
       let("r", "g");
     }
+    // A SIMD group's row is at most kMostPerLane elements a lane: each lane keeps its share in
+    // registers from the first pass, so the row is read from memory once, not once a pass.
+    if (simd_rows()) array(f32_, "rlx_x", steps());
     let("base", fmt::format("r * {}", s_.n));
     if (s_.x_rows_per_block > 0)
       let("xbase", fmt::format("{} + (r / {}) * {} + (r % {}) * {}", s_.x_offset,
@@ -123,6 +126,7 @@ class NormWriter : detail::KernelText {
   const NormShape& s_;
   std::string f32_, int_;
   int64_t lanes_ = kGroup;  // invocations per row: the group's 64, or a SIMD group's width
+  bool loaded_ = false;     // rlx_x holds this invocation's share of the row
 
   bool simd_rows() const { return lanes_ != kGroup; }
 
@@ -138,13 +142,19 @@ class NormWriter : detail::KernelText {
   }
   std::string in_row() const { return s_.n % lanes_ == 0 ? "" : fmt::format("e < {}", s_.n); }
 
+  // Element t of this invocation's share of the row: from memory, or from the registers an
+  // earlier pass filled (SIMD-group rows).
+  std::string x_at() const {
+    return loaded_ ? "rlx_x[t]" : load(s_.x_buffer, s_.x_dtype, x_base() + " + e");
+  }
+
   // `part` = the sum of term(x) over this invocation's elements of the row.
   template <class Term>
   void row_sum(const std::string& part, Term term) {
     declare_mutable(f32_, part, f32_literal(0.0));
     loop("t", steps());
     element_index();
-    const std::string x = load(s_.x_buffer, s_.x_dtype, x_base() + " + e");
+    const std::string x = x_at();
     if (in_row().empty()) {
       declare(f32_, "x", x);
       line(fmt::format("{} = {} + {};", part, part, term("x")));
@@ -152,7 +162,9 @@ class NormWriter : detail::KernelText {
       declare(f32_, "x", choose(in_row(), x, f32_literal(0.0)));
       line(fmt::format("{} = {} + {};", part, part, choose(in_row(), term("x"), f32_literal(0.0))));
     }
+    if (simd_rows() && !loaded_) line("rlx_x[t] = x;");
     close();
+    loaded_ = simd_rows();
   }
 
   void group_sum(const std::string& part, const std::string& total, int64_t slots) {
@@ -167,7 +179,7 @@ class NormWriter : detail::KernelText {
   void write(Value value) {
     loop("t", steps());
     element_index();
-    std::string y = value(load(s_.x_buffer, s_.x_dtype, x_base() + " + e"));
+    std::string y = value(x_at());
     if (s_.scale_buffer >= 0)
       y = fmt::format("({}) * {}", y, load(s_.scale_buffer, s_.scale_dtype, "e"));
     if (s_.bias_buffer >= 0) y = fmt::format("{} + {}", y, load(s_.bias_buffer, s_.bias_dtype, "e"));
