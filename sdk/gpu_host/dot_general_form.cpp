@@ -43,6 +43,14 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   return s;
 }
 
+bool same_walk(const std::vector<int64_t>& domain, const std::vector<int64_t>& strides,
+               const std::vector<int64_t>& expected) {
+  if (strides.size() != domain.size() || expected.size() != domain.size()) return false;
+  for (size_t d = 0; d < domain.size(); ++d)
+    if (domain[d] != 1 && strides[d] != expected[d]) return false;
+  return true;
+}
+
 IntList free_dims(size_t rank, const IntList& batch, const IntList& contract) {
   IntList f;
   for (int64_t d = 0; d < static_cast<int64_t>(rank); ++d)

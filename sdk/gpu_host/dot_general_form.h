@@ -24,6 +24,9 @@ std::optional<MatmulCall> matmul_form(const lir::CallKernel& call, const lir::Pr
 
 // Row-major element strides of `shape`.
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
+// Whether `strides` walk `domain` as `expected` do; a size-1 dim's stride does not matter.
+bool same_walk(const std::vector<int64_t>& domain, const std::vector<int64_t>& strides,
+               const std::vector<int64_t>& expected);
 
 // The dims of a rank-`rank` operand that are neither batch nor contracted, ascending.
 IntList free_dims(size_t rank, const IntList& batch, const IntList& contract);

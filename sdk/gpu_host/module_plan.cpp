@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "attention_form.h"
+#include "attention_layouts.h"
 #include "dot_general_form.h"
 #include "epilogue_fusion.h"
 #include "host_collective.h"
@@ -73,37 +74,6 @@ std::vector<int> readers_of(const lir::Program& p) {
     }
   }
   return n;
-}
-
-// Whether `strides` walk `domain` as `expected` do; a size-1 dim's stride does not matter.
-bool same_walk(const std::vector<int64_t>& domain, const std::vector<int64_t>& strides,
-               const std::vector<int64_t>& expected) {
-  if (strides.size() != domain.size() || expected.size() != domain.size()) return false;
-  for (size_t d = 0; d < domain.size(); ++d)
-    if (domain[d] != 1 && strides[d] != expected[d]) return false;
-  return true;
-}
-
-// Whether kernel `j` is the transpose that merges attention `a`'s heads ([B, H, Sq, Dv] read as
-// [B, Sq, H, Dv]) and the attention's only reader; if so the attention stores into its output
-// (AttentionShape::merge_heads) and it is not launched.
-bool merges_heads(const AttentionCall& a, const lir::CallKernel& c, const lir::Program& p, size_t j,
-                  const std::vector<int>& readers) {
-  if (j >= p.kernels.size()) return false;
-  const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
-  const int32_t out = p.storage_of(c.outputs[0]);
-  if (!k || !k->reduce.empty() || k->num_parallel != 4 || k->exprs.size() != 1 ||
-      k->stores.size() != 1 || k->stores[0].expr != 0 || readers[out] != 1 ||
-      p.buffers[out].kind != lir::BufferKind::kTemp)
-    return false;
-  const lir::Expr& e = k->exprs[0];
-  const sdk::AttentionShape& s = a.shape;
-  const std::vector<int64_t> domain = {s.batch, s.q_len, s.heads, s.v_dim};
-  const std::vector<int64_t> strides = {s.heads * s.q_len * s.v_dim, s.v_dim, s.q_len * s.v_dim, 1};
-  const int32_t to = p.storage_of(k->stores[0].buffer);
-  return e.kind == lir::ExprKind::kLoad && p.storage_of(e.load.buffer) == out &&
-         e.load.offset == 0 && e.load.guards.empty() && k->domain == domain &&
-         same_walk(domain, e.load.strides, strides) && p.buffers[to].dtype == p.buffers[out].dtype;
 }
 
 // Whether kernel `j` converts the norm's output, which nothing else reads, to f32, f16 or bf16
@@ -204,68 +174,6 @@ SlicedRows slices_norm_input(const lir::Program& p, size_t j, int32_t t, int64_t
   if (d != x.dtype && x.dtype != DType::kF32) return {};
   SlicedRows r{from, e.load.offset, dom.back() / n, block_stride};
   return r;
-}
-
-// Where an attention operand is read in place instead of through the transpose that splits its
-// heads: the storage, and its rows (AttentionShape::*_row and *_offset).
-struct SplitHeads {
-  int32_t from = -1;
-  int64_t row = 0, offset = 0;
-};
-
-// Kernel `j` when it is the transpose that splits attention heads ([B, S, H, D] read as
-// [B, H, S, D], the rows of [B, S, R] from column `offset` on: R = H * D, or a wider product of
-// which this is a column slice) into buffer `t` and nothing but one attention operand reads `t`:
-// what it reads, which the attention then reads itself; from -1 otherwise.
-SplitHeads splits_heads(const lir::Program& p, size_t j, int32_t t,
-                        const std::vector<int>& readers) {
-  const auto* k = std::get_if<lir::LoopKernel>(&p.kernels[j]);
-  const lir::Buffer& out = p.buffers[t];
-  if (!k || !k->reduce.empty() || k->num_parallel != 4 || k->exprs.size() != 1 ||
-      k->stores.size() != 1 || k->stores[0].expr != 0 || p.storage_of(k->stores[0].buffer) != t ||
-      readers[t] != 1 || out.kind != lir::BufferKind::kTemp || out.shape.size() != 4 ||
-      k->domain != out.shape)
-    return {};
-  const lir::Expr& e = k->exprs[0];
-  if (e.kind != lir::ExprKind::kLoad || e.load.offset < 0 || !e.load.guards.empty() ||
-      e.load.strides.size() != 4)
-    return {};
-  const int64_t b = out.shape[0], h = out.shape[1], s = out.shape[2], d = out.shape[3];
-  // The row stride: the position dim's, or (one position) a batch's.
-  const int64_t row = s > 1 ? e.load.strides[2] : b > 1 ? e.load.strides[0] : h * d;
-  const std::vector<int64_t> strides = {s * row, d, row, 1};
-  const int32_t from = p.storage_of(e.load.buffer);
-  const lir::Buffer& in = p.buffers[from];
-  if (row < h * d || !same_walk(k->domain, e.load.strides, strides) || in.dtype != out.dtype ||
-      in.numel() < e.load.offset + (b * s - 1) * row + h * d || from == t)
-    return {};
-  return {from, row, e.load.offset};
-}
-
-// Attention `a` reading the operands in `splits` (0..2 for q, k, v) in place instead of the
-// transposes' outputs: their layout in the shape, their storage among the parameters, which are
-// numbered again (distinct, in order).
-void read_split_heads(AttentionCall& a, const std::vector<std::pair<int, SplitHeads>>& splits) {
-  if (splits.empty()) return;
-  sdk::AttentionShape& sh = a.shape;
-  for (auto [operand, heads] : splits) {
-    int32_t& position = operand == 0 ? sh.q_buffer : operand == 1 ? sh.k_buffer : sh.v_buffer;
-    (operand == 0 ? sh.q_split_heads : operand == 1 ? sh.k_split_heads : sh.v_split_heads) = true;
-    (operand == 0 ? sh.q_row : operand == 1 ? sh.k_row : sh.v_row) = heads.row;
-    (operand == 0 ? sh.q_offset : operand == 1 ? sh.k_offset : sh.v_offset) = heads.offset;
-    position = static_cast<int32_t>(a.buffers.size());  // renumbered below
-    a.buffers.push_back(heads.from);
-  }
-  std::vector<int32_t> kept;
-  for (int32_t* position :
-       {&sh.q_buffer, &sh.k_buffer, &sh.v_buffer, &sh.mask_buffer, &sh.out_buffer}) {
-    if (*position < 0) continue;
-    const int32_t storage = a.buffers[*position];
-    auto it = std::find(kept.begin(), kept.end(), storage);
-    *position = static_cast<int32_t>(it - kept.begin());
-    if (it == kept.end()) kept.push_back(storage);
-  }
-  a.buffers = std::move(kept);
 }
 
 }  // namespace
