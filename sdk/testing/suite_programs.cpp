@@ -188,48 +188,45 @@ const char* const kSplitHeadsProgram =
 }
 )";
 
-// q, k and v as column slices of one [B, S, 64] row each (a fused q|k|v projection's output),
-// in f32 and in f16 (x rounded; the tensor-core kernel's dtype on cuda): 2 query heads and 1 kv
-// head of 16.
-// The third attention's q is computed from its slice (a rotation's place in a decoder), which an
-// attention may compute itself while it reads k and v from the same buffer in place.
-const char* const kSlicedHeadsProgram =
-    R"(graph @t(%x: f32[2,80,64], %keep: bool[2,80], %h: f16[2,80,64], %y: f32[2,80,64]) {
-  %xq = slice(%x) {limit = [2, 80, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f32[2,80,32]
-  %xk = slice(%x) {limit = [2, 80, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f32[2,80,16]
-  %xv = slice(%x) {limit = [2, 80, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f32[2,80,16]
-  %qs = reshape(%xq) {shape = [2, 80, 2, 16]} : f32[2,80,2,16]
-  %q = transpose(%qs) {perm = [0, 2, 1, 3]} : f32[2,2,80,16]
-  %ks = reshape(%xk) {shape = [2, 80, 1, 16]} : f32[2,80,1,16]
-  %k = transpose(%ks) {perm = [0, 2, 1, 3]} : f32[2,1,80,16]
-  %vs = reshape(%xv) {shape = [2, 80, 1, 16]} : f32[2,80,1,16]
-  %v = transpose(%vs) {perm = [0, 2, 1, 3]} : f32[2,1,80,16]
-  %o = Attention(%q, %k, %v, %keep) {mask = "padding"} : f32[2,2,80,16]
-  %hq = slice(%h) {limit = [2, 80, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f16[2,80,32]
-  %hk = slice(%h) {limit = [2, 80, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f16[2,80,16]
-  %hv = slice(%h) {limit = [2, 80, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f16[2,80,16]
-  %hqs = reshape(%hq) {shape = [2, 80, 2, 16]} : f16[2,80,2,16]
-  %q16 = transpose(%hqs) {perm = [0, 2, 1, 3]} : f16[2,2,80,16]
-  %hks = reshape(%hk) {shape = [2, 80, 1, 16]} : f16[2,80,1,16]
-  %k16 = transpose(%hks) {perm = [0, 2, 1, 3]} : f16[2,1,80,16]
-  %hvs = reshape(%hv) {shape = [2, 80, 1, 16]} : f16[2,80,1,16]
-  %v16 = transpose(%hvs) {perm = [0, 2, 1, 3]} : f16[2,1,80,16]
-  %o16 = Attention(%q16, %k16, %v16, %keep) {mask = "padding"} : f16[2,2,80,16]
-  %of = convert(%o16) {dtype = f32} : f32[2,2,80,16]
-  %yq = slice(%y) {limit = [2, 80, 32], start = [0, 0, 0], strides = [1, 1, 1]} : f32[2,80,32]
-  %yk = slice(%y) {limit = [2, 80, 48], start = [0, 0, 32], strides = [1, 1, 1]} : f32[2,80,16]
-  %yv = slice(%y) {limit = [2, 80, 64], start = [0, 0, 48], strides = [1, 1, 1]} : f32[2,80,16]
-  %yqs = reshape(%yq) {shape = [2, 80, 2, 16]} : f32[2,80,2,16]
-  %yqt = transpose(%yqs) {perm = [0, 2, 1, 3]} : f32[2,2,80,16]
-  %q3 = neg(%yqt) : f32[2,2,80,16]
-  %yks = reshape(%yk) {shape = [2, 80, 1, 16]} : f32[2,80,1,16]
-  %k3 = transpose(%yks) {perm = [0, 2, 1, 3]} : f32[2,1,80,16]
-  %yvs = reshape(%yv) {shape = [2, 80, 1, 16]} : f32[2,80,1,16]
-  %v3 = transpose(%yvs) {perm = [0, 2, 1, 3]} : f32[2,1,80,16]
-  %o3 = Attention(%q3, %k3, %v3) {mask = "causal"} : f32[2,2,80,16]
-  return %o, %of, %o3
+namespace {
+
+// q, k and v of one fused projection's [2, 80, 64] rows `input`: column slices 0-31, 32-47 and
+// 48-63 split into 2 query heads and 1 kv head of 16, as %<input>q [2, 2, 80, 16], %<input>k and
+// %<input>v [2, 1, 80, 16].
+std::string sliced_heads(const std::string& input, const std::string& dtype) {
+  struct Part {
+    const char* name;
+    int begin, end, heads;
+  };
+  std::string text;
+  for (const Part& part : {Part{"q", 0, 32, 2}, Part{"k", 32, 48, 1}, Part{"v", 48, 64, 1}})
+    text += fmt::format(
+        "  %{0}{1}s = slice(%{0}) {{limit = [2, 80, {3}], start = [0, 0, {2}], strides = [1, 1, "
+        "1]}} : {5}[2,80,{6}]\n"
+        "  %{0}{1}r = reshape(%{0}{1}s) {{shape = [2, 80, {4}, 16]}} : {5}[2,80,{4},16]\n"
+        "  %{0}{1} = transpose(%{0}{1}r) {{perm = [0, 2, 1, 3]}} : {5}[2,{4},80,16]\n",
+        input, part.name, part.begin, part.end, part.heads, dtype, part.end - part.begin);
+  return text;
 }
-)";
+
+}  // namespace
+
+// Attentions of sliced heads: in f32 under a padding mask, in f16 (h is x rounded; the
+// tensor-core kernel's dtype on cuda) under the same mask, and in f32 with q computed from its
+// slice (a rotation's place in a decoder), which an attention may compute itself while it reads
+// k and v from the same buffer in place.
+std::string sliced_heads_program() {
+  return "graph @t(%x: f32[2,80,64], %keep: bool[2,80], %h: f16[2,80,64], %y: f32[2,80,64]) {\n" +
+         sliced_heads("x", "f32") +
+         "  %o = Attention(%xq, %xk, %xv, %keep) {mask = \"padding\"} : f32[2,2,80,16]\n" +
+         sliced_heads("h", "f16") +
+         "  %o16 = Attention(%hq, %hk, %hv, %keep) {mask = \"padding\"} : f16[2,2,80,16]\n"
+         "  %of = convert(%o16) {dtype = f32} : f32[2,2,80,16]\n" +
+         sliced_heads("y", "f32") +
+         "  %q3 = neg(%yq) : f32[2,2,80,16]\n"
+         "  %o3 = Attention(%q3, %yk, %yv) {mask = \"causal\"} : f32[2,2,80,16]\n"
+         "  return %o, %of, %o3\n}\n";
+}
 
 const char* const kMixedProgram =
     R"(graph @t(%a: f32[2,3,4], %b: f32[2,4,5], %ids: i64[3], %h: f16[2,3]) {
@@ -311,7 +308,7 @@ std::vector<NamedProgram> every_kernel_programs() {
   out.push_back({kEpilogueProgram, "kEpilogueProgram"});
   out.push_back({kMergeHeadsProgram, "kMergeHeadsProgram"});
   out.push_back({kSplitHeadsProgram, "kSplitHeadsProgram"});
-  out.push_back({kSlicedHeadsProgram, "kSlicedHeadsProgram"});
+  out.push_back({sliced_heads_program(), "sliced_heads_program"});
   out.push_back({kNormProductProgram, "kNormProductProgram"});
   out.push_back({kComputedOperandProgram, "kComputedOperandProgram"});
   out.push_back({kScatterUpdatesProgram, "kScatterUpdatesProgram"});

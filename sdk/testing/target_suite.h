@@ -105,7 +105,8 @@ extern const char* const kComputedQueryProgram;
 // [B, H, S, D]), with grouped kv heads, tiled (20 queries a head) and per row (2):
 // AttentionsReadSplitHeadsAndAgreeWithCpu.
 extern const char* const kSplitHeadsProgram;
-extern const char* const kSlicedHeadsProgram;
+// q, k and v as column slices of one product's rows (suite_programs.cpp says which).
+std::string sliced_heads_program();
 
 // IR text and what it holds, for messages.
 struct NamedProgram {

@@ -153,7 +153,7 @@ void split_heads_agree_with_cpu(const SuiteTarget& t) {
                    run_text(kSplitHeadsProgram, in, target_named(t.name)), 1e-5);
 }
 
-// Attentions whose q, k and v are column slices of one product's rows (kSlicedHeadsProgram, a
+// Attentions whose q, k and v are column slices of one product's rows (sliced_heads_program(), a
 // fused q|k|v projection), in f32 and f16: the GPU-style targets read each slice's heads in place;
 // the results agree with cpu (f16 within its rounding).
 void sliced_heads_agree_with_cpu(const SuiteTarget& t) {
@@ -169,8 +169,9 @@ void sliced_heads_agree_with_cpu(const SuiteTarget& t) {
                   {"keep", Tensor::from<uint8_t>(DType::kBool, {2, 80}, keep)},
                   {"h", h},
                   {"y", uniform_f32(rng, {2, 80, 64}, 1.0f)}};
-  const NamedTensors want = run_text(kSlicedHeadsProgram, in, cpu_target());
-  const NamedTensors got = run_text(kSlicedHeadsProgram, in, target_named(t.name));
+  const std::string ir = sliced_heads_program();
+  const NamedTensors want = run_text(ir, in, cpu_target());
+  const NamedTensors got = run_text(ir, in, target_named(t.name));
   expect_all_close({{"o", want.at("o")}, {"o3", want.at("o3")}},
                    {{"o", got.at("o")}, {"o3", got.at("o3")}}, 1e-5);
   expect_all_close({{"of", want.at("of")}}, {{"of", got.at("of")}}, 4e-3);
