@@ -8,23 +8,15 @@
 #include <immintrin.h>
 #include <tbb/global_control.h>
 
-#include <algorithm>
-#include <chrono>
 #include <random>
-#include <string>
-#include <thread>
 #include <vector>
 
+#include "gemm_timing.h"
 #include "int8_gemm.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using rlx::bench::peak_rate;
 
 // 16 independent accumulator chains, so the loop is bound by vpdpbusd's throughput.
 __attribute__((target("avx512f,avx512vnni"), noinline)) double vnni_loop(int64_t iters) {
@@ -70,25 +62,6 @@ __attribute__((target("amx-tile,amx-int8"), noinline)) double amx_loop(int64_t i
   return double(iters / 16) * 4 * 16 * 16 * 64 * 2;
 }
 
-// Int8 GOP/s of `threads` threads each running `loop` at once.
-template <typename Loop>
-double int8_peak(int threads, const Loop& loop) {
-  const int64_t iters = 20'000'000;
-  std::vector<double> runs;
-  for (int r = 0; r < 5; ++r) {
-    std::vector<std::thread> ts;
-    std::vector<double> ops(threads);
-    const auto t0 = Clock::now();
-    for (int t = 0; t < threads; ++t) ts.emplace_back([&, t] { ops[t] = loop(iters); });
-    for (auto& t : ts) t.join();
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    double total = 0;
-    for (double o : ops) total += o;
-    runs.push_back(total / s / 1e9);
-  }
-  return median(runs);
-}
-
 // GOP/s of the whole product (activation rounding included) at M x N x K.
 double bench(int64_t M, int64_t N, int64_t K) {
   std::mt19937 rng(1);
@@ -102,59 +75,32 @@ double bench(int64_t M, int64_t N, int64_t K) {
   // QMatMul's own call: the rounding of each block of rows is done by the task that multiplies
   // it, in the product's parallel region.
   rlx::cpu::U8RowBuffer rows;
-  auto once = [&] {
-    rlx::cpu::int8_matmul_f32(packed, x.data(), K, M, nullptr, nullptr, rows, y.data(), N);
-  };
-  // 50 ms of warm-up, not a few calls: TBB starts its worker at the first shape's first call,
-  // and on the 2-vCPU test machine the next 2-6 ms (30-120 calls at M = 128) still ran at one
-  // thread's speed before the worker ran beside the main thread.
-  const auto warm_until = Clock::now() + std::chrono::milliseconds(50);
-  for (int i = 0; i < 3 || Clock::now() < warm_until; ++i) once();
-  std::vector<double> t;
-  // About 0.2 s a shape (2e11 ops at ~900 GOP/s), so that a burst of other work on the machine
-  // moves the median less than it did over the few ms timed before.
-  const int64_t reps = std::clamp<int64_t>(200'000'000'000 / (2 * M * N * K), 20, 2000);
-  for (int64_t i = 0; i < reps; ++i) {
-    const auto t0 = Clock::now();
-    once();
-    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-  }
-  return 2.0 * M * N * K / median(t) / 1e9;
+  return rlx::bench::product_rate(
+      [&] {
+        rlx::cpu::int8_matmul_f32(packed, x.data(), K, M, nullptr, nullptr, rows, y.data(), N);
+      },
+      2.0 * M * N * K);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = static_cast<int>(std::thread::hardware_concurrency());
-  std::vector<int64_t> rows = {128, 1024, 4096};  // batch x seq: 1x128, 8x128, 32x128
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--threads") threads = std::stoi(v);
-    if (k == "--rows") {
-      rows.clear();
-      for (size_t p = 0; p < v.size();) {
-        const size_t e = v.find(',', p);
-        rows.push_back(std::stoll(v.substr(p, e - p)));
-        p = e == std::string::npos ? v.size() : e + 1;
-      }
-    }
-  }
+  const rlx::bench::GemmBenchOptions opt = rlx::bench::parse_gemm_bench_options(argc, argv);
+  const int threads = opt.threads;
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
   const bool vnni = rlx::cpu::int8_isa_supported(rlx::cpu::Int8Isa::kAvx512Vnni);
   // The peak of the ISA the product runs on: AMX's tiles where the CPU grants them.
   const bool amx = rlx::cpu::int8_isa() == rlx::cpu::Int8Isa::kAmx;
-  const double vnni_gops = vnni ? int8_peak(threads, vnni_loop) : 0.0;
-  const double amx_gops = amx ? int8_peak(threads, amx_loop) : 0.0;
+  const double vnni_gops = vnni ? peak_rate(threads, vnni_loop) : 0.0;
+  const double amx_gops = amx ? peak_rate(threads, amx_loop) : 0.0;
   const double peak = amx ? amx_gops : vnni_gops;
-  // all-MiniLM-L6-v2's Linear layers: q/k/v/o (384 x 384), FFN up (1536 x 384), down (384 x 1536).
-  const int64_t shapes[][2] = {{384, 384}, {1536, 384}, {384, 1536}};
   fmt::print(
       "{{\"isa\": \"{}\", \"threads\": {}, \"vnni_peak_gops\": {:.1f}, \"amx_peak_gops\": "
       "{:.1f}, \"results\": [",
       rlx::cpu::int8_isa_name(rlx::cpu::int8_isa()), threads, vnni_gops, amx_gops);
   bool first = true;
-  for (int64_t m : rows)
-    for (const auto& s : shapes) {
+  for (int64_t m : opt.rows)
+    for (const auto& s : rlx::bench::kMiniLmShapes) {
       const double gops = bench(m, s[0], s[1]);
       fmt::print("{}{{\"M\": {}, \"N\": {}, \"K\": {}, \"gops\": {:.1f}, \"of_peak\": {:.3f}}}",
                  first ? "" : ", ", m, s[0], s[1], gops, peak > 0 ? gops / peak : 0.0);

@@ -27,20 +27,17 @@ static inline float rlx_f16_to_f32(uint16_t h) {
   return rlx_bits_f32(sign | (small & is_small) | (normal & ~is_small));
 }
 
+/* Branch-free too: normal halves (and the overflow to inf, which the carry into the exponent
+   reaches) rebias and round to nearest even in integer arithmetic; below 2^-14, adding 0.5 makes
+   the float sum's last mantissa bits the subnormal half, rounded to nearest even by the addition. */
 static inline uint16_t rlx_f32_to_f16(float f) {
   uint32_t x = rlx_f32_bits(f), ax = x & 0x7FFFFFFFu;
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  if (ax > 0x7F800000u) return sign | 0x7E00u | (uint16_t)((ax >> 13) & 0x3FFu);
-  if (ax >= 0x477FF000u) return sign | 0x7C00u;
-  if (ax >= 0x38800000u) {
-    ax += 0xC8000FFFu + ((ax >> 13) & 1u);
-    return sign | (uint16_t)(ax >> 13);
-  }
-  if (ax <= 0x33000000u) return sign;
-  uint32_t e = ax >> 23, m = (ax & 0x7FFFFFu) | 0x800000u, shift = 126 - e;
-  uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-  if (rem > half || (rem == half && (r & 1u))) ++r;
-  return sign | (uint16_t)r;
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t normal = (ax + 0xC8000FFFu + ((ax >> 13) & 1u)) >> 13;
+  uint32_t small = rlx_f32_bits(rlx_bits_f32(ax) + 0.5f) - 0x3F000000u;
+  uint32_t nan = 0x7E00u | ((ax >> 13) & 0x3FFu);
+  uint32_t bits = ax > 0x7F800000u ? nan : ax >= 0x477FF000u ? 0x7C00u : ax >= 0x38800000u ? normal : small;
+  return (uint16_t)(sign | bits);
 }
 
 static inline float rlx_bf16_to_f32(uint16_t b) { return rlx_bits_f32((uint32_t)b << 16); }

@@ -9,7 +9,7 @@
 #include "cpu_executable.h"
 #include "dequant_matmul.h"
 #include "gemm.h"
-#include "gemm_amx_bf16.h"
+#include "gemm_bf16.h"
 #include "gloo_comm.h"
 #include "int8_gemm.h"
 #include "linalg_kernels.h"
@@ -53,10 +53,12 @@ class CpuTarget final : public sdk::TargetPlugin {
       if (s.op == "Linear" &&
           (sdk::only_uses(s, {DType::kBF16}) || sdk::only_uses(s, {DType::kF16}))) {
         const bool bf16 = sdk::only_uses(s, {DType::kBF16});
-        return Verdict{true, bf16 && amx_bf16_enabled()
-                                 ? "bf16 Linear on AMX tiles (tdpbf16ps, f32 sums) where x's rows "
-                                   "are contiguous and K is a multiple of 32, else widened to f32; "
-                                   "the bias added to the product rounded to bf16"
+        return Verdict{true, bf16 && bf16_unit() != Bf16Unit::kNone
+                                 ? fmt::format("bf16 Linear on {}, f32 sums, where x's rows are "
+                                               "contiguous and K is a multiple of 32, else "
+                                               "widened to f32; the bias added to the product "
+                                               "rounded to bf16",
+                                               bf16_unit_name(bf16_unit()))
                                  : fmt::format("{} Linear widened to f32 for the f32 GEMM; the "
                                                "bias added to the product rounded to {}",
                                                bf16 ? "bf16" : "f16", bf16 ? "bf16" : "f16")};
@@ -92,12 +94,13 @@ class CpuTarget final : public sdk::TargetPlugin {
   }
 
   // What runs a bf16 x bf16 dot_general (an accepted primitive's note, shown by `rlx explain`
-  // on the node it came from): AMX tiles where this CPU and kernel grant them, chosen per call by
-  // the operands' layout (gemm_call.cpp), else the f32 GEMM on widened operands.
+  // on the node it came from): the bf16 GEMM on AMX tiles or AVX512-BF16 where this CPU has them,
+  // chosen per call by the operands' layout (gemm_call.cpp), else the f32 GEMM on widened
+  // operands.
   static std::string product_note(const NodeSignature& s) {
     if (s.op != "dot_general" || s.inputs.size() != 2 || s.inputs[0].dtype != DType::kBF16)
       return {};
-    if (!amx_bf16_enabled()) return "bf16 x bf16 widened to f32 for the f32 GEMM";
+    if (bf16_unit() == Bf16Unit::kNone) return "bf16 x bf16 widened to f32 for the f32 GEMM";
     const auto it = s.attrs.find("lhs_contract");
     int64_t k = 1;
     bool known = it != s.attrs.end();
@@ -109,9 +112,11 @@ class CpuTarget final : public sdk::TargetPlugin {
       }
     if (known && k % 32 != 0)
       return fmt::format(
-          "bf16 x bf16 widened to f32 (K = {} is not a multiple of 32, AMX's tile depth)", k);
-    return "bf16 x bf16 on AMX tiles (tdpbf16ps, f32 sums) where A's rows are contiguous, else "
-           "widened to f32";
+          "bf16 x bf16 widened to f32 (K = {} is not a multiple of 32, the bf16 GEMM's depth)", k);
+    return fmt::format(
+        "bf16 x bf16 on {}, f32 sums, where A's rows are contiguous, else widened "
+        "to f32",
+        bf16_unit_name(bf16_unit()));
   }
 
   // Always runs here; the reason says how loop kernels run (compiled or interpreted).
@@ -122,7 +127,9 @@ class CpuTarget final : public sdk::TargetPlugin {
     if (v.ok)
       v.reason += fmt::format("; products: f32 GEMM {}, int8 GEMM {}, bf16 {}",
                               gemm_isa_name(gemm_isa()), int8_isa_name(int8_isa()),
-                              amx_bf16_enabled() ? "on AMX tiles" : "widened to f32");
+                              bf16_unit() != Bf16Unit::kNone
+                                  ? fmt::format("on {}", bf16_unit_name(bf16_unit()))
+                                  : "widened to f32");
     return v;
   }
 

@@ -365,7 +365,8 @@ const char* element_at(const MatView& v, int64_t i, int64_t j) {
 // small beside K; their sum runs in front of the epilogue, in the same pass.
 bool k_split_pays(const GemmArgs& g, int threads) {
   constexpr int64_t kMinSlice = 256;  // a KC block per share at least
-  return threads > 1 && !g.packed && !g.f64 && g.K >= threads * kMinSlice && g.K > 4 * g.M;
+  return threads > 1 && !g.packed && !g.f64 && !g.narrow_out && g.K >= threads * kMinSlice &&
+         g.K > 4 * g.M;
 }
 
 bool gemm_k_split(const GemmArgs& g, int shares) {

@@ -155,6 +155,13 @@ struct GemmArgs {
   int64_t ldc = 0;
   bool f64 = false;
   const GemmEpilogue* epilogue = nullptr;  // f32 only
+  // A 16-bit result (f16 or bf16; f32 compute only): each finished tile of the f32 sums in c,
+  // after the epilogue, is also stored rounded to `narrow` at narrow_out (row stride ldc) by the
+  // thread that computed it; with narrow_bias (that type, one per column) the rounded value plus
+  // the bias, rounded again, the two roundings of a 16-bit Linear's decomposition.
+  DType narrow = DType::kF32;
+  void* narrow_out = nullptr;
+  const uint16_t* narrow_bias = nullptr;
 };
 // All of C, split over the oneTBB arena (both rows and columns are split, so small batch-1
 // products with few rows still keep every core busy; a long K beside few rows with B not

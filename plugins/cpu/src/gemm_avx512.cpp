@@ -12,6 +12,7 @@
 
 #include "gemm_backend.h"
 #include "gemm_tuning.h"
+#include "half_inline.h"
 #include "rlx/core/half.h"
 
 namespace rlx::cpu {

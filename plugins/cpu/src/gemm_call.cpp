@@ -143,16 +143,17 @@ GemmCall::GemmCall(const lir::CallKernel& k, const lir::Program& p)
                                      [](int64_t s) { return s != 0; });
   b_packable_ = !b_batched && !b_.gather;
   b_constant_ = p.buffers[p.storage_of(k.inputs[1])].kind == lir::BufferKind::kConstant && b_packable_;
-  amx_ = !f64_ && a_.dtype == DType::kBF16 && b_.dtype == DType::kBF16 && !a_.gather &&
-         b_packable_ && (out_dtype_ == DType::kF32 || out_dtype_ == DType::kBF16) &&
-         amx_bf16_takes(MatView{nullptr, a_.dtype, a_.rs, a_.cs}, K_) && amx_bf16_enabled();
+  if (!f64_ && a_.dtype == DType::kBF16 && b_.dtype == DType::kBF16 && !a_.gather && b_packable_ &&
+      (out_dtype_ == DType::kF32 || out_dtype_ == DType::kBF16) &&
+      bf16_gemm_takes(MatView{nullptr, a_.dtype, a_.rs, a_.cs}, K_))
+    bf16_unit_ = bf16_unit();
 
   // Weights the program carries are packed now, at preparation, so even the first run packs no
   // B; a constant bound to other memory at run time is packed at its first run (packed_b).
   if (b_constant_) {
     const lir::Buffer& w = p.buffers[p.storage_of(k.inputs[1])];
-    if (w.data.numel() > 0 && amx_)
-      amx_packed_b(w.data.data());
+    if (w.data.numel() > 0 && bf16_unit_ != Bf16Unit::kNone)
+      bf16_packed_b(w.data.data());
     else if (w.data.numel() > 0)
       packed_b(w.data.data());
   }
@@ -183,7 +184,7 @@ GemmCall::GemmCall(const lir::CallKernel& k, const lir::Program& p)
 void GemmCall::forget_packed() const {
   std::lock_guard<std::mutex> lock(cache_->mu);
   cache_->packed.reset();
-  cache_->amx_packed.reset();
+  cache_->bf16_packed.reset();
   cache_->source = nullptr;
 }
 
@@ -197,23 +198,23 @@ std::shared_ptr<const PackedB> GemmCall::packed_b(const void* b) const {
   return cache_->packed;
 }
 
-std::shared_ptr<const PackedBf16B> GemmCall::amx_packed_b(const void* b) const {
+std::shared_ptr<const PackedBf16B> GemmCall::bf16_packed_b(const void* b) const {
   auto pack = [&] {
     return std::make_shared<const PackedBf16B>(
         pack_bf16_b(MatView{b, b_.dtype, b_.rs, b_.cs}, K_, N_));
   };
   if (!b_constant_) return pack();
   std::lock_guard<std::mutex> lock(cache_->mu);
-  if (!cache_->amx_packed || cache_->source != b) {
-    cache_->amx_packed = pack();
+  if (!cache_->bf16_packed || cache_->source != b) {
+    cache_->bf16_packed = pack();
     cache_->source = b;
   }
-  return cache_->amx_packed;
+  return cache_->bf16_packed;
 }
 
-void GemmCall::run_amx(const char* a_base, const void* b_base, char* out, const GemmEpilogue& ep,
-                       const uint16_t* bias16) const {
-  const std::shared_ptr<const PackedBf16B> b = amx_packed_b(b_base);
+void GemmCall::run_bf16(const char* a_base, const void* b_base, char* out, const GemmEpilogue& ep,
+                        const uint16_t* bias16) const {
+  const std::shared_ptr<const PackedBf16B> b = bf16_packed_b(b_base);
   const size_t out_es = dtype_size(out_dtype_);
   for (int64_t bi = 0; bi < batch_; ++bi) {
     int64_t a_off = 0, rem = bi;
@@ -224,8 +225,8 @@ void GemmCall::run_amx(const char* a_base, const void* b_base, char* out, const 
     GemmEpilogue shifted = ep;
     for (int i = 0; i < shifted.num_loads; ++i)
       shifted.loads[i].data += bi * M_ * shifted.loads[i].rs;
-    amx_bf16_gemm(MatView{a_base + a_off * 2, a_.dtype, a_.rs, 1}, M_, *b, &shifted, out_dtype_,
-                  out + bi * M_ * N_ * out_es, N_, bias16);
+    bf16_gemm(bf16_unit_, MatView{a_base + a_off * 2, a_.dtype, a_.rs, 1}, M_, *b, &shifted,
+              out_dtype_, out + bi * M_ * N_ * out_es, N_, bias16);
   }
 }
 
@@ -242,8 +243,8 @@ void GemmCall::run(const std::vector<void*>& ptrs) const {
     ep.loads[i] = EpLoad{static_cast<const float*>(ptrs[inputs_[l.input]]) + l.offset, l.rs, l.cs};
   }
   const void* narrow_bias = narrow_bias_ ? ptrs[bias_] : nullptr;
-  if (amx_ && (!narrow_bias || out_dtype_ == DType::kBF16)) {
-    if (M_ * N_ > 0) run_amx(a_base, b_base, out, ep, static_cast<const uint16_t*>(narrow_bias));
+  if (bf16_unit_ != Bf16Unit::kNone && (!narrow_bias || out_dtype_ == DType::kBF16)) {
+    if (M_ * N_ > 0) run_bf16(a_base, b_base, out, ep, static_cast<const uint16_t*>(narrow_bias));
     return;
   }
   std::shared_ptr<const PackedB> packed = b_constant_ ? packed_b(b_base) : nullptr;
@@ -284,13 +285,14 @@ void GemmCall::run(const std::vector<void*>& ptrs) const {
     g.a = view(a_, a_base, a_es, a_off, tls_gather_a);
     g.b = packed ? MatView{} : view(b_, b_base, b_es, b_off, tls_gather_b);
     g.packed = packed.get();
-    std::vector<double>* tmp = nullptr;
     if (direct_out) {
       g.c = out + bi * M_ * N_ * c_es;
-    } else {
-      tmp = &tls_out;
-      tmp->resize(static_cast<size_t>((M_ * N_ + 1) / 2 + 1));
-      g.c = tmp->data();
+    } else {  // f16 or bf16: f32 sums here, each finished tile rounded into `out` where computed
+      tls_out.resize(static_cast<size_t>((M_ * N_ + 1) / 2 + 1));
+      g.c = tls_out.data();
+      g.narrow = out_dtype_;
+      g.narrow_out = out + bi * M_ * N_ * dtype_size(out_dtype_);
+      g.narrow_bias = static_cast<const uint16_t*>(narrow_bias);
     }
     GemmEpilogue shifted;
     if (!ep.empty()) {
@@ -306,19 +308,6 @@ void GemmCall::run(const std::vector<void*>& ptrs) const {
       double* c = static_cast<double*>(g.c);
       for (int64_t m = 0; m < M_; ++m)
         for (int64_t n = 0; n < N_; ++n) c[m * N_ + n] += bias[n];
-    }
-    if (tmp) {
-      const float* c = reinterpret_cast<const float*>(tmp->data());
-      const int64_t at = bi * M_ * N_;
-      if (narrow_bias) {  // the product rounded to the type, then the bias added (rounded on store)
-        const bool bf16 = out_dtype_ == DType::kBF16;
-        for (int64_t e = 0; e < M_ * N_; ++e) {
-          const float p = bf16 ? bf16_to_f32(f32_to_bf16(c[e])) : f16_to_f32(f32_to_f16(c[e]));
-          store_f(out_dtype_, out, at + e, p + load_f(out_dtype_, narrow_bias, e % N_));
-        }
-      } else {
-        for (int64_t e = 0; e < M_ * N_; ++e) store_f(out_dtype_, out, at + e, c[e]);
-      }
     }
   };
   if (M_ * N_ == 0) return;

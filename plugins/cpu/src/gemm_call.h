@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gemm.h"
-#include "gemm_amx_bf16.h"
+#include "gemm_bf16.h"
 #include "rlx/core/lir.h"
 
 namespace rlx::cpu {
@@ -59,7 +59,8 @@ class GemmCall {
   // A 16-bit Linear's bias (in the result's type): added to the product rounded to that type and
   // rounded again, the decomposition's two roundings, as the result is stored.
   bool narrow_bias_ = false;
-  bool amx_ = false;   // bf16 x bf16 on AMX tiles (gemm_amx_bf16.h)
+  // The unit of a bf16 x bf16 product the bf16 GEMM takes (gemm_bf16.h); kNone: widened to f32.
+  Bf16Unit bf16_unit_ = Bf16Unit::kNone;
   std::vector<int32_t> inputs_;  // the kernel's input buffers
   GemmEpilogue epilogue_;                  // load data pointers filled per run
   std::vector<EpilogueLoad> epilogue_loads_;
@@ -69,19 +70,14 @@ class GemmCall {
     const void* source = nullptr;
     GemmIsa isa = GemmIsa::kPortable;
     std::shared_ptr<const PackedB> packed;
-    std::shared_ptr<const PackedBf16B> amx_packed;
+    std::shared_ptr<const PackedBf16B> bf16_packed;
   };
   std::unique_ptr<PackCache> cache_;
 
   std::shared_ptr<const PackedB> packed_b(const void* b) const;
-  std::shared_ptr<const PackedBf16B> amx_packed_b(const void* b) const;
-  void run_amx(const char* a_base, const void* b_base, char* out, const GemmEpilogue& ep,
-               const uint16_t* bias16) const;
-
- public:
-  // Whether this product runs on AMX tiles: bf16 operands, contiguous rows of A, one B, K a
-  // multiple of 32, f32 or bf16 result, a CPU with AMX-BF16 (RLX_CPU_AMX_BF16=0 turns it off).
-  bool on_amx() const { return amx_; }
+  std::shared_ptr<const PackedBf16B> bf16_packed_b(const void* b) const;
+  void run_bf16(const char* a_base, const void* b_base, char* out, const GemmEpilogue& ep,
+                const uint16_t* bias16) const;
 };
 
 }  // namespace rlx::cpu

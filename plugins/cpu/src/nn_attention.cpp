@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "half_inline.h"
 #include "rlx/core/half.h"
 
 namespace rlx::cpu {
@@ -76,29 +77,21 @@ struct PackedK {
 };
 
 // A row of n 16-bit values at element `at` of src widened to f32, and back, rounding to nearest
-// even (rlx/core/half.h's rules); bf16 in loops the compiler vectorises.
+// even (rlx/core/half.h's rules), in loops the compiler vectorises (half_inline.h).
 void widen_row(KvElem e, const void* src, int64_t at, int64_t n, float* dst) {
-  if (e == KvElem::kBF16) {
-    const auto* b = static_cast<const uint16_t*>(src) + at;
-    for (int64_t i = 0; i < n; ++i)
-      dst[i] = std::bit_cast<float>(static_cast<uint32_t>(b[i]) << 16);
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = kv_load(e, src, at + i);
-  }
+  const auto* h = static_cast<const uint16_t*>(src) + at;
+  if (e == KvElem::kBF16)
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_widen_inline(h[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) dst[i] = f16_widen_inline(h[i]);
 }
 
 void narrow_row(const float* src, int64_t n, KvElem e, void* dst, int64_t at) {
   auto* h = static_cast<uint16_t*>(dst) + at;
-  if (e == KvElem::kBF16) {
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t x = std::bit_cast<uint32_t>(src[i]);
-      const uint32_t rounded = (x + 0x7FFF + ((x >> 16) & 1)) >> 16;
-      const uint32_t quiet = (x >> 16) | 0x40;  // NaN: rounding could clear its payload
-      h[i] = static_cast<uint16_t>((x & 0x7FFFFFFF) > 0x7F800000 ? quiet : rounded);
-    }
-  } else {
-    for (int64_t i = 0; i < n; ++i) h[i] = f32_to_f16(src[i]);
-  }
+  if (e == KvElem::kBF16)
+    for (int64_t i = 0; i < n; ++i) h[i] = bf16_round_inline(src[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) h[i] = f16_round_inline(src[i]);
 }
 
 void attend_tile(const AttentionShape& sh, const void* q_any, const void* k, const void* v,

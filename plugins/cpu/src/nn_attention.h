@@ -43,7 +43,7 @@ void attention(const AttentionShape& s, const void* q, const void* k, const void
 
 // Whether attention_amx_bf16 computes this attention: q, k and v bf16, a head_dim that whole
 // tiles cover (a multiple of 32) and a v_dim of whole 16-column tiles, on a CPU whose AMX-BF16
-// tiles this process was granted (gemm_amx_bf16.h; RLX_CPU_AMX_BF16=0 turns it off).
+// tiles this process was granted (gemm_bf16.h; RLX_CPU_AMX_BF16=0 turns it off).
 bool attention_amx_takes(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t v_dim);
 
 // Attention with bf16 products on AMX tiles (nn_attention_amx.cpp), what `--precision amp-bf16`

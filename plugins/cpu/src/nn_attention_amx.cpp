@@ -20,7 +20,7 @@
 
 #include "amx_tiles.h"
 #include "bf16_avx512.h"
-#include "gemm_amx_bf16.h"
+#include "gemm_bf16.h"
 #include "nn_attention.h"
 #include "rlx/core/half.h"
 

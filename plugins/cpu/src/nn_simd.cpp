@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "rlx/core/half.h"
+#include "half_inline.h"
 
 namespace rlx::cpu {
 
@@ -19,9 +19,9 @@ float load(const void* p, int64_t i) {
   if constexpr (E == KvElem::kF32)
     return static_cast<const float*>(p)[i];
   else if constexpr (E == KvElem::kF16)
-    return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    return f16_widen_inline(static_cast<const uint16_t*>(p)[i]);
   else
-    return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    return bf16_widen_inline(static_cast<const uint16_t*>(p)[i]);
 }
 
 template <KvElem E>

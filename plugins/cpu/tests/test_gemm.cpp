@@ -129,6 +129,44 @@ TEST(CpuGemm, F16AndBf16OperandsWidenWhilePacking) {
   }
 }
 
+// A 16-bit result (GemmArgs::narrow): every tile's f32 sums, finished, rounded to the type by the
+// thread that computed them; with a bias, the rounded product plus the bias rounded again (a
+// 16-bit Linear's two roundings). Two KC blocks, so only the last may store; the sums themselves
+// against the float64 loop.
+TEST(CpuGemm, NarrowResultsAreTheFinishedSumsRounded) {
+  IsaScope scope;
+  const int64_t M = 37, N = 70, K = 300;
+  auto af = random_floats(M * K, 7), bf = random_floats(K * N, 8), biasf = random_floats(N, 9);
+  std::vector<double> ad(af.begin(), af.end()), bd(bf.begin(), bf.end());
+  const auto want = reference(M, N, K, ad, K, 1, bd, N, 1);
+  for (GemmIsa isa : runnable_isas()) {
+    set_gemm_isa(isa);
+    for (DType dt : {DType::kF16, DType::kBF16})
+      for (bool with_bias : {false, true}) {
+        auto round = [&](float v) { return dt == DType::kF16 ? f32_to_f16(v) : f32_to_bf16(v); };
+        auto widen = [&](uint16_t h) { return dt == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h); };
+        std::vector<uint16_t> bias(N);
+        for (int64_t j = 0; j < N; ++j) bias[j] = round(biasf[j]);
+        std::vector<float> c(M * N);
+        std::vector<uint16_t> out(M * N, 0xFFFF);
+        GemmArgs g;
+        g.M = M, g.N = N, g.K = K, g.ldc = N, g.c = c.data();
+        g.a = MatView{af.data(), DType::kF32, K, 1};
+        g.b = MatView{bf.data(), DType::kF32, N, 1};
+        g.narrow = dt, g.narrow_out = out.data();
+        g.narrow_bias = with_bias ? bias.data() : nullptr;
+        gemm(g);
+        for (int64_t i = 0; i < M * N; ++i) {
+          ASSERT_NEAR(c[i], want[i], 1e-4) << gemm_isa_name(isa);
+          const uint16_t expect =
+              with_bias ? round(widen(round(c[i])) + widen(bias[i % N])) : round(c[i]);
+          ASSERT_EQ(out[i], expect) << gemm_isa_name(isa) << " " << dtype_name(dt) << " bias "
+                                    << with_bias << " at " << i;
+        }
+      }
+  }
+}
+
 TEST(CpuGemm, RowAndBlockEntryPointsMatchTheThreadedSplit) {
   const int64_t M = 70, N = 90, K = 40;
   auto a = random_floats(M * K, 7), b = random_floats(K * N, 8);

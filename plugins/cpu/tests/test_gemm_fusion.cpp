@@ -11,7 +11,7 @@
 #include <random>
 
 #include "gemm.h"
-#include "gemm_amx_bf16.h"
+#include "gemm_bf16.h"
 #include "gemm_epilogue_fusion.h"
 #include "rlx/core/dispatch.h"
 #include "rlx/core/half.h"
@@ -39,8 +39,8 @@ lir::Program lower(const std::string& ir) {
   return lower_to_lir(d.graph);
 }
 
-// `rlx explain` says what runs a bf16 product: AMX tiles where this CPU grants them and K fills
-// whole tiles, else the f32 GEMM on widened operands.
+// `rlx explain` says what runs a bf16 product: the bf16 GEMM on AMX tiles or AVX512-BF16 where
+// this CPU has one and K fills whole tiles, else the f32 GEMM on widened operands.
 TEST(CpuDispatch, ExplainSaysWhatRunsBf16Products) {
   for (int64_t K : {64, 40}) {
     const std::string ir = fmt::format(R"(graph @t(%x: bf16[4,{0}], %w: bf16[{0},8]) {{
@@ -53,9 +53,10 @@ TEST(CpuDispatch, ExplainSaysWhatRunsBf16Products) {
     ASSERT_EQ(d.report.entries.size(), 1u);
     ASSERT_EQ(d.report.entries[0].notes.size(), 1u) << d.report.to_text();
     const std::string& note = d.report.entries[0].notes[0];
-    const char* want = !amx_bf16_enabled() ? "widened to f32 for the f32 GEMM"
-                       : K % 32 == 0       ? "on AMX tiles (tdpbf16ps"
-                                           : "(K = 40 is not a multiple of 32";
+    const std::string want = bf16_unit() == Bf16Unit::kNone ? "widened to f32 for the f32 GEMM"
+                             : K % 32 == 0
+                                 ? fmt::format("on {}, f32 sums", bf16_unit_name(bf16_unit()))
+                                 : "(K = 40 is not a multiple of 32";
     EXPECT_NE(note.find(want), std::string::npos) << note;
   }
 }
@@ -89,10 +90,11 @@ void fuse_exactly(const lir::Program& p, int merges, lir::Program* fused) {
 }
 
 // A 16-bit Linear (what amp-bf16 and amp-f16 narrow) runs natively: the product rounded to the
-// type, then the bias added and rounded again, as its decomposition computes; on AMX tiles where
-// K fills them (K = 64), else through the f32 GEMM (K = 40, and f16 always). Against a float64
-// product of the same 16-bit values, rounded the same two times: a result may differ by one unit
-// of the last place where the f32 sum and the float64 one round apart, and rarely.
+// type, then the bias added and rounded again, as its decomposition computes; on the bf16 GEMM's
+// unit where K fills its tiles (K = 64), else through the f32 GEMM (K = 40, and f16 always).
+// Against a float64 product of the same 16-bit values, rounded the same two times: a result may
+// differ by one unit of the last place where the f32 sum and the float64 one round apart, and
+// rarely.
 TEST(CpuGemmFusion, NarrowLinearIsNativeAndRoundsAsItsDecomposition) {
   const int64_t M = 37, N = 40;
   for (const DType dt : {DType::kBF16, DType::kF16})

@@ -1,9 +1,10 @@
-// The bf16 AMX GEMM (gemm_amx_bf16.h). A register block is up to 32 rows x 32 columns: four f32
-// accumulator tiles (0-3), two tiles of A (4, 5: 16 rows x 32 k each, read straight from the
-// caller's rows) and two of packed B (6, 7). A task takes a block of rows and a run of panels;
-// each 32 x 32 block's sums go to a stack tile, through the epilogue, and out as f32 or bf16.
-#include "gemm_amx_bf16.h"
+// The bf16 GEMM's driver (gemm_bf16.h): packing, the split into tasks, the epilogue and the
+// stores, shared by both units, whose register blocks are in gemm_bf16_amx.cpp and
+// gemm_bf16_dot.cpp. A task takes a block of rows and a run of panels; each 32 x 32 block's sums
+// go to a stack tile, through the epilogue, and out as f32 or bf16.
+#include "gemm_bf16.h"
 
+#include <fmt/format.h>
 #include <immintrin.h>
 #include <tbb/blocked_range2d.h>
 #include <tbb/parallel_for.h>
@@ -15,47 +16,13 @@
 
 #include "amx_tiles.h"
 #include "bf16_avx512.h"
+#include "gemm_bf16_blocks.h"
 #include "rlx/core/error.h"
 #include "rlx/core/half.h"
 
 namespace rlx::cpu {
 
 namespace {
-
-// Rows [m, m + rows) of A (row stride lda elements) x panels [p, p + NT) into t (f32, row
-// stride 32): MT = 1 for up to 16 rows, 2 for 17 to 32.
-template <int MT, int NT>
-void block(const uint16_t* a, int64_t lda, int64_t K, const PackedBf16B& b, int64_t p, float* t) {
-  _tile_zero(0);
-  if constexpr (NT > 1) _tile_zero(1);
-  if constexpr (MT > 1) {
-    _tile_zero(2);
-    if constexpr (NT > 1) _tile_zero(3);
-  }
-  const uint16_t* b0 = b.panel(p);
-  const uint16_t* b1 = NT > 1 ? b.panel(p + 1) : b0;
-  const int64_t stride = lda * 2;
-  for (int64_t k = 0; k < K; k += 32) {
-    _tile_loadd(4, a + k, stride);
-    _tile_loadd(6, b0 + k * 16, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (NT > 1) {
-      _tile_loadd(7, b1 + k * 16, 64);
-      _tile_dpbf16ps(1, 4, 7);
-    }
-    if constexpr (MT > 1) {
-      _tile_loadd(5, a + 16 * lda + k, stride);
-      _tile_dpbf16ps(2, 5, 6);
-      if constexpr (NT > 1) _tile_dpbf16ps(3, 5, 7);
-    }
-  }
-  _tile_stored(0, t, 128);
-  if constexpr (NT > 1) _tile_stored(1, t + 16, 128);
-  if constexpr (MT > 1) {
-    _tile_stored(2, t + 16 * 32, 128);
-    if constexpr (NT > 1) _tile_stored(3, t + 16 * 32 + 16, 128);
-  }
-}
 
 // Row r of the f32 tile t (cols columns) to C; with `bias` (bf16, this tile's columns) each
 // value is rounded to bf16, widened, added to the bias and rounded again.
@@ -93,7 +60,35 @@ bool amx_bf16_enabled() {
   return ok;
 }
 
-bool amx_bf16_takes(const MatView& a, int64_t K) {
+bool avx512_bf16_enabled() {
+  static const bool ok = [] {
+    const char* env = std::getenv("RLX_CPU_AVX512_BF16");
+    if (env && std::string(env) == "0") return false;
+    return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw");
+  }();
+  return ok;
+}
+
+Bf16Unit bf16_unit() {
+  if (amx_bf16_enabled()) return Bf16Unit::kAmx;
+  if (avx512_bf16_enabled()) return Bf16Unit::kAvx512Bf16;
+  return Bf16Unit::kNone;
+}
+
+const char* bf16_unit_name(Bf16Unit unit) {
+  switch (unit) {
+    case Bf16Unit::kAmx:
+      return "AMX tiles (tdpbf16ps)";
+    case Bf16Unit::kAvx512Bf16:
+      return "AVX512-BF16 (vdpbf16ps)";
+    case Bf16Unit::kNone:
+      break;
+  }
+  return "none";
+}
+
+bool bf16_gemm_takes(const MatView& a, int64_t K) {
   return a.dtype == DType::kBF16 && a.cs == 1 && K > 0 && K % 32 == 0;
 }
 
@@ -111,11 +106,18 @@ PackedBf16B pack_bf16_b(const MatView& b, int64_t K, int64_t N) {
   return p;
 }
 
-void amx_bf16_gemm(const MatView& a, int64_t M, const PackedBf16B& b, const GemmEpilogue* ep,
-                   DType c_dtype, void* c, int64_t ldc, const uint16_t* bias16) {
+void bf16_gemm(Bf16Unit unit, const MatView& a, int64_t M, const PackedBf16B& b,
+               const GemmEpilogue* ep, DType c_dtype, void* c, int64_t ldc,
+               const uint16_t* bias16) {
   if (M <= 0 || b.panels == 0) return;
   if (bias16 && (c_dtype != DType::kBF16 || (ep && !ep->empty())))
-    throw_internal_error("amx_bf16_gemm: a bf16 bias row needs bf16 results and no epilogue");
+    throw_internal_error("bf16_gemm: a bf16 bias row needs bf16 results and no epilogue");
+  if (unit == Bf16Unit::kNone || (unit == Bf16Unit::kAmx && !amx_bf16_enabled()) ||
+      (unit == Bf16Unit::kAvx512Bf16 && !avx512_bf16_enabled()))
+    throw_internal_error(
+        fmt::format("bf16_gemm: {} is not available on this CPU", bf16_unit_name(unit)));
+  const bool amx = unit == Bf16Unit::kAmx;
+  const Bf16Block block = amx ? amx_bf16_block : avx512_bf16_block;
   const auto* A = static_cast<const uint16_t*>(a.data);
   const int64_t pairs = (b.panels + 1) / 2, blocks = (M + 31) / 32;
   // Tasks of 32 rows x 4 panel pairs (128 columns): the product of 128 x 384 x 384 (MiniLM's
@@ -123,27 +125,13 @@ void amx_bf16_gemm(const MatView& a, int64_t M, const PackedBf16B& b, const Gemm
   tbb::parallel_for(tbb::blocked_range2d<int64_t>(0, blocks, 1, 0, pairs, 4),
                     [&](const tbb::blocked_range2d<int64_t>& r) {
                       alignas(64) float t[32 * 32];
-                      int rows0 = -1, rows1 = -1;
                       for (int64_t blk = r.rows().begin(); blk < r.rows().end(); ++blk) {
                         const int64_t m = blk * 32;
                         const int rows = static_cast<int>(std::min<int64_t>(32, M - m));
-                        const int r0 = std::min(rows, 16), r1 = std::max(rows - 16, 1);
                         for (int64_t pair = r.cols().begin(); pair < r.cols().end(); ++pair) {
                           const int64_t p = pair * 2;
                           const bool two = p + 1 < b.panels;
-                          // Configured again only when the rows change (the last block of rows).
-                          if (r0 != rows0 || r1 != rows1) amx::configure(rows0 = r0, rows1 = r1);
-                          const uint16_t* ar = A + m * a.rs;
-                          if (rows > 16) {
-                            if (two)
-                              block<2, 2>(ar, a.rs, b.k, b, p, t);
-                            else
-                              block<2, 1>(ar, a.rs, b.k, b, p, t);
-                          } else if (two) {
-                            block<1, 2>(ar, a.rs, b.k, b, p, t);
-                          } else {
-                            block<1, 1>(ar, a.rs, b.k, b, p, t);
-                          }
+                          block(A + m * a.rs, a.rs, rows, b, p, two, t);
                           const int64_t n0 = p * 16, cols = std::min<int64_t>(b.n, n0 + 32) - n0;
                           if (ep && !ep->empty()) apply_epilogue(*ep, t, 32, m, n0, rows, cols);
                           for (int i = 0; i < rows; ++i)
@@ -151,7 +139,7 @@ void amx_bf16_gemm(const MatView& a, int64_t M, const PackedBf16B& b, const Gemm
                                       bias16 ? bias16 + n0 : nullptr);
                         }
                       }
-                      _tile_release();
+                      if (amx) amx_bf16_done();
                     });
 }
 
