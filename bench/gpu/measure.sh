@@ -6,7 +6,7 @@
 #
 #   bench/gpu/measure.sh STEP...
 #     suite               the cuda conformance suite (tests/gpu/run-on-device.sh run suite)
-#     suite@VAR=VALUE     the same with an opt-in path set (suite@RLX_CUDA_ATTENTION_CLUSTER=1)
+#     suite@VAR=VALUE     the same with an opt-in path set (suite@RLX_CUDA_NORMED_PROLOGUE=1)
 #     train               rlx train --target cuda on issue 16's recipe: images/s, then RLX_PROFILE's table
 #     train@VAR=VALUE     the same with a switch set (train@RLX_CUDA_GEMM=kernel)
 #     train-peers         bench/train_mlp/run.py: rlx cuda against PyTorch eager and torch.compile

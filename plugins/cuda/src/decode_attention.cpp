@@ -30,8 +30,9 @@ constexpr int64_t kFillBlocks = 264;  // two blocks for each of an H200's 132 SM
 // row to finish (a counter per row, reset to zero by that block) rescales the chunks to the
 // common max and writes the row. Masked keys are left out of the scores (the first round of
 // keys and values is loaded before the query is staged, masked or not).
-const char* const kKernel = R"(// @SYM@: decode attention, @NC@ chunks of @CK@ keys per query row, blocks of 256 threads, B @B@, heads @H@ (kv @HKV@), Sq @SQ@, Sk @SK@, D @D@, Dv @DV@, mask @MASK@
-@CLUSTERHELP@extern "C" __global__ void __launch_bounds__(256) @CLUSTERDIMS@@SYM@(@PARAMS@, float* __restrict__ scratch) {
+const char* const kKernel =
+    R"(// @SYM@: decode attention, @NC@ chunks of @CK@ keys per query row, blocks of 256 threads, B @B@, heads @H@ (kv @HKV@), Sq @SQ@, Sk @SK@, D @D@, Dv @DV@, mask @MASK@
+extern "C" __global__ void __launch_bounds__(256) @SYM@(@PARAMS@, float* __restrict__ scratch) {
   rlx_await_producers();
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long chunk = blockIdx.x % @NC@, rq = blockIdx.x / @NC@;
@@ -118,7 +119,8 @@ const char* const kKernel = R"(// @SYM@: decode attention, @NC@ chunks of @CK@ k
 )";
 
 // Where a row's chunks meet: in the scratch buffer, the last block to finish (a counter per
-// row) combining them.
+// row) combining them. (A thread-block cluster combining them through distributed shared memory
+// was slower on H100s in two measurements, 2026-12-06 and -07, and was removed.)
 const char* const kScratchMine = R"(  // This chunk's (max, sum, weighted values) at its slot of the scratch buffer.
   float* mine = scratch + (rq * @NC@ + chunk) * (@DV@ + 2);
 )";
@@ -145,55 +147,6 @@ const char* const kScratchCombine = R"(  __threadfence();
     @O@[@OAT@ + d] = @STORE@;
   }
   if (tid == 0) counters[rq] = 0u;
-)";
-
-// Or, on sm_90 and later with at most 8 chunks a row (RLX_CUDA_ATTENTION_CLUSTER=1), in a
-// thread-block cluster of the row's chunks: each block leaves its (max, sum, weighted values) in
-// its own shared memory and the cluster's first block reads them through distributed shared
-// memory after a cluster barrier, instead of a fence, an atomic counter and reads through L2
-// (three more trips to memory on the row's critical path). The second barrier keeps every
-// block's shared memory alive until the first has read it. Compiled for an older architecture,
-// the same text takes the scratch path.
-const char* const kClusterHelpers = R"(#if __CUDA_ARCH__ >= 900
-static __device__ __forceinline__ void rlx_cluster_sync_@SYM@() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-static __device__ __forceinline__ float rlx_peer_load_@SYM@(const float* p, unsigned rank) {
-  unsigned local = (unsigned)__cvta_generic_to_shared(p), remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-}
-#define RLX_CLUSTER_@SYM@ 1
-#define RLX_CLUSTER_DIMS_@SYM@ __cluster_dims__(@NC@, 1, 1)
-#else
-#define RLX_CLUSTER_DIMS_@SYM@
-#endif
-)";
-const char* const kClusterMine = R"(#ifdef RLX_CLUSTER_@SYM@
-  __shared__ float mine[@DV@ + 2];
-#else
-)" "@SCRATCHMINE@" R"(#endif
-)";
-const char* const kClusterCombine = R"(#ifdef RLX_CLUSTER_@SYM@
-  rlx_cluster_sync_@SYM@();
-  if (chunk == 0) {
-    float big = -__int_as_float(0x7F800000);
-    for (int c = 0; c < @NC@; ++c) big = fmaxf(big, rlx_peer_load_@SYM@(mine, c));
-    float total_l = 0.0f;
-    for (int c = 0; c < @NC@; ++c)
-      total_l += rlx_peer_load_@SYM@(mine + 1, c) * expf(rlx_peer_load_@SYM@(mine, c) - big);
-    for (int d = tid; d < @DV@; d += 256) {
-      float total = 0.0f;
-      for (int c = 0; c < @NC@; ++c)
-        total += rlx_peer_load_@SYM@(mine + 2 + d, c) * expf(rlx_peer_load_@SYM@(mine, c) - big);
-      @O@[@OAT@ + d] = @STORE@;
-    }
-  }
-  rlx_cluster_sync_@SYM@();
-#else
-)" "@SCRATCHCOMBINE@" R"(#endif
 )";
 
 // The first round of keys and values loaded before the query is staged (early_loads), and
@@ -246,10 +199,9 @@ const char* const kEarlyValues = R"(      if (d0 == 0) {
 // decode step): both on (together 0.414 -> 0.387 ms a decode step of the bench's Qwen3 layout on
 // an H100); RLX_CUDA_ATTENTION_EARLY=0 and RLX_CUDA_ATTENTION_Q=0 turn them off, to compare.
 bool early_loads() { return switched_on("RLX_CUDA_ATTENTION_EARLY"); }
-bool computed_queries() { return switched_on("RLX_CUDA_ATTENTION_Q"); }
-// Opt-in until it has run on a GPU.
-bool cluster_combine() { return asked_for("RLX_CUDA_ATTENTION_CLUSTER"); }
-constexpr int64_t kMaxCluster = 8;  // blocks a cluster may portably hold
+bool computed_queries() {
+  return switched_on("RLX_CUDA_ATTENTION_Q");
+}
 
 bool f32_class(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
 
@@ -269,9 +221,7 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
   // rounds of the scoring loop.
   const int64_t rows = s.batch * s.heads * s.q_len;
   const int64_t rounds = (s.kv_len + 63) / 64;
-  const bool cluster = cluster_combine();
-  const int64_t wanted = std::clamp<int64_t>((kFillBlocks + rows - 1) / rows, 1,
-                                             cluster ? std::min(rounds, kMaxCluster) : rounds);
+  const int64_t wanted = std::clamp<int64_t>((kFillBlocks + rows - 1) / rows, 1, rounds);
   const int64_t chunk = (rounds + wanted - 1) / wanted * 64;
   const int64_t chunks = (s.kv_len + chunk - 1) / chunk;
   // Threads per group: the value columns, up to the whole block; the rest of the block splits
@@ -288,16 +238,11 @@ std::optional<sdk::AttentionKernel> decode_attention(const sdk::AttentionShape& 
       std::min<int64_t>(16, (std::min<int64_t>(chunk, 64) + groups - 1) / groups);
   // The kernel's variable parts first, so the tokens in them are filled with the rest.
   const bool early = early_loads();
-  std::string text = fill_tokens(
-      kKernel, {{"EARLY", early ? kEarlyLoads : ""},
-                {"KDOT", early ? kEarlyDot : kPlainDot},
-                {"VEARLY", early ? kEarlyValues : ""},
-                {"CLUSTERHELP", cluster ? kClusterHelpers : ""},
-                {"CLUSTERDIMS", cluster ? "RLX_CLUSTER_DIMS_@SYM@ " : ""},
-                {"MINE", cluster ? kClusterMine : kScratchMine},
-                {"COMBINE", cluster ? kClusterCombine : kScratchCombine}});
-  if (cluster)
-    text = fill_tokens(text, {{"SCRATCHMINE", kScratchMine}, {"SCRATCHCOMBINE", kScratchCombine}});
+  std::string text = fill_tokens(kKernel, {{"EARLY", early ? kEarlyLoads : ""},
+                                           {"KDOT", early ? kEarlyDot : kPlainDot},
+                                           {"VEARLY", early ? kEarlyValues : ""},
+                                           {"MINE", kScratchMine},
+                                           {"COMBINE", kScratchCombine}});
   tokens.insert({{"G", std::to_string(groups)},
                  {"DW", std::to_string((s.head_dim + 31) / 32)},
                  {"VT", std::to_string(early_values)},
