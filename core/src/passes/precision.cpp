@@ -77,7 +77,8 @@ Tensor narrowed_weight(const Tensor& w, DType to, const std::string& name) {
   Tensor out(to, w.shape());
   const float* src = w.as<float>();
   uint16_t* dst = out.as<uint16_t>();
-  for (int64_t i = 0; i < w.numel(); ++i) {
+  const int64_t n = w.numel();
+  for (int64_t i = 0; i < n; ++i) {
     if (to == DType::kF16 && std::isfinite(src[i]) && std::fabs(src[i]) > kF16Max)
       throw_user_error(
           fmt::format("--precision: weight '{}' holds {} at element {}, beyond f16's largest "

@@ -54,7 +54,8 @@ std::string position_of(int64_t flat, const std::vector<int64_t>& shape) {
 template <typename T>
 void check_values(const InputLimit& l, const Tensor& t) {
   const T* p = t.as<T>();
-  for (int64_t i = 0; i < t.numel(); ++i) {
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
     const auto v = static_cast<int64_t>(p[i]);
     if (v >= l.min && v <= l.max) continue;
     throw_user_error(

@@ -1,4 +1,4 @@
-// What the AMX kernels (int8_gemm_amx.cpp, gemm_bf16_amx.cpp, nn_attention_amx.cpp) share: asking
+// What the AMX kernels (int8_gemm_amx.cpp, gemm_bf16_amx.cpp, nn_attention_bf16.cpp) share: asking
 // Linux for the tile state, and the one tile layout they use. A register block is up to 32 rows x
 // 32 columns: accumulator tiles 0-3, tiles 4 and 5 of A (16 rows each), tiles 6 and 7 of B; every
 // tile row is 64 bytes.

@@ -1,5 +1,5 @@
 // f32 -> bf16 on 16 lanes as rlx::f32_to_bf16 does it (nearest even, a NaN kept quiet), and back,
-// for the translation units built with AVX-512 (gemm_bf16.cpp, nn_attention_amx.cpp): include
+// for the translation units built with AVX-512 (gemm_bf16.cpp, nn_attention_bf16.cpp): include
 // it from no other file, as its body needs those flags.
 #pragma once
 #include <immintrin.h>

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gemm_bf16.h"
 #include "nn_simd.h"
 
 namespace rlx::cpu {
@@ -41,18 +42,20 @@ AttentionShape with_layout(AttentionShape s);
 void attention(const AttentionShape& s, const void* q, const void* k, const void* v, void* out,
                const NnSimd& simd);
 
-// Whether attention_amx_bf16 computes this attention: q, k and v bf16, a head_dim that whole
-// tiles cover (a multiple of 32) and a v_dim of whole 16-column tiles, on a CPU whose AMX-BF16
-// tiles this process was granted (gemm_bf16.h; RLX_CPU_AMX_BF16=0 turns it off).
-bool attention_amx_takes(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t v_dim);
+// The unit attention_bf16 computes this attention on: q, k and v bf16, a head_dim that whole
+// tiles cover (a multiple of 32, at most 128) and a v_dim of whole 16-column tiles, on a CPU with
+// AMX-BF16 (granted to this process) or AVX512-BF16 (gemm_bf16.h's bf16_unit(); RLX_CPU_AMX_BF16=0
+// and RLX_CPU_AVX512_BF16=0 turn them off). kNone: the f32 kernel on widened values.
+Bf16Unit attention_bf16_unit(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t v_dim);
 
-// Attention with bf16 products on AMX tiles (nn_attention_amx.cpp), what `--precision amp-bf16`
-// asks of attention: Q K^T as exact products summed in f32 (TDPBF16PS), scaled, masked and put
-// through an online softmax in f32; each block's weights rounded to bf16 and their sum taken of
-// the rounded values, so a row's weights still sum to one; P V again on the tiles in f32, the
-// result rounded once to bf16. Masks, no-key rows and NaN rows as attention() has them.
-void attention_amx_bf16(const AttentionShape& s, const void* q, const void* k, const void* v,
-                        void* out);
+// Attention with bf16 products (nn_attention_bf16.cpp), what `--precision amp-bf16` asks of
+// attention: Q K^T as exact products summed in f32 (TDPBF16PS or VDPBF16PS), scaled, masked and
+// put through an online softmax in f32; each block's weights rounded to bf16 and their sum taken
+// of the rounded values, so a row's weights still sum to one; P V again as bf16 products summed
+// in f32, the result rounded once to bf16. Masks, no-key rows and NaN rows as attention() has
+// them. `unit` must be available on this CPU.
+void attention_bf16(Bf16Unit unit, const AttentionShape& s, const void* q, const void* k,
+                    const void* v, void* out);
 
 // A per-thread scratch buffer shared by the calls on that thread. `busy` while a call uses it: a
 // thread waiting in that call's parallel_for may run another model's attention (nested oneTBB

@@ -74,13 +74,15 @@ Verdict claim_attention(const NodeSignature& s) {
     return refuse(s, "takes f32, f16 or bf16 q, k and v, with the result in q's type");
   if (q == DType::kF32) return Verdict::yes();
   const Dim &d = s.inputs[0].shape.back(), &dv = s.inputs[2].shape.back();
-  if (d.is_static() && dv.is_static() &&
-      attention_amx_takes(*kv_elem(q), *kv_elem(s.inputs[1].dtype), *kv_elem(s.inputs[2].dtype),
-                          d.value, dv.value))
-    return Verdict{true,
-                   "bf16 attention on AMX tiles: q k^T and p v as exact products summed in "
-                   "f32 (tdpbf16ps), softmax in f32, its weights rounded to bf16 for p v, "
-                   "the result rounded to bf16"};
+  const Bf16Unit unit = d.is_static() && dv.is_static()
+                            ? attention_bf16_unit(*kv_elem(q), *kv_elem(s.inputs[1].dtype),
+                                                  *kv_elem(s.inputs[2].dtype), d.value, dv.value)
+                            : Bf16Unit::kNone;
+  if (unit != Bf16Unit::kNone)
+    return Verdict{true, fmt::format("bf16 attention on {}: q k^T and p v as exact products "
+                                     "summed in f32, softmax in f32, its weights rounded to bf16 "
+                                     "for p v, the result rounded to bf16",
+                                     bf16_unit_name(unit))};
   // A 16-bit q (a bf16 model, or attention that amp narrowed): the f32 kernel on q widened, the
   // result rounded once to q's type; said here because it computes wider than asked.
   return Verdict{true, fmt::format("f32 attention: {} q widened, k and v read as {} and {}, the "
@@ -192,8 +194,8 @@ void run_attention(const lir::CallKernel& k, const std::vector<lir::Buffer>& in,
   const void* v = operand(2) + layout("v_layout", sh.v_elem, sh.v_st);
   void* out = static_cast<char*>(ptrs[k.outputs[0]]) + layout("o_layout", sh.q_elem, sh.o_st);
   // The claim's choice (claim_attention), made again from the same dtypes and dims.
-  if (attention_amx_takes(sh.q_elem, sh.k_elem, sh.v_elem, sh.head_dim, sh.v_dim))
-    return attention_amx_bf16(sh, q, kk, v, out);
+  const Bf16Unit unit = attention_bf16_unit(sh.q_elem, sh.k_elem, sh.v_elem, sh.head_dim, sh.v_dim);
+  if (unit != Bf16Unit::kNone) return attention_bf16(unit, sh, q, kk, v, out);
   attention(sh, q, kk, v, out, nn_simd());
 }
 

@@ -61,8 +61,8 @@ TEST(CpuDispatch, ExplainSaysWhatRunsBf16Products) {
   }
 }
 
-// And bf16 attention: on AMX tiles where they are granted and the head sizes fill whole tiles,
-// else the f32 kernel on widened values; the claim says which.
+// And bf16 attention: on the bf16 unit (AMX tiles where granted, else AVX512-BF16) where the head
+// sizes fill whole tiles, else the f32 kernel on widened values; the claim says which.
 TEST(CpuDispatch, ExplainSaysWhatRunsBf16Attention) {
   for (int64_t D : {32, 24}) {
     const std::string ir =
@@ -75,10 +75,10 @@ TEST(CpuDispatch, ExplainSaysWhatRunsBf16Attention) {
     DispatchResult d = dispatch(parse_graph(ir, "test.rlx"), *test::cpu_target());
     ASSERT_EQ(d.report.entries.size(), 1u);
     const std::string& note = d.report.entries[0].detail;
-    const bool amx = amx_bf16_enabled() && D % 32 == 0;
-    EXPECT_NE(note.find(amx ? "bf16 attention on AMX tiles" : "f32 attention: bf16 q widened"),
-              std::string::npos)
-        << note;
+    const bool unit = bf16_unit() != Bf16Unit::kNone && D % 32 == 0;
+    const std::string want = unit ? fmt::format("bf16 attention on {}", bf16_unit_name(bf16_unit()))
+                                  : "f32 attention: bf16 q widened";
+    EXPECT_NE(note.find(want), std::string::npos) << note;
   }
 }
 

@@ -20,6 +20,8 @@
 namespace rlx {
 namespace {
 
+using cpu::bf16_unit_name;
+using cpu::Bf16Unit;
 using cpu::NnSimd;
 
 std::vector<float> random_values(size_t n, unsigned seed, float scale = 1.0f) {
@@ -263,47 +265,57 @@ TEST(CpuNnKernels, AttentionWith16BitQIsTheRoundedF32ResultOfItsValues) {
       }
 }
 
-// bf16 attention on AMX tiles (what --precision amp-bf16 runs where the CPU has them): exact
-// products summed in f32, the softmax's weights rounded to bf16, the result rounded to bf16, so
-// within a few bf16 ulps of the float64 attention of the same values, on every case whose head
-// sizes fill whole tiles (GQA, causal, padding with a batch that sees nothing, keys over blocks).
-TEST(CpuNnKernels, Bf16AttentionOnAmxTilesIsCloseToFloat64) {
+// bf16 attention on each bf16 unit this CPU has (AMX tiles, AVX512-BF16: what --precision
+// amp-bf16 runs there): exact products summed in f32, the softmax's weights rounded to bf16, the
+// result rounded to bf16, so within a few bf16 ulps of the float64 attention of the same values,
+// on every case whose head sizes fill whole tiles (GQA, causal, padding with a batch that sees
+// nothing, keys over blocks, row counts that are not a multiple of the unit's groups).
+TEST(CpuNnKernels, Bf16AttentionOnEachUnitIsCloseToFloat64) {
   using cpu::KvElem;
-  if (!cpu::attention_amx_takes(KvElem::kBF16, KvElem::kBF16, KvElem::kBF16, 32, 32))
-    GTEST_SKIP() << "this CPU lacks AMX-BF16, the kernel did not grant the tile state, or "
-                    "RLX_CPU_AMX_BF16=0";
+  std::vector<Bf16Unit> units;
+  if (cpu::amx_bf16_enabled()) units.push_back(Bf16Unit::kAmx);
+  if (cpu::avx512_bf16_enabled()) units.push_back(Bf16Unit::kAvx512Bf16);
+  if (units.empty())
+    GTEST_SKIP() << "this CPU has neither AMX-BF16 (granted) nor AVX512-BF16, or "
+                    "RLX_CPU_AMX_BF16=0 / RLX_CPU_AVX512_BF16=0";
   std::vector<AttnCase> cases = attention_cases();
   AttnCase pad{"padding_with_fully_masked_batch_d32", 3, 4, 2, 20, 40, 32, 48};
   for (int64_t b = 0; b < 3; ++b)
     for (int64_t j = 0; j < 40; ++j) pad.keep.push_back(b == 1 ? 0 : b == 0 ? j % 5 != 2 : j >= 9);
   cases.push_back(pad);
   cases.push_back({"d128_causal_long", 1, 2, 2, 33, 260, 128, 128, true});
-  int run = 0;
-  for (const AttnCase& c : cases) {
-    if (!cpu::attention_amx_takes(KvElem::kBF16, KvElem::kBF16, KvElem::kBF16, c.D, c.Dv)) continue;
-    ++run;
-    Kv16 q = to_16bit(random_values(c.B * c.H * c.Sq * c.D, 31, 2), KvElem::kBF16),
-         k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 32, 2), KvElem::kBF16),
-         v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 33), KvElem::kBF16);
-    cpu::AttentionShape sh = shape_of(c);
-    sh.q_elem = sh.k_elem = sh.v_elem = KvElem::kBF16;
-    std::vector<uint16_t> got(c.B * c.H * c.Sq * c.Dv, 0x7777);
-    cpu::attention_amx_bf16(sh, q.bits.data(), k.bits.data(), v.bits.data(), got.data());
-    const std::vector<double> want = naive_attention(c, q.wide, k.wide, v.wide);
-    for (size_t i = 0; i < got.size(); ++i) {
-      const double g = bf16_to_f32(got[i]);
-      if (std::isnan(want[i])) {
-        ASSERT_TRUE(std::isnan(g)) << c.name << " at " << i;
+  cases.push_back({"d64_v16_odd_rows", 2, 3, 3, 13, 70, 64, 16});
+  for (Bf16Unit unit : units) {
+    int run = 0;
+    for (const AttnCase& c : cases) {
+      if (cpu::attention_bf16_unit(KvElem::kBF16, KvElem::kBF16, KvElem::kBF16, c.D, c.Dv) ==
+          Bf16Unit::kNone)
         continue;
+      ++run;
+      Kv16 q = to_16bit(random_values(c.B * c.H * c.Sq * c.D, 31, 2), KvElem::kBF16),
+           k = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.D, 32, 2), KvElem::kBF16),
+           v = to_16bit(random_values(c.B * c.Hkv * c.Sk * c.Dv, 33), KvElem::kBF16);
+      cpu::AttentionShape sh = shape_of(c);
+      sh.q_elem = sh.k_elem = sh.v_elem = KvElem::kBF16;
+      std::vector<uint16_t> got(c.B * c.H * c.Sq * c.Dv, 0x7777);
+      cpu::attention_bf16(unit, sh, q.bits.data(), k.bits.data(), v.bits.data(), got.data());
+      const std::vector<double> want = naive_attention(c, q.wide, k.wide, v.wide);
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double g = bf16_to_f32(got[i]);
+        if (std::isnan(want[i])) {
+          ASSERT_TRUE(std::isnan(g)) << c.name << " at " << i;
+          continue;
+        }
+        ASSERT_NEAR(g, want[i], 4e-3 + 8e-3 * std::fabs(want[i]))
+            << bf16_unit_name(unit) << " " << c.name << " at " << i;
       }
-      ASSERT_NEAR(g, want[i], 4e-3 + 8e-3 * std::fabs(want[i])) << c.name << " at " << i;
     }
+    EXPECT_GE(run, 7) << bf16_unit_name(unit);
   }
-  EXPECT_GE(run, 6);
 }
 
 // Strided layouts (q, k, v and the result as [B, S, H, D], what the layout fold passes): the
-// same bytes as the contiguous layout, on the f32 kernel, its 16-bit paths and the AMX kernel.
+// same bytes as the contiguous layout, on the f32 kernel, its 16-bit paths and the bf16 kernel.
 TEST(CpuNnKernels, AttentionInHeadInterleavedLayoutsGivesTheSameBytes) {
   using cpu::KvElem;
   for (const AttnCase& c : attention_cases()) {
@@ -340,17 +352,17 @@ TEST(CpuNnKernels, AttentionInHeadInterleavedLayoutsGivesTheSameBytes) {
         EXPECT_EQ(std::memcmp(interleave(want, c.Sq).data(), got.data(), n * 4), 0) << c.name;
         continue;
       }
-      const bool amx = cpu::attention_amx_takes(e, e, e, c.D, c.Dv);
+      const Bf16Unit unit = cpu::attention_bf16_unit(e, e, e, c.D, c.Dv);
       auto run = [&](const cpu::AttentionShape& s, const void* qq, const void* kk, const void* vv,
                      void* out) {
-        if (amx) return cpu::attention_amx_bf16(s, qq, kk, vv, out);
+        if (unit != Bf16Unit::kNone) return cpu::attention_bf16(unit, s, qq, kk, vv, out);
         cpu::attention(s, qq, kk, vv, out, simd);
       };
       run(sh, q.bits.data(), k.bits.data(), v.bits.data(), want16.data());
       run(st, interleave(q.bits, c.Sq).data(), interleave(k.bits, c.Sk).data(),
           interleave(v.bits, c.Sk).data(), got16.data());
       EXPECT_EQ(std::memcmp(interleave(want16, c.Sq).data(), got16.data(), n * 2), 0)
-          << c.name << (amx ? " (amx)" : "");
+          << c.name << " " << bf16_unit_name(unit);
     }
   }
 }

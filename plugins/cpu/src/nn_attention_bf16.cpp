@@ -1,12 +1,16 @@
-// bf16 attention on AMX tiles (nn_attention.h). Per (batch, kv head), K and V are packed once
-// into the layout of TDPBF16PS's B operand; then each task takes 16 query rows (one A tile) and
-// walks the keys in blocks of kBlock:
-//   S = Q K^T      tiles of 16 rows x 16 keys, D / 32 steps each, stored as f32 rows;
+// bf16 attention (nn_attention.h) on AMX tiles or AVX512-BF16, whichever gemm_bf16.h's unit is.
+// Per (batch, kv head), K and V are packed once into the layout of TDPBF16PS's B operand, which
+// is also what VDPBF16PS reads a row at a time (pairs of k interleaved); then each task takes
+// kRows query rows and walks the keys in blocks of kBlock:
+//   S = Q K^T      16 rows x 16 keys a tile (AMX) or 8 rows x 32 keys of accumulators
+//                  (AVX512-BF16), D / 2 pairs each, stored as f32 rows;
 //   softmax        per row in f32: scale, masks, running max and sum (online softmax), the
-//                  weights rounded to bf16 into P (rows of the A operand) and summed as rounded;
-//   O += P V       tiles of 16 rows x 16 columns of V, 32 keys a step, added to O in f32.
-// At MiniLM's shapes (S = 128, D = 32) a block's two products are 128 instructions of 16
-// cycles, where the f32 kernel spends ~32k cycles of FMAs; the softmax's exp is what is left.
+//                  weights rounded to bf16 into P and summed as rounded;
+//   O += P V       16 columns of V a tile or register, 32 keys a step, added to O in f32.
+// Both units multiply pairs exactly and sum in f32 (in different orders), with subnormals as
+// zero. At MiniLM's shapes (S = 128, D = 32) a block's two products are 128 tile instructions
+// of 16 cycles, where the f32 kernel spends ~32k cycles of FMAs; the softmax's exp is what is
+// left.
 #include <immintrin.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -16,12 +20,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "amx_tiles.h"
 #include "bf16_avx512.h"
 #include "gemm_bf16.h"
 #include "nn_attention.h"
+#include "rlx/core/error.h"
 #include "rlx/core/half.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -155,13 +161,99 @@ void store_row(const float* o, int64_t n, float l, uint16_t* dst) {
                         bf16_from_f32(_mm512_div_ps(_mm512_loadu_ps(o + j), denom)));
 }
 
+// AVX512-BF16's share of a block, both products in one form: R rows (R <= 8) of bf16 pairs in a
+// (row stride lda) against N (1 or 2) 16-column B operands laid out as packed tiles (b, the n-th
+// at b + n * b_n), over `outer` steps of 16 pairs (a advances 32 elements a step, b by b_step):
+// one VDPBF16PS adds a row's pair (broadcast) times the pair's tile row to that row's 16 sums.
+// The sums are stored to out (row stride ldo), or added to it. R and N are compile-time so the
+// accumulators stay in registers.
+//   S = Q K^T:  a = q rows, outer = D / 32 steps, b = 16-key chunks;
+//   O += P V:   a = weight rows, outer = 32-key chunks, b = 16-column groups of V.
+template <int R, int N, bool Add>
+void dot_rows(const uint16_t* a, int64_t lda, const uint16_t* b, int64_t b_n, int64_t b_step,
+              int64_t outer, float* out, int64_t ldo) {
+  __m512 acc[R][N];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int n = 0; n < N; ++n) acc[i][n] = _mm512_setzero_ps();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int r = 0; r < 16; ++r) {
+      __m512bh w[N];
+#pragma GCC unroll 2
+      for (int n = 0; n < N; ++n)
+        w[n] = (__m512bh)_mm512_loadu_si512(b + n * b_n + o * b_step + r * 32);
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) {
+        int32_t pair;
+        std::memcpy(&pair, a + i * lda + o * 32 + 2 * r, sizeof(pair));
+        const __m512bh x = (__m512bh)_mm512_set1_epi32(pair);
+#pragma GCC unroll 2
+        for (int n = 0; n < N; ++n) acc[i][n] = _mm512_dpbf16_ps(acc[i][n], x, w[n]);
+      }
+    }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+#pragma GCC unroll 2
+    for (int n = 0; n < N; ++n) {
+      float* dst = out + i * ldo + n * 16;
+      _mm512_storeu_ps(dst, Add ? _mm512_add_ps(_mm512_loadu_ps(dst), acc[i][n]) : acc[i][n]);
+    }
+}
+
+// All `count` B operands of a product, two at a time (operand n at b + n * b_n, its sums at
+// out + 16 n).
+template <int R, bool Add>
+void dot_all(const uint16_t* a, int64_t lda, const uint16_t* b, int64_t b_n, int64_t b_step,
+             int64_t outer, int64_t count, float* out, int64_t ldo) {
+  int64_t n = 0;
+  for (; n + 2 <= count; n += 2)
+    dot_rows<R, 2, Add>(a, lda, b + n * b_n, b_n, b_step, outer, out + n * 16, ldo);
+  if (n < count) dot_rows<R, 1, Add>(a, lda, b + n * b_n, b_n, b_step, outer, out + n * 16, ldo);
+}
+
+// The rows [0, rows) of a task in groups of eight (the accumulators of two chunks fit the
+// registers); f(R, row offset) runs one group.
+template <typename F>
+void by_eight(int64_t rows, const F& f) {
+  for (int64_t i = 0; i < rows; i += 8) {
+    switch (std::min<int64_t>(8, rows - i)) {
+      case 1:
+        f(std::integral_constant<int, 1>(), i);
+        break;
+      case 2:
+        f(std::integral_constant<int, 2>(), i);
+        break;
+      case 3:
+        f(std::integral_constant<int, 3>(), i);
+        break;
+      case 4:
+        f(std::integral_constant<int, 4>(), i);
+        break;
+      case 5:
+        f(std::integral_constant<int, 5>(), i);
+        break;
+      case 6:
+        f(std::integral_constant<int, 6>(), i);
+        break;
+      case 7:
+        f(std::integral_constant<int, 7>(), i);
+        break;
+      default:
+        f(std::integral_constant<int, 8>(), i);
+        break;
+    }
+  }
+}
+
 struct Packed {
   const uint16_t* k = nullptr;  // per group: chunks16 * steps tiles
   const uint16_t* v = nullptr;  // per group: chunks32 * groups tiles
   int64_t k_per_group = 0, v_per_group = 0;
 };
 
-// Query rows [r0, r1) (at most kRows) of kv head `kvh` of batch `b`.
+// Query rows [r0, r1) (at most kRows) of kv head `kvh` of batch `b`, on unit U.
+template <Bf16Unit U>
 void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v, const Packed& pk,
                  uint16_t* out, int64_t b, int64_t kvh, int64_t r0, int64_t r1) {
   const int64_t group = sh.heads / sh.kv_heads, D = sh.head_dim, Dv = sh.v_dim;
@@ -175,7 +267,7 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
   };
   const uint8_t* keep = sh.keep ? sh.keep + b * Sk : nullptr;
 
-  alignas(64) uint16_t qt[kRows * 128];  // D <= 128 (attention_amx_takes)
+  alignas(64) uint16_t qt[kRows * 128];  // D <= 128 (attention_bf16_unit)
   alignas(64) float s[kRows * kBlock];
   alignas(64) uint16_t p[kRows * kBlock];
   alignas(64) float t[kRows * 16];
@@ -213,36 +305,44 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
       keep = nullptr;
     }
   }
-  amx::configure(16, 16);
+  if constexpr (U == Bf16Unit::kAmx) amx::configure(16, 16);
   for (int64_t j0 = lo / 32 * 32; j0 < hi; j0 += kBlock) {
     const int64_t n = std::min(kBlock, hi - j0);
     const int64_t n16 = (n + 15) / 16 * 16, n32 = (n + 31) / 32 * 32;
-    // S: 32 rows x 32 keys a step, the four accumulators of a 2 x 2 block (each tile of Q and
-    // of K read once per step for two products), so four chains of TDPBF16PS overlap.
-    for (int64_t c = 0; c < n16 / 16; c += 2) {
-      const bool two = c + 1 < n16 / 16;
-      const uint16_t* k0 = kp + ((j0 / 16 + c) * steps) * kTile;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (int64_t st = 0; st < steps; ++st) {
-        _tile_loadd(4, qt + st * 32, D * 2);
-        _tile_loadd(5, qt + 16 * D + st * 32, D * 2);
-        _tile_loadd(6, k0 + st * kTile, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(2, 5, 6);
-        if (two) {
-          _tile_loadd(7, k0 + (steps + st) * kTile, 64);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(3, 5, 7);
+    if constexpr (U == Bf16Unit::kAvx512Bf16) {
+      const uint16_t* k0 = kp + (j0 / 16) * steps * kTile;
+      by_eight(rows, [&](auto r, int64_t i) {
+        dot_all<decltype(r)::value, false>(qt + i * D, D, k0, steps * kTile, kTile, steps, n16 / 16,
+                                           s + i * kBlock, kBlock);
+      });
+    } else {
+      // S: 32 rows x 32 keys a step, the four accumulators of a 2 x 2 block (each tile of Q and
+      // of K read once per step for two products), so four chains of TDPBF16PS overlap.
+      for (int64_t c = 0; c < n16 / 16; c += 2) {
+        const bool two = c + 1 < n16 / 16;
+        const uint16_t* k0 = kp + ((j0 / 16 + c) * steps) * kTile;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t st = 0; st < steps; ++st) {
+          _tile_loadd(4, qt + st * 32, D * 2);
+          _tile_loadd(5, qt + 16 * D + st * 32, D * 2);
+          _tile_loadd(6, k0 + st * kTile, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(2, 5, 6);
+          if (two) {
+            _tile_loadd(7, k0 + (steps + st) * kTile, 64);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(3, 5, 7);
+          }
         }
-      }
-      _tile_stored(0, s + c * 16, kBlock * 4);
-      _tile_stored(2, s + 16 * kBlock + c * 16, kBlock * 4);
-      if (two) {
-        _tile_stored(1, s + c * 16 + 16, kBlock * 4);
-        _tile_stored(3, s + 16 * kBlock + c * 16 + 16, kBlock * 4);
+        _tile_stored(0, s + c * 16, kBlock * 4);
+        _tile_stored(2, s + 16 * kBlock + c * 16, kBlock * 4);
+        if (two) {
+          _tile_stored(1, s + c * 16 + 16, kBlock * 4);
+          _tile_stored(3, s + 16 * kBlock + c * 16 + 16, kBlock * 4);
+        }
       }
     }
     for (int64_t i = 0; i < kRows; ++i) {
@@ -270,6 +370,14 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
         for (int64_t d = 0; d < Dv; ++d) orow[d] *= alpha;
       }
       m[i] = m_new;
+    }
+    if constexpr (U == Bf16Unit::kAvx512Bf16) {
+      const uint16_t* v0 = vp + (j0 / 32) * vgroups * kTile;
+      by_eight(rows, [&](auto r, int64_t i) {
+        dot_all<decltype(r)::value, true>(p + i * kBlock, kBlock, v0, kTile, vgroups * kTile,
+                                          n32 / 32, vgroups, o + i * Dv, Dv);
+      });
+      continue;
     }
     // O += P V: 32 rows x 32 columns of V a step of 32 keys, again a 2 x 2 block.
     for (int64_t vg = 0; vg < vgroups; vg += 2) {
@@ -315,7 +423,7 @@ void attend_rows(const AttentionShape& sh, const uint16_t* q, const uint16_t* v,
       }
     }
   }
-  _tile_release();
+  if constexpr (U == Bf16Unit::kAmx) _tile_release();
   const uint16_t* vb = v + sh.v_st.at(b, kvh, 0);
   for (int64_t i = 0; i < rows; ++i) {
     uint16_t* dst = out + at(sh.o_st, r0 + i);
@@ -340,14 +448,18 @@ thread_local ThreadScratch<uint16_t> tls_packed_kv;
 
 }  // namespace
 
-bool attention_amx_takes(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t v_dim) {
-  return q == KvElem::kBF16 && k == KvElem::kBF16 && v == KvElem::kBF16 && head_dim > 0 &&
-         head_dim % 32 == 0 && head_dim <= 128 && v_dim > 0 && v_dim % 16 == 0 &&
-         amx_bf16_enabled();
+Bf16Unit attention_bf16_unit(KvElem q, KvElem k, KvElem v, int64_t head_dim, int64_t v_dim) {
+  const bool fits = q == KvElem::kBF16 && k == KvElem::kBF16 && v == KvElem::kBF16 &&
+                    head_dim > 0 && head_dim % 32 == 0 && head_dim <= 128 && v_dim > 0 &&
+                    v_dim % 16 == 0;
+  return fits ? bf16_unit() : Bf16Unit::kNone;
 }
 
-void attention_amx_bf16(const AttentionShape& given, const void* q, const void* k, const void* v,
-                        void* out) {
+void attention_bf16(Bf16Unit unit, const AttentionShape& given, const void* q, const void* k,
+                    const void* v, void* out) {
+  if (unit == Bf16Unit::kNone || (unit == Bf16Unit::kAmx && !amx_bf16_enabled()) ||
+      (unit == Bf16Unit::kAvx512Bf16 && !avx512_bf16_enabled()))
+    throw_internal_error("attention_bf16: the bf16 unit asked for is not available on this CPU");
   const AttentionShape sh = with_layout(given);
   const int64_t group = sh.heads / sh.kv_heads;
   const int64_t rows = group * sh.q_len, groups = sh.batch * sh.kv_heads;
@@ -371,15 +483,17 @@ void attention_amx_bf16(const AttentionShape& given, const void* q, const void* 
            buf + groups * pk.k_per_group + g * pk.v_per_group);
   });
   const int64_t tiles = (rows + kRows - 1) / kRows;
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, groups * tiles, 1),
-                    [&](const tbb::blocked_range<int64_t>& range) {
-                      for (int64_t t = range.begin(); t < range.end(); ++t) {
-                        const int64_t g = t / tiles, r0 = (t % tiles) * kRows;
-                        attend_rows(sh, static_cast<const uint16_t*>(q), v16, pk,
-                                    static_cast<uint16_t*>(out), g / sh.kv_heads, g % sh.kv_heads,
-                                    r0, std::min(rows, r0 + kRows));
-                      }
-                    });
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, groups * tiles, 1),
+      [&](const tbb::blocked_range<int64_t>& range) {
+        for (int64_t t = range.begin(); t < range.end(); ++t) {
+          const int64_t g = t / tiles, r0 = (t % tiles) * kRows;
+          const auto attend = unit == Bf16Unit::kAmx ? attend_rows<Bf16Unit::kAmx>
+                                                     : attend_rows<Bf16Unit::kAvx512Bf16>;
+          attend(sh, static_cast<const uint16_t*>(q), v16, pk, static_cast<uint16_t*>(out),
+                 g / sh.kv_heads, g % sh.kv_heads, r0, std::min(rows, r0 + kRows));
+        }
+      });
 }
 
 }  // namespace rlx::cpu
