@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "gemm_bf16_blocks.h"
+#include "row_groups.h"
 
 namespace rlx::cpu {
 
@@ -34,41 +35,18 @@ void rows_block(const uint16_t* a, int64_t lda, int64_t K, const uint16_t* b0, c
     for (int j = 0; j < NT; ++j) _mm512_storeu_ps(t + i * 32 + j * 16, acc[i][j]);
 }
 
-template <int NT>
-void rows(const uint16_t* a, int64_t lda, int64_t K, const uint16_t* b0, const uint16_t* b1, int r,
-          float* t) {
-  switch (r) {
-    case 1:
-      return rows_block<1, NT>(a, lda, K, b0, b1, t);
-    case 2:
-      return rows_block<2, NT>(a, lda, K, b0, b1, t);
-    case 3:
-      return rows_block<3, NT>(a, lda, K, b0, b1, t);
-    case 4:
-      return rows_block<4, NT>(a, lda, K, b0, b1, t);
-    case 5:
-      return rows_block<5, NT>(a, lda, K, b0, b1, t);
-    case 6:
-      return rows_block<6, NT>(a, lda, K, b0, b1, t);
-    case 7:
-      return rows_block<7, NT>(a, lda, K, b0, b1, t);
-    default:
-      return rows_block<8, NT>(a, lda, K, b0, b1, t);
-  }
-}
-
 }  // namespace
 
 void avx512_bf16_block(const uint16_t* a, int64_t lda, int rows_asked, const PackedBf16B& b,
                        int64_t p, bool two, float* t) {
   const uint16_t* b0 = b.panel(p);
-  for (int i = 0; i < rows_asked; i += 8) {
-    const int r = rows_asked - i < 8 ? rows_asked - i : 8;
+  const uint16_t* b1 = two ? b.panel(p + 1) : b0;
+  by_eight(rows_asked, [&](auto r, int64_t i) {
     if (two)
-      rows<2>(a + i * lda, lda, b.k, b0, b.panel(p + 1), r, t + i * 32);
+      rows_block<decltype(r)::value, 2>(a + i * lda, lda, b.k, b0, b1, t + i * 32);
     else
-      rows<1>(a + i * lda, lda, b.k, b0, b0, r, t + i * 32);
-  }
+      rows_block<decltype(r)::value, 1>(a + i * lda, lda, b.k, b0, b1, t + i * 32);
+  });
 }
 
 }  // namespace rlx::cpu

@@ -29,6 +29,7 @@
 #include "nn_attention.h"
 #include "rlx/core/error.h"
 #include "rlx/core/half.h"
+#include "row_groups.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports the deliberately undefined vectors inside its own AVX-512 intrinsics
@@ -210,40 +211,6 @@ void dot_all(const uint16_t* a, int64_t lda, const uint16_t* b, int64_t b_n, int
   for (; n + 2 <= count; n += 2)
     dot_rows<R, 2, Add>(a, lda, b + n * b_n, b_n, b_step, outer, out + n * 16, ldo);
   if (n < count) dot_rows<R, 1, Add>(a, lda, b + n * b_n, b_n, b_step, outer, out + n * 16, ldo);
-}
-
-// The rows [0, rows) of a task in groups of eight (the accumulators of two chunks fit the
-// registers); f(R, row offset) runs one group.
-template <typename F>
-void by_eight(int64_t rows, const F& f) {
-  for (int64_t i = 0; i < rows; i += 8) {
-    switch (std::min<int64_t>(8, rows - i)) {
-      case 1:
-        f(std::integral_constant<int, 1>(), i);
-        break;
-      case 2:
-        f(std::integral_constant<int, 2>(), i);
-        break;
-      case 3:
-        f(std::integral_constant<int, 3>(), i);
-        break;
-      case 4:
-        f(std::integral_constant<int, 4>(), i);
-        break;
-      case 5:
-        f(std::integral_constant<int, 5>(), i);
-        break;
-      case 6:
-        f(std::integral_constant<int, 6>(), i);
-        break;
-      case 7:
-        f(std::integral_constant<int, 7>(), i);
-        break;
-      default:
-        f(std::integral_constant<int, 8>(), i);
-        break;
-    }
-  }
 }
 
 struct Packed {
