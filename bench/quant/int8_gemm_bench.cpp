@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "amx_tiles.h"
 #include "gemm_timing.h"
 #include "int8_gemm.h"
 
@@ -36,15 +37,8 @@ __attribute__((target("avx512f,avx512vnni"), noinline)) double vnni_loop(int64_t
 
 // Four independent TDPBUSD chains (16 x 16 x 64 products each) on tiles that stay loaded, so the
 // loop is bound by the AMX unit's throughput.
-struct alignas(64) AmxConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
 __attribute__((target("amx-tile,amx-int8"), noinline)) double amx_loop(int64_t iters) {
-  AmxConfig c;
-  for (int t = 0; t < 8; ++t) c.colsb[t] = 64, c.rows[t] = 16;
-  asm volatile("ldtilecfg %0" : : "m"(c));  // all 64 bytes read (GCC 12's intrinsic names 8)
+  rlx::cpu::amx::configure(16, 16);  // every tile 16 rows of 64 bytes
   alignas(64) static thread_local int8_t bytes[16 * 64] = {1};
   _tile_loadd(4, bytes, 64);
   _tile_loadd(5, bytes, 64);
